@@ -1,0 +1,512 @@
+//! The events a recorded process logs.
+//!
+//! One enum serves both directions: the runtime hands a writer [`Event<Borrowed>`] (source
+//! locations as `&'static Location`, payloads as borrowed slices, nothing allocated), and a reader
+//! returns [`Event<Owned>`] (locations and names resolved to shared values). The two differ only
+//! in the [`Repr`] of sites, names and bytes, so the encoder and decoder cannot drift apart.
+//!
+//! The log records what control-driven replay needs and no more (Manabe & Imase §2.2, LeBlanc &
+//! Mellor-Crummey's instant replay): the sender and sequence number of every receive, the version
+//! of every lock and atomic access, the values of clock and random reads. Payloads appear only
+//! where the user asked for them or where an e-block's re-execution needs them (Miller & Choi
+//! §5.5: the extra prelog of a synchronization unit).
+
+use std::fmt;
+use std::panic::Location;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{ObjectId, ProcessId};
+
+/// How sites, names and bytes are represented in an [`Event`].
+pub trait Repr {
+    /// A source location.
+    type Site: Clone + fmt::Debug + PartialEq;
+    /// An interned name (e-block, mark label, object name).
+    type Name: Clone + fmt::Debug + PartialEq;
+    /// An encoded user value or payload.
+    type Bytes: Clone + fmt::Debug + PartialEq + AsRef<[u8]>;
+    /// Free text (panic messages).
+    type Text: Clone + fmt::Debug + PartialEq + AsRef<str>;
+}
+
+/// Events as the runtime writes them: nothing owned, nothing allocated.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Borrowed<'a> {
+    #[doc(hidden)]
+    _Lifetime(std::convert::Infallible, std::marker::PhantomData<&'a ()>),
+}
+
+impl<'a> Repr for Borrowed<'a> {
+    type Site = &'static Location<'static>;
+    type Name = &'a str;
+    type Bytes = &'a [u8];
+    type Text = &'a str;
+}
+
+/// Events as a reader returns them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Owned {}
+
+impl Repr for Owned {
+    type Site = Arc<Site>;
+    type Name = Arc<str>;
+    type Bytes = Box<[u8]>;
+    type Text = Box<str>;
+}
+
+/// A source location, as a reader resolves it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Site {
+    /// Source file as the compiler names it.
+    pub file: String,
+    /// 1-based line.
+    pub line: u32,
+    /// 1-based column.
+    pub column: u32,
+}
+
+impl fmt::Display for Site {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)
+    }
+}
+
+/// What kind of shared object a `Create` event makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ObjectKind {
+    /// An mpsc channel.
+    Channel,
+    /// A mutex.
+    Mutex,
+    /// A counting semaphore; `init` is its initial count.
+    Semaphore,
+    /// An atomic integer or flag; `init` is its initial value.
+    Atomic,
+}
+
+/// Why a receive returned no message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecvOutcome {
+    /// `try_recv` found the channel empty.
+    Empty,
+    /// `recv_timeout` timed out.
+    Timeout,
+    /// Every sender was gone.
+    Disconnected,
+}
+
+/// What an atomic access did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AtomicOp {
+    /// A load.
+    Load,
+    /// A store.
+    Store,
+    /// A read-modify-write that wrote (`fetch_add`, `swap`, successful compare-exchange, ...).
+    Rmw,
+    /// A compare-exchange that failed: it only read.
+    CasFail,
+}
+
+impl AtomicOp {
+    /// Whether the access wrote the object.
+    pub fn writes(self) -> bool {
+        matches!(self, AtomicOp::Store | AtomicOp::Rmw)
+    }
+}
+
+/// The memory ordering the program asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemOrdering {
+    /// `Ordering::Relaxed`
+    Relaxed,
+    /// `Ordering::Release`
+    Release,
+    /// `Ordering::Acquire`
+    Acquire,
+    /// `Ordering::AcqRel`
+    AcqRel,
+    /// `Ordering::SeqCst`
+    SeqCst,
+}
+
+impl From<std::sync::atomic::Ordering> for MemOrdering {
+    fn from(o: std::sync::atomic::Ordering) -> Self {
+        use std::sync::atomic::Ordering as O;
+        match o {
+            O::Relaxed => MemOrdering::Relaxed,
+            O::Release => MemOrdering::Release,
+            O::Acquire => MemOrdering::Acquire,
+            O::AcqRel => MemOrdering::AcqRel,
+            _ => MemOrdering::SeqCst,
+        }
+    }
+}
+
+/// Which clock a `Clock` event read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClockSource {
+    /// `Instant::now()`: nanoseconds since the recording's monotonic epoch.
+    Monotonic,
+    /// `SystemTime::now()`: nanoseconds since the Unix epoch.
+    Wall,
+}
+
+/// One event of one logical process.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Event<R: Repr = Owned> {
+    /// First event of every process; `parent` is the spawning process (none for `main`).
+    Start {
+        /// The spawning process.
+        parent: Option<ProcessId>,
+    },
+    /// This process spawned `child`.
+    Spawn {
+        /// The new process.
+        child: ProcessId,
+        /// Where `spawn` was called.
+        site: Option<R::Site>,
+    },
+    /// This process joined `child`, which had ended.
+    Join {
+        /// The joined process.
+        child: ProcessId,
+        /// Where `join` was called.
+        site: Option<R::Site>,
+    },
+    /// The process ended normally.
+    Exit,
+    /// The process panicked.
+    Panic {
+        /// The panic message.
+        message: R::Text,
+        /// Source file of the panic.
+        file: R::Text,
+        /// Line of the panic.
+        line: u32,
+    },
+    /// The process created a shared object.
+    Create {
+        /// The new object.
+        object: ObjectId,
+        /// What it is.
+        kind: ObjectKind,
+        /// Initial count (semaphore) or value (atomic); 0 otherwise.
+        init: u64,
+        /// A name the user gave it.
+        name: Option<R::Name>,
+        /// Where it was created.
+        site: Option<R::Site>,
+    },
+    /// A message was sent on `channel` with per-channel sequence number `seq`.
+    Send {
+        /// The channel.
+        channel: ObjectId,
+        /// Per-channel sequence number, from 1.
+        seq: u64,
+        /// Where `send` was called.
+        site: Option<R::Site>,
+        /// The message, when payloads are logged.
+        payload: Option<R::Bytes>,
+    },
+    /// A message was received: the item of the communication history.
+    Recv {
+        /// The channel.
+        channel: ObjectId,
+        /// The sending process.
+        sender: ProcessId,
+        /// The message's per-channel sequence number.
+        seq: u64,
+        /// Where the receive was called.
+        site: Option<R::Site>,
+        /// The message, when payloads are logged or inside an e-block.
+        payload: Option<R::Bytes>,
+    },
+    /// A receive returned no message (the history's Null item).
+    RecvNone {
+        /// The channel.
+        channel: ObjectId,
+        /// Why nothing was received.
+        outcome: RecvOutcome,
+        /// Where the receive was called.
+        site: Option<R::Site>,
+    },
+    /// A select chose its `index`-th operation; the `Recv` follows.
+    Select {
+        /// Index of the chosen operation, in the order they were added.
+        index: u32,
+        /// Where `select` was called.
+        site: Option<R::Site>,
+    },
+    /// A mutex was acquired; `version` counts acquisitions of this mutex from 1.
+    Lock {
+        /// The mutex.
+        object: ObjectId,
+        /// Acquisition number.
+        version: u64,
+        /// Who held it before (none for the first acquisition).
+        prev: Option<ProcessId>,
+        /// Where `lock` was called.
+        site: Option<R::Site>,
+        /// The guarded value at acquisition, when an e-block needs it.
+        value: Option<R::Bytes>,
+    },
+    /// A mutex was released.
+    Unlock {
+        /// The mutex.
+        object: ObjectId,
+        /// Where the guard was dropped.
+        site: Option<R::Site>,
+    },
+    /// A semaphore P operation completed; `version` counts operations on the semaphore.
+    SemAcquire {
+        /// The semaphore.
+        object: ObjectId,
+        /// Operation number.
+        version: u64,
+        /// Who did the previous operation.
+        prev: Option<ProcessId>,
+        /// Where `acquire` was called.
+        site: Option<R::Site>,
+    },
+    /// A semaphore V operation.
+    SemRelease {
+        /// The semaphore.
+        object: ObjectId,
+        /// Operation number.
+        version: u64,
+        /// Who did the previous operation.
+        prev: Option<ProcessId>,
+        /// Where `release` was called.
+        site: Option<R::Site>,
+    },
+    /// An atomic access; `version` counts accesses to the object from 1.
+    Atomic {
+        /// The atomic.
+        object: ObjectId,
+        /// Access number.
+        version: u64,
+        /// Who did the previous access.
+        prev: Option<ProcessId>,
+        /// What the access did.
+        op: AtomicOp,
+        /// The ordering the program used.
+        ordering: MemOrdering,
+        /// Where the access was made.
+        site: Option<R::Site>,
+        /// The value read (loads, read-modify-writes), when an e-block needs it.
+        value: Option<u64>,
+    },
+    /// A clock read and its value.
+    Clock {
+        /// Which clock.
+        source: ClockSource,
+        /// Nanoseconds (see [`ClockSource`]).
+        nanos: u64,
+    },
+    /// A random number drawn and its value.
+    Random {
+        /// The raw 64 random bits.
+        value: u64,
+    },
+    /// Entry of an e-block: its prelog (the arguments).
+    EblockEnter {
+        /// The e-block's name.
+        eblock: R::Name,
+        /// Where the e-block is defined.
+        site: Option<R::Site>,
+        /// The arguments, encoded as a MessagePack array.
+        prelog: R::Bytes,
+    },
+    /// Exit of the innermost open e-block: its postlog.
+    EblockExit {
+        /// The e-block's name.
+        eblock: R::Name,
+        /// The return value and final `&mut` arguments, encoded as a MessagePack array.
+        postlog: R::Bytes,
+    },
+    /// A user mark: `ppd::mark!(label, value)`.
+    Mark {
+        /// The label.
+        label: R::Name,
+        /// Where the mark is.
+        site: Option<R::Site>,
+        /// The value, MessagePack-encoded.
+        value: R::Bytes,
+    },
+    /// The process is about to block on `object` (a receive, lock or semaphore that must wait).
+    Blocked {
+        /// The object waited on.
+        object: ObjectId,
+        /// Where the blocking call was made.
+        site: Option<R::Site>,
+    },
+}
+
+/// The kind of an event, without its data; used for counting and filtering.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[allow(missing_docs)]
+pub enum EventKind {
+    Start,
+    Spawn,
+    Join,
+    Exit,
+    Panic,
+    Create,
+    Send,
+    Recv,
+    RecvNone,
+    Select,
+    Lock,
+    Unlock,
+    SemAcquire,
+    SemRelease,
+    Atomic,
+    Clock,
+    Random,
+    EblockEnter,
+    EblockExit,
+    Mark,
+    Blocked,
+}
+
+impl EventKind {
+    /// Every kind, in tag order.
+    pub const ALL: [EventKind; 21] = [
+        EventKind::Start,
+        EventKind::Spawn,
+        EventKind::Join,
+        EventKind::Exit,
+        EventKind::Panic,
+        EventKind::Create,
+        EventKind::Send,
+        EventKind::Recv,
+        EventKind::RecvNone,
+        EventKind::Select,
+        EventKind::Lock,
+        EventKind::Unlock,
+        EventKind::SemAcquire,
+        EventKind::SemRelease,
+        EventKind::Atomic,
+        EventKind::Clock,
+        EventKind::Random,
+        EventKind::EblockEnter,
+        EventKind::EblockExit,
+        EventKind::Mark,
+        EventKind::Blocked,
+    ];
+
+    /// The snake_case name used in text and JSON output.
+    pub fn name(self) -> &'static str {
+        match self {
+            EventKind::Start => "start",
+            EventKind::Spawn => "spawn",
+            EventKind::Join => "join",
+            EventKind::Exit => "exit",
+            EventKind::Panic => "panic",
+            EventKind::Create => "create",
+            EventKind::Send => "send",
+            EventKind::Recv => "recv",
+            EventKind::RecvNone => "recv_none",
+            EventKind::Select => "select",
+            EventKind::Lock => "lock",
+            EventKind::Unlock => "unlock",
+            EventKind::SemAcquire => "sem_acquire",
+            EventKind::SemRelease => "sem_release",
+            EventKind::Atomic => "atomic",
+            EventKind::Clock => "clock",
+            EventKind::Random => "random",
+            EventKind::EblockEnter => "eblock_enter",
+            EventKind::EblockExit => "eblock_exit",
+            EventKind::Mark => "mark",
+            EventKind::Blocked => "blocked",
+        }
+    }
+}
+
+impl fmt::Display for EventKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl<R: Repr> Event<R> {
+    /// The event's kind.
+    pub fn kind(&self) -> EventKind {
+        match self {
+            Event::Start { .. } => EventKind::Start,
+            Event::Spawn { .. } => EventKind::Spawn,
+            Event::Join { .. } => EventKind::Join,
+            Event::Exit => EventKind::Exit,
+            Event::Panic { .. } => EventKind::Panic,
+            Event::Create { .. } => EventKind::Create,
+            Event::Send { .. } => EventKind::Send,
+            Event::Recv { .. } => EventKind::Recv,
+            Event::RecvNone { .. } => EventKind::RecvNone,
+            Event::Select { .. } => EventKind::Select,
+            Event::Lock { .. } => EventKind::Lock,
+            Event::Unlock { .. } => EventKind::Unlock,
+            Event::SemAcquire { .. } => EventKind::SemAcquire,
+            Event::SemRelease { .. } => EventKind::SemRelease,
+            Event::Atomic { .. } => EventKind::Atomic,
+            Event::Clock { .. } => EventKind::Clock,
+            Event::Random { .. } => EventKind::Random,
+            Event::EblockEnter { .. } => EventKind::EblockEnter,
+            Event::EblockExit { .. } => EventKind::EblockExit,
+            Event::Mark { .. } => EventKind::Mark,
+            Event::Blocked { .. } => EventKind::Blocked,
+        }
+    }
+
+    /// The source location of the event, when it has one.
+    pub fn site(&self) -> Option<&R::Site> {
+        match self {
+            Event::Spawn { site, .. }
+            | Event::Join { site, .. }
+            | Event::Create { site, .. }
+            | Event::Send { site, .. }
+            | Event::Recv { site, .. }
+            | Event::RecvNone { site, .. }
+            | Event::Select { site, .. }
+            | Event::Lock { site, .. }
+            | Event::Unlock { site, .. }
+            | Event::SemAcquire { site, .. }
+            | Event::SemRelease { site, .. }
+            | Event::Atomic { site, .. }
+            | Event::EblockEnter { site, .. }
+            | Event::Mark { site, .. }
+            | Event::Blocked { site, .. } => site.as_ref(),
+            Event::Start { .. }
+            | Event::Exit
+            | Event::Panic { .. }
+            | Event::Clock { .. }
+            | Event::Random { .. }
+            | Event::EblockExit { .. } => None,
+        }
+    }
+
+    /// The shared object the event acts on, when it acts on one.
+    pub fn object(&self) -> Option<ObjectId> {
+        match self {
+            Event::Create { object, .. }
+            | Event::Lock { object, .. }
+            | Event::Unlock { object, .. }
+            | Event::SemAcquire { object, .. }
+            | Event::SemRelease { object, .. }
+            | Event::Atomic { object, .. }
+            | Event::Blocked { object, .. } => Some(*object),
+            Event::Send { channel, .. }
+            | Event::Recv { channel, .. }
+            | Event::RecvNone { channel, .. } => Some(*channel),
+            _ => None,
+        }
+    }
+}

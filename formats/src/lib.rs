@@ -1,0 +1,30 @@
+//! On-disk formats of ppd recordings.
+//!
+//! Everything a recording is made of lives here and nowhere else: the [events](event) a
+//! recorded process logs, the [writer] that appends them crash-safely to a per-process log, the
+//! [reader] that opens complete and crash-truncated logs and seeks to any event, the recording
+//! [manifest], and the encoding of user [values](value). `docs/format.md` specifies the bytes.
+//!
+//! Nothing here panics on bad input: every read path returns a [`FormatError`] that names the
+//! file and the byte offset.
+
+mod codec;
+pub mod error;
+pub mod event;
+pub mod ids;
+mod layout;
+pub mod manifest;
+pub mod reader;
+pub mod recording;
+pub mod summary;
+pub mod value;
+pub mod writer;
+
+pub use error::{FormatError, Result};
+pub use event::{Borrowed, Event, EventKind, Owned, Site};
+pub use ids::{ObjectId, ProcessId};
+pub use layout::FORMAT_VERSION;
+pub use manifest::Manifest;
+pub use reader::{LogReader, LogState};
+pub use recording::Recording;
+pub use writer::{LogIdentity, LogWriter, WriterOptions, WriterStats};

@@ -1,0 +1,227 @@
+//! The recording manifest: `manifest.json` in the recording directory.
+//!
+//! The runtime inside the recorded program writes it — not the `ppd record` wrapper — so it
+//! names the real program binary even when the wrapper ran `cargo run`. It is rewritten
+//! atomically (a temporary file renamed over the old one) whenever a process is spawned and when
+//! the run ends, so a reader always sees a whole manifest.
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{FormatError, Result};
+use crate::ids::ProcessId;
+use crate::layout::FORMAT_VERSION;
+
+/// File name of the manifest inside a recording directory.
+pub const MANIFEST_FILE: &str = "manifest.json";
+
+/// Everything about a recording that is not an event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Format version of the recording.
+    pub format_version: u32,
+    /// The recorded program.
+    pub program: Program,
+    /// Its command line.
+    pub argv: Vec<String>,
+    /// Its working directory.
+    pub cwd: PathBuf,
+    /// Host name of the machine it ran on.
+    pub host: String,
+    /// Its OS process id.
+    pub os_pid: u32,
+    /// When it started, Unix nanoseconds.
+    pub start_unix_ns: u64,
+    /// When it started, RFC 3339.
+    pub start_time: String,
+    /// How it was recorded.
+    pub options: RecordOptions,
+    /// The logical processes, in id order.
+    pub processes: Vec<ProcessEntry>,
+    /// How the run ended; absent when the program died before the runtime could say.
+    #[serde(default)]
+    pub end: Option<RunEnd>,
+}
+
+/// The recorded program's binary.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Program {
+    /// Absolute path of the executable.
+    pub path: PathBuf,
+    /// Size in bytes.
+    pub size: u64,
+    /// BLAKE3 hash of its contents, hex; replay refuses a binary whose hash differs.
+    pub blake3: String,
+}
+
+/// Recording settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordOptions {
+    /// Message payloads are logged.
+    pub payloads: bool,
+    /// Frames are fsynced before their ring slot is reused.
+    pub fsync: bool,
+    /// Raw block size of the logs.
+    pub block_size: u32,
+    /// Ring slots per log.
+    pub ring_blocks: u32,
+}
+
+/// One logical process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessEntry {
+    /// Its id.
+    pub id: ProcessId,
+    /// Its name.
+    pub name: String,
+    /// The process that spawned it.
+    pub parent: Option<ProcessId>,
+    /// Host it ran on.
+    pub host: String,
+    /// OS process it ran in.
+    pub os_pid: u32,
+    /// Its log, relative to the recording directory.
+    pub log: String,
+}
+
+/// How the run ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunEnd {
+    /// When, Unix nanoseconds.
+    pub unix_ns: u64,
+    /// The exit code the program returned.
+    pub exit_code: i32,
+    /// Whether `main` panicked.
+    pub panicked: bool,
+    /// Events written by all processes.
+    pub events: u64,
+    /// Times a writer waited for the compressor.
+    pub stalls: u64,
+}
+
+impl Manifest {
+    /// The log file name of process `id`.
+    pub fn log_name(id: ProcessId) -> String {
+        format!("proc-{:04}.log", id.0)
+    }
+
+    /// Formats Unix nanoseconds as RFC 3339 (UTC, seconds precision).
+    pub fn rfc3339(unix_ns: u64) -> String {
+        let time = std::time::UNIX_EPOCH + std::time::Duration::from_nanos(unix_ns);
+        humantime::format_rfc3339_seconds(time).to_string()
+    }
+
+    /// Reads the manifest of the recording in `dir`.
+    pub fn read(dir: &Path) -> Result<Manifest> {
+        let path = dir.join(MANIFEST_FILE);
+        let bytes = fs::read(&path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => FormatError::NotARecording {
+                path: dir.to_owned(),
+                detail: format!("no {MANIFEST_FILE}"),
+            },
+            _ => FormatError::io(&path, "read manifest", e),
+        })?;
+        let manifest: Manifest =
+            serde_json::from_slice(&bytes).map_err(|source| FormatError::Manifest {
+                path: path.clone(),
+                source,
+            })?;
+        if manifest.format_version != FORMAT_VERSION {
+            return Err(FormatError::UnsupportedVersion {
+                path,
+                found: manifest.format_version,
+                supported: FORMAT_VERSION,
+            });
+        }
+        Ok(manifest)
+    }
+
+    /// Writes the manifest into `dir`, replacing the old one atomically.
+    pub fn write(&self, dir: &Path, fsync: bool) -> Result<()> {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let path = dir.join(MANIFEST_FILE);
+        let tmp = dir.join(format!(
+            ".{MANIFEST_FILE}.{}.{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let json = serde_json::to_vec_pretty(self).expect("a manifest always serializes");
+        let mut file = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+            .map_err(|e| FormatError::io(&tmp, "create manifest", e))?;
+        file.write_all(&json)
+            .map_err(|e| FormatError::io(&tmp, "write manifest", e))?;
+        if fsync {
+            file.sync_all()
+                .map_err(|e| FormatError::io(&tmp, "fsync manifest", e))?;
+        }
+        fs::rename(&tmp, &path).map_err(|e| FormatError::io(&path, "replace manifest", e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Manifest {
+        Manifest {
+            format_version: FORMAT_VERSION,
+            program: Program {
+                path: "/bin/bank".into(),
+                size: 10,
+                blake3: "ab".into(),
+            },
+            argv: vec!["bank".into()],
+            cwd: "/tmp".into(),
+            host: "h".into(),
+            os_pid: 1,
+            start_unix_ns: 1_700_000_000_000_000_000,
+            start_time: Manifest::rfc3339(1_700_000_000_000_000_000),
+            options: RecordOptions {
+                payloads: false,
+                fsync: false,
+                block_size: 4096,
+                ring_blocks: 4,
+            },
+            processes: vec![ProcessEntry {
+                id: ProcessId(0),
+                name: "main".into(),
+                parent: None,
+                host: "h".into(),
+                os_pid: 1,
+                log: Manifest::log_name(ProcessId(0)),
+            }],
+            end: None,
+        }
+    }
+
+    #[test]
+    fn manifest_round_trips_through_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = sample();
+        m.write(dir.path(), false).unwrap();
+        assert_eq!(Manifest::read(dir.path()).unwrap(), m);
+        assert_eq!(m.start_time, "2023-11-14T22:13:20Z");
+        assert_eq!(m.processes[0].log, "proc-0000.log");
+    }
+
+    #[test]
+    fn a_damaged_manifest_names_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join(MANIFEST_FILE), b"{\"format_version\": 1,").unwrap();
+        let err = Manifest::read(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("manifest.json: invalid manifest"), "{err}");
+        let err = Manifest::read(&dir.path().join("nope"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not a ppd recording"), "{err}");
+    }
+}

@@ -1,0 +1,889 @@
+//! Reading a process's log: complete logs through their index, crashed logs by recovery.
+//!
+//! A cleanly closed log ends with an index and a footer; the reader finds every frame from
+//! them. A log whose writer died has neither: the reader walks the frames from the end of the
+//! ring, stops at the first one that is torn, and takes the rest of the records from the raw
+//! blocks still in the ring, up to each block's commit word. Either way it ends with a list of
+//! blocks ordered by sequence number and can find event *k* by binary search over their first
+//! event numbers, decompressing only the block that holds it.
+//!
+//! Damage is reported, not hidden: a checksum mismatch or malformed structure becomes a
+//! [`FormatError`] naming the file and byte offset, and everything before it stays readable.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use rkyv::rancor;
+
+use crate::codec::{DecodeError, Decoder, Step};
+use crate::error::{FormatError, Result};
+use crate::event::{Event, EventKind};
+use crate::ids::ProcessId;
+use crate::layout::{
+    ArchivedBlockInfo, ArchivedFileHeader, ArchivedFooter, ArchivedFrameHeader, ArchivedLogIndex,
+    BLOCK_INFO_LEN, BLOCK_MAGIC, FILE_MAGIC, FOOTER_LEN, FOOTER_MAGIC, FORMAT_VERSION,
+    FRAME_HEADER_LEN, FRAME_MAGIC, HEADER_PROLOGUE, HEADER_REGION, SLOT_HEADER, split_crc,
+};
+use crate::writer::LogIdentity;
+
+/// How a log ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogState {
+    /// The writer closed it: index and footer present.
+    Complete,
+    /// The writer died; the events were recovered from the frames and the ring.
+    Recovered,
+}
+
+/// Where a block's bytes are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// A compressed frame at this file offset.
+    Frame { offset: u64 },
+    /// A raw block in this ring slot, `len` bytes committed.
+    Ring { slot: u32, len: u32 },
+}
+
+#[derive(Debug, Clone, Copy)]
+struct BlockLoc {
+    seq: u64,
+    first_event: u64,
+    event_count: u32,
+    source: Source,
+}
+
+/// A block's data, ready to decode.
+#[derive(Debug)]
+struct LoadedBlock {
+    seq: u64,
+    offset: u64,
+    continuation: usize,
+    data: Vec<u8>,
+}
+
+/// Totals a complete log stores in its index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexTotals {
+    /// Events by kind, in [`EventKind::ALL`] order.
+    pub kind_counts: Vec<u64>,
+    /// Bytes of encoded events.
+    pub raw_bytes: u64,
+    /// Times the writer waited for a free slot.
+    pub stalls: u64,
+    /// Nanoseconds spent waiting.
+    pub stall_nanos: u64,
+}
+
+/// An open log.
+#[derive(Debug)]
+pub struct LogReader {
+    path: PathBuf,
+    file: File,
+    file_len: u64,
+    identity: LogIdentity,
+    created_unix_ns: u64,
+    block_size: u32,
+    ring_blocks: u32,
+    blocks: Vec<BlockLoc>,
+    event_count: u64,
+    state: LogState,
+    damage: Vec<FormatError>,
+    totals: Option<IndexTotals>,
+    frame_bytes: u64,
+    raw_bytes: u64,
+}
+
+impl LogReader {
+    /// Opens the log at `path`, recovering it if its writer died.
+    ///
+    /// Fails only when the file header is unreadable; damage further in is listed by
+    /// [`damage`](Self::damage) and everything before it is readable.
+    pub fn open(path: &Path) -> Result<LogReader> {
+        let file = File::open(path).map_err(|e| FormatError::io(path, "open log", e))?;
+        let file_len = file
+            .metadata()
+            .map_err(|e| FormatError::io(path, "stat log", e))?
+            .len();
+        let mut reader = LogReader {
+            path: path.to_owned(),
+            file,
+            file_len,
+            identity: LogIdentity {
+                process_id: ProcessId(0),
+                parent: None,
+                name: String::new(),
+                os_pid: 0,
+            },
+            created_unix_ns: 0,
+            block_size: 0,
+            ring_blocks: 0,
+            blocks: Vec::new(),
+            event_count: 0,
+            state: LogState::Recovered,
+            damage: Vec::new(),
+            totals: None,
+            frame_bytes: 0,
+            raw_bytes: 0,
+        };
+        reader.read_header()?;
+        if !reader.read_index() {
+            reader.recover();
+        }
+        Ok(reader)
+    }
+
+    fn read_at(&self, offset: u64, len: usize, what: &'static str) -> Result<Vec<u8>> {
+        if offset
+            .checked_add(len as u64)
+            .is_none_or(|end| end > self.file_len)
+        {
+            return Err(FormatError::Truncated {
+                path: self.path.clone(),
+                what,
+                offset,
+                needed: len as u64,
+                len: self.file_len,
+            });
+        }
+        let mut buf = vec![0u8; len];
+        self.file
+            .read_exact_at(&mut buf, offset)
+            .map_err(|e| FormatError::io(&self.path, "read log", e))?;
+        Ok(buf)
+    }
+
+    fn corrupt(&self, offset: u64, what: &'static str, detail: impl Into<String>) -> FormatError {
+        FormatError::Corrupt {
+            path: self.path.clone(),
+            offset,
+            what,
+            detail: detail.into(),
+        }
+    }
+
+    fn read_header(&mut self) -> Result<()> {
+        let prologue = self.read_at(0, HEADER_PROLOGUE, "log header")?;
+        if prologue[..8] != FILE_MAGIC {
+            return Err(FormatError::BadMagic {
+                path: self.path.clone(),
+                offset: 0,
+                expected: "ppd log",
+            });
+        }
+        let version = u32::from_le_bytes(prologue[8..12].try_into().expect("4 bytes"));
+        if version != FORMAT_VERSION {
+            return Err(FormatError::UnsupportedVersion {
+                path: self.path.clone(),
+                found: version,
+                supported: FORMAT_VERSION,
+            });
+        }
+        let len = u32::from_le_bytes(prologue[12..16].try_into().expect("4 bytes")) as usize;
+        let crc = u32::from_le_bytes(prologue[16..20].try_into().expect("4 bytes"));
+        if HEADER_PROLOGUE + len > HEADER_REGION as usize {
+            return Err(self.corrupt(12, "log header", format!("header length {len}")));
+        }
+        let body = self.read_at(HEADER_PROLOGUE as u64, len, "log header")?;
+        if crc32c::crc32c(&body) != crc {
+            return Err(FormatError::Checksum {
+                path: self.path.clone(),
+                offset: HEADER_PROLOGUE as u64,
+                what: "log header",
+            });
+        }
+        let header = rkyv::access::<ArchivedFileHeader, rancor::Error>(&body)
+            .map_err(|e| self.corrupt(HEADER_PROLOGUE as u64, "log header", e.to_string()))?;
+        let block_size = header.block_size.to_native();
+        let ring_blocks = header.ring_blocks.to_native();
+        if block_size < 4096 || block_size % 4096 != 0 || ring_blocks < 2 || ring_blocks > 1 << 16 {
+            return Err(self.corrupt(
+                HEADER_PROLOGUE as u64,
+                "log header",
+                format!("ring of {ring_blocks} blocks of {block_size} bytes"),
+            ));
+        }
+        self.identity = LogIdentity {
+            process_id: ProcessId(header.process_id.to_native()),
+            parent: header.parent.as_ref().map(|p| ProcessId(p.to_native())),
+            name: header.name.as_str().to_owned(),
+            os_pid: header.os_pid.to_native(),
+        };
+        self.created_unix_ns = header.created_unix_ns.to_native();
+        self.block_size = block_size;
+        self.ring_blocks = ring_blocks;
+        Ok(())
+    }
+
+    fn frames_start(&self) -> u64 {
+        HEADER_REGION + u64::from(self.block_size) * u64::from(self.ring_blocks)
+    }
+
+    fn capacity(&self) -> usize {
+        self.block_size as usize - SLOT_HEADER
+    }
+
+    /// Reads the footer and index of a complete log. Returns false when there is none (the
+    /// writer died) or it is damaged (recorded, and the log is then recovered by scanning).
+    fn read_index(&mut self) -> bool {
+        let start = self.frames_start();
+        if self.file_len < start + FOOTER_LEN as u64 {
+            return false;
+        }
+        let footer_offset = self.file_len - FOOTER_LEN as u64;
+        let Ok(bytes) = self.read_at(footer_offset, FOOTER_LEN, "log footer") else {
+            return false;
+        };
+        let magic_ok = bytes[..4] == FOOTER_MAGIC.to_le_bytes();
+        let Some(body) = split_crc(&bytes) else {
+            if magic_ok {
+                self.damage.push(FormatError::Checksum {
+                    path: self.path.clone(),
+                    offset: footer_offset,
+                    what: "log footer",
+                });
+            }
+            return false;
+        };
+        let Ok(footer) = rkyv::access::<ArchivedFooter, rancor::Error>(body) else {
+            return false;
+        };
+        if footer.magic.to_native() != FOOTER_MAGIC {
+            return false;
+        }
+        let index_offset = footer.index_offset.to_native();
+        let index_len = footer.index_len.to_native();
+        let frames_end = footer.frames_end.to_native();
+        let plausible = index_offset >= start
+            && frames_end == index_offset
+            && index_offset.checked_add(index_len) == Some(footer_offset);
+        if !plausible {
+            self.damage
+                .push(self.corrupt(footer_offset, "log footer", "offsets do not add up"));
+            return false;
+        }
+        let index_crc = footer.index_crc.to_native();
+        let Ok(index_bytes) = self.read_at(index_offset, index_len as usize, "log index") else {
+            return false;
+        };
+        if crc32c::crc32c(&index_bytes) != index_crc {
+            self.damage.push(FormatError::Checksum {
+                path: self.path.clone(),
+                offset: index_offset,
+                what: "log index",
+            });
+            return false;
+        }
+        let index = match rkyv::access::<ArchivedLogIndex, rancor::Error>(&index_bytes) {
+            Ok(i) => i,
+            Err(e) => {
+                self.damage
+                    .push(self.corrupt(index_offset, "log index", e.to_string()));
+                return false;
+            }
+        };
+        let mut blocks = Vec::with_capacity(index.entries.len());
+        let mut next_event = 0u64;
+        for (i, e) in index.entries.iter().enumerate() {
+            let loc = BlockLoc {
+                seq: e.block_seq.to_native(),
+                first_event: e.first_event.to_native(),
+                event_count: e.event_count.to_native(),
+                source: Source::Frame {
+                    offset: e.offset.to_native(),
+                },
+            };
+            let in_frames = loc_offset(&loc) >= start && loc_offset(&loc) < frames_end;
+            if loc.seq != i as u64 || loc.first_event != next_event || !in_frames {
+                self.damage.push(self.corrupt(
+                    index_offset,
+                    "log index",
+                    format!("entry {i} does not follow its predecessor"),
+                ));
+                return false;
+            }
+            next_event += u64::from(loc.event_count);
+            blocks.push(loc);
+        }
+        if next_event != index.total_events.to_native() {
+            self.damage.push(self.corrupt(
+                index_offset,
+                "log index",
+                "event total does not match its entries",
+            ));
+            return false;
+        }
+        self.totals = Some(IndexTotals {
+            kind_counts: index.kind_counts.iter().map(|c| c.to_native()).collect(),
+            raw_bytes: index.raw_bytes.to_native(),
+            stalls: index.stalls.to_native(),
+            stall_nanos: index.stall_nanos.to_native(),
+        });
+        self.raw_bytes = index.raw_bytes.to_native();
+        self.blocks = blocks;
+        self.event_count = next_event;
+        self.frame_bytes = frames_end - start;
+        self.state = LogState::Complete;
+        true
+    }
+
+    /// Rebuilds the block list of a log without a usable index: frames first, then the ring.
+    fn recover(&mut self) {
+        self.state = LogState::Recovered;
+        self.blocks.clear();
+        self.raw_bytes = 0;
+        let start = self.frames_start();
+        let mut offset = start;
+        let mut next_seq = 0u64;
+        let mut next_event = 0u64;
+        // Frames: stop at the first that is incomplete or damaged.
+        let mut stopped_at: Option<FormatError> = None;
+        while offset < self.file_len {
+            match self.read_frame_header(offset) {
+                Ok(h) => {
+                    if h.block_seq != next_seq || h.first_event != next_event {
+                        stopped_at = Some(self.corrupt(
+                            offset,
+                            "frame header",
+                            format!(
+                                "block {} (first event {}) where block {next_seq} \
+                                 (first event {next_event}) was expected",
+                                h.block_seq, h.first_event
+                            ),
+                        ));
+                        break;
+                    }
+                    self.blocks.push(BlockLoc {
+                        seq: h.block_seq,
+                        first_event: h.first_event,
+                        event_count: h.event_count,
+                        source: Source::Frame { offset },
+                    });
+                    self.raw_bytes += u64::from(h.raw_len);
+                    next_seq += 1;
+                    next_event += u64::from(h.event_count);
+                    offset += FRAME_HEADER_LEN as u64 + u64::from(h.compressed_len);
+                }
+                Err(e) => {
+                    stopped_at = Some(e);
+                    break;
+                }
+            }
+        }
+        self.frame_bytes = offset - start;
+        // Ring: the blocks after the last good frame, in sequence order.
+        let mut ring: Vec<(u64, BlockLoc)> = Vec::new();
+        for slot in 0..self.ring_blocks {
+            if let Some(loc) = self.read_slot(slot)
+                && loc.seq >= next_seq
+            {
+                ring.push((loc.seq, loc));
+            }
+        }
+        ring.sort_by_key(|(seq, _)| *seq);
+        let mut took_ring = false;
+        for (seq, loc) in ring {
+            if seq != next_seq || loc.first_event != next_event {
+                break;
+            }
+            took_ring = true;
+            if let Source::Ring { len, .. } = loc.source {
+                self.raw_bytes += u64::from(len);
+            }
+            next_seq += 1;
+            next_event += u64::from(loc.event_count);
+            self.blocks.push(loc);
+        }
+        // A frame that stopped the scan is damage unless the ring picked up right where it
+        // stopped (a frame torn by the crash, whose block is still in the ring) or it was
+        // the remains of a footer-less tail with nothing after it.
+        if let Some(e) = stopped_at
+            && !took_ring
+            && !matches!(e, FormatError::Truncated { .. })
+        {
+            self.damage.push(e);
+        }
+        self.event_count = next_event;
+        self.trim_unfinished_tail();
+    }
+
+    /// Counts the events of the last block that really decode: a crash can leave a spanned
+    /// record without its end, or a damaged tail.
+    fn trim_unfinished_tail(&mut self) {
+        let Some(last) = self.blocks.iter().rposition(|b| b.event_count > 0) else {
+            return;
+        };
+        let first = self.blocks[last].first_event;
+        let mut decoded = 0u64;
+        let mut failure = None;
+        for item in self.iter_from_block(last, first, 0) {
+            match item {
+                Ok(_) => decoded += 1,
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            }
+        }
+        self.damage.extend(failure);
+        self.event_count = self.event_count.min(first + decoded);
+    }
+
+    fn read_frame_header(&self, offset: u64) -> Result<FrameInfo> {
+        let bytes = self.read_at(offset, FRAME_HEADER_LEN, "frame header")?;
+        let body = split_crc(&bytes).ok_or_else(|| FormatError::Checksum {
+            path: self.path.clone(),
+            offset,
+            what: "frame header",
+        })?;
+        let h = rkyv::access::<ArchivedFrameHeader, rancor::Error>(body)
+            .map_err(|e| self.corrupt(offset, "frame header", e.to_string()))?;
+        if h.magic.to_native() != FRAME_MAGIC {
+            return Err(self.corrupt(offset, "frame header", "bad magic"));
+        }
+        let info = FrameInfo {
+            block_seq: h.block_seq.to_native(),
+            first_event: h.first_event.to_native(),
+            event_count: h.event_count.to_native(),
+            raw_len: h.raw_len.to_native(),
+            compressed_len: h.compressed_len.to_native(),
+            continuation: h.continuation.to_native(),
+            start_unix_ns: h.start_unix_ns.to_native(),
+            payload_crc: h.payload_crc.to_native(),
+        };
+        if info.raw_len as usize > self.capacity() || info.continuation > info.raw_len {
+            return Err(self.corrupt(
+                offset,
+                "frame header",
+                format!(
+                    "raw length {} / continuation {} exceed the block capacity {}",
+                    info.raw_len,
+                    info.continuation,
+                    self.capacity()
+                ),
+            ));
+        }
+        let end = offset + FRAME_HEADER_LEN as u64 + u64::from(info.compressed_len);
+        if end > self.file_len {
+            return Err(FormatError::Truncated {
+                path: self.path.clone(),
+                what: "frame",
+                offset,
+                needed: end - offset,
+                len: self.file_len,
+            });
+        }
+        Ok(info)
+    }
+
+    fn slot_offset(&self, slot: u32) -> u64 {
+        HEADER_REGION + u64::from(slot) * u64::from(self.block_size)
+    }
+
+    /// The block in a ring slot, if the slot holds a valid one.
+    fn read_slot(&self, slot: u32) -> Option<BlockLoc> {
+        let offset = self.slot_offset(slot);
+        let bytes = self
+            .read_at(offset, 8 + BLOCK_INFO_LEN + 4, "ring slot")
+            .ok()?;
+        let commit = u64::from_le_bytes(bytes[..8].try_into().ok()?);
+        let body = split_crc(&bytes[8..])?;
+        let info = rkyv::access::<ArchivedBlockInfo, rancor::Error>(body).ok()?;
+        if info.magic.to_native() != BLOCK_MAGIC {
+            return None;
+        }
+        let len = (commit & 0xffff_ffff) as u32;
+        let events = (commit >> 32) as u32;
+        if len as usize > self.capacity()
+            || info.continuation.to_native() as usize > self.capacity()
+        {
+            return None;
+        }
+        Some(BlockLoc {
+            seq: info.seq.to_native(),
+            first_event: info.first_event.to_native(),
+            event_count: events,
+            source: Source::Ring { slot, len },
+        })
+    }
+
+    fn load_block(&self, loc: &BlockLoc) -> Result<LoadedBlock> {
+        match loc.source {
+            Source::Frame { offset } => {
+                let h = self.read_frame_header(offset)?;
+                let payload_offset = offset + FRAME_HEADER_LEN as u64;
+                let payload =
+                    self.read_at(payload_offset, h.compressed_len as usize, "frame payload")?;
+                if crc32c::crc32c(&payload) != h.payload_crc {
+                    return Err(FormatError::Checksum {
+                        path: self.path.clone(),
+                        offset: payload_offset,
+                        what: "frame payload",
+                    });
+                }
+                let data = zstd::bulk::decompress(&payload, h.raw_len as usize).map_err(|e| {
+                    self.corrupt(payload_offset, "frame payload", format!("zstd: {e}"))
+                })?;
+                if data.len() != h.raw_len as usize {
+                    return Err(self.corrupt(
+                        payload_offset,
+                        "frame payload",
+                        format!(
+                            "decompressed to {} bytes, header says {}",
+                            data.len(),
+                            h.raw_len
+                        ),
+                    ));
+                }
+                Ok(LoadedBlock {
+                    seq: h.block_seq,
+                    offset,
+                    continuation: h.continuation as usize,
+                    data,
+                })
+            }
+            Source::Ring { slot, len } => {
+                let offset = self.slot_offset(slot);
+                let info = self.read_at(offset + 8, BLOCK_INFO_LEN + 4, "ring slot")?;
+                let body = split_crc(&info).ok_or_else(|| FormatError::Checksum {
+                    path: self.path.clone(),
+                    offset: offset + 8,
+                    what: "ring block header",
+                })?;
+                let info = rkyv::access::<ArchivedBlockInfo, rancor::Error>(body)
+                    .map_err(|e| self.corrupt(offset + 8, "ring block header", e.to_string()))?;
+                let data = self.read_at(offset + SLOT_HEADER as u64, len as usize, "ring block")?;
+                Ok(LoadedBlock {
+                    seq: info.seq.to_native(),
+                    offset,
+                    continuation: (info.continuation.to_native() as usize).min(data.len()),
+                    data,
+                })
+            }
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Public queries
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Which process the log belongs to.
+    pub fn identity(&self) -> &LogIdentity {
+        &self.identity
+    }
+
+    /// When the writer created the log (Unix nanoseconds).
+    pub fn created_unix_ns(&self) -> u64 {
+        self.created_unix_ns
+    }
+
+    /// Number of readable events.
+    pub fn event_count(&self) -> u64 {
+        self.event_count
+    }
+
+    /// Whether the log was closed cleanly or recovered after its writer died.
+    pub fn state(&self) -> LogState {
+        self.state
+    }
+
+    /// Damage found while opening: the events before it are readable.
+    pub fn damage(&self) -> &[FormatError] {
+        &self.damage
+    }
+
+    /// Totals stored in a complete log's index.
+    pub fn totals(&self) -> Option<&IndexTotals> {
+        self.totals.as_ref()
+    }
+
+    /// Bytes of compressed frames (headers included).
+    pub fn frame_bytes(&self) -> u64 {
+        self.frame_bytes
+    }
+
+    /// Bytes of encoded events, before compression.
+    pub fn raw_bytes(&self) -> u64 {
+        self.raw_bytes
+    }
+
+    /// Bytes of events recovered from the ring (not yet compressed when the writer died).
+    pub fn ring_bytes(&self) -> u64 {
+        self.blocks
+            .iter()
+            .map(|b| match b.source {
+                Source::Ring { len, .. } => u64::from(len),
+                Source::Frame { .. } => 0,
+            })
+            .sum()
+    }
+
+    /// Number of blocks.
+    pub fn block_count(&self) -> usize {
+        self.blocks.len()
+    }
+
+    /// Counts the events of each kind (from the index when the log has one, else by reading).
+    pub fn kind_counts(&self) -> Result<Vec<(EventKind, u64)>> {
+        if let Some(t) = &self.totals
+            && t.kind_counts.len() == EventKind::ALL.len()
+        {
+            return Ok(EventKind::ALL
+                .iter()
+                .copied()
+                .zip(t.kind_counts.iter().copied())
+                .collect());
+        }
+        let mut counts = vec![0u64; EventKind::ALL.len()];
+        for item in self.events() {
+            let (_, e) = item?;
+            let i = EventKind::ALL.iter().position(|k| *k == e.kind());
+            counts[i.unwrap_or(0)] += 1;
+        }
+        Ok(EventKind::ALL.iter().copied().zip(counts).collect())
+    }
+
+    /// All events in order, with their indexes.
+    pub fn events(&self) -> Events<'_> {
+        self.iter_from_block(0, 0, 0)
+    }
+
+    /// Events from index `k` on. Finds the block by binary search and decompresses only it
+    /// (and the blocks after it, as the iteration proceeds).
+    pub fn events_from(&self, k: u64) -> Result<Events<'_>> {
+        if k >= self.event_count {
+            return Err(FormatError::EventOutOfRange {
+                path: self.path.clone(),
+                index: k,
+                count: self.event_count,
+            });
+        }
+        let block = self
+            .blocks
+            .partition_point(|b| b.first_event + u64::from(b.event_count) <= k);
+        let first = self.blocks[block].first_event;
+        Ok(self.iter_from_block(block, first, k - first))
+    }
+
+    /// Event number `k`.
+    pub fn get(&self, k: u64) -> Result<Event> {
+        match self.events_from(k)?.next() {
+            Some(Ok((_, e))) => Ok(e),
+            Some(Err(e)) => Err(e),
+            None => Err(FormatError::EventOutOfRange {
+                path: self.path.clone(),
+                index: k,
+                count: self.event_count,
+            }),
+        }
+    }
+
+    /// The wall-clock time each block was opened: `(first event, Unix nanoseconds)`.
+    pub fn block_times(&self) -> Result<Vec<(u64, u64)>> {
+        self.blocks
+            .iter()
+            .map(|b| match b.source {
+                Source::Frame { offset } => {
+                    Ok((b.first_event, self.read_frame_header(offset)?.start_unix_ns))
+                }
+                Source::Ring { slot, .. } => {
+                    let offset = self.slot_offset(slot) + 8;
+                    let bytes = self.read_at(offset, BLOCK_INFO_LEN + 4, "ring slot")?;
+                    let body = split_crc(&bytes).ok_or_else(|| FormatError::Checksum {
+                        path: self.path.clone(),
+                        offset,
+                        what: "ring block header",
+                    })?;
+                    let info = rkyv::access::<ArchivedBlockInfo, rancor::Error>(body)
+                        .map_err(|e| self.corrupt(offset, "ring block header", e.to_string()))?;
+                    Ok((b.first_event, info.start_unix_ns.to_native()))
+                }
+            })
+            .collect()
+    }
+
+    fn iter_from_block(&self, block: usize, first: u64, skip: u64) -> Events<'_> {
+        Events {
+            reader: self,
+            block_index: block,
+            block: None,
+            pos: 0,
+            decoder: Decoder::default(),
+            next_index: first,
+            skip,
+            done: false,
+        }
+    }
+
+    fn record_error(&self, block: &LoadedBlock, e: DecodeError) -> FormatError {
+        FormatError::Record {
+            path: self.path.clone(),
+            block_seq: block.seq,
+            block_offset: block.offset,
+            position: e.position,
+            detail: e.detail,
+        }
+    }
+}
+
+fn loc_offset(loc: &BlockLoc) -> u64 {
+    match loc.source {
+        Source::Frame { offset } => offset,
+        Source::Ring { .. } => 0,
+    }
+}
+
+#[derive(Debug)]
+struct FrameInfo {
+    block_seq: u64,
+    first_event: u64,
+    event_count: u32,
+    raw_len: u32,
+    compressed_len: u32,
+    continuation: u32,
+    start_unix_ns: u64,
+    payload_crc: u32,
+}
+
+/// Iterator over the events of a log, yielding `(index, event)`.
+///
+/// After an error it yields nothing more.
+#[derive(Debug)]
+pub struct Events<'r> {
+    reader: &'r LogReader,
+    block_index: usize,
+    block: Option<LoadedBlock>,
+    pos: usize,
+    decoder: Decoder,
+    next_index: u64,
+    skip: u64,
+    done: bool,
+}
+
+impl Events<'_> {
+    fn fail(&mut self, e: FormatError) -> Option<Result<(u64, Event)>> {
+        self.done = true;
+        Some(Err(e))
+    }
+
+    /// Loads block `index` and positions the cursor after its continuation bytes.
+    fn enter_block(&mut self, index: usize) -> Result<()> {
+        let loaded = self.reader.load_block(&self.reader.blocks[index])?;
+        self.block_index = index;
+        self.pos = loaded.continuation;
+        self.decoder.reset();
+        self.block = Some(loaded);
+        Ok(())
+    }
+
+    /// Collects a spanned record: its start in the current block, the rest from the
+    /// continuation bytes of the following blocks. Returns `None` when the log ends first.
+    fn gather_span(&mut self, total: usize, start: usize) -> Result<Option<Vec<u8>>> {
+        let block = self
+            .block
+            .as_ref()
+            .expect("a span is found in a loaded block");
+        let mut record = block.data[start..].to_vec();
+        while record.len() < total {
+            let next = self.block_index + 1;
+            if next >= self.reader.blocks.len() {
+                return Ok(None);
+            }
+            self.enter_block(next)?;
+            let block = self.block.as_ref().expect("just loaded");
+            let take = block.continuation.min(total - record.len());
+            record.extend_from_slice(&block.data[..take]);
+            if take == 0 {
+                return Err(self.reader.record_error(
+                    block,
+                    DecodeError {
+                        position: 0,
+                        detail: "block does not continue the record spanning into it".into(),
+                    },
+                ));
+            }
+        }
+        if record.len() != total {
+            let block = self.block.as_ref().expect("loaded");
+            return Err(self.reader.record_error(
+                block,
+                DecodeError {
+                    position: 0,
+                    detail: format!(
+                        "spanned record has {} bytes, expected {total}",
+                        record.len()
+                    ),
+                },
+            ));
+        }
+        Ok(Some(record))
+    }
+}
+
+impl Iterator for Events<'_> {
+    type Item = Result<(u64, Event)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if self.done || self.next_index >= self.reader.event_count {
+                self.done = true;
+                return None;
+            }
+            if self.block.is_none() {
+                if self.block_index >= self.reader.blocks.len() {
+                    self.done = true;
+                    return None;
+                }
+                if let Err(e) = self.enter_block(self.block_index) {
+                    return self.fail(e);
+                }
+            }
+            let block = self.block.as_ref().expect("loaded above");
+            let step = match self.decoder.next(&block.data, &mut self.pos) {
+                Ok(step) => step,
+                Err(e) => {
+                    let e = self.reader.record_error(block, e);
+                    return self.fail(e);
+                }
+            };
+            let event = match step {
+                None => {
+                    self.block = None;
+                    self.block_index += 1;
+                    continue;
+                }
+                Some(Step::Event(e)) => e,
+                Some(Step::Span { total, start }) => {
+                    let record = match self.gather_span(total, start) {
+                        Ok(Some(r)) => r,
+                        Ok(None) => {
+                            self.done = true;
+                            return None;
+                        }
+                        Err(e) => return self.fail(e),
+                    };
+                    match Decoder::default().whole(&record) {
+                        Ok(e) => e,
+                        Err(e) => {
+                            let block = self.block.as_ref().expect("loaded");
+                            let e = self.reader.record_error(block, e);
+                            return self.fail(e);
+                        }
+                    }
+                }
+            };
+            let index = self.next_index;
+            self.next_index += 1;
+            if self.skip > 0 {
+                self.skip -= 1;
+                continue;
+            }
+            return Some(Ok((index, event)));
+        }
+    }
+}

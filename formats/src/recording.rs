@@ -1,0 +1,267 @@
+//! A recording directory: the manifest, one log per logical process, and a cache.
+//!
+//! Recordings live under `./ppd-recordings/<program>-<n>/` by default, with a `latest` symbolic
+//! link to the newest. Directories are created 0700 and files 0600: a recording holds the
+//! program's data.
+
+use std::fs;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::error::{FormatError, Result};
+use crate::ids::ProcessId;
+use crate::manifest::{Manifest, ProcessEntry};
+use crate::reader::LogReader;
+
+/// Default directory holding recordings, relative to the working directory.
+pub const RECORDINGS_DIR: &str = "ppd-recordings";
+/// Name of the link to the newest recording.
+pub const LATEST: &str = "latest";
+/// Sub-directory for derived data (vector clocks, traces), safe to delete.
+pub const CACHE_DIR: &str = "cache";
+
+/// An open recording.
+#[derive(Debug, Clone)]
+pub struct Recording {
+    dir: PathBuf,
+    manifest: Manifest,
+    processes: Vec<ProcessEntry>,
+}
+
+impl Recording {
+    /// Opens the recording in `dir`.
+    ///
+    /// Processes are those of the manifest plus any log file the manifest does not list yet
+    /// (a program killed between creating a log and rewriting the manifest).
+    pub fn open(dir: &Path) -> Result<Recording> {
+        let manifest = Manifest::read(dir)?;
+        let mut processes = manifest.processes.clone();
+        for entry in &processes {
+            check_log_name(dir, &entry.log)?;
+        }
+        let listing = fs::read_dir(dir).map_err(|e| FormatError::io(dir, "list recording", e))?;
+        let mut extra = Vec::new();
+        for item in listing {
+            let item = item.map_err(|e| FormatError::io(dir, "list recording", e))?;
+            let name = item.file_name().to_string_lossy().into_owned();
+            let is_log = name.starts_with("proc-") && name.ends_with(".log");
+            if is_log && !processes.iter().any(|p| p.log == name) {
+                extra.push(name);
+            }
+        }
+        extra.sort();
+        for name in extra {
+            let reader = LogReader::open(&dir.join(&name))?;
+            let id = reader.identity();
+            processes.push(ProcessEntry {
+                id: id.process_id,
+                name: id.name.clone(),
+                parent: id.parent,
+                host: manifest.host.clone(),
+                os_pid: id.os_pid,
+                log: name,
+            });
+        }
+        processes.sort_by_key(|p| p.id);
+        processes.dedup_by_key(|p| p.id);
+        Ok(Recording {
+            dir: dir.to_owned(),
+            manifest,
+            processes,
+        })
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The manifest.
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// The logical processes, in id order.
+    pub fn processes(&self) -> &[ProcessEntry] {
+        &self.processes
+    }
+
+    /// The process with id `id`.
+    pub fn process(&self, id: ProcessId) -> Option<&ProcessEntry> {
+        self.processes.iter().find(|p| p.id == id)
+    }
+
+    /// Finds a process by name, or by id written `p3` or `3`.
+    pub fn find_process(&self, name: &str) -> Option<&ProcessEntry> {
+        if let Some(p) = self.processes.iter().find(|p| p.name == name) {
+            return Some(p);
+        }
+        let id = name.strip_prefix('p').unwrap_or(name).parse::<u32>().ok()?;
+        self.process(ProcessId(id))
+    }
+
+    /// Path of a process's log.
+    pub fn log_path(&self, process: &ProcessEntry) -> PathBuf {
+        self.dir.join(&process.log)
+    }
+
+    /// Opens a process's log.
+    pub fn open_log(&self, process: &ProcessEntry) -> Result<LogReader> {
+        LogReader::open(&self.log_path(process))
+    }
+
+    /// The cache directory, created on first use.
+    pub fn cache_dir(&self) -> Result<PathBuf> {
+        let path = self.dir.join(CACHE_DIR);
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&path)
+            .map_err(|e| FormatError::io(&path, "create cache directory", e))?;
+        Ok(path)
+    }
+}
+
+/// A log name from a manifest must be a plain file name inside the recording.
+fn check_log_name(dir: &Path, log: &str) -> Result<()> {
+    let plain = !log.is_empty() && !log.contains('/') && log != "." && log != "..";
+    if plain {
+        Ok(())
+    } else {
+        Err(FormatError::NotARecording {
+            path: dir.to_owned(),
+            detail: format!("manifest names log {log:?}, which is not a file in the recording"),
+        })
+    }
+}
+
+/// Finds the recording a command should use: `arg` if given (a recording, or a directory of
+/// recordings whose newest is taken), else the newest in `./ppd-recordings`.
+pub fn resolve(arg: Option<&Path>) -> Result<PathBuf> {
+    let base = match arg {
+        Some(path) if path.join(crate::manifest::MANIFEST_FILE).exists() => {
+            return Ok(path.to_owned());
+        }
+        Some(path) => path.to_owned(),
+        None => PathBuf::from(RECORDINGS_DIR),
+    };
+    if !base.is_dir() {
+        return Err(FormatError::NotARecording {
+            path: base,
+            detail: match arg {
+                Some(_) => "no such directory".into(),
+                None => "no recordings yet; record one with `ppd record -- PROGRAM`".into(),
+            },
+        });
+    }
+    let latest = base.join(LATEST);
+    if latest.join(crate::manifest::MANIFEST_FILE).exists() {
+        return Ok(latest);
+    }
+    newest_in(&base)?.ok_or_else(|| FormatError::NotARecording {
+        path: base,
+        detail: "no manifest.json here or in any sub-directory".into(),
+    })
+}
+
+fn newest_in(base: &Path) -> Result<Option<PathBuf>> {
+    let listing = fs::read_dir(base).map_err(|e| FormatError::io(base, "list recordings", e))?;
+    let mut best: Option<(u64, PathBuf)> = None;
+    for item in listing.flatten() {
+        let path = item.path();
+        if let Ok(m) = Manifest::read(&path)
+            && best.as_ref().is_none_or(|(t, _)| m.start_unix_ns > *t)
+        {
+            best = Some((m.start_unix_ns, path));
+        }
+    }
+    Ok(best.map(|(_, p)| p))
+}
+
+/// Creates a fresh recording directory `base/<program>-<n>` (n = 1, 2, ...), private to the
+/// user. Creation is atomic, so recordings started at the same moment get different `n`.
+pub fn create_recording_dir(base: &Path, program: &str) -> Result<PathBuf> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(base)
+        .map_err(|e| FormatError::io(base, "create recordings directory", e))?;
+    let stem: String = program
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let stem = if stem.is_empty() {
+        "run".to_owned()
+    } else {
+        stem
+    };
+    for n in 1.. {
+        let dir = base.join(format!("{stem}-{n}"));
+        match fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(FormatError::io(&dir, "create recording directory", e)),
+        }
+    }
+    unreachable!("the loop returns or runs out of integers")
+}
+
+/// Points `base/latest` at `dir` by renaming a fresh link over the old one (atomic).
+pub fn update_latest(base: &Path, dir: &Path) -> Result<()> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let target = dir.strip_prefix(base).unwrap_or(dir);
+    let tmp = base.join(format!(
+        ".{LATEST}.{}.{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::os::unix::fs::symlink(target, &tmp)
+        .map_err(|e| FormatError::io(&tmp, "create latest link", e))?;
+    let latest = base.join(LATEST);
+    fs::rename(&tmp, &latest).map_err(|e| FormatError::io(&latest, "update latest link", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn concurrent_recordings_get_distinct_directories_and_latest_moves() {
+        let base = tempfile::tempdir().unwrap();
+        let dirs: Vec<PathBuf> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|_| s.spawn(|| create_recording_dir(base.path(), "bank").unwrap()))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let mut names: Vec<_> = dirs
+            .iter()
+            .map(|d| d.file_name().unwrap().to_owned())
+            .collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), 8);
+        update_latest(base.path(), &dirs[3]).unwrap();
+        update_latest(base.path(), &dirs[5]).unwrap();
+        let link = fs::read_link(base.path().join(LATEST)).unwrap();
+        assert_eq!(link, dirs[5].strip_prefix(base.path()).unwrap());
+    }
+
+    #[test]
+    fn resolve_explains_a_missing_recording() {
+        let base = tempfile::tempdir().unwrap();
+        let err = resolve(Some(&base.path().join("nope")))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no such directory"), "{err}");
+        let err = resolve(Some(base.path())).unwrap_err().to_string();
+        assert!(err.contains("no manifest.json"), "{err}");
+    }
+}

@@ -1,0 +1,135 @@
+//! What `ppd info` reports: events by kind, bytes and completeness, per process and in total.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::error::Result;
+use crate::ids::ProcessId;
+use crate::reader::LogState;
+use crate::recording::Recording;
+
+/// Summary of a whole recording.
+#[derive(Debug, Clone, Serialize)]
+pub struct RecordingSummary {
+    /// The recording directory.
+    pub recording: PathBuf,
+    /// The recorded program.
+    pub program: PathBuf,
+    /// When it started, RFC 3339.
+    pub start_time: String,
+    /// Exit code, when the run ended normally.
+    pub exit_code: Option<i32>,
+    /// Events in all logs.
+    pub events: u64,
+    /// Encoded bytes before compression.
+    pub bytes_raw: u64,
+    /// Bytes the events take in the logs: compressed frames plus any recovered raw tail.
+    pub bytes_compressed: u64,
+    /// `bytes_raw / bytes_compressed`.
+    pub compression_ratio: f64,
+    /// Every log closed cleanly, undamaged, and the run's end was recorded.
+    pub complete: bool,
+    /// Writer stalls (waits for the compressor) over all processes.
+    pub stalls: u64,
+    /// Per process.
+    pub processes: Vec<ProcessSummary>,
+}
+
+/// Summary of one process's log.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProcessSummary {
+    /// Process id.
+    pub id: ProcessId,
+    /// Process name.
+    pub name: String,
+    /// Spawning process.
+    pub parent: Option<ProcessId>,
+    /// Readable events.
+    pub events: u64,
+    /// Events by kind (kinds with none are left out).
+    pub by_kind: BTreeMap<String, u64>,
+    /// Encoded bytes before compression.
+    pub bytes_raw: u64,
+    /// Bytes the events take in the log.
+    pub bytes_compressed: u64,
+    /// `complete`, `recovered after crash`, or `missing`.
+    pub state: String,
+    /// Whether the log closed cleanly and is undamaged.
+    pub complete: bool,
+    /// Damage found in the log, each naming file and offset.
+    pub damage: Vec<String>,
+    /// Writer stalls, when the log records them.
+    pub stalls: u64,
+}
+
+/// Reads every log of `recording` and summarizes it.
+pub fn summarize(recording: &Recording) -> Result<RecordingSummary> {
+    let mut processes = Vec::new();
+    for entry in recording.processes() {
+        let mut summary = ProcessSummary {
+            id: entry.id,
+            name: entry.name.clone(),
+            parent: entry.parent,
+            events: 0,
+            by_kind: BTreeMap::new(),
+            bytes_raw: 0,
+            bytes_compressed: 0,
+            state: "missing".into(),
+            complete: false,
+            damage: Vec::new(),
+            stalls: 0,
+        };
+        let reader = match recording.open_log(entry) {
+            Ok(r) => r,
+            Err(e) => {
+                summary.damage.push(e.to_string());
+                processes.push(summary);
+                continue;
+            }
+        };
+        summary.events = reader.event_count();
+        summary.bytes_raw = reader.raw_bytes();
+        summary.bytes_compressed = reader.frame_bytes() + reader.ring_bytes();
+        summary.state = match reader.state() {
+            LogState::Complete => "complete".into(),
+            LogState::Recovered => "recovered after crash".into(),
+        };
+        summary.damage = reader.damage().iter().map(|e| e.to_string()).collect();
+        match reader.kind_counts() {
+            Ok(counts) => {
+                summary.by_kind = counts
+                    .into_iter()
+                    .filter(|(_, n)| *n > 0)
+                    .map(|(k, n)| (k.name().to_owned(), n))
+                    .collect();
+            }
+            Err(e) => summary.damage.push(e.to_string()),
+        }
+        summary.stalls = reader.totals().map_or(0, |t| t.stalls);
+        summary.complete = reader.state() == LogState::Complete && summary.damage.is_empty();
+        processes.push(summary);
+    }
+    let events = processes.iter().map(|p| p.events).sum();
+    let bytes_raw: u64 = processes.iter().map(|p| p.bytes_raw).sum();
+    let bytes_compressed: u64 = processes.iter().map(|p| p.bytes_compressed).sum();
+    let manifest = recording.manifest();
+    Ok(RecordingSummary {
+        recording: recording.dir().to_owned(),
+        program: manifest.program.path.clone(),
+        start_time: manifest.start_time.clone(),
+        exit_code: manifest.end.as_ref().map(|e| e.exit_code),
+        events,
+        bytes_raw,
+        bytes_compressed,
+        compression_ratio: if bytes_compressed == 0 {
+            0.0
+        } else {
+            bytes_raw as f64 / bytes_compressed as f64
+        },
+        complete: manifest.end.is_some() && processes.iter().all(|p| p.complete),
+        stalls: processes.iter().map(|p| p.stalls).sum(),
+        processes,
+    })
+}

@@ -1,0 +1,220 @@
+//! User values in logs: MessagePack with named fields, readable without the program's types.
+//!
+//! Prelogs, postlogs, payloads and marks are encoded with serde into self-describing
+//! MessagePack (struct fields by name), so the tools can print, compare and search values of a
+//! program they were not compiled with. [`Value`] is the decoded form; [`show`] prints it the
+//! way Rust code would write it.
+
+use std::fmt::Write as _;
+
+pub use rmpv::Value;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// A value that could not be encoded or decoded.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ValueError(String);
+
+/// Encodes `value` as self-describing MessagePack.
+pub fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, ValueError> {
+    rmp_serde::to_vec_named(value).map_err(|e| ValueError(e.to_string()))
+}
+
+/// Decodes bytes written by [`encode`] back into the program's type.
+pub fn decode_as<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ValueError> {
+    rmp_serde::from_slice(bytes).map_err(|e| ValueError(e.to_string()))
+}
+
+/// Decodes bytes written by [`encode`] into a type-free [`Value`].
+pub fn decode(bytes: &[u8]) -> Result<Value, ValueError> {
+    let mut cursor = bytes;
+    let value = rmpv::decode::read_value(&mut cursor).map_err(|e| ValueError(e.to_string()))?;
+    if !cursor.is_empty() {
+        return Err(ValueError(format!(
+            "{} trailing bytes after the value",
+            cursor.len()
+        )));
+    }
+    Ok(value)
+}
+
+/// Prints a value as Rust would write it: `{balance: -50, owner: "ann"}`, `Deposit(20)`.
+pub fn show(value: &Value) -> String {
+    let mut out = String::new();
+    write_value(&mut out, value);
+    out
+}
+
+/// Decodes and prints, or says why the bytes are not a value.
+pub fn show_bytes(bytes: &[u8]) -> String {
+    match decode(bytes) {
+        Ok(v) => show(&v),
+        Err(e) => format!("<undecodable value: {e}>"),
+    }
+}
+
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c.is_alphabetic() || c == '_')
+        && chars.all(|c| c.is_alphanumeric() || c == '_')
+}
+
+fn write_value(out: &mut String, value: &Value) {
+    match value {
+        Value::Nil => out.push_str("()"),
+        Value::Boolean(b) => {
+            let _ = write!(out, "{b}");
+        }
+        Value::Integer(i) => {
+            let _ = write!(out, "{i}");
+        }
+        Value::F32(f) => {
+            let _ = write!(out, "{f:?}");
+        }
+        Value::F64(f) => {
+            let _ = write!(out, "{f:?}");
+        }
+        Value::String(s) => match s.as_str() {
+            Some(s) => {
+                let _ = write!(out, "{s:?}");
+            }
+            None => out.push_str("<invalid utf-8>"),
+        },
+        Value::Binary(b) => {
+            let _ = write!(out, "{b:?}");
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_value(out, item);
+            }
+            out.push(']');
+        }
+        Value::Map(entries) => {
+            // serde's externally tagged enum variant with data: a one-entry map `{Variant: data}`.
+            if let [(Value::String(k), v)] = entries.as_slice()
+                && let Some(k) = k.as_str()
+                && k.starts_with(char::is_uppercase)
+                && is_identifier(k)
+            {
+                out.push_str(k);
+                match v {
+                    Value::Map(_) => {
+                        out.push(' ');
+                        write_value(out, v);
+                    }
+                    Value::Array(items) => {
+                        out.push('(');
+                        for (i, item) in items.iter().enumerate() {
+                            if i > 0 {
+                                out.push_str(", ");
+                            }
+                            write_value(out, item);
+                        }
+                        out.push(')');
+                    }
+                    _ => {
+                        out.push('(');
+                        write_value(out, v);
+                        out.push(')');
+                    }
+                }
+                return;
+            }
+            out.push('{');
+            for (i, (k, v)) in entries.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                match k {
+                    Value::String(s) if s.as_str().is_some_and(is_identifier) => {
+                        out.push_str(s.as_str().unwrap_or_default());
+                    }
+                    _ => write_value(out, k),
+                }
+                out.push_str(": ");
+                write_value(out, v);
+            }
+            out.push('}');
+        }
+        Value::Ext(tag, bytes) => {
+            let _ = write!(out, "<ext {tag}: {bytes:?}>");
+        }
+    }
+}
+
+/// Looks up a dotted path (`account.balance`, `0.owner`) inside a value.
+pub fn field<'v>(value: &'v Value, path: &str) -> Option<&'v Value> {
+    let mut current = value;
+    for part in path.split('.').filter(|p| !p.is_empty()) {
+        current = match current {
+            Value::Map(entries) => entries
+                .iter()
+                .find(|(k, _)| k.as_str() == Some(part))
+                .map(|(_, v)| v)?,
+            Value::Array(items) => items.get(part.parse::<usize>().ok()?)?,
+            _ => return None,
+        };
+    }
+    Some(current)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Serialize, Deserialize, Debug, PartialEq)]
+    struct Account {
+        owner: String,
+        balance: i64,
+    }
+
+    #[derive(Serialize, Deserialize, Debug, PartialEq)]
+    enum Request {
+        Deposit(i64),
+        Move { from: u32, to: u32 },
+        Audit,
+    }
+
+    #[test]
+    fn values_print_like_rust() {
+        let a = Account {
+            owner: "ann".into(),
+            balance: -50,
+        };
+        let v = decode(&encode(&a).unwrap()).unwrap();
+        assert_eq!(show(&v), r#"{owner: "ann", balance: -50}"#);
+        assert_eq!(show(field(&v, "balance").unwrap()), "-50");
+        let r = [
+            Request::Deposit(20),
+            Request::Move { from: 1, to: 2 },
+            Request::Audit,
+        ];
+        let v = decode(&encode(&r).unwrap()).unwrap();
+        assert_eq!(show(&v), r#"[Deposit(20), Move {from: 1, to: 2}, "Audit"]"#);
+    }
+
+    #[test]
+    fn typed_round_trip_and_garbage() {
+        let a = Account {
+            owner: "bo".into(),
+            balance: 7,
+        };
+        let back: Account = decode_as(&encode(&a).unwrap()).unwrap();
+        assert_eq!(back, a);
+        assert!(
+            decode(&[0xcd, 0x01]).is_err(),
+            "a truncated u16 is an error"
+        );
+        assert!(
+            decode(&[0x01, 0x02]).is_err(),
+            "trailing bytes are an error"
+        );
+        assert!(show_bytes(&[0xdd, 0xff]).starts_with("<undecodable"));
+    }
+}
