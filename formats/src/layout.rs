@@ -175,6 +175,15 @@ mod tests {
     }
 
     #[test]
+    fn sizes_match_the_format_specification() {
+        // docs/format.md §3.2–3.4 gives these sizes; the spec and the code must agree.
+        assert_eq!(BLOCK_INFO_LEN, 36);
+        assert_eq!(FRAME_HEADER_LEN, 56);
+        assert_eq!(FOOTER_LEN, 36);
+        assert_eq!(FILE_MAGIC, *b"PPDLOG\r\n");
+    }
+
+    #[test]
     fn a_flipped_bit_fails_the_checksum() {
         let footer = Footer {
             magic: FOOTER_MAGIC,

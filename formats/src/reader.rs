@@ -197,7 +197,10 @@ impl LogReader {
             .map_err(|e| self.corrupt(HEADER_PROLOGUE as u64, "log header", e.to_string()))?;
         let block_size = header.block_size.to_native();
         let ring_blocks = header.ring_blocks.to_native();
-        if block_size < 4096 || block_size % 4096 != 0 || ring_blocks < 2 || ring_blocks > 1 << 16 {
+        if block_size < 4096
+            || !block_size.is_multiple_of(4096)
+            || !(2..=1 << 16).contains(&ring_blocks)
+        {
             return Err(self.corrupt(
                 HEADER_PROLOGUE as u64,
                 "log header",

@@ -42,7 +42,11 @@ fn event_at(i: u64, payload: &[u8]) -> Event<Borrowed<'_>> {
             sender: ProcessId((i % 5) as u32),
             seq: i / 7 + 1,
             site,
-            payload: if i % 2 == 0 { Some(payload) } else { None },
+            payload: if i.is_multiple_of(2) {
+                Some(payload)
+            } else {
+                None
+            },
         },
         2 => Event::RecvNone {
             channel: ch,

@@ -170,7 +170,7 @@ fn unix_nanos() -> u64 {
 impl LogWriter {
     /// Creates the log file at `path` (which must not exist) and opens its first block.
     pub fn create(path: &Path, identity: &LogIdentity, options: WriterOptions) -> Result<Self> {
-        let valid_block = options.block_size >= 4096 && options.block_size % 4096 == 0;
+        let valid_block = options.block_size >= 4096 && options.block_size.is_multiple_of(4096);
         if !valid_block || options.ring_blocks < 2 {
             return Err(FormatError::Corrupt {
                 path: path.to_owned(),

@@ -1,0 +1,195 @@
+//! `ppd record`: run a program with the record runtime switched on.
+//!
+//! The wrapper only prepares the directory and the environment; the runtime inside the program
+//! writes the logs and the manifest, so the manifest names the real binary even when PROGRAM is
+//! `cargo run`.
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use anyhow::{Context, anyhow};
+use ppd_formats::recording::{self, RECORDINGS_DIR};
+use ppd_formats::summary::summarize;
+use ppd_formats::{FormatError, Recording};
+use ppd_recorder::runtime::env;
+
+use crate::exit::{CmdResult, failure, input};
+use crate::output;
+
+/// Arguments of `ppd record`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// Record into DIR instead of ./ppd-recordings/<program>-<n>.
+    #[arg(short = 'o', long = "output", value_name = "DIR")]
+    output: Option<PathBuf>,
+    /// Log message payloads (by default only their order is logged).
+    #[arg(long)]
+    payloads: bool,
+    /// Make every sealed log block durable (fdatasync) before its buffer is reused.
+    #[arg(long)]
+    fsync: bool,
+    /// The program and its arguments.
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "PROGRAM"
+    )]
+    command: Vec<String>,
+}
+
+/// The name a recording of `command` gets: the program's file name, or for `cargo run
+/// --example NAME` / `--bin NAME` the NAME.
+fn program_name(command: &[String]) -> String {
+    let base = Path::new(&command[0])
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "run".into());
+    if base == "cargo" {
+        for pair in command.windows(2) {
+            if pair[0] == "--example" || pair[0] == "--bin" {
+                return pair[1].clone();
+            }
+        }
+    }
+    base
+}
+
+extern "C" fn ignore_signal(_: libc::c_int) {}
+
+/// Keeps the wrapper alive through Ctrl-C and termination signals so it can report on the
+/// recording; the program (in the same process group) gets the signal and decides. A handler,
+/// not SIG_IGN, because handlers are reset for the program at exec.
+fn shield_from_signals() {
+    use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
+    let action = SigAction::new(
+        SigHandler::Handler(ignore_signal),
+        SaFlags::SA_RESTART,
+        SigSet::empty(),
+    );
+    for signal in [
+        Signal::SIGINT,
+        Signal::SIGQUIT,
+        Signal::SIGTERM,
+        Signal::SIGHUP,
+    ] {
+        // SAFETY: the handler does nothing, so it is async-signal-safe.
+        let _ = unsafe { sigaction(signal, &action) };
+    }
+}
+
+pub(crate) fn run(args: &Args) -> CmdResult {
+    let dir = match &args.output {
+        Some(dir) => prepare_output(dir)?,
+        None => {
+            let base = PathBuf::from(RECORDINGS_DIR);
+            let dir = recording::create_recording_dir(&base, &program_name(&args.command))?;
+            recording::update_latest(&base, &dir)?;
+            dir
+        }
+    };
+    let dir = std::fs::canonicalize(&dir)
+        .map_err(|e| input(FormatError::io(&dir, "resolve recording directory", e)))?;
+
+    shield_from_signals();
+    let mut command = Command::new(&args.command[0]);
+    command
+        .args(&args.command[1..])
+        .env(env::MODE, "record")
+        .env(env::DIR, &dir)
+        .env(env::PAYLOADS, if args.payloads { "1" } else { "0" })
+        .env(env::FSYNC, if args.fsync { "1" } else { "0" });
+    let status = command
+        .status()
+        .with_context(|| format!("cannot run {}", args.command[0]))
+        .map_err(failure)?;
+    let (code, how) = match (status.code(), status.signal()) {
+        (Some(code), _) => (code, format!("exited with code {code}")),
+        (None, Some(signal)) => (128 + signal, format!("killed by signal {signal}")),
+        (None, None) => (1, "ended".to_owned()),
+    };
+    let exit = ExitCode::from(code.clamp(0, 255) as u8);
+
+    let recording = match Recording::open(&dir) {
+        Ok(r) => r,
+        Err(FormatError::NotARecording { .. }) => {
+            eprintln!(
+                "ppd: {} {how} without writing a recording into {}: is its main marked \
+                 #[ppd::main]?",
+                args.command[0],
+                dir.display()
+            );
+            return Ok(if code == 0 { ExitCode::FAILURE } else { exit });
+        }
+        Err(e) => {
+            eprintln!("ppd: {e}");
+            return Ok(exit);
+        }
+    };
+    match summarize(&recording) {
+        Ok(s) => {
+            let state = if s.complete {
+                "complete".to_owned()
+            } else {
+                format!("recovered after the program {how}")
+            };
+            eprintln!(
+                "ppd: recorded {} processes, {} events, {} in {} ({state})",
+                s.processes.len(),
+                s.events,
+                output::bytes(s.bytes_compressed),
+                dir.display()
+            );
+        }
+        Err(e) => eprintln!("ppd: {e}"),
+    }
+    Ok(exit)
+}
+
+/// `-o DIR`: created if missing, refused if it already holds something.
+fn prepare_output(dir: &Path) -> Result<PathBuf, crate::exit::CliError> {
+    use std::os::unix::fs::DirBuilderExt;
+    if dir.exists() {
+        let empty = std::fs::read_dir(dir)
+            .map_err(|e| input(FormatError::io(dir, "list output directory", e)))?
+            .next()
+            .is_none();
+        if !empty {
+            return Err(input(anyhow!(
+                "{}: output directory is not empty",
+                dir.display()
+            )));
+        }
+        return Ok(dir.to_owned());
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| input(FormatError::io(dir, "create output directory", e)))?;
+    Ok(dir.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::program_name;
+
+    fn v(args: &[&str]) -> Vec<String> {
+        args.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn recordings_are_named_after_the_program() {
+        assert_eq!(program_name(&v(&["./target/debug/bank"])), "bank");
+        assert_eq!(
+            program_name(&v(&["cargo", "run", "--example", "farm"])),
+            "farm"
+        );
+        assert_eq!(
+            program_name(&v(&["cargo", "run", "--release", "--bin", "x"])),
+            "x"
+        );
+        assert_eq!(program_name(&v(&["cargo", "test"])), "cargo");
+    }
+}

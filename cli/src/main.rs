@@ -1,0 +1,57 @@
+//! `ppd`: record a run of a parallel program, replay it, ask why a variable has its value.
+//!
+//! Errors go to stderr; the exit code is 2 for bad input (a missing or damaged recording, a bad
+//! predicate, a wrong argument) and 1 for a failure (a replay that diverged, a program that
+//! could not be started). `ppd record` exits with the recorded program's own code.
+
+mod cmd;
+mod exit;
+mod output;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "ppd", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Record a run of PROGRAM (built with #[ppd::main]); exits with the program's exit code.
+    Record(cmd::record::Args),
+    /// Processes, events, bytes, compression and completeness of a recording.
+    Info {
+        /// The recording (default: the newest in ./ppd-recordings).
+        rec: Option<PathBuf>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Record(args) => cmd::record::run(&args),
+        Command::Info { rec, json } => cmd::info::run(rec.as_deref(), json),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => e.report(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        super::Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,1 @@
+//! Analyses over recordings.

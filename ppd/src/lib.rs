@@ -1,0 +1,116 @@
+//! Record, replay and flowback debugging for parallel and distributed Rust programs.
+//!
+//! Write the program against this crate instead of `std` — the API mirrors it, so moving over
+//! means changing `use` lines — and mark `main` with `#[ppd::main]`:
+//!
+//! ```no_run
+//! use ppd::sync::mpsc::channel;
+//!
+//! #[ppd::main]
+//! fn main() {
+//!     let (tx, rx) = channel();
+//!     let worker = ppd::thread::Builder::new()
+//!         .name("worker".into())
+//!         .spawn(move || tx.send(6 * 7).unwrap())
+//!         .unwrap();
+//!     println!("{}", rx.recv().unwrap());
+//!     worker.join().unwrap();
+//! }
+//! ```
+//!
+//! Run natively it behaves like the `std` version. Run under `ppd record -- ./program` each
+//! thread is a logical process with its own log: which message every receive got, the order of
+//! every lock and atomic access, every clock and random value. `ppd replay` reproduces the run
+//! from those logs, `ppd info` summarizes a recording.
+
+pub use ppd_macros::main;
+pub use ppd_recorder::{mark, rand, sync, thread, time};
+
+#[doc(hidden)]
+pub mod __private {
+    //! Called by the code `#[ppd::main]` generates; not a stable interface.
+
+    use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+    use std::process::ExitCode;
+
+    use ppd_formats::ProcessId;
+    use ppd_recorder::runtime::record::RecordRuntime;
+    use ppd_recorder::runtime::{self, Ending, env};
+
+    /// What `main` may return.
+    pub trait MainReturn {
+        /// The exit code to record, and the one to exit with.
+        fn exit_code(self) -> (i32, ExitCode);
+    }
+
+    impl MainReturn for () {
+        fn exit_code(self) -> (i32, ExitCode) {
+            (0, ExitCode::SUCCESS)
+        }
+    }
+
+    impl MainReturn for ExitCode {
+        fn exit_code(self) -> (i32, ExitCode) {
+            (if self == ExitCode::SUCCESS { 0 } else { 1 }, self)
+        }
+    }
+
+    impl<E: std::fmt::Debug> MainReturn for Result<(), E> {
+        fn exit_code(self) -> (i32, ExitCode) {
+            match self {
+                Ok(()) => (0, ExitCode::SUCCESS),
+                Err(e) => {
+                    eprintln!("Error: {e:?}");
+                    (1, ExitCode::FAILURE)
+                }
+            }
+        }
+    }
+
+    /// Picks the mode from the environment and installs its runtime.
+    fn boot() {
+        let Some(mode) = std::env::var_os(env::MODE) else {
+            return;
+        };
+        match mode.to_str() {
+            Some("record") => match RecordRuntime::from_env() {
+                Ok(rt) => {
+                    runtime::install(Box::new(rt));
+                }
+                Err(e) => eprintln!("ppd: not recording: {e}"),
+            },
+            _ => eprintln!("ppd: unknown {}={mode:?}; running without ppd", env::MODE),
+        }
+    }
+
+    /// Runs `main`'s body as logical process `main` under the mode the environment selects.
+    pub fn main<R: MainReturn>(body: impl FnOnce() -> R) -> ExitCode {
+        boot();
+        if !runtime::active() {
+            return body().exit_code().1;
+        }
+        runtime::enter_process(ProcessId::MAIN, None, "main");
+        match catch_unwind(AssertUnwindSafe(body)) {
+            Ok(value) => {
+                let (code, exit) = value.exit_code();
+                runtime::leave_process(&Ending::Returned);
+                runtime::finish(code, false);
+                exit
+            }
+            Err(payload) => {
+                let report = runtime::take_last_panic();
+                let (message, file, line) = match &report {
+                    Some(r) => (r.message.as_str(), r.file.as_str(), r.line),
+                    None => ("panic", "", 0),
+                };
+                runtime::leave_process(&Ending::Panicked {
+                    message,
+                    file,
+                    line,
+                });
+                runtime::finish(101, true);
+                resume_unwind(payload)
+            }
+        }
+    }
+}

@@ -1,0 +1,18 @@
+//! The ppd runtime that a recorded program links.
+//!
+//! It mirrors `std` — [`thread`], [`sync`] (channels, mutexes, semaphores, atomics), [`time`] —
+//! plus [`rand`] and [`mark!`], so moving a program over means changing `use` lines. Each
+//! nondeterministic choice goes through the current process's [backend](runtime::backend):
+//! nothing in pass-through mode, the log in record mode, the log's dictate in replay.
+//!
+//! Programs use it through the `ppd` crate, whose `#[ppd::main]` picks the mode.
+
+pub mod eblock;
+mod mark;
+pub mod rand;
+pub mod runtime;
+pub mod sync;
+pub mod thread;
+pub mod time;
+
+pub use mark::mark;

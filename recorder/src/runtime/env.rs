@@ -1,0 +1,27 @@
+//! The environment through which `ppd` tells a program how to run.
+//!
+//! `ppd record`, `ppd replay` and `ppd why` start the user's program with these variables set;
+//! `#[ppd::main]` reads them before the program's body runs. A program started without them
+//! runs in pass-through mode.
+
+/// `record`, `replay` or `emulate`.
+pub const MODE: &str = "PPD_MODE";
+/// The recording directory.
+pub const DIR: &str = "PPD_DIR";
+/// `1`: log message payloads (`ppd record --payloads`).
+pub const PAYLOADS: &str = "PPD_PAYLOADS";
+/// `1`: fsync frames before their ring slot is reused (`ppd record --fsync`).
+pub const FSYNC: &str = "PPD_FSYNC";
+/// Raw block size of the logs, bytes.
+pub const BLOCK_SIZE: &str = "PPD_BLOCK_SIZE";
+/// Ring slots per log.
+pub const RING_BLOCKS: &str = "PPD_RING_BLOCKS";
+/// Unix socket of the global debugger (replay).
+pub const CONTROL: &str = "PPD_CONTROL";
+/// File holding the emulation request (emulate).
+pub const REQUEST: &str = "PPD_REQUEST";
+
+/// Reads a boolean flag: set and not `0`.
+pub fn flag(name: &str) -> bool {
+    std::env::var_os(name).is_some_and(|v| v != "0" && !v.is_empty())
+}

@@ -1,0 +1,274 @@
+//! The runtime behind the std-mirroring API: which mode the program runs in, and which logical
+//! process the current thread is.
+//!
+//! Every operation of the API follows the same three steps:
+//! [`expect`] asks the current process's backend what the log says the operation must do,
+//! the operation acts (calling [`waiting_for`] before it blocks on another process), and
+//! [`done`] tells the backend what happened. In pass-through mode, and on threads that are not
+//! logical processes, the three steps do nothing.
+
+pub mod backend;
+pub mod env;
+mod panic;
+pub mod record;
+
+use std::cell::{Cell, RefCell};
+use std::panic::Location;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+
+use ppd_formats::event::ObjectKind;
+use ppd_formats::{Borrowed, Event, EventKind, ObjectId, ProcessId};
+
+use self::backend::{Dependency, Mode, Op, ProcessBackend, Runtime};
+
+static MODE: AtomicU8 = AtomicU8::new(0);
+static RUNTIME: OnceLock<Box<dyn Runtime>> = OnceLock::new();
+
+fn mode_code(mode: Mode) -> u8 {
+    match mode {
+        Mode::PassThrough => 0,
+        Mode::Record => 1,
+        Mode::Replay => 2,
+        Mode::Emulate => 3,
+    }
+}
+
+/// The mode the program runs in. Pass-through until a runtime is installed.
+#[inline]
+pub fn mode() -> Mode {
+    match MODE.load(Ordering::Relaxed) {
+        0 => Mode::PassThrough,
+        1 => Mode::Record,
+        2 => Mode::Replay,
+        _ => Mode::Emulate,
+    }
+}
+
+/// Whether operations go to a backend (any mode but pass-through).
+#[inline]
+pub fn active() -> bool {
+    MODE.load(Ordering::Relaxed) != 0
+}
+
+/// Installs the runtime of a mode. Called once, before `main`'s body runs.
+///
+/// Returns false if a runtime was already installed.
+pub fn install(runtime: Box<dyn Runtime>) -> bool {
+    let mode = runtime.mode();
+    if RUNTIME.set(runtime).is_err() {
+        return false;
+    }
+    panic::install_hook();
+    MODE.store(mode_code(mode), Ordering::Release);
+    true
+}
+
+/// The installed runtime.
+pub fn runtime() -> Option<&'static dyn Runtime> {
+    RUNTIME.get().map(|r| &**r)
+}
+
+/// A logical process: the state the runtime keeps for the thread that runs it.
+struct Process {
+    id: ProcessId,
+    name: String,
+    next_object: u32,
+    next_child: u32,
+    eblock_depth: u32,
+    backend: Box<dyn ProcessBackend>,
+}
+
+thread_local! {
+    static CURRENT: RefCell<Option<Process>> = const { RefCell::new(None) };
+    static WARNED_UNMANAGED: Cell<bool> = const { Cell::new(false) };
+}
+
+fn with_process<R>(f: impl FnOnce(&mut Process) -> R) -> Option<R> {
+    CURRENT.with(|c| c.borrow_mut().as_mut().map(f))
+}
+
+/// Says once per thread that a thread outside ppd's control touched a ppd object.
+fn warn_unmanaged(what: &str) {
+    if mode() == Mode::Record && !WARNED_UNMANAGED.with(|w| w.replace(true)) {
+        eprintln!(
+            "ppd: {what} on a thread not started by ppd::thread::spawn; operations on this \
+             thread are not recorded and will not replay"
+        );
+    }
+}
+
+/// Makes the current thread logical process `id` and logs its start.
+pub fn enter_process(id: ProcessId, parent: Option<ProcessId>, name: &str) {
+    let Some(rt) = runtime() else { return };
+    let backend = rt.start_process(id, parent, name);
+    CURRENT.with(|c| {
+        *c.borrow_mut() = Some(Process {
+            id,
+            name: name.to_owned(),
+            next_object: 0,
+            next_child: 0,
+            eblock_depth: 0,
+            backend,
+        });
+    });
+    expect(Op::plain(EventKind::Start, None));
+    done(&Event::Start { parent });
+}
+
+/// How a logical process ended.
+#[derive(Debug)]
+pub enum Ending<'a> {
+    /// Its body returned.
+    Returned,
+    /// Its body panicked.
+    Panicked {
+        /// The panic message.
+        message: &'a str,
+        /// Where.
+        file: &'a str,
+        /// Line.
+        line: u32,
+    },
+}
+
+/// Logs the end of the current logical process and releases it.
+pub fn leave_process(ending: &Ending<'_>) {
+    let event = match ending {
+        Ending::Returned => Event::Exit,
+        Ending::Panicked {
+            message,
+            file,
+            line,
+        } => Event::Panic {
+            message: *message,
+            file: *file,
+            line: *line,
+        },
+    };
+    expect(Op::plain(event.kind(), None));
+    done(&event);
+    let process = CURRENT.with(|c| c.borrow_mut().take());
+    if let Some(mut p) = process {
+        p.backend.finish();
+    }
+}
+
+/// The current logical process, if this thread is one.
+pub fn current_process() -> Option<ProcessId> {
+    if !active() {
+        return None;
+    }
+    with_process(|p| p.id)
+}
+
+/// The current logical process's name, if this thread is one.
+pub fn current_name() -> Option<String> {
+    with_process(|p| p.name.clone())
+}
+
+/// Step 1 of an operation: what the log says it must do (`None`: whatever the run does).
+#[inline]
+pub fn expect(op: Op) -> Option<Event> {
+    if !active() {
+        return None;
+    }
+    with_process(|p| p.backend.expect(op)).flatten()
+}
+
+/// Step 3 of an operation: what it did.
+#[inline]
+pub fn done(event: &Event<Borrowed<'_>>) {
+    if !active() {
+        return;
+    }
+    if with_process(|p| p.backend.done(event)).is_none() {
+        warn_unmanaged(event.kind().name());
+    }
+}
+
+/// Step 2, when the operation is about to block on another process.
+pub fn waiting_for(dependency: Dependency) {
+    if active() {
+        with_process(|p| p.backend.waiting_for(dependency));
+    }
+}
+
+/// The program did something the log does not allow (replay): the backend reports it. This
+/// process cannot go on, so it stops here for good.
+pub fn diverged(detail: &str) -> ! {
+    with_process(|p| p.backend.diverged(detail));
+    loop {
+        std::thread::park();
+    }
+}
+
+/// Whether the operation should log the value it transfers: when payloads were asked for, or
+/// inside an e-block, whose re-execution needs the values it read (Miller & Choi §5.5).
+pub fn wants_payload() -> bool {
+    active() && with_process(|p| p.eblock_depth > 0 || p.backend.log_payloads()).unwrap_or(false)
+}
+
+/// Gives the next object id of the current process and logs the creation.
+pub fn create(
+    kind: ObjectKind,
+    init: u64,
+    name: Option<&'static str>,
+    site: &'static Location<'static>,
+) -> ObjectId {
+    if !active() {
+        return ObjectId(0);
+    }
+    let id = with_process(|p| {
+        let id = ObjectId::new(p.id, p.next_object);
+        p.next_object += 1;
+        id
+    });
+    let Some(object) = id else {
+        warn_unmanaged("creating a shared object");
+        static UNMANAGED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        return ObjectId::new(
+            ProcessId(u32::MAX),
+            UNMANAGED.fetch_add(1, Ordering::Relaxed),
+        );
+    };
+    expect(Op::on(EventKind::Create, object, Some(site)));
+    done(&Event::Create {
+        object,
+        kind,
+        init,
+        name,
+        site: Some(site),
+    });
+    object
+}
+
+/// The name and ordinal a child of the current process gets by default.
+pub fn next_child_name() -> Option<String> {
+    with_process(|p| {
+        p.next_child += 1;
+        format!("{}.{}", p.name, p.next_child)
+    })
+}
+
+/// Enters an e-block: while inside, transferred values are logged.
+pub fn enter_eblock() {
+    with_process(|p| p.eblock_depth += 1);
+}
+
+/// Leaves an e-block.
+pub fn leave_eblock() {
+    with_process(|p| p.eblock_depth = p.eblock_depth.saturating_sub(1));
+}
+
+/// Ends the run: `main` returned `exit_code`, or panicked.
+pub fn finish(exit_code: i32, panicked: bool) {
+    if let Some(rt) = runtime() {
+        rt.finish(exit_code, panicked);
+    }
+}
+
+/// Set once the run has been finished, so late threads do not try again.
+pub(crate) static FINISHED: AtomicBool = AtomicBool::new(false);
+
+pub use panic::take_last_panic;

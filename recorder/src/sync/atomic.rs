@@ -1,0 +1,567 @@
+//! Atomic integers and flags mirroring `std::sync::atomic`, whose accesses are versioned.
+//!
+//! While recording, an access and its version are assigned together under the object's
+//! bookkeeping lock, so the versions are the order in which the accesses reached memory; replay
+//! lets each access through only in that order (instant replay for shared memory). Inside an
+//! e-block the value each access read is logged too, for re-execution.
+//!
+//! The memory ordering the program asked for is logged: race detection treats relaxed loads
+//! and stores as plain data accesses and read-modify-writes as synchronizing.
+
+use std::fmt;
+use std::panic::Location;
+
+pub use std::sync::atomic::Ordering;
+
+use ppd_formats::Event;
+use ppd_formats::event::{AtomicOp, MemOrdering, ObjectKind};
+
+use super::object::ObjectMeta;
+use crate::runtime;
+use crate::runtime::backend::{Mode, Op, expected};
+
+/// Runs one access of an atomic through the runtime. `access` gets the value the log dictates
+/// it read (emulation only: the re-executed e-block has no shared memory to read) and returns
+/// its result, the value it read (if it read), and what it turned out to be.
+fn logged_access<R>(
+    meta: &ObjectMeta,
+    ordering: Ordering,
+    site: &'static Location<'static>,
+    access: impl FnOnce(Option<u64>) -> (R, Option<u64>, AtomicOp),
+) -> R {
+    if !runtime::active() {
+        return access(None).0;
+    }
+    let object = meta.id;
+    let logged = runtime::expect(Op::on(ppd_formats::EventKind::Atomic, object, Some(site)));
+    let forced = match (runtime::mode(), expected::atomic_value(&logged)) {
+        (Mode::Emulate, Some((_, value))) => value,
+        _ => None,
+    };
+    let ((result, read, op), version, prev) = match expected::version(&logged) {
+        Some((version, prev)) => (meta.replay(version, prev, || access(forced)), version, prev),
+        None => meta.record(|| access(None)),
+    };
+    let value = if runtime::wants_payload() { read } else { None };
+    runtime::done(&Event::Atomic {
+        object,
+        version,
+        prev,
+        op,
+        ordering: MemOrdering::from(ordering),
+        site: Some(site),
+        value,
+    });
+    result
+}
+
+macro_rules! atomic_int {
+    ($name:ident, $int:ty, $doc_value:expr) => {
+        #[doc = concat!("An atomic `", stringify!($int), "`, like `std::sync::atomic::", stringify!($name), "`.")]
+        ///
+        /// ```
+        #[doc = concat!("use ppd::sync::atomic::{", stringify!($name), ", Ordering};")]
+        #[doc = concat!("let a = ", stringify!($name), "::new(", $doc_value, ");")]
+        /// a.fetch_add(1, Ordering::SeqCst);
+        #[doc = concat!("assert_eq!(a.load(Ordering::SeqCst), ", $doc_value, " + 1);")]
+        /// ```
+        pub struct $name {
+            meta: ObjectMeta,
+            inner: std::sync::atomic::$name,
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                // Reads without logging: printing must not add events to the run.
+                f.debug_struct(stringify!($name))
+                    .field("object", &self.meta.id)
+                    .field("value", &self.inner)
+                    .finish()
+            }
+        }
+
+        impl Default for $name {
+            #[track_caller]
+            fn default() -> Self {
+                $name::new(0)
+            }
+        }
+
+        impl $name {
+            /// A new atomic holding `value`.
+            ///
+            /// ```
+            #[doc = concat!("let a = ppd::sync::atomic::", stringify!($name), "::new(", $doc_value, ");")]
+            #[doc = concat!("assert_eq!(a.into_inner(), ", $doc_value, ");")]
+            /// ```
+            #[track_caller]
+            pub fn new(value: $int) -> $name {
+                $name {
+                    meta: ObjectMeta::new(ObjectKind::Atomic, value as u64, None, Location::caller()),
+                    inner: std::sync::atomic::$name::new(value),
+                }
+            }
+
+            /// A new atomic with a name that reports use.
+            ///
+            /// ```
+            #[doc = concat!("let a = ppd::sync::atomic::", stringify!($name), "::named(\"hits\", 0);")]
+            #[doc = concat!("assert_eq!(a.into_inner(), 0);")]
+            /// ```
+            #[track_caller]
+            pub fn named(name: &'static str, value: $int) -> $name {
+                $name {
+                    meta: ObjectMeta::new(ObjectKind::Atomic, value as u64, Some(name), Location::caller()),
+                    inner: std::sync::atomic::$name::new(value),
+                }
+            }
+
+            /// Loads the value.
+            ///
+            /// ```
+            #[doc = concat!("use ppd::sync::atomic::{", stringify!($name), ", Ordering};")]
+            #[doc = concat!("let a = ", stringify!($name), "::new(", $doc_value, ");")]
+            #[doc = concat!("assert_eq!(a.load(Ordering::Relaxed), ", $doc_value, ");")]
+            /// ```
+            #[track_caller]
+            pub fn load(&self, order: Ordering) -> $int {
+                logged_access(&self.meta, order, Location::caller(), |forced| {
+                    let v = match forced {
+                        Some(v) => v as $int,
+                        None => self.inner.load(order),
+                    };
+                    (v, Some(v as u64), AtomicOp::Load)
+                })
+            }
+
+            /// Stores a value.
+            ///
+            /// ```
+            #[doc = concat!("use ppd::sync::atomic::{", stringify!($name), ", Ordering};")]
+            #[doc = concat!("let a = ", stringify!($name), "::new(0);")]
+            #[doc = concat!("a.store(", $doc_value, ", Ordering::Relaxed);")]
+            #[doc = concat!("assert_eq!(a.load(Ordering::Relaxed), ", $doc_value, ");")]
+            /// ```
+            #[track_caller]
+            pub fn store(&self, value: $int, order: Ordering) {
+                logged_access(&self.meta, order, Location::caller(), |_| {
+                    self.inner.store(value, order);
+                    ((), None, AtomicOp::Store)
+                })
+            }
+
+            /// Stores a value and returns the previous one.
+            ///
+            /// ```
+            #[doc = concat!("use ppd::sync::atomic::{", stringify!($name), ", Ordering};")]
+            #[doc = concat!("let a = ", stringify!($name), "::new(1);")]
+            /// assert_eq!(a.swap(2, Ordering::AcqRel), 1);
+            /// ```
+            #[track_caller]
+            pub fn swap(&self, value: $int, order: Ordering) -> $int {
+                self.rmw(order, Location::caller(), |a| a.swap(value, order))
+            }
+
+            /// Stores `new` if the value is `current`; returns the previous value, as `Ok` if
+            /// it was `current`.
+            ///
+            /// ```
+            #[doc = concat!("use ppd::sync::atomic::{", stringify!($name), ", Ordering};")]
+            #[doc = concat!("let a = ", stringify!($name), "::new(1);")]
+            /// assert_eq!(a.compare_exchange(1, 2, Ordering::AcqRel, Ordering::Acquire), Ok(1));
+            /// assert_eq!(a.compare_exchange(1, 3, Ordering::AcqRel, Ordering::Acquire), Err(2));
+            /// ```
+            #[track_caller]
+            pub fn compare_exchange(
+                &self,
+                current: $int,
+                new: $int,
+                success: Ordering,
+                failure: Ordering,
+            ) -> Result<$int, $int> {
+                logged_access(&self.meta, success, Location::caller(), |forced| {
+                    let result = match forced {
+                        Some(v) if v as $int == current => Ok(current),
+                        Some(v) => Err(v as $int),
+                        None => self.inner.compare_exchange(current, new, success, failure),
+                    };
+                    match result {
+                        Ok(v) => (result, Some(v as u64), AtomicOp::Rmw),
+                        Err(v) => (result, Some(v as u64), AtomicOp::CasFail),
+                    }
+                })
+            }
+
+            /// Like [`compare_exchange`](Self::compare_exchange); never fails spuriously here.
+            ///
+            /// ```
+            #[doc = concat!("use ppd::sync::atomic::{", stringify!($name), ", Ordering};")]
+            #[doc = concat!("let a = ", stringify!($name), "::new(5);")]
+            /// assert_eq!(a.compare_exchange_weak(5, 6, Ordering::SeqCst, Ordering::SeqCst), Ok(5));
+            /// ```
+            #[track_caller]
+            pub fn compare_exchange_weak(
+                &self,
+                current: $int,
+                new: $int,
+                success: Ordering,
+                failure: Ordering,
+            ) -> Result<$int, $int> {
+                self.compare_exchange(current, new, success, failure)
+            }
+
+            /// Adds to the value (wrapping); returns the previous value.
+            ///
+            /// ```
+            #[doc = concat!("use ppd::sync::atomic::{", stringify!($name), ", Ordering};")]
+            #[doc = concat!("let a = ", stringify!($name), "::new(1);")]
+            /// assert_eq!(a.fetch_add(2, Ordering::SeqCst), 1);
+            /// ```
+            #[track_caller]
+            pub fn fetch_add(&self, value: $int, order: Ordering) -> $int {
+                self.rmw(order, Location::caller(), |a| a.fetch_add(value, order))
+            }
+
+            /// Subtracts from the value (wrapping); returns the previous value.
+            ///
+            /// ```
+            #[doc = concat!("use ppd::sync::atomic::{", stringify!($name), ", Ordering};")]
+            #[doc = concat!("let a = ", stringify!($name), "::new(3);")]
+            /// assert_eq!(a.fetch_sub(1, Ordering::SeqCst), 3);
+            /// ```
+            #[track_caller]
+            pub fn fetch_sub(&self, value: $int, order: Ordering) -> $int {
+                self.rmw(order, Location::caller(), |a| a.fetch_sub(value, order))
+            }
+
+            /// Bitwise and; returns the previous value.
+            ///
+            /// ```
+            #[doc = concat!("use ppd::sync::atomic::{", stringify!($name), ", Ordering};")]
+            #[doc = concat!("let a = ", stringify!($name), "::new(3);")]
+            /// assert_eq!(a.fetch_and(1, Ordering::SeqCst), 3);
+            /// ```
+            #[track_caller]
+            pub fn fetch_and(&self, value: $int, order: Ordering) -> $int {
+                self.rmw(order, Location::caller(), |a| a.fetch_and(value, order))
+            }
+
+            /// Bitwise or; returns the previous value.
+            ///
+            /// ```
+            #[doc = concat!("use ppd::sync::atomic::{", stringify!($name), ", Ordering};")]
+            #[doc = concat!("let a = ", stringify!($name), "::new(1);")]
+            /// assert_eq!(a.fetch_or(2, Ordering::SeqCst), 1);
+            /// ```
+            #[track_caller]
+            pub fn fetch_or(&self, value: $int, order: Ordering) -> $int {
+                self.rmw(order, Location::caller(), |a| a.fetch_or(value, order))
+            }
+
+            /// Bitwise xor; returns the previous value.
+            ///
+            /// ```
+            #[doc = concat!("use ppd::sync::atomic::{", stringify!($name), ", Ordering};")]
+            #[doc = concat!("let a = ", stringify!($name), "::new(1);")]
+            /// assert_eq!(a.fetch_xor(1, Ordering::SeqCst), 1);
+            /// ```
+            #[track_caller]
+            pub fn fetch_xor(&self, value: $int, order: Ordering) -> $int {
+                self.rmw(order, Location::caller(), |a| a.fetch_xor(value, order))
+            }
+
+            /// Maximum; returns the previous value.
+            ///
+            /// ```
+            #[doc = concat!("use ppd::sync::atomic::{", stringify!($name), ", Ordering};")]
+            #[doc = concat!("let a = ", stringify!($name), "::new(1);")]
+            /// assert_eq!(a.fetch_max(9, Ordering::SeqCst), 1);
+            /// ```
+            #[track_caller]
+            pub fn fetch_max(&self, value: $int, order: Ordering) -> $int {
+                self.rmw(order, Location::caller(), |a| a.fetch_max(value, order))
+            }
+
+            /// Minimum; returns the previous value.
+            ///
+            /// ```
+            #[doc = concat!("use ppd::sync::atomic::{", stringify!($name), ", Ordering};")]
+            #[doc = concat!("let a = ", stringify!($name), "::new(1);")]
+            /// assert_eq!(a.fetch_min(0, Ordering::SeqCst), 1);
+            /// ```
+            #[track_caller]
+            pub fn fetch_min(&self, value: $int, order: Ordering) -> $int {
+                self.rmw(order, Location::caller(), |a| a.fetch_min(value, order))
+            }
+
+            /// Applies `f` to the value atomically while it returns `Some`; returns the
+            /// previous value, as `Ok` if a new one was stored.
+            ///
+            /// ```
+            #[doc = concat!("use ppd::sync::atomic::{", stringify!($name), ", Ordering};")]
+            #[doc = concat!("let a = ", stringify!($name), "::new(1);")]
+            /// assert_eq!(a.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| Some(v * 2)), Ok(1));
+            /// assert_eq!(a.load(Ordering::SeqCst), 2);
+            /// ```
+            #[track_caller]
+            pub fn fetch_update(
+                &self,
+                set: Ordering,
+                fetch: Ordering,
+                mut f: impl FnMut($int) -> Option<$int>,
+            ) -> Result<$int, $int> {
+                logged_access(&self.meta, set, Location::caller(), |forced| {
+                    let result = match forced {
+                        Some(v) => {
+                            let v = v as $int;
+                            if f(v).is_some() { Ok(v) } else { Err(v) }
+                        }
+                        None => self.inner.fetch_update(set, fetch, f),
+                    };
+                    match result {
+                        Ok(v) => (result, Some(v as u64), AtomicOp::Rmw),
+                        Err(v) => (result, Some(v as u64), AtomicOp::CasFail),
+                    }
+                })
+            }
+
+            /// Mutable access without synchronization: the borrow proves exclusivity.
+            ///
+            /// ```
+            #[doc = concat!("let mut a = ppd::sync::atomic::", stringify!($name), "::new(0);")]
+            /// *a.get_mut() = 4;
+            /// assert_eq!(a.into_inner(), 4);
+            /// ```
+            pub fn get_mut(&mut self) -> &mut $int {
+                self.inner.get_mut()
+            }
+
+            /// Consumes the atomic and returns the value.
+            ///
+            /// ```
+            #[doc = concat!("let a = ppd::sync::atomic::", stringify!($name), "::new(8);")]
+            /// assert_eq!(a.into_inner(), 8);
+            /// ```
+            pub fn into_inner(self) -> $int {
+                self.inner.into_inner()
+            }
+
+            fn rmw(
+                &self,
+                order: Ordering,
+                site: &'static Location<'static>,
+                op: impl FnOnce(&std::sync::atomic::$name) -> $int,
+            ) -> $int {
+                logged_access(&self.meta, order, site, |forced| {
+                    let previous = match forced {
+                        Some(v) => v as $int,
+                        None => op(&self.inner),
+                    };
+                    (previous, Some(previous as u64), AtomicOp::Rmw)
+                })
+            }
+        }
+    };
+}
+
+atomic_int!(AtomicI8, i8, "7");
+atomic_int!(AtomicU8, u8, "7");
+atomic_int!(AtomicI16, i16, "7");
+atomic_int!(AtomicU16, u16, "7");
+atomic_int!(AtomicI32, i32, "7");
+atomic_int!(AtomicU32, u32, "7");
+atomic_int!(AtomicI64, i64, "7");
+atomic_int!(AtomicU64, u64, "7");
+atomic_int!(AtomicIsize, isize, "7");
+atomic_int!(AtomicUsize, usize, "7");
+
+/// An atomic `bool`, like `std::sync::atomic::AtomicBool`.
+///
+/// ```
+/// use ppd::sync::atomic::{AtomicBool, Ordering};
+/// let flag = AtomicBool::new(false);
+/// flag.store(true, Ordering::Release);
+/// assert!(flag.load(Ordering::Acquire));
+/// ```
+pub struct AtomicBool {
+    meta: ObjectMeta,
+    inner: std::sync::atomic::AtomicBool,
+}
+
+impl fmt::Debug for AtomicBool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AtomicBool")
+            .field("object", &self.meta.id)
+            .field("value", &self.inner)
+            .finish()
+    }
+}
+
+impl Default for AtomicBool {
+    #[track_caller]
+    fn default() -> Self {
+        AtomicBool::new(false)
+    }
+}
+
+impl AtomicBool {
+    /// A new flag.
+    ///
+    /// ```
+    /// let f = ppd::sync::atomic::AtomicBool::new(true);
+    /// assert!(f.into_inner());
+    /// ```
+    #[track_caller]
+    pub fn new(value: bool) -> AtomicBool {
+        AtomicBool {
+            meta: ObjectMeta::new(
+                ObjectKind::Atomic,
+                u64::from(value),
+                None,
+                Location::caller(),
+            ),
+            inner: std::sync::atomic::AtomicBool::new(value),
+        }
+    }
+
+    /// Loads the flag.
+    ///
+    /// ```
+    /// use ppd::sync::atomic::{AtomicBool, Ordering};
+    /// assert!(!AtomicBool::new(false).load(Ordering::SeqCst));
+    /// ```
+    #[track_caller]
+    pub fn load(&self, order: Ordering) -> bool {
+        logged_access(&self.meta, order, Location::caller(), |forced| {
+            let v = match forced {
+                Some(v) => v != 0,
+                None => self.inner.load(order),
+            };
+            (v, Some(u64::from(v)), AtomicOp::Load)
+        })
+    }
+
+    /// Stores the flag.
+    ///
+    /// ```
+    /// use ppd::sync::atomic::{AtomicBool, Ordering};
+    /// let f = AtomicBool::new(false);
+    /// f.store(true, Ordering::SeqCst);
+    /// assert!(f.load(Ordering::SeqCst));
+    /// ```
+    #[track_caller]
+    pub fn store(&self, value: bool, order: Ordering) {
+        logged_access(&self.meta, order, Location::caller(), |_| {
+            self.inner.store(value, order);
+            ((), None, AtomicOp::Store)
+        })
+    }
+
+    /// Stores and returns the previous value.
+    ///
+    /// ```
+    /// use ppd::sync::atomic::{AtomicBool, Ordering};
+    /// let f = AtomicBool::new(false);
+    /// assert!(!f.swap(true, Ordering::SeqCst));
+    /// ```
+    #[track_caller]
+    pub fn swap(&self, value: bool, order: Ordering) -> bool {
+        self.rmw(order, Location::caller(), |a| a.swap(value, order))
+    }
+
+    /// Stores `new` if the flag is `current`.
+    ///
+    /// ```
+    /// use ppd::sync::atomic::{AtomicBool, Ordering};
+    /// let f = AtomicBool::new(false);
+    /// assert_eq!(f.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst), Ok(false));
+    /// ```
+    #[track_caller]
+    pub fn compare_exchange(
+        &self,
+        current: bool,
+        new: bool,
+        success: Ordering,
+        failure: Ordering,
+    ) -> Result<bool, bool> {
+        logged_access(&self.meta, success, Location::caller(), |forced| {
+            let result = match forced {
+                Some(v) if (v != 0) == current => Ok(current),
+                Some(v) => Err(v != 0),
+                None => self.inner.compare_exchange(current, new, success, failure),
+            };
+            match result {
+                Ok(v) => (result, Some(u64::from(v)), AtomicOp::Rmw),
+                Err(v) => (result, Some(u64::from(v)), AtomicOp::CasFail),
+            }
+        })
+    }
+
+    /// Logical and; returns the previous value.
+    ///
+    /// ```
+    /// use ppd::sync::atomic::{AtomicBool, Ordering};
+    /// assert!(AtomicBool::new(true).fetch_and(false, Ordering::SeqCst));
+    /// ```
+    #[track_caller]
+    pub fn fetch_and(&self, value: bool, order: Ordering) -> bool {
+        self.rmw(order, Location::caller(), |a| a.fetch_and(value, order))
+    }
+
+    /// Logical or; returns the previous value.
+    ///
+    /// ```
+    /// use ppd::sync::atomic::{AtomicBool, Ordering};
+    /// assert!(!AtomicBool::new(false).fetch_or(true, Ordering::SeqCst));
+    /// ```
+    #[track_caller]
+    pub fn fetch_or(&self, value: bool, order: Ordering) -> bool {
+        self.rmw(order, Location::caller(), |a| a.fetch_or(value, order))
+    }
+
+    /// Logical xor; returns the previous value.
+    ///
+    /// ```
+    /// use ppd::sync::atomic::{AtomicBool, Ordering};
+    /// assert!(AtomicBool::new(true).fetch_xor(true, Ordering::SeqCst));
+    /// ```
+    #[track_caller]
+    pub fn fetch_xor(&self, value: bool, order: Ordering) -> bool {
+        self.rmw(order, Location::caller(), |a| a.fetch_xor(value, order))
+    }
+
+    /// Consumes the flag and returns its value.
+    ///
+    /// ```
+    /// assert!(ppd::sync::atomic::AtomicBool::new(true).into_inner());
+    /// ```
+    pub fn into_inner(self) -> bool {
+        self.inner.into_inner()
+    }
+
+    /// Mutable access without synchronization.
+    ///
+    /// ```
+    /// let mut f = ppd::sync::atomic::AtomicBool::new(false);
+    /// *f.get_mut() = true;
+    /// assert!(f.into_inner());
+    /// ```
+    pub fn get_mut(&mut self) -> &mut bool {
+        self.inner.get_mut()
+    }
+
+    fn rmw(
+        &self,
+        order: Ordering,
+        site: &'static Location<'static>,
+        op: impl FnOnce(&std::sync::atomic::AtomicBool) -> bool,
+    ) -> bool {
+        logged_access(&self.meta, order, site, |forced| {
+            let previous = match forced {
+                Some(v) => v != 0,
+                None => op(&self.inner),
+            };
+            (previous, Some(u64::from(previous)), AtomicOp::Rmw)
+        })
+    }
+}

@@ -1,0 +1,15 @@
+//! Synchronization between logical processes, mirroring `std::sync`.
+//!
+//! Channels ([`mpsc`]), [`Mutex`], [`Semaphore`] and [`atomic`]s are shared objects: each has an
+//! id, logs its creation, and versions or sequences every access so that replay can force the
+//! recorded order.
+
+pub mod atomic;
+pub mod mpsc;
+mod mutex;
+mod object;
+mod semaphore;
+
+pub use mutex::{Mutex, MutexGuard};
+pub use semaphore::Semaphore;
+pub use std::sync::{Arc, LockResult, PoisonError};

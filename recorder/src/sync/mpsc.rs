@@ -1,0 +1,651 @@
+//! Multi-producer, single-consumer channels, mirroring `std::sync::mpsc`, plus [`Select`].
+//!
+//! Every message carries a header: the sending process and the channel's sequence number for
+//! it. A receive logs the pair — the item of the receiver's communication history (Manabe &
+//! Imase §2.2) — and replay hands each receive exactly that message, holding back messages that
+//! arrive early. Payloads are logged only with `ppd record --payloads`, or inside an e-block,
+//! whose re-execution needs them.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::fmt;
+use std::panic::Location;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use crossbeam_channel as cc;
+use ppd_formats::event::{ObjectKind, RecvOutcome};
+use ppd_formats::{Event, EventKind, ObjectId, ProcessId, value};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+pub use std::sync::mpsc::{RecvError, RecvTimeoutError, SendError, TryRecvError};
+
+use crate::runtime::backend::{Dependency, Op};
+use crate::runtime::{self, diverged};
+
+struct Envelope<T> {
+    sender: ProcessId,
+    seq: u64,
+    value: T,
+}
+
+#[derive(Debug)]
+struct ChannelMeta {
+    id: ObjectId,
+    next_seq: AtomicU64,
+}
+
+/// Creates a channel, like `std::sync::mpsc::channel`.
+///
+/// ```
+/// let (tx, rx) = ppd::sync::mpsc::channel();
+/// tx.send(5u32).unwrap();
+/// assert_eq!(rx.recv().unwrap(), 5);
+/// ```
+#[track_caller]
+pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
+    make(None, Location::caller())
+}
+
+/// Creates a channel with a name that predicates (`recv requests`) and reports use.
+///
+/// ```
+/// let (tx, rx) = ppd::sync::mpsc::named_channel("requests");
+/// tx.send("hi".to_string()).unwrap();
+/// assert_eq!(rx.recv().unwrap(), "hi");
+/// ```
+#[track_caller]
+pub fn named_channel<T>(name: &'static str) -> (Sender<T>, Receiver<T>) {
+    make(Some(name), Location::caller())
+}
+
+fn make<T>(
+    name: Option<&'static str>,
+    site: &'static Location<'static>,
+) -> (Sender<T>, Receiver<T>) {
+    let (tx, rx) = cc::unbounded();
+    let meta = Arc::new(ChannelMeta {
+        id: runtime::create(ObjectKind::Channel, 0, name, site),
+        next_seq: AtomicU64::new(0),
+    });
+    (
+        Sender {
+            inner: tx,
+            meta: Arc::clone(&meta),
+        },
+        Receiver {
+            inner: rx,
+            meta,
+            stash: RefCell::new(HashMap::new()),
+        },
+    )
+}
+
+/// The sending half of a channel, like `std::sync::mpsc::Sender`. Clone it for more senders.
+///
+/// ```
+/// let (tx, rx) = ppd::sync::mpsc::channel();
+/// let tx2 = tx.clone();
+/// tx.send(1).unwrap();
+/// tx2.send(2).unwrap();
+/// assert_eq!(rx.recv().unwrap() + rx.recv().unwrap(), 3);
+/// ```
+pub struct Sender<T> {
+    inner: cc::Sender<Envelope<T>>,
+    meta: Arc<ChannelMeta>,
+}
+
+impl<T> Clone for Sender<T> {
+    fn clone(&self) -> Self {
+        Sender {
+            inner: self.inner.clone(),
+            meta: Arc::clone(&self.meta),
+        }
+    }
+}
+
+impl<T> fmt::Debug for Sender<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sender")
+            .field("channel", &self.meta.id)
+            .finish()
+    }
+}
+
+impl<T: Serialize + DeserializeOwned + Send> Sender<T> {
+    /// Sends a message; fails, giving it back, when the receiver is gone.
+    ///
+    /// ```
+    /// let (tx, rx) = ppd::sync::mpsc::channel::<i32>();
+    /// drop(rx);
+    /// assert!(tx.send(1).is_err());
+    /// ```
+    #[track_caller]
+    pub fn send(&self, value: T) -> Result<(), SendError<T>> {
+        if !runtime::active() {
+            return self
+                .inner
+                .send(Envelope {
+                    sender: ProcessId(0),
+                    seq: 0,
+                    value,
+                })
+                .map_err(|e| SendError(e.0.value));
+        }
+        let site = Location::caller();
+        let channel = self.meta.id;
+        let expected = runtime::expect(Op::on(EventKind::Send, channel, Some(site)));
+        let seq = runtime::backend::expected::send_seq(&expected)
+            .unwrap_or_else(|| self.meta.next_seq.fetch_add(1, Ordering::Relaxed) + 1);
+        let payload = runtime::wants_payload()
+            .then(|| value::encode(&value).ok())
+            .flatten();
+        // Logged before the message becomes visible, so no receive is ever logged without its
+        // send (a crash in between leaves a send nobody received, which is consistent).
+        runtime::done(&Event::Send {
+            channel,
+            seq,
+            site: Some(site),
+            payload: payload.as_deref(),
+        });
+        let sender = runtime::current_process().unwrap_or(ProcessId(u32::MAX));
+        self.inner
+            .send(Envelope { sender, seq, value })
+            .map_err(|e| SendError(e.0.value))
+    }
+}
+
+/// The receiving half of a channel, like `std::sync::mpsc::Receiver`.
+///
+/// ```
+/// let (tx, rx) = ppd::sync::mpsc::channel();
+/// ppd::thread::spawn(move || tx.send(String::from("ping")).unwrap());
+/// assert_eq!(rx.recv().unwrap(), "ping");
+/// ```
+pub struct Receiver<T> {
+    inner: cc::Receiver<Envelope<T>>,
+    meta: Arc<ChannelMeta>,
+    /// Messages that arrived before their turn during replay.
+    stash: RefCell<HashMap<u64, Envelope<T>>>,
+}
+
+impl<T> fmt::Debug for Receiver<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Receiver")
+            .field("channel", &self.meta.id)
+            .finish()
+    }
+}
+
+/// How long a receive may wait.
+#[derive(Clone, Copy)]
+enum Wait {
+    Block,
+    Try,
+    Timeout(Duration),
+}
+
+impl<T: Serialize + DeserializeOwned + Send> Receiver<T> {
+    /// Blocks until a message arrives; fails when every sender is gone and the channel is
+    /// empty.
+    ///
+    /// ```
+    /// let (tx, rx) = ppd::sync::mpsc::channel();
+    /// tx.send(3).unwrap();
+    /// drop(tx);
+    /// assert_eq!(rx.recv(), Ok(3));
+    /// assert!(rx.recv().is_err());
+    /// ```
+    #[track_caller]
+    pub fn recv(&self) -> Result<T, RecvError> {
+        self.receive(Wait::Block, Location::caller())
+            .map_err(|_| RecvError)
+    }
+
+    /// Returns a message if one is waiting, without blocking.
+    ///
+    /// ```
+    /// use ppd::sync::mpsc::TryRecvError;
+    /// let (tx, rx) = ppd::sync::mpsc::channel::<u8>();
+    /// assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
+    /// tx.send(1).unwrap();
+    /// assert_eq!(rx.try_recv(), Ok(1));
+    /// ```
+    #[track_caller]
+    pub fn try_recv(&self) -> Result<T, TryRecvError> {
+        self.receive(Wait::Try, Location::caller())
+            .map_err(|outcome| match outcome {
+                RecvOutcome::Disconnected => TryRecvError::Disconnected,
+                _ => TryRecvError::Empty,
+            })
+    }
+
+    /// Waits at most `timeout` for a message.
+    ///
+    /// ```
+    /// use ppd::sync::mpsc::RecvTimeoutError;
+    /// use std::time::Duration;
+    /// let (_tx, rx) = ppd::sync::mpsc::channel::<u8>();
+    /// assert_eq!(rx.recv_timeout(Duration::from_millis(5)), Err(RecvTimeoutError::Timeout));
+    /// ```
+    #[track_caller]
+    pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
+        self.receive(Wait::Timeout(timeout), Location::caller())
+            .map_err(|outcome| match outcome {
+                RecvOutcome::Disconnected => RecvTimeoutError::Disconnected,
+                _ => RecvTimeoutError::Timeout,
+            })
+    }
+
+    /// Iterates over messages until every sender is gone.
+    ///
+    /// ```
+    /// let (tx, rx) = ppd::sync::mpsc::channel();
+    /// for i in 0..3 { tx.send(i).unwrap(); }
+    /// drop(tx);
+    /// assert_eq!(rx.iter().sum::<i32>(), 3);
+    /// ```
+    pub fn iter(&self) -> Iter<'_, T> {
+        Iter { receiver: self }
+    }
+
+    fn receive(&self, wait: Wait, site: &'static Location<'static>) -> Result<T, RecvOutcome> {
+        if !runtime::active() {
+            return match wait {
+                Wait::Block => self.inner.recv().map_err(|_| RecvOutcome::Disconnected),
+                Wait::Try => self.inner.try_recv().map_err(|e| match e {
+                    cc::TryRecvError::Empty => RecvOutcome::Empty,
+                    cc::TryRecvError::Disconnected => RecvOutcome::Disconnected,
+                }),
+                Wait::Timeout(d) => self.inner.recv_timeout(d).map_err(|e| match e {
+                    cc::RecvTimeoutError::Timeout => RecvOutcome::Timeout,
+                    cc::RecvTimeoutError::Disconnected => RecvOutcome::Disconnected,
+                }),
+            }
+            .map(|env| env.value);
+        }
+        let channel = self.meta.id;
+        match runtime::expect(Op::on(EventKind::Recv, channel, Some(site))) {
+            Some(Event::Recv { seq, sender, .. }) => {
+                let env = self.take_exact(seq, sender);
+                Ok(self.log_recv(env, site))
+            }
+            Some(Event::RecvNone { outcome, .. }) => {
+                self.log_none(outcome, site);
+                Err(outcome)
+            }
+            _ => self.receive_live(wait, site),
+        }
+    }
+
+    /// Record: takes whatever the channel delivers and logs it.
+    fn receive_live(&self, wait: Wait, site: &'static Location<'static>) -> Result<T, RecvOutcome> {
+        let got = match self.inner.try_recv() {
+            Ok(env) => Ok(env),
+            Err(cc::TryRecvError::Disconnected) => Err(RecvOutcome::Disconnected),
+            Err(cc::TryRecvError::Empty) => match wait {
+                Wait::Try => Err(RecvOutcome::Empty),
+                Wait::Block => {
+                    self.log_blocked(site);
+                    self.inner.recv().map_err(|_| RecvOutcome::Disconnected)
+                }
+                Wait::Timeout(d) => {
+                    self.log_blocked(site);
+                    self.inner.recv_timeout(d).map_err(|e| match e {
+                        cc::RecvTimeoutError::Timeout => RecvOutcome::Timeout,
+                        cc::RecvTimeoutError::Disconnected => RecvOutcome::Disconnected,
+                    })
+                }
+            },
+        };
+        match got {
+            Ok(env) => Ok(self.log_recv(env, site)),
+            Err(outcome) => {
+                self.log_none(outcome, site);
+                Err(outcome)
+            }
+        }
+    }
+
+    /// Replay: the message with sequence number `seq`, holding back others that come first.
+    fn take_exact(&self, seq: u64, sender: ProcessId) -> Envelope<T> {
+        if let Some(env) = self.stash.borrow_mut().remove(&seq) {
+            return env;
+        }
+        let mut asked = false;
+        loop {
+            let env = match self.inner.try_recv() {
+                Ok(env) => env,
+                Err(cc::TryRecvError::Empty) => {
+                    if !asked {
+                        runtime::waiting_for(Dependency::Message {
+                            channel: self.meta.id,
+                            seq,
+                            sender,
+                        });
+                        asked = true;
+                    }
+                    match self.inner.recv() {
+                        Ok(env) => env,
+                        Err(_) => self.lost(seq, sender),
+                    }
+                }
+                Err(cc::TryRecvError::Disconnected) => self.lost(seq, sender),
+            };
+            if env.seq == seq {
+                return env;
+            }
+            self.stash.borrow_mut().insert(env.seq, env);
+        }
+    }
+
+    fn lost(&self, seq: u64, sender: ProcessId) -> ! {
+        diverged(&format!(
+            "every sender of channel {} is gone, but the log says message {seq} from {sender} \
+             is received",
+            self.meta.id
+        ))
+    }
+
+    fn log_recv(&self, env: Envelope<T>, site: &'static Location<'static>) -> T {
+        let payload = runtime::wants_payload()
+            .then(|| value::encode(&env.value).ok())
+            .flatten();
+        runtime::done(&Event::Recv {
+            channel: self.meta.id,
+            sender: env.sender,
+            seq: env.seq,
+            site: Some(site),
+            payload: payload.as_deref(),
+        });
+        env.value
+    }
+
+    fn log_none(&self, outcome: RecvOutcome, site: &'static Location<'static>) {
+        runtime::done(&Event::RecvNone {
+            channel: self.meta.id,
+            outcome,
+            site: Some(site),
+        });
+    }
+
+    fn log_blocked(&self, site: &'static Location<'static>) {
+        runtime::done(&Event::Blocked {
+            object: self.meta.id,
+            site: Some(site),
+        });
+    }
+}
+
+/// Iterator over received messages; see [`Receiver::iter`].
+#[derive(Debug)]
+pub struct Iter<'a, T> {
+    receiver: &'a Receiver<T>,
+}
+
+impl<T: Serialize + DeserializeOwned + Send> Iterator for Iter<'_, T> {
+    type Item = T;
+
+    #[track_caller]
+    fn next(&mut self) -> Option<T> {
+        self.receiver.recv().ok()
+    }
+}
+
+impl<'a, T: Serialize + DeserializeOwned + Send> IntoIterator for &'a Receiver<T> {
+    type Item = T;
+    type IntoIter = Iter<'a, T>;
+
+    fn into_iter(self) -> Iter<'a, T> {
+        self.iter()
+    }
+}
+
+/// Waits on several receivers at once and receives from the one that is ready.
+///
+/// Mirrors `crossbeam_channel::Select`: add receivers with [`recv`](Select::recv), call
+/// [`select`](Select::select), then complete the chosen operation. The choice is logged, and
+/// replay makes the same choice.
+///
+/// ```
+/// use ppd::sync::mpsc::{channel, Select};
+/// let (tx1, rx1) = channel::<u8>();
+/// let (_tx2, rx2) = channel::<u8>();
+/// tx1.send(9).unwrap();
+/// let mut sel = Select::new();
+/// let a = sel.recv(&rx1);
+/// let _b = sel.recv(&rx2);
+/// let op = sel.select();
+/// assert_eq!(op.index(), a);
+/// assert_eq!(op.recv(&rx1).unwrap(), 9);
+/// ```
+pub struct Select<'a> {
+    inner: cc::Select<'a>,
+    channels: Vec<ObjectId>,
+}
+
+impl fmt::Debug for Select<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Select")
+            .field("channels", &self.channels)
+            .finish()
+    }
+}
+
+impl Default for Select<'_> {
+    fn default() -> Self {
+        Select::new()
+    }
+}
+
+/// `select_timeout` ran out of time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SelectTimeoutError;
+
+impl fmt::Display for SelectTimeoutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("timed out waiting on select")
+    }
+}
+
+impl std::error::Error for SelectTimeoutError {}
+
+impl<'a> Select<'a> {
+    /// An empty selection.
+    ///
+    /// ```
+    /// let _sel = ppd::sync::mpsc::Select::new();
+    /// ```
+    pub fn new() -> Select<'a> {
+        Select {
+            inner: cc::Select::new(),
+            channels: Vec::new(),
+        }
+    }
+
+    /// Adds a receive from `receiver`; returns the operation's index.
+    ///
+    /// ```
+    /// let (_tx, rx) = ppd::sync::mpsc::channel::<u8>();
+    /// let mut sel = ppd::sync::mpsc::Select::new();
+    /// assert_eq!(sel.recv(&rx), 0);
+    /// ```
+    pub fn recv<T>(&mut self, receiver: &'a Receiver<T>) -> usize {
+        self.channels.push(receiver.meta.id);
+        self.inner.recv(&receiver.inner)
+    }
+
+    /// Blocks until one of the receives can proceed and chooses it.
+    ///
+    /// ```
+    /// let (tx, rx) = ppd::sync::mpsc::channel();
+    /// tx.send(1u8).unwrap();
+    /// let mut sel = ppd::sync::mpsc::Select::new();
+    /// sel.recv(&rx);
+    /// assert_eq!(sel.select().recv(&rx).unwrap(), 1);
+    /// ```
+    #[track_caller]
+    pub fn select(&mut self) -> SelectedOperation<'a> {
+        let site = Location::caller();
+        match self.choose(None, site) {
+            Ok(op) => op,
+            Err(SelectTimeoutError) => unreachable!("select without a timeout cannot time out"),
+        }
+    }
+
+    /// Like [`select`](Select::select), giving up after `timeout`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let (_tx, rx) = ppd::sync::mpsc::channel::<u8>();
+    /// let mut sel = ppd::sync::mpsc::Select::new();
+    /// sel.recv(&rx);
+    /// assert!(sel.select_timeout(Duration::from_millis(5)).is_err());
+    /// ```
+    #[track_caller]
+    pub fn select_timeout(
+        &mut self,
+        timeout: Duration,
+    ) -> Result<SelectedOperation<'a>, SelectTimeoutError> {
+        self.choose(Some(timeout), Location::caller())
+    }
+
+    fn choose(
+        &mut self,
+        timeout: Option<Duration>,
+        site: &'static Location<'static>,
+    ) -> Result<SelectedOperation<'a>, SelectTimeoutError> {
+        let live = |op: cc::SelectedOperation<'a>| SelectedOperation {
+            index: op.index(),
+            live: Some(op),
+            site,
+        };
+        if !runtime::active() {
+            return match timeout {
+                None => Ok(live(self.inner.select())),
+                Some(t) => self
+                    .inner
+                    .select_timeout(t)
+                    .map(live)
+                    .map_err(|_| SelectTimeoutError),
+            };
+        }
+        let first = self.channels.first().copied().unwrap_or(ObjectId(0));
+        match runtime::expect(Op::plain(EventKind::Select, Some(site))) {
+            Some(Event::Select { index, .. }) => {
+                runtime::done(&Event::Select {
+                    index,
+                    site: Some(site),
+                });
+                return Ok(SelectedOperation {
+                    index: index as usize,
+                    live: None,
+                    site,
+                });
+            }
+            Some(Event::RecvNone { outcome, .. }) => {
+                runtime::done(&Event::RecvNone {
+                    channel: first,
+                    outcome,
+                    site: Some(site),
+                });
+                return Err(SelectTimeoutError);
+            }
+            _ => {}
+        }
+        let chosen = match self.inner.try_select() {
+            Ok(op) => Ok(op),
+            Err(_) => {
+                runtime::done(&Event::Blocked {
+                    object: first,
+                    site: Some(site),
+                });
+                match timeout {
+                    None => Ok(self.inner.select()),
+                    Some(t) => self.inner.select_timeout(t).map_err(|_| SelectTimeoutError),
+                }
+            }
+        };
+        match chosen {
+            Ok(op) => {
+                runtime::done(&Event::Select {
+                    index: op.index() as u32,
+                    site: Some(site),
+                });
+                Ok(live(op))
+            }
+            Err(e) => {
+                runtime::done(&Event::RecvNone {
+                    channel: first,
+                    outcome: RecvOutcome::Timeout,
+                    site: Some(site),
+                });
+                Err(e)
+            }
+        }
+    }
+}
+
+/// The operation a [`Select`] chose; complete it with [`recv`](SelectedOperation::recv).
+pub struct SelectedOperation<'a> {
+    index: usize,
+    live: Option<cc::SelectedOperation<'a>>,
+    site: &'static Location<'static>,
+}
+
+impl fmt::Debug for SelectedOperation<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SelectedOperation")
+            .field("index", &self.index)
+            .finish()
+    }
+}
+
+impl SelectedOperation<'_> {
+    /// The index [`Select::recv`] returned for the chosen receive.
+    ///
+    /// ```
+    /// let (tx, rx) = ppd::sync::mpsc::channel();
+    /// tx.send(0u8).unwrap();
+    /// let mut sel = ppd::sync::mpsc::Select::new();
+    /// let i = sel.recv(&rx);
+    /// let op = sel.select();
+    /// assert_eq!(op.index(), i);
+    /// op.recv(&rx).unwrap();
+    /// ```
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// Completes the chosen receive; `receiver` must be the one added at this index.
+    ///
+    /// ```
+    /// let (tx, rx) = ppd::sync::mpsc::channel();
+    /// tx.send(4u8).unwrap();
+    /// let mut sel = ppd::sync::mpsc::Select::new();
+    /// sel.recv(&rx);
+    /// assert_eq!(sel.select().recv(&rx), Ok(4));
+    /// ```
+    pub fn recv<T: Serialize + DeserializeOwned + Send>(
+        self,
+        receiver: &Receiver<T>,
+    ) -> Result<T, RecvError> {
+        let site = self.site;
+        match self.live {
+            Some(op) if !runtime::active() => op
+                .recv(&receiver.inner)
+                .map(|env| env.value)
+                .map_err(|_| RecvError),
+            Some(op) => match op.recv(&receiver.inner) {
+                Ok(env) => Ok(receiver.log_recv(env, site)),
+                Err(_) => {
+                    receiver.log_none(RecvOutcome::Disconnected, site);
+                    Err(RecvError)
+                }
+            },
+            None => receiver.receive(Wait::Block, site).map_err(|_| RecvError),
+        }
+    }
+}

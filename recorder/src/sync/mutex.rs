@@ -1,0 +1,223 @@
+//! A mutual-exclusion lock mirroring `std::sync::Mutex`, whose acquisitions are versioned.
+//!
+//! Every acquisition gets the next version of the mutex and logs it with the process that held
+//! the lock before; replay grants the lock in version order. Inside an e-block, the guarded
+//! value is logged at acquisition (the extra prelog of a synchronization unit, Miller & Choi
+//! §5.5) so that re-executing the e-block sees what it saw.
+
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+use std::panic::Location;
+use std::sync::{LockResult, PoisonError, TryLockError};
+
+use ppd_formats::event::ObjectKind;
+use ppd_formats::{Event, EventKind, value};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::object::ObjectMeta;
+use crate::runtime::backend::{Op, expected};
+use crate::runtime::{self};
+
+/// A mutual-exclusion lock, like `std::sync::Mutex`.
+///
+/// ```
+/// let m = ppd::sync::Mutex::new(5);
+/// *m.lock().unwrap() += 1;
+/// assert_eq!(*m.lock().unwrap(), 6);
+/// ```
+pub struct Mutex<T> {
+    meta: ObjectMeta,
+    inner: std::sync::Mutex<T>,
+}
+
+impl<T: fmt::Debug> fmt::Debug for Mutex<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Mutex")
+            .field("object", &self.meta.id)
+            .field("inner", &self.inner)
+            .finish()
+    }
+}
+
+impl<T: Default> Default for Mutex<T> {
+    #[track_caller]
+    fn default() -> Self {
+        Mutex::new(T::default())
+    }
+}
+
+impl<T> Mutex<T> {
+    /// A new unlocked mutex holding `value`.
+    ///
+    /// ```
+    /// let m = ppd::sync::Mutex::new(String::from("ann"));
+    /// assert_eq!(m.lock().unwrap().as_str(), "ann");
+    /// ```
+    #[track_caller]
+    pub fn new(value: T) -> Mutex<T> {
+        Mutex {
+            meta: ObjectMeta::new(ObjectKind::Mutex, 0, None, Location::caller()),
+            inner: std::sync::Mutex::new(value),
+        }
+    }
+
+    /// A new mutex with a name that reports use.
+    ///
+    /// ```
+    /// let m = ppd::sync::Mutex::named("accounts", vec![0i64; 4]);
+    /// assert_eq!(m.lock().unwrap().len(), 4);
+    /// ```
+    #[track_caller]
+    pub fn named(name: &'static str, value: T) -> Mutex<T> {
+        Mutex {
+            meta: ObjectMeta::new(ObjectKind::Mutex, 0, Some(name), Location::caller()),
+            inner: std::sync::Mutex::new(value),
+        }
+    }
+
+    /// Mutable access without locking: the borrow proves nobody else can lock it.
+    ///
+    /// ```
+    /// let mut m = ppd::sync::Mutex::new(1);
+    /// *m.get_mut().unwrap() = 2;
+    /// assert_eq!(m.into_inner().unwrap(), 2);
+    /// ```
+    pub fn get_mut(&mut self) -> LockResult<&mut T> {
+        self.inner.get_mut()
+    }
+
+    /// Consumes the mutex and returns the value.
+    ///
+    /// ```
+    /// let m = ppd::sync::Mutex::new(3);
+    /// assert_eq!(m.into_inner().unwrap(), 3);
+    /// ```
+    pub fn into_inner(self) -> LockResult<T> {
+        self.inner.into_inner()
+    }
+}
+
+impl<T: Serialize + DeserializeOwned> Mutex<T> {
+    /// Acquires the lock, blocking until it is free. Like `std`, fails if a holder panicked,
+    /// handing the guard over inside the error.
+    ///
+    /// ```
+    /// let m = ppd::sync::Mutex::new(vec![1]);
+    /// m.lock().unwrap().push(2);
+    /// assert_eq!(*m.lock().unwrap(), vec![1, 2]);
+    /// ```
+    #[track_caller]
+    pub fn lock(&self) -> LockResult<MutexGuard<'_, T>> {
+        let site = Location::caller();
+        if !runtime::active() {
+            return wrap(self.inner.lock(), self, site);
+        }
+        let object = self.meta.id;
+        let logged = runtime::expect(Op::on(EventKind::Lock, object, Some(site)));
+        let (acquired, version, prev) = match expected::version(&logged) {
+            Some((version, prev)) => {
+                let acquired = self.meta.replay(version, prev, || self.inner.lock());
+                (acquired, version, prev)
+            }
+            None => {
+                let acquired = match self.inner.try_lock() {
+                    Ok(guard) => Ok(guard),
+                    Err(TryLockError::Poisoned(p)) => Err(p),
+                    Err(TryLockError::WouldBlock) => {
+                        runtime::done(&Event::Blocked {
+                            object,
+                            site: Some(site),
+                        });
+                        self.inner.lock()
+                    }
+                };
+                let ((), version, prev) = self.meta.record(|| ());
+                (acquired, version, prev)
+            }
+        };
+        let value = if runtime::wants_payload() {
+            let guard = match &acquired {
+                Ok(g) => &**g,
+                Err(p) => &**p.get_ref(),
+            };
+            value::encode(guard).ok()
+        } else {
+            None
+        };
+        runtime::done(&Event::Lock {
+            object,
+            version,
+            prev,
+            site: Some(site),
+            value: value.as_deref(),
+        });
+        wrap(acquired, self, site)
+    }
+}
+
+fn wrap<'a, T>(
+    acquired: LockResult<std::sync::MutexGuard<'a, T>>,
+    mutex: &'a Mutex<T>,
+    site: &'static Location<'static>,
+) -> LockResult<MutexGuard<'a, T>> {
+    match acquired {
+        Ok(inner) => Ok(MutexGuard { inner, mutex, site }),
+        Err(p) => Err(PoisonError::new(MutexGuard {
+            inner: p.into_inner(),
+            mutex,
+            site,
+        })),
+    }
+}
+
+/// Access to the locked value; the lock is released when the guard is dropped.
+///
+/// ```
+/// let m = ppd::sync::Mutex::new(0);
+/// {
+///     let mut g = m.lock().unwrap();
+///     *g = 9;
+/// } // released here
+/// assert_eq!(*m.lock().unwrap(), 9);
+/// ```
+pub struct MutexGuard<'a, T> {
+    inner: std::sync::MutexGuard<'a, T>,
+    mutex: &'a Mutex<T>,
+    site: &'static Location<'static>,
+}
+
+impl<T: fmt::Debug> fmt::Debug for MutexGuard<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.inner, f)
+    }
+}
+
+impl<T> Deref for MutexGuard<'_, T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.inner
+    }
+}
+
+impl<T> DerefMut for MutexGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.inner
+    }
+}
+
+impl<T> Drop for MutexGuard<'_, T> {
+    fn drop(&mut self) {
+        if !runtime::active() {
+            return;
+        }
+        // Logged while the lock is still held: the release precedes the next acquisition.
+        let object = self.mutex.meta.id;
+        runtime::expect(Op::on(EventKind::Unlock, object, Some(self.site)));
+        runtime::done(&Event::Unlock {
+            object,
+            site: Some(self.site),
+        });
+    }
+}

@@ -1,0 +1,91 @@
+//! The bookkeeping every shared object carries: its id and its access versions.
+//!
+//! Instant replay for shared memory (LeBlanc & Mellor-Crummey): each access to an object gets a
+//! version number, the count of accesses before it plus one, assigned atomically with the
+//! access. Recording logs the version; replay lets an access through only when all earlier
+//! versions have happened, so every process sees the object change in the recorded order.
+
+use std::panic::Location;
+use std::sync::{Condvar, Mutex, MutexGuard};
+
+use ppd_formats::event::ObjectKind;
+use ppd_formats::{ObjectId, ProcessId};
+
+use crate::runtime::{self, backend::Dependency};
+
+#[derive(Debug, Default)]
+struct Access {
+    version: u64,
+    last: Option<ProcessId>,
+}
+
+/// Id and access versions of a shared object.
+#[derive(Debug)]
+pub(crate) struct ObjectMeta {
+    pub(crate) id: ObjectId,
+    access: Mutex<Access>,
+    turn: Condvar,
+}
+
+impl ObjectMeta {
+    /// Creates the bookkeeping of a new object, logging its creation.
+    pub(crate) fn new(
+        kind: ObjectKind,
+        init: u64,
+        name: Option<&'static str>,
+        site: &'static Location<'static>,
+    ) -> ObjectMeta {
+        ObjectMeta {
+            id: runtime::create(kind, init, name, site),
+            access: Mutex::new(Access::default()),
+            turn: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Access> {
+        self.access.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Record: performs `access` as the object's next version; returns its result, the version
+    /// and who made the previous access.
+    pub(crate) fn record<R>(&self, access: impl FnOnce() -> R) -> (R, u64, Option<ProcessId>) {
+        let me = runtime::current_process();
+        let mut state = self.lock();
+        let result = access();
+        state.version += 1;
+        let prev = std::mem::replace(&mut state.last, me);
+        (result, state.version, prev)
+    }
+
+    /// Replay: waits until `version - 1` accesses have happened, performs `access` as access
+    /// `version`, and lets the next one through.
+    pub(crate) fn replay<R>(
+        &self,
+        version: u64,
+        prev: Option<ProcessId>,
+        access: impl FnOnce() -> R,
+    ) -> R {
+        let me = runtime::current_process();
+        let mut state = self.lock();
+        let mut asked = false;
+        while state.version + 1 < version {
+            if !asked {
+                if let Some(by) = prev {
+                    runtime::waiting_for(Dependency::Version {
+                        object: self.id,
+                        version: version - 1,
+                        by,
+                    });
+                }
+                asked = true;
+            }
+            state = self.turn.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
+        let result = access();
+        state.version = state.version.max(version);
+        state.last = me;
+        drop(state);
+        self.turn.notify_all();
+        result
+    }
+}

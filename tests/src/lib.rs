@@ -1,0 +1,66 @@
+//! Support for the end-to-end tests: finding the `ppd` binary and the example programs that
+//! `cargo test --workspace` builds, and running them as real processes.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The directory cargo builds into (`target/debug`), found from the running test binary
+/// (`target/debug/deps/<test>`).
+pub fn build_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary has a path");
+    let deps = exe
+        .parent()
+        .expect("test binaries live in target/<profile>/deps");
+    deps.parent()
+        .expect("deps has a parent: the profile directory")
+        .to_owned()
+}
+
+fn must_exist(path: PathBuf, what: &str) -> PathBuf {
+    assert!(
+        path.exists(),
+        "{what} {} is not built; run the tests with `cargo test --workspace`",
+        path.display()
+    );
+    path
+}
+
+/// The `ppd` command.
+pub fn ppd_bin() -> PathBuf {
+    must_exist(build_dir().join("ppd"), "the ppd binary")
+}
+
+/// An example program of the `ppd-examples` package.
+pub fn example_bin(name: &str) -> PathBuf {
+    must_exist(build_dir().join("examples").join(name), "example")
+}
+
+/// `ppd ARGS...` run in `cwd`.
+pub fn ppd(cwd: &Path, args: &[&str]) -> Output {
+    Command::new(ppd_bin())
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("run ppd")
+}
+
+/// Records example `name` into `dir` with `ppd record -o DIR`; returns ppd's output.
+pub fn record_example(cwd: &Path, dir: &Path, name: &str, extra: &[&str]) -> Output {
+    let bin = example_bin(name);
+    let mut args = vec!["record", "-o", dir.to_str().expect("utf-8 path")];
+    args.extend_from_slice(extra);
+    args.push("--");
+    args.push(bin.to_str().expect("utf-8 path"));
+    ppd(cwd, &args)
+}
+
+/// `ppd info --json DIR`, parsed.
+pub fn info_json(cwd: &Path, dir: &Path) -> serde_json::Value {
+    let out = ppd(cwd, &["info", "--json", dir.to_str().expect("utf-8 path")]);
+    assert!(
+        out.status.success() || out.status.code() == Some(2),
+        "ppd info failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("ppd info --json prints JSON")
+}
