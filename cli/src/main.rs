@@ -24,6 +24,8 @@ struct Cli {
 enum Command {
     /// Record a run of PROGRAM (built with #[ppd::main]); exits with the program's exit code.
     Record(cmd::record::Args),
+    /// Replay a recording: verify it, halt it at a distributed breakpoint, trace it, step it.
+    Replay(cmd::replay::Args),
     /// Processes, events, bytes, compression and completeness of a recording.
     Info {
         /// The recording (default: the newest in ./ppd-recordings).
@@ -38,6 +40,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Record(args) => cmd::record::run(&args),
+        Command::Replay(args) => cmd::replay::run(&args),
         Command::Info { rec, json } => cmd::info::run(rec.as_deref(), json),
     };
     match result {

@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-pub use rmpv::Value;
+pub use rmpv::{Integer, Value};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -144,6 +144,39 @@ fn write_value(out: &mut String, value: &Value) {
         Value::Ext(tag, bytes) => {
             let _ = write!(out, "<ext {tag}: {bytes:?}>");
         }
+    }
+}
+
+/// Converts a value to JSON for machine-readable reports: maps with string keys become
+/// objects, binary becomes an array of bytes, other keys are printed.
+pub fn to_json(value: &Value) -> serde_json::Value {
+    use serde_json::Value as J;
+    match value {
+        Value::Nil => J::Null,
+        Value::Boolean(b) => J::Bool(*b),
+        Value::Integer(i) => i
+            .as_i64()
+            .map(J::from)
+            .or_else(|| i.as_u64().map(J::from))
+            .unwrap_or(J::Null),
+        Value::F32(x) => J::from(f64::from(*x)),
+        Value::F64(x) => J::from(*x),
+        Value::String(s) => J::String(s.as_str().unwrap_or("<invalid utf-8>").to_owned()),
+        Value::Binary(b) => J::Array(b.iter().map(|x| J::from(*x)).collect()),
+        Value::Array(items) => J::Array(items.iter().map(to_json).collect()),
+        Value::Map(entries) => J::Object(
+            entries
+                .iter()
+                .map(|(k, v)| {
+                    let key = match k {
+                        Value::String(s) => s.as_str().unwrap_or("?").to_owned(),
+                        other => show(other),
+                    };
+                    (key, to_json(v))
+                })
+                .collect(),
+        ),
+        Value::Ext(tag, bytes) => J::String(format!("<ext {tag}: {bytes:?}>")),
     }
 }
 

@@ -79,6 +79,13 @@ pub mod __private {
                 }
                 Err(e) => eprintln!("ppd: not recording: {e}"),
             },
+            Some("replay") => {
+                if let Err(e) = ppd_replayer::local::install_from_env() {
+                    // Running on without the log would silently be a different run.
+                    eprintln!("ppd: cannot replay: {e}");
+                    std::process::exit(2);
+                }
+            }
             _ => eprintln!("ppd: unknown {}={mode:?}; running without ppd", env::MODE),
         }
     }

@@ -1,0 +1,268 @@
+//! The global debugger (Manabe & Imase's GD, Miller & Choi's debugger process): starts the
+//! recorded program in replay mode with a control connection, sets the goal, sends commands
+//! and reads back reports.
+
+mod state;
+
+use std::io::BufReader;
+use std::os::fd::AsFd;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command as Process, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use ppd_formats::Recording;
+use ppd_recorder::runtime::env;
+use ppd_recorder::runtime::record::hash_file;
+
+pub use state::{ChannelState, HaltState, ProcessState};
+
+use crate::protocol::{self, Command, Report, Setup};
+
+/// Why the global debugger could not do its job.
+#[derive(Debug, thiserror::Error)]
+pub enum DebugError {
+    /// The recorded binary is not there.
+    #[error("{path}: the recorded program is missing (rebuild it, or pass --binary)")]
+    BinaryMissing {
+        /// Where it should be.
+        path: PathBuf,
+    },
+    /// The binary is not the one that was recorded.
+    #[error(
+        "{path}: this is not the binary that was recorded (its hash is {actual}, the \
+         recording's is {recorded}); replaying it would diverge"
+    )]
+    BinaryChanged {
+        /// The binary.
+        path: PathBuf,
+        /// Hash in the manifest.
+        recorded: String,
+        /// Hash of the file.
+        actual: String,
+    },
+    /// The program ended before it connected.
+    #[error(
+        "{program} ended ({status}) before it reached the debugger: is its main marked \
+         #[ppd::main]?"
+    )]
+    NotStarted {
+        /// The program.
+        program: PathBuf,
+        /// How it ended.
+        status: ExitStatus,
+    },
+    /// The program ended while the debugger expected more.
+    #[error("the replayed program ended ({status}) before the replay was over")]
+    Ended {
+        /// How it ended.
+        status: ExitStatus,
+    },
+    /// Anything the operating system refused.
+    #[error("{action}: {source}")]
+    Io {
+        /// What was being done.
+        action: &'static str,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn io(action: &'static str) -> impl FnOnce(std::io::Error) -> DebugError {
+    move |source| DebugError::Io { action, source }
+}
+
+/// Where the replayed program's standard output goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProgramOutput {
+    /// To the debugger's standard output.
+    Inherit,
+    /// To the debugger's standard error (when standard output carries JSON).
+    ToStderr,
+    /// Nowhere.
+    Discard,
+}
+
+/// How to start the program.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    /// The binary to run instead of the recorded path (it must have the recorded hash).
+    pub binary: Option<PathBuf>,
+    /// Where its output goes.
+    pub output: ProgramOutput,
+}
+
+/// A running replay.
+#[derive(Debug)]
+pub struct Session {
+    child: Child,
+    reader: BufReader<UnixStream>,
+    writer: UnixStream,
+    _socket_dir: tempfile::TempDir,
+    ended: Option<ExitStatus>,
+}
+
+/// The binary to replay: checked against the recording's hash.
+pub fn check_binary(recording: &Recording, binary: Option<&Path>) -> Result<PathBuf, DebugError> {
+    let program = &recording.manifest().program;
+    let path = binary.map_or_else(|| program.path.clone(), Path::to_path_buf);
+    if !path.is_file() {
+        return Err(DebugError::BinaryMissing { path });
+    }
+    if !program.blake3.is_empty() {
+        let actual = hash_file(&path);
+        if actual != program.blake3 {
+            return Err(DebugError::BinaryChanged {
+                path,
+                recorded: program.blake3.clone(),
+                actual,
+            });
+        }
+    }
+    Ok(path)
+}
+
+impl Session {
+    /// Starts the recorded program in replay mode and gives it `setup`.
+    pub fn start(
+        recording: &Recording,
+        launch: &Launch,
+        setup: &Setup,
+    ) -> Result<Session, DebugError> {
+        let binary = check_binary(recording, launch.binary.as_deref())?;
+        let manifest = recording.manifest();
+        let socket_dir = tempfile::Builder::new()
+            .prefix("ppd-replay")
+            .tempdir()
+            .map_err(io("create the control socket's directory"))?;
+        let socket = socket_dir.path().join("control");
+        let listener = UnixListener::bind(&socket).map_err(io("bind the control socket"))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(io("configure the control socket"))?;
+        let dir = std::fs::canonicalize(recording.dir()).map_err(io("resolve the recording"))?;
+        let stdout = match launch.output {
+            ProgramOutput::Inherit => Stdio::inherit(),
+            ProgramOutput::Discard => Stdio::null(),
+            ProgramOutput::ToStderr => match std::io::stderr().as_fd().try_clone_to_owned() {
+                Ok(fd) => Stdio::from(fd),
+                Err(_) => Stdio::null(),
+            },
+        };
+        let cwd = if manifest.cwd.is_dir() {
+            manifest.cwd.clone()
+        } else {
+            std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"))
+        };
+        let mut child = Process::new(&binary)
+            .args(manifest.argv.iter().skip(1))
+            .current_dir(cwd)
+            .env(env::MODE, "replay")
+            .env(env::DIR, &dir)
+            .env(env::CONTROL, &socket)
+            .stdout(stdout)
+            .stdin(Stdio::null())
+            .spawn()
+            .map_err(io("start the recorded program"))?;
+        let stream = loop {
+            match listener.accept() {
+                Ok((stream, _)) => break stream,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    if let Some(status) = child.try_wait().map_err(io("wait for the program"))? {
+                        return Err(DebugError::NotStarted {
+                            program: binary,
+                            status,
+                        });
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(e) => return Err(io("accept the program's connection")(e)),
+            }
+        };
+        stream
+            .set_nonblocking(false)
+            .map_err(io("configure the control connection"))?;
+        let writer = stream
+            .try_clone()
+            .map_err(io("clone the control connection"))?;
+        let mut session = Session {
+            child,
+            reader: BufReader::new(stream),
+            writer,
+            _socket_dir: socket_dir,
+            ended: None,
+        };
+        match session.next_report()? {
+            Report::Ready { .. } => {}
+            other => {
+                return Err(DebugError::Io {
+                    action: "start the replay",
+                    source: std::io::Error::other(format!("unexpected first report {other:?}")),
+                });
+            }
+        }
+        protocol::send(&mut session.writer, setup).map_err(io("send the goal"))?;
+        Ok(session)
+    }
+
+    /// The next report; fails when the program ends first.
+    pub fn next_report(&mut self) -> Result<Report, DebugError> {
+        match protocol::receive(&mut self.reader) {
+            Ok(Some(report)) => Ok(report),
+            Ok(None) | Err(_) => {
+                let status = self.wait()?;
+                Err(DebugError::Ended { status })
+            }
+        }
+    }
+
+    /// Sends a command.
+    pub fn command(&mut self, command: &Command) -> Result<(), DebugError> {
+        protocol::send(&mut self.writer, command).map_err(io("send a command"))
+    }
+
+    /// Waits for the program to exit.
+    pub fn wait(&mut self) -> Result<ExitStatus, DebugError> {
+        if let Some(status) = self.ended {
+            return Ok(status);
+        }
+        let status = self.child.wait().map_err(io("wait for the program"))?;
+        self.ended = Some(status);
+        Ok(status)
+    }
+
+    /// Waits at most `limit` for the program to exit by itself.
+    pub fn wait_for_exit(&mut self, limit: Duration) -> Result<Option<ExitStatus>, DebugError> {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().map_err(io("wait for the program"))? {
+                self.ended = Some(status);
+                return Ok(Some(status));
+            }
+            if start.elapsed() > limit {
+                return Ok(None);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Ends the program: asks it to quit, then kills it if it does not.
+    pub fn quit(mut self) -> Result<(), DebugError> {
+        let _ = self.command(&Command::Quit);
+        if self.wait_for_exit(Duration::from_millis(500))?.is_none() {
+            let _ = self.child.kill();
+            self.wait()?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if self.ended.is_none() && matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}

@@ -1,0 +1,302 @@
+//! The state of a halted replay, as the user inspects it: where each process is, the values
+//! it last logged, its vector clock, and the messages in the channels.
+//!
+//! The processes report their positions; everything else is read from the logs up to those
+//! positions, so it is exactly the recorded state at the cut.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+
+use ppd_formats::{Event, FormatError, ObjectId, ProcessId, Recording, value};
+use serde::Serialize;
+
+use crate::describe::describe;
+use crate::predicate::{Catalog, Resolved};
+use crate::protocol::ProcessReport;
+
+/// One process in a halted state.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProcessState {
+    /// Process id.
+    pub id: ProcessId,
+    /// Process name.
+    pub name: String,
+    /// Events executed.
+    pub events: u64,
+    /// `held`, `finished`, `log ended`, `waiting`, `not started`.
+    pub status: String,
+    /// Index of its last executed event.
+    pub last_event: Option<u64>,
+    /// Kind of that event.
+    pub kind: Option<String>,
+    /// That event, described.
+    pub at: Option<String>,
+    /// Its source file.
+    pub file: Option<String>,
+    /// Its source line.
+    pub line: Option<u32>,
+    /// The innermost e-block the process is in.
+    pub eblock: Option<String>,
+    /// That e-block's arguments.
+    pub eblock_args: Option<serde_json::Value>,
+    /// The latest value of each mark label.
+    pub values: BTreeMap<String, serde_json::Value>,
+    /// Vector clock: events of each process in its causal past.
+    pub vclock: Vec<u64>,
+    /// Predicate components that hold for it.
+    pub holds: Vec<String>,
+    /// What it waits for.
+    pub waiting_for: Option<String>,
+}
+
+/// A message sent and not yet received.
+#[derive(Debug, Clone, Serialize)]
+pub struct InFlight {
+    /// Its sequence number on the channel.
+    pub seq: u64,
+    /// The sender.
+    pub from: String,
+    /// Its payload, when logged.
+    pub payload: Option<serde_json::Value>,
+}
+
+/// A channel holding messages at the cut.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChannelState {
+    /// The channel's id.
+    pub channel: ObjectId,
+    /// Its name, if it has one.
+    pub name: Option<String>,
+    /// Messages sent before the cut and not received before it.
+    pub in_flight: Vec<InFlight>,
+}
+
+/// A halted global state.
+#[derive(Debug, Clone, Serialize)]
+pub struct HaltState {
+    /// The predicate, if the halt is a breakpoint.
+    pub predicate: Option<String>,
+    /// Why the replay halted.
+    pub reason: String,
+    /// Every process.
+    pub processes: Vec<ProcessState>,
+    /// Channels with messages in flight.
+    pub channels: Vec<ChannelState>,
+    /// Time from the predicate becoming true to every process halted.
+    pub latency_ns: Option<u64>,
+}
+
+impl HaltState {
+    /// Builds the state at the cut the processes report, reading the logs up to it.
+    pub fn build(
+        recording: &Recording,
+        catalog: &Catalog,
+        plan: Option<&Resolved>,
+        reason: &str,
+        reports: &[ProcessReport],
+        latency_ns: Option<u64>,
+    ) -> Result<HaltState, FormatError> {
+        let mut processes = Vec::new();
+        let mut sent: HashMap<(ObjectId, u64), InFlight> = HashMap::new();
+        let mut received: Vec<(ObjectId, u64)> = Vec::new();
+        for report in reports {
+            let name = catalog.process_name(report.id);
+            let mut state = ProcessState {
+                id: report.id,
+                name: name.clone(),
+                events: report.events,
+                status: report.status.clone(),
+                last_event: report.events.checked_sub(1),
+                kind: None,
+                at: None,
+                file: None,
+                line: None,
+                eblock: None,
+                eblock_args: None,
+                values: BTreeMap::new(),
+                vclock: report.vclock.clone(),
+                holds: report
+                    .holds
+                    .iter()
+                    .filter_map(|c| {
+                        plan.and_then(|p| p.components.get(*c))
+                            .map(|c| c.text.clone())
+                    })
+                    .collect(),
+                waiting_for: report.waiting_for.clone(),
+            };
+            let Some(entry) = recording.process(report.id) else {
+                processes.push(state);
+                continue;
+            };
+            let reader = recording.open_log(entry)?;
+            let mut eblocks: Vec<(String, Box<[u8]>)> = Vec::new();
+            for item in reader.events().take(report.events as usize) {
+                let (index, event) = item?;
+                match &event {
+                    Event::EblockEnter { eblock, prelog, .. } => {
+                        eblocks.push((eblock.to_string(), prelog.clone()));
+                    }
+                    Event::EblockExit { .. } => {
+                        eblocks.pop();
+                    }
+                    Event::Mark { label, value, .. } => {
+                        let v = value::decode(value)
+                            .map(|v| value::to_json(&v))
+                            .unwrap_or(serde_json::Value::Null);
+                        state.values.insert(label.to_string(), v);
+                    }
+                    Event::Send {
+                        channel,
+                        seq,
+                        payload,
+                        ..
+                    } => {
+                        let payload = payload
+                            .as_deref()
+                            .and_then(|p| value::decode(p).ok())
+                            .map(|v| value::to_json(&v));
+                        sent.insert(
+                            (*channel, *seq),
+                            InFlight {
+                                seq: *seq,
+                                from: name.clone(),
+                                payload,
+                            },
+                        );
+                    }
+                    Event::Recv { channel, seq, .. } => received.push((*channel, *seq)),
+                    _ => {}
+                }
+                if index + 1 == report.events {
+                    state.kind = Some(event.kind().name().to_owned());
+                    state.at = Some(describe(&event));
+                    if let Some(site) = event.site() {
+                        state.file = Some(site.file.clone());
+                        state.line = Some(site.line);
+                    }
+                }
+            }
+            if let Some((name, prelog)) = eblocks.last() {
+                state.eblock = Some(name.clone());
+                state.eblock_args = value::decode(prelog).ok().map(|v| value::to_json(&v));
+            }
+            processes.push(state);
+        }
+        for key in received {
+            sent.remove(&key);
+        }
+        let mut by_channel: BTreeMap<ObjectId, Vec<InFlight>> = BTreeMap::new();
+        for ((channel, _), message) in sent {
+            by_channel.entry(channel).or_default().push(message);
+        }
+        let channels = by_channel
+            .into_iter()
+            .map(|(channel, mut in_flight)| {
+                in_flight.sort_by_key(|m| m.seq);
+                ChannelState {
+                    channel,
+                    name: catalog
+                        .channels
+                        .iter()
+                        .find(|(c, _)| *c == channel)
+                        .and_then(|(_, n)| n.clone()),
+                    in_flight,
+                }
+            })
+            .collect();
+        Ok(HaltState {
+            predicate: plan.map(|p| p.text.clone()),
+            reason: reason.to_owned(),
+            processes,
+            channels,
+            latency_ns,
+        })
+    }
+
+    /// The state as text for a terminal.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        match &self.predicate {
+            Some(p) => {
+                let _ = writeln!(out, "halted ({}) at: {p}", self.reason);
+            }
+            None => {
+                let _ = writeln!(out, "halted ({})", self.reason);
+            }
+        }
+        for p in &self.processes {
+            let _ = writeln!(out);
+            let _ = writeln!(
+                out,
+                "  {} ({}): {}, {} events",
+                p.name, p.id, p.status, p.events
+            );
+            if let Some(at) = &p.at {
+                let _ = writeln!(out, "    at       {at}");
+            }
+            if let Some(e) = &p.eblock {
+                let args = p
+                    .eblock_args
+                    .as_ref()
+                    .map(|a| format!("({a})"))
+                    .unwrap_or_default();
+                let _ = writeln!(out, "    in       {e}{args}");
+            }
+            for (label, v) in &p.values {
+                let _ = writeln!(out, "    {label:<8} = {v}");
+            }
+            if let Some(w) = &p.waiting_for {
+                let _ = writeln!(out, "    waiting  for {w}");
+            }
+            if !p.vclock.is_empty() {
+                let _ = writeln!(out, "    clock    {:?}", p.vclock);
+            }
+            for h in &p.holds {
+                let _ = writeln!(out, "    holds    {h}");
+            }
+        }
+        if !self.channels.is_empty() {
+            let _ = writeln!(out);
+            let _ = writeln!(out, "  messages in flight:");
+            for c in &self.channels {
+                let name = c
+                    .name
+                    .as_deref()
+                    .map(|n| format!("{n} "))
+                    .unwrap_or_default();
+                for m in &c.in_flight {
+                    let payload = m
+                        .payload
+                        .as_ref()
+                        .map(|p| format!(" = {p}"))
+                        .unwrap_or_default();
+                    let _ = writeln!(
+                        out,
+                        "    {name}{}: message {} from {}{payload}",
+                        c.channel, m.seq, m.from
+                    );
+                }
+            }
+        }
+        if let Some(ns) = self.latency_ns {
+            let _ = writeln!(
+                out,
+                "\n  halted {:.1} ms after the predicate became true",
+                ns as f64 / 1e6
+            );
+        }
+        out
+    }
+
+    /// The cut, in the form `ppd graph` reads from `cache/halt.json`.
+    pub fn cut_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "predicate": self.predicate.clone().unwrap_or_default(),
+            "cut": self.processes.iter().map(|p| serde_json::json!({
+                "process": p.id.0,
+                "events": p.events,
+            })).collect::<Vec<_>>(),
+        })
+    }
+}

@@ -1,0 +1,904 @@
+//! The local controllers of the processes and the termination detector: Manabe & Imase's
+//! Algorithm 1 (§3.2, Appendix B), the disjunctive halting of §3.3, Miller & Choi's linked
+//! predicates (§3.4, §3.6) and Spezialetti & Gupta's simultaneity, over one replayed run.
+//!
+//! Each process has a local controller (`Lc`). A process runs while its controller is
+//! *active* and is held before its next event while it is *passive* (`gate`). As in the
+//! paper, a controller is active while its local predicate is false or while another process
+//! has asked it, by a control message, to produce something it has not produced yet
+//! (`mustsend`); a process that needs something from a passive one sends it such a message
+//! (`request`). The paper's control messages name a message by its number on the channel from
+//! S to R; ours name any happened-before dependency the runtime has — a message by channel and
+//! sequence number, an access version of a lock, semaphore or atomic, the end of a process, the
+//! spawn of a process — so the same algorithm halts programs that share memory as well as
+//! those that pass messages. The termination detector is centralized (the paper allows either):
+//! every controller's state is under one lock, and a control message counts as in flight from
+//! the moment it is sent until its receiver has taken it from its mailbox.
+//!
+//! Global states are consistent cuts (no receive without its send) rather than the paper's
+//! tuples of pairwise concurrent events, so a process may be halted right after a send whose
+//! receipt another process has executed.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::Instant;
+
+use ppd_formats::{Event, ObjectId, ProcessId};
+use ppd_recorder::runtime::backend::Dependency;
+
+use crate::predicate::Combination;
+use crate::protocol::{Goal, HaltReason, ProcessReport, Report};
+
+/// Something a process may need another process to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Need {
+    /// A happened-before dependency the runtime reports.
+    Dep(Dependency),
+    /// The spawn of this process by its parent.
+    Spawn(ProcessId),
+}
+
+impl Need {
+    /// The process that must act.
+    fn producer(self, parents: &[Option<ProcessId>]) -> Option<ProcessId> {
+        match self {
+            Need::Dep(Dependency::Message { sender, .. }) => Some(sender),
+            Need::Dep(Dependency::Version { by, .. }) => Some(by),
+            Need::Dep(Dependency::Exit { child }) => Some(child),
+            Need::Spawn(child) => parents.get(child.index()).copied().flatten(),
+        }
+    }
+
+    fn describe(self) -> String {
+        match self {
+            Need::Dep(Dependency::Message {
+                channel,
+                seq,
+                sender,
+            }) => format!("message {seq} on {channel} from {sender}"),
+            Need::Dep(Dependency::Version {
+                object,
+                version,
+                by,
+            }) => format!("access {version} of {object} by {by}"),
+            Need::Dep(Dependency::Exit { child }) => format!("the end of {child}"),
+            Need::Spawn(child) => format!("the spawn of {child}"),
+        }
+    }
+}
+
+/// What each process has produced that others may need, with the vector clock of the event
+/// that produced it.
+#[derive(Debug, Default)]
+struct Produced {
+    messages: HashMap<(ObjectId, u64), Vec<u64>>,
+    /// Latest version done (for a mutex: released) and its clock.
+    versions: HashMap<ObjectId, (u64, Vec<u64>)>,
+    /// Version of a mutex while it is held.
+    held: HashMap<ObjectId, u64>,
+    exits: HashMap<ProcessId, Vec<u64>>,
+    spawns: HashMap<ProcessId, Vec<u64>>,
+}
+
+impl Produced {
+    fn has(&self, need: Need) -> bool {
+        match need {
+            Need::Dep(Dependency::Message { channel, seq, .. }) => {
+                self.messages.contains_key(&(channel, seq))
+            }
+            Need::Dep(Dependency::Version {
+                object, version, ..
+            }) => self
+                .versions
+                .get(&object)
+                .is_some_and(|(v, _)| *v >= version),
+            Need::Dep(Dependency::Exit { child }) => self.exits.contains_key(&child),
+            Need::Spawn(child) => self.spawns.contains_key(&child),
+        }
+    }
+}
+
+/// Lifecycle of a process in the replay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Life {
+    NotStarted,
+    Running,
+    Finished,
+    LogEnded,
+    Diverged,
+}
+
+/// The local controller of one process.
+#[derive(Debug)]
+struct Lc {
+    life: Life,
+    /// Events executed.
+    position: u64,
+    /// Held at the gate, before its next event.
+    parked: bool,
+    /// Blocked inside an operation, waiting for this.
+    waiting: Option<Need>,
+    /// Control messages received and not yet taken.
+    mailbox: Vec<Need>,
+    /// Requests taken and not yet satisfied (the paper's `mustsend`).
+    mustsend: Vec<Need>,
+    /// Whether a predicate component is about this process.
+    has_predicate: bool,
+    /// Components that hold in the process's current state.
+    holds: Vec<usize>,
+    /// Whether every component about this process holds (SP_i).
+    satisfied: bool,
+    /// Events it may execute on command (stepping).
+    budget: u64,
+    /// Vector clock of its current state.
+    vclock: Vec<u64>,
+    /// Its spawn was requested from its parent.
+    spawn_requested: bool,
+}
+
+impl Lc {
+    fn new(n: usize) -> Lc {
+        Lc {
+            life: Life::NotStarted,
+            position: 0,
+            parked: false,
+            waiting: None,
+            mailbox: Vec::new(),
+            mustsend: Vec::new(),
+            has_predicate: false,
+            holds: Vec::new(),
+            satisfied: false,
+            budget: 0,
+            vclock: vec![0; n],
+            spawn_requested: false,
+        }
+    }
+
+    fn done(&self) -> bool {
+        matches!(self.life, Life::Finished | Life::LogEnded | Life::Diverged)
+    }
+}
+
+/// Where a linked predicate stands.
+#[derive(Debug, Default)]
+struct LinkedProgress {
+    /// For each stage, the vector clocks of the events that completed it.
+    reached: Vec<Vec<Vec<u64>>>,
+}
+
+#[derive(Debug)]
+struct State {
+    lcs: Vec<Lc>,
+    parents: Vec<Option<ProcessId>>,
+    produced: Produced,
+    /// Control messages sent and not yet taken by their receivers.
+    in_flight: u64,
+    goal: Goal,
+    /// A halt was decided (disjunctive, linked): nobody moves until commanded.
+    halted: bool,
+    /// The current quiescent state was reported.
+    reported: bool,
+    /// Why the next halt happens.
+    reason: HaltReason,
+    linked: LinkedProgress,
+    /// When the predicate became true, for the halting latency.
+    satisfied_at: Option<Instant>,
+}
+
+/// Shared by the processes of the replayed program and the command thread.
+pub(crate) struct Controller {
+    state: Mutex<State>,
+    conds: Vec<Condvar>,
+    /// Whether controllers take part in every event (any goal but a plain run).
+    debugging: AtomicBool,
+    /// A halt command arrived during a plain run: processes must stop at their next event.
+    halt_requested: AtomicBool,
+    /// Events executed per process, readable without the lock.
+    positions: Vec<AtomicU64>,
+    /// Whether each process is blocked inside an operation, readable without the lock.
+    blocked: Vec<AtomicBool>,
+    sink: super::Sink,
+}
+
+impl Controller {
+    pub(crate) fn new(
+        parents: Vec<Option<ProcessId>>,
+        goal: Goal,
+        sink: super::Sink,
+    ) -> Controller {
+        let n = parents.len();
+        let debugging = goal != Goal::Run;
+        let controller = Controller {
+            state: Mutex::new(State {
+                lcs: (0..n).map(|_| Lc::new(n)).collect(),
+                parents,
+                produced: Produced::default(),
+                in_flight: 0,
+                goal: Goal::Hold,
+                halted: false,
+                reported: false,
+                reason: HaltReason::Start,
+                linked: LinkedProgress::default(),
+                satisfied_at: None,
+            }),
+            conds: (0..n).map(|_| Condvar::new()).collect(),
+            debugging: AtomicBool::new(debugging),
+            halt_requested: AtomicBool::new(false),
+            positions: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            blocked: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            sink,
+        };
+        let mut st = controller.lock();
+        controller.set_goal(&mut st, goal);
+        drop(st);
+        controller
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Sends a report to the global debugger.
+    pub(crate) fn report(&self, report: Report) {
+        (self.sink)(&report);
+    }
+
+    /// Number of processes the recording has.
+    pub(crate) fn processes(&self) -> usize {
+        self.conds.len()
+    }
+
+    /// Whether the controllers take part in every event.
+    pub(crate) fn debugging(&self) -> bool {
+        self.debugging.load(Ordering::Acquire)
+    }
+
+    fn set_goal(&self, st: &mut State, goal: Goal) {
+        let n = st.lcs.len();
+        st.halted = false;
+        st.reported = false;
+        st.satisfied_at = None;
+        st.reason = match goal {
+            Goal::Run | Goal::History(_) => HaltReason::Command,
+            Goal::Stop(_) => HaltReason::Predicate,
+            Goal::Cut(_) => HaltReason::Cut,
+            Goal::Hold => HaltReason::Start,
+        };
+        let plan = match &goal {
+            Goal::Stop(p) | Goal::History(p) => Some(p),
+            _ => None,
+        };
+        for (i, lc) in st.lcs.iter_mut().enumerate() {
+            lc.has_predicate =
+                plan.is_some_and(|p| p.components_of(ProcessId(i as u32)).count() > 0);
+            lc.satisfied = false;
+            lc.holds.clear();
+        }
+        if let Some(Combination::Linked(stages)) = plan.map(|p| &p.combination) {
+            st.linked.reached = vec![Vec::new(); stages.len()];
+        }
+        self.debugging.store(goal != Goal::Run, Ordering::Release);
+        st.goal = goal;
+        debug_assert_eq!(st.lcs.len(), n);
+        for c in &self.conds {
+            c.notify_all();
+        }
+    }
+
+    // ------------------------------------------------------------------------------------
+    // The paper's TerminationTest: is the controller active?
+
+    fn active(st: &State, p: usize) -> bool {
+        let lc = &st.lcs[p];
+        if lc.done() {
+            return false;
+        }
+        // Requests not yet taken count too: a process that has not started has no gate to take
+        // them at, and must be spawned to serve them.
+        if !lc.mustsend.is_empty() || !lc.mailbox.is_empty() || lc.budget > 0 {
+            return true;
+        }
+        if st.halted {
+            return false;
+        }
+        match &st.goal {
+            Goal::Run | Goal::History(_) => true,
+            Goal::Hold => false,
+            Goal::Cut(targets) => lc.position < targets.get(p).copied().unwrap_or(0),
+            Goal::Stop(plan) => match plan.combination {
+                Combination::Conjunctive | Combination::Simultaneous => {
+                    lc.has_predicate && !lc.satisfied
+                }
+                Combination::Disjunctive | Combination::Linked(_) => lc.has_predicate,
+            },
+        }
+    }
+
+    // ------------------------------------------------------------------------------------
+    // Process side
+
+    /// A process thread starts.
+    pub(crate) fn started(&self, p: ProcessId) {
+        let mut st = self.lock();
+        let lc = &mut st.lcs[p.index()];
+        lc.life = Life::Running;
+        self.settle(&mut st);
+    }
+
+    /// Held here, before each event, while the controller is passive.
+    ///
+    /// Fast path during a plain run: no lock unless a halt was requested.
+    pub(crate) fn gate(&self, p: ProcessId) {
+        if !self.debugging() && !self.halt_requested.load(Ordering::Acquire) {
+            return;
+        }
+        let i = p.index();
+        let mut st = self.lock();
+        loop {
+            // ControlMessageArrival: take the requests.
+            let mail = std::mem::take(&mut st.lcs[i].mailbox);
+            for need in mail {
+                st.in_flight -= 1;
+                if !st.produced.has(need) && !st.lcs[i].mustsend.contains(&need) {
+                    st.lcs[i].mustsend.push(need);
+                }
+            }
+            let halt_now = self.halt_requested.load(Ordering::Acquire) && !st.halted;
+            if halt_now {
+                st.halted = true;
+                st.reason = HaltReason::Command;
+                st.reported = false;
+            }
+            if Self::active(&st, i) {
+                st.lcs[i].parked = false;
+                return;
+            }
+            st.lcs[i].parked = true;
+            self.settle(&mut st);
+            st = self.conds[i].wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// The process is about to block on `need` (Algorithm 1's TrytoExecuteNext: ask the
+    /// producer for it).
+    pub(crate) fn request(&self, p: ProcessId, need: Need) {
+        let mut st = self.lock();
+        if st.produced.has(need) && self.debugging() {
+            return;
+        }
+        self.blocked[p.index()].store(true, Ordering::Release);
+        st.lcs[p.index()].waiting = Some(need);
+        if self.debugging() {
+            self.send_control(&mut st, need);
+        }
+        self.settle(&mut st);
+    }
+
+    fn send_control(&self, st: &mut State, need: Need) {
+        let Some(producer) = need.producer(&st.parents) else {
+            return;
+        };
+        let q = producer.index();
+        if q >= st.lcs.len() {
+            return;
+        }
+        let lc = &mut st.lcs[q];
+        if lc.mustsend.contains(&need) || lc.mailbox.contains(&need) {
+            return;
+        }
+        lc.mailbox.push(need);
+        st.in_flight += 1;
+        self.conds[q].notify_all();
+    }
+
+    /// The process executed `event`; `holds` are the components that hold in its new state.
+    pub(crate) fn executed(&self, p: ProcessId, event: &Event, holds: &[usize]) {
+        let i = p.index();
+        self.positions[i].fetch_add(1, Ordering::Relaxed);
+        self.blocked[i].store(false, Ordering::Release);
+        if !self.debugging() {
+            if matches!(event, Event::Exit | Event::Panic { .. }) {
+                let mut st = self.lock();
+                st.lcs[i].life = Life::Finished;
+                st.lcs[i].waiting = None;
+                self.settle(&mut st);
+            }
+            return;
+        }
+        let mut st = self.lock();
+        let st = &mut *st;
+        let lc = &mut st.lcs[i];
+        lc.position += 1;
+        lc.waiting = None;
+        lc.budget = lc.budget.saturating_sub(1);
+        let position = lc.position;
+        // Vector clock: own component, then what the event received.
+        lc.vclock[i] = position;
+        let merge = |into: &mut Vec<u64>, from: &[u64]| {
+            for (a, b) in into.iter_mut().zip(from) {
+                *a = (*a).max(*b);
+            }
+        };
+        let produced = &mut st.produced;
+        match event {
+            Event::Start { .. } => {
+                if let Some(vc) = produced.spawns.get(&p) {
+                    merge(&mut lc.vclock, vc);
+                }
+            }
+            Event::Recv { channel, seq, .. } => {
+                if let Some(vc) = produced.messages.remove(&(*channel, *seq)) {
+                    merge(&mut lc.vclock, &vc);
+                }
+            }
+            Event::Join { child, .. } => {
+                if let Some(vc) = produced.exits.get(child) {
+                    merge(&mut lc.vclock, vc);
+                }
+            }
+            Event::Lock {
+                object, version, ..
+            } => {
+                if let Some((_, vc)) = produced.versions.get(object) {
+                    merge(&mut lc.vclock, vc);
+                }
+                produced.held.insert(*object, *version);
+            }
+            Event::SemAcquire {
+                object, version, ..
+            }
+            | Event::SemRelease {
+                object, version, ..
+            }
+            | Event::Atomic {
+                object, version, ..
+            } => {
+                if let Some((_, vc)) = produced.versions.get(object) {
+                    merge(&mut lc.vclock, vc);
+                }
+                produced
+                    .versions
+                    .insert(*object, (*version, lc.vclock.clone()));
+            }
+            _ => {}
+        }
+        lc.vclock[i] = position;
+        let vclock = lc.vclock.clone();
+        match event {
+            Event::Send { channel, seq, .. } => {
+                produced.messages.insert((*channel, *seq), vclock.clone());
+            }
+            Event::Spawn { child, .. } => {
+                produced.spawns.insert(*child, vclock.clone());
+            }
+            Event::Exit | Event::Panic { .. } => {
+                produced.exits.insert(p, vclock.clone());
+                lc.life = Life::Finished;
+            }
+            Event::Unlock { object, .. } => {
+                if let Some(version) = produced.held.remove(object) {
+                    produced.versions.insert(*object, (version, vclock.clone()));
+                }
+            }
+            _ => {}
+        }
+        lc.mustsend.retain(|need| !produced.has(*need));
+        lc.holds = holds.to_vec();
+
+        // Evaluate the predicate.
+        let goal_plan = match &st.goal {
+            Goal::Stop(plan) => Some((plan, false)),
+            Goal::History(plan) => Some((plan, true)),
+            _ => None,
+        };
+        if let Some((plan, history)) = goal_plan {
+            let mine: Vec<usize> = plan.components_of(p).map(|c| c.id).collect();
+            let lc = &mut st.lcs[i];
+            lc.satisfied = !mine.is_empty() && mine.iter().all(|c| holds.contains(c));
+            if history {
+                for &c in holds {
+                    self.report(Report::Satisfied {
+                        component: c,
+                        process: p,
+                        event: position - 1,
+                        vclock: vclock.clone(),
+                    });
+                }
+            } else {
+                match &plan.combination {
+                    Combination::Disjunctive if !holds.is_empty() => {
+                        st.halted = true;
+                        st.satisfied_at = Some(Instant::now());
+                    }
+                    Combination::Linked(stages) => {
+                        let stages = stages.clone();
+                        if Self::advance_linked(&mut st.linked, &stages, holds, &vclock) {
+                            st.halted = true;
+                            st.satisfied_at = Some(Instant::now());
+                        }
+                    }
+                    Combination::Conjunctive | Combination::Simultaneous if st.lcs[i].satisfied => {
+                        st.satisfied_at = Some(Instant::now());
+                    }
+                    _ => {}
+                }
+            }
+        }
+        self.settle(st);
+    }
+
+    /// Miller & Choi §3.6, checked by vector clocks: stage k is reached by an event of one of
+    /// its components that happened after an event that reached stage k-1. Returns true when
+    /// the last stage is reached.
+    fn advance_linked(
+        progress: &mut LinkedProgress,
+        stages: &[Vec<usize>],
+        holds: &[usize],
+        vclock: &[u64],
+    ) -> bool {
+        let leq = |a: &[u64], b: &[u64]| a.iter().zip(b).all(|(x, y)| x <= y);
+        for k in (0..stages.len()).rev() {
+            if !stages[k].iter().any(|c| holds.contains(c)) {
+                continue;
+            }
+            let after_previous = k == 0
+                || progress.reached[k - 1]
+                    .iter()
+                    .any(|earlier| leq(earlier, vclock) && earlier.as_slice() != vclock);
+            if after_previous {
+                progress.reached[k].push(vclock.to_vec());
+                if k + 1 == stages.len() {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    /// The process's log has no more events, or it diverged: it will not move again.
+    pub(crate) fn ended(&self, p: ProcessId, diverged: bool) {
+        let mut st = self.lock();
+        let lc = &mut st.lcs[p.index()];
+        lc.life = if diverged {
+            Life::Diverged
+        } else {
+            Life::LogEnded
+        };
+        lc.parked = true;
+        self.settle(&mut st);
+    }
+
+    // ------------------------------------------------------------------------------------
+    // The termination detector
+
+    /// Starts processes that must run but have not been spawned (by asking their parents),
+    /// then reports if nothing can move any more.
+    fn settle(&self, st: &mut State) {
+        if !self.debugging() && !self.halt_requested.load(Ordering::Acquire) {
+            self.detect_end_of_run(st);
+            return;
+        }
+        for i in 0..st.lcs.len() {
+            let wants = st.lcs[i].life == Life::NotStarted && Self::active(st, i);
+            if wants && !st.lcs[i].spawn_requested {
+                st.lcs[i].spawn_requested = true;
+                self.send_control(st, Need::Spawn(ProcessId(i as u32)));
+            }
+        }
+        if st.reported || st.in_flight > 0 {
+            return;
+        }
+        let quiescent = (0..st.lcs.len()).all(|i| {
+            let lc = &st.lcs[i];
+            match lc.life {
+                Life::NotStarted => !Self::active(st, i),
+                Life::Finished | Life::LogEnded | Life::Diverged => true,
+                Life::Running => {
+                    (lc.parked && !Self::active(st, i))
+                        || (st.halted && lc.waiting.is_some_and(|n| !st.produced.has(n)))
+                }
+            }
+        });
+        if quiescent {
+            st.reported = true;
+            let report = self.outcome(st);
+            self.report(report);
+            return;
+        }
+        // Not quiescent: is anything able to move? A process waiting for something whose
+        // producer has ended, or is held for good, is stuck.
+        let stuck = (0..st.lcs.len()).all(|i| {
+            let lc = &st.lcs[i];
+            match lc.life {
+                Life::NotStarted => {
+                    let parent = st.parents[i].map(|p| p.index());
+                    parent.is_none_or(|q| st.lcs[q].done())
+                }
+                Life::Finished | Life::LogEnded | Life::Diverged => true,
+                Life::Running => match lc.waiting {
+                    Some(need) if !st.produced.has(need) => need
+                        .producer(&st.parents)
+                        .is_none_or(|q| st.lcs.get(q.index()).is_none_or(Lc::done)),
+                    _ => lc.parked && !Self::active(st, i),
+                },
+            }
+        });
+        let someone_waits = st.lcs.iter().any(|lc| lc.waiting.is_some());
+        if stuck && someone_waits {
+            st.reported = true;
+            let processes = self.process_reports(st);
+            self.report(Report::Stuck { processes });
+        }
+    }
+
+    /// In a plain run: the run is over when every started process has ended.
+    fn detect_end_of_run(&self, st: &mut State) {
+        if st.reported {
+            return;
+        }
+        let started = st.lcs.iter().filter(|lc| lc.life != Life::NotStarted);
+        let all_done = st.lcs.iter().any(|lc| lc.life != Life::NotStarted)
+            && started.clone().all(Lc::done)
+            && st
+                .lcs
+                .iter()
+                .all(|lc| lc.life != Life::NotStarted || lc.waiting.is_none());
+        if all_done {
+            st.reported = true;
+            let report = Report::Finished {
+                events: self
+                    .positions
+                    .iter()
+                    .map(|p| p.load(Ordering::Relaxed))
+                    .sum(),
+                processes: self.process_reports(st),
+            };
+            self.report(report);
+        }
+    }
+
+    fn outcome(&self, st: &mut State) -> Report {
+        let processes = self.process_reports(st);
+        let latency_ns = st.satisfied_at.map(|t| t.elapsed().as_nanos() as u64);
+        let all_ended = st
+            .lcs
+            .iter()
+            .all(|lc| lc.done() || lc.life == Life::NotStarted);
+        match &st.goal {
+            Goal::Stop(plan) => {
+                let halted_by_predicate = match plan.combination {
+                    Combination::Conjunctive | Combination::Simultaneous => st
+                        .lcs
+                        .iter()
+                        .filter(|lc| lc.has_predicate)
+                        .all(|lc| lc.satisfied && !lc.done()),
+                    Combination::Disjunctive | Combination::Linked(_) => st.halted,
+                };
+                if halted_by_predicate {
+                    st.reason = HaltReason::Predicate;
+                    Report::Halted {
+                        reason: HaltReason::Predicate,
+                        processes,
+                        latency_ns,
+                    }
+                } else if st.reason == HaltReason::Command && st.halted {
+                    Report::Halted {
+                        reason: HaltReason::Command,
+                        processes,
+                        latency_ns: None,
+                    }
+                } else {
+                    let ended: Vec<String> = st
+                        .lcs
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, lc)| lc.has_predicate && !lc.satisfied && lc.done())
+                        .map(|(i, _)| ProcessId(i as u32).to_string())
+                        .collect();
+                    Report::Unsatisfiable {
+                        reason: if ended.is_empty() {
+                            "the run ended before the predicate held".into()
+                        } else {
+                            format!(
+                                "{} ended without satisfying its part of the predicate",
+                                ended.join(", ")
+                            )
+                        },
+                    }
+                }
+            }
+            Goal::History(_) | Goal::Run if all_ended => Report::Finished {
+                events: st.lcs.iter().map(|lc| lc.position).sum(),
+                processes,
+            },
+            Goal::Cut(targets) => {
+                let missed: Vec<String> = st
+                    .lcs
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, lc)| lc.position != targets.get(*i).copied().unwrap_or(0))
+                    .map(|(i, lc)| {
+                        format!(
+                            "{} stopped after {} events instead of {}",
+                            ProcessId(i as u32),
+                            lc.position,
+                            targets.get(i).copied().unwrap_or(0)
+                        )
+                    })
+                    .collect();
+                if missed.is_empty() {
+                    Report::Halted {
+                        reason: HaltReason::Cut,
+                        processes,
+                        latency_ns: None,
+                    }
+                } else {
+                    Report::Unsatisfiable {
+                        reason: format!(
+                            "the cut cannot be reached (is it consistent?): {}",
+                            missed.join("; ")
+                        ),
+                    }
+                }
+            }
+            _ => Report::Halted {
+                reason: st.reason,
+                processes,
+                latency_ns: None,
+            },
+        }
+    }
+
+    fn process_reports(&self, st: &State) -> Vec<ProcessReport> {
+        st.lcs
+            .iter()
+            .enumerate()
+            .map(|(i, lc)| {
+                let status = match lc.life {
+                    Life::NotStarted => "not started",
+                    Life::Finished => "finished",
+                    Life::LogEnded => "log ended",
+                    Life::Diverged => "diverged",
+                    Life::Running if self.blocked[i].load(Ordering::Acquire) => "waiting",
+                    Life::Running => "held",
+                };
+                let position = if self.debugging() {
+                    lc.position
+                } else {
+                    self.positions[i].load(Ordering::Relaxed)
+                };
+                ProcessReport {
+                    id: ProcessId(i as u32),
+                    events: position,
+                    status: status.into(),
+                    waiting_for: lc
+                        .waiting
+                        .filter(|_| self.blocked[i].load(Ordering::Acquire))
+                        .map(Need::describe),
+                    holds: lc.holds.clone(),
+                    vclock: if self.debugging() {
+                        lc.vclock.clone()
+                    } else {
+                        Vec::new()
+                    },
+                }
+            })
+            .collect()
+    }
+
+    // ------------------------------------------------------------------------------------
+    // Commands of the global debugger
+
+    /// Applies a command.
+    pub(crate) fn command(&self, command: &crate::protocol::Command) {
+        use crate::protocol::Command;
+        let mut st = self.lock();
+        match command {
+            Command::Step { process } => {
+                let target = match process {
+                    Some(p) => Some(p.index()),
+                    None => self.ready_process(&st),
+                };
+                st.halted = false;
+                st.goal = Goal::Hold;
+                self.debugging.store(true, Ordering::Release);
+                st.reason = HaltReason::Step;
+                st.reported = false;
+                if let Some(i) = target.filter(|&i| i < st.lcs.len()) {
+                    st.lcs[i].budget += 1;
+                    self.conds[i].notify_all();
+                }
+            }
+            Command::Resume => {
+                let goal = st.goal.clone();
+                if let Goal::Stop(_) = goal {
+                    // Statuses back to their initial values: processes with a predicate
+                    // become active and look for its next satisfaction.
+                    for lc in &mut st.lcs {
+                        lc.satisfied = false;
+                    }
+                    st.halted = false;
+                    st.reported = false;
+                    st.satisfied_at = None;
+                    for c in &self.conds {
+                        c.notify_all();
+                    }
+                }
+            }
+            Command::Continue => {
+                self.halt_requested.store(false, Ordering::Release);
+                self.set_goal(&mut st, Goal::Run);
+                for lc in &mut st.lcs {
+                    lc.parked = false;
+                }
+            }
+            Command::Halt => {
+                self.halt_requested.store(true, Ordering::Release);
+                st.halted = true;
+                st.reason = HaltReason::Command;
+                st.reported = false;
+            }
+            Command::Quit => {}
+        }
+        self.settle(&mut st);
+    }
+
+    /// A held process whose next event does not wait for anything unproduced (stepping any
+    /// process, Manabe & Imase §5.1): the one with the fewest events, for a fair walk.
+    fn ready_process(&self, st: &State) -> Option<usize> {
+        st.lcs
+            .iter()
+            .enumerate()
+            .filter(|(_, lc)| lc.life == Life::Running && lc.parked)
+            .min_by_key(|(_, lc)| lc.position)
+            .map(|(i, _)| i)
+            .or_else(|| {
+                st.lcs
+                    .iter()
+                    .enumerate()
+                    .find(|(i, lc)| {
+                        lc.life == Life::NotStarted
+                            && st.parents[*i]
+                                .is_some_and(|p| st.lcs[p.index()].life == Life::Running)
+                    })
+                    .map(|(i, _)| i)
+            })
+    }
+
+    /// Events executed by each process, without the lock (for the watchdog).
+    pub(crate) fn progress(&self) -> u64 {
+        self.positions
+            .iter()
+            .map(|p| p.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// Reports, if it is so, that nothing moved for a while and every live process waits for
+    /// something: the fallback for waits the controllers cannot see through.
+    pub(crate) fn watchdog_check(&self) {
+        let mut st = self.lock();
+        if st.reported {
+            return;
+        }
+        let live: Vec<usize> = (0..st.lcs.len())
+            .filter(|&i| st.lcs[i].life == Life::Running)
+            .collect();
+        let blocked = |i: usize| self.blocked[i].load(Ordering::Acquire);
+        let someone_blocked = live.iter().any(|&i| blocked(i));
+        if someone_blocked && live.iter().all(|&i| blocked(i) || st.lcs[i].parked) {
+            st.reported = true;
+            let processes = self.process_reports(&st);
+            self.report(Report::Stuck { processes });
+        }
+    }
+}
+
+impl std::fmt::Debug for Controller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Controller")
+            .field("processes", &self.conds.len())
+            .field("debugging", &self.debugging())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,224 @@
+//! Replay inside the program: the local debuggers (Manabe & Imase's LD_i, one per process).
+//!
+//! `#[ppd::main]` calls [`install_from_env`] when `ppd replay` started the program: it connects
+//! to the global debugger, receives the goal, and installs the replay runtime, whose backend
+//! forces every nondeterministic choice to its logged outcome.
+
+mod control;
+mod process;
+
+use std::io::BufReader;
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ppd_formats::{ProcessId, Recording};
+use ppd_recorder::runtime::backend::{Mode, ProcessBackend, Runtime};
+use ppd_recorder::runtime::{self, env};
+
+use self::control::Controller;
+use self::process::ReplayProcess;
+use crate::protocol::{self, Command, Goal, Report, Setup};
+
+/// Where reports go: the socket to the global debugger (or a test's collector).
+pub(crate) type Sink = Box<dyn Fn(&Report) + Send + Sync>;
+
+/// What the processes of the replayed program share.
+pub(crate) struct Shared {
+    recording: Recording,
+    controller: Controller,
+    verify: bool,
+    goal: Goal,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("recording", &self.recording.dir())
+            .field("verify", &self.verify)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The replay-mode runtime.
+#[derive(Debug)]
+pub struct ReplayRuntime {
+    shared: Arc<Shared>,
+}
+
+/// The parent of each process, indexed by process id.
+fn parents(recording: &Recording) -> Vec<Option<ProcessId>> {
+    let n = recording
+        .processes()
+        .iter()
+        .map(|p| p.id.index() + 1)
+        .max()
+        .unwrap_or(1);
+    let mut parents = vec![None; n];
+    for p in recording.processes() {
+        parents[p.id.index()] = p.parent;
+    }
+    parents
+}
+
+impl ReplayRuntime {
+    /// A replay runtime for `recording`, reporting to `sink`.
+    pub(crate) fn new(recording: Recording, setup: Setup, sink: Sink) -> ReplayRuntime {
+        let controller = Controller::new(parents(&recording), setup.goal.clone(), sink);
+        ReplayRuntime {
+            shared: Arc::new(Shared {
+                recording,
+                controller,
+                verify: setup.verify,
+                goal: setup.goal,
+            }),
+        }
+    }
+
+    /// Applies a command of the global debugger.
+    pub(crate) fn command(&self, command: &Command) {
+        self.shared.controller.command(command);
+    }
+
+    /// Watches for a replay that stopped making progress where the controllers cannot see why.
+    fn start_watchdog(&self) {
+        let shared = Arc::clone(&self.shared);
+        let _ = std::thread::Builder::new()
+            .name("ppd-watchdog".into())
+            .spawn(move || {
+                let mut last = u64::MAX;
+                let mut still = 0;
+                loop {
+                    std::thread::sleep(Duration::from_millis(250));
+                    let now = shared.controller.progress();
+                    still = if now == last { still + 1 } else { 0 };
+                    last = now;
+                    if still == 8 {
+                        shared.controller.watchdog_check();
+                    }
+                }
+            });
+    }
+}
+
+impl Runtime for ReplayRuntime {
+    fn mode(&self) -> Mode {
+        Mode::Replay
+    }
+
+    fn allocate_process(&self) -> ProcessId {
+        // A replayed spawn takes its child's id from the log; reaching this means the log had
+        // no spawn there, which the process's backend reports as a divergence first.
+        ProcessId(u32::MAX)
+    }
+
+    fn start_process(
+        &self,
+        id: ProcessId,
+        _parent: Option<ProcessId>,
+        _name: &str,
+    ) -> Box<dyn ProcessBackend> {
+        let shared = &self.shared;
+        let events = shared
+            .recording
+            .process(id)
+            .and_then(|entry| shared.recording.open_log(entry).ok())
+            .map(|reader| {
+                // The reader lives as long as the replayed program; its events are read
+                // incrementally by this process's backend.
+                let reader: &'static ppd_formats::LogReader = Box::leak(Box::new(reader));
+                reader.events()
+            });
+        if id.index() < shared.controller.processes() {
+            shared.controller.started(id);
+        }
+        Box::new(ReplayProcess::new(
+            id,
+            Arc::clone(shared),
+            events,
+            shared.goal.plan(),
+        ))
+    }
+
+    fn finish(&self, _exit_code: i32, _panicked: bool) {}
+}
+
+/// Connects to the global debugger named by the environment, receives the goal and installs
+/// the replay runtime. Called by `#[ppd::main]` when `PPD_MODE=replay`.
+pub fn install_from_env() -> Result<(), String> {
+    let dir = std::env::var_os(env::DIR)
+        .map(PathBuf::from)
+        .ok_or_else(|| format!("{} is not set", env::DIR))?;
+    let socket = std::env::var_os(env::CONTROL)
+        .map(PathBuf::from)
+        .ok_or_else(|| format!("{} is not set", env::CONTROL))?;
+    let recording = Recording::open(&dir).map_err(|e| e.to_string())?;
+    let stream = UnixStream::connect(&socket)
+        .map_err(|e| format!("cannot reach the debugger at {}: {e}", socket.display()))?;
+    let mut writer = stream
+        .try_clone()
+        .map_err(|e| format!("debugger socket: {e}"))?;
+    protocol::send(
+        &mut writer,
+        &Report::Ready {
+            os_pid: std::process::id(),
+        },
+    )
+    .map_err(|e| format!("debugger socket: {e}"))?;
+    let mut reader = BufReader::new(stream);
+    let setup: Setup = protocol::receive(&mut reader)
+        .map_err(|e| format!("debugger socket: {e}"))?
+        .ok_or("the debugger closed the connection before sending the goal")?;
+
+    let writer = Mutex::new(writer);
+    let sink: Sink = Box::new(move |report| {
+        let mut w = writer.lock().unwrap_or_else(|p| p.into_inner());
+        // A debugger that went away cannot be told anything more; the program then ends
+        // when the debugger's side kills it.
+        let _ = protocol::send(&mut *w, report);
+    });
+    let runtime = Arc::new(ReplayRuntime::new(recording, setup, sink));
+    let for_commands = Arc::clone(&runtime);
+    std::thread::Builder::new()
+        .name("ppd-control".into())
+        .spawn(move || {
+            loop {
+                match protocol::receive::<Command>(&mut reader) {
+                    Ok(Some(Command::Quit)) | Ok(None) | Err(_) => std::process::exit(0),
+                    Ok(Some(command)) => for_commands.command(&command),
+                }
+            }
+        })
+        .map_err(|e| format!("cannot start the control thread: {e}"))?;
+    runtime.start_watchdog();
+    runtime::install(Box::new(ArcRuntime(runtime)));
+    Ok(())
+}
+
+/// Lets the runtime be shared with the control thread and installed at once.
+#[derive(Debug)]
+struct ArcRuntime(Arc<ReplayRuntime>);
+
+impl Runtime for ArcRuntime {
+    fn mode(&self) -> Mode {
+        self.0.mode()
+    }
+
+    fn allocate_process(&self) -> ProcessId {
+        self.0.allocate_process()
+    }
+
+    fn start_process(
+        &self,
+        id: ProcessId,
+        parent: Option<ProcessId>,
+        name: &str,
+    ) -> Box<dyn ProcessBackend> {
+        self.0.start_process(id, parent, name)
+    }
+
+    fn finish(&self, exit_code: i32, panicked: bool) {
+        self.0.finish(exit_code, panicked)
+    }
+}

@@ -1,0 +1,414 @@
+//! The replay backend of one process: its local debugger's view of its log.
+//!
+//! Before each operation the process passes its controller's gate, then gets the next logged
+//! event and checks that the program is about to do that kind of thing on that object; after
+//! the operation it checks what happened against the log (all values with `--verify`),
+//! evaluates the predicate's components about this process, and tells its controller.
+
+use std::iter::Peekable;
+use std::sync::Arc;
+
+use ppd_formats::event::Owned;
+use ppd_formats::reader::Events;
+use ppd_formats::{Borrowed, Event, EventKind, ProcessId};
+use ppd_recorder::runtime::backend::{Dependency, Op, ProcessBackend};
+
+use super::Shared;
+use super::control::Need;
+use crate::describe::describe;
+use crate::predicate::{Component, Interval, Resolved};
+use crate::protocol::{Goal, Report};
+
+/// One process's replay backend.
+pub(crate) struct ReplayProcess {
+    id: ProcessId,
+    shared: Arc<Shared>,
+    events: Option<Peekable<Events<'static>>>,
+    /// Index of the next event of the log.
+    next: u64,
+    /// The event the current operation must reproduce.
+    current: Option<Event>,
+    components: Vec<Component>,
+    intervals: Option<Vec<Interval>>,
+    /// Prelogs of the open e-blocks (for conditions on exits).
+    prelogs: Vec<Box<[u8]>>,
+}
+
+impl ReplayProcess {
+    pub(crate) fn new(
+        id: ProcessId,
+        shared: Arc<Shared>,
+        events: Option<Events<'static>>,
+        plan: Option<&Resolved>,
+    ) -> ReplayProcess {
+        let components: Vec<Component> = plan
+            .map(|p| p.components_of(id).cloned().collect())
+            .unwrap_or_default();
+        let simultaneous = plan
+            .is_some_and(|p| matches!(p.combination, crate::predicate::Combination::Simultaneous));
+        let intervals = simultaneous.then(|| vec![Interval::default(); components.len()]);
+        ReplayProcess {
+            id,
+            shared,
+            events: events.map(Iterator::peekable),
+            next: 0,
+            current: None,
+            components,
+            intervals,
+            prelogs: Vec::new(),
+        }
+    }
+
+    fn report(&self, report: Report) {
+        self.shared.controller.report(report);
+    }
+
+    /// Reports a divergence and stops this process for good.
+    fn diverge(&mut self, expected: String, happened: String) -> ! {
+        self.report(Report::Diverged {
+            process: self.id,
+            event: self.next,
+            expected,
+            happened,
+        });
+        self.shared.controller.ended(self.id, true);
+        loop {
+            std::thread::park();
+        }
+    }
+
+    /// The log has nothing more: this is where the recorded process stopped.
+    fn log_ended(&mut self) -> ! {
+        self.shared.controller.ended(self.id, false);
+        loop {
+            std::thread::park();
+        }
+    }
+
+    fn peek(&mut self) -> Option<Result<Event, String>> {
+        let events = self.events.as_mut()?;
+        match events.peek()? {
+            Ok((_, e)) => Some(Ok(e.clone())),
+            Err(e) => Some(Err(e.to_string())),
+        }
+    }
+
+    fn consume(&mut self) {
+        if let Some(events) = self.events.as_mut() {
+            events.next();
+        }
+        self.next += 1;
+    }
+
+    fn evaluate(&mut self, event: &Event) -> Vec<usize> {
+        let entry = match event {
+            Event::EblockExit { .. } => self.prelogs.pop(),
+            _ => None,
+        };
+        let holds = match &mut self.intervals {
+            Some(intervals) => self
+                .components
+                .iter()
+                .zip(intervals.iter_mut())
+                .filter_map(|(c, i)| i.observe(c, event, entry.as_deref()).then_some(c.id))
+                .collect(),
+            None => self
+                .components
+                .iter()
+                .filter(|c| c.holds_after(event, entry.as_deref()))
+                .map(|c| c.id)
+                .collect(),
+        };
+        if let Event::EblockEnter { prelog, .. } = event {
+            self.prelogs.push(prelog.clone());
+        }
+        holds
+    }
+
+    /// Executes the next logged event without an operation of the program (a `Blocked`
+    /// marker: the recorded process waited there).
+    fn pass(&mut self, event: &Event) {
+        self.consume();
+        self.shared.controller.executed(self.id, event, &[]);
+    }
+}
+
+/// Whether the logged event `e` is what operation `op` may produce.
+fn op_matches(op: &Op, e: &Event) -> bool {
+    let kind_ok = op.kind == e.kind()
+        || (matches!(op.kind, EventKind::Recv | EventKind::Select)
+            && e.kind() == EventKind::RecvNone);
+    let object_ok = match (op.object, e.object()) {
+        (Some(a), Some(b)) => a == b || op.kind == EventKind::Select,
+        _ => true,
+    };
+    kind_ok && object_ok
+}
+
+fn describe_op(op: &Op) -> String {
+    let object = op.object.map(|o| format!(" on {o}")).unwrap_or_default();
+    let site = op.site.map(|s| format!(" at {s}")).unwrap_or_default();
+    format!("{}{object}{site}", op.kind)
+}
+
+/// Compares what an operation did with the logged event. Without `verify`, only the outcome
+/// of each nondeterministic choice; with it, every logged value too.
+fn compare(logged: &Event, actual: &Event<Borrowed<'_>>, verify: bool) -> Result<(), ()> {
+    let bytes = |a: &Option<Box<[u8]>>, b: &Option<&[u8]>| match (a, b) {
+        (Some(a), Some(b)) => !verify || **a == **b,
+        _ => true,
+    };
+    let same = match (logged, actual) {
+        (Event::Start { parent: a }, Event::Start { parent: b }) => a == b,
+        (Event::Spawn { child: a, .. }, Event::Spawn { child: b, .. })
+        | (Event::Join { child: a, .. }, Event::Join { child: b, .. }) => a == b,
+        (Event::Exit, Event::Exit) => true,
+        (Event::Panic { message: a, .. }, Event::Panic { message: b, .. }) => !verify || **a == **b,
+        (
+            Event::Create {
+                object: a,
+                kind: ka,
+                init: ia,
+                ..
+            },
+            Event::Create {
+                object: b,
+                kind: kb,
+                init: ib,
+                ..
+            },
+        ) => a == b && ka == kb && (!verify || ia == ib),
+        (
+            Event::Send {
+                channel: a,
+                seq: sa,
+                payload: pa,
+                ..
+            },
+            Event::Send {
+                channel: b,
+                seq: sb,
+                payload: pb,
+                ..
+            },
+        ) => a == b && sa == sb && bytes(pa, pb),
+        (
+            Event::Recv {
+                channel: a,
+                sender: xa,
+                seq: sa,
+                payload: pa,
+                ..
+            },
+            Event::Recv {
+                channel: b,
+                sender: xb,
+                seq: sb,
+                payload: pb,
+                ..
+            },
+        ) => a == b && xa == xb && sa == sb && bytes(pa, pb),
+        (
+            Event::RecvNone {
+                channel: a,
+                outcome: oa,
+                ..
+            },
+            Event::RecvNone {
+                channel: b,
+                outcome: ob,
+                ..
+            },
+        ) => (a == b || logged.kind() == EventKind::RecvNone) && oa == ob,
+        (Event::Select { index: a, .. }, Event::Select { index: b, .. }) => a == b,
+        (
+            Event::Lock {
+                object: a,
+                version: va,
+                value: xa,
+                ..
+            },
+            Event::Lock {
+                object: b,
+                version: vb,
+                value: xb,
+                ..
+            },
+        ) => a == b && va == vb && bytes(xa, xb),
+        (Event::Unlock { object: a, .. }, Event::Unlock { object: b, .. }) => a == b,
+        (
+            Event::SemAcquire {
+                object: a,
+                version: va,
+                ..
+            },
+            Event::SemAcquire {
+                object: b,
+                version: vb,
+                ..
+            },
+        )
+        | (
+            Event::SemRelease {
+                object: a,
+                version: va,
+                ..
+            },
+            Event::SemRelease {
+                object: b,
+                version: vb,
+                ..
+            },
+        ) => a == b && va == vb,
+        (
+            Event::Atomic {
+                object: a,
+                version: va,
+                op: oa,
+                value: xa,
+                ..
+            },
+            Event::Atomic {
+                object: b,
+                version: vb,
+                op: ob,
+                value: xb,
+                ..
+            },
+        ) => {
+            a == b
+                && va == vb
+                && oa == ob
+                && match (xa, xb) {
+                    (Some(x), Some(y)) => !verify || x == y,
+                    _ => true,
+                }
+        }
+        (
+            Event::Clock {
+                source: a,
+                nanos: na,
+            },
+            Event::Clock {
+                source: b,
+                nanos: nb,
+            },
+        ) => a == b && na == nb,
+        (Event::Random { value: a }, Event::Random { value: b }) => a == b,
+        (
+            Event::EblockEnter {
+                eblock: a,
+                prelog: pa,
+                ..
+            },
+            Event::EblockEnter {
+                eblock: b,
+                prelog: pb,
+                ..
+            },
+        ) => **a == **b && (!verify || **pa == **pb),
+        (
+            Event::EblockExit {
+                eblock: a,
+                postlog: pa,
+            },
+            Event::EblockExit {
+                eblock: b,
+                postlog: pb,
+            },
+        ) => **a == **b && (!verify || **pa == **pb),
+        (
+            Event::Mark {
+                label: a,
+                value: va,
+                ..
+            },
+            Event::Mark {
+                label: b,
+                value: vb,
+                ..
+            },
+        ) => **a == **b && (!verify || **va == **vb),
+        _ => false,
+    };
+    if same { Ok(()) } else { Err(()) }
+}
+
+impl ProcessBackend for ReplayProcess {
+    fn expect(&mut self, op: Op) -> Option<Event<Owned>> {
+        loop {
+            self.shared.controller.gate(self.id);
+            match self.peek() {
+                None => self.log_ended(),
+                Some(Err(damage)) => self.diverge(
+                    format!("a readable event (the log is damaged: {damage})"),
+                    describe_op(&op),
+                ),
+                Some(Ok(e @ Event::Blocked { .. })) if op.kind != EventKind::Blocked => {
+                    self.pass(&e);
+                }
+                Some(Ok(e)) => {
+                    if !op_matches(&op, &e) {
+                        self.diverge(describe(&e), describe_op(&op));
+                    }
+                    self.current = Some(e.clone());
+                    return Some(e);
+                }
+            }
+        }
+    }
+
+    fn done(&mut self, event: &Event<Borrowed<'_>>) {
+        let logged = match self.current.take() {
+            Some(e) => e,
+            None => match self.peek() {
+                Some(Ok(e)) => e,
+                _ => self.diverge("the end of the log".into(), describe(event)),
+            },
+        };
+        if compare(&logged, event, self.shared.verify).is_err() {
+            self.diverge(describe(&logged), describe(event));
+        }
+        self.consume();
+        let holds = self.evaluate(&logged);
+        self.shared.controller.executed(self.id, &logged, &holds);
+    }
+
+    fn waiting_for(&mut self, dependency: Dependency) {
+        self.shared
+            .controller
+            .request(self.id, Need::Dep(dependency));
+    }
+
+    fn diverged(&mut self, detail: &str) {
+        let expected = match &self.current {
+            Some(e) => describe(e),
+            None => "the logged event".into(),
+        };
+        self.diverge(expected, detail.to_owned());
+    }
+
+    fn log_payloads(&self) -> bool {
+        let logged_value = match &self.current {
+            Some(Event::Send { payload, .. }) | Some(Event::Recv { payload, .. }) => {
+                payload.is_some()
+            }
+            Some(Event::Lock { value, .. }) => value.is_some(),
+            Some(Event::Atomic { value, .. }) => value.is_some(),
+            _ => false,
+        };
+        self.shared.verify && logged_value
+    }
+
+    fn finish(&mut self) {}
+}
+
+impl Goal {
+    /// The predicate of the goal, if it has one.
+    pub(crate) fn plan(&self) -> Option<&Resolved> {
+        match self {
+            Goal::Stop(p) | Goal::History(p) => Some(p),
+            _ => None,
+        }
+    }
+}
