@@ -34,6 +34,12 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Data races, message races and deadlocks of a recorded run.
+    Races(cmd::races::Args),
+    /// A time-space diagram of a run: HTML (zoomable), SVG or Graphviz.
+    Graph(cmd::graph::Args),
+    /// Export a run for Perfetto, ShiViz or scripts.
+    Export(cmd::export::Args),
 }
 
 fn main() -> ExitCode {
@@ -42,6 +48,9 @@ fn main() -> ExitCode {
         Command::Record(args) => cmd::record::run(&args),
         Command::Replay(args) => cmd::replay::run(&args),
         Command::Info { rec, json } => cmd::info::run(rec.as_deref(), json),
+        Command::Races(args) => cmd::races::run(&args),
+        Command::Graph(args) => cmd::graph::run(&args),
+        Command::Export(args) => cmd::export::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -1,6 +1,9 @@
 //! One module per subcommand.
 
 pub(crate) mod debugger;
+pub(crate) mod export;
+pub(crate) mod graph;
 pub(crate) mod info;
+pub(crate) mod races;
 pub(crate) mod record;
 pub(crate) mod replay;

@@ -1,0 +1,103 @@
+//! `ppd graph`: the time-space diagram of a run.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use ppd_flowback::halt::HaltCut;
+use ppd_flowback::picture::{Diagram, dot, html, svg};
+
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use ppd_flowback::FlowbackError;
+
+use super::races::{classify, open_analysis};
+use crate::exit::CmdResult;
+
+/// Picture formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Format {
+    /// One self-contained page: zoom, pan, race list.
+    Html,
+    /// A standalone image.
+    Svg,
+    /// Graphviz (render with `dot -Tsvg`).
+    Dot,
+}
+
+/// Arguments of `ppd graph`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The recording (default: the newest in ./ppd-recordings).
+    rec: Option<PathBuf>,
+    /// The picture format.
+    #[arg(long, value_enum, default_value_t = Format::Html)]
+    format: Format,
+    /// Write to FILE instead of standard output.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+pub(crate) fn run(args: &Args) -> CmdResult {
+    let (dir, recording, analysis) = open_analysis(args.rec.as_deref())?;
+    let cut = match HaltCut::load(&dir) {
+        Ok(cut) => cut,
+        Err(e) => {
+            eprintln!("ppd: not drawing the halt cut: {e}");
+            None
+        }
+    };
+    let program = recording
+        .manifest()
+        .program
+        .path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "run".into());
+    let title = format!("{program}: {}", dir.display());
+    let diagram = Diagram::build(
+        &title,
+        &analysis.trace,
+        &analysis.clocks,
+        &analysis.data_races(),
+        &analysis.message_races(),
+        cut.as_ref(),
+    );
+    let text = match args.format {
+        Format::Html => html::render(&diagram),
+        Format::Svg => svg::render(&diagram),
+        Format::Dot => dot::render(&diagram),
+    };
+    write_to(args.output.as_deref(), "the picture", |out| {
+        out.write_all(text.as_bytes())
+            .map_err(|source| FlowbackError::Output {
+                what: "the picture",
+                source,
+            })
+    })
+    .map_err(classify)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `write` on FILE (created or truncated) or on standard output, buffered.
+pub(crate) fn write_to(
+    path: Option<&Path>,
+    what: &'static str,
+    write: impl FnOnce(&mut dyn Write) -> Result<(), FlowbackError>,
+) -> Result<(), FlowbackError> {
+    let fail = |source| FlowbackError::Output { what, source };
+    match path {
+        Some(path) => {
+            let file = std::fs::File::create(path).map_err(fail)?;
+            let mut out = BufWriter::new(file);
+            write(&mut out)?;
+            out.flush().map_err(fail)
+        }
+        None => {
+            let stdout = std::io::stdout();
+            let mut out = BufWriter::new(stdout.lock());
+            write(&mut out)?;
+            out.flush().map_err(fail)
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! A recording opened for analysis: its events and their clocks, from which every query
+//! (races, deadlocks, pictures, exports) is answered.
+
+use std::sync::OnceLock;
+
+use ppd_formats::Recording;
+
+use crate::cache::{self, CacheOutcome};
+use crate::deadlock::{self, Deadlocks};
+use crate::error::Result;
+use crate::message_races::{self, MessageRace};
+use crate::races::{self, DataRace};
+use crate::report::Report;
+use crate::trace::Trace;
+use crate::vclock::Clocks;
+
+/// Events and clocks of one run.
+#[derive(Debug, Clone)]
+pub struct Analysis {
+    /// Every event.
+    pub trace: Trace,
+    /// Their vector clocks and the synchronization edges.
+    pub clocks: Clocks,
+    /// Where the clocks came from.
+    pub cache: Option<CacheOutcome>,
+    /// The data races, once found (with the clocks when they had to be computed).
+    races: OnceLock<Vec<DataRace>>,
+}
+
+impl Analysis {
+    /// Reads `recording` and its clocks (from the cache when valid).
+    pub fn open(recording: &Recording) -> Result<Analysis> {
+        let trace = Trace::load(recording)?;
+        let races = OnceLock::new();
+        // Computing the clocks finds the data races on the way: keep them.
+        let (clocks, outcome) = cache::load_or_compute_with(recording, &trace, |trace| {
+            let (clocks, found, _) = races::clocks_and_races(trace);
+            let _ = races.set(found);
+            clocks
+        });
+        Ok(Analysis {
+            trace,
+            clocks,
+            cache: Some(outcome),
+            races,
+        })
+    }
+
+    /// Analyses a trace built in memory (no cache).
+    pub fn of_trace(trace: Trace) -> Analysis {
+        let (clocks, found, _) = races::clocks_and_races(&trace);
+        Analysis {
+            trace,
+            clocks,
+            cache: None,
+            races: OnceLock::from(found),
+        }
+    }
+
+    /// The data races.
+    pub fn data_races(&self) -> Vec<DataRace> {
+        self.races
+            .get_or_init(|| races::data_races(&self.trace))
+            .clone()
+    }
+
+    /// The message races.
+    pub fn message_races(&self) -> Vec<MessageRace> {
+        message_races::message_races(&self.trace, &self.clocks)
+    }
+
+    /// How the run ended: blocked processes and deadlocks.
+    pub fn deadlocks(&self) -> Deadlocks {
+        deadlock::deadlocks(&self.trace)
+    }
+
+    /// The full race and deadlock report.
+    pub fn report(&self) -> Report {
+        Report::new(
+            &self.trace,
+            &self.clocks,
+            &self.data_races(),
+            &self.message_races(),
+            &self.deadlocks(),
+        )
+    }
+}

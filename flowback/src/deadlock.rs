@@ -1,0 +1,418 @@
+//! Deadlocks: processes that ended the run blocked, and the wait-for cycles among them.
+//!
+//! A process is blocked at the end of a recording when its last event is `Blocked` (logged
+//! just before a receive, lock or P waits) with nothing after it: the program was killed while
+//! it waited, or the log stops there. What it waits for and who could end the wait:
+//!
+//! * a mutex: the process holding it (its last `Lock` of the mutex has no `Unlock` after it);
+//! * a message: the live processes that have sent on the channel (they hold a sender); if none
+//!   has, the channel's creator, which held the only sender at first;
+//! * a semaphore permit: the live processes holding permits (more P than V), else those that
+//!   did V operations, else the creator.
+//!
+//! The deadlocked processes are the largest set of blocked processes none of which waits for a
+//! process outside the set (a process that has ended can no longer help, so it does not
+//! count); cycles are read off the wait-for edges inside that set. A process that is waiting in
+//! a join or sleep is not visible in the log and counts as running.
+
+use std::collections::{BTreeSet, HashMap};
+
+use ppd_formats::event::ObjectKind;
+
+use crate::trace::{EventRef, ObjIdx, Op, Trace};
+
+/// How a process's log ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// With `Exit` or `Panic`.
+    Ended,
+    /// With `Blocked`: it was waiting when the recording stopped.
+    Blocked,
+    /// Anywhere else: it was running (or in a join or sleep) when the recording stopped.
+    Running,
+}
+
+/// What a blocked process waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitKind {
+    /// A mutex.
+    Lock,
+    /// A message.
+    Message,
+    /// A semaphore permit.
+    Permit,
+}
+
+impl WaitKind {
+    /// The name reports use.
+    pub fn name(self) -> &'static str {
+        match self {
+            WaitKind::Lock => "lock",
+            WaitKind::Message => "message",
+            WaitKind::Permit => "permit",
+        }
+    }
+}
+
+/// A process that ended the run blocked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockedProcess {
+    /// The process (dense index).
+    pub process: u32,
+    /// Its final `Blocked` event.
+    pub event: EventRef,
+    /// The object it waits on.
+    pub object: ObjIdx,
+    /// What it waits for.
+    pub kind: WaitKind,
+    /// The processes that could end the wait (the lock's holder; the message's or permit's
+    /// likely providers), live ones only.
+    pub waits_for: Vec<u32>,
+    /// Whether `waits_for` is a guess (nobody has sent on the channel: its creator).
+    pub guessed: bool,
+    /// Whether it is deadlocked.
+    pub deadlocked: bool,
+}
+
+/// The end state of a run.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Deadlocks {
+    /// How each process's log ends.
+    pub endings: Vec<Ending>,
+    /// The processes that ended the run blocked, by process.
+    pub blocked: Vec<BlockedProcess>,
+    /// Wait-for cycles among deadlocked processes: each is a list of indexes into `blocked`,
+    /// each member waiting for the next (and the last for the first).
+    pub cycles: Vec<Vec<usize>>,
+}
+
+impl Deadlocks {
+    /// Whether some processes are deadlocked.
+    pub fn any(&self) -> bool {
+        self.blocked.iter().any(|b| b.deadlocked)
+    }
+}
+
+/// Analyses how the run of `trace` ended.
+pub fn deadlocks(trace: &Trace) -> Deadlocks {
+    let n = trace.processes().len();
+    let endings: Vec<Ending> = trace
+        .processes()
+        .iter()
+        .map(|p| match p.events.last().map(|e| e.op) {
+            Some(Op::Exit | Op::Panic { .. }) => Ending::Ended,
+            Some(Op::Blocked { .. }) => Ending::Blocked,
+            _ => Ending::Running,
+        })
+        .collect();
+    let live = |p: u32| endings[p as usize] != Ending::Ended;
+
+    // Who holds which mutex, who sent on which channel, permits held and given.
+    let mut holder: HashMap<ObjIdx, u32> = HashMap::new();
+    let mut senders: HashMap<ObjIdx, BTreeSet<u32>> = HashMap::new();
+    let mut net_permits: HashMap<(ObjIdx, u32), i64> = HashMap::new();
+    let mut releasers: HashMap<ObjIdx, BTreeSet<u32>> = HashMap::new();
+    for (p, proc) in trace.processes().iter().enumerate() {
+        let p = p as u32;
+        for ev in &proc.events {
+            match ev.op {
+                Op::Lock { object, .. } => {
+                    holder.insert(object, p);
+                }
+                Op::Unlock { object } if holder.get(&object) == Some(&p) => {
+                    holder.remove(&object);
+                }
+                Op::Send { channel, .. } => {
+                    senders.entry(channel).or_default().insert(p);
+                }
+                Op::SemAcquire { object, .. } => *net_permits.entry((object, p)).or_default() += 1,
+                Op::SemRelease { object, .. } => {
+                    *net_permits.entry((object, p)).or_default() -= 1;
+                    releasers.entry(object).or_default().insert(p);
+                }
+                _ => {}
+            }
+        }
+    }
+    let creator = |object: ObjIdx| -> Vec<u32> {
+        trace
+            .object(object)
+            .created
+            .map(|c| c.process)
+            .into_iter()
+            .collect()
+    };
+
+    let mut blocked = Vec::new();
+    for p in 0..n as u32 {
+        if endings[p as usize] != Ending::Blocked {
+            continue;
+        }
+        let events = &trace.process(p).events;
+        let event = EventRef::new(p, events.len() as u32 - 1);
+        let Op::Blocked { object } = events[event.index as usize].op else {
+            continue;
+        };
+        let kind = match trace.object(object).kind {
+            Some(ObjectKind::Mutex) => WaitKind::Lock,
+            Some(ObjectKind::Semaphore) => WaitKind::Permit,
+            _ => WaitKind::Message,
+        };
+        let others = |set: Vec<u32>| -> Vec<u32> {
+            set.into_iter().filter(|&q| q != p && live(q)).collect()
+        };
+        let (waits_for, guessed) = match kind {
+            WaitKind::Lock => (
+                others(holder.get(&object).copied().into_iter().collect()),
+                false,
+            ),
+            WaitKind::Message => {
+                let sent = others(
+                    senders
+                        .get(&object)
+                        .map(|s| s.iter().copied().collect())
+                        .unwrap_or_default(),
+                );
+                if sent.is_empty() {
+                    (others(creator(object)), true)
+                } else {
+                    (sent, false)
+                }
+            }
+            WaitKind::Permit => {
+                let holding: Vec<u32> = net_permits
+                    .iter()
+                    .filter(|((o, _), net)| *o == object && **net > 0)
+                    .map(|((_, q), _)| *q)
+                    .collect::<BTreeSet<u32>>()
+                    .into_iter()
+                    .collect();
+                let holding = others(holding);
+                if !holding.is_empty() {
+                    (holding, false)
+                } else {
+                    let given = others(
+                        releasers
+                            .get(&object)
+                            .map(|s| s.iter().copied().collect())
+                            .unwrap_or_default(),
+                    );
+                    if given.is_empty() {
+                        (others(creator(object)), true)
+                    } else {
+                        (given, false)
+                    }
+                }
+            }
+        };
+        blocked.push(BlockedProcess {
+            process: p,
+            event,
+            object,
+            kind,
+            waits_for,
+            guessed,
+            deadlocked: true,
+        });
+    }
+
+    // The largest set closed under "waits only for members".
+    let position: HashMap<u32, usize> = blocked
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (b.process, i))
+        .collect();
+    loop {
+        let mut changed = false;
+        for i in 0..blocked.len() {
+            if !blocked[i].deadlocked {
+                continue;
+            }
+            let escapes = blocked[i]
+                .waits_for
+                .iter()
+                .any(|q| position.get(q).is_none_or(|&j| !blocked[j].deadlocked));
+            if escapes {
+                blocked[i].deadlocked = false;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+
+    // Cycles: follow each deadlocked process's first deadlocked provider.
+    let mut cycles: Vec<Vec<usize>> = Vec::new();
+    let mut seen = vec![false; blocked.len()];
+    for start in 0..blocked.len() {
+        if !blocked[start].deadlocked || seen[start] {
+            continue;
+        }
+        let mut path: Vec<usize> = Vec::new();
+        let mut on_path: HashMap<usize, usize> = HashMap::new();
+        let mut at = start;
+        loop {
+            if let Some(&from) = on_path.get(&at) {
+                cycles.push(path[from..].to_vec());
+                break;
+            }
+            if seen[at] {
+                break;
+            }
+            seen[at] = true;
+            on_path.insert(at, path.len());
+            path.push(at);
+            let next = blocked[at]
+                .waits_for
+                .iter()
+                .filter_map(|q| position.get(q).copied())
+                .find(|&j| blocked[j].deadlocked);
+            match next {
+                Some(j) => at = j,
+                None => break,
+            }
+        }
+    }
+    for cycle in &mut cycles {
+        if let Some(min) = cycle
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, i)| **i)
+            .map(|(k, _)| k)
+        {
+            cycle.rotate_left(min);
+        }
+    }
+    Deadlocks {
+        endings,
+        blocked,
+        cycles,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{NO_SITE, Op};
+    use ppd_formats::{ObjectId, ProcessId};
+
+    /// Two processes take two mutexes in opposite orders and block on the second.
+    #[test]
+    fn opposite_lock_orders_make_a_cycle() {
+        let mut b = Trace::builder();
+        let main = b.add_process(ProcessId(0), "main", None);
+        let left = b.add_process(ProcessId(1), "left", Some(ProcessId(0)));
+        let right = b.add_process(ProcessId(2), "right", Some(ProcessId(0)));
+        let m1 = b.define_object(
+            ObjectId::new(ProcessId(0), 0),
+            ObjectKind::Mutex,
+            0,
+            Some("m1"),
+        );
+        let m2 = b.define_object(
+            ObjectId::new(ProcessId(0), 1),
+            ObjectKind::Mutex,
+            0,
+            Some("m2"),
+        );
+        b.push(main, Op::Create { object: m1 }, NO_SITE);
+        b.push(main, Op::Create { object: m2 }, NO_SITE);
+        b.push(
+            main,
+            Op::Spawn {
+                child: ProcessId(1),
+            },
+            NO_SITE,
+        );
+        b.push(
+            main,
+            Op::Spawn {
+                child: ProcessId(2),
+            },
+            NO_SITE,
+        );
+        b.push(
+            left,
+            Op::Start {
+                parent: Some(ProcessId(0)),
+            },
+            NO_SITE,
+        );
+        b.push(
+            right,
+            Op::Start {
+                parent: Some(ProcessId(0)),
+            },
+            NO_SITE,
+        );
+        let lock = |object, version| Op::Lock {
+            object,
+            version,
+            prev: None,
+        };
+        b.push(left, lock(m1, 1), NO_SITE);
+        b.push(right, lock(m2, 1), NO_SITE);
+        b.push(left, Op::Blocked { object: m2 }, NO_SITE);
+        b.push(right, Op::Blocked { object: m1 }, NO_SITE);
+        let trace = b.build();
+        let d = deadlocks(&trace);
+        assert_eq!(
+            d.endings,
+            vec![Ending::Running, Ending::Blocked, Ending::Blocked]
+        );
+        assert!(d.any());
+        assert_eq!(d.blocked.len(), 2);
+        assert_eq!(d.blocked[0].waits_for, vec![right]);
+        assert_eq!(d.blocked[1].waits_for, vec![left]);
+        assert_eq!(d.cycles, vec![vec![0, 1]]);
+    }
+
+    /// A receiver waiting for a process that is still running is blocked, not deadlocked.
+    #[test]
+    fn waiting_for_a_running_sender_is_no_deadlock() {
+        let mut b = Trace::builder();
+        let main = b.add_process(ProcessId(0), "main", None);
+        let worker = b.add_process(ProcessId(1), "worker", Some(ProcessId(0)));
+        let ch = b.define_object(ObjectId::new(ProcessId(0), 0), ObjectKind::Channel, 0, None);
+        b.push(main, Op::Create { object: ch }, NO_SITE);
+        b.push(
+            main,
+            Op::Spawn {
+                child: ProcessId(1),
+            },
+            NO_SITE,
+        );
+        b.push(
+            worker,
+            Op::Start {
+                parent: Some(ProcessId(0)),
+            },
+            NO_SITE,
+        );
+        b.push(
+            worker,
+            Op::Send {
+                channel: ch,
+                seq: 1,
+            },
+            NO_SITE,
+        );
+        b.push(
+            main,
+            Op::Recv {
+                channel: ch,
+                sender: ProcessId(1),
+                seq: 1,
+            },
+            NO_SITE,
+        );
+        b.push(main, Op::Blocked { object: ch }, NO_SITE);
+        let d = deadlocks(&b.build());
+        assert_eq!(d.blocked.len(), 1);
+        assert_eq!(d.blocked[0].kind, WaitKind::Message);
+        assert_eq!(d.blocked[0].waits_for, vec![worker]);
+        assert!(!d.any());
+        assert!(d.cycles.is_empty());
+    }
+}

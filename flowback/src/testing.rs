@@ -1,0 +1,236 @@
+//! Reference implementations the tests compare the real ones with: written for clarity, not
+//! speed, and independently of them.
+
+use std::collections::{BTreeMap, HashMap};
+
+use ppd_formats::event::{AtomicOp, ObjectKind};
+
+use crate::hb::{AccessClass, acquires, releases};
+use crate::trace::{EventRef, ObjIdx, Op, SiteId, Trace};
+
+/// Every event's vector clock, by fixpoint over edges derived straight from the semantics.
+pub(crate) fn reference_clocks(trace: &Trace) -> Vec<Vec<Vec<u32>>> {
+    let n = trace.processes().len();
+    let incoming = reference_edges(trace);
+    let mut vc: Vec<Vec<Vec<u32>>> = trace
+        .processes()
+        .iter()
+        .enumerate()
+        .map(|(p, proc)| {
+            (0..proc.events.len())
+                .map(|k| {
+                    let mut v = vec![0; n];
+                    v[p] = k as u32 + 1;
+                    v
+                })
+                .collect()
+        })
+        .collect();
+    loop {
+        let mut changed = false;
+        for p in 0..n {
+            for k in 0..vc[p].len() {
+                let mut v = vc[p][k].clone();
+                let mut sources: Vec<EventRef> = incoming
+                    .get(&EventRef::new(p as u32, k as u32))
+                    .cloned()
+                    .unwrap_or_default();
+                if k > 0 {
+                    sources.push(EventRef::new(p as u32, k as u32 - 1));
+                }
+                for s in sources {
+                    for (a, b) in v.iter_mut().zip(&vc[s.process as usize][s.index as usize]) {
+                        *a = (*a).max(*b);
+                    }
+                }
+                if v != vc[p][k] {
+                    vc[p][k] = v;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            return vc;
+        }
+    }
+}
+
+fn reference_edges(trace: &Trace) -> HashMap<EventRef, Vec<EventRef>> {
+    let mut incoming: HashMap<EventRef, Vec<EventRef>> = HashMap::new();
+    let mut add = |to: EventRef, from: EventRef| incoming.entry(to).or_default().push(from);
+    let all: Vec<(EventRef, Op)> = trace
+        .processes()
+        .iter()
+        .enumerate()
+        .flat_map(|(p, proc)| {
+            proc.events
+                .iter()
+                .enumerate()
+                .map(move |(k, e)| (EventRef::new(p as u32, k as u32), e.op))
+        })
+        .collect();
+    let find = |pred: &dyn Fn(&Op) -> bool| all.iter().find(|(_, op)| pred(op)).map(|(r, _)| *r);
+    for &(r, op) in &all {
+        let pid = trace.process(r.process).id;
+        match op {
+            Op::Recv { channel, seq, .. } => {
+                if let Some(s) = find(&|o| *o == Op::Send { channel, seq }) {
+                    add(r, s);
+                }
+            }
+            Op::Start { parent: Some(_) } => {
+                if let Some(s) = find(&|o| *o == Op::Spawn { child: pid }) {
+                    add(r, s);
+                }
+            }
+            Op::Join { child } => {
+                if let Some(c) = trace.index_of(child) {
+                    let events = &trace.process(c).events;
+                    if events.last().is_some_and(|e| e.op.is_end()) {
+                        add(r, EventRef::new(c, events.len() as u32 - 1));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    for (o, object) in trace.objects().iter().enumerate() {
+        let o = o as ObjIdx;
+        let mut ops: Vec<(u64, EventRef, Op)> = all
+            .iter()
+            .filter_map(|&(r, op)| match op {
+                Op::Lock {
+                    object, version, ..
+                }
+                | Op::SemAcquire {
+                    object, version, ..
+                }
+                | Op::SemRelease {
+                    object, version, ..
+                }
+                | Op::Atomic {
+                    object, version, ..
+                } if object == o => Some((version, r, op)),
+                _ => None,
+            })
+            .collect();
+        ops.sort_by_key(|x| x.0);
+        match object.kind {
+            Some(ObjectKind::Mutex) => {
+                for w in ops.windows(2) {
+                    let (prev_lock, lock) = (w[0].1, w[1].1);
+                    // The unlock that released the previous acquisition: the next unlock of
+                    // this mutex in its process.
+                    let unlock = trace.process(prev_lock.process).events
+                        [prev_lock.index as usize..]
+                        .iter()
+                        .position(|e| e.op == Op::Unlock { object: o })
+                        .map(|d| EventRef::new(prev_lock.process, prev_lock.index + d as u32));
+                    if let Some(u) = unlock {
+                        add(lock, u);
+                    }
+                }
+            }
+            Some(ObjectKind::Semaphore) => {
+                let mut initial = object.init;
+                let mut vs = std::collections::VecDeque::new();
+                for &(_, r, op) in &ops {
+                    match op {
+                        Op::SemRelease { .. } => vs.push_back(r),
+                        _ if initial > 0 => initial -= 1,
+                        _ => {
+                            if let Some(v) = vs.pop_front() {
+                                add(r, v);
+                            }
+                        }
+                    }
+                }
+            }
+            Some(ObjectKind::Atomic) => {
+                for (i, &(_, r, op)) in ops.iter().enumerate() {
+                    let Op::Atomic {
+                        op: aop, ordering, ..
+                    } = op
+                    else {
+                        continue;
+                    };
+                    if !acquires(aop, ordering) {
+                        continue;
+                    }
+                    // Walk back from the write read from through its release sequence.
+                    for &(_, w, wop) in ops[..i].iter().rev() {
+                        let Op::Atomic {
+                            op: wo,
+                            ordering: word,
+                            ..
+                        } = wop
+                        else {
+                            continue;
+                        };
+                        if !wo.writes() {
+                            continue;
+                        }
+                        if releases(wo, word) {
+                            add(r, w);
+                        }
+                        if wo == AtomicOp::Store {
+                            break;
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    incoming
+}
+
+/// DJIT+ with full vector clocks: each access against the last conflicting access of every
+/// other process. Races keyed by (object, lower site, higher site), with counts.
+pub(crate) fn reference_races(
+    trace: &Trace,
+    vc: &[Vec<Vec<u32>>],
+) -> BTreeMap<(ObjIdx, SiteId, SiteId), u64> {
+    let hb = |a: EventRef, b: EventRef| {
+        a.index < vc[b.process as usize][b.index as usize][a.process as usize]
+    };
+    let mut races = BTreeMap::new();
+    for o in 0..trace.objects().len() as ObjIdx {
+        let mut accesses: Vec<(u64, EventRef, AccessClass)> = Vec::new();
+        for (p, proc) in trace.processes().iter().enumerate() {
+            for (k, e) in proc.events.iter().enumerate() {
+                if let Op::Atomic {
+                    object,
+                    version,
+                    op,
+                    ordering,
+                    ..
+                } = e.op
+                    && object == o
+                {
+                    accesses.push((
+                        version,
+                        EventRef::new(p as u32, k as u32),
+                        AccessClass::of(op, ordering),
+                    ));
+                }
+            }
+        }
+        accesses.sort_by_key(|a| a.0);
+        let mut last: HashMap<(u32, AccessClass), EventRef> = HashMap::new();
+        for &(_, x, class) in &accesses {
+            let mut found: Vec<EventRef> = last
+                .iter()
+                .filter(|((q, c), e)| *q != x.process && class.conflicts(*c) && !hb(**e, x))
+                .map(|(_, e)| *e)
+                .collect();
+            found.sort();
+            for e in found {
+                let (sa, sb) = (trace.event(e).site, trace.event(x).site);
+                *races.entry((o, sa.min(sb), sa.max(sb))).or_insert(0) += 1;
+            }
+            last.insert((x.process, class), x);
+        }
+    }
+    races
+}

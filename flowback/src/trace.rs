@@ -1,0 +1,764 @@
+//! A recording in memory, compact: every event of every process, with source sites, names and
+//! shared objects interned.
+//!
+//! The analyses visit events many times and in orders other than the logs' (by object version,
+//! by happened-before), so the logs are decoded once into dense per-process vectors of small
+//! [`Ev`]s (32 bytes each) that refer to processes, objects and sites by index.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use ppd_formats::event::{AtomicOp, MemOrdering, ObjectKind, RecvOutcome};
+use ppd_formats::{Event, LogState, ObjectId, ProcessId, Recording, Site};
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+
+/// An event, named by its process (dense index into [`Trace::processes`]) and its position in
+/// that process's log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct EventRef {
+    /// Dense process index.
+    pub process: u32,
+    /// Index of the event in the process's log.
+    pub index: u32,
+}
+
+impl EventRef {
+    /// Event `index` of process `process`.
+    pub fn new(process: u32, index: u32) -> EventRef {
+        EventRef { process, index }
+    }
+}
+
+/// Index of an interned source site.
+pub type SiteId = u32;
+/// Index of an interned name.
+pub type NameId = u32;
+/// Dense index of a shared object.
+pub type ObjIdx = u32;
+
+/// The site of an event that has none.
+pub const NO_SITE: SiteId = u32::MAX;
+
+/// What an event did, with references resolved to dense indexes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[allow(missing_docs)]
+pub enum Op {
+    Start {
+        parent: Option<ProcessId>,
+    },
+    Spawn {
+        child: ProcessId,
+    },
+    Join {
+        child: ProcessId,
+    },
+    Exit,
+    Panic {
+        message: NameId,
+    },
+    Create {
+        object: ObjIdx,
+    },
+    Send {
+        channel: ObjIdx,
+        seq: u64,
+    },
+    Recv {
+        channel: ObjIdx,
+        sender: ProcessId,
+        seq: u64,
+    },
+    RecvNone {
+        channel: ObjIdx,
+        outcome: RecvOutcome,
+    },
+    Select {
+        index: u32,
+    },
+    Lock {
+        object: ObjIdx,
+        version: u64,
+        prev: Option<ProcessId>,
+    },
+    Unlock {
+        object: ObjIdx,
+    },
+    SemAcquire {
+        object: ObjIdx,
+        version: u64,
+        prev: Option<ProcessId>,
+    },
+    SemRelease {
+        object: ObjIdx,
+        version: u64,
+        prev: Option<ProcessId>,
+    },
+    Atomic {
+        object: ObjIdx,
+        version: u64,
+        prev: Option<ProcessId>,
+        op: AtomicOp,
+        ordering: MemOrdering,
+    },
+    Clock,
+    Random,
+    EblockEnter {
+        name: NameId,
+    },
+    EblockExit {
+        name: NameId,
+    },
+    Mark {
+        label: NameId,
+    },
+    Blocked {
+        object: ObjIdx,
+    },
+    Undelivered {
+        channel: ObjIdx,
+        seq: u64,
+    },
+}
+
+impl Op {
+    /// The snake_case name of the event kind.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Op::Start { .. } => "start",
+            Op::Spawn { .. } => "spawn",
+            Op::Join { .. } => "join",
+            Op::Exit => "exit",
+            Op::Panic { .. } => "panic",
+            Op::Create { .. } => "create",
+            Op::Send { .. } => "send",
+            Op::Recv { .. } => "recv",
+            Op::RecvNone { .. } => "recv_none",
+            Op::Select { .. } => "select",
+            Op::Lock { .. } => "lock",
+            Op::Unlock { .. } => "unlock",
+            Op::SemAcquire { .. } => "sem_acquire",
+            Op::SemRelease { .. } => "sem_release",
+            Op::Atomic { .. } => "atomic",
+            Op::Clock => "clock",
+            Op::Random => "random",
+            Op::EblockEnter { .. } => "eblock_enter",
+            Op::EblockExit { .. } => "eblock_exit",
+            Op::Mark { .. } => "mark",
+            Op::Blocked { .. } => "blocked",
+            Op::Undelivered { .. } => "undelivered",
+        }
+    }
+
+    /// The shared object the event acts on.
+    pub fn object(&self) -> Option<ObjIdx> {
+        match *self {
+            Op::Create { object }
+            | Op::Lock { object, .. }
+            | Op::Unlock { object }
+            | Op::SemAcquire { object, .. }
+            | Op::SemRelease { object, .. }
+            | Op::Atomic { object, .. }
+            | Op::Blocked { object } => Some(object),
+            Op::Send { channel, .. }
+            | Op::Recv { channel, .. }
+            | Op::RecvNone { channel, .. }
+            | Op::Undelivered { channel, .. } => Some(channel),
+            _ => None,
+        }
+    }
+
+    /// Whether the process ended with this event.
+    pub fn is_end(&self) -> bool {
+        matches!(self, Op::Exit | Op::Panic { .. })
+    }
+}
+
+/// One event: what it did and where.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Ev {
+    /// What it did.
+    pub op: Op,
+    /// Where, or [`NO_SITE`].
+    pub site: SiteId,
+}
+
+/// A logical process and its events.
+#[derive(Clone, Debug)]
+pub struct Process {
+    /// Its id in the recording.
+    pub id: ProcessId,
+    /// Its name.
+    pub name: String,
+    /// The process that spawned it.
+    pub parent: Option<ProcessId>,
+    /// Whether the log was closed cleanly (false: recovered after the program died).
+    pub complete: bool,
+    /// Its events, in log order.
+    pub events: Vec<Ev>,
+    /// Damage met while reading the log; the events before it are all here.
+    pub damage: Vec<String>,
+}
+
+/// A shared object: channel, mutex, semaphore or atomic.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Object {
+    /// Its id in the recording.
+    pub id: ObjectId,
+    /// What it is; from its `Create` event, else guessed from its use.
+    pub kind: Option<ObjectKind>,
+    /// Initial count (semaphore) or value (atomic).
+    pub init: u64,
+    /// The name the program gave it.
+    pub name: Option<Arc<str>>,
+    /// Where it was created, or [`NO_SITE`].
+    pub site: SiteId,
+    /// Its `Create` event, when the log has it.
+    pub created: Option<EventRef>,
+}
+
+impl Object {
+    fn placeholder(id: ObjectId) -> Object {
+        Object {
+            id,
+            kind: None,
+            init: 0,
+            name: None,
+            site: NO_SITE,
+            created: None,
+        }
+    }
+
+    /// The name reports use: the program's name for it, else its id.
+    pub fn label(&self) -> String {
+        match &self.name {
+            Some(n) => n.to_string(),
+            None => self.id.to_string(),
+        }
+    }
+}
+
+/// All events of a recording, interned.
+#[derive(Clone, Debug, Default)]
+pub struct Trace {
+    processes: Vec<Process>,
+    objects: Vec<Object>,
+    sites: Vec<Arc<Site>>,
+    names: Vec<Arc<str>>,
+    by_pid: HashMap<ProcessId, u32>,
+    by_object: HashMap<ObjectId, ObjIdx>,
+}
+
+impl Trace {
+    /// Reads every event of every process of `recording`.
+    ///
+    /// A damaged log contributes the events before its damage, and the damage is listed in
+    /// [`Process::damage`]; only a recording that cannot be listed at all is an error.
+    pub fn load(recording: &Recording) -> Result<Trace> {
+        let mut b = TraceBuilder::default();
+        for entry in recording.processes() {
+            let p = b.add_process(entry.id, &entry.name, entry.parent);
+            let reader = match recording.open_log(entry) {
+                Ok(r) => r,
+                Err(e) => {
+                    b.trace.processes[p as usize].damage.push(e.to_string());
+                    b.trace.processes[p as usize].complete = false;
+                    continue;
+                }
+            };
+            let proc = &mut b.trace.processes[p as usize];
+            proc.complete = reader.state() == LogState::Complete;
+            proc.damage
+                .extend(reader.damage().iter().map(|d| d.to_string()));
+            proc.events.reserve(reader.event_count() as usize);
+            for item in reader.events() {
+                match item {
+                    Ok((_, event)) => b.push_event(p, &event),
+                    Err(e) => {
+                        b.trace.processes[p as usize].damage.push(e.to_string());
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(b.build())
+    }
+
+    /// An empty trace, filled with [`TraceBuilder`].
+    pub fn builder() -> TraceBuilder {
+        TraceBuilder::default()
+    }
+
+    /// The processes, in id order; [`EventRef::process`] indexes this.
+    pub fn processes(&self) -> &[Process] {
+        &self.processes
+    }
+
+    /// Process number `p` (dense index).
+    pub fn process(&self, p: u32) -> &Process {
+        &self.processes[p as usize]
+    }
+
+    /// The dense index of process `id`.
+    pub fn index_of(&self, id: ProcessId) -> Option<u32> {
+        self.by_pid.get(&id).copied()
+    }
+
+    /// The event `r` names, if it exists.
+    pub fn get(&self, r: EventRef) -> Option<&Ev> {
+        self.processes
+            .get(r.process as usize)?
+            .events
+            .get(r.index as usize)
+    }
+
+    /// The event `r` names.
+    ///
+    /// # Panics
+    ///
+    /// If `r` is not an event of this trace; references made by the analyses always are.
+    pub fn event(&self, r: EventRef) -> &Ev {
+        &self.processes[r.process as usize].events[r.index as usize]
+    }
+
+    /// The shared objects; [`ObjIdx`] indexes this.
+    pub fn objects(&self) -> &[Object] {
+        &self.objects
+    }
+
+    /// Object number `o`.
+    pub fn object(&self, o: ObjIdx) -> &Object {
+        &self.objects[o as usize]
+    }
+
+    /// The dense index of object `id`.
+    pub fn object_index(&self, id: ObjectId) -> Option<ObjIdx> {
+        self.by_object.get(&id).copied()
+    }
+
+    /// Site number `s`, if it is one.
+    pub fn site(&self, s: SiteId) -> Option<&Site> {
+        self.sites.get(s as usize).map(|s| &**s)
+    }
+
+    /// Name number `n`.
+    pub fn name(&self, n: NameId) -> &str {
+        self.names.get(n as usize).map(|n| &**n).unwrap_or("")
+    }
+
+    /// Number of events of all processes.
+    pub fn event_count(&self) -> u64 {
+        self.processes.iter().map(|p| p.events.len() as u64).sum()
+    }
+
+    /// `name (pN)` of process `p`.
+    pub fn process_label(&self, p: u32) -> String {
+        let proc = self.process(p);
+        format!("{} ({})", proc.name, proc.id)
+    }
+
+    /// A one-line description of an event, for reports and pictures.
+    pub fn describe(&self, r: EventRef) -> String {
+        let Some(ev) = self.get(r) else {
+            return format!("{}#{} (missing)", self.process(r.process).id, r.index);
+        };
+        let obj = |o: ObjIdx| self.object(o).label();
+        let what = match ev.op {
+            Op::Start { parent: Some(p) } => format!("start (spawned by {p})"),
+            Op::Start { parent: None } => "start".to_owned(),
+            Op::Spawn { child } => format!("spawn {}", self.pid_label(child)),
+            Op::Join { child } => format!("join {}", self.pid_label(child)),
+            Op::Exit => "exit".to_owned(),
+            Op::Panic { message } => format!("panic: {}", self.name(message)),
+            Op::Create { object } => {
+                let kind = self.object(object).kind.map(kind_name).unwrap_or("object");
+                format!("create {kind} {}", obj(object))
+            }
+            Op::Send { channel, seq } => format!("send on {} (message {seq})", obj(channel)),
+            Op::Recv {
+                channel,
+                sender,
+                seq,
+            } => format!(
+                "recv on {} (message {seq} from {})",
+                obj(channel),
+                self.pid_label(sender)
+            ),
+            Op::RecvNone { channel, outcome } => {
+                let why = match outcome {
+                    RecvOutcome::Empty => "empty",
+                    RecvOutcome::Timeout => "timed out",
+                    RecvOutcome::Disconnected => "disconnected",
+                };
+                format!("recv on {}: {why}", obj(channel))
+            }
+            Op::Select { index } => format!("select #{index}"),
+            Op::Lock {
+                object, version, ..
+            } => format!("lock {} (acquisition {version})", obj(object)),
+            Op::Unlock { object } => format!("unlock {}", obj(object)),
+            Op::SemAcquire {
+                object, version, ..
+            } => format!("P {} (operation {version})", obj(object)),
+            Op::SemRelease {
+                object, version, ..
+            } => format!("V {} (operation {version})", obj(object)),
+            Op::Atomic {
+                object,
+                op,
+                ordering,
+                version,
+                ..
+            } => format!(
+                "{} {} {} (access {version})",
+                access_name(op),
+                obj(object),
+                ordering_name(ordering)
+            ),
+            Op::Clock => "clock".to_owned(),
+            Op::Random => "random".to_owned(),
+            Op::EblockEnter { name } => format!("enter {}", self.name(name)),
+            Op::EblockExit { name } => format!("exit {}", self.name(name)),
+            Op::Mark { label } => format!("mark {}", self.name(label)),
+            Op::Blocked { object } => format!("blocked on {}", obj(object)),
+            Op::Undelivered { channel, seq } => {
+                format!(
+                    "message {seq} on {} not delivered (receiver gone)",
+                    obj(channel)
+                )
+            }
+        };
+        match self.site(ev.site) {
+            Some(site) => format!("{what} at {site}"),
+            None => what,
+        }
+    }
+
+    /// `name (pN)` for a process id, or the id alone when it has no log.
+    pub fn pid_label(&self, id: ProcessId) -> String {
+        match self.index_of(id) {
+            Some(p) => self.process_label(p),
+            None => id.to_string(),
+        }
+    }
+}
+
+/// The snake_case name of an object kind.
+pub fn kind_name(kind: ObjectKind) -> &'static str {
+    match kind {
+        ObjectKind::Channel => "channel",
+        ObjectKind::Mutex => "mutex",
+        ObjectKind::Semaphore => "semaphore",
+        ObjectKind::Atomic => "atomic",
+    }
+}
+
+/// What an atomic access did, as reports say it.
+pub fn access_name(op: AtomicOp) -> &'static str {
+    match op {
+        AtomicOp::Load => "load",
+        AtomicOp::Store => "store",
+        AtomicOp::Rmw => "rmw",
+        AtomicOp::CasFail => "failed-cas",
+    }
+}
+
+/// A memory ordering, as reports say it.
+pub fn ordering_name(o: MemOrdering) -> &'static str {
+    match o {
+        MemOrdering::Relaxed => "relaxed",
+        MemOrdering::Release => "release",
+        MemOrdering::Acquire => "acquire",
+        MemOrdering::AcqRel => "acq_rel",
+        MemOrdering::SeqCst => "seq_cst",
+    }
+}
+
+/// Builds a [`Trace`]: from a recording's events, or by hand (tests, benchmarks, synthetic
+/// executions).
+#[derive(Debug, Default)]
+pub struct TraceBuilder {
+    trace: Trace,
+    site_by_ptr: HashMap<usize, SiteId>,
+    site_by_value: HashMap<Site, SiteId>,
+    name_by_ptr: HashMap<usize, NameId>,
+    name_by_value: HashMap<Arc<str>, NameId>,
+    alive_sites: Vec<Arc<Site>>,
+    alive_names: Vec<Arc<str>>,
+}
+
+impl TraceBuilder {
+    /// Adds a process; returns its dense index. Adding an id twice returns the first.
+    pub fn add_process(&mut self, id: ProcessId, name: &str, parent: Option<ProcessId>) -> u32 {
+        if let Some(&p) = self.trace.by_pid.get(&id) {
+            return p;
+        }
+        let p = self.trace.processes.len() as u32;
+        self.trace.processes.push(Process {
+            id,
+            name: name.to_owned(),
+            parent,
+            complete: true,
+            events: Vec::new(),
+            damage: Vec::new(),
+        });
+        self.trace.by_pid.insert(id, p);
+        p
+    }
+
+    /// Marks process `p` as recovered after a crash (its log has no clean end).
+    pub fn set_complete(&mut self, p: u32, complete: bool) {
+        self.trace.processes[p as usize].complete = complete;
+    }
+
+    /// The dense index of object `id`, adding a placeholder if it is new.
+    pub fn object(&mut self, id: ObjectId) -> ObjIdx {
+        if let Some(&o) = self.trace.by_object.get(&id) {
+            return o;
+        }
+        let o = self.trace.objects.len() as ObjIdx;
+        self.trace.objects.push(Object::placeholder(id));
+        self.trace.by_object.insert(id, o);
+        o
+    }
+
+    /// Declares object `id`, as its `Create` event does.
+    pub fn define_object(
+        &mut self,
+        id: ObjectId,
+        kind: ObjectKind,
+        init: u64,
+        name: Option<&str>,
+    ) -> ObjIdx {
+        let o = self.object(id);
+        let name = name.map(|n| self.intern_name_value(n));
+        let obj = &mut self.trace.objects[o as usize];
+        obj.kind = Some(kind);
+        obj.init = init;
+        obj.name = name.map(|n| Arc::clone(&self.trace.names[n as usize]));
+        o
+    }
+
+    /// Interns a site given by value.
+    pub fn site(&mut self, file: &str, line: u32, column: u32) -> SiteId {
+        self.intern_site_value(Site {
+            file: file.to_owned(),
+            line,
+            column,
+        })
+    }
+
+    /// Interns a name given by value.
+    pub fn name(&mut self, name: &str) -> NameId {
+        self.intern_name_value(name)
+    }
+
+    /// Appends an event to process `p`.
+    pub fn push(&mut self, p: u32, op: Op, site: SiteId) -> EventRef {
+        let events = &mut self.trace.processes[p as usize].events;
+        let r = EventRef::new(p, events.len() as u32);
+        events.push(Ev { op, site });
+        if let Op::Create { object } = op {
+            let obj = &mut self.trace.objects[object as usize];
+            obj.created = Some(r);
+            if obj.site == NO_SITE {
+                obj.site = site;
+            }
+        }
+        r
+    }
+
+    /// Appends a decoded event to process `p`.
+    pub fn push_event(&mut self, p: u32, event: &Event) {
+        let site = event.site().map(|s| self.intern_site(s)).unwrap_or(NO_SITE);
+        let op = match event {
+            Event::Start { parent } => Op::Start { parent: *parent },
+            Event::Spawn { child, .. } => Op::Spawn { child: *child },
+            Event::Join { child, .. } => Op::Join { child: *child },
+            Event::Exit => Op::Exit,
+            Event::Panic {
+                message,
+                file,
+                line,
+            } => {
+                let message = self.intern_name_value(message);
+                let site = self.intern_site_value(Site {
+                    file: file.to_string(),
+                    line: *line,
+                    column: 0,
+                });
+                self.push(p, Op::Panic { message }, site);
+                return;
+            }
+            Event::Create {
+                object,
+                kind,
+                init,
+                name,
+                ..
+            } => {
+                let o = self.object(*object);
+                let name = name.as_ref().map(|n| self.intern_name(n));
+                let obj = &mut self.trace.objects[o as usize];
+                obj.kind = Some(*kind);
+                obj.init = *init;
+                obj.name = name.map(|n| Arc::clone(&self.trace.names[n as usize]));
+                Op::Create { object: o }
+            }
+            Event::Send { channel, seq, .. } => Op::Send {
+                channel: self.object_of_kind(*channel, ObjectKind::Channel),
+                seq: *seq,
+            },
+            Event::Recv {
+                channel,
+                sender,
+                seq,
+                ..
+            } => Op::Recv {
+                channel: self.object_of_kind(*channel, ObjectKind::Channel),
+                sender: *sender,
+                seq: *seq,
+            },
+            Event::RecvNone {
+                channel, outcome, ..
+            } => Op::RecvNone {
+                channel: self.object_of_kind(*channel, ObjectKind::Channel),
+                outcome: *outcome,
+            },
+            Event::Select { index, .. } => Op::Select { index: *index },
+            Event::Lock {
+                object,
+                version,
+                prev,
+                ..
+            } => Op::Lock {
+                object: self.object_of_kind(*object, ObjectKind::Mutex),
+                version: *version,
+                prev: *prev,
+            },
+            Event::Unlock { object, .. } => Op::Unlock {
+                object: self.object_of_kind(*object, ObjectKind::Mutex),
+            },
+            Event::SemAcquire {
+                object,
+                version,
+                prev,
+                ..
+            } => Op::SemAcquire {
+                object: self.object_of_kind(*object, ObjectKind::Semaphore),
+                version: *version,
+                prev: *prev,
+            },
+            Event::SemRelease {
+                object,
+                version,
+                prev,
+                ..
+            } => Op::SemRelease {
+                object: self.object_of_kind(*object, ObjectKind::Semaphore),
+                version: *version,
+                prev: *prev,
+            },
+            Event::Atomic {
+                object,
+                version,
+                prev,
+                op,
+                ordering,
+                ..
+            } => Op::Atomic {
+                object: self.object_of_kind(*object, ObjectKind::Atomic),
+                version: *version,
+                prev: *prev,
+                op: *op,
+                ordering: *ordering,
+            },
+            Event::Clock { .. } => Op::Clock,
+            Event::Random { .. } => Op::Random,
+            Event::EblockEnter { eblock, .. } => Op::EblockEnter {
+                name: self.intern_name(eblock),
+            },
+            Event::EblockExit { eblock, .. } => Op::EblockExit {
+                name: self.intern_name(eblock),
+            },
+            Event::Mark { label, .. } => Op::Mark {
+                label: self.intern_name(label),
+            },
+            Event::Blocked { object, .. } => Op::Blocked {
+                object: self.object(*object),
+            },
+            Event::Undelivered { channel, seq, .. } => Op::Undelivered {
+                channel: self.object_of_kind(*channel, ObjectKind::Channel),
+                seq: *seq,
+            },
+        };
+        self.push(p, op, site);
+    }
+
+    /// Number of objects so far.
+    pub fn object_count(&self) -> usize {
+        self.trace.objects.len()
+    }
+
+    /// The trace.
+    pub fn build(self) -> Trace {
+        self.trace
+    }
+
+    /// The object, guessing its kind from its use when its creation is not (yet) known.
+    fn object_of_kind(&mut self, id: ObjectId, kind: ObjectKind) -> ObjIdx {
+        let o = self.object(id);
+        let obj = &mut self.trace.objects[o as usize];
+        if obj.kind.is_none() {
+            obj.kind = Some(kind);
+        }
+        o
+    }
+
+    /// Sites come as shared values, many per block of the log: interned by pointer first (no
+    /// hashing of file names per event), by value when a pointer is new.
+    fn intern_site(&mut self, site: &Arc<Site>) -> SiteId {
+        let ptr = Arc::as_ptr(site) as usize;
+        if let Some(&id) = self.site_by_ptr.get(&ptr) {
+            return id;
+        }
+        let id = self.intern_site_value((**site).clone());
+        // Holding the Arc keeps its address from being reused by another site.
+        self.alive_sites.push(Arc::clone(site));
+        self.site_by_ptr.insert(ptr, id);
+        id
+    }
+
+    fn intern_site_value(&mut self, site: Site) -> SiteId {
+        if let Some(&id) = self.site_by_value.get(&site) {
+            return id;
+        }
+        let id = self.trace.sites.len() as SiteId;
+        self.trace.sites.push(Arc::new(site.clone()));
+        self.site_by_value.insert(site, id);
+        id
+    }
+
+    fn intern_name(&mut self, name: &Arc<str>) -> NameId {
+        let ptr = Arc::as_ptr(name) as *const u8 as usize;
+        if let Some(&id) = self.name_by_ptr.get(&ptr) {
+            return id;
+        }
+        let id = self.intern_name_value(name);
+        self.alive_names.push(Arc::clone(name));
+        self.name_by_ptr.insert(ptr, id);
+        id
+    }
+
+    fn intern_name_value(&mut self, name: &str) -> NameId {
+        if let Some(&id) = self.name_by_value.get(name) {
+            return id;
+        }
+        let id = self.trace.names.len() as NameId;
+        let shared: Arc<str> = Arc::from(name);
+        self.trace.names.push(Arc::clone(&shared));
+        self.name_by_value.insert(shared, id);
+        id
+    }
+}

@@ -1,0 +1,995 @@
+//! Vector timestamps for every event, computed after the run from the per-process logs.
+//!
+//! This is the post-mortem algorithm of Lin's thesis, §5.4.1 ("Algorithm for Logical Time
+//! Stamping"), which replays the message-passing events of a finished run to give each event a
+//! Fidge vector clock: every process has a queue of events still to be stamped, a list keeps
+//! stamped sends until their receive is met, and a stack of process ids says which queue to
+//! look at next. A send is stamped and parked; a receive is stamped when its send has been,
+//! taking the component-wise maximum; a process whose head event cannot be stamped yet simply
+//! waits until the event it needs is stamped and pushes it back on the stack.
+//!
+//! Beyond the thesis, which has only send and receive between processors:
+//!
+//! * every synchronization edge of [`crate::hb`] is a "send" (the event the edge starts from
+//!   parks its clock under a key) and a "receive" (the event it ends at waits for the key):
+//!   messages are matched by (channel, sequence number) rather than by destination processor;
+//!   unlock → lock, spawn → start and exit → join by what the events name;
+//! * semaphores and atomics are replayed object by object in version order, so each object's
+//!   state (the semaphore's permits, the atomic's release sequence) is exactly what it was at
+//!   each access;
+//! * the thesis pushes a processor id per event read; here each process is on the stack at most
+//!   once, and a waiting process is pushed again only by the event it waits for, so the work is
+//!   linear in events × processes (one clock merge per incoming edge);
+//! * a recording cut short by a crash can lack the event another one waits for (a version never
+//!   logged, a send in a damaged block): such waits are skipped, and if the replay still cannot
+//!   go on the lowest waiting process is let through, with a note.
+//!
+//! Clocks tick once per event (the thesis's `D` is 1), so the own component of event *k* of a
+//! process is *k* + 1 and only events with an incoming edge need their whole vector stored:
+//! the other components of any event are those of the latest such *checkpoint* before it in
+//! its process. Lin's §7.2.2 discusses the space time stamps take (a vector of *n* per event);
+//! stored this way they take *n* per receiving event plus one integer per event, and the
+//! work is one merge of *n* components per synchronization edge: linear in events × processes.
+
+use std::collections::VecDeque;
+
+use ppd_formats::ProcessId;
+
+use crate::fasthash::{FastMap, FastSet};
+use crate::hb::{SyncKind, acquires, releases};
+use ppd_formats::event::{AtomicOp, MemOrdering};
+
+use crate::trace::{EventRef, ObjIdx, Op, SiteId, Trace};
+
+const NONE: u32 = u32::MAX;
+
+/// Told about every atomic access as the replay stamps it, with the access's whole clock: an
+/// online analysis (race detection) needs no second pass over the trace.
+pub trait AccessObserver {
+    /// Access `e` to `object` did `op` with `ordering` at `site`; `clock` is its vector clock.
+    fn access(
+        &mut self,
+        e: EventRef,
+        object: ObjIdx,
+        op: AtomicOp,
+        ordering: MemOrdering,
+        site: SiteId,
+        clock: &[u32],
+    );
+}
+
+impl AccessObserver for () {
+    #[inline]
+    fn access(
+        &mut self,
+        _: EventRef,
+        _: ObjIdx,
+        _: AtomicOp,
+        _: MemOrdering,
+        _: SiteId,
+        _: &[u32],
+    ) {
+    }
+}
+
+/// A synchronization edge between events of two different processes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SyncEdge {
+    /// Where it starts (a send, an unlock, a V, a release write, a spawn, an exit).
+    pub from: EventRef,
+    /// Where it ends.
+    pub to: EventRef,
+    /// What kind it is.
+    pub kind: SyncKind,
+}
+
+/// The clocks of one process, stored at its checkpoints.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub(crate) struct ProcClocks {
+    /// Events whose clock took another process's time, ascending.
+    pub(crate) checkpoints: Vec<u32>,
+    /// The vector of each checkpoint, `width` components each.
+    pub(crate) pool: Vec<u32>,
+    /// For every event, the number of the latest checkpoint at or before it (or none).
+    pub(crate) cp_of: Vec<u32>,
+}
+
+/// The vector clock of every event of a trace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Clocks {
+    width: usize,
+    procs: Vec<ProcClocks>,
+    edges: Vec<SyncEdge>,
+    notes: Vec<String>,
+}
+
+impl Clocks {
+    /// Computes the clocks of every event of `trace`.
+    pub fn compute(trace: &Trace) -> Clocks {
+        Engine::new(trace, &mut ()).run()
+    }
+
+    /// Computes the clocks, telling `observer` about each atomic access as it is stamped
+    /// (each object's accesses in version order).
+    pub fn compute_observed<O: AccessObserver>(trace: &Trace, observer: &mut O) -> Clocks {
+        Engine::new(trace, observer).run()
+    }
+
+    /// Number of components: the number of processes.
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    /// Component `q` of the clock of event `e`.
+    #[inline]
+    pub fn component(&self, e: EventRef, q: u32) -> u32 {
+        if q == e.process {
+            return e.index + 1;
+        }
+        let proc = &self.procs[e.process as usize];
+        match proc.cp_of.get(e.index as usize) {
+            Some(&cp) if cp != NONE => proc.pool[cp as usize * self.width + q as usize],
+            _ => 0,
+        }
+    }
+
+    /// The whole clock of event `e`.
+    pub fn vector(&self, e: EventRef) -> Vec<u32> {
+        (0..self.width as u32)
+            .map(|q| self.component(e, q))
+            .collect()
+    }
+
+    /// Whether `a` happened before `b` (a → b).
+    #[inline]
+    pub fn happened_before(&self, a: EventRef, b: EventRef) -> bool {
+        if a.process == b.process {
+            a.index < b.index
+        } else {
+            a.index < self.component(b, a.process)
+        }
+    }
+
+    /// Whether neither event happened before the other (and they are distinct).
+    pub fn concurrent(&self, a: EventRef, b: EventRef) -> bool {
+        a != b && !self.happened_before(a, b) && !self.happened_before(b, a)
+    }
+
+    /// The synchronization edges between processes, in the order they were found.
+    pub fn edges(&self) -> &[SyncEdge] {
+        &self.edges
+    }
+
+    /// What the computation had to work around (events a crash cut off, inconsistencies).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// How many events carry a stored vector.
+    pub fn checkpoint_count(&self) -> usize {
+        self.procs.iter().map(|p| p.checkpoints.len()).sum()
+    }
+
+    /// Bytes of memory the clocks take (without the trace).
+    pub fn heap_bytes(&self) -> usize {
+        self.procs
+            .iter()
+            .map(|p| (p.checkpoints.len() + p.pool.len() + p.cp_of.len()) * 4)
+            .sum::<usize>()
+            + self.edges.len() * std::mem::size_of::<SyncEdge>()
+    }
+
+    pub(crate) fn parts(&self) -> (&[ProcClocks], &[SyncEdge], &[String]) {
+        (&self.procs, &self.edges, &self.notes)
+    }
+
+    /// Rebuilds clocks from stored parts, checking them against the trace; `None` if they do
+    /// not fit it.
+    pub(crate) fn from_parts(
+        trace: &Trace,
+        checkpoints: Vec<(Vec<u32>, Vec<u32>)>,
+        edges: Vec<SyncEdge>,
+        notes: Vec<String>,
+    ) -> Option<Clocks> {
+        let width = trace.processes().len();
+        if checkpoints.len() != width {
+            return None;
+        }
+        let mut procs = Vec::with_capacity(width);
+        for (p, (cps, pool)) in checkpoints.into_iter().enumerate() {
+            let len = trace.processes()[p].events.len();
+            if pool.len() != cps.len().checked_mul(width)? {
+                return None;
+            }
+            let ascending = cps.windows(2).all(|w| w[0] < w[1]);
+            if !ascending || cps.last().is_some_and(|&k| k as usize >= len) {
+                return None;
+            }
+            // The own component of a checkpoint is its position: a cheap check that the vectors
+            // are where they belong.
+            for (i, &k) in cps.iter().enumerate() {
+                if pool[i * width + p] != k + 1 {
+                    return None;
+                }
+            }
+            let mut cp_of = vec![NONE; len];
+            fill_cp_of(&cps, &mut cp_of);
+            procs.push(ProcClocks {
+                checkpoints: cps,
+                pool,
+                cp_of,
+            });
+        }
+        let valid = |r: EventRef| trace.get(r).is_some();
+        if !edges.iter().all(|e| valid(e.from) && valid(e.to)) {
+            return None;
+        }
+        Some(Clocks {
+            width,
+            procs,
+            edges,
+            notes,
+        })
+    }
+}
+
+fn fill_cp_of(checkpoints: &[u32], cp_of: &mut [u32]) {
+    let mut current = NONE;
+    let mut next = 0;
+    for (k, slot) in cp_of.iter_mut().enumerate() {
+        while next < checkpoints.len() && checkpoints[next] as usize == k {
+            current = next as u32;
+            next += 1;
+        }
+        *slot = current;
+    }
+}
+
+/// The position of each versioned access among the versions present in the logs.
+///
+/// Versions count from 1 without gaps in a whole recording; a crash can leave a version that
+/// was assigned but never logged. Ranks close such gaps, so replaying an object in rank order
+/// never waits for an access that does not exist.
+#[derive(Debug, Default)]
+pub(crate) struct Ranks {
+    /// Per object: `None` when its versions are exactly 1..=count (the rank is the version),
+    /// else its distinct versions, sorted.
+    sorted: Vec<Option<Vec<u64>>>,
+}
+
+impl Ranks {
+    pub(crate) fn compute(trace: &Trace) -> Ranks {
+        let n = trace.objects().len();
+        let mut counts = vec![0u64; n];
+        let mut max = vec![0u64; n];
+        for proc in trace.processes() {
+            for ev in &proc.events {
+                if let Some((object, version)) = versioned(&ev.op) {
+                    counts[object as usize] += 1;
+                    max[object as usize] = max[object as usize].max(version);
+                }
+            }
+        }
+        // Versions 1..=count without duplicates need no sorting: checked with one bit each.
+        let mut seen: Vec<Vec<u64>> = (0..n)
+            .map(|o| {
+                if counts[o] == max[o] {
+                    vec![0u64; (counts[o] as usize).div_ceil(64)]
+                } else {
+                    Vec::new()
+                }
+            })
+            .collect();
+        let mut dense: Vec<bool> = (0..n).map(|o| counts[o] == max[o]).collect();
+        for proc in trace.processes() {
+            for ev in &proc.events {
+                if let Some((object, version)) = versioned(&ev.op) {
+                    let o = object as usize;
+                    if !dense[o] || version == 0 {
+                        dense[o] = false;
+                        continue;
+                    }
+                    let (word, bit) = ((version - 1) as usize / 64, (version - 1) % 64);
+                    if seen[o][word] & (1 << bit) != 0 {
+                        dense[o] = false;
+                    }
+                    seen[o][word] |= 1 << bit;
+                }
+            }
+        }
+        drop(seen);
+        let mut sorted: Vec<Option<Vec<u64>>> =
+            (0..n).map(|o| (!dense[o]).then(Vec::new)).collect();
+        for proc in trace.processes() {
+            for ev in &proc.events {
+                if let Some((object, version)) = versioned(&ev.op)
+                    && let Some(v) = &mut sorted[object as usize]
+                {
+                    v.push(version);
+                }
+            }
+        }
+        for v in sorted.iter_mut().flatten() {
+            v.sort_unstable();
+            v.dedup();
+        }
+        Ranks { sorted }
+    }
+
+    /// The rank (from 1) of `version` of `object`.
+    #[inline]
+    pub(crate) fn rank(&self, object: ObjIdx, version: u64) -> u64 {
+        match &self.sorted[object as usize] {
+            None => version,
+            Some(v) => v.partition_point(|&x| x < version) as u64 + 1,
+        }
+    }
+
+    /// Objects whose versions have gaps: some accesses were never logged.
+    pub(crate) fn gaps(&self) -> impl Iterator<Item = (ObjIdx, u64)> + '_ {
+        self.sorted.iter().enumerate().filter_map(|(o, v)| {
+            let v = v.as_ref()?;
+            let max = v.last().copied().unwrap_or(0);
+            (max != v.len() as u64).then(|| (o as ObjIdx, max - v.len() as u64))
+        })
+    }
+}
+
+/// The object and version of a versioned event (lock, semaphore and atomic operations).
+pub(crate) fn versioned(op: &Op) -> Option<(ObjIdx, u64)> {
+    match *op {
+        Op::Lock {
+            object, version, ..
+        }
+        | Op::SemAcquire {
+            object, version, ..
+        }
+        | Op::SemRelease {
+            object, version, ..
+        }
+        | Op::Atomic {
+            object, version, ..
+        } => Some((object, version)),
+        _ => None,
+    }
+}
+
+/// What an event waits for: the key under which the event its incoming edge starts from parks
+/// its clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Key {
+    /// The send of message `seq` on a channel.
+    Message(ObjIdx, u64),
+    /// The spawn of a process.
+    Spawned(ProcessId),
+    /// The end of a process.
+    Ended(ProcessId),
+    /// The unlock of acquisition `rank` of a mutex.
+    Released(ObjIdx, u64),
+    /// The access of rank `rank` of a semaphore or atomic.
+    Done(ObjIdx, u64),
+}
+
+/// A stamped event whose clock an edge will carry.
+#[derive(Debug)]
+struct Stamp {
+    from: EventRef,
+    clock: Box<[u32]>,
+}
+
+#[derive(Debug)]
+struct Permit {
+    from: EventRef,
+    clock: Box<[u32]>,
+    from_zero: bool,
+    rank: u64,
+}
+
+/// The replayed state of one object.
+#[derive(Debug, Default)]
+struct ObjState {
+    /// Rank of the last semaphore or atomic access stamped.
+    done: u64,
+    /// Rank of the last mutex acquisition released, and its unlock.
+    released: u64,
+    release: Option<Stamp>,
+    /// Atomic: the join of the release writes of the current release sequence, and those
+    /// writes (the graph's edges start there).
+    rel: Option<Box<[u32]>>,
+    rel_from: Vec<EventRef>,
+    /// Semaphore: initial permits not yet taken, the value, permits of V's not yet taken.
+    initial_left: u64,
+    value: i64,
+    permits: VecDeque<Permit>,
+    /// Processes waiting for an access or release of this object: `(is release, rank, p)`.
+    waiters: Vec<(bool, u64, u32)>,
+}
+
+/// What exists somewhere in the logs: events waited for that do not exist are not waited for.
+#[derive(Debug, Default)]
+struct Present {
+    sends: FastSet<(ObjIdx, u64)>,
+    spawns: FastSet<ProcessId>,
+    ends: FastSet<ProcessId>,
+    /// Per mutex, one bit per acquisition rank: whether that acquisition was released.
+    unlocked: Vec<Vec<u64>>,
+}
+
+impl Present {
+    fn was_unlocked(&self, object: ObjIdx, rank: u64) -> bool {
+        let bits = &self.unlocked[object as usize];
+        let i = rank.wrapping_sub(1) as usize;
+        bits.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
+}
+
+impl Present {
+    fn scan(trace: &Trace, ranks: &Ranks) -> Present {
+        let mut present = Present {
+            unlocked: vec![Vec::new(); trace.objects().len()],
+            ..Present::default()
+        };
+        for proc in trace.processes() {
+            let mut held: Vec<(ObjIdx, u64)> = Vec::new();
+            for ev in &proc.events {
+                match ev.op {
+                    Op::Send { channel, seq } => {
+                        present.sends.insert((channel, seq));
+                    }
+                    Op::Spawn { child } => {
+                        present.spawns.insert(child);
+                    }
+                    Op::Exit | Op::Panic { .. } => {
+                        present.ends.insert(proc.id);
+                    }
+                    Op::Lock {
+                        object, version, ..
+                    } => held.push((object, ranks.rank(object, version))),
+                    Op::Unlock { object } => {
+                        if let Some(i) = held.iter().rposition(|h| h.0 == object) {
+                            let (o, rank) = held.remove(i);
+                            if rank >= 1 {
+                                let bits = &mut present.unlocked[o as usize];
+                                let i = (rank - 1) as usize;
+                                if bits.len() <= i / 64 {
+                                    bits.resize(i / 64 + 1, 0);
+                                }
+                                bits[i / 64] |= 1 << (i % 64);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        present
+    }
+}
+
+enum Step {
+    Stamped,
+    Wait(Key),
+}
+
+/// The replay that stamps the events.
+struct Engine<'t, 'o, O: AccessObserver> {
+    trace: &'t Trace,
+    observer: &'o mut O,
+    width: usize,
+    ranks: Ranks,
+    present: Present,
+    /// Current clock of each process (allocated while it has events to stamp).
+    current: Vec<Vec<u32>>,
+    next: Vec<u32>,
+    on_stack: Vec<bool>,
+    stack: Vec<u32>,
+    waiting: FastMap<Key, u32>,
+    messages: FastMap<(ObjIdx, u64), Stamp>,
+    spawned: FastMap<ProcessId, Stamp>,
+    ended: FastMap<ProcessId, Stamp>,
+    objects: Vec<ObjState>,
+    /// Per process, the mutexes it holds and the rank of their acquisition.
+    held: Vec<Vec<(ObjIdx, u64)>>,
+    /// Clock buffers of consumed stamps, reused: steady state allocates nothing.
+    free: Vec<Box<[u32]>>,
+    out: Vec<ProcClocks>,
+    edges: Vec<SyncEdge>,
+    notes: Vec<String>,
+}
+
+impl<'t, 'o, O: AccessObserver> Engine<'t, 'o, O> {
+    fn new(trace: &'t Trace, observer: &'o mut O) -> Engine<'t, 'o, O> {
+        let width = trace.processes().len();
+        let ranks = Ranks::compute(trace);
+        let present = Present::scan(trace, &ranks);
+        let objects = trace
+            .objects()
+            .iter()
+            .map(|o| ObjState {
+                initial_left: o.init,
+                value: i64::try_from(o.init).unwrap_or(i64::MAX),
+                ..ObjState::default()
+            })
+            .collect();
+        let out = trace
+            .processes()
+            .iter()
+            .map(|p| ProcClocks {
+                checkpoints: Vec::new(),
+                pool: Vec::new(),
+                cp_of: vec![NONE; p.events.len()],
+            })
+            .collect();
+        let mut notes = Vec::new();
+        for (object, missing) in ranks.gaps() {
+            notes.push(format!(
+                "{}: {missing} access(es) were never logged (the program died mid-operation?)",
+                trace.object(object).label()
+            ));
+        }
+        Engine {
+            trace,
+            observer,
+            width,
+            ranks,
+            present,
+            current: vec![Vec::new(); width],
+            next: vec![0; width],
+            on_stack: vec![false; width],
+            stack: Vec::new(),
+            waiting: FastMap::default(),
+            messages: FastMap::default(),
+            spawned: FastMap::default(),
+            ended: FastMap::default(),
+            objects,
+            held: vec![Vec::new(); width],
+            free: Vec::new(),
+            out,
+            edges: Vec::new(),
+            notes,
+        }
+    }
+
+    /// A copy of `clock` in a recycled buffer.
+    fn snapshot(&mut self, clock: &[u32]) -> Box<[u32]> {
+        match self.free.pop() {
+            Some(mut b) => {
+                b.copy_from_slice(clock);
+                b
+            }
+            None => clock.to_vec().into_boxed_slice(),
+        }
+    }
+
+    fn stamp(&mut self, from: EventRef, clock: &[u32]) -> Stamp {
+        Stamp {
+            from,
+            clock: self.snapshot(clock),
+        }
+    }
+
+    fn recycle(&mut self, clock: Box<[u32]>) {
+        self.free.push(clock);
+    }
+
+    fn push(&mut self, p: u32) {
+        if !self.on_stack[p as usize] {
+            self.on_stack[p as usize] = true;
+            self.stack.push(p);
+        }
+    }
+
+    fn wake(&mut self, key: Key) {
+        let (object, release, rank) = match key {
+            Key::Done(o, r) => (o, false, r),
+            Key::Released(o, r) => (o, true, r),
+            _ => {
+                if let Some(p) = self.waiting.remove(&key) {
+                    self.push(p);
+                }
+                return;
+            }
+        };
+        let waiters = &mut self.objects[object as usize].waiters;
+        if let Some(i) = waiters
+            .iter()
+            .position(|&(rel, r, _)| rel == release && r == rank)
+        {
+            let (_, _, p) = waiters.swap_remove(i);
+            self.push(p);
+        }
+    }
+
+    /// Registers `p` as waiting for `key`: objects keep their few waiters themselves.
+    fn wait(&mut self, key: Key, p: u32) {
+        match key {
+            Key::Done(o, r) => self.objects[o as usize].waiters.push((false, r, p)),
+            Key::Released(o, r) => self.objects[o as usize].waiters.push((true, r, p)),
+            _ => {
+                self.waiting.insert(key, p);
+            }
+        }
+    }
+
+    fn len(&self, p: u32) -> u32 {
+        self.trace.process(p).events.len() as u32
+    }
+
+    fn run(mut self) -> Clocks {
+        for p in (0..self.width as u32).rev() {
+            self.push(p);
+        }
+        loop {
+            while let Some(p) = self.stack.pop() {
+                self.on_stack[p as usize] = false;
+                self.drain(p, false);
+            }
+            // Everything stamped, or every remaining process waits for something that will not
+            // come (only in damaged or inconsistent recordings): let the lowest one through.
+            let stuck = (0..self.width as u32).find(|&p| self.next[p as usize] < self.len(p));
+            let Some(p) = stuck else { break };
+            self.waiting.retain(|_, q| *q != p);
+            for o in &mut self.objects {
+                o.waiters.retain(|w| w.2 != p);
+            }
+            let e = EventRef::new(p, self.next[p as usize]);
+            self.notes.push(format!(
+                "{} waits for an event that never happens; stamped without it",
+                self.trace.describe(e)
+            ));
+            self.drain(p, true);
+        }
+        Clocks {
+            width: self.width,
+            procs: self.out,
+            edges: self.edges,
+            notes: self.notes,
+        }
+    }
+
+    /// Stamps the events of `p` until one has to wait. With `force`, the first one does not.
+    fn drain(&mut self, p: u32, mut force: bool) {
+        let len = self.len(p);
+        if self.current[p as usize].is_empty() && self.next[p as usize] < len {
+            self.current[p as usize] = vec![0; self.width];
+        }
+        while self.next[p as usize] < len {
+            match self.step(p, force) {
+                Step::Stamped => self.next[p as usize] += 1,
+                Step::Wait(key) => {
+                    self.wait(key, p);
+                    return;
+                }
+            }
+            force = false;
+        }
+        // Done: the clock is not needed any more.
+        self.current[p as usize] = Vec::new();
+    }
+
+    /// What event `e` must wait for before it can be stamped, if anything.
+    fn needs(&self, e: EventRef) -> Option<Key> {
+        let proc = self.trace.process(e.process);
+        match proc.events[e.index as usize].op {
+            Op::Start { parent: Some(_) } => (self.present.spawns.contains(&proc.id)
+                && !self.spawned.contains_key(&proc.id))
+            .then_some(Key::Spawned(proc.id)),
+            Op::Join { child } => (self.present.ends.contains(&child)
+                && !self.ended.contains_key(&child))
+            .then_some(Key::Ended(child)),
+            Op::Recv { channel, seq, .. } => (self.present.sends.contains(&(channel, seq))
+                && !self.messages.contains_key(&(channel, seq)))
+            .then_some(Key::Message(channel, seq)),
+            Op::Lock {
+                object, version, ..
+            } => {
+                let rank = self.ranks.rank(object, version);
+                let released = self.objects[object as usize].released;
+                (rank > 1 && released < rank - 1 && self.present.was_unlocked(object, rank - 1))
+                    .then_some(Key::Released(object, rank - 1))
+            }
+            Op::SemAcquire {
+                object, version, ..
+            }
+            | Op::SemRelease {
+                object, version, ..
+            }
+            | Op::Atomic {
+                object, version, ..
+            } => {
+                let rank = self.ranks.rank(object, version);
+                (rank > self.objects[object as usize].done + 1)
+                    .then_some(Key::Done(object, rank - 1))
+            }
+            _ => None,
+        }
+    }
+
+    fn step(&mut self, p: u32, force: bool) -> Step {
+        let k = self.next[p as usize];
+        let e = EventRef::new(p, k);
+        if !force && let Some(key) = self.needs(e) {
+            return Step::Wait(key);
+        }
+        let pid = self.trace.process(p).id;
+        let op = self.trace.process(p).events[k as usize].op;
+        let mut clock = std::mem::take(&mut self.current[p as usize]);
+        clock[p as usize] = k + 1;
+        let mut changed = false;
+        match op {
+            Op::Start { .. } => {
+                if let Some(s) = self.spawned.remove(&pid) {
+                    changed |= self.merge(&mut clock, &s.clock, s.from, e, SyncKind::Spawn);
+                    self.recycle(s.clock);
+                }
+            }
+            Op::Join { child } => {
+                if let Some(s) = self.ended.remove(&child) {
+                    changed |= self.merge(&mut clock, &s.clock, s.from, e, SyncKind::Join);
+                    self.recycle(s.clock);
+                }
+            }
+            Op::Recv { channel, seq, .. } => {
+                if let Some(s) = self.messages.remove(&(channel, seq)) {
+                    changed |= self.merge(&mut clock, &s.clock, s.from, e, SyncKind::Message);
+                    self.recycle(s.clock);
+                }
+            }
+            Op::Send { channel, seq } => {
+                let stamp = self.stamp(e, &clock);
+                if let Some(old) = self.messages.insert((channel, seq), stamp) {
+                    self.recycle(old.clock);
+                }
+                self.wake(Key::Message(channel, seq));
+            }
+            Op::Spawn { child } => {
+                let stamp = self.stamp(e, &clock);
+                self.spawned.insert(child, stamp);
+                self.wake(Key::Spawned(child));
+            }
+            Op::Exit | Op::Panic { .. } => {
+                let stamp = self.stamp(e, &clock);
+                self.ended.insert(pid, stamp);
+                self.wake(Key::Ended(pid));
+            }
+            Op::Lock {
+                object, version, ..
+            } => {
+                let rank = self.ranks.rank(object, version);
+                let st = &mut self.objects[object as usize];
+                let release = if rank > 1 && st.released == rank - 1 {
+                    st.release.take()
+                } else {
+                    None
+                };
+                if let Some(s) = release {
+                    changed |= self.merge(&mut clock, &s.clock, s.from, e, SyncKind::Lock);
+                    self.recycle(s.clock);
+                }
+                self.held[p as usize].push((object, rank));
+            }
+            Op::Unlock { object } => {
+                let held = &mut self.held[p as usize];
+                let i = held.iter().rposition(|h| h.0 == object);
+                if let Some((_, rank)) = i.map(|i| held.remove(i)) {
+                    let stamp = self.stamp(e, &clock);
+                    let st = &mut self.objects[object as usize];
+                    st.released = st.released.max(rank);
+                    if let Some(old) = st.release.replace(stamp) {
+                        self.free.push(old.clock);
+                    }
+                    self.wake(Key::Released(object, rank));
+                }
+            }
+            Op::SemRelease {
+                object, version, ..
+            } => {
+                let rank = self.ranks.rank(object, version);
+                if rank > self.objects[object as usize].done {
+                    let snapshot = self.snapshot(&clock);
+                    let st = &mut self.objects[object as usize];
+                    st.permits.push_back(Permit {
+                        from: e,
+                        clock: snapshot,
+                        from_zero: st.value == 0,
+                        rank,
+                    });
+                    st.value += 1;
+                    st.done = rank;
+                    self.wake(Key::Done(object, rank));
+                }
+            }
+            Op::SemAcquire {
+                object, version, ..
+            } => {
+                let rank = self.ranks.rank(object, version);
+                changed |= self.sem_acquire(&mut clock, e, object, rank);
+            }
+            Op::Atomic {
+                object,
+                version,
+                op,
+                ordering,
+                ..
+            } => {
+                let rank = self.ranks.rank(object, version);
+                if rank > self.objects[object as usize].done {
+                    if acquires(op, ordering) {
+                        changed |= self.acquire_atomic(&mut clock, e, object);
+                    }
+                    let site = self.trace.process(p).events[k as usize].site;
+                    self.observer.access(e, object, op, ordering, site, &clock);
+                    if op.writes() {
+                        self.release_write(&clock, e, object, op, ordering);
+                    }
+                    let st = &mut self.objects[object as usize];
+                    st.done = rank;
+                    self.wake(Key::Done(object, rank));
+                }
+            }
+            _ => {}
+        }
+        if changed {
+            let out = &mut self.out[p as usize];
+            out.checkpoints.push(k);
+            out.pool.extend_from_slice(&clock);
+        }
+        let out = &mut self.out[p as usize];
+        out.cp_of[k as usize] = match out.checkpoints.len() {
+            0 => NONE,
+            n => n as u32 - 1,
+        };
+        self.current[p as usize] = clock;
+        Step::Stamped
+    }
+
+    /// A write extends, restarts or ends the release sequence (see [`crate::hb`]).
+    fn release_write(
+        &mut self,
+        clock: &[u32],
+        e: EventRef,
+        object: ObjIdx,
+        op: AtomicOp,
+        ordering: MemOrdering,
+    ) {
+        let release = releases(op, ordering);
+        let fresh = if release && self.objects[object as usize].rel.is_none() {
+            Some(self.snapshot(clock))
+        } else {
+            None
+        };
+        let st = &mut self.objects[object as usize];
+        match (op, release) {
+            // A read-modify-write that releases joins the sequence; one that also acquired
+            // carries everything before it, so it alone heads the sequence now.
+            (AtomicOp::Rmw, true) => {
+                match (&mut st.rel, fresh) {
+                    (Some(rel), _) => {
+                        join(rel, clock);
+                    }
+                    (rel, fresh) => *rel = fresh,
+                }
+                if acquires(op, ordering) {
+                    st.rel_from.clear();
+                }
+                st.rel_from.push(e);
+            }
+            // Any other read-modify-write continues the sequence.
+            (AtomicOp::Rmw, false) => {}
+            // A release store starts a new sequence.
+            (_, true) => {
+                match (&mut st.rel, fresh) {
+                    (Some(rel), _) => rel.copy_from_slice(clock),
+                    (rel, fresh) => *rel = fresh,
+                }
+                st.rel_from.clear();
+                st.rel_from.push(e);
+            }
+            // A plain store ends it.
+            (_, false) => {
+                st.rel_from.clear();
+                if let Some(old) = st.rel.take() {
+                    self.free.push(old);
+                }
+            }
+        }
+    }
+
+    /// A P: takes an initial permit, else the oldest V's permit (see [`crate::hb`]).
+    fn sem_acquire(&mut self, clock: &mut [u32], e: EventRef, object: ObjIdx, rank: u64) -> bool {
+        let st = &mut self.objects[object as usize];
+        if rank <= st.done {
+            return false;
+        }
+        st.done = rank;
+        st.value -= 1;
+        let permit = if st.initial_left > 0 {
+            st.initial_left -= 1;
+            None
+        } else {
+            let permit = st.permits.pop_front();
+            if permit.is_none() {
+                self.notes.push(format!(
+                    "{}: no permit was available (operations missing from the logs?)",
+                    self.trace.describe(e)
+                ));
+            }
+            permit
+        };
+        self.wake(Key::Done(object, rank));
+        let Some(permit) = permit else { return false };
+        let blocked = e.index > 0
+            && matches!(
+                self.trace.process(e.process).events[e.index as usize - 1].op,
+                Op::Blocked { object: o } if o == object
+            );
+        let kind = if blocked {
+            SyncKind::SemUnblock
+        } else if permit.from_zero && permit.rank + 1 == rank {
+            SyncKind::SemZeroToOne
+        } else {
+            SyncKind::SemPermit
+        };
+        let changed = self.merge(clock, &permit.clock, permit.from, e, kind);
+        self.recycle(permit.clock);
+        changed
+    }
+
+    /// An acquire read takes the clock of the release sequence it reads from.
+    fn acquire_atomic(&mut self, clock: &mut [u32], e: EventRef, object: ObjIdx) -> bool {
+        let st = &mut self.objects[object as usize];
+        let Some(rel) = st.rel.take() else {
+            return false;
+        };
+        let sources = std::mem::take(&mut st.rel_from);
+        // A spinning acquire load reads the same release again and again: only the first read
+        // that learns of a release is an edge; later ones are implied by program order.
+        for &from in &sources {
+            if from.process != e.process && clock[from.process as usize] <= from.index {
+                self.edges.push(SyncEdge {
+                    from,
+                    to: e,
+                    kind: SyncKind::Atomic,
+                });
+            }
+        }
+        let changed = join(clock, &rel);
+        let st = &mut self.objects[object as usize];
+        st.rel = Some(rel);
+        st.rel_from = sources;
+        changed
+    }
+
+    /// Joins the clock an edge carries into `clock`; records the edge when it crosses
+    /// processes.
+    fn merge(
+        &mut self,
+        clock: &mut [u32],
+        other: &[u32],
+        from: EventRef,
+        to: EventRef,
+        kind: SyncKind,
+    ) -> bool {
+        if from.process == to.process {
+            return false;
+        }
+        self.edges.push(SyncEdge { from, to, kind });
+        join(clock, other)
+    }
+}
+
+/// Component-wise maximum; whether anything grew.
+#[inline]
+fn join(into: &mut [u32], other: &[u32]) -> bool {
+    let mut changed = false;
+    for (a, &b) in into.iter_mut().zip(other) {
+        if b > *a {
+            *a = b;
+            changed = true;
+        }
+    }
+    changed
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,194 @@
+//! Analyses over a recording written with the real log writer: reading it, caching the clocks,
+//! noticing when a log changes, surviving a damaged log.
+
+use std::panic::Location;
+use std::path::Path;
+
+use ppd_flowback::Analysis;
+use ppd_flowback::cache::CacheOutcome;
+use ppd_formats::event::{AtomicOp, MemOrdering, ObjectKind};
+use ppd_formats::manifest::{Manifest, ProcessEntry, Program, RecordOptions};
+use ppd_formats::{
+    Borrowed, Event, LogIdentity, LogWriter, ObjectId, ProcessId, Recording, WriterOptions,
+};
+
+fn manifest(processes: &[(u32, &str)]) -> Manifest {
+    Manifest {
+        format_version: ppd_formats::FORMAT_VERSION,
+        program: Program {
+            path: "prog".into(),
+            size: 0,
+            blake3: String::new(),
+        },
+        argv: vec!["prog".into()],
+        cwd: ".".into(),
+        host: "host".into(),
+        os_pid: 1,
+        start_unix_ns: 0,
+        start_time: Manifest::rfc3339(0),
+        options: RecordOptions {
+            payloads: false,
+            fsync: false,
+            block_size: 4096,
+            ring_blocks: 2,
+        },
+        processes: processes
+            .iter()
+            .map(|&(id, name)| ProcessEntry {
+                id: ProcessId(id),
+                name: name.into(),
+                parent: (id != 0).then_some(ProcessId(0)),
+                host: "host".into(),
+                os_pid: 1,
+                log: Manifest::log_name(ProcessId(id)),
+            })
+            .collect(),
+        end: None,
+    }
+}
+
+fn write_log(dir: &Path, id: u32, name: &str, events: &[Event<Borrowed<'_>>]) {
+    let identity = LogIdentity {
+        process_id: ProcessId(id),
+        parent: (id != 0).then_some(ProcessId(0)),
+        name: name.into(),
+        os_pid: 1,
+    };
+    let options = WriterOptions {
+        block_size: 4096,
+        ring_blocks: 2,
+        ..WriterOptions::default()
+    };
+    let path = dir.join(Manifest::log_name(ProcessId(id)));
+    // The writer creates its log exclusively: rewriting a log means replacing the file.
+    let _ = std::fs::remove_file(&path);
+    let mut w = LogWriter::create(&path, &identity, options).unwrap();
+    for e in events {
+        w.append(e).unwrap();
+    }
+    w.close().unwrap();
+}
+
+/// `main` spawns two workers that store to a shared atomic without ordering: `extra` more
+/// stores by the second worker.
+fn write_recording(dir: &Path, extra: usize) {
+    let here = Location::caller();
+    let x = ObjectId::new(ProcessId(0), 0);
+    manifest(&[(0, "main"), (1, "a"), (2, "b")])
+        .write(dir, false)
+        .unwrap();
+    let store = |version: u64| Event::Atomic {
+        object: x,
+        version,
+        prev: None,
+        op: AtomicOp::Store,
+        ordering: MemOrdering::Relaxed,
+        site: Some(here),
+        value: None,
+    };
+    write_log(
+        dir,
+        0,
+        "main",
+        &[
+            Event::Start { parent: None },
+            Event::Create {
+                object: x,
+                kind: ObjectKind::Atomic,
+                init: 0,
+                name: Some("x"),
+                site: Some(here),
+            },
+            Event::Spawn {
+                child: ProcessId(1),
+                site: Some(here),
+            },
+            Event::Spawn {
+                child: ProcessId(2),
+                site: Some(here),
+            },
+        ],
+    );
+    write_log(
+        dir,
+        1,
+        "a",
+        &[
+            Event::Start {
+                parent: Some(ProcessId(0)),
+            },
+            store(1),
+            Event::Exit,
+        ],
+    );
+    let mut b = vec![Event::Start {
+        parent: Some(ProcessId(0)),
+    }];
+    b.extend((0..=extra).map(|i| store(2 + i as u64)));
+    b.push(Event::Exit);
+    write_log(dir, 2, "b", &b);
+}
+
+#[test]
+fn clocks_are_cached_and_recomputed_when_a_log_changes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    write_recording(dir, 0);
+    let rec = Recording::open(dir).unwrap();
+    let first = Analysis::open(&rec).unwrap();
+    assert!(
+        matches!(first.cache, Some(CacheOutcome::Stored(_))),
+        "{:?}",
+        first.cache
+    );
+    assert_eq!(first.trace.event_count(), 4 + 3 + 3);
+    assert_eq!(first.data_races().len(), 1);
+    let again = Analysis::open(&rec).unwrap();
+    assert_eq!(again.cache, Some(CacheOutcome::Hit));
+    assert_eq!(again.clocks, first.clocks);
+    assert_eq!(again.report(), first.report());
+
+    // A log rewritten with more events: the cache no longer matches.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    write_recording(dir, 3);
+    let rec = Recording::open(dir).unwrap();
+    let changed = Analysis::open(&rec).unwrap();
+    match &changed.cache {
+        Some(CacheOutcome::Stored(why)) => assert!(why.contains("changed"), "{why}"),
+        other => panic!("expected a recomputation, got {other:?}"),
+    }
+    assert_eq!(changed.trace.event_count(), 4 + 3 + 6);
+    let report = changed.report();
+    assert_eq!(report.races.len(), 1);
+    assert_eq!(
+        report.races[0].count, 4,
+        "each of b's stores races with a's"
+    );
+}
+
+#[test]
+fn a_damaged_log_is_analysed_up_to_its_damage() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    write_recording(dir, 0);
+    // Cut worker b's log in the middle of its frames.
+    let log = dir.join(Manifest::log_name(ProcessId(2)));
+    let bytes = std::fs::read(&log).unwrap();
+    std::fs::write(&log, &bytes[..bytes.len() - 40]).unwrap();
+    let rec = Recording::open(dir).unwrap();
+    let analysis = Analysis::open(&rec).unwrap();
+    let report = analysis.report();
+    let b = analysis.trace.process(2);
+    assert!(!b.complete);
+    assert!(b.events.len() <= 3);
+    // Whatever survived is analysed; nothing panics, and the report says what was lost.
+    assert_eq!(report.processes, 3);
+    let _ = ppd_flowback::picture::html::render(&ppd_flowback::picture::Diagram::build(
+        "damaged",
+        &analysis.trace,
+        &analysis.clocks,
+        &analysis.data_races(),
+        &analysis.message_races(),
+        None,
+    ));
+}

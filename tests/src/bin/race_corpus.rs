@@ -1,0 +1,1315 @@
+//! `race_corpus NAME`: small programs with known races, and without.
+//!
+//! Every scenario declares, right above it, the races `ppd races` must report on it: the
+//! variable (or channel) and the two source lines, named by `// @marker` comments on those
+//! lines. `race_corpus --list` prints every scenario with its expected races resolved to line
+//! numbers (it reads its own source). A racy scenario makes its racy accesses unordered by
+//! happened-before in every run, whatever the timing; a race-free one orders every conflicting
+//! access in every run.
+//!
+//! `deadlock_locks` and `deadlock_messages` never end: they are for the deadlock tests, which
+//! kill them.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use ppd::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use ppd::sync::mpsc::named_channel;
+use ppd::sync::{Mutex, Semaphore};
+use ppd::thread::JoinHandle;
+use serde::Serialize;
+
+use Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst};
+
+const SOURCE: &str = include_str!("race_corpus.rs");
+
+/// A scenario and the races it must show.
+struct Scenario {
+    name: &'static str,
+    /// Prefix of the scenario's `// @tag.side` markers.
+    tag: &'static str,
+    /// `(variable, marker of one side, marker of the other)`.
+    races: &'static [(&'static str, &'static str, &'static str)],
+    /// Runs forever (deadlock scenarios).
+    hangs: bool,
+    run: fn(),
+}
+
+fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> JoinHandle<()> {
+    ppd::thread::Builder::new()
+        .name(name.to_owned())
+        .spawn(f)
+        .expect("spawn")
+}
+
+fn join(handles: Vec<JoinHandle<()>>) {
+    for h in handles {
+        h.join().expect("scenario process");
+    }
+}
+
+fn shared(name: &'static str) -> Arc<AtomicU64> {
+    Arc::new(AtomicU64::named(name, 0))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Racy scenarios.
+
+const RELAXED_STORE_STORE: Scenario = Scenario {
+    name: "relaxed_store_store",
+    tag: "rss",
+    races: &[("x", "rss.a", "rss.b")],
+    hangs: false,
+    run: || {
+        let x = shared("x");
+        let (x1, x2) = (x.clone(), x);
+        join(vec![
+            spawn("a", move || x1.store(1, Relaxed)), // @rss.a
+            spawn("b", move || x2.store(2, Relaxed)), // @rss.b
+        ]);
+    },
+};
+
+const RELAXED_LOAD_STORE: Scenario = Scenario {
+    name: "relaxed_load_store",
+    tag: "rls",
+    races: &[("x", "rls.a", "rls.b")],
+    hangs: false,
+    run: || {
+        let x = shared("x");
+        let (x1, x2) = (x.clone(), x);
+        join(vec![
+            spawn("a", move || {
+                let _ = x1.load(Relaxed); // @rls.a
+            }),
+            spawn("b", move || x2.store(2, Relaxed)), // @rls.b
+        ]);
+    },
+};
+
+/// `racy_counter` in small: a load and a store that should have been one fetch_add.
+const LOST_UPDATE: Scenario = Scenario {
+    name: "lost_update",
+    tag: "lu",
+    races: &[("x", "lu.load", "lu.store"), ("x", "lu.store", "lu.store")],
+    hangs: false,
+    run: || {
+        let x = shared("x");
+        let workers = (0..2)
+            .map(|i| {
+                let x = x.clone();
+                spawn(&format!("incr-{i}"), move || {
+                    for _ in 0..50 {
+                        let v = x.load(Relaxed); // @lu.load
+                        x.store(v + 1, Relaxed); // @lu.store
+                    }
+                })
+            })
+            .collect();
+        join(workers);
+    },
+};
+
+const RELAXED_STORE_ACQUIRE_LOAD: Scenario = Scenario {
+    name: "relaxed_store_acquire_load",
+    tag: "rsal",
+    races: &[("x", "rsal.a", "rsal.b")],
+    hangs: false,
+    run: || {
+        let x = shared("x");
+        let (x1, x2) = (x.clone(), x);
+        join(vec![
+            spawn("a", move || x1.store(1, Relaxed)), // @rsal.a
+            spawn("b", move || {
+                let _ = x2.load(Acquire); // @rsal.b
+            }),
+        ]);
+    },
+};
+
+const RELAXED_LOAD_RELEASE_STORE: Scenario = Scenario {
+    name: "relaxed_load_release_store",
+    tag: "rlrs",
+    races: &[("x", "rlrs.a", "rlrs.b")],
+    hangs: false,
+    run: || {
+        let x = shared("x");
+        let (x1, x2) = (x.clone(), x);
+        join(vec![
+            spawn("a", move || {
+                let _ = x1.load(Relaxed); // @rlrs.a
+            }),
+            spawn("b", move || x2.store(1, Release)), // @rlrs.b
+        ]);
+    },
+};
+
+const RELAXED_LOAD_VS_RMW: Scenario = Scenario {
+    name: "relaxed_load_vs_rmw",
+    tag: "rlr",
+    races: &[("x", "rlr.a", "rlr.b")],
+    hangs: false,
+    run: || {
+        let x = shared("x");
+        let (x1, x2) = (x.clone(), x);
+        join(vec![
+            spawn("a", move || {
+                let _ = x1.fetch_add(1, SeqCst); // @rlr.a
+            }),
+            spawn("b", move || {
+                let _ = x2.load(Relaxed); // @rlr.b
+            }),
+        ]);
+    },
+};
+
+const RELAXED_STORE_VS_RMW: Scenario = Scenario {
+    name: "relaxed_store_vs_rmw",
+    tag: "rsr",
+    races: &[("x", "rsr.a", "rsr.b")],
+    hangs: false,
+    run: || {
+        let x = shared("x");
+        let (x1, x2) = (x.clone(), x);
+        join(vec![
+            spawn("a", move || {
+                let _ = x1.fetch_add(1, SeqCst); // @rsr.a
+            }),
+            spawn("b", move || x2.store(5, Relaxed)), // @rsr.b
+        ]);
+    },
+};
+
+/// Publication with relaxed accesses only: both the flag and the data race.
+const RELAXED_PUBLICATION: Scenario = Scenario {
+    name: "relaxed_publication",
+    tag: "rp",
+    races: &[("flag", "rp.fw", "rp.fr"), ("data", "rp.dw", "rp.dr")],
+    hangs: false,
+    run: || {
+        let (data, flag) = (shared("data"), shared("flag"));
+        let (d1, f1, d2, f2) = (data.clone(), flag.clone(), data, flag);
+        join(vec![
+            spawn("writer", move || {
+                d1.store(42, Relaxed); // @rp.dw
+                f1.store(1, Relaxed); // @rp.fw
+            }),
+            spawn("reader", move || {
+                loop {
+                    let seen = f2.load(Relaxed); // @rp.fr
+                    if seen != 0 {
+                        break;
+                    }
+                    ppd::thread::yield_now();
+                }
+                let _ = d2.load(Relaxed); // @rp.dr
+            }),
+        ]);
+    },
+};
+
+/// The writer releases, but the reader does not acquire.
+const RELEASE_WITHOUT_ACQUIRE: Scenario = Scenario {
+    name: "release_without_acquire",
+    tag: "rwa",
+    races: &[("flag", "rwa.fw", "rwa.fr"), ("data", "rwa.dw", "rwa.dr")],
+    hangs: false,
+    run: || {
+        let (data, flag) = (shared("data"), shared("flag"));
+        let (d1, f1, d2, f2) = (data.clone(), flag.clone(), data, flag);
+        join(vec![
+            spawn("writer", move || {
+                d1.store(42, Relaxed); // @rwa.dw
+                f1.store(1, Release); // @rwa.fw
+            }),
+            spawn("reader", move || {
+                loop {
+                    let seen = f2.load(Relaxed); // @rwa.fr
+                    if seen != 0 {
+                        break;
+                    }
+                    ppd::thread::yield_now();
+                }
+                let _ = d2.load(Relaxed); // @rwa.dr
+            }),
+        ]);
+    },
+};
+
+/// The reader acquires, but the writer does not release.
+const ACQUIRE_WITHOUT_RELEASE: Scenario = Scenario {
+    name: "acquire_without_release",
+    tag: "awr",
+    races: &[("flag", "awr.fw", "awr.fr"), ("data", "awr.dw", "awr.dr")],
+    hangs: false,
+    run: || {
+        let (data, flag) = (shared("data"), shared("flag"));
+        let (d1, f1, d2, f2) = (data.clone(), flag.clone(), data, flag);
+        join(vec![
+            spawn("writer", move || {
+                d1.store(42, Relaxed); // @awr.dw
+                f1.store(1, Relaxed); // @awr.fw
+            }),
+            spawn("reader", move || {
+                loop {
+                    let seen = f2.load(Acquire); // @awr.fr
+                    if seen != 0 {
+                        break;
+                    }
+                    ppd::thread::yield_now();
+                }
+                let _ = d2.load(Relaxed); // @awr.dr
+            }),
+        ]);
+    },
+};
+
+/// Each side holds a lock, but not the same one.
+const DIFFERENT_MUTEXES: Scenario = Scenario {
+    name: "different_mutexes",
+    tag: "dm",
+    races: &[("x", "dm.a", "dm.b")],
+    hangs: false,
+    run: || {
+        let x = shared("x");
+        let m1 = Arc::new(Mutex::named("m1", 0u64));
+        let m2 = Arc::new(Mutex::named("m2", 0u64));
+        let (x1, x2) = (x.clone(), x);
+        join(vec![
+            spawn("a", move || {
+                let _g = m1.lock().expect("m1");
+                x1.store(1, Relaxed); // @dm.a
+            }),
+            spawn("b", move || {
+                let _g = m2.lock().expect("m2");
+                x2.store(2, Relaxed); // @dm.b
+            }),
+        ]);
+    },
+};
+
+/// One side locks, the other does not.
+const LOCK_AND_NO_LOCK: Scenario = Scenario {
+    name: "lock_and_no_lock",
+    tag: "lnl",
+    races: &[("x", "lnl.a", "lnl.b")],
+    hangs: false,
+    run: || {
+        let x = shared("x");
+        let m = Arc::new(Mutex::named("m", 0u64));
+        let (x1, x2) = (x.clone(), x);
+        join(vec![
+            spawn("locker", move || {
+                let _g = m.lock().expect("m");
+                x1.store(1, Relaxed); // @lnl.a
+            }),
+            spawn("reader", move || {
+                let _ = x2.load(Relaxed); // @lnl.b
+            }),
+        ]);
+    },
+};
+
+const MESSAGE_RACE_TWO_SENDERS: Scenario = Scenario {
+    name: "message_race_two_senders",
+    tag: "mr2",
+    races: &[("jobs", "mr2.a", "mr2.b")],
+    hangs: false,
+    run: || {
+        let (tx, rx) = named_channel::<u64>("jobs");
+        let tx2 = tx.clone();
+        let senders = vec![
+            spawn("a", move || tx.send(1).expect("send")), // @mr2.a
+            spawn("b", move || tx2.send(2).expect("send")), // @mr2.b
+        ];
+        rx.recv().expect("first");
+        rx.recv().expect("second");
+        join(senders);
+    },
+};
+
+const MESSAGE_RACE_THREE_SENDERS: Scenario = Scenario {
+    name: "message_race_three_senders",
+    tag: "mr3",
+    races: &[
+        ("jobs", "mr3.a", "mr3.b"),
+        ("jobs", "mr3.a", "mr3.c"),
+        ("jobs", "mr3.b", "mr3.c"),
+    ],
+    hangs: false,
+    run: || {
+        let (tx, rx) = named_channel::<u64>("jobs");
+        let (tx2, tx3) = (tx.clone(), tx.clone());
+        let senders = vec![
+            spawn("a", move || tx.send(1).expect("send")), // @mr3.a
+            spawn("b", move || tx2.send(2).expect("send")), // @mr3.b
+            spawn("c", move || tx3.send(3).expect("send")), // @mr3.c
+        ];
+        for _ in 0..3 {
+            rx.recv().expect("message");
+        }
+        join(senders);
+    },
+};
+
+/// `a` sends before telling `b` to send, so only `c` races with either.
+const MESSAGE_RACE_PARTIAL_ORDER: Scenario = Scenario {
+    name: "message_race_partial_order",
+    tag: "mrp",
+    races: &[("jobs", "mrp.a", "mrp.c"), ("jobs", "mrp.b", "mrp.c")],
+    hangs: false,
+    run: || {
+        let (tx, rx) = named_channel::<u64>("jobs");
+        let (go, wait) = named_channel::<()>("go");
+        let (tx2, tx3) = (tx.clone(), tx.clone());
+        let senders = vec![
+            spawn("a", move || {
+                tx.send(1).expect("send"); // @mrp.a
+                go.send(()).expect("go");
+            }),
+            spawn("b", move || {
+                wait.recv().expect("go");
+                tx2.send(2).expect("send"); // @mrp.b
+            }),
+            spawn("c", move || tx3.send(3).expect("send")), // @mrp.c
+        ];
+        for _ in 0..3 {
+            rx.recv().expect("message");
+        }
+        join(senders);
+    },
+};
+
+/// The child reads what the parent writes after spawning it.
+const WRITE_AFTER_SPAWN: Scenario = Scenario {
+    name: "write_after_spawn",
+    tag: "was",
+    races: &[("x", "was.parent", "was.child")],
+    hangs: false,
+    run: || {
+        let x = shared("x");
+        let x1 = x.clone();
+        let child = spawn("child", move || {
+            let _ = x1.load(Relaxed); // @was.child
+        });
+        x.store(1, Relaxed); // @was.parent
+        join(vec![child]);
+    },
+};
+
+/// The parent joins the wrong child before reading.
+const JOIN_THE_WRONG_CHILD: Scenario = Scenario {
+    name: "join_the_wrong_child",
+    tag: "jwc",
+    races: &[("x", "jwc.write", "jwc.read")],
+    hangs: false,
+    run: || {
+        let x = shared("x");
+        let x1 = x.clone();
+        let writer = spawn("writer", move || x1.store(1, Relaxed)); // @jwc.write
+        let idle = spawn("idle", || {});
+        join(vec![idle]);
+        let _ = x.load(Relaxed); // @jwc.read
+        join(vec![writer]);
+    },
+};
+
+/// Two permits let both in at once.
+const SEMAPHORE_TWO_PERMITS: Scenario = Scenario {
+    name: "semaphore_two_permits",
+    tag: "stp",
+    races: &[("x", "stp.a", "stp.b")],
+    hangs: false,
+    run: || {
+        let x = shared("x");
+        let sem = Arc::new(Semaphore::new(2));
+        let (x1, x2, s1, s2) = (x.clone(), x, sem.clone(), sem);
+        join(vec![
+            spawn("a", move || {
+                s1.acquire();
+                x1.store(1, Relaxed); // @stp.a
+                s1.release();
+            }),
+            spawn("b", move || {
+                s2.acquire();
+                x2.store(2, Relaxed); // @stp.b
+                s2.release();
+            }),
+        ]);
+    },
+};
+
+const SEQCST_STORE_RELAXED_STORE: Scenario = Scenario {
+    name: "seqcst_store_relaxed_store",
+    tag: "ssrs",
+    races: &[("x", "ssrs.a", "ssrs.b")],
+    hangs: false,
+    run: || {
+        let x = shared("x");
+        let (x1, x2) = (x.clone(), x);
+        join(vec![
+            spawn("a", move || x1.store(1, SeqCst)),  // @ssrs.a
+            spawn("b", move || x2.store(2, Relaxed)), // @ssrs.b
+        ]);
+    },
+};
+
+/// A relaxed read-modify-write publishes nothing: the flag never races (read-modify-writes
+/// are indivisible), the data does.
+const RELAXED_RMW_PUBLISHES_NOTHING: Scenario = Scenario {
+    name: "relaxed_rmw_publishes_nothing",
+    tag: "rrpn",
+    races: &[("data", "rrpn.w", "rrpn.r")],
+    hangs: false,
+    run: || {
+        let (data, flag) = (shared("data"), shared("flag"));
+        let (d1, f1, d2, f2) = (data.clone(), flag.clone(), data, flag);
+        join(vec![
+            spawn("writer", move || {
+                d1.store(42, Relaxed); // @rrpn.w
+                f1.fetch_add(1, Relaxed);
+            }),
+            spawn("reader", move || {
+                while f2.fetch_add(0, Acquire) == 0 {
+                    ppd::thread::yield_now();
+                }
+                let _ = d2.load(Relaxed); // @rrpn.r
+            }),
+        ]);
+    },
+};
+
+const SWAP_VS_RELAXED_LOAD: Scenario = Scenario {
+    name: "swap_vs_relaxed_load",
+    tag: "svl",
+    races: &[("x", "svl.a", "svl.b")],
+    hangs: false,
+    run: || {
+        let x = shared("x");
+        let (x1, x2) = (x.clone(), x);
+        join(vec![
+            spawn("a", move || {
+                let _ = x1.swap(5, AcqRel); // @svl.a
+            }),
+            spawn("b", move || {
+                let _ = x2.load(Relaxed); // @svl.b
+            }),
+        ]);
+    },
+};
+
+/// Whether the compare-exchange succeeds or fails, the relaxed store races with it.
+const CAS_VS_RELAXED_STORE: Scenario = Scenario {
+    name: "cas_vs_relaxed_store",
+    tag: "cvs",
+    races: &[("x", "cvs.a", "cvs.b")],
+    hangs: false,
+    run: || {
+        let x = shared("x");
+        let (x1, x2) = (x.clone(), x);
+        join(vec![
+            spawn("a", move || {
+                let _ = x1.compare_exchange(0, 1, SeqCst, SeqCst); // @cvs.a
+            }),
+            spawn("b", move || x2.store(7, Relaxed)), // @cvs.b
+        ]);
+    },
+};
+
+/// An unnamed `AtomicBool`, the first object `main` creates: reported by its id.
+const RELAXED_BOOL: Scenario = Scenario {
+    name: "relaxed_bool",
+    tag: "rb",
+    races: &[("#0.0", "rb.a", "rb.b")],
+    hangs: false,
+    run: || {
+        let b = Arc::new(AtomicBool::new(false));
+        let (b1, b2) = (b.clone(), b);
+        join(vec![
+            spawn("a", move || b1.store(true, Relaxed)), // @rb.a
+            spawn("b", move || {
+                let _ = b2.load(Relaxed); // @rb.b
+            }),
+        ]);
+    },
+};
+
+/// A message race and a data race in one run: two workers report on one channel and both
+/// write the same statistic without ordering.
+const RACY_WORKERS: Scenario = Scenario {
+    name: "racy_workers",
+    tag: "rw",
+    races: &[
+        ("results", "rw.send", "rw.send"),
+        ("done", "rw.stat", "rw.stat"),
+    ],
+    hangs: false,
+    run: || {
+        let done = shared("done");
+        let (tx, rx) = named_channel::<u64>("results");
+        let workers = (0..2)
+            .map(|i| {
+                let (tx, done) = (tx.clone(), done.clone());
+                spawn(&format!("worker-{i}"), move || {
+                    tx.send(i).expect("send"); // @rw.send
+                    done.store(i, Relaxed); // @rw.stat
+                })
+            })
+            .collect();
+        drop(tx);
+        rx.recv().expect("first");
+        rx.recv().expect("second");
+        join(workers);
+    },
+};
+
+// ---------------------------------------------------------------------------------------------
+// Race-free scenarios.
+
+const FETCH_ADD_COUNTER: Scenario = Scenario {
+    name: "fetch_add_counter",
+    tag: "",
+    races: &[],
+    hangs: false,
+    run: || {
+        let x = shared("x");
+        let workers = (0..3)
+            .map(|i| {
+                let x = x.clone();
+                spawn(&format!("incr-{i}"), move || {
+                    for _ in 0..100 {
+                        x.fetch_add(1, SeqCst);
+                    }
+                })
+            })
+            .collect();
+        join(workers);
+        assert_eq!(x.load(Relaxed), 300);
+    },
+};
+
+const RELAXED_RMW_COUNTER: Scenario = Scenario {
+    name: "relaxed_rmw_counter",
+    tag: "",
+    races: &[],
+    hangs: false,
+    run: || {
+        let x = shared("x");
+        let workers = (0..3)
+            .map(|i| {
+                let x = x.clone();
+                spawn(&format!("incr-{i}"), move || {
+                    for _ in 0..100 {
+                        x.fetch_add(1, Relaxed);
+                    }
+                })
+            })
+            .collect();
+        join(workers);
+        assert_eq!(x.load(Relaxed), 300);
+    },
+};
+
+const MUTEX_PROTECTED: Scenario = Scenario {
+    name: "mutex_protected",
+    tag: "",
+    races: &[],
+    hangs: false,
+    run: || {
+        let x = shared("x");
+        let m = Arc::new(Mutex::named("m", 0u64));
+        let workers = (0..3)
+            .map(|i| {
+                let (x, m) = (x.clone(), m.clone());
+                spawn(&format!("incr-{i}"), move || {
+                    for _ in 0..20 {
+                        let _g = m.lock().expect("m");
+                        let v = x.load(Relaxed);
+                        x.store(v + 1, Relaxed);
+                    }
+                })
+            })
+            .collect();
+        join(workers);
+        assert_eq!(x.load(Relaxed), 60);
+    },
+};
+
+fn publication(release: Ordering, acquire: Ordering) {
+    let (data, flag) = (shared("data"), shared("flag"));
+    let (d1, f1, d2, f2) = (data.clone(), flag.clone(), data, flag);
+    join(vec![
+        spawn("writer", move || {
+            d1.store(42, Relaxed);
+            f1.store(1, release);
+        }),
+        spawn("reader", move || {
+            while f2.load(acquire) == 0 {
+                ppd::thread::yield_now();
+            }
+            assert_eq!(d2.load(Relaxed), 42);
+        }),
+    ]);
+}
+
+const RELEASE_ACQUIRE_PUBLICATION: Scenario = Scenario {
+    name: "release_acquire_publication",
+    tag: "",
+    races: &[],
+    hangs: false,
+    run: || publication(Release, Acquire),
+};
+
+const SEQCST_PUBLICATION: Scenario = Scenario {
+    name: "seqcst_publication",
+    tag: "",
+    races: &[],
+    hangs: false,
+    run: || publication(SeqCst, SeqCst),
+};
+
+/// The reader acquires a read-modify-write of a third process, which continues the writer's
+/// release sequence.
+const RELEASE_SEQUENCE: Scenario = Scenario {
+    name: "release_sequence",
+    tag: "",
+    races: &[],
+    hangs: false,
+    run: || {
+        let (data, flag) = (shared("data"), shared("flag"));
+        let (d1, f1, f2, d3, f3) = (data.clone(), flag.clone(), flag.clone(), data, flag);
+        join(vec![
+            spawn("writer", move || {
+                d1.store(42, Relaxed);
+                f1.store(1, Release);
+            }),
+            spawn("bumper", move || {
+                while f2.compare_exchange(1, 2, Relaxed, Relaxed).is_err() {
+                    ppd::thread::yield_now();
+                }
+            }),
+            spawn("reader", move || {
+                while f3.load(Acquire) != 2 {
+                    ppd::thread::yield_now();
+                }
+                assert_eq!(d3.load(Relaxed), 42);
+            }),
+        ]);
+    },
+};
+
+const MESSAGE_PASSING: Scenario = Scenario {
+    name: "message_passing",
+    tag: "",
+    races: &[],
+    hangs: false,
+    run: || {
+        let x = shared("x");
+        let (tx, rx) = named_channel::<()>("ready");
+        let (x1, x2) = (x.clone(), x);
+        join(vec![
+            spawn("writer", move || {
+                x1.store(5, Relaxed);
+                tx.send(()).expect("send");
+            }),
+            spawn("reader", move || {
+                rx.recv().expect("recv");
+                assert_eq!(x2.load(Relaxed), 5);
+            }),
+        ]);
+    },
+};
+
+const SPAWN_ORDERS: Scenario = Scenario {
+    name: "spawn_orders",
+    tag: "",
+    races: &[],
+    hangs: false,
+    run: || {
+        let x = shared("x");
+        x.store(1, Relaxed);
+        let x1 = x;
+        join(vec![spawn("child", move || {
+            assert_eq!(x1.load(Relaxed), 1)
+        })]);
+    },
+};
+
+const JOIN_ORDERS: Scenario = Scenario {
+    name: "join_orders",
+    tag: "",
+    races: &[],
+    hangs: false,
+    run: || {
+        let x = shared("x");
+        let x1 = x.clone();
+        join(vec![spawn("child", move || x1.store(1, Relaxed))]);
+        assert_eq!(x.load(Relaxed), 1);
+    },
+};
+
+const SEMAPHORE_SIGNAL: Scenario = Scenario {
+    name: "semaphore_signal",
+    tag: "",
+    races: &[],
+    hangs: false,
+    run: || {
+        let x = shared("x");
+        let sem = Arc::new(Semaphore::new(0));
+        let (x1, x2, s1, s2) = (x.clone(), x, sem.clone(), sem);
+        join(vec![
+            spawn("signaller", move || {
+                x1.store(1, Relaxed);
+                s1.release();
+            }),
+            spawn("waiter", move || {
+                s2.acquire();
+                assert_eq!(x2.load(Relaxed), 1);
+            }),
+        ]);
+    },
+};
+
+const SEMAPHORE_AS_MUTEX: Scenario = Scenario {
+    name: "semaphore_as_mutex",
+    tag: "",
+    races: &[],
+    hangs: false,
+    run: || {
+        let x = shared("x");
+        let sem = Arc::new(Semaphore::new(1));
+        let workers = (0..2)
+            .map(|i| {
+                let (x, sem) = (x.clone(), sem.clone());
+                spawn(&format!("incr-{i}"), move || {
+                    for _ in 0..10 {
+                        sem.acquire();
+                        let v = x.load(Relaxed);
+                        x.store(v + 1, Relaxed);
+                        sem.release();
+                    }
+                })
+            })
+            .collect();
+        join(workers);
+        assert_eq!(x.load(Relaxed), 20);
+    },
+};
+
+/// Three V's may all come before the first P (no P ever blocks): each P still takes its V's
+/// permit, which orders the slot it reads.
+const SEMAPHORE_BATCH: Scenario = Scenario {
+    name: "semaphore_batch",
+    tag: "",
+    races: &[],
+    hangs: false,
+    run: || {
+        let slots: Arc<Vec<AtomicU64>> =
+            Arc::new((0..3).map(|_| AtomicU64::named("slot", 0)).collect());
+        let sem = Arc::new(Semaphore::new(0));
+        let (w, s1, r, s2) = (slots.clone(), sem.clone(), slots, sem);
+        join(vec![
+            spawn("producer", move || {
+                for (i, slot) in w.iter().enumerate() {
+                    slot.store(i as u64 + 1, Relaxed);
+                    s1.release();
+                }
+            }),
+            spawn("consumer", move || {
+                for (i, slot) in r.iter().enumerate() {
+                    s2.acquire();
+                    assert_eq!(slot.load(Relaxed), i as u64 + 1);
+                }
+            }),
+        ]);
+    },
+};
+
+const NESTED_LOCKS: Scenario = Scenario {
+    name: "nested_locks",
+    tag: "",
+    races: &[],
+    hangs: false,
+    run: || {
+        let x = shared("x");
+        let outer = Arc::new(Mutex::named("outer", 0u64));
+        let inner = Arc::new(Mutex::named("inner", 0u64));
+        let workers = (0..2)
+            .map(|i| {
+                let (x, outer, inner) = (x.clone(), outer.clone(), inner.clone());
+                spawn(&format!("w-{i}"), move || {
+                    for _ in 0..5 {
+                        let _o = outer.lock().expect("outer");
+                        let _i = inner.lock().expect("inner");
+                        x.fetch_add(0, Relaxed);
+                        x.store(x.load(Relaxed) + 1, Relaxed);
+                    }
+                })
+            })
+            .collect();
+        join(workers);
+    },
+};
+
+const REQUEST_REPLY: Scenario = Scenario {
+    name: "request_reply",
+    tag: "",
+    races: &[],
+    hangs: false,
+    run: || {
+        let x = shared("x");
+        let (req_tx, req_rx) = named_channel::<u64>("requests");
+        let (rep_tx, rep_rx) = named_channel::<u64>("replies");
+        let (x1, x2) = (x.clone(), x);
+        join(vec![
+            spawn("server", move || {
+                let n = req_rx.recv().expect("request");
+                x1.store(n, Relaxed);
+                rep_tx.send(n + 1).expect("reply");
+            }),
+            spawn("client", move || {
+                req_tx.send(41).expect("request");
+                let n = rep_rx.recv().expect("reply");
+                assert_eq!(x2.load(Relaxed) + 1, n);
+            }),
+        ]);
+    },
+};
+
+/// One sender: messages arrive in the order sent, nothing races.
+const SINGLE_PRODUCER: Scenario = Scenario {
+    name: "single_producer",
+    tag: "",
+    races: &[],
+    hangs: false,
+    run: || {
+        let (tx, rx) = named_channel::<u64>("items");
+        join(vec![
+            spawn("producer", move || {
+                for i in 0..50 {
+                    tx.send(i).expect("send");
+                }
+            }),
+            spawn("consumer", move || {
+                for i in 0..50 {
+                    assert_eq!(rx.recv().expect("item"), i);
+                }
+            }),
+        ]);
+    },
+};
+
+/// Two senders, but the second sends only after hearing from the first.
+const ORDERED_SENDERS: Scenario = Scenario {
+    name: "ordered_senders",
+    tag: "",
+    races: &[],
+    hangs: false,
+    run: || {
+        let (tx, rx) = named_channel::<u64>("jobs");
+        let (go, wait) = named_channel::<()>("go");
+        let tx2 = tx.clone();
+        let senders = vec![
+            spawn("first", move || {
+                tx.send(1).expect("send");
+                go.send(()).expect("go");
+            }),
+            spawn("second", move || {
+                wait.recv().expect("go");
+                tx2.send(2).expect("send");
+            }),
+        ];
+        assert_eq!(rx.recv().expect("first"), 1);
+        assert_eq!(rx.recv().expect("second"), 2);
+        join(senders);
+    },
+};
+
+const BOOL_RELEASE_ACQUIRE: Scenario = Scenario {
+    name: "bool_release_acquire",
+    tag: "",
+    races: &[],
+    hangs: false,
+    run: || {
+        let data = shared("data");
+        let flag = Arc::new(AtomicBool::new(false));
+        let (d1, f1, d2, f2) = (data.clone(), flag.clone(), data, flag);
+        join(vec![
+            spawn("writer", move || {
+                d1.store(7, Relaxed);
+                f1.store(true, Release);
+            }),
+            spawn("reader", move || {
+                while !f2.load(Acquire) {
+                    ppd::thread::yield_now();
+                }
+                assert_eq!(d2.load(Relaxed), 7);
+            }),
+        ]);
+    },
+};
+
+/// A spin lock built from compare-exchange (acquire) and store (release).
+const SPINLOCK: Scenario = Scenario {
+    name: "spinlock",
+    tag: "",
+    races: &[],
+    hangs: false,
+    run: || {
+        let x = shared("x");
+        let lock = Arc::new(AtomicBool::new(false));
+        let workers = (0..2)
+            .map(|i| {
+                let (x, lock) = (x.clone(), lock.clone());
+                spawn(&format!("w-{i}"), move || {
+                    for _ in 0..10 {
+                        while lock
+                            .compare_exchange(false, true, Acquire, Relaxed)
+                            .is_err()
+                        {
+                            ppd::thread::yield_now();
+                        }
+                        let v = x.load(Relaxed);
+                        x.store(v + 1, Relaxed);
+                        lock.store(false, Release);
+                    }
+                })
+            })
+            .collect();
+        join(workers);
+        assert_eq!(x.load(Relaxed), 20);
+    },
+};
+
+/// The grandchild reads what `main` wrote before the chain of spawns.
+const SPAWN_CHAIN: Scenario = Scenario {
+    name: "spawn_chain",
+    tag: "",
+    races: &[],
+    hangs: false,
+    run: || {
+        let x = shared("x");
+        x.store(3, Relaxed);
+        let x1 = x;
+        join(vec![spawn("child", move || {
+            join(vec![spawn("grandchild", move || {
+                assert_eq!(x1.load(Relaxed), 3)
+            })]);
+        })]);
+    },
+};
+
+const JOIN_ALL: Scenario = Scenario {
+    name: "join_all",
+    tag: "",
+    races: &[],
+    hangs: false,
+    run: || {
+        let slots: Arc<Vec<AtomicU64>> =
+            Arc::new((0..4).map(|_| AtomicU64::named("slot", 0)).collect());
+        let workers = (0..4)
+            .map(|i| {
+                let slots = slots.clone();
+                spawn(&format!("w-{i}"), move || slots[i].store(i as u64, Relaxed))
+            })
+            .collect();
+        join(workers);
+        let total: u64 = slots.iter().map(|s| s.load(Relaxed)).sum();
+        assert_eq!(total, 6);
+    },
+};
+
+const FETCH_UPDATE_CONCURRENT: Scenario = Scenario {
+    name: "fetch_update_concurrent",
+    tag: "",
+    races: &[],
+    hangs: false,
+    run: || {
+        let x = shared("x");
+        let workers = (0..2)
+            .map(|i| {
+                let x = x.clone();
+                spawn(&format!("w-{i}"), move || {
+                    for _ in 0..20 {
+                        x.fetch_update(SeqCst, SeqCst, |v| Some(v + 1))
+                            .expect("update");
+                    }
+                })
+            })
+            .collect();
+        join(workers);
+        assert_eq!(x.load(Relaxed), 40);
+    },
+};
+
+/// A hand-off through `swap` with acquire-release ordering.
+const SWAP_HANDOFF: Scenario = Scenario {
+    name: "swap_handoff",
+    tag: "",
+    races: &[],
+    hangs: false,
+    run: || {
+        let (data, slot) = (shared("data"), shared("slot"));
+        let (d1, s1, d2, s2) = (data.clone(), slot.clone(), data, slot);
+        join(vec![
+            spawn("giver", move || {
+                d1.store(9, Relaxed);
+                s1.swap(1, AcqRel);
+            }),
+            spawn("taker", move || {
+                while s2.swap(0, AcqRel) != 1 {
+                    ppd::thread::yield_now();
+                }
+                assert_eq!(d2.load(Relaxed), 9);
+            }),
+        ]);
+    },
+};
+
+/// A token passed around a ring many times: a long run (tens of thousands of events) with
+/// one sender per channel.
+const TOKEN_RING_LONG: Scenario = Scenario {
+    name: "token_ring_long",
+    tag: "",
+    races: &[],
+    hangs: false,
+    run: || {
+        const NODES: usize = 4;
+        const ROUNDS: u64 = 1500;
+        let mut senders = Vec::new();
+        let mut receivers = Vec::new();
+        for i in 0..NODES {
+            let name: &'static str = ["ring-0", "ring-1", "ring-2", "ring-3"][i];
+            let (tx, rx) = named_channel::<u64>(name);
+            senders.push(Some(tx));
+            receivers.push(Some(rx));
+        }
+        let nodes = (0..NODES)
+            .map(|i| {
+                let rx = receivers[i].take().expect("receiver");
+                let tx = senders[(i + 1) % NODES].take().expect("sender");
+                spawn(&format!("node-{i}"), move || {
+                    if i == 0 {
+                        tx.send(0).expect("start");
+                    }
+                    for _ in 0..ROUNDS {
+                        let token = rx.recv().expect("token");
+                        if token + 1 < ROUNDS * NODES as u64 {
+                            tx.send(token + 1).expect("pass the token");
+                        }
+                    }
+                })
+            })
+            .collect();
+        join(nodes);
+    },
+};
+
+// ---------------------------------------------------------------------------------------------
+// Deadlocks (never end).
+
+/// Two processes take two mutexes in opposite orders.
+const DEADLOCK_LOCKS: Scenario = Scenario {
+    name: "deadlock_locks",
+    tag: "dl",
+    races: &[],
+    hangs: true,
+    run: || {
+        let m1 = Arc::new(Mutex::named("m1", 0u64));
+        let m2 = Arc::new(Mutex::named("m2", 0u64));
+        let (left_has, right_hears) = named_channel::<()>("left-has-m1");
+        let (right_has, left_hears) = named_channel::<()>("right-has-m2");
+        let (a1, a2, b1, b2) = (m1.clone(), m2.clone(), m1, m2);
+        join(vec![
+            spawn("left", move || {
+                let _first = a1.lock().expect("m1");
+                left_has.send(()).expect("tell right");
+                left_hears.recv().expect("hear right");
+                let _second = a2.lock().expect("m2"); // @dl.left
+            }),
+            spawn("right", move || {
+                let _first = b2.lock().expect("m2");
+                right_hears.recv().expect("hear left");
+                right_has.send(()).expect("tell left");
+                let _second = b1.lock().expect("m1"); // @dl.right
+            }),
+        ]);
+    },
+};
+
+/// Each process sends one message to the other, then waits for two.
+const DEADLOCK_MESSAGES: Scenario = Scenario {
+    name: "deadlock_messages",
+    tag: "dmsg",
+    races: &[],
+    hangs: true,
+    run: || {
+        let (to_right, right_inbox) = named_channel::<u64>("to-right");
+        let (to_left, left_inbox) = named_channel::<u64>("to-left");
+        join(vec![
+            spawn("left", move || {
+                to_right.send(1).expect("send");
+                left_inbox.recv().expect("first");
+                left_inbox.recv().expect("second"); // @dmsg.left
+            }),
+            spawn("right", move || {
+                to_left.send(1).expect("send");
+                right_inbox.recv().expect("first");
+                right_inbox.recv().expect("second"); // @dmsg.right
+            }),
+        ]);
+    },
+};
+
+const SCENARIOS: &[Scenario] = &[
+    RELAXED_STORE_STORE,
+    RELAXED_LOAD_STORE,
+    LOST_UPDATE,
+    RELAXED_STORE_ACQUIRE_LOAD,
+    RELAXED_LOAD_RELEASE_STORE,
+    RELAXED_LOAD_VS_RMW,
+    RELAXED_STORE_VS_RMW,
+    RELAXED_PUBLICATION,
+    RELEASE_WITHOUT_ACQUIRE,
+    ACQUIRE_WITHOUT_RELEASE,
+    DIFFERENT_MUTEXES,
+    LOCK_AND_NO_LOCK,
+    MESSAGE_RACE_TWO_SENDERS,
+    MESSAGE_RACE_THREE_SENDERS,
+    MESSAGE_RACE_PARTIAL_ORDER,
+    WRITE_AFTER_SPAWN,
+    JOIN_THE_WRONG_CHILD,
+    SEMAPHORE_TWO_PERMITS,
+    SEQCST_STORE_RELAXED_STORE,
+    RELAXED_RMW_PUBLISHES_NOTHING,
+    SWAP_VS_RELAXED_LOAD,
+    CAS_VS_RELAXED_STORE,
+    RELAXED_BOOL,
+    RACY_WORKERS,
+    FETCH_ADD_COUNTER,
+    RELAXED_RMW_COUNTER,
+    MUTEX_PROTECTED,
+    RELEASE_ACQUIRE_PUBLICATION,
+    SEQCST_PUBLICATION,
+    RELEASE_SEQUENCE,
+    MESSAGE_PASSING,
+    SPAWN_ORDERS,
+    JOIN_ORDERS,
+    SEMAPHORE_SIGNAL,
+    SEMAPHORE_AS_MUTEX,
+    SEMAPHORE_BATCH,
+    NESTED_LOCKS,
+    REQUEST_REPLY,
+    SINGLE_PRODUCER,
+    ORDERED_SENDERS,
+    BOOL_RELEASE_ACQUIRE,
+    SPINLOCK,
+    SPAWN_CHAIN,
+    JOIN_ALL,
+    FETCH_UPDATE_CONCURRENT,
+    SWAP_HANDOFF,
+    TOKEN_RING_LONG,
+    DEADLOCK_LOCKS,
+    DEADLOCK_MESSAGES,
+];
+
+/// An expected race with its markers resolved to lines.
+#[derive(Serialize)]
+struct ExpectedRace {
+    var: &'static str,
+    a: u32,
+    b: u32,
+}
+
+#[derive(Serialize)]
+struct Listing {
+    name: &'static str,
+    hangs: bool,
+    races: Vec<ExpectedRace>,
+    /// Lines of every marker of the scenario (deadlock tests use them).
+    markers: Vec<(String, u32)>,
+}
+
+/// The line of `// @marker`, which must appear exactly once.
+fn line_of(marker: &str) -> Result<u32, String> {
+    let tag = format!("// @{marker}");
+    let lines: Vec<u32> = SOURCE
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.trim_end().ends_with(&tag))
+        .map(|(i, _)| i as u32 + 1)
+        .collect();
+    match lines.as_slice() {
+        [line] => Ok(*line),
+        [] => Err(format!("no line is marked {tag}")),
+        _ => Err(format!("{tag} marks {} lines", lines.len())),
+    }
+}
+
+fn list() -> Result<Vec<Listing>, String> {
+    SCENARIOS
+        .iter()
+        .map(|s| {
+            let races = s
+                .races
+                .iter()
+                .map(|&(var, a, b)| {
+                    Ok(ExpectedRace {
+                        var,
+                        a: line_of(a)?,
+                        b: line_of(b)?,
+                    })
+                })
+                .collect::<Result<Vec<_>, String>>()?;
+            let markers = SOURCE
+                .lines()
+                .enumerate()
+                .filter_map(|(i, l)| {
+                    let m = l.trim_end().rsplit_once("// @")?.1;
+                    let ours = !s.tag.is_empty() && m.split('.').next() == Some(s.tag);
+                    ours.then(|| (m.to_owned(), i as u32 + 1))
+                })
+                .collect();
+            Ok(Listing {
+                name: s.name,
+                hangs: s.hangs,
+                races,
+                markers,
+            })
+        })
+        .collect()
+}
+
+#[ppd::main]
+fn main() -> ExitCode {
+    let arg = std::env::args().nth(1);
+    match arg.as_deref() {
+        Some("--list") => match list() {
+            Ok(listing) => {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&listing).expect("the listing serializes")
+                );
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("race_corpus: {e}");
+                ExitCode::from(2)
+            }
+        },
+        Some(name) => match SCENARIOS.iter().find(|s| s.name == name) {
+            Some(s) => {
+                (s.run)();
+                ExitCode::SUCCESS
+            }
+            None => {
+                eprintln!("race_corpus: no scenario {name:?}; try --list");
+                ExitCode::from(2)
+            }
+        },
+        None => {
+            eprintln!("usage: race_corpus NAME | --list");
+            ExitCode::from(2)
+        }
+    }
+}

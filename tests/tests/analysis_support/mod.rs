@@ -1,0 +1,202 @@
+//! Shared by the analysis tests: recording race-corpus scenarios and examples, running the
+//! analysis commands, rendering pages in headless Chromium.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use ppd_tests::{ppd, ppd_bin, record_example};
+use serde_json::Value;
+
+/// The race-corpus program.
+pub(crate) fn corpus_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_race_corpus"))
+}
+
+/// `race_corpus --list`: every scenario with its expected races and marker lines.
+pub(crate) fn listing() -> Vec<Value> {
+    let out = Command::new(corpus_bin())
+        .arg("--list")
+        .output()
+        .expect("run race_corpus --list");
+    assert!(
+        out.status.success(),
+        "race_corpus --list: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice::<Value>(&out.stdout)
+        .expect("the listing is JSON")
+        .as_array()
+        .expect("the listing is an array")
+        .clone()
+}
+
+/// The listing entry of scenario `name`.
+pub(crate) fn scenario(name: &str) -> Value {
+    listing()
+        .into_iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("no scenario {name}"))
+}
+
+/// The line of marker `marker` in scenario `s`.
+pub(crate) fn marker_line(s: &Value, marker: &str) -> u64 {
+    s["markers"]
+        .as_array()
+        .expect("markers")
+        .iter()
+        .find(|m| m[0] == marker)
+        .and_then(|m| m[1].as_u64())
+        .unwrap_or_else(|| panic!("no marker {marker} in {s}"))
+}
+
+/// Records scenario `name` into `<work>/<name>` and returns the directory.
+pub(crate) fn record_scenario(work: &Path, name: &str) -> PathBuf {
+    let dir = work.join(name);
+    let bin = corpus_bin();
+    let out = ppd(
+        work,
+        &[
+            "record",
+            "-o",
+            dir.to_str().expect("utf-8 path"),
+            "--",
+            bin.to_str().expect("utf-8 path"),
+            name,
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "recording {name} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    dir
+}
+
+/// Records example `name` into `<work>/<name>` and returns the directory.
+pub(crate) fn record(work: &Path, name: &str) -> PathBuf {
+    let dir = work.join(name);
+    let out = record_example(work, &dir, name, &[]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("ppd: recorded"),
+        "recording {name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    dir
+}
+
+/// `ppd ARGS` in `work`, which must succeed; its standard output.
+pub(crate) fn ppd_ok(work: &Path, args: &[&str]) -> Vec<u8> {
+    let out: Output = ppd(work, args);
+    assert!(
+        out.status.success(),
+        "ppd {args:?} failed ({:?}): {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// `ppd races --json DIR`, parsed.
+pub(crate) fn races_json(work: &Path, dir: &Path) -> Value {
+    let out = ppd_ok(
+        work,
+        &["races", "--json", dir.to_str().expect("utf-8 path")],
+    );
+    serde_json::from_slice(&out).expect("ppd races --json prints JSON")
+}
+
+/// The races of a report as `(var, lower line, higher line)`, sorted.
+pub(crate) fn race_lines(report: &Value) -> Vec<(String, u64, u64)> {
+    let mut v: Vec<(String, u64, u64)> = report["races"]
+        .as_array()
+        .expect("races")
+        .iter()
+        .map(|r| {
+            let a = r["a"]["line"].as_u64().expect("a.line");
+            let b = r["b"]["line"].as_u64().expect("b.line");
+            (
+                r["var"].as_str().expect("var").to_owned(),
+                a.min(b),
+                a.max(b),
+            )
+        })
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// Headless Chromium, if installed. Without it the test fails with how to install it, unless
+/// `PPD_SKIP_BROWSER=1` says to skip browser checks.
+pub(crate) fn chromium() -> Option<PathBuf> {
+    let found = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists());
+    if found.is_none() && std::env::var("PPD_SKIP_BROWSER").as_deref() == Ok("1") {
+        eprintln!("skipping the browser check: PPD_SKIP_BROWSER=1 and no chromium");
+        return None;
+    }
+    Some(found.unwrap_or_else(|| {
+        panic!(
+            "headless Chromium is needed to check the HTML diagram: install it with \
+             `sudo apt-get install -y chromium` (Debian/Ubuntu), or set PPD_SKIP_BROWSER=1 \
+             to skip this check"
+        )
+    }))
+}
+
+/// The DOM of `page` after its scripts ran, as headless Chromium serializes it.
+pub(crate) fn render_dom(chromium: &Path, page: &Path) -> String {
+    let profile = tempfile::tempdir().expect("browser profile directory");
+    let url = format!(
+        "file://{}",
+        page.canonicalize().expect("page exists").display()
+    );
+    let out = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--window-size=1400,900",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg("--dump-dom")
+        .arg(&url)
+        .output()
+        .expect("run chromium");
+    assert!(
+        out.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// How many times `needle` occurs in `haystack`.
+pub(crate) fn count(haystack: &str, needle: &str) -> usize {
+    haystack.matches(needle).count()
+}
+
+/// The value of attribute `name` on the element whose opening tag starts with `tag_start`.
+pub(crate) fn attribute(dom: &str, tag_start: &str, name: &str) -> Option<String> {
+    let at = dom.find(tag_start)?;
+    let tag_end = at + dom[at..].find('>')?;
+    let tag = &dom[at..tag_end];
+    let key = format!("{name}=\"");
+    let start = tag.find(&key)? + key.len();
+    let end = start + tag[start..].find('"')?;
+    Some(tag[start..end].to_owned())
+}
+
+/// The `ppd` binary, for tests that drive it themselves.
+pub(crate) fn ppd_path() -> PathBuf {
+    ppd_bin()
+}

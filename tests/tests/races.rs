@@ -1,0 +1,215 @@
+//! `ppd races`: data races, message races and the race corpus, end to end.
+
+mod analysis_support;
+
+use std::path::Path;
+
+use analysis_support::{listing, ppd_ok, race_lines, races_json, record, record_scenario};
+use ppd_tests::ppd;
+use serde_json::Value;
+
+/// The 1-based line of `examples/<file>` that contains `needle`.
+fn example_line(file: &str, needle: &str) -> u64 {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples")
+        .join(file);
+    let text = std::fs::read_to_string(&path).expect("example source");
+    let lines: Vec<usize> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains(needle))
+        .map(|(i, _)| i + 1)
+        .collect();
+    assert_eq!(lines.len(), 1, "{needle:?} in {file}: {lines:?}");
+    lines[0] as u64
+}
+
+/// Component `pid` of a side's clock (absent means 0).
+fn component(side: &Value, pid: u64) -> u64 {
+    side["clock"][format!("p{pid}")].as_u64().unwrap_or(0)
+}
+
+#[test]
+fn racy_counter_shows_its_load_store_race_with_both_sides() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record(work.path(), "racy_counter");
+    let report = races_json(work.path(), &dir);
+    let load = example_line("racy_counter.rs", "counter.load(Ordering::Relaxed)");
+    let store = example_line("racy_counter.rs", "counter.store(");
+    assert_eq!(
+        race_lines(&report),
+        vec![
+            ("counter".to_owned(), load, store),
+            ("counter".to_owned(), store, store)
+        ],
+        "{report:#}"
+    );
+    for race in report["races"].as_array().unwrap() {
+        assert_eq!(race["kind"], "data");
+        assert!(race["count"].as_u64().unwrap() >= 1);
+        for side in [&race["a"], &race["b"]] {
+            assert!(
+                side["process"].as_str().unwrap().starts_with("incr-"),
+                "{side}"
+            );
+            assert!(side["file"].as_str().unwrap().ends_with("racy_counter.rs"));
+            assert!(["read", "write"].contains(&side["access"].as_str().unwrap()));
+            assert_eq!(side["ordering"], "relaxed");
+        }
+        // The clocks show the two are unordered: each has seen more of its own process than
+        // the other has.
+        let (a, b) = (&race["a"], &race["b"]);
+        let (pa, pb) = (a["pid"].as_u64().unwrap(), b["pid"].as_u64().unwrap());
+        assert_ne!(pa, pb);
+        assert!(component(a, pa) > component(b, pa), "{race:#}");
+        assert!(component(b, pb) > component(a, pb), "{race:#}");
+    }
+    let text = String::from_utf8(ppd_ok(work.path(), &["races", dir.to_str().unwrap()])).unwrap();
+    assert!(text.contains("data race on counter"), "{text}");
+    assert!(text.contains(&format!("racy_counter.rs:{load}")), "{text}");
+    assert!(text.contains(&format!("racy_counter.rs:{store}")), "{text}");
+}
+
+#[test]
+fn counter_with_fetch_add_has_no_race() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record(work.path(), "counter");
+    let report = races_json(work.path(), &dir);
+    assert_eq!(report["races"], Value::Array(vec![]), "{report:#}");
+    assert!(report["sync_edges"].as_u64().unwrap() >= 8);
+    let text = String::from_utf8(ppd_ok(work.path(), &["races", dir.to_str().unwrap()])).unwrap();
+    assert!(text.contains("no races"), "{text}");
+}
+
+/// Every scenario of the corpus shows exactly its declared races: each known race is found,
+/// and nothing is reported on the race-free ones.
+#[test]
+fn the_race_corpus_is_reported_exactly() {
+    let scenarios: Vec<Value> = listing()
+        .into_iter()
+        .filter(|s| s["hangs"] == false)
+        .collect();
+    let racy = scenarios
+        .iter()
+        .filter(|s| !s["races"].as_array().unwrap().is_empty())
+        .count();
+    assert!(racy >= 20, "only {racy} racy scenarios");
+    assert!(
+        scenarios.len() - racy >= 20,
+        "only {} race-free scenarios",
+        scenarios.len() - racy
+    );
+    let work = tempfile::tempdir().unwrap();
+    let chunks: Vec<&[Value]> = scenarios.chunks(scenarios.len().div_ceil(4)).collect();
+    let failures: Vec<String> = std::thread::scope(|s| {
+        let handles: Vec<_> = chunks
+            .iter()
+            .map(|chunk| {
+                let work = work.path();
+                s.spawn(move || {
+                    let mut failures = Vec::new();
+                    for scenario in chunk.iter() {
+                        let name = scenario["name"].as_str().unwrap();
+                        let dir = record_scenario(work, name);
+                        let report = races_json(work, &dir);
+                        let mut expected: Vec<(String, u64, u64)> = scenario["races"]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .map(|r| {
+                                let (a, b) = (r["a"].as_u64().unwrap(), r["b"].as_u64().unwrap());
+                                (r["var"].as_str().unwrap().to_owned(), a.min(b), a.max(b))
+                            })
+                            .collect();
+                        expected.sort();
+                        let found = race_lines(&report);
+                        if found != expected {
+                            failures
+                                .push(format!("{name}: expected {expected:?}, found {found:?}"));
+                        }
+                        for race in report["races"].as_array().unwrap() {
+                            for side in [&race["a"], &race["b"]] {
+                                let file = side["file"].as_str().unwrap_or("");
+                                if !file.ends_with("race_corpus.rs") {
+                                    failures.push(format!("{name}: side in {file}"));
+                                }
+                            }
+                        }
+                    }
+                    failures
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("corpus worker"))
+            .collect()
+    });
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The clocks are cached in the recording; a damaged cache is ignored and rewritten, with the
+/// same report.
+#[test]
+fn clocks_are_cached_and_a_damaged_cache_is_recomputed() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record_scenario(work.path(), "message_race_partial_order");
+    let first = races_json(work.path(), &dir);
+    let cache = dir.join("cache").join("clocks.bin");
+    let written = std::fs::read(&cache).expect("the clocks are cached");
+    assert!(written.starts_with(b"PPDCLOCK"));
+    assert_eq!(races_json(work.path(), &dir), first);
+    assert_eq!(
+        std::fs::read(&cache).unwrap(),
+        written,
+        "a valid cache is reused"
+    );
+    for damage in [
+        b"garbage".to_vec(),
+        written[..written.len() / 2].to_vec(),
+        {
+            let mut w = written.clone();
+            let last = w.len() - 1;
+            w[last] ^= 0xff;
+            w
+        },
+    ] {
+        std::fs::write(&cache, &damage).unwrap();
+        assert_eq!(races_json(work.path(), &dir), first);
+        assert_eq!(
+            std::fs::read(&cache).unwrap(),
+            written,
+            "the cache is rewritten"
+        );
+    }
+}
+
+#[test]
+fn message_races_name_the_receive_and_both_sends() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record_scenario(work.path(), "message_race_two_senders");
+    let report = races_json(work.path(), &dir);
+    let races = report["races"].as_array().unwrap();
+    assert_eq!(races.len(), 1, "{report:#}");
+    let race = &races[0];
+    assert_eq!(race["kind"], "message");
+    assert_eq!(race["var"], "jobs");
+    assert_eq!(race["a"]["access"], "send");
+    assert_eq!(race["b"]["access"], "send");
+    assert_eq!(race["receive"]["process"], "main");
+    assert_eq!(race["receive"]["access"], "recv");
+}
+
+#[test]
+fn a_missing_recording_is_bad_input() {
+    let work = tempfile::tempdir().unwrap();
+    for cmd in [
+        vec!["races", "nope"],
+        vec!["graph", "nope"],
+        vec!["export", "nope", "--format", "json"],
+    ] {
+        let out = ppd(work.path(), &cmd);
+        assert_eq!(out.status.code(), Some(2), "{cmd:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("not a ppd recording"));
+    }
+}
