@@ -6,8 +6,13 @@
 //! exists, two tokens circulate, and two nodes can be in their critical sections at once — in
 //! some runs (the program then exits with code 1), not in others.
 //!
+//! Each node marks `holding` with the number of nodes inside (itself included) when it enters,
+//! and with 0 when it leaves.
+//!
 //! Try: `ppd record -- cargo run --example token_ring`, then
-//! `ppd replay --stop 'node-0: mark enter & node-2: mark enter'`.
+//! `ppd replay --stop 'node-0: mark holding if value > 0 == node-2: mark holding if value > 0'`
+//! (both hold the token at once, and stay holding it) or
+//! `ppd replay --stop 'node-1: mark holding if value > 1'` (a node enters while another is in).
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -30,7 +35,6 @@ struct Token {
 }
 
 struct Node {
-    id: usize,
     next: Sender<Token>,
     inbox: Receiver<Token>,
     in_critical: Arc<AtomicU32>,
@@ -41,7 +45,7 @@ impl Node {
     fn critical_section(&self) {
         let inside = self.in_critical.fetch_add(1, Ordering::SeqCst) + 1;
         self.worst.fetch_max(inside, Ordering::SeqCst);
-        ppd::mark!("enter", inside);
+        ppd::mark!("holding", inside);
         // Usually quick; now and then very slow.
         let work = if ppd::rand::u32(0..200) == 0 {
             Duration::from_millis(40)
@@ -49,7 +53,7 @@ impl Node {
             Duration::from_micros(ppd::rand::u64(0..1500))
         };
         ppd::thread::sleep(work);
-        ppd::mark!("leave", self.id);
+        ppd::mark!("holding", 0);
         self.in_critical.fetch_sub(1, Ordering::SeqCst);
     }
 
@@ -106,7 +110,6 @@ fn main() -> ExitCode {
         .enumerate()
         .map(|(id, (next, inbox))| {
             let node = Node {
-                id,
                 next,
                 inbox,
                 in_critical: Arc::clone(&in_critical),

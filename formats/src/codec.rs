@@ -8,6 +8,7 @@
 //! few bytes each time and compresses to almost nothing. `docs/format.md` specifies the bytes.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use crate::event::{
@@ -38,12 +39,26 @@ const FLAG_B: u8 = 0x80;
 /// The longest a LEB128 encoding of a `u64` can be.
 const MAX_VARINT: usize = 10;
 
+/// The position of `kind` in [`EventKind::ALL`]: its declaration order, which `ALL` follows
+/// (checked at compile time below).
+#[inline]
+pub(crate) fn kind_index(kind: EventKind) -> usize {
+    kind as usize
+}
+
+const _: () = {
+    let mut i = 0;
+    while i < EventKind::ALL.len() {
+        assert!(
+            EventKind::ALL[i] as usize == i,
+            "EventKind::ALL is in declaration order"
+        );
+        i += 1;
+    }
+};
+
 fn kind_tag(kind: EventKind) -> u8 {
-    let index = EventKind::ALL
-        .iter()
-        .position(|k| *k == kind)
-        .expect("every kind is in ALL");
-    TAG_EVENT_BASE + index as u8
+    TAG_EVENT_BASE + kind_index(kind) as u8
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -123,12 +138,45 @@ fn clock_code(source: ClockSource) -> usize {
 // ---------------------------------------------------------------------------------------------
 // Encoder
 
+/// Hashes the encoder's integer keys (site addresses, object ids) with one wide multiply; the
+/// default SipHash would cost more than encoding the event.
+#[derive(Debug, Default, Clone, Copy)]
+struct IntHasher(u64);
+
+impl Hasher for IntHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    #[inline]
+    fn write_u64(&mut self, v: u64) {
+        let m = u128::from(self.0 ^ v) * 0x9e37_79b9_7f4a_7c15;
+        self.0 = (m as u64) ^ ((m >> 64) as u64);
+    }
+
+    #[inline]
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
+}
+
+type IntMap<V> = HashMap<u64, V, BuildHasherDefault<IntHasher>>;
+
 /// Per-block encoding state: interned sites, names and objects, and the last value of each delta.
 #[derive(Debug, Default)]
 pub(crate) struct Encoder {
-    sites: HashMap<usize, u32>,
+    sites: IntMap<u32>,
     names: HashMap<String, u32>,
-    objects: HashMap<u64, u32>,
+    objects: IntMap<u32>,
+    /// The site and the object of the previous event: most events repeat them.
+    last_site: Option<(usize, u32)>,
+    last_object: Option<(u64, u32)>,
     last_seq: Vec<u64>,
     last_version: Vec<u64>,
     last_clock: [u64; 2],
@@ -140,6 +188,8 @@ impl Encoder {
         self.sites.clear();
         self.names.clear();
         self.objects.clear();
+        self.last_site = None;
+        self.last_object = None;
         self.last_seq.clear();
         self.last_version.clear();
         self.last_clock = [0; 2];
@@ -147,15 +197,24 @@ impl Encoder {
 
     fn site(&mut self, out: &mut Vec<u8>, site: &'static std::panic::Location<'static>) -> u32 {
         let key = site as *const _ as usize;
-        if let Some(&id) = self.sites.get(&key) {
+        if let Some((last, id)) = self.last_site
+            && last == key
+        {
             return id;
         }
-        let id = self.sites.len() as u32;
-        out.push(TAG_DEF_SITE);
-        put_bytes(out, site.file().as_bytes());
-        put_varint(out, u64::from(site.line()));
-        put_varint(out, u64::from(site.column()));
-        self.sites.insert(key, id);
+        let id = match self.sites.get(&(key as u64)) {
+            Some(&id) => id,
+            None => {
+                let id = self.sites.len() as u32;
+                out.push(TAG_DEF_SITE);
+                put_bytes(out, site.file().as_bytes());
+                put_varint(out, u64::from(site.line()));
+                put_varint(out, u64::from(site.column()));
+                self.sites.insert(key as u64, id);
+                id
+            }
+        };
+        self.last_site = Some((key, id));
         id
     }
 
@@ -171,15 +230,24 @@ impl Encoder {
     }
 
     fn object(&mut self, out: &mut Vec<u8>, object: ObjectId) -> usize {
-        if let Some(&id) = self.objects.get(&object.0) {
+        if let Some((last, id)) = self.last_object
+            && last == object.0
+        {
             return id as usize;
         }
-        let id = self.objects.len() as u32;
-        out.push(TAG_DEF_OBJECT);
-        put_varint(out, object.0);
-        self.objects.insert(object.0, id);
-        self.last_seq.push(0);
-        self.last_version.push(0);
+        let id = match self.objects.get(&object.0) {
+            Some(&id) => id,
+            None => {
+                let id = self.objects.len() as u32;
+                out.push(TAG_DEF_OBJECT);
+                put_varint(out, object.0);
+                self.objects.insert(object.0, id);
+                self.last_seq.push(0);
+                self.last_version.push(0);
+                id
+            }
+        };
+        self.last_object = Some((object.0, id));
         id as usize
     }
 
@@ -301,6 +369,13 @@ impl Encoder {
                 if let Some(v) = value {
                     put_bytes(out, v);
                 }
+            }
+            Event::Undelivered { channel, seq, .. } => {
+                let obj = self.object(out, *channel);
+                out.push(tag);
+                put_varint(out, obj as u64);
+                put_delta(out, &mut self.last_seq[obj], *seq);
+                put_site(out);
             }
             Event::Unlock { object, .. } | Event::Blocked { object, .. } => {
                 let obj = self.object(out, *object);
@@ -736,6 +811,15 @@ impl Decoder {
                     site: self.site(cur, tag)?,
                 }
             }
+            EventKind::Undelivered => {
+                let obj = self.object(cur)?;
+                let seq = cur.delta(&mut self.last_seq[obj])?;
+                Event::Undelivered {
+                    channel: self.objects[obj],
+                    seq,
+                    site: self.site(cur, tag)?,
+                }
+            }
             EventKind::SemAcquire | EventKind::SemRelease => {
                 let obj = self.object(cur)?;
                 let version = cur.delta(&mut self.last_version[obj])?;
@@ -939,6 +1023,11 @@ mod tests {
             },
             Event::Blocked {
                 object: ch,
+                site: s,
+            },
+            Event::Undelivered {
+                channel: ch,
+                seq: 12,
                 site: s,
             },
         ]

@@ -348,6 +348,16 @@ pub enum Event<R: Repr = Owned> {
         /// Where the blocking call was made.
         site: Option<R::Site>,
     },
+    /// The send just logged found every receiver gone: message `seq` was not delivered and
+    /// the send returned an error.
+    Undelivered {
+        /// The channel.
+        channel: ObjectId,
+        /// The message's sequence number.
+        seq: u64,
+        /// Where `send` was called.
+        site: Option<R::Site>,
+    },
 }
 
 /// The kind of an event, without its data; used for counting and filtering.
@@ -376,11 +386,12 @@ pub enum EventKind {
     EblockExit,
     Mark,
     Blocked,
+    Undelivered,
 }
 
 impl EventKind {
     /// Every kind, in tag order.
-    pub const ALL: [EventKind; 21] = [
+    pub const ALL: [EventKind; 22] = [
         EventKind::Start,
         EventKind::Spawn,
         EventKind::Join,
@@ -402,6 +413,7 @@ impl EventKind {
         EventKind::EblockExit,
         EventKind::Mark,
         EventKind::Blocked,
+        EventKind::Undelivered,
     ];
 
     /// The snake_case name used in text and JSON output.
@@ -428,6 +440,7 @@ impl EventKind {
             EventKind::EblockExit => "eblock_exit",
             EventKind::Mark => "mark",
             EventKind::Blocked => "blocked",
+            EventKind::Undelivered => "undelivered",
         }
     }
 }
@@ -463,6 +476,7 @@ impl<R: Repr> Event<R> {
             Event::EblockExit { .. } => EventKind::EblockExit,
             Event::Mark { .. } => EventKind::Mark,
             Event::Blocked { .. } => EventKind::Blocked,
+            Event::Undelivered { .. } => EventKind::Undelivered,
         }
     }
 
@@ -483,7 +497,8 @@ impl<R: Repr> Event<R> {
             | Event::Atomic { site, .. }
             | Event::EblockEnter { site, .. }
             | Event::Mark { site, .. }
-            | Event::Blocked { site, .. } => site.as_ref(),
+            | Event::Blocked { site, .. }
+            | Event::Undelivered { site, .. } => site.as_ref(),
             Event::Start { .. }
             | Event::Exit
             | Event::Panic { .. }
@@ -505,7 +520,8 @@ impl<R: Repr> Event<R> {
             | Event::Blocked { object, .. } => Some(*object),
             Event::Send { channel, .. }
             | Event::Recv { channel, .. }
-            | Event::RecvNone { channel, .. } => Some(*channel),
+            | Event::RecvNone { channel, .. }
+            | Event::Undelivered { channel, .. } => Some(*channel),
             _ => None,
         }
     }

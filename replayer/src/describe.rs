@@ -132,5 +132,9 @@ where
             at(site)
         ),
         Event::Blocked { object, site } => format!("blocked on {object}{}", at(site)),
+        Event::Undelivered { channel, seq, site } => format!(
+            "message {seq} on {channel} not delivered: every receiver was gone{}",
+            at(site)
+        ),
     }
 }

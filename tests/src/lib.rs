@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+pub mod lattice;
+
 /// The directory cargo builds into (`target/debug`), found from the running test binary
 /// (`target/debug/deps/<test>`).
 pub fn build_dir() -> PathBuf {
@@ -63,4 +65,20 @@ pub fn info_json(cwd: &Path, dir: &Path) -> serde_json::Value {
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).expect("ppd info --json prints JSON")
+}
+
+/// Records `program ARGS...` into `dir` with `ppd record -o DIR EXTRA... --`.
+pub fn record_program(
+    cwd: &Path,
+    dir: &Path,
+    program: &Path,
+    args: &[&str],
+    extra: &[&str],
+) -> Output {
+    let mut all = vec!["record", "-o", dir.to_str().expect("utf-8 path")];
+    all.extend_from_slice(extra);
+    all.push("--");
+    all.push(program.to_str().expect("utf-8 path"));
+    all.extend_from_slice(args);
+    ppd(cwd, &all)
 }

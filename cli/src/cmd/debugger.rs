@@ -54,9 +54,10 @@ pub(crate) fn wait_halt(
                 return Ok(Outcome::Halted(Box::new(state)));
             }
             Report::Unsatisfiable { reason } => {
-                return Ok(Outcome::Other(format!(
-                    "the predicate never holds in this run: {reason}"
-                )));
+                return Ok(Outcome::Other(match plan {
+                    Some(_) => format!("the predicate never holds in this run: {reason}"),
+                    None => reason,
+                }));
             }
             Report::Diverged {
                 process,

@@ -98,6 +98,12 @@ pub trait ProcessBackend: Send {
     /// returns.
     fn expect(&mut self, op: Op) -> Option<Event>;
 
+    /// Like [`expect`](Self::expect) for an event that may or may not come next: the logged
+    /// event, consumed like `expect` does, if the log's next event is `op`'s; `None` otherwise
+    /// (and always when recording). For outcomes known only after the fact, such as a send
+    /// that finds its receiver gone.
+    fn expect_if(&mut self, op: Op) -> Option<Event>;
+
     /// Called after every operation with what it did.
     fn done(&mut self, event: &Event<Borrowed<'_>>);
 

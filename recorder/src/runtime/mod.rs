@@ -176,6 +176,15 @@ pub fn expect(op: Op) -> Option<Event> {
     with_process(|p| p.backend.expect(op)).flatten()
 }
 
+/// Step 1 for an event that may come next: the logged event if it is `op`'s (replay).
+#[inline]
+pub fn expect_if(op: Op) -> Option<Event> {
+    if !active() {
+        return None;
+    }
+    with_process(|p| p.backend.expect_if(op)).flatten()
+}
+
 /// Step 3 of an operation: what it did.
 #[inline]
 pub fn done(event: &Event<Borrowed<'_>>) {

@@ -292,6 +292,10 @@ impl ProcessBackend for RecordProcess {
         None
     }
 
+    fn expect_if(&mut self, _op: Op) -> Option<Event> {
+        None
+    }
+
     fn done(&mut self, event: &Event<Borrowed<'_>>) {
         let Some(writer) = &mut self.writer else {
             return;

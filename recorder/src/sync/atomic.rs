@@ -13,7 +13,7 @@ use std::panic::Location;
 
 pub use std::sync::atomic::Ordering;
 
-use ppd_formats::Event;
+use ppd_formats::{Event, ProcessId};
 use ppd_formats::event::{AtomicOp, MemOrdering, ObjectKind};
 
 use super::object::ObjectMeta;
@@ -23,6 +23,11 @@ use crate::runtime::backend::{Mode, Op, expected};
 /// Runs one access of an atomic through the runtime. `access` gets the value the log dictates
 /// it read (emulation only: the re-executed e-block has no shared memory to read) and returns
 /// its result, the value it read (if it read), and what it turned out to be.
+///
+/// Pass-through is this function's first line and is inlined into the caller, so an access
+/// outside `ppd record` compiles to the plain access plus one relaxed load; the logged path is
+/// kept out of line.
+#[inline(always)]
 fn logged_access<R>(
     meta: &ObjectMeta,
     ordering: Ordering,
@@ -32,27 +37,50 @@ fn logged_access<R>(
     if !runtime::active() {
         return access(None).0;
     }
+    logged_access_slow(meta, ordering, site, access)
+}
+
+#[inline(never)]
+fn logged_access_slow<R>(
+    meta: &ObjectMeta,
+    ordering: Ordering,
+    site: &'static Location<'static>,
+    access: impl FnOnce(Option<u64>) -> (R, Option<u64>, AtomicOp),
+) -> R {
     let object = meta.id;
     let logged = runtime::expect(Op::on(ppd_formats::EventKind::Atomic, object, Some(site)));
     let forced = match (runtime::mode(), expected::atomic_value(&logged)) {
         (Mode::Emulate, Some((_, value))) => value,
         _ => None,
     };
-    let ((result, read, op), version, prev) = match expected::version(&logged) {
-        Some((version, prev)) => (meta.replay(version, prev, || access(forced)), version, prev),
-        None => meta.record(|| access(None)),
+    let log = |version: u64, prev: Option<ProcessId>, op: AtomicOp, read: Option<u64>| {
+        let value = if runtime::wants_payload() { read } else { None };
+        runtime::done(&Event::Atomic {
+            object,
+            version,
+            prev,
+            op,
+            ordering: MemOrdering::from(ordering),
+            site: Some(site),
+            value,
+        });
     };
-    let value = if runtime::wants_payload() { read } else { None };
-    runtime::done(&Event::Atomic {
-        object,
-        version,
-        prev,
-        op,
-        ordering: MemOrdering::from(ordering),
-        site: Some(site),
-        value,
-    });
-    result
+    match expected::version(&logged) {
+        Some((version, prev)) => {
+            let replayed = meta.replay(
+                version,
+                prev,
+                || access(forced),
+                |(_, read, op)| log(version, prev, *op, *read),
+            );
+            replayed.0
+        }
+        None => {
+            let ((result, read, op), version, prev) = meta.record(|| access(None));
+            log(version, prev, op, read);
+            result
+        }
+    }
 }
 
 macro_rules! atomic_int {
@@ -123,6 +151,7 @@ macro_rules! atomic_int {
             #[doc = concat!("let a = ", stringify!($name), "::new(", $doc_value, ");")]
             #[doc = concat!("assert_eq!(a.load(Ordering::Relaxed), ", $doc_value, ");")]
             /// ```
+            #[inline]
             #[track_caller]
             pub fn load(&self, order: Ordering) -> $int {
                 logged_access(&self.meta, order, Location::caller(), |forced| {
@@ -142,6 +171,7 @@ macro_rules! atomic_int {
             #[doc = concat!("a.store(", $doc_value, ", Ordering::Relaxed);")]
             #[doc = concat!("assert_eq!(a.load(Ordering::Relaxed), ", $doc_value, ");")]
             /// ```
+            #[inline]
             #[track_caller]
             pub fn store(&self, value: $int, order: Ordering) {
                 logged_access(&self.meta, order, Location::caller(), |_| {
@@ -157,6 +187,7 @@ macro_rules! atomic_int {
             #[doc = concat!("let a = ", stringify!($name), "::new(1);")]
             /// assert_eq!(a.swap(2, Ordering::AcqRel), 1);
             /// ```
+            #[inline]
             #[track_caller]
             pub fn swap(&self, value: $int, order: Ordering) -> $int {
                 self.rmw(order, Location::caller(), |a| a.swap(value, order))
@@ -171,6 +202,7 @@ macro_rules! atomic_int {
             /// assert_eq!(a.compare_exchange(1, 2, Ordering::AcqRel, Ordering::Acquire), Ok(1));
             /// assert_eq!(a.compare_exchange(1, 3, Ordering::AcqRel, Ordering::Acquire), Err(2));
             /// ```
+            #[inline]
             #[track_caller]
             pub fn compare_exchange(
                 &self,
@@ -199,6 +231,7 @@ macro_rules! atomic_int {
             #[doc = concat!("let a = ", stringify!($name), "::new(5);")]
             /// assert_eq!(a.compare_exchange_weak(5, 6, Ordering::SeqCst, Ordering::SeqCst), Ok(5));
             /// ```
+            #[inline]
             #[track_caller]
             pub fn compare_exchange_weak(
                 &self,
@@ -217,6 +250,7 @@ macro_rules! atomic_int {
             #[doc = concat!("let a = ", stringify!($name), "::new(1);")]
             /// assert_eq!(a.fetch_add(2, Ordering::SeqCst), 1);
             /// ```
+            #[inline]
             #[track_caller]
             pub fn fetch_add(&self, value: $int, order: Ordering) -> $int {
                 self.rmw(order, Location::caller(), |a| a.fetch_add(value, order))
@@ -229,6 +263,7 @@ macro_rules! atomic_int {
             #[doc = concat!("let a = ", stringify!($name), "::new(3);")]
             /// assert_eq!(a.fetch_sub(1, Ordering::SeqCst), 3);
             /// ```
+            #[inline]
             #[track_caller]
             pub fn fetch_sub(&self, value: $int, order: Ordering) -> $int {
                 self.rmw(order, Location::caller(), |a| a.fetch_sub(value, order))
@@ -241,6 +276,7 @@ macro_rules! atomic_int {
             #[doc = concat!("let a = ", stringify!($name), "::new(3);")]
             /// assert_eq!(a.fetch_and(1, Ordering::SeqCst), 3);
             /// ```
+            #[inline]
             #[track_caller]
             pub fn fetch_and(&self, value: $int, order: Ordering) -> $int {
                 self.rmw(order, Location::caller(), |a| a.fetch_and(value, order))
@@ -253,6 +289,7 @@ macro_rules! atomic_int {
             #[doc = concat!("let a = ", stringify!($name), "::new(1);")]
             /// assert_eq!(a.fetch_or(2, Ordering::SeqCst), 1);
             /// ```
+            #[inline]
             #[track_caller]
             pub fn fetch_or(&self, value: $int, order: Ordering) -> $int {
                 self.rmw(order, Location::caller(), |a| a.fetch_or(value, order))
@@ -265,6 +302,7 @@ macro_rules! atomic_int {
             #[doc = concat!("let a = ", stringify!($name), "::new(1);")]
             /// assert_eq!(a.fetch_xor(1, Ordering::SeqCst), 1);
             /// ```
+            #[inline]
             #[track_caller]
             pub fn fetch_xor(&self, value: $int, order: Ordering) -> $int {
                 self.rmw(order, Location::caller(), |a| a.fetch_xor(value, order))
@@ -277,6 +315,7 @@ macro_rules! atomic_int {
             #[doc = concat!("let a = ", stringify!($name), "::new(1);")]
             /// assert_eq!(a.fetch_max(9, Ordering::SeqCst), 1);
             /// ```
+            #[inline]
             #[track_caller]
             pub fn fetch_max(&self, value: $int, order: Ordering) -> $int {
                 self.rmw(order, Location::caller(), |a| a.fetch_max(value, order))
@@ -289,6 +328,7 @@ macro_rules! atomic_int {
             #[doc = concat!("let a = ", stringify!($name), "::new(1);")]
             /// assert_eq!(a.fetch_min(0, Ordering::SeqCst), 1);
             /// ```
+            #[inline]
             #[track_caller]
             pub fn fetch_min(&self, value: $int, order: Ordering) -> $int {
                 self.rmw(order, Location::caller(), |a| a.fetch_min(value, order))
@@ -303,6 +343,7 @@ macro_rules! atomic_int {
             /// assert_eq!(a.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| Some(v * 2)), Ok(1));
             /// assert_eq!(a.load(Ordering::SeqCst), 2);
             /// ```
+            #[inline]
             #[track_caller]
             pub fn fetch_update(
                 &self,
@@ -346,6 +387,7 @@ macro_rules! atomic_int {
                 self.inner.into_inner()
             }
 
+            #[inline(always)]
             fn rmw(
                 &self,
                 order: Ordering,
@@ -430,6 +472,7 @@ impl AtomicBool {
     /// use ppd::sync::atomic::{AtomicBool, Ordering};
     /// assert!(!AtomicBool::new(false).load(Ordering::SeqCst));
     /// ```
+    #[inline]
     #[track_caller]
     pub fn load(&self, order: Ordering) -> bool {
         logged_access(&self.meta, order, Location::caller(), |forced| {
@@ -449,6 +492,7 @@ impl AtomicBool {
     /// f.store(true, Ordering::SeqCst);
     /// assert!(f.load(Ordering::SeqCst));
     /// ```
+    #[inline]
     #[track_caller]
     pub fn store(&self, value: bool, order: Ordering) {
         logged_access(&self.meta, order, Location::caller(), |_| {
@@ -464,6 +508,7 @@ impl AtomicBool {
     /// let f = AtomicBool::new(false);
     /// assert!(!f.swap(true, Ordering::SeqCst));
     /// ```
+    #[inline]
     #[track_caller]
     pub fn swap(&self, value: bool, order: Ordering) -> bool {
         self.rmw(order, Location::caller(), |a| a.swap(value, order))
@@ -476,6 +521,7 @@ impl AtomicBool {
     /// let f = AtomicBool::new(false);
     /// assert_eq!(f.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst), Ok(false));
     /// ```
+    #[inline]
     #[track_caller]
     pub fn compare_exchange(
         &self,
@@ -503,6 +549,7 @@ impl AtomicBool {
     /// use ppd::sync::atomic::{AtomicBool, Ordering};
     /// assert!(AtomicBool::new(true).fetch_and(false, Ordering::SeqCst));
     /// ```
+    #[inline]
     #[track_caller]
     pub fn fetch_and(&self, value: bool, order: Ordering) -> bool {
         self.rmw(order, Location::caller(), |a| a.fetch_and(value, order))
@@ -514,6 +561,7 @@ impl AtomicBool {
     /// use ppd::sync::atomic::{AtomicBool, Ordering};
     /// assert!(!AtomicBool::new(false).fetch_or(true, Ordering::SeqCst));
     /// ```
+    #[inline]
     #[track_caller]
     pub fn fetch_or(&self, value: bool, order: Ordering) -> bool {
         self.rmw(order, Location::caller(), |a| a.fetch_or(value, order))
@@ -525,6 +573,7 @@ impl AtomicBool {
     /// use ppd::sync::atomic::{AtomicBool, Ordering};
     /// assert!(AtomicBool::new(true).fetch_xor(true, Ordering::SeqCst));
     /// ```
+    #[inline]
     #[track_caller]
     pub fn fetch_xor(&self, value: bool, order: Ordering) -> bool {
         self.rmw(order, Location::caller(), |a| a.fetch_xor(value, order))
@@ -550,6 +599,7 @@ impl AtomicBool {
         self.inner.get_mut()
     }
 
+    #[inline(always)]
     fn rmw(
         &self,
         order: Ordering,

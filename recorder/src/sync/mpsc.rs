@@ -22,7 +22,7 @@ use serde::de::DeserializeOwned;
 
 pub use std::sync::mpsc::{RecvError, RecvTimeoutError, SendError, TryRecvError};
 
-use crate::runtime::backend::{Dependency, Op};
+use crate::runtime::backend::{Dependency, Mode, Op};
 use crate::runtime::{self, diverged};
 
 struct Envelope<T> {
@@ -34,8 +34,14 @@ struct Envelope<T> {
 #[derive(Debug)]
 struct ChannelMeta {
     id: ObjectId,
-    next_seq: AtomicU64,
+    next_seq: SeqCounter,
 }
+
+/// The channel's send counter, on a cache line of its own: every recorded send increments it,
+/// and sharing the line with `id`, which every receive reads, would make the receiver miss.
+#[derive(Debug)]
+#[repr(align(128))]
+struct SeqCounter(AtomicU64);
 
 /// Creates a channel, like `std::sync::mpsc::channel`.
 ///
@@ -68,7 +74,7 @@ fn make<T>(
     let (tx, rx) = cc::unbounded();
     let meta = Arc::new(ChannelMeta {
         id: runtime::create(ObjectKind::Channel, 0, name, site),
-        next_seq: AtomicU64::new(0),
+        next_seq: SeqCounter(AtomicU64::new(0)),
     });
     (
         Sender {
@@ -122,6 +128,7 @@ impl<T: Serialize + DeserializeOwned + Send> Sender<T> {
     /// drop(rx);
     /// assert!(tx.send(1).is_err());
     /// ```
+    #[inline]
     #[track_caller]
     pub fn send(&self, value: T) -> Result<(), SendError<T>> {
         if !runtime::active() {
@@ -134,11 +141,16 @@ impl<T: Serialize + DeserializeOwned + Send> Sender<T> {
                 })
                 .map_err(|e| SendError(e.0.value));
         }
-        let site = Location::caller();
+        self.send_logged(value, Location::caller())
+    }
+
+    /// `send` under a backend, out of line so that pass-through inlines to the plain send.
+    #[inline(never)]
+    fn send_logged(&self, value: T, site: &'static Location<'static>) -> Result<(), SendError<T>> {
         let channel = self.meta.id;
         let expected = runtime::expect(Op::on(EventKind::Send, channel, Some(site)));
         let seq = runtime::backend::expected::send_seq(&expected)
-            .unwrap_or_else(|| self.meta.next_seq.fetch_add(1, Ordering::Relaxed) + 1);
+            .unwrap_or_else(|| self.meta.next_seq.0.fetch_add(1, Ordering::Relaxed) + 1);
         let payload = runtime::wants_payload()
             .then(|| value::encode(&value).ok())
             .flatten();
@@ -150,10 +162,34 @@ impl<T: Serialize + DeserializeOwned + Send> Sender<T> {
             site: Some(site),
             payload: payload.as_deref(),
         });
+        // Whether every receiver was gone is a race: the log says how it went.
+        if let Some(Event::Undelivered { .. }) =
+            runtime::expect_if(Op::on(EventKind::Undelivered, channel, Some(site)))
+        {
+            runtime::done(&Event::Undelivered {
+                channel,
+                seq,
+                site: Some(site),
+            });
+            return Err(SendError(value));
+        }
         let sender = runtime::current_process().unwrap_or(ProcessId(u32::MAX));
-        self.inner
-            .send(Envelope { sender, seq, value })
-            .map_err(|e| SendError(e.0.value))
+        match self.inner.send(Envelope { sender, seq, value }) {
+            Ok(()) => Ok(()),
+            // Replay: the log says the message was delivered, so in the recorded run it sat in
+            // the channel until the receiver went away unread; here it went away first. Either
+            // way nobody receives it, and the sender saw success.
+            Err(_) if runtime::mode() == Mode::Replay => Ok(()),
+            Err(e) => {
+                runtime::expect(Op::on(EventKind::Undelivered, channel, Some(site)));
+                runtime::done(&Event::Undelivered {
+                    channel,
+                    seq,
+                    site: Some(site),
+                });
+                Err(SendError(e.0.value))
+            }
+        }
     }
 }
 
@@ -198,6 +234,7 @@ impl<T: Serialize + DeserializeOwned + Send> Receiver<T> {
     /// assert_eq!(rx.recv(), Ok(3));
     /// assert!(rx.recv().is_err());
     /// ```
+    #[inline]
     #[track_caller]
     pub fn recv(&self) -> Result<T, RecvError> {
         self.receive(Wait::Block, Location::caller())
@@ -213,6 +250,7 @@ impl<T: Serialize + DeserializeOwned + Send> Receiver<T> {
     /// tx.send(1).unwrap();
     /// assert_eq!(rx.try_recv(), Ok(1));
     /// ```
+    #[inline]
     #[track_caller]
     pub fn try_recv(&self) -> Result<T, TryRecvError> {
         self.receive(Wait::Try, Location::caller())
@@ -230,6 +268,7 @@ impl<T: Serialize + DeserializeOwned + Send> Receiver<T> {
     /// let (_tx, rx) = ppd::sync::mpsc::channel::<u8>();
     /// assert_eq!(rx.recv_timeout(Duration::from_millis(5)), Err(RecvTimeoutError::Timeout));
     /// ```
+    #[inline]
     #[track_caller]
     pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
         self.receive(Wait::Timeout(timeout), Location::caller())
@@ -251,6 +290,7 @@ impl<T: Serialize + DeserializeOwned + Send> Receiver<T> {
         Iter { receiver: self }
     }
 
+    #[inline]
     fn receive(&self, wait: Wait, site: &'static Location<'static>) -> Result<T, RecvOutcome> {
         if !runtime::active() {
             return match wait {
@@ -266,6 +306,16 @@ impl<T: Serialize + DeserializeOwned + Send> Receiver<T> {
             }
             .map(|env| env.value);
         }
+        self.receive_logged(wait, site)
+    }
+
+    /// `receive` under a backend, out of line so that pass-through inlines to the plain receive.
+    #[inline(never)]
+    fn receive_logged(
+        &self,
+        wait: Wait,
+        site: &'static Location<'static>,
+    ) -> Result<T, RecvOutcome> {
         let channel = self.meta.id;
         match runtime::expect(Op::on(EventKind::Recv, channel, Some(site))) {
             Some(Event::Recv { seq, sender, .. }) => {

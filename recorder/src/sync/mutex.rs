@@ -11,12 +11,12 @@ use std::panic::Location;
 use std::sync::{LockResult, PoisonError, TryLockError};
 
 use ppd_formats::event::ObjectKind;
-use ppd_formats::{Event, EventKind, value};
+use ppd_formats::{Event, EventKind, ObjectId, value};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::object::ObjectMeta;
-use crate::runtime::backend::{Op, expected};
+use crate::runtime::backend::{Dependency, Op, expected};
 use crate::runtime::{self};
 
 /// A mutual-exclusion lock, like `std::sync::Mutex`.
@@ -107,17 +107,35 @@ impl<T: Serialize + DeserializeOwned> Mutex<T> {
     /// m.lock().unwrap().push(2);
     /// assert_eq!(*m.lock().unwrap(), vec![1, 2]);
     /// ```
+    #[inline]
     #[track_caller]
     pub fn lock(&self) -> LockResult<MutexGuard<'_, T>> {
         let site = Location::caller();
         if !runtime::active() {
             return wrap(self.inner.lock(), self, site);
         }
+        self.lock_logged(site)
+    }
+
+    /// `lock` under a backend, out of line so that pass-through inlines to the `std` lock.
+    #[inline(never)]
+    fn lock_logged(&self, site: &'static Location<'static>) -> LockResult<MutexGuard<'_, T>> {
         let object = self.meta.id;
         let logged = runtime::expect(Op::on(EventKind::Lock, object, Some(site)));
         let (acquired, version, prev) = match expected::version(&logged) {
             Some((version, prev)) => {
-                let acquired = self.meta.replay(version, prev, || self.inner.lock());
+                // Acquisition `version` needs the release of the one before: say so before
+                // blocking on it, so a debugger holding the holder knows who waits.
+                if let Some(by) = prev.filter(|_| version > 1) {
+                    runtime::waiting_for(Dependency::Version {
+                        object,
+                        version: version - 1,
+                        by,
+                    });
+                }
+                // The acquisition is logged below, after the lock is held: the next acquirer
+                // waits for this one's release, which is logged before the lock is let go.
+                let acquired = self.meta.replay(version, prev, || self.inner.lock(), |_| ());
                 (acquired, version, prev)
             }
             None => {
@@ -156,6 +174,7 @@ impl<T: Serialize + DeserializeOwned> Mutex<T> {
     }
 }
 
+#[inline]
 fn wrap<'a, T>(
     acquired: LockResult<std::sync::MutexGuard<'a, T>>,
     mutex: &'a Mutex<T>,
@@ -208,16 +227,20 @@ impl<T> DerefMut for MutexGuard<'_, T> {
 }
 
 impl<T> Drop for MutexGuard<'_, T> {
+    #[inline]
     fn drop(&mut self) {
-        if !runtime::active() {
-            return;
+        if runtime::active() {
+            // Logged while the lock is still held: the release precedes the next acquisition.
+            log_unlock(self.mutex.meta.id, self.site);
         }
-        // Logged while the lock is still held: the release precedes the next acquisition.
-        let object = self.mutex.meta.id;
-        runtime::expect(Op::on(EventKind::Unlock, object, Some(self.site)));
-        runtime::done(&Event::Unlock {
-            object,
-            site: Some(self.site),
-        });
     }
+}
+
+#[inline(never)]
+fn log_unlock(object: ObjectId, site: &'static Location<'static>) {
+    runtime::expect(Op::on(EventKind::Unlock, object, Some(site)));
+    runtime::done(&Event::Unlock {
+        object,
+        site: Some(site),
+    });
 }

@@ -58,12 +58,14 @@ impl ObjectMeta {
     }
 
     /// Replay: waits until `version - 1` accesses have happened, performs `access` as access
-    /// `version`, and lets the next one through.
+    /// `version`, tells the runtime about it (`log`), and only then lets the next one through —
+    /// so the runtime learns of the accesses in version order, as they happened.
     pub(crate) fn replay<R>(
         &self,
         version: u64,
         prev: Option<ProcessId>,
         access: impl FnOnce() -> R,
+        log: impl FnOnce(&R),
     ) -> R {
         let me = runtime::current_process();
         let mut state = self.lock();
@@ -82,6 +84,7 @@ impl ObjectMeta {
             state = self.turn.wait(state).unwrap_or_else(|p| p.into_inner());
         }
         let result = access();
+        log(&result);
         state.version = state.version.max(version);
         state.last = me;
         drop(state);

@@ -10,7 +10,7 @@ use std::panic::Location;
 use std::sync::{Condvar, Mutex, MutexGuard};
 
 use ppd_formats::event::ObjectKind;
-use ppd_formats::{Event, EventKind};
+use ppd_formats::{Event, EventKind, ProcessId};
 
 use super::object::ObjectMeta;
 use crate::runtime;
@@ -72,14 +72,26 @@ impl Semaphore {
         let site = Location::caller();
         let object = self.meta.id;
         let logged = runtime::expect(Op::on(EventKind::SemAcquire, object, Some(site)));
-        let (version, prev) = match expected::version(&logged) {
+        let log = |version: u64, prev: Option<ProcessId>| {
+            runtime::done(&Event::SemAcquire {
+                object,
+                version,
+                prev,
+                site: Some(site),
+            });
+        };
+        match expected::version(&logged) {
             Some((version, prev)) => {
                 // In recorded order a permit is there when this P's turn comes.
-                self.meta.replay(version, prev, || {
-                    let mut count = self.count();
-                    *count = count.saturating_sub(1);
-                });
-                (version, prev)
+                self.meta.replay(
+                    version,
+                    prev,
+                    || {
+                        let mut count = self.count();
+                        *count = count.saturating_sub(1);
+                    },
+                    |_| log(version, prev),
+                );
             }
             None => {
                 let mut count = self.count();
@@ -97,15 +109,10 @@ impl Semaphore {
                 }
                 *count -= 1;
                 let ((), version, prev) = self.meta.record(|| ());
-                (version, prev)
+                drop(count);
+                log(version, prev);
             }
-        };
-        runtime::done(&Event::SemAcquire {
-            object,
-            version,
-            prev,
-            site: Some(site),
-        });
+        }
     }
 
     /// V: returns a permit, waking one waiter.
@@ -120,25 +127,28 @@ impl Semaphore {
         let site = Location::caller();
         let object = self.meta.id;
         let logged = runtime::expect(Op::on(EventKind::SemRelease, object, Some(site)));
-        let (version, prev) = match expected::version(&logged) {
+        let log = |version: u64, prev: Option<ProcessId>| {
+            runtime::done(&Event::SemRelease {
+                object,
+                version,
+                prev,
+                site: Some(site),
+            });
+        };
+        match expected::version(&logged) {
             Some((version, prev)) => {
-                self.meta.replay(version, prev, || *self.count() += 1);
-                (version, prev)
+                self.meta
+                    .replay(version, prev, || *self.count() += 1, |_| log(version, prev));
             }
             None => {
                 // Count before version, as in `acquire`: one lock order for both.
                 let mut count = self.count();
                 *count += 1;
                 let ((), version, prev) = self.meta.record(|| ());
-                (version, prev)
+                drop(count);
+                log(version, prev);
             }
-        };
+        }
         self.available.notify_one();
-        runtime::done(&Event::SemRelease {
-            object,
-            version,
-            prev,
-            site: Some(site),
-        });
     }
 }

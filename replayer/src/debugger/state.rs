@@ -131,6 +131,7 @@ impl HaltState {
             };
             let reader = recording.open_log(entry)?;
             let mut eblocks: Vec<(String, Box<[u8]>)> = Vec::new();
+            let mut last: Option<(Event, Option<Box<[u8]>>)> = None;
             for item in reader.events().take(report.events as usize) {
                 let (index, event) = item?;
                 match &event {
@@ -138,7 +139,10 @@ impl HaltState {
                         eblocks.push((eblock.to_string(), prelog.clone()));
                     }
                     Event::EblockExit { .. } => {
-                        eblocks.pop();
+                        let entry = eblocks.pop().map(|(_, prelog)| prelog);
+                        if index + 1 == report.events {
+                            last = Some((event.clone(), entry));
+                        }
                     }
                     Event::Mark { label, value, .. } => {
                         let v = value::decode(value)
@@ -169,6 +173,9 @@ impl HaltState {
                     _ => {}
                 }
                 if index + 1 == report.events {
+                    if last.is_none() {
+                        last = Some((event.clone(), None));
+                    }
                     state.kind = Some(event.kind().name().to_owned());
                     state.at = Some(describe(&event));
                     if let Some(site) = event.site() {
@@ -176,6 +183,17 @@ impl HaltState {
                         state.line = Some(site.line);
                     }
                 }
+            }
+            // Components the processes did not report (a halt at a cut): evaluate them on the
+            // last event, as the predicate's events are read (Manabe & Imase's SP_i(e)).
+            if state.holds.is_empty()
+                && let (Some(plan), Some((event, entry))) = (plan, &last)
+            {
+                state.holds = plan
+                    .components_of(report.id)
+                    .filter(|c| c.holds_after(event, entry.as_deref()))
+                    .map(|c| c.text.clone())
+                    .collect();
             }
             if let Some((name, prelog)) = eblocks.last() {
                 state.eblock = Some(name.clone());

@@ -12,8 +12,8 @@
 //! sequence number, an access version of a lock, semaphore or atomic, the end of a process, the
 //! spawn of a process — so the same algorithm halts programs that share memory as well as
 //! those that pass messages. The termination detector is centralized (the paper allows either):
-//! every controller's state is under one lock, and a control message counts as in flight from
-//! the moment it is sent until its receiver has taken it from its mailbox.
+//! every controller's state is under one lock, and a control message is delivered to its
+//! controller the moment it is sent, so none is ever in flight when the detector looks.
 //!
 //! Global states are consistent cuts (no receive without its send) rather than the paper's
 //! tuples of pairwise concurrent events, so a process may be halted right after a send whose
@@ -119,8 +119,6 @@ struct Lc {
     parked: bool,
     /// Blocked inside an operation, waiting for this.
     waiting: Option<Need>,
-    /// Control messages received and not yet taken.
-    mailbox: Vec<Need>,
     /// Requests taken and not yet satisfied (the paper's `mustsend`).
     mustsend: Vec<Need>,
     /// Whether a predicate component is about this process.
@@ -144,7 +142,6 @@ impl Lc {
             position: 0,
             parked: false,
             waiting: None,
-            mailbox: Vec::new(),
             mustsend: Vec::new(),
             has_predicate: false,
             holds: Vec::new(),
@@ -172,8 +169,6 @@ struct State {
     lcs: Vec<Lc>,
     parents: Vec<Option<ProcessId>>,
     produced: Produced,
-    /// Control messages sent and not yet taken by their receivers.
-    in_flight: u64,
     goal: Goal,
     /// A halt was decided (disjunctive, linked): nobody moves until commanded.
     halted: bool,
@@ -214,7 +209,6 @@ impl Controller {
                 lcs: (0..n).map(|_| Lc::new(n)).collect(),
                 parents,
                 produced: Produced::default(),
-                in_flight: 0,
                 goal: Goal::Hold,
                 halted: false,
                 reported: false,
@@ -294,13 +288,16 @@ impl Controller {
         if lc.done() {
             return false;
         }
-        // Requests not yet taken count too: a process that has not started has no gate to take
-        // them at, and must be spawned to serve them.
-        if !lc.mustsend.is_empty() || !lc.mailbox.is_empty() || lc.budget > 0 {
+        if lc.budget > 0 {
             return true;
         }
+        // After a halt broadcast a process is neither active nor passive, whatever it is asked
+        // (Manabe & Imase §3.3): serving a request could move it off its satisfying state.
         if st.halted {
             return false;
+        }
+        if !lc.mustsend.is_empty() {
+            return true;
         }
         match &st.goal {
             Goal::Run | Goal::History(_) => true,
@@ -336,14 +333,6 @@ impl Controller {
         let i = p.index();
         let mut st = self.lock();
         loop {
-            // ControlMessageArrival: take the requests.
-            let mail = std::mem::take(&mut st.lcs[i].mailbox);
-            for need in mail {
-                st.in_flight -= 1;
-                if !st.produced.has(need) && !st.lcs[i].mustsend.contains(&need) {
-                    st.lcs[i].mustsend.push(need);
-                }
-            }
             let halt_now = self.halt_requested.load(Ordering::Acquire) && !st.halted;
             if halt_now {
                 st.halted = true;
@@ -383,12 +372,17 @@ impl Controller {
         if q >= st.lcs.len() {
             return;
         }
-        let lc = &mut st.lcs[q];
-        if lc.mustsend.contains(&need) || lc.mailbox.contains(&need) {
+        // ControlMessageArrival, handled at once: the controllers share one lock, so a control
+        // message is never in flight, and a process blocked inside an operation still has its
+        // controller take requests (as the paper's LC_i does beside its process).
+        if st.produced.has(need) {
             return;
         }
-        lc.mailbox.push(need);
-        st.in_flight += 1;
+        let lc = &mut st.lcs[q];
+        if lc.mustsend.contains(&need) {
+            return;
+        }
+        lc.mustsend.push(need);
         self.conds[q].notify_all();
     }
 
@@ -586,7 +580,7 @@ impl Controller {
                 self.send_control(st, Need::Spawn(ProcessId(i as u32)));
             }
         }
-        if st.reported || st.in_flight > 0 {
+        if st.reported {
             return;
         }
         let quiescent = (0..st.lcs.len()).all(|i| {

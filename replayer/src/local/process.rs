@@ -237,6 +237,18 @@ fn compare(logged: &Event, actual: &Event<Borrowed<'_>>, verify: bool) -> Result
         ) => a == b && va == vb && bytes(xa, xb),
         (Event::Unlock { object: a, .. }, Event::Unlock { object: b, .. }) => a == b,
         (
+            Event::Undelivered {
+                channel: a,
+                seq: sa,
+                ..
+            },
+            Event::Undelivered {
+                channel: b,
+                seq: sb,
+                ..
+            },
+        ) => a == b && sa == sb,
+        (
             Event::SemAcquire {
                 object: a,
                 version: va,
@@ -355,6 +367,18 @@ impl ProcessBackend for ReplayProcess {
                     return Some(e);
                 }
             }
+        }
+    }
+
+    fn expect_if(&mut self, op: Op) -> Option<Event<Owned>> {
+        // No gate: this continues the operation already let through (a send that has been
+        // logged must reach its channel before its process is held).
+        match self.peek() {
+            Some(Ok(e)) if op_matches(&op, &e) => {
+                self.current = Some(e.clone());
+                Some(e)
+            }
+            _ => None,
         }
     }
 

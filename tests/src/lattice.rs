@@ -1,0 +1,157 @@
+//! An independent oracle for the replay tests: the happened-before dependencies of a recording,
+//! read straight from its logs, and the lattice of its consistent global states.
+//!
+//! It shares no code with the replayer's controllers, so a bug there is not repeated here.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use ppd_formats::{Event, ObjectId, ProcessId, Recording};
+
+/// Every event of every process, and what each event depends on.
+#[derive(Debug)]
+pub struct Lattice {
+    /// Events of each process, indexed by process id.
+    pub events: Vec<Vec<Event>>,
+    /// For each process and event: the `(process, event index)` that must happen before it.
+    pub deps: Vec<Vec<Vec<(usize, usize)>>>,
+}
+
+impl Lattice {
+    /// Reads a recording.
+    pub fn load(dir: &Path) -> Lattice {
+        let recording = Recording::open(dir).expect("a recording");
+        let n = recording
+            .processes()
+            .iter()
+            .map(|p| p.id.index() + 1)
+            .max()
+            .unwrap_or(0);
+        let mut events = vec![Vec::new(); n];
+        for p in recording.processes() {
+            let reader = recording.open_log(p).expect("a log");
+            events[p.id.index()] = reader.events().map(|e| e.expect("readable").1).collect();
+        }
+        let mut sends = HashMap::new();
+        let mut spawns = HashMap::new();
+        let mut exits = HashMap::new();
+        // Position that makes version v of an object available to the next access: the access
+        // itself, or for a mutex the unlock that follows the acquisition.
+        let mut released: HashMap<(ObjectId, u64), (usize, usize)> = HashMap::new();
+        for (i, log) in events.iter().enumerate() {
+            let mut held: HashMap<ObjectId, u64> = HashMap::new();
+            for (k, e) in log.iter().enumerate() {
+                match e {
+                    Event::Send { channel, seq, .. } => {
+                        sends.insert((*channel, *seq), (i, k));
+                    }
+                    Event::Spawn { child, .. } => {
+                        spawns.insert(*child, (i, k));
+                    }
+                    Event::Exit | Event::Panic { .. } => {
+                        exits.insert(ProcessId(i as u32), (i, k));
+                    }
+                    Event::Lock {
+                        object, version, ..
+                    } => {
+                        held.insert(*object, *version);
+                    }
+                    Event::Unlock { object, .. } => {
+                        if let Some(v) = held.remove(object) {
+                            released.insert((*object, v), (i, k));
+                        }
+                    }
+                    Event::SemAcquire {
+                        object, version, ..
+                    }
+                    | Event::SemRelease {
+                        object, version, ..
+                    }
+                    | Event::Atomic {
+                        object, version, ..
+                    } => {
+                        released.insert((*object, *version), (i, k));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let deps = events
+            .iter()
+            .enumerate()
+            .map(|(i, log)| {
+                log.iter()
+                    .map(|e| {
+                        let dep = match e {
+                            Event::Recv { channel, seq, .. } => {
+                                sends.get(&(*channel, *seq)).copied()
+                            }
+                            Event::Start { .. } => spawns.get(&ProcessId(i as u32)).copied(),
+                            Event::Join { child, .. } => exits.get(child).copied(),
+                            Event::Lock {
+                                object, version, ..
+                            }
+                            | Event::SemAcquire {
+                                object, version, ..
+                            }
+                            | Event::SemRelease {
+                                object, version, ..
+                            }
+                            | Event::Atomic {
+                                object, version, ..
+                            } if *version > 1 => released.get(&(*object, version - 1)).copied(),
+                            _ => None,
+                        };
+                        dep.into_iter().collect()
+                    })
+                    .collect()
+            })
+            .collect();
+        Lattice { events, deps }
+    }
+
+    /// Whether the cut (events executed by each process) has no event before it whose
+    /// dependency is after it: no receive without its send.
+    pub fn consistent(&self, cut: &[u64]) -> bool {
+        self.deps.iter().enumerate().all(|(i, deps)| {
+            deps.iter()
+                .take(cut[i] as usize)
+                .flatten()
+                .all(|&(j, k)| (k as u64) < cut[j])
+        })
+    }
+
+    /// Every consistent cut.
+    pub fn consistent_cuts(&self) -> Vec<Vec<u64>> {
+        let n = self.events.len();
+        let mut out = Vec::new();
+        let mut cut = vec![0u64; n];
+        loop {
+            if self.consistent(&cut) {
+                out.push(cut.clone());
+            }
+            // Next cut in mixed-radix order.
+            let mut i = 0;
+            loop {
+                if i == n {
+                    return out;
+                }
+                if cut[i] < self.events[i].len() as u64 {
+                    cut[i] += 1;
+                    break;
+                }
+                cut[i] = 0;
+                i += 1;
+            }
+        }
+    }
+
+    /// The minimal cuts among `cuts` under the componentwise order.
+    pub fn minimal(cuts: &[Vec<u64>]) -> Vec<Vec<u64>> {
+        let leq = |a: &[u64], b: &[u64]| a.iter().zip(b).all(|(x, y)| x <= y);
+        cuts.iter()
+            .filter(|c| !cuts.iter().any(|o| o != *c && leq(o, c)))
+            .cloned()
+            .collect()
+    }
+}

@@ -1,0 +1,640 @@
+//! Replay: every run reproduces exactly, breakpoints halt at the global states the papers
+//! define (checked against a brute-force enumeration of the lattice), divergences and stuck
+//! replays are reported instead of hanging.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use ppd_formats::Event;
+use ppd_formats::value;
+use ppd_tests::lattice::Lattice;
+use ppd_tests::{example_bin, ppd, record_example, record_program};
+use proptest::prelude::*;
+
+fn random_program() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_random_program"))
+}
+
+fn text(out: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn replay(work: &Path, dir: &Path, args: &[&str]) -> Output {
+    let mut all = vec!["replay", dir.to_str().unwrap()];
+    all.extend_from_slice(args);
+    ppd(work, &all)
+}
+
+/// `ppd replay --stop PRED --json`: the halted cut, or the failure message.
+fn halt_cut(work: &Path, dir: &Path, pred: &str, first: bool) -> Result<Vec<u64>, String> {
+    let mut args = vec!["--json", "--stop", pred];
+    if first {
+        args.push("--first");
+    }
+    let out = replay(work, dir, &args);
+    let (stdout, stderr) = text(&out);
+    if !out.status.success() {
+        return Err(stderr);
+    }
+    let state: serde_json::Value = serde_json::from_str(&stdout).expect("JSON state");
+    let processes = state["processes"].as_array().expect("processes");
+    let n = processes
+        .iter()
+        .map(|p| p["id"].as_u64().unwrap() as usize + 1)
+        .max()
+        .unwrap_or(0);
+    let mut cut = vec![0; n];
+    for p in processes {
+        cut[p["id"].as_u64().unwrap() as usize] = p["events"].as_u64().unwrap();
+    }
+    Ok(cut)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Every example replays
+
+#[test]
+fn every_example_replays_with_verify() {
+    let work = tempfile::tempdir().unwrap();
+    for example in [
+        "bank",
+        "token_ring",
+        "pipeline",
+        "farm",
+        "racy_counter",
+        "counter",
+    ] {
+        let dir = work.path().join(example);
+        let recorded = record_example(work.path(), &dir, example, &["--payloads"]);
+        let out = replay(work.path(), &dir, &["--verify", "--json"]);
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{example}: {stderr}");
+        let summary: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(summary["outcome"], "reproduced", "{example}: {summary:#}");
+        assert!(
+            summary["events"].as_u64().unwrap() > 10,
+            "{example}: {summary:#}"
+        );
+        assert_eq!(
+            summary["exit_code"], summary["recorded_exit_code"],
+            "{example}: the replay must end as the recording did"
+        );
+        // The program's own output is reproduced too (it went to stderr with --json).
+        let recorded_out = String::from_utf8_lossy(&recorded.stdout);
+        for line in recorded_out.lines() {
+            assert!(
+                stderr.contains(line),
+                "{example}: replay did not print {line:?}"
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Property: random programs, recorded several times, replay to the same observations
+
+fn record_and_check(work: &Path, seed: u64, workers: u64, ops: u64, round: usize) {
+    let dir = work.join(format!("rp-{seed}-{round}"));
+    let args = [seed.to_string(), workers.to_string(), ops.to_string()];
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let recorded = record_program(work, &dir, &random_program(), &args, &["--payloads"]);
+    assert!(recorded.status.success(), "{}", text(&recorded).1);
+    let out = replay(work, &dir, &["--verify"]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "seed {seed}: {stderr}");
+    // Each worker's digest of its observations is printed at the end.
+    assert_eq!(
+        stdout,
+        String::from_utf8_lossy(&recorded.stdout),
+        "seed {seed}: the replay's observations differ"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 6, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_programs_replay_to_their_recorded_observations(
+        seed in any::<u64>(), workers in 2u64..5, ops in 4u64..30,
+    ) {
+        let work = tempfile::tempdir().unwrap();
+        for round in 0..3 {
+            record_and_check(work.path(), seed, workers, ops, round);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Breakpoints against brute force
+
+/// A simple predicate that holds right after `event` of process `name`.
+fn predicate_for(name: &str, event: &Event) -> Option<String> {
+    match event {
+        Event::Mark { label, value, .. } => {
+            let v = value::decode(value).ok()?;
+            Some(format!(
+                "{name}: mark {label} if value == {}",
+                value::show(&v)
+            ))
+        }
+        _ => None,
+    }
+}
+
+fn holds(lattice: &Lattice, process: usize, label_value: &(String, String), cut: &[u64]) -> bool {
+    let Some(k) = cut[process].checked_sub(1) else {
+        return false;
+    };
+    match &lattice.events[process][k as usize] {
+        Event::Mark { label, value, .. } => {
+            **label == *label_value.0
+                && value::decode(value)
+                    .map(|v| value::show(&v))
+                    .ok()
+                    .as_deref()
+                    == Some(label_value.1.as_str())
+        }
+        _ => false,
+    }
+}
+
+#[test]
+fn halts_are_the_first_states_a_brute_force_search_finds() {
+    let work = tempfile::tempdir().unwrap();
+    let mut rng = fastrand::Rng::with_seed(0x5eed);
+    let mut checked = 0;
+    for program in 0..5u64 {
+        let dir = work.path().join(format!("bf{program}"));
+        let out = record_program(
+            work.path(),
+            &dir,
+            &random_program(),
+            &[&program.to_string(), "3", "4"],
+            &[],
+        );
+        assert!(out.status.success(), "{}", text(&out).1);
+        let lattice = Lattice::load(&dir);
+        let cuts = lattice.consistent_cuts();
+        assert!(cuts.len() > 10);
+        // Marks, by process: (process, label, value shown).
+        let marks: Vec<(usize, String, String)> = lattice
+            .events
+            .iter()
+            .enumerate()
+            .skip(1)
+            .flat_map(|(i, log)| {
+                log.iter().filter_map(move |e| match e {
+                    Event::Mark { label, value, .. } => Some((
+                        i,
+                        label.to_string(),
+                        value::show(&value::decode(value).unwrap()),
+                    )),
+                    _ => None,
+                })
+            })
+            .collect();
+        for trial in 0..6 {
+            // Components on distinct processes.
+            let mut chosen: Vec<&(usize, String, String)> = Vec::new();
+            let wanted = 2 + trial % 2;
+            for _ in 0..20 {
+                let m = &marks[rng.usize(..marks.len())];
+                if chosen.iter().all(|c| c.0 != m.0) {
+                    chosen.push(m);
+                }
+                if chosen.len() == wanted {
+                    break;
+                }
+            }
+            let texts: Vec<String> = chosen
+                .iter()
+                .map(|(i, label, v)| {
+                    let event = lattice.events[*i]
+                        .iter()
+                        .find(|e| matches!(e, Event::Mark { label: l, value, .. } if **l == **label && value::show(&value::decode(value).unwrap()) == *v))
+                        .unwrap();
+                    predicate_for(&format!("w{}", i - 1), event).unwrap()
+                })
+                .collect();
+            let components: Vec<(usize, (String, String))> = chosen
+                .iter()
+                .map(|(i, l, v)| (*i, (l.clone(), v.clone())))
+                .collect();
+
+            // Conjunctive: Inf(P) is the least consistent cut where every component holds.
+            let conj: Vec<Vec<u64>> = cuts
+                .iter()
+                .filter(|c| components.iter().all(|(i, lv)| holds(&lattice, *i, lv, c)))
+                .cloned()
+                .collect();
+            let pred = texts.join(" & ");
+            match halt_cut(work.path(), &dir, &pred, false) {
+                Ok(cut) => {
+                    assert!(
+                        lattice.consistent(&cut),
+                        "{pred}: inconsistent halt {cut:?}"
+                    );
+                    let inf = Lattice::minimal(&conj);
+                    assert_eq!(
+                        inf.len(),
+                        1,
+                        "{pred}: the satisfying states have one least element"
+                    );
+                    assert_eq!(
+                        cut, inf[0],
+                        "{pred}: halted at {cut:?}, Inf(P) is {:?}",
+                        inf[0]
+                    );
+                }
+                Err(message) => {
+                    assert!(
+                        conj.is_empty(),
+                        "{pred}: no halt ({message}) but {} states satisfy it",
+                        conj.len()
+                    );
+                    assert!(message.contains("never holds"), "{message}");
+                }
+            }
+
+            // Disjunctive: a state of G(P) at once; with --first, a state of Inf(P).
+            let disj: Vec<Vec<u64>> = cuts
+                .iter()
+                .filter(|c| components.iter().any(|(i, lv)| holds(&lattice, *i, lv, c)))
+                .cloned()
+                .collect();
+            let pred = texts.join(" | ");
+            let cut = halt_cut(work.path(), &dir, &pred, false)
+                .expect("a disjunction of marks that occurred holds");
+            assert!(
+                lattice.consistent(&cut),
+                "{pred}: inconsistent halt {cut:?}"
+            );
+            assert!(
+                disj.contains(&cut),
+                "{pred}: halted at {cut:?}, which does not satisfy it"
+            );
+            let cut = halt_cut(work.path(), &dir, &pred, true).expect("--first halts");
+            assert!(
+                Lattice::minimal(&disj).contains(&cut),
+                "{pred} --first: halted at {cut:?}, not a first satisfying state"
+            );
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 30);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The examples' bugs, caught by breakpoints
+
+/// Records `example` until a run shows its intermittent bug (exit code 1).
+fn record_until_buggy(work: &Path, example: &str) -> PathBuf {
+    for attempt in 0..40 {
+        let dir = work.join(format!("{example}-{attempt}"));
+        let out = record_example(work, &dir, example, &[]);
+        if out.status.code() == Some(1) {
+            return dir;
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+    panic!("{example} never showed its bug in 40 recorded runs");
+}
+
+#[test]
+fn bank_halts_where_a_balance_is_negative() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record_until_buggy(work.path(), "bank");
+    let out = replay(
+        work.path(),
+        &dir,
+        &["--json", "--stop", "teller: mark negative if value < 0"],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let state: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let teller = state["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "teller")
+        .unwrap();
+    assert!(
+        teller["values"]["negative"].as_i64().unwrap() < 0,
+        "{teller:#}"
+    );
+    assert_eq!(teller["kind"], "mark");
+    assert!(teller["file"].as_str().unwrap().ends_with("bank.rs"));
+    assert_eq!(teller["holds"][0], "teller: mark negative if value < 0");
+    // The halt is the least consistent cut containing the event: every process is exactly at
+    // the teller's vector clock.
+    let clock = teller["vclock"].as_array().unwrap();
+    for p in state["processes"].as_array().unwrap() {
+        let id = p["id"].as_u64().unwrap() as usize;
+        assert_eq!(
+            p["events"], clock[id],
+            "{} is not at the teller's clock",
+            p["name"]
+        );
+    }
+    assert!(
+        Lattice::load(&dir).consistent(
+            &clock
+                .iter()
+                .map(|c| c.as_u64().unwrap())
+                .collect::<Vec<_>>()
+        )
+    );
+    assert!(
+        dir.join("cache/halt.json").exists(),
+        "the cut is left for ppd graph"
+    );
+}
+
+#[test]
+fn token_ring_halts_where_two_nodes_hold_the_token() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record_until_buggy(work.path(), "token_ring");
+    let lattice = Lattice::load(&dir);
+    // Which two nodes overlapped: try every pair; at least one must halt.
+    let mut halted = Vec::new();
+    for a in 0..4 {
+        for b in a + 1..4 {
+            let pred = format!(
+                "node-{a}: mark holding if value > 0 == node-{b}: mark holding if value > 0"
+            );
+            let out = replay(work.path(), &dir, &["--json", "--stop", &pred]);
+            if !out.status.success() {
+                continue;
+            }
+            let state: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            let mut cut = vec![0; lattice.events.len()];
+            for p in state["processes"].as_array().unwrap() {
+                cut[p["id"].as_u64().unwrap() as usize] = p["events"].as_u64().unwrap();
+                let name = p["name"].as_str().unwrap();
+                if name == format!("node-{a}") || name == format!("node-{b}") {
+                    assert!(
+                        p["values"]["holding"].as_u64().unwrap() > 0,
+                        "{pred}: {name} is halted without the token: {p:#}"
+                    );
+                }
+            }
+            assert!(lattice.consistent(&cut), "{pred}: inconsistent halt");
+            halted.push(pred);
+        }
+    }
+    assert!(
+        !halted.is_empty(),
+        "no pair of nodes was found holding the token at once"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Divergence, a changed binary, a log that ends early
+
+#[test]
+fn a_program_that_does_something_else_diverges_with_a_report() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("rec");
+    record_program(work.path(), &dir, &random_program(), &["3", "2", "8"], &[]);
+    let out = Command::new(ppd_tests::ppd_bin())
+        .args(["replay", dir.to_str().unwrap(), "--json"])
+        .env("RANDOM_PROGRAM_EXTRA", "1")
+        .current_dir(work.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["outcome"], "diverged");
+    let d = &summary["divergence"];
+    assert_eq!(d["process"], "w0");
+    assert!(d["happened"].as_str().unwrap().starts_with("recv"), "{d:#}");
+    assert!(d["expected"].as_str().unwrap().len() > 3, "{d:#}");
+    assert!(d["event"].as_u64().is_some());
+}
+
+#[test]
+fn a_rebuilt_binary_is_refused() {
+    let work = tempfile::tempdir().unwrap();
+    let copy = work.path().join("prog");
+    std::fs::copy(random_program(), &copy).unwrap();
+    let dir = work.path().join("rec");
+    record_program(work.path(), &dir, &copy, &["1", "2", "4"], &[]);
+    // Same program, different bytes: as after a rebuild.
+    let mut bytes = std::fs::read(&copy).unwrap();
+    bytes.extend_from_slice(b"rebuilt");
+    std::fs::write(&copy, bytes).unwrap();
+    let out = replay(work.path(), &dir, &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out).1.contains("not the binary that was recorded"),
+        "{}",
+        text(&out).1
+    );
+}
+
+#[test]
+fn a_log_that_ends_early_is_reported_not_waited_for() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("rec");
+    let out = record_program(
+        work.path(),
+        &dir,
+        &random_program(),
+        &["11", "2", "12"],
+        &[],
+    );
+    assert!(out.status.success());
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    let ring = manifest["options"]["block_size"].as_u64().unwrap()
+        * manifest["options"]["ring_blocks"].as_u64().unwrap();
+    // w0's log loses every event: as if w0 had been killed before it did anything.
+    let log = std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.join("proc-0001.log"))
+        .unwrap();
+    log.set_len(4096 + ring).unwrap();
+    let out = replay(work.path(), &dir, &["--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out).1);
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["outcome"], "stuck", "{summary:#}");
+    let waits = summary["stuck"].as_array().unwrap();
+    // Whatever w1 needs next from w0 (a message or an atomic access), and main's join of w0.
+    let waits_for_w0 = |name: &str| {
+        waits
+            .iter()
+            .any(|w| w["process"] == name && w["waiting_for"].as_str().unwrap().contains("p1"))
+    };
+    assert!(
+        waits_for_w0("w1"),
+        "w1 waits for something of w0: {waits:#?}"
+    );
+    assert!(waits_for_w0("main"), "main waits for w0's end: {waits:#?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Predicates refused before replay starts
+
+#[test]
+fn bad_predicates_are_refused_before_replay() {
+    let work = tempfile::tempdir().unwrap();
+    // A run that went negative: its recording knows the label `negative`.
+    let dir = record_until_buggy(work.path(), "bank");
+    let check = |pred: &str, needle: &str| {
+        let out = replay(work.path(), &dir, &["--stop", pred]);
+        assert_eq!(out.status.code(), Some(2), "{pred}");
+        let stderr = text(&out).1;
+        assert!(stderr.contains(needle), "{pred}: {stderr}");
+    };
+    check("tellr: mark negative", "did you mean `teller`");
+    check("teller: mark negtive", "did you mean `negative`");
+    check("teller: send reqests", "did you mean `requests`");
+    check(
+        "teller: mark negative & auditor: mark total | client-0: send",
+        "NP-hard",
+    );
+    check("teller mark negative", "expected `:`");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tracing, going to a cut, the interactive debugger
+
+#[test]
+fn tracing_prints_every_state_that_satisfies_the_predicate() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("rec");
+    record_program(work.path(), &dir, &random_program(), &["5", "3", "10"], &[]);
+    let lattice = Lattice::load(&dir);
+    let gots = lattice.events[1]
+        .iter()
+        .filter(|e| matches!(e, Event::Mark { label, .. } if &**label == "got"))
+        .count();
+    assert!(gots > 0);
+    let out = replay(
+        work.path(),
+        &dir,
+        &[
+            "--json",
+            "--trace",
+            "w0: mark got",
+            "--print",
+            "w0.got,w1.loaded",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out).1);
+    let lines: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        lines.len(),
+        gots,
+        "one line per state where w0 just got a message"
+    );
+    for line in &lines {
+        assert_eq!(line["values"][0][0], "w0.got");
+        assert!(line["values"][0][1].is_u64(), "{line:#}");
+    }
+}
+
+#[test]
+fn going_to_a_cut_reaches_exactly_it_and_refuses_an_inconsistent_one() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("rec");
+    record_program(work.path(), &dir, &random_program(), &["9", "2", "6"], &[]);
+    let lattice = Lattice::load(&dir);
+    let cuts = lattice.consistent_cuts();
+    let target = &cuts[cuts.len() / 2];
+    let spec: Vec<String> = target
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            format!(
+                "{}={n}",
+                if i == 0 {
+                    "main".into()
+                } else {
+                    format!("w{}", i - 1)
+                }
+            )
+        })
+        .collect();
+    let out = replay(work.path(), &dir, &["--json", "--to", &spec.join(",")]);
+    assert!(out.status.success(), "{}", text(&out).1);
+    let state: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for p in state["processes"].as_array().unwrap() {
+        assert_eq!(p["events"], target[p["id"].as_u64().unwrap() as usize]);
+    }
+    // w0 past its end while main has not even spawned it: not a consistent state.
+    let out = replay(work.path(), &dir, &["--to", "main=0,w0=3"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out).1.contains("cannot be reached"),
+        "{}",
+        text(&out).1
+    );
+}
+
+#[test]
+fn the_interactive_debugger_steps_and_goes_back() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("rec");
+    record_program(work.path(), &dir, &random_program(), &["4", "2", "5"], &[]);
+    // Held before the first event, then driven by commands from a pipe.
+    let mut child = Command::new(ppd_tests::ppd_bin())
+        .args(["replay", dir.to_str().unwrap(), "-i", "--json"])
+        .current_dir(work.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"step main\nstep main\nstep\nback\nstate json\nquit\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        stdout.matches("halted (after a step)").count(),
+        3,
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("halted (the requested state)"),
+        "back replays to a state: {stdout}"
+    );
+    // After two steps of main and one of any process, `back` returns to main's second step.
+    let json_start = stdout
+        .rfind("{\n  \"predicate\"")
+        .expect("the state as JSON");
+    let json_end = stdout[json_start..].find("\n}\n").unwrap() + json_start + 2;
+    let state: serde_json::Value = serde_json::from_str(&stdout[json_start..json_end]).unwrap();
+    let main = &state["processes"][0];
+    assert_eq!(main["name"], "main");
+    assert_eq!(main["events"], 2, "{state:#}");
+}
+
+#[test]
+fn pipeline_halts_although_no_channel_reaches_the_producer() {
+    // Miller & Choi §2.2.2: halt markers cannot reach the producer of an acyclic pipeline;
+    // the debugger's control channel to every process can.
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("rec");
+    record_example(work.path(), &dir, "pipeline", &[]);
+    let bin = example_bin("pipeline");
+    assert!(bin.exists());
+    let cut = halt_cut(
+        work.path(),
+        &dir,
+        "consumer: mark sum | producer: send raw if seq == 150",
+        false,
+    )
+    .unwrap();
+    assert!(Lattice::load(&dir).consistent(&cut));
+}
