@@ -93,6 +93,8 @@ pub struct LogReader {
     totals: Option<IndexTotals>,
     frame_bytes: u64,
     raw_bytes: u64,
+    /// Where the frames end according to a footer that passed its checksum.
+    footer_frames_end: Option<u64>,
 }
 
 impl LogReader {
@@ -126,6 +128,7 @@ impl LogReader {
             totals: None,
             frame_bytes: 0,
             raw_bytes: 0,
+            footer_frames_end: None,
         };
         reader.read_header()?;
         if !reader.read_index() {
@@ -266,6 +269,7 @@ impl LogReader {
                 .push(self.corrupt(footer_offset, "log footer", "offsets do not add up"));
             return false;
         }
+        self.footer_frames_end = Some(frames_end);
         let index_crc = footer.index_crc.to_native();
         let Ok(index_bytes) = self.read_at(index_offset, index_len as usize, "log index") else {
             return false;
@@ -337,12 +341,24 @@ impl LogReader {
         self.blocks.clear();
         self.raw_bytes = 0;
         let start = self.frames_start();
+        if self.file_len < start {
+            // The writer sizes the file to hold the whole ring before it writes anything else.
+            self.damage.push(FormatError::Truncated {
+                path: self.path.clone(),
+                what: "log ring",
+                offset: HEADER_REGION,
+                needed: start - HEADER_REGION,
+                len: self.file_len,
+            });
+        }
+        // A damaged index leaves a valid footer saying where the frames end.
+        let frames_end = self.footer_frames_end.unwrap_or(self.file_len);
         let mut offset = start;
         let mut next_seq = 0u64;
         let mut next_event = 0u64;
         // Frames: stop at the first that is incomplete or damaged.
         let mut stopped_at: Option<FormatError> = None;
-        while offset < self.file_len {
+        while offset < frames_end {
             match self.read_frame_header(offset) {
                 Ok(h) => {
                     if h.block_seq != next_seq || h.first_event != next_event {
@@ -374,20 +390,39 @@ impl LogReader {
                 }
             }
         }
-        self.frame_bytes = offset - start;
+        self.frame_bytes = offset.saturating_sub(start);
         // Ring: the blocks after the last good frame, in sequence order.
-        let mut ring: Vec<(u64, BlockLoc)> = Vec::new();
+        let mut ring: Vec<(u64, u32, BlockLoc)> = Vec::new();
+        let mut ring_damage = None;
+        let mut ring_empty = true;
         for slot in 0..self.ring_blocks {
-            if let Some(loc) = self.read_slot(slot)
-                && loc.seq >= next_seq
-            {
-                ring.push((loc.seq, loc));
+            match self.read_slot(slot) {
+                Ok(Some(loc)) => {
+                    ring_empty = false;
+                    if loc.seq >= next_seq {
+                        ring.push((loc.seq, slot, loc));
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    ring_damage.get_or_insert(e);
+                }
             }
         }
-        ring.sort_by_key(|(seq, _)| *seq);
+        ring.sort_by_key(|(seq, _, _)| *seq);
         let mut took_ring = false;
-        for (seq, loc) in ring {
+        let mut gap = None;
+        for (seq, slot, loc) in ring {
             if seq != next_seq || loc.first_event != next_event {
+                gap = Some(self.corrupt(
+                    self.slot_offset(slot) + 8,
+                    "ring block header",
+                    format!(
+                        "block {seq} (first event {}) where block {next_seq} \
+                         (first event {next_event}) was expected",
+                        loc.first_event
+                    ),
+                ));
                 break;
             }
             took_ring = true;
@@ -398,15 +433,25 @@ impl LogReader {
             next_event += u64::from(loc.event_count);
             self.blocks.push(loc);
         }
-        // A frame that stopped the scan is damage unless the ring picked up right where it
-        // stopped (a frame torn by the crash, whose block is still in the ring) or it was
-        // the remains of a footer-less tail with nothing after it.
+        // The ring holds every block whose frame is not complete (a slot is reused only after
+        // its frame is written), so it picks up where a frame torn by a crash stopped the scan.
+        // A stop it does not explain, or a block it cannot follow, is damage.
         if let Some(e) = stopped_at
             && !took_ring
-            && !matches!(e, FormatError::Truncated { .. })
         {
             self.damage.push(e);
+        } else if let Some(e) = gap {
+            self.damage.push(e);
+        } else if ring_empty && self.footer_frames_end.is_none() {
+            // A writer keeps its current block in the ring from creation until it closes the
+            // log, and closing writes the footer before it empties the ring.
+            self.damage.push(self.corrupt(
+                self.file_len,
+                "log footer",
+                "missing, and the ring holds no block as only a closed log's does",
+            ));
         }
+        self.damage.extend(ring_damage);
         self.event_count = next_event;
         self.trim_unfinished_tail();
     }
@@ -420,7 +465,11 @@ impl LogReader {
         let first = self.blocks[last].first_event;
         let mut decoded = 0u64;
         let mut failure = None;
-        for item in self.iter_from_block(last, first, 0) {
+        // Decode to the end of the data, not just to the claimed count: a block holding more or
+        // fewer records than its commit word says is damaged.
+        let mut events = self.iter_from_block(last, first, 0);
+        events.limit = u64::MAX;
+        for item in events {
             match item {
                 Ok(_) => decoded += 1,
                 Err(e) => {
@@ -484,37 +533,75 @@ impl LogReader {
         HEADER_REGION + u64::from(slot) * u64::from(self.block_size)
     }
 
-    /// The block in a ring slot, if the slot holds a valid one.
-    fn read_slot(&self, slot: u32) -> Option<BlockLoc> {
+    /// The block in a ring slot, if the slot holds one. A slot that claims data (a non-zero
+    /// commit word) under a damaged header is an error.
+    fn read_slot(&self, slot: u32) -> Result<Option<BlockLoc>> {
         let offset = self.slot_offset(slot);
-        let bytes = self
-            .read_at(offset, 8 + BLOCK_INFO_LEN + 4, "ring slot")
-            .ok()?;
-        let commit = u64::from_le_bytes(bytes[..8].try_into().ok()?);
-        let body = split_crc(&bytes[8..])?;
-        let info = rkyv::access::<ArchivedBlockInfo, rancor::Error>(body).ok()?;
-        if info.magic.to_native() != BLOCK_MAGIC {
-            return None;
-        }
+        let Ok(bytes) = self.read_at(offset, 8 + BLOCK_INFO_LEN + 4, "ring slot") else {
+            // Past the end of a truncated file, which is reported once for the whole ring.
+            return Ok(None);
+        };
+        let commit = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
+        let info = split_crc(&bytes[8..])
+            .and_then(|body| rkyv::access::<ArchivedBlockInfo, rancor::Error>(body).ok())
+            .filter(|info| info.magic.to_native() == BLOCK_MAGIC);
+        let Some(info) = info else {
+            // A slot never used, or reused by a writer that died before its first record.
+            if commit == 0 {
+                return Ok(None);
+            }
+            return Err(FormatError::Checksum {
+                path: self.path.clone(),
+                offset: offset + 8,
+                what: "ring block header",
+            });
+        };
         let len = (commit & 0xffff_ffff) as u32;
         let events = (commit >> 32) as u32;
         if len as usize > self.capacity()
             || info.continuation.to_native() as usize > self.capacity()
         {
-            return None;
+            return Err(self.corrupt(
+                offset,
+                "ring slot",
+                format!(
+                    "commit word says {len} bytes, header says {} continue a record; \
+                     the block holds {}",
+                    info.continuation,
+                    self.capacity()
+                ),
+            ));
         }
-        Some(BlockLoc {
+        Ok(Some(BlockLoc {
             seq: info.seq.to_native(),
             first_event: info.first_event.to_native(),
             event_count: events,
             source: Source::Ring { slot, len },
-        })
+        }))
     }
 
     fn load_block(&self, loc: &BlockLoc) -> Result<LoadedBlock> {
         match loc.source {
             Source::Frame { offset } => {
                 let h = self.read_frame_header(offset)?;
+                if (h.block_seq, h.first_event, h.event_count)
+                    != (loc.seq, loc.first_event, loc.event_count)
+                {
+                    return Err(self.corrupt(
+                        offset,
+                        "frame header",
+                        format!(
+                            "block {} (events {}+{}) where the index says block {} \
+                             (events {}+{})",
+                            h.block_seq,
+                            h.first_event,
+                            h.event_count,
+                            loc.seq,
+                            loc.first_event,
+                            loc.event_count
+                        ),
+                    ));
+                }
                 let payload_offset = offset + FRAME_HEADER_LEN as u64;
                 let payload =
                     self.read_at(payload_offset, h.compressed_len as usize, "frame payload")?;
@@ -556,6 +643,19 @@ impl LogReader {
                 })?;
                 let info = rkyv::access::<ArchivedBlockInfo, rancor::Error>(body)
                     .map_err(|e| self.corrupt(offset + 8, "ring block header", e.to_string()))?;
+                if (info.seq.to_native(), info.first_event.to_native())
+                    != (loc.seq, loc.first_event)
+                {
+                    // The slot was reused since the log was opened: its writer is still alive.
+                    return Err(self.corrupt(
+                        offset + 8,
+                        "ring block header",
+                        format!(
+                            "the slot now holds block {}, not block {}",
+                            info.seq, loc.seq
+                        ),
+                    ));
+                }
                 let data = self.read_at(offset + SLOT_HEADER as u64, len as usize, "ring block")?;
                 Ok(LoadedBlock {
                     seq: info.seq.to_native(),
@@ -719,6 +819,7 @@ impl LogReader {
             decoder: Decoder::default(),
             next_index: first,
             skip,
+            limit: self.event_count,
             done: false,
         }
     }
@@ -765,6 +866,8 @@ pub struct Events<'r> {
     decoder: Decoder,
     next_index: u64,
     skip: u64,
+    /// Index at which the iteration ends.
+    limit: u64,
     done: bool,
 }
 
@@ -833,7 +936,7 @@ impl Iterator for Events<'_> {
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            if self.done || self.next_index >= self.reader.event_count {
+            if self.done || self.next_index >= self.limit {
                 self.done = true;
                 return None;
             }
@@ -847,6 +950,7 @@ impl Iterator for Events<'_> {
                 }
             }
             let block = self.block.as_ref().expect("loaded above");
+            let record_start = self.pos;
             let step = match self.decoder.next(&block.data, &mut self.pos) {
                 Ok(step) => step,
                 Err(e) => {
@@ -854,6 +958,32 @@ impl Iterator for Events<'_> {
                     return self.fail(e);
                 }
             };
+            // The block's header counts its events; a different number means damage the
+            // checksums cannot see (a ring block's data has none), and the events would be
+            // numbered wrongly.
+            let loc = &self.reader.blocks[self.block_index];
+            let end = loc.first_event + u64::from(loc.event_count);
+            let miscount = match step {
+                None => self.next_index != end,
+                Some(_) => self.next_index >= end,
+            };
+            if miscount {
+                let (position, what) = match step {
+                    None => (block.data.len(), "fewer"),
+                    Some(_) => (record_start, "more"),
+                };
+                let e = self.reader.record_error(
+                    block,
+                    DecodeError {
+                        position,
+                        detail: format!(
+                            "the block holds {what} events than the {} its header counts",
+                            loc.event_count
+                        ),
+                    },
+                );
+                return self.fail(e);
+            }
             let event = match step {
                 None => {
                     self.block = None;
