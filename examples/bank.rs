@@ -8,6 +8,9 @@
 //! and the balance goes negative. Whether that happens depends on how the messages interleave:
 //! in some runs it does (the program then exits with code 1), in others not.
 //!
+//! The teller serves each request in an e-block (`serve`, which calls `handle`), and each
+//! client operation is one (`operate`), so `ppd why` can re-execute any of them from the log.
+//!
 //! Try: `ppd record -- cargo run --example bank`, then
 //! `ppd replay --stop 'teller: mark negative'` or `ppd why teller balance`.
 
@@ -18,6 +21,7 @@ use serde::{Deserialize, Serialize};
 
 const CLIENTS: usize = 4;
 const ACCOUNTS: usize = 2;
+/// Operations per client, unless the first argument says otherwise.
 const OPERATIONS: usize = 12;
 const AUDITS: usize = 3;
 const OPENING_BALANCE: i64 = 100;
@@ -67,6 +71,7 @@ struct Account {
 struct Bank {
     accounts: Vec<Account>,
     went_negative: bool,
+    clients_left: usize,
 }
 
 impl Bank {
@@ -80,12 +85,14 @@ impl Bank {
         Bank {
             accounts,
             went_negative: false,
+            clients_left: CLIENTS,
         }
     }
 }
 
 /// Handles one request: the teller's whole job. Returns who to answer and what.
-fn handle(bank: &mut Bank, request: Request) -> Option<(Option<usize>, Reply)> {
+#[ppd::eblock]
+fn handle(bank: &mut Bank, request: Request) -> (Option<usize>, Reply) {
     match request {
         Request::Check {
             client,
@@ -94,7 +101,7 @@ fn handle(bank: &mut Bank, request: Request) -> Option<(Option<usize>, Reply)> {
         } => {
             let balance = bank.accounts[account].balance;
             let covered = balance >= amount;
-            Some((Some(client), Reply::Approved(covered)))
+            (Some(client), Reply::Approved(covered))
         }
         Request::Withdraw {
             client,
@@ -108,7 +115,7 @@ fn handle(bank: &mut Bank, request: Request) -> Option<(Option<usize>, Reply)> {
                 bank.went_negative = true;
                 ppd::mark!("negative", balance);
             }
-            Some((Some(client), Reply::Balance(balance)))
+            (Some(client), Reply::Balance(balance))
         }
         Request::Deposit {
             client,
@@ -117,14 +124,38 @@ fn handle(bank: &mut Bank, request: Request) -> Option<(Option<usize>, Reply)> {
         } => {
             let balance = bank.accounts[account].balance + amount;
             bank.accounts[account].balance = balance;
-            Some((Some(client), Reply::Balance(balance)))
+            (Some(client), Reply::Balance(balance))
         }
         Request::Audit => {
             let total = bank.accounts.iter().map(|a| a.balance).sum();
-            Some((None, Reply::Total(total)))
+            (None, Reply::Total(total))
         }
-        Request::Done { .. } => None,
+        Request::Done { client } => (Some(client), Reply::Balance(0)),
     }
+}
+
+/// Serves one request; false when the last client is done.
+#[ppd::eblock]
+fn serve(
+    bank: &mut Bank,
+    requests: &Receiver<Request>,
+    to_clients: &[Sender<Reply>],
+    to_auditor: &Sender<Reply>,
+) -> bool {
+    let Ok(request) = requests.recv() else {
+        return false;
+    };
+    if let Request::Done { .. } = request {
+        bank.clients_left -= 1;
+        return bank.clients_left > 0;
+    }
+    match handle(bank, request) {
+        (Some(client), reply) => to_clients[client].send(reply).expect("client"),
+        (None, reply) => {
+            let _ = to_auditor.send(reply);
+        }
+    }
+    true
 }
 
 fn teller(
@@ -133,61 +164,54 @@ fn teller(
     to_auditor: Sender<Reply>,
 ) -> bool {
     let mut bank = Bank::open();
-    let mut active = CLIENTS;
-    while active > 0 {
-        let Ok(request) = requests.recv() else { break };
-        if matches!(request, Request::Done { .. }) {
-            active -= 1;
-        }
-        match handle(&mut bank, request) {
-            Some((Some(client), reply)) => to_clients[client].send(reply).expect("client"),
-            Some((None, reply)) => {
-                let _ = to_auditor.send(reply);
-            }
-            None => {}
-        }
-    }
+    while serve(&mut bank, &requests, &to_clients, &to_auditor) {}
     for account in &bank.accounts {
         println!("{}: balance {}", account.owner, account.balance);
     }
     bank.went_negative
 }
 
-fn client(id: usize, teller: Sender<Request>, replies: Receiver<Reply>) {
-    let account = id % ACCOUNTS;
-    for _ in 0..OPERATIONS {
-        let amount = ppd::rand::i64(10..=60);
-        if ppd::rand::u32(0..4) == 0 {
-            teller
-                .send(Request::Deposit {
-                    client: id,
-                    account,
-                    amount,
-                })
-                .expect("teller");
-            replies.recv().expect("teller");
-            continue;
-        }
+/// One deposit, or one checked withdrawal, by client `id`.
+#[ppd::eblock]
+fn operate(id: usize, account: usize, teller: &Sender<Request>, replies: &Receiver<Reply>) {
+    let amount = ppd::rand::i64(10..=60);
+    if ppd::rand::u32(0..4) == 0 {
         teller
-            .send(Request::Check {
-                client: id,
-                account,
-                amount,
-            })
-            .expect("teller");
-        let Ok(Reply::Approved(true)) = replies.recv() else {
-            continue;
-        };
-        // Thinking it over; meanwhile the other client of the account may withdraw.
-        ppd::thread::sleep(std::time::Duration::from_micros(ppd::rand::u64(0..400)));
-        teller
-            .send(Request::Withdraw {
+            .send(Request::Deposit {
                 client: id,
                 account,
                 amount,
             })
             .expect("teller");
         replies.recv().expect("teller");
+        return;
+    }
+    teller
+        .send(Request::Check {
+            client: id,
+            account,
+            amount,
+        })
+        .expect("teller");
+    let Ok(Reply::Approved(true)) = replies.recv() else {
+        return;
+    };
+    // Thinking it over; meanwhile the other client of the account may withdraw.
+    ppd::thread::sleep(std::time::Duration::from_micros(ppd::rand::u64(0..400)));
+    teller
+        .send(Request::Withdraw {
+            client: id,
+            account,
+            amount,
+        })
+        .expect("teller");
+    replies.recv().expect("teller");
+}
+
+fn client(id: usize, operations: usize, teller: Sender<Request>, replies: Receiver<Reply>) {
+    let account = id % ACCOUNTS;
+    for _ in 0..operations {
+        operate(id, account, &teller, &replies);
     }
     teller.send(Request::Done { client: id }).expect("teller");
 }
@@ -207,6 +231,10 @@ fn auditor(teller: Sender<Request>, replies: Receiver<Reply>) {
 
 #[ppd::main]
 fn main() -> ExitCode {
+    let operations = std::env::args()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(OPERATIONS);
     let (to_teller, requests) = named_channel("requests");
     let mut to_clients = Vec::new();
     let mut client_inboxes = Vec::new();
@@ -233,7 +261,7 @@ fn main() -> ExitCode {
             let to_teller = to_teller.clone();
             ppd::thread::Builder::new()
                 .name(format!("client-{id}"))
-                .spawn(move || client(id, to_teller, inbox))
+                .spawn(move || client(id, operations, to_teller, inbox))
                 .expect("spawn client")
         })
         .collect();

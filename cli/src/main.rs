@@ -26,6 +26,8 @@ enum Command {
     Record(cmd::record::Args),
     /// Replay a recording: verify it, halt it at a distributed breakpoint, trace it, step it.
     Replay(cmd::replay::Args),
+    /// Why a variable has its value: the chain of statements, messages and processes behind it.
+    Why(cmd::why::Args),
     /// Processes, events, bytes, compression and completeness of a recording.
     Info {
         /// The recording (default: the newest in ./ppd-recordings).
@@ -42,11 +44,22 @@ enum Command {
     Export(cmd::export::Args),
 }
 
+/// Output into a closed pipe (`ppd info | head`) ends `ppd` quietly, as it does other Unix
+/// tools, instead of failing the next `println!`.
+fn die_on_closed_pipe() {
+    use nix::sys::signal::{SigHandler, Signal, signal};
+    // SAFETY: restores the default disposition before any other thread exists; no handler
+    // code runs.
+    let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) };
+}
+
 fn main() -> ExitCode {
+    die_on_closed_pipe();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Record(args) => cmd::record::run(&args),
         Command::Replay(args) => cmd::replay::run(&args),
+        Command::Why(args) => cmd::why::run(&args),
         Command::Info { rec, json } => cmd::info::run(rec.as_deref(), json),
         Command::Races(args) => cmd::races::run(&args),
         Command::Graph(args) => cmd::graph::run(&args),

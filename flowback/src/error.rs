@@ -7,6 +7,7 @@ use std::io;
 use std::path::PathBuf;
 
 use ppd_formats::FormatError;
+use ppd_replayer::debugger::DebugError;
 
 /// What went wrong while analysing a recording.
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +35,23 @@ pub enum FlowbackError {
         /// What is wrong with it.
         detail: String,
     },
+    /// A cache file is damaged where a query read it.
+    #[error("{path}: damaged at byte {offset} (a cache: delete it and ask again)")]
+    BadCache {
+        /// The file.
+        path: PathBuf,
+        /// Where the damage was found.
+        offset: u64,
+    },
+    /// A why-query that names something the recording does not have.
+    #[error("{0}")]
+    Query(String),
+    /// The recorded binary could not re-execute the e-block instances a query needs.
+    #[error("re-executing e-blocks: {0}")]
+    Emulation(String),
+    /// The recorded binary is missing, is not the one recorded, or could not be run.
+    #[error(transparent)]
+    Program(#[from] DebugError),
     /// Writing an output (a picture, an export) failed.
     #[error("writing {what}: {source}")]
     Output {
@@ -58,7 +76,14 @@ impl FlowbackError {
     /// Whether the error is about the user's input (a missing or damaged recording, a bad
     /// halt cut) rather than a failure of the machine (an output that cannot be written).
     pub fn is_bad_input(&self) -> bool {
-        !matches!(self, FlowbackError::Output { .. })
+        match self {
+            FlowbackError::Output { .. } | FlowbackError::Emulation(_) => false,
+            FlowbackError::Program(e) => matches!(
+                e,
+                DebugError::BinaryMissing { .. } | DebugError::BinaryChanged { .. }
+            ),
+            _ => true,
+        }
     }
 }
 

@@ -27,6 +27,7 @@ pub mod synth;
 mod testing;
 pub mod trace;
 pub mod vclock;
+pub mod why;
 
 pub use analysis::Analysis;
 pub use error::{FlowbackError, Result};

@@ -21,6 +21,59 @@ pub fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, ValueError> {
     rmp_serde::to_vec_named(value).map_err(|e| ValueError(e.to_string()))
 }
 
+/// Writes a map from names to values, entry by entry: how prelogs and postlogs are built
+/// without collecting their heterogeneous values first.
+#[derive(Debug)]
+pub struct MapWriter {
+    bytes: Vec<u8>,
+}
+
+impl MapWriter {
+    /// A map that will have `len` entries.
+    pub fn new(len: u32) -> MapWriter {
+        let mut bytes = Vec::new();
+        // Writing into a Vec cannot fail.
+        let _ = rmp::encode::write_map_len(&mut bytes, len);
+        MapWriter { bytes }
+    }
+
+    /// Adds `name: value`. A value that cannot be encoded is logged as a description of why.
+    pub fn entry<T: Serialize + ?Sized>(&mut self, name: &str, value: &T) -> &mut MapWriter {
+        let _ = rmp::encode::write_str(&mut self.bytes, name);
+        if let Err(e) = rmp_serde::encode::write_named(&mut self.bytes, value) {
+            let _ = rmp::encode::write_str(&mut self.bytes, &format!("<not encodable: {e}>"));
+        }
+        self
+    }
+
+    /// The encoded map.
+    pub fn finish(self) -> Vec<u8> {
+        self.bytes
+    }
+}
+
+/// The entries of a map written by [`MapWriter`], each re-encoded on its own.
+pub fn map_entries(bytes: &[u8]) -> Result<Vec<(String, Vec<u8>)>, ValueError> {
+    match decode(bytes)? {
+        Value::Map(entries) => entries
+            .into_iter()
+            .map(|(k, v)| {
+                let key = k
+                    .as_str()
+                    .ok_or_else(|| ValueError("a map key is not a string".into()))?
+                    .to_owned();
+                let mut one = Vec::new();
+                rmpv::encode::write_value(&mut one, &v).map_err(|e| ValueError(e.to_string()))?;
+                Ok((key, one))
+            })
+            .collect(),
+        other => Err(ValueError(format!(
+            "expected a map, found {}",
+            show(&other)
+        ))),
+    }
+}
+
 /// Decodes bytes written by [`encode`] back into the program's type.
 pub fn decode_as<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ValueError> {
     rmp_serde::from_slice(bytes).map_err(|e| ValueError(e.to_string()))
@@ -230,6 +283,29 @@ mod tests {
         ];
         let v = decode(&encode(&r).unwrap()).unwrap();
         assert_eq!(show(&v), r#"[Deposit(20), Move {from: 1, to: 2}, "Audit"]"#);
+    }
+
+    #[test]
+    fn maps_are_written_entry_by_entry_and_read_back_by_name() {
+        let mut w = MapWriter::new(2);
+        w.entry(
+            "bank",
+            &Account {
+                owner: "ann".into(),
+                balance: 3,
+            },
+        )
+        .entry("amount", &40i64);
+        let bytes = w.finish();
+        assert_eq!(
+            show(&decode(&bytes).unwrap()),
+            r#"{bank: {owner: "ann", balance: 3}, amount: 40}"#
+        );
+        let entries = map_entries(&bytes).unwrap();
+        assert_eq!(entries[0].0, "bank");
+        let back: Account = decode_as(&entries[0].1).unwrap();
+        assert_eq!(back.balance, 3);
+        assert!(map_entries(&encode(&7u8).unwrap()).is_err());
     }
 
     #[test]

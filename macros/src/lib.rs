@@ -3,9 +3,28 @@
 //! Each attribute is split into parsing (syntax into a model), checking (every error collected
 //! with its span, never a panic) and expansion.
 
+mod eblock;
 mod main_attr;
 
 use proc_macro::TokenStream;
+
+/// Makes a function an e-block (Miller & Choi's emulation block): its arguments are logged
+/// when it is entered (the prelog), its return value and the final values of its `&mut`
+/// arguments when it returns (the postlog), so that `ppd why` can re-execute any one call from
+/// the log and trace every statement of it.
+///
+/// Arguments and the result must be `Serialize + Deserialize` (channel ends, mutexes and
+/// atomics of ppd are, as handles). Methods need `#[ppd::eblocks]` on their `impl` block.
+#[proc_macro_attribute]
+pub fn eblock(args: TokenStream, item: TokenStream) -> TokenStream {
+    eblock::expand_fn(&args.into(), item.into()).into()
+}
+
+/// Marks an `impl` block whose methods marked `#[ppd::eblock]` are e-blocks.
+#[proc_macro_attribute]
+pub fn eblocks(args: TokenStream, item: TokenStream) -> TokenStream {
+    eblock::expand_impl(&args.into(), item.into()).into()
+}
 
 /// Marks the program's entry point. Before the body runs, the runtime reads the environment
 /// `ppd record` / `ppd replay` set and picks pass-through, record or replay mode; after it, the

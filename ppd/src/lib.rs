@@ -23,12 +23,33 @@
 //! every lock and atomic access, every clock and random value. `ppd replay` reproduces the run
 //! from those logs, `ppd info` summarizes a recording.
 
-pub use ppd_macros::main;
+pub use ppd_macros::{eblock, eblocks, main};
 pub use ppd_recorder::{mark, rand, sync, thread, time};
 
 #[doc(hidden)]
 pub mod __private {
-    //! Called by the code `#[ppd::main]` generates; not a stable interface.
+    //! Called by the code `#[ppd::main]` and `#[ppd::eblock]` generate; not a stable interface.
+
+    pub use inventory;
+    pub use ppd_recorder::__capture as capture;
+    pub use ppd_recorder::{eblock, trace};
+    pub use ppd_replayer::emulate;
+
+    /// What an e-block argument or result must be: logged in prelogs and postlogs, rebuilt
+    /// from them when the e-block is re-executed.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be logged as an e-block argument or result",
+        label = "not serializable",
+        note = "e-block arguments and results are logged at entry and exit, and rebuilt from the \
+                log to re-execute the e-block: derive `serde::Serialize` and \
+                `serde::Deserialize` for `{Self}`, or keep it out of the e-block's signature"
+    )]
+    pub trait Loggable: serde::Serialize + serde::de::DeserializeOwned {}
+
+    impl<T: serde::Serialize + serde::de::DeserializeOwned> Loggable for T {}
+
+    /// Fails to compile, at the argument, when `T` is not [`Loggable`].
+    pub fn assert_loggable<T: Loggable>() {}
 
     use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
     use std::process::ExitCode;
@@ -51,7 +72,12 @@ pub mod __private {
 
     impl MainReturn for ExitCode {
         fn exit_code(self) -> (i32, ExitCode) {
-            (if self == ExitCode::SUCCESS { 0 } else { 1 }, self)
+            // `ExitCode` does not say its number; the ones a program can make compare equal to
+            // `ExitCode::from(n)`.
+            let code = (0..=255u8)
+                .find(|&n| ExitCode::from(n) == self)
+                .map_or(1, i32::from);
+            (code, self)
         }
     }
 
@@ -79,6 +105,7 @@ pub mod __private {
                 }
                 Err(e) => eprintln!("ppd: not recording: {e}"),
             },
+            Some("emulate") => ppd_replayer::emulate::run_from_env(),
             Some("replay") => {
                 if let Err(e) = ppd_replayer::local::install_from_env() {
                     // Running on without the log would silently be a different run.

@@ -14,5 +14,6 @@ pub mod runtime;
 pub mod sync;
 pub mod thread;
 pub mod time;
+pub mod trace;
 
 pub use mark::mark;

@@ -8,6 +8,7 @@
 
 pub mod debugger;
 mod describe;
+pub mod emulate;
 pub mod local;
 pub mod predicate;
 pub mod protocol;

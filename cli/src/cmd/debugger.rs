@@ -106,6 +106,7 @@ commands:
   goto CUT         replay again to the consistent state CUT (PROCESS=EVENTS,...)
   back             replay again to the previous halted state
   state [json]     print the current state
+  restore PROCESS  the values PROCESS's e-blocks last logged before the current state
   quit             end the replay";
 
 /// Reads commands from a terminal (with line editing) or from a pipe.
@@ -186,6 +187,32 @@ pub(crate) fn repl(
                     crate::output::json(&current);
                 } else {
                     print!("{}", current.render());
+                }
+                continue;
+            }
+            "restore" => {
+                match ctx.recording.find_process(rest) {
+                    Some(p) => {
+                        let events = current
+                            .processes
+                            .iter()
+                            .find(|s| s.id == p.id)
+                            .map_or(0, |s| s.events);
+                        match events.checked_sub(1) {
+                            None => println!("{} has not executed an event yet", p.name),
+                            Some(last) => {
+                                match ppd_flowback::why::restore::state_at(
+                                    &ctx.recording,
+                                    p.id,
+                                    Some(last),
+                                ) {
+                                    Ok(state) => crate::cmd::why::print_state(&state),
+                                    Err(e) => println!("ppd: {e}"),
+                                }
+                            }
+                        }
+                    }
+                    None => println!("no process `{rest}`"),
                 }
                 continue;
             }

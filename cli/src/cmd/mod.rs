@@ -7,3 +7,4 @@ pub(crate) mod info;
 pub(crate) mod races;
 pub(crate) mod record;
 pub(crate) mod replay;
+pub(crate) mod why;

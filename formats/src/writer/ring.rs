@@ -17,6 +17,9 @@ use crate::layout::{
     BLOCK_INFO_LEN, BLOCK_MAGIC, BlockInfo, HEADER_REGION, SLOT_HEADER, archive_with_crc,
 };
 
+/// Records up to this long are copied byte by byte (see [`Ring::write_data`]).
+const SHORT_RECORD: usize = 32;
+
 /// The mapped ring.
 #[derive(Debug)]
 pub(crate) struct Ring {
@@ -90,12 +93,19 @@ impl Ring {
             "write past the block"
         );
         // SAFETY: the range is inside the slot's data (asserted) and the caller owns the slot.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                bytes.as_ptr(),
-                self.slot_ptr(slot).add(SLOT_HEADER + offset),
-                bytes.len(),
-            );
+        let dst = unsafe { self.slot_ptr(slot).add(SLOT_HEADER + offset) };
+        if bytes.len() <= SHORT_RECORD {
+            // Most records are a few bytes the encoder has just pushed one at a time; a wide
+            // load of them (what `memcpy` does) stalls until those byte stores retire, which
+            // costs more than copying byte by byte. Volatile keeps the loop from being turned
+            // back into a `memcpy` call.
+            for (i, &b) in bytes.iter().enumerate() {
+                // SAFETY: `i < bytes.len()`, and the range is inside the slot's data.
+                unsafe { dst.add(i).write_volatile(b) };
+            }
+        } else {
+            // SAFETY: as above.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, bytes.len()) };
         }
     }
 

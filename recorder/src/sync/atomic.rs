@@ -13,8 +13,8 @@ use std::panic::Location;
 
 pub use std::sync::atomic::Ordering;
 
-use ppd_formats::{Event, ProcessId};
 use ppd_formats::event::{AtomicOp, MemOrdering, ObjectKind};
+use ppd_formats::{Event, ProcessId};
 
 use super::object::ObjectMeta;
 use crate::runtime;
@@ -112,6 +112,24 @@ macro_rules! atomic_int {
             #[track_caller]
             fn default() -> Self {
                 $name::new(0)
+            }
+        }
+
+        /// Logged as its id (it can be an e-block argument); re-executing the e-block, what
+        /// each access read is what it logged.
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                super::handle::serialize(self.meta.id, serializer)
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let id = super::handle::deserialize(deserializer, stringify!($name))?;
+                Ok($name {
+                    meta: ObjectMeta::emulated(id),
+                    inner: std::sync::atomic::$name::new(0),
+                })
             }
         }
 
@@ -446,6 +464,23 @@ impl Default for AtomicBool {
     }
 }
 
+/// Logged as its id (it can be an e-block argument).
+impl serde::Serialize for AtomicBool {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        super::handle::serialize(self.meta.id, serializer)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for AtomicBool {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let id = super::handle::deserialize(deserializer, "AtomicBool")?;
+        Ok(AtomicBool {
+            meta: ObjectMeta::emulated(id),
+            inner: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+}
+
 impl AtomicBool {
     /// A new flag.
     ///
@@ -460,6 +495,25 @@ impl AtomicBool {
                 ObjectKind::Atomic,
                 u64::from(value),
                 None,
+                Location::caller(),
+            ),
+            inner: std::sync::atomic::AtomicBool::new(value),
+        }
+    }
+
+    /// A new flag with a name that reports use.
+    ///
+    /// ```
+    /// let f = ppd::sync::atomic::AtomicBool::named("ready", false);
+    /// assert!(!f.into_inner());
+    /// ```
+    #[track_caller]
+    pub fn named(name: &'static str, value: bool) -> AtomicBool {
+        AtomicBool {
+            meta: ObjectMeta::new(
+                ObjectKind::Atomic,
+                u64::from(value),
+                Some(name),
                 Location::caller(),
             ),
             inner: std::sync::atomic::AtomicBool::new(value),

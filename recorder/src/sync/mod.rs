@@ -5,6 +5,7 @@
 //! recorded order.
 
 pub mod atomic;
+mod handle;
 pub mod mpsc;
 mod mutex;
 mod object;

@@ -179,7 +179,7 @@ impl<T: Serialize + DeserializeOwned + Send> Sender<T> {
             // Replay: the log says the message was delivered, so in the recorded run it sat in
             // the channel until the receiver went away unread; here it went away first. Either
             // way nobody receives it, and the sender saw success.
-            Err(_) if runtime::mode() == Mode::Replay => Ok(()),
+            Err(_) if matches!(runtime::mode(), Mode::Replay | Mode::Emulate) => Ok(()),
             Err(e) => {
                 runtime::expect(Op::on(EventKind::Undelivered, channel, Some(site)));
                 runtime::done(&Event::Undelivered {
@@ -190,6 +190,33 @@ impl<T: Serialize + DeserializeOwned + Send> Sender<T> {
                 Err(SendError(e.0.value))
             }
         }
+    }
+}
+
+impl<T> Sender<T> {
+    /// A sender rebuilt for re-executing an e-block: its sends are checked against the log.
+    fn emulated(id: ObjectId) -> Sender<T> {
+        let (inner, _) = cc::unbounded();
+        Sender {
+            inner,
+            meta: Arc::new(ChannelMeta {
+                id,
+                next_seq: SeqCounter(AtomicU64::new(0)),
+            }),
+        }
+    }
+}
+
+/// A sender is logged as its channel's id (it can be an e-block argument).
+impl<T> Serialize for Sender<T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        super::handle::serialize(self.meta.id, serializer)
+    }
+}
+
+impl<'de, T> serde::Deserialize<'de> for Sender<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        super::handle::deserialize(deserializer, "channel sender").map(Sender::emulated)
     }
 }
 
@@ -212,6 +239,34 @@ impl<T> fmt::Debug for Receiver<T> {
         f.debug_struct("Receiver")
             .field("channel", &self.meta.id)
             .finish()
+    }
+}
+
+impl<T> Receiver<T> {
+    /// A receiver rebuilt for re-executing an e-block: it gets the logged payloads.
+    fn emulated(id: ObjectId) -> Receiver<T> {
+        let (_, inner) = cc::unbounded();
+        Receiver {
+            inner,
+            meta: Arc::new(ChannelMeta {
+                id,
+                next_seq: SeqCounter(AtomicU64::new(0)),
+            }),
+            stash: RefCell::new(HashMap::new()),
+        }
+    }
+}
+
+/// A receiver is logged as its channel's id (it can be an e-block argument).
+impl<T> Serialize for Receiver<T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        super::handle::serialize(self.meta.id, serializer)
+    }
+}
+
+impl<'de, T> serde::Deserialize<'de> for Receiver<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        super::handle::deserialize(deserializer, "channel receiver").map(Receiver::emulated)
     }
 }
 
@@ -318,6 +373,24 @@ impl<T: Serialize + DeserializeOwned + Send> Receiver<T> {
     ) -> Result<T, RecvOutcome> {
         let channel = self.meta.id;
         match runtime::expect(Op::on(EventKind::Recv, channel, Some(site))) {
+            // Re-executing an e-block: the message is the payload its receive logged.
+            Some(Event::Recv {
+                seq,
+                sender,
+                payload,
+                ..
+            }) if runtime::mode() == Mode::Emulate => {
+                let value = match payload.as_deref().map(value::decode_as::<T>) {
+                    Some(Ok(value)) => value,
+                    Some(Err(e)) => diverged(&format!(
+                        "message {seq} on {channel} does not decode as the received type: {e}"
+                    )),
+                    None => diverged(&format!(
+                        "message {seq} on {channel} was received with no logged payload"
+                    )),
+                };
+                Ok(self.log_recv(Envelope { sender, seq, value }, site))
+            }
             Some(Event::Recv { seq, sender, .. }) => {
                 let env = self.take_exact(seq, sender);
                 Ok(self.log_recv(env, site))

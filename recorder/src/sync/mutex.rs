@@ -16,7 +16,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::object::ObjectMeta;
-use crate::runtime::backend::{Dependency, Op, expected};
+use crate::runtime::backend::{Dependency, Mode, Op, expected};
 use crate::runtime::{self};
 
 /// A mutual-exclusion lock, like `std::sync::Mutex`.
@@ -98,6 +98,24 @@ impl<T> Mutex<T> {
     }
 }
 
+/// A mutex is logged as its id (it can be an e-block argument); re-executing the e-block, its
+/// value at each acquisition is the one the acquisition logged.
+impl<T> Serialize for Mutex<T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        super::handle::serialize(self.meta.id, serializer)
+    }
+}
+
+impl<'de, T: Default> serde::Deserialize<'de> for Mutex<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let id = super::handle::deserialize(deserializer, "mutex")?;
+        Ok(Mutex {
+            meta: ObjectMeta::emulated(id),
+            inner: std::sync::Mutex::new(T::default()),
+        })
+    }
+}
+
 impl<T: Serialize + DeserializeOwned> Mutex<T> {
     /// Acquires the lock, blocking until it is free. Like `std`, fails if a holder panicked,
     /// handing the guard over inside the error.
@@ -135,7 +153,9 @@ impl<T: Serialize + DeserializeOwned> Mutex<T> {
                 }
                 // The acquisition is logged below, after the lock is held: the next acquirer
                 // waits for this one's release, which is logged before the lock is let go.
-                let acquired = self.meta.replay(version, prev, || self.inner.lock(), |_| ());
+                let acquired = self
+                    .meta
+                    .replay(version, prev, || self.inner.lock(), |_| ());
                 (acquired, version, prev)
             }
             None => {
@@ -154,24 +174,49 @@ impl<T: Serialize + DeserializeOwned> Mutex<T> {
                 (acquired, version, prev)
             }
         };
-        let value = if runtime::wants_payload() {
-            let guard = match &acquired {
-                Ok(g) => &**g,
-                Err(p) => &**p.get_ref(),
-            };
-            value::encode(guard).ok()
-        } else {
-            None
-        };
-        runtime::done(&Event::Lock {
-            object,
-            version,
-            prev,
-            site: Some(site),
-            value: value.as_deref(),
-        });
-        wrap(acquired, self, site)
+        let mut acquired = acquired;
+        // Re-executing an e-block: the guarded value is the one this acquisition logged.
+        if runtime::mode() == Mode::Emulate
+            && let Some(Event::Lock {
+                value: Some(bytes), ..
+            }) = &logged
+            && let Ok(logged_value) = value::decode_as::<T>(bytes)
+        {
+            match &mut acquired {
+                Ok(g) => **g = logged_value,
+                Err(p) => **p.get_mut() = logged_value,
+            }
+        }
+        finish_lock(self, acquired, object, version, prev, site)
     }
+}
+
+/// Logs an acquisition and hands out the guard.
+fn finish_lock<'a, T: Serialize>(
+    mutex: &'a Mutex<T>,
+    acquired: LockResult<std::sync::MutexGuard<'a, T>>,
+    object: ppd_formats::ObjectId,
+    version: u64,
+    prev: Option<ppd_formats::ProcessId>,
+    site: &'static Location<'static>,
+) -> LockResult<MutexGuard<'a, T>> {
+    let value = if runtime::wants_payload() {
+        let guard = match &acquired {
+            Ok(g) => &**g,
+            Err(p) => &**p.get_ref(),
+        };
+        value::encode(guard).ok()
+    } else {
+        None
+    };
+    runtime::done(&Event::Lock {
+        object,
+        version,
+        prev,
+        site: Some(site),
+        value: value.as_deref(),
+    });
+    wrap(acquired, mutex, site)
 }
 
 #[inline]

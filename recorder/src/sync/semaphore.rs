@@ -37,6 +37,24 @@ impl fmt::Debug for Semaphore {
     }
 }
 
+/// Logged as its id (it can be an e-block argument).
+impl serde::Serialize for Semaphore {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        super::handle::serialize(self.meta.id, serializer)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Semaphore {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let id = super::handle::deserialize(deserializer, "semaphore")?;
+        Ok(Semaphore {
+            meta: ObjectMeta::emulated(id),
+            count: Mutex::new(0),
+            available: Condvar::new(),
+        })
+    }
+}
+
 impl Semaphore {
     /// A semaphore with `permits` permits.
     ///
@@ -49,6 +67,26 @@ impl Semaphore {
     pub fn new(permits: u64) -> Semaphore {
         Semaphore {
             meta: ObjectMeta::new(ObjectKind::Semaphore, permits, None, Location::caller()),
+            count: Mutex::new(permits),
+            available: Condvar::new(),
+        }
+    }
+
+    /// A semaphore with a name that reports use.
+    ///
+    /// ```
+    /// let s = ppd::sync::Semaphore::named("slots", 1);
+    /// s.acquire();
+    /// ```
+    #[track_caller]
+    pub fn named(name: &'static str, permits: u64) -> Semaphore {
+        Semaphore {
+            meta: ObjectMeta::new(
+                ObjectKind::Semaphore,
+                permits,
+                Some(name),
+                Location::caller(),
+            ),
             count: Mutex::new(permits),
             available: Condvar::new(),
         }

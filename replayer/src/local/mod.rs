@@ -7,6 +7,8 @@
 mod control;
 mod process;
 
+pub(crate) use process::compare;
+
 use std::io::BufReader;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;

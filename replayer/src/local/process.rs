@@ -153,7 +153,11 @@ fn describe_op(op: &Op) -> String {
 
 /// Compares what an operation did with the logged event. Without `verify`, only the outcome
 /// of each nondeterministic choice; with it, every logged value too.
-fn compare(logged: &Event, actual: &Event<Borrowed<'_>>, verify: bool) -> Result<(), ()> {
+pub(crate) fn compare(
+    logged: &Event,
+    actual: &Event<Borrowed<'_>>,
+    verify: bool,
+) -> Result<(), ()> {
     let bytes = |a: &Option<Box<[u8]>>, b: &Option<&[u8]>| match (a, b) {
         (Some(a), Some(b)) => !verify || **a == **b,
         _ => true,

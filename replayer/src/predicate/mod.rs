@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 
 pub use eval::{Interval, Scope};
 pub use parse::{ParseError, parse};
-pub use resolve::{Catalog, Combination, Component, Matcher, ResolveError, Resolved};
+pub use resolve::{Catalog, Combination, Component, Matcher, ResolveError, Resolved, closest};
 
 /// A parsed predicate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

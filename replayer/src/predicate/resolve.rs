@@ -111,8 +111,8 @@ impl fmt::Display for ResolveError {
 
 impl std::error::Error for ResolveError {}
 
-/// The known names closest to `name`, best first.
-fn closest<'a>(name: &str, known: impl Iterator<Item = &'a str>) -> Vec<String> {
+/// The known names closest to `name`, best first (for "did you mean" messages).
+pub fn closest<'a>(name: &str, known: impl Iterator<Item = &'a str>) -> Vec<String> {
     let mut scored: Vec<(f64, &str)> = known
         .map(|k| {
             // `handle` is as close to `bank::handle` as to `handle`.

@@ -1,0 +1,234 @@
+//! `ppd why`: the chain of statements, messages and processes that gave a variable its value;
+//! with `--state`, a process's state restored from its logs; with `--what-if`, an e-block
+//! instance re-executed with an argument changed.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::anyhow;
+use ppd_flowback::why::restore::{self, RestoredState};
+use ppd_flowback::why::{self, Answer, Point, Query, TraceStore, render};
+use ppd_formats::Recording;
+use ppd_formats::recording::resolve;
+
+use crate::cmd::races::classify;
+use crate::exit::{CliError, CmdResult, input};
+use crate::output;
+
+/// Arguments of `ppd why`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The recording (default: the newest in ./ppd-recordings), the process (by name), and the
+    /// variable or place (`balance`, `bank.accounts[1].balance`).
+    #[arg(value_name = "[REC] PROCESS VAR", num_args = 1..=3, required = true)]
+    args: Vec<String>,
+    /// Where in the process's run: `end`, an event index, `halt` (where the last halted replay
+    /// stopped it), `EBLOCK#K` (the exit of its K-th instance), or an event as predicates write
+    /// it (`mark negative`, `exit handle if %0 > 3`, `recv requests #2`).
+    #[arg(long, value_name = "POINT", default_value = "end")]
+    at: String,
+    /// How many dependences to follow back from the variable.
+    #[arg(long, value_name = "N", default_value_t = 12)]
+    depth: usize,
+    /// Print JSON.
+    #[arg(long, conflicts_with = "dot")]
+    json: bool,
+    /// Print a Graphviz graph.
+    #[arg(long)]
+    dot: bool,
+    /// Instead of a chain, show the process's state at POINT, restored from its logs.
+    #[arg(long, conflicts_with_all = ["what_if", "dot"])]
+    state: bool,
+    /// Instead of a chain, re-execute the e-block instance at POINT with argument NAME set to
+    /// VALUE (JSON) and show how its results differ.
+    #[arg(long = "what-if", value_name = "NAME=VALUE", conflicts_with = "dot")]
+    what_if: Vec<String>,
+    /// The recorded program, if it moved (it must be the same binary).
+    #[arg(long, value_name = "PATH")]
+    binary: Option<PathBuf>,
+}
+
+struct Target {
+    rec: Option<PathBuf>,
+    process: String,
+    var: Option<String>,
+}
+
+fn positionals(args: &Args) -> Result<Target, CliError> {
+    let needs_var = !args.state && args.what_if.is_empty();
+    let a = &args.args;
+    let t = |rec: Option<&String>, process: &String, var: Option<&String>| Target {
+        rec: rec.map(PathBuf::from),
+        process: process.clone(),
+        var: var.cloned(),
+    };
+    match (needs_var, a.len()) {
+        (true, 3) => Ok(t(Some(&a[0]), &a[1], Some(&a[2]))),
+        (true, 2) => Ok(t(None, &a[0], Some(&a[1]))),
+        (true, _) => Err(input(anyhow!(
+            "give the process and the variable: ppd why [REC] PROCESS VAR"
+        ))),
+        (false, 2) => Ok(t(Some(&a[0]), &a[1], None)),
+        (false, 1) => Ok(t(None, &a[0], None)),
+        (false, _) => Err(input(anyhow!(
+            "with --state or --what-if, give only [REC] PROCESS (the point is --at)"
+        ))),
+    }
+}
+
+fn open(rec: Option<&Path>) -> Result<(PathBuf, Recording), CliError> {
+    let dir = resolve(rec)?;
+    let recording = Recording::open(&dir)?;
+    Ok((dir, recording))
+}
+
+pub(crate) fn run(args: &Args) -> CmdResult {
+    let target = positionals(args)?;
+    let at: Point = args.at.parse().map_err(classify)?;
+    let (_, recording) = open(target.rec.as_deref())?;
+    let mut store = TraceStore::new(&recording, args.binary.clone());
+    if args.state {
+        return state(&recording, &mut store, &target.process, &at, args.json);
+    }
+    if !args.what_if.is_empty() {
+        return what_if(
+            &recording,
+            &mut store,
+            &target.process,
+            &at,
+            &args.what_if,
+            args.json,
+        );
+    }
+    let query = Query {
+        process: target.process,
+        var: target.var.unwrap_or_default(),
+        at,
+        depth: args.depth,
+    };
+    let answer = why::ask(&mut store, &query).map_err(classify)?;
+    if args.json {
+        output::json(&answer);
+    } else if args.dot {
+        print!("{}", render::dot(&answer));
+    } else {
+        print!("{}", render::text(&answer));
+    }
+    Ok(leak_exit(&answer))
+}
+
+/// A nondeterminism leak makes the answer suspect: exit 1 after printing it.
+fn leak_exit(answer: &Answer) -> ExitCode {
+    if answer.leaks.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn process_id(recording: &Recording, name: &str) -> Result<ppd_formats::ProcessId, CliError> {
+    recording.find_process(name).map(|p| p.id).ok_or_else(|| {
+        let names = recording.processes().iter().map(|p| p.name.as_str());
+        let close = ppd_replayer::predicate::closest(name, names);
+        let hint = if close.is_empty() {
+            String::new()
+        } else {
+            format!(" (did you mean {}?)", close.join(", "))
+        };
+        input(anyhow!("no process `{name}` in the recording{hint}"))
+    })
+}
+
+fn state(
+    recording: &Recording,
+    store: &mut TraceStore<'_>,
+    process: &str,
+    at: &Point,
+    json: bool,
+) -> CmdResult {
+    let pid = process_id(recording, process)?;
+    let index = store.index(pid).map_err(classify)?;
+    let event = at.resolve(recording, pid, &index).map_err(classify)?;
+    let state = restore::state_at(recording, pid, event).map_err(classify)?;
+    if json {
+        output::json(&state);
+    } else {
+        print_state(&state);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints a restored state.
+pub(crate) fn print_state(state: &RestoredState) {
+    let at = state.at_event.map_or_else(
+        || "before its first event".to_owned(),
+        |e| format!("after event {e}"),
+    );
+    println!("{} {at}, restored from its e-block logs:", state.process);
+    if !state.open.is_empty() {
+        println!("  inside {}", state.open.join(" → "));
+    }
+    if state.values.is_empty() {
+        println!("  (no e-block logged a value yet)");
+    }
+    for v in &state.values {
+        let how = match v.logged_on {
+            restore::LoggedOn::Entry => "entry",
+            restore::LoggedOn::Exit => "exit",
+        };
+        println!(
+            "  {} = {}    [{how} of {}, event {}]",
+            v.name, v.value, v.eblock, v.event
+        );
+    }
+}
+
+fn what_if(
+    recording: &Recording,
+    store: &mut TraceStore<'_>,
+    process: &str,
+    at: &Point,
+    changes: &[String],
+    json: bool,
+) -> CmdResult {
+    let pid = process_id(recording, process)?;
+    let index = store.index(pid).map_err(classify)?;
+    let event = at
+        .resolve(recording, pid, &index)
+        .map_err(classify)?
+        .ok_or_else(|| {
+            input(anyhow!(
+                "--what-if re-executes one e-block instance: name it with --at (`handle#3`, an \
+                 event inside it, `mark negative`)"
+            ))
+        })?;
+    let inst = restore::instance_at(store, pid, event).map_err(classify)?;
+    let changes = changes
+        .iter()
+        .map(|c| restore::parse_change(c))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(classify)?;
+    let result = restore::what_if(store, inst, &changes).map_err(classify)?;
+    if json {
+        output::json(&result);
+    } else {
+        println!(
+            "{} {} entered at event {}, re-executed with:",
+            result.process, result.eblock, result.instance
+        );
+        for (name, recorded, tried) in &result.changed {
+            println!("  {name} = {tried}    (recorded: {recorded})");
+        }
+        if let Some(left) = &result.left_the_log {
+            println!("it left the recorded run, and stopped there: {left}");
+        }
+        for o in &result.outcomes {
+            match &o.what_if {
+                Some(v) if *v == o.recorded => println!("  {} = {v}    (unchanged)", o.name),
+                Some(v) => println!("  {} = {v}    (recorded: {})", o.name, o.recorded),
+                None => println!("  {} = ?    (recorded: {})", o.name, o.recorded),
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,304 @@
+//! Where a why-query gets its traces, indexes and logged events: in memory, from the
+//! recording's cache, or by re-executing e-block instances in the recorded binary.
+//!
+//! Incremental tracing (Miller & Choi §5.3): an instance is re-executed only when a query
+//! reaches it, the instances one step of a query needs are re-executed together in one run of
+//! the binary, and every trace is kept in `cache/traces/p<process>-<enter>.json`, so the next
+//! query that passes through the instance does not run anything. What the binary registered
+//! (`cache/eblocks.json`, keyed by the binary's hash) is cached the same way. A cache file that
+//! does not parse is a miss.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use ppd_formats::trace::{EblockInfo, Trace};
+use ppd_formats::{Event, LogReader, ProcessId, Recording};
+use ppd_replayer::debugger::check_binary;
+use ppd_replayer::emulate::{self, Request};
+use serde::{Deserialize, Serialize};
+
+use super::index::ProcessIndex;
+use crate::error::{FlowbackError, Result};
+
+/// An e-block instance: its process and the index of its `EblockEnter` event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct InstanceKey {
+    /// The process.
+    pub process: ProcessId,
+    /// Index of the instance's `EblockEnter` event in the process's log.
+    pub enter: u64,
+}
+
+/// What the store has for an instance.
+#[derive(Debug, Clone)]
+pub enum Lookup {
+    /// Its trace.
+    Ready(Arc<Trace>),
+    /// Nothing yet: it must be re-executed.
+    Missing,
+    /// It could not be re-executed, and why.
+    Failed(Arc<str>),
+}
+
+/// Counts of what a query cost.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Work {
+    /// Instances re-executed.
+    pub reexecuted: usize,
+    /// Runs of the recorded binary.
+    pub runs: usize,
+    /// Traces read from the cache.
+    pub from_cache: usize,
+}
+
+#[derive(Serialize, Deserialize)]
+struct RegistryCache {
+    program: String,
+    eblocks: Vec<EblockInfo>,
+}
+
+/// Traces, indexes and events of one recording.
+pub struct TraceStore<'r> {
+    recording: &'r Recording,
+    program: Option<PathBuf>,
+    checked: Option<PathBuf>,
+    traces: HashMap<InstanceKey, Lookup>,
+    indexes: HashMap<ProcessId, Arc<ProcessIndex>>,
+    readers: HashMap<ProcessId, LogReader>,
+    registry: Option<Arc<Vec<EblockInfo>>>,
+    /// What the query cost so far.
+    pub work: Work,
+}
+
+impl std::fmt::Debug for TraceStore<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TraceStore")
+            .field("recording", &self.recording.dir())
+            .field("traces", &self.traces.len())
+            .field("work", &self.work)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'r> TraceStore<'r> {
+    /// A store for `recording`, re-executing with `program` (default: the recorded binary).
+    pub fn new(recording: &'r Recording, program: Option<PathBuf>) -> TraceStore<'r> {
+        TraceStore {
+            recording,
+            program,
+            checked: None,
+            traces: HashMap::new(),
+            indexes: HashMap::new(),
+            readers: HashMap::new(),
+            registry: None,
+            work: Work::default(),
+        }
+    }
+
+    /// The recording.
+    pub fn recording(&self) -> &'r Recording {
+        self.recording
+    }
+
+    /// The index of a process's log.
+    pub fn index(&mut self, process: ProcessId) -> Result<Arc<ProcessIndex>> {
+        if let Some(index) = self.indexes.get(&process) {
+            return Ok(Arc::clone(index));
+        }
+        let index = Arc::new(ProcessIndex::load(self.recording, process)?);
+        self.indexes.insert(process, Arc::clone(&index));
+        Ok(index)
+    }
+
+    /// Event `k` of a process.
+    pub fn event(&mut self, process: ProcessId, k: u64) -> Result<Event> {
+        if !self.readers.contains_key(&process) {
+            let entry = self.recording.process(process).ok_or_else(|| {
+                FlowbackError::Query(format!("no process {process} in the recording"))
+            })?;
+            let reader = self.recording.open_log(entry)?;
+            self.readers.insert(process, reader);
+        }
+        Ok(self.readers[&process].get(k)?)
+    }
+
+    /// What the store has for `key`, looking in the cache directory if not in memory.
+    pub fn trace(&mut self, key: InstanceKey) -> Lookup {
+        if let Some(found) = self.traces.get(&key) {
+            return found.clone();
+        }
+        let cached = self
+            .trace_path(key)
+            .ok()
+            .and_then(|path| fs::read(path).ok())
+            .and_then(|bytes| serde_json::from_slice::<Trace>(&bytes).ok())
+            .filter(|t| t.process == key.process && t.enter == key.enter);
+        match cached {
+            Some(trace) => {
+                self.work.from_cache += 1;
+                let found = Lookup::Ready(Arc::new(trace));
+                self.traces.insert(key, found.clone());
+                found
+            }
+            None => Lookup::Missing,
+        }
+    }
+
+    /// Re-executes, in one run of the binary, every instance of `keys` the store does not
+    /// have. Afterwards each is either ready or failed.
+    pub fn fetch(&mut self, keys: &BTreeSet<InstanceKey>) -> Result<()> {
+        let missing: Vec<InstanceKey> = keys
+            .iter()
+            .copied()
+            .filter(|k| matches!(self.trace(*k), Lookup::Missing))
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let response = self.run(Request {
+            instances: missing.iter().map(|k| (k.process, k.enter)).collect(),
+            overrides: Vec::new(),
+            describe: false,
+            output: PathBuf::new(),
+        })?;
+        self.work.reexecuted += response.traces.len();
+        for trace in response.traces {
+            let key = InstanceKey {
+                process: trace.process,
+                enter: trace.enter,
+            };
+            self.save(key, &trace);
+            self.traces.insert(key, Lookup::Ready(Arc::new(trace)));
+        }
+        let why: Arc<str> = if response.errors.is_empty() {
+            Arc::from("the re-execution gave no trace for it")
+        } else {
+            Arc::from(response.errors.join("; "))
+        };
+        for key in missing {
+            self.traces
+                .entry(key)
+                .or_insert_with(|| Lookup::Failed(Arc::clone(&why)));
+        }
+        Ok(())
+    }
+
+    /// Re-executes one instance with some arguments replaced (MessagePack values); the trace is
+    /// not cached.
+    pub fn what_if(
+        &mut self,
+        key: InstanceKey,
+        overrides: Vec<(String, Vec<u8>)>,
+    ) -> Result<Trace> {
+        let mut response = self.run(Request {
+            instances: vec![(key.process, key.enter)],
+            overrides,
+            describe: false,
+            output: PathBuf::new(),
+        })?;
+        self.work.reexecuted += response.traces.len();
+        match response.traces.pop() {
+            Some(trace) => Ok(trace),
+            None => Err(FlowbackError::Emulation(response.errors.join("; "))),
+        }
+    }
+
+    /// The e-blocks the recorded binary has.
+    pub fn registry(&mut self) -> Result<Arc<Vec<EblockInfo>>> {
+        if let Some(registry) = &self.registry {
+            return Ok(Arc::clone(registry));
+        }
+        let program = self.recording.manifest().program.blake3.clone();
+        let path = self.recording.cache_dir()?.join("eblocks.json");
+        let cached = fs::read(&path)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<RegistryCache>(&bytes).ok())
+            .filter(|c| c.program == program && !program.is_empty());
+        let eblocks = match cached {
+            Some(c) => c.eblocks,
+            None => {
+                let response = self.run(Request {
+                    instances: Vec::new(),
+                    overrides: Vec::new(),
+                    describe: true,
+                    output: PathBuf::new(),
+                })?;
+                let cache = RegistryCache {
+                    program,
+                    eblocks: response.eblocks,
+                };
+                if let Ok(bytes) = serde_json::to_vec(&cache) {
+                    write_atomically(&path, &bytes);
+                }
+                cache.eblocks
+            }
+        };
+        let registry = Arc::new(eblocks);
+        self.registry = Some(Arc::clone(&registry));
+        Ok(registry)
+    }
+
+    fn run(&mut self, request: Request) -> Result<emulate::Response> {
+        let binary = match &self.checked {
+            Some(b) => b.clone(),
+            None => {
+                let b = check_binary(self.recording, self.program.as_deref())?;
+                self.checked = Some(b.clone());
+                b
+            }
+        };
+        self.work.runs += 1;
+        Ok(emulate::drive(self.recording, &binary, &request)?)
+    }
+
+    fn trace_path(&self, key: InstanceKey) -> Result<PathBuf> {
+        let dir = self.recording.cache_dir()?.join("traces");
+        Ok(dir.join(format!("p{:04}-{:012}.json", key.process.0, key.enter)))
+    }
+
+    /// Caches a trace.
+    fn save(&self, key: InstanceKey, trace: &Trace) {
+        let Ok(path) = self.trace_path(key) else {
+            return;
+        };
+        if let Some(dir) = path.parent()
+            && create_private_dir(dir).is_err()
+        {
+            return;
+        }
+        if let Ok(bytes) = serde_json::to_vec(trace) {
+            write_atomically(&path, &bytes);
+        }
+    }
+}
+
+/// Writes `bytes` to `path` through a temporary file and a rename, so that a reader never sees
+/// half a file. Like the recording, the file is private (0600). A cache that cannot be written
+/// only costs a later query the work again.
+pub(super) fn write_atomically(path: &Path, bytes: &[u8]) {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    let written = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(bytes));
+    if written.is_err() || fs::rename(&tmp, path).is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+}
+
+/// Creates a directory of the cache, private (0700) like the recording.
+pub(super) fn create_private_dir(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| FlowbackError::io(dir, "create cache directory", e))
+}

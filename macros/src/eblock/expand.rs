@@ -1,0 +1,231 @@
+//! Expanding a checked e-block into: the function itself, logging a prelog at entry and a
+//! postlog at exit (and taking its results from a postlog when an enclosing instance is being
+//! re-executed); its tracing twin; the emulator that rebuilds its arguments from a prelog and
+//! runs the twin; and the emulator's registration.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{ReturnType, Type};
+
+use super::model::{Eblock, Param, Passing};
+use super::trace::Tracer;
+use super::uses;
+
+/// The pieces of an expanded e-block.
+pub(crate) struct Expansion {
+    /// The function, its twin and its emulator (inside an `impl` for methods).
+    pub(crate) items: TokenStream,
+    /// The registration (outside any `impl`).
+    pub(crate) registration: TokenStream,
+}
+
+/// The type a parameter's logged value is rebuilt as: the parameter's type, or what a
+/// reference points to (`String` for `&str`, `Vec<T>` for `&[T]`).
+fn owned_type(param: &Param) -> TokenStream {
+    match &param.passing {
+        Passing::Value(t) | Passing::RefMut(t) => quote!(#t),
+        Passing::Ref(Type::Path(p)) if p.path.is_ident("str") => quote!(::std::string::String),
+        Passing::Ref(Type::Slice(s)) => {
+            let elem = &s.elem;
+            quote!(::std::vec::Vec<#elem>)
+        }
+        Passing::Ref(t) => quote!(#t),
+        Passing::SelfValue | Passing::SelfRef | Passing::SelfRefMut => quote!(Self),
+    }
+}
+
+fn param_type_span(param: &Param) -> proc_macro2::Span {
+    match &param.passing {
+        Passing::Value(t) | Passing::Ref(t) | Passing::RefMut(t) => t.span(),
+        _ => param.span,
+    }
+}
+
+/// `&value` for the prelog/postlog writer.
+fn logged_ref(param: &Param) -> TokenStream {
+    let name = &param.name;
+    match param.passing {
+        Passing::Value(_) | Passing::SelfValue => quote!(&#name),
+        Passing::Ref(_) | Passing::SelfRef => quote!(#name),
+        Passing::RefMut(_) | Passing::SelfRefMut => quote!(&*#name),
+    }
+}
+
+fn return_type(output: &ReturnType) -> Type {
+    match output {
+        ReturnType::Default => syn::parse_quote!(()),
+        ReturnType::Type(_, ty) => (**ty).clone(),
+    }
+}
+
+/// Expands an e-block. `self_ty` is the `impl`'s type for methods.
+pub(crate) fn expand(eblock: &Eblock, self_ty: Option<&Type>) -> Expansion {
+    let function = &eblock.function;
+    let sig = &function.sig;
+    let ident = &sig.ident;
+    let vis = &function.vis;
+    let attrs = &function.attrs;
+    let ret = return_type(&sig.output);
+    let params = &eblock.params;
+    let name_suffix = match self_ty {
+        Some(ty) => format!("{}::{ident}", uses::compact(quote!(#ty))),
+        None => ident.to_string(),
+    };
+    let count = params.len() as u32;
+    let outputs: Vec<&Param> = params.iter().filter(|p| p.is_output()).collect();
+    let output_count = 1 + outputs.len() as u32;
+
+    // The recorded function.
+    let checks = params.iter().map(|p| {
+        let owned = owned_type(p);
+        quote_spanned! {param_type_span(p)=> ::ppd::__private::assert_loggable::<#owned>(); }
+    });
+    let ret_check = quote_spanned! {ret.span()=> ::ppd::__private::assert_loggable::<#ret>(); };
+    let prelog_entries = params.iter().map(|p| {
+        let label = p.label();
+        let value = logged_ref(p);
+        quote! { __ppd_log.entry(#label, #value); }
+    });
+    let postlog_entries = outputs.iter().map(|p| {
+        let label = p.label();
+        let value = logged_ref(p);
+        quote! { __ppd_log.entry(#label, #value); }
+    });
+    let substitutions = outputs.iter().map(|p| {
+        let label = p.label();
+        let name = &p.name;
+        quote! { *#name = __ppd_postlog.take(#label); }
+    });
+    let body = &function.block;
+    let location = quote_spanned! {ident.span()=> ::core::panic::Location::caller() };
+    let wrapper = quote! {
+        #(#attrs)*
+        #vis #sig {
+            #(#checks)*
+            #ret_check
+            const __PPD_EBLOCK: &str = ::core::concat!(::core::module_path!(), "::", #name_suffix);
+            match ::ppd::__private::eblock::enter(__PPD_EBLOCK, #location, || {
+                let mut __ppd_log = ::ppd::__private::eblock::map(#count);
+                #(#prelog_entries)*
+                __ppd_log.finish()
+            }) {
+                ::ppd::__private::eblock::Entry::Substituted(__ppd_postlog) => {
+                    #(#substitutions)*
+                    __ppd_postlog.take("%0")
+                }
+                ::ppd::__private::eblock::Entry::Run(__ppd_frame) => {
+                    #[allow(clippy::redundant_closure_call)]
+                    let __ppd_result: #ret = (|| -> #ret #body)();
+                    __ppd_frame.exit(|| {
+                        let mut __ppd_log = ::ppd::__private::eblock::map(#output_count);
+                        __ppd_log.entry("%0", &__ppd_result);
+                        #(#postlog_entries)*
+                        __ppd_log.finish()
+                    });
+                    __ppd_result
+                }
+            }
+        }
+    };
+
+    // The tracing twin: same signature, traced body.
+    let mut tracer = Tracer::new();
+    let traced_body = tracer.function_body(&function.block);
+    let traced_ident = format_ident!("__ppd_traced_{}", ident);
+    let mut traced_sig = sig.clone();
+    traced_sig.ident = traced_ident.clone();
+    let twin = quote! {
+        #[doc(hidden)]
+        #[allow(unused, clippy::all, clippy::pedantic)]
+        #traced_sig #traced_body
+    };
+
+    // The emulator: arguments from the prelog, the twin, results to compare.
+    let emulate_ident = format_ident!("__ppd_emulate_{}", ident);
+    let entry_text = format!("fn {ident}");
+    let entry_site = quote_spanned! {ident.span()=>
+        {
+            static __PPD_SITE: ::ppd::__private::trace::Site = ::ppd::__private::trace::Site {
+                file: ::core::file!(),
+                line: ::core::line!(),
+                text: #entry_text,
+            };
+            &__PPD_SITE
+        }
+    };
+    let mut loads = Vec::new();
+    let mut call_args = Vec::new();
+    let mut receiver = None;
+    for (i, p) in params.iter().enumerate() {
+        let slot = format_ident!("__ppd_arg_{}", i);
+        let owned = owned_type(p);
+        let label = p.label();
+        loads.push(quote! {
+            #[allow(unused_mut)]
+            let mut #slot: #owned = __ppd_ctx.arg(#label, #entry_site);
+        });
+        let passed = match &p.passing {
+            Passing::Value(_) | Passing::SelfValue => quote!(#slot),
+            Passing::Ref(_) | Passing::SelfRef => quote!(&#slot),
+            Passing::RefMut(_) | Passing::SelfRefMut => quote!(&mut #slot),
+        };
+        if p.is_self() {
+            receiver = Some(passed);
+        } else {
+            call_args.push(passed);
+        }
+    }
+    let outputs_back = params
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.is_output())
+        .map(|(i, p)| {
+            let slot = format_ident!("__ppd_arg_{}", i);
+            let label = p.label();
+            quote! { __ppd_ctx.output(#label, &#slot); }
+        });
+    let call = match (self_ty, receiver) {
+        (Some(_), Some(r)) => quote!(Self::#traced_ident(#r, #(#call_args),*)),
+        (Some(_), None) => quote!(Self::#traced_ident(#(#call_args),*)),
+        (None, _) => quote!(#traced_ident(#(#call_args),*)),
+    };
+    let emulator = quote! {
+        #[doc(hidden)]
+        #[allow(unused, clippy::all, clippy::pedantic)]
+        fn #emulate_ident(__ppd_ctx: &mut ::ppd::__private::emulate::Ctx) {
+            #(#loads)*
+            let __ppd_result: #ret = #call;
+            __ppd_ctx.output("%0", &__ppd_result);
+            #(#outputs_back)*
+        }
+    };
+
+    // The registration.
+    let mut defines: Vec<String> = tracer.defines.into_iter().collect();
+    defines.extend(outputs.iter().map(|p| p.label()));
+    defines.push("%0".into());
+    defines.sort();
+    defines.dedup();
+    let param_names: Vec<String> = params.iter().map(Param::label).collect();
+    let run = match self_ty {
+        Some(ty) => quote!(<#ty>::#emulate_ident),
+        None => quote!(#emulate_ident),
+    };
+    let registration = quote_spanned! {ident.span()=>
+        ::ppd::__private::inventory::submit! {
+            ::ppd::__private::emulate::Emulator {
+                name: ::core::concat!(::core::module_path!(), "::", #name_suffix),
+                file: ::core::file!(),
+                line: ::core::line!(),
+                params: &[#(#param_names),*],
+                defines: &[#(#defines),*],
+                run: #run,
+            }
+        }
+    };
+    Expansion {
+        items: quote! { #wrapper #twin #emulator },
+        registration,
+    }
+}

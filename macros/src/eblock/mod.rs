@@ -1,0 +1,153 @@
+//! `#[ppd::eblock]` and `#[ppd::eblocks]`: emulation blocks (Miller & Choi §5.1–5.3).
+
+mod expand;
+mod model;
+mod trace;
+mod uses;
+
+use proc_macro2::TokenStream;
+use quote::{ToTokens, quote};
+use syn::spanned::Spanned;
+use syn::{ImplItem, Item, ItemImpl};
+
+fn combine(errors: Vec<syn::Error>) -> Option<syn::Error> {
+    errors.into_iter().reduce(|mut a, b| {
+        a.combine(b);
+        a
+    })
+}
+
+fn no_arguments(args: &TokenStream, attribute: &str) -> Option<syn::Error> {
+    (!args.is_empty()).then(|| {
+        syn::Error::new(
+            args.span(),
+            format!("#[ppd::{attribute}] takes no arguments"),
+        )
+    })
+}
+
+fn mentions_self_type(sig: &syn::Signature) -> bool {
+    sig.to_token_stream()
+        .into_iter()
+        .any(|t| matches!(&t, proc_macro2::TokenTree::Ident(i) if i == "Self"))
+}
+
+/// `#[ppd::eblock]` on a function.
+pub(crate) fn expand_fn(args: &TokenStream, item: TokenStream) -> TokenStream {
+    let mut errors: Vec<syn::Error> = no_arguments(args, "eblock").into_iter().collect();
+    let function = match syn::parse2::<Item>(item) {
+        Ok(Item::Fn(f)) => f,
+        Ok(Item::Impl(i)) => {
+            errors.push(syn::Error::new(
+                i.impl_token.span,
+                "#[ppd::eblock] goes on functions; for methods, put #[ppd::eblocks] on the \
+                 `impl` block and #[ppd::eblock] on each method",
+            ));
+            return combine(errors)
+                .map(|e| e.to_compile_error())
+                .unwrap_or_default();
+        }
+        Ok(other) => {
+            errors.push(syn::Error::new(
+                other.span(),
+                "#[ppd::eblock] goes on a function",
+            ));
+            return combine(errors)
+                .map(|e| e.to_compile_error())
+                .unwrap_or_default();
+        }
+        Err(e) => return e.to_compile_error(),
+    };
+    if mentions_self_type(&function.sig) && function.sig.receiver().is_none() {
+        errors.push(syn::Error::new(
+            function.sig.ident.span(),
+            "an associated function e-block needs #[ppd::eblocks] on its `impl` block: \
+             re-executing it must name its `Self` type",
+        ));
+    }
+    let eblock = match model::parse(function, false) {
+        Ok(e) => e,
+        Err(e) => {
+            errors.push(e);
+            return combine(errors)
+                .map(|e| e.to_compile_error())
+                .unwrap_or_default();
+        }
+    };
+    if let Some(e) = combine(errors) {
+        return e.to_compile_error();
+    }
+    let expansion = expand::expand(&eblock, None);
+    let items = expansion.items;
+    let registration = expansion.registration;
+    quote! {
+        #items
+        const _: () = { #registration };
+    }
+}
+
+/// Whether an attribute is `#[eblock]` / `#[ppd::eblock]`.
+fn is_eblock(attr: &syn::Attribute) -> bool {
+    attr.path()
+        .segments
+        .last()
+        .is_some_and(|s| s.ident == "eblock")
+}
+
+/// `#[ppd::eblocks]` on an `impl` block: its methods marked `#[ppd::eblock]` are e-blocks.
+pub(crate) fn expand_impl(args: &TokenStream, item: TokenStream) -> TokenStream {
+    let mut errors: Vec<syn::Error> = no_arguments(args, "eblocks").into_iter().collect();
+    let mut block: ItemImpl = match syn::parse2(item) {
+        Ok(b) => b,
+        Err(e) => {
+            return syn::Error::new(e.span(), "#[ppd::eblocks] goes on an `impl` block")
+                .to_compile_error();
+        }
+    };
+    if !block.generics.params.is_empty() {
+        errors.push(syn::Error::new(
+            block.generics.span(),
+            "the methods of a generic `impl` cannot be e-blocks: re-executing an instance needs \
+             one concrete type",
+        ));
+    }
+    let self_ty = (*block.self_ty).clone();
+    let mut registrations = Vec::new();
+    let mut items = Vec::new();
+    for item in std::mem::take(&mut block.items) {
+        let ImplItem::Fn(method) = item else {
+            items.push(item);
+            continue;
+        };
+        if !method.attrs.iter().any(is_eblock) {
+            items.push(ImplItem::Fn(method));
+            continue;
+        }
+        let function = syn::ItemFn {
+            attrs: method.attrs.into_iter().filter(|a| !is_eblock(a)).collect(),
+            vis: method.vis,
+            sig: method.sig,
+            block: Box::new(method.block),
+        };
+        match model::parse(function, true) {
+            Ok(eblock) => {
+                let expansion = expand::expand(&eblock, Some(&self_ty));
+                let generated = &expansion.items;
+                match syn::parse2::<ItemImpl>(quote! { impl X { #generated } }) {
+                    Ok(parsed) => items.extend(parsed.items),
+                    Err(e) => errors.push(e),
+                }
+                registrations.push(expansion.registration);
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    block.items = items;
+    if let Some(e) = combine(errors) {
+        return e.to_compile_error();
+    }
+    quote! {
+        #block
+        #(#registrations)*
+    }
+}

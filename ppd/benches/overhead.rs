@@ -1,0 +1,590 @@
+//! What recording costs, and what the ppd types cost when nothing is recorded.
+//!
+//! ```sh
+//! cargo bench -p ppd --bench overhead                 # every workload
+//! cargo bench -p ppd --bench overhead -- ping-pong    # workloads whose name contains a word
+//! ```
+//!
+//! The record runtime is installed once per OS process, so every measured run is a fresh child
+//! process: this binary runs itself with `child WORKLOAD VARIANT`. The child runs the workload
+//! through `ppd::__private::main` (what `#[ppd::main]` expands to) and prints how long the
+//! workload took, measured inside the child from before its first spawn to after its last join:
+//! process start-up and the runtime's end-of-run work are not counted. The variants are
+//!
+//! * `recorded`: ppd types, with `PPD_MODE=record` and a fresh recording directory;
+//! * `unrecorded`: the same ppd code without `PPD_MODE` (pass-through);
+//! * `std`: the same program written with `std::thread`, `std::sync::mpsc`, `std::sync::Mutex`
+//!   and `std::sync::atomic`.
+//!
+//! Each round runs every variant once, in an order that rotates from round to round; the report
+//! gives the median of each variant over the rounds, the ratios of the medians, and, for the
+//! recorded runs, the bytes per logged event read back from the recording.
+//!
+//! Run as a test (`cargo test --benches`) it only checks that every workload runs, with small
+//! sizes and one round.
+
+use std::path::Path;
+use std::process::{Command, ExitCode};
+use std::time::{Duration, Instant};
+
+use ppd_formats::Recording;
+use ppd_formats::summary::summarize;
+
+/// Sizes of the workloads.
+#[derive(Debug, Clone, Copy)]
+struct Sizes {
+    /// Ping-pong: pairs of processes, and round trips per pair (two messages each).
+    pairs: u64,
+    rounds: u64,
+    /// All-to-one: senders, and messages per sender, to one receiving process.
+    senders: u64,
+    per_sender: u64,
+    /// Lock- and atomic-heavy: processes, and iterations per process.
+    workers: u64,
+    iterations: u64,
+}
+
+const FULL: Sizes = Sizes {
+    pairs: 4,
+    rounds: 125_000,
+    senders: 7,
+    per_sender: 143_000,
+    workers: 4,
+    iterations: 250_000,
+};
+
+const SMOKE: Sizes = Sizes {
+    pairs: 2,
+    rounds: 200,
+    senders: 3,
+    per_sender: 300,
+    workers: 2,
+    iterations: 500,
+};
+
+/// Rounds per workload in a full run.
+const ROUNDS: usize = 7;
+
+/// Writes the four workloads against the `thread`, `mpsc`, `Mutex`, `AtomicU64` and `Ordering`
+/// in scope where it expands: once for ppd, once for std.
+macro_rules! workloads {
+    () => {
+        use std::sync::Arc;
+
+        fn spawn<F>(name: String, f: F) -> thread::JoinHandle<u64>
+        where
+            F: FnOnce() -> u64 + Send + 'static,
+        {
+            thread::Builder::new()
+                .name(name)
+                .spawn(f)
+                .expect("spawn a process")
+        }
+
+        fn join_all(handles: Vec<thread::JoinHandle<u64>>) -> u64 {
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a process panicked"))
+                .fold(0, u64::wrapping_add)
+        }
+
+        /// Pairs of processes bouncing a counter back and forth.
+        pub(crate) fn ping_pong(s: super::Sizes) -> u64 {
+            let mut handles = Vec::new();
+            for pair in 0..s.pairs {
+                let (to_pong, from_ping) = mpsc::channel::<u64>();
+                let (to_ping, from_pong) = mpsc::channel::<u64>();
+                let rounds = s.rounds;
+                handles.push(spawn(format!("ping-{pair}"), move || {
+                    let mut v = 0;
+                    for _ in 0..rounds {
+                        to_pong.send(v).expect("send to pong");
+                        v = from_pong.recv().expect("recv from pong");
+                    }
+                    v
+                }));
+                handles.push(spawn(format!("pong-{pair}"), move || {
+                    for _ in 0..rounds {
+                        let v = from_ping.recv().expect("recv from ping");
+                        to_ping.send(v + 1).expect("send to ping");
+                    }
+                    0
+                }));
+            }
+            join_all(handles)
+        }
+
+        /// Many senders, one receiving process.
+        pub(crate) fn all_to_one(s: super::Sizes) -> u64 {
+            let (tx, rx) = mpsc::channel::<u64>();
+            let total = s.senders * s.per_sender;
+            let mut handles = vec![spawn("sink".into(), move || {
+                let mut sum = 0u64;
+                for _ in 0..total {
+                    sum = sum.wrapping_add(rx.recv().expect("recv"));
+                }
+                sum
+            })];
+            for i in 0..s.senders {
+                let tx = tx.clone();
+                let n = s.per_sender;
+                handles.push(spawn(format!("source-{i}"), move || {
+                    for k in 0..n {
+                        tx.send(k).expect("send to sink");
+                    }
+                    0
+                }));
+            }
+            drop(tx);
+            join_all(handles)
+        }
+
+        /// Processes taking turns on one mutex.
+        pub(crate) fn lock_heavy(s: super::Sizes) -> u64 {
+            let shared = Arc::new(Mutex::new(0u64));
+            let handles = (0..s.workers)
+                .map(|i| {
+                    let shared = Arc::clone(&shared);
+                    let n = s.iterations;
+                    spawn(format!("locker-{i}"), move || {
+                        for _ in 0..n {
+                            let mut g = shared.lock().expect("lock");
+                            *g = g.wrapping_mul(31).wrapping_add(i + 1);
+                        }
+                        0
+                    })
+                })
+                .collect();
+            join_all(handles);
+            let v = *shared.lock().expect("lock");
+            v
+        }
+
+        /// Processes doing read-modify-writes, loads and stores on two shared atomics.
+        pub(crate) fn atomic_heavy(s: super::Sizes) -> u64 {
+            let counter = Arc::new(AtomicU64::new(0));
+            let last = Arc::new(AtomicU64::new(0));
+            let handles = (0..s.workers)
+                .map(|i| {
+                    let counter = Arc::clone(&counter);
+                    let last = Arc::clone(&last);
+                    let n = s.iterations;
+                    spawn(format!("atomic-{i}"), move || {
+                        let mut seen = 0u64;
+                        for _ in 0..n {
+                            let c = counter.fetch_add(1, Ordering::AcqRel);
+                            seen = seen.wrapping_add(last.load(Ordering::Acquire));
+                            last.store(c ^ i, Ordering::Release);
+                        }
+                        seen
+                    })
+                })
+                .collect();
+            join_all(handles) ^ counter.load(Ordering::Acquire)
+        }
+    };
+}
+
+mod with_ppd {
+    use ppd::sync::Mutex;
+    use ppd::sync::atomic::{AtomicU64, Ordering};
+    use ppd::sync::mpsc;
+    use ppd::thread;
+
+    workloads!();
+}
+
+mod with_std {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::mpsc;
+    use std::thread;
+
+    workloads!();
+}
+
+/// A workload: its name, what it does, and how many operations (messages, lock acquisitions,
+/// atomic accesses) it makes.
+struct Workload {
+    name: &'static str,
+    what: &'static str,
+    ops: fn(Sizes) -> u64,
+    ppd: fn(Sizes) -> u64,
+    std: fn(Sizes) -> u64,
+}
+
+const WORKLOADS: [Workload; 4] = [
+    Workload {
+        name: "ping-pong",
+        what: "messages",
+        ops: |s| s.pairs * s.rounds * 2,
+        ppd: with_ppd::ping_pong,
+        std: with_std::ping_pong,
+    },
+    Workload {
+        name: "all-to-one",
+        what: "messages",
+        ops: |s| s.senders * s.per_sender,
+        ppd: with_ppd::all_to_one,
+        std: with_std::all_to_one,
+    },
+    Workload {
+        name: "lock-heavy",
+        what: "lock acquisitions",
+        ops: |s| s.workers * s.iterations,
+        ppd: with_ppd::lock_heavy,
+        std: with_std::lock_heavy,
+    },
+    Workload {
+        name: "atomic-heavy",
+        what: "atomic accesses",
+        ops: |s| s.workers * s.iterations * 3,
+        ppd: with_ppd::atomic_heavy,
+        std: with_std::atomic_heavy,
+    },
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Variant {
+    Recorded,
+    Unrecorded,
+    Std,
+}
+
+impl Variant {
+    const ALL: [Variant; 3] = [Variant::Recorded, Variant::Unrecorded, Variant::Std];
+
+    fn name(self) -> &'static str {
+        match self {
+            Variant::Recorded => "recorded",
+            Variant::Unrecorded => "unrecorded",
+            Variant::Std => "std",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Variant> {
+        Variant::ALL.into_iter().find(|v| v.name() == s)
+    }
+}
+
+/// What the child prints before the workload's duration.
+const ELAPSED: &str = "ppd-bench-elapsed-ns";
+
+fn sizes(smoke: bool) -> Sizes {
+    if smoke { SMOKE } else { FULL }
+}
+
+/// The child: runs one workload once and prints its duration.
+fn child(workload: &str, variant: &str, smoke: bool) -> ExitCode {
+    let (Some(w), Some(v)) = (
+        WORKLOADS.iter().find(|w| w.name == workload),
+        Variant::parse(variant),
+    ) else {
+        eprintln!("unknown workload {workload:?} or variant {variant:?}");
+        return ExitCode::from(2);
+    };
+    let s = sizes(smoke);
+    let body = if v == Variant::Std { w.std } else { w.ppd };
+    ppd::__private::main(|| {
+        let cpu = cpu_time();
+        let started = Instant::now();
+        let result = body(s);
+        let elapsed = started.elapsed();
+        let cpu = cpu_time() - cpu;
+        std::hint::black_box(result);
+        println!("{ELAPSED} {} {}", elapsed.as_nanos(), cpu.as_nanos());
+    })
+}
+
+/// User and system time of every thread of this process so far.
+fn cpu_time() -> Duration {
+    // SAFETY: getrusage only writes the struct it is given.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// One measured run of a child process.
+struct Run {
+    elapsed: Duration,
+    /// CPU time of all the child's threads over the same interval.
+    cpu: Duration,
+    /// Events and compressed / raw bytes of the recording (recorded runs only).
+    recording: Option<(u64, u64, u64)>,
+}
+
+fn run_child(workload: &str, variant: Variant, smoke: bool) -> Run {
+    let exe = std::env::current_exe().expect("the benchmark knows its own path");
+    let mut cmd = Command::new(exe);
+    cmd.args(["child", workload, variant.name()]);
+    if smoke {
+        cmd.arg("--smoke");
+    }
+    cmd.env_remove("PPD_MODE").env_remove("PPD_DIR");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    if variant == Variant::Recorded {
+        cmd.env("PPD_MODE", "record").env("PPD_DIR", dir.path());
+    }
+    let out = cmd.output().expect("run the benchmark child");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "{workload} ({}) failed: {}\n{stdout}{stderr}",
+        variant.name(),
+        out.status
+    );
+    if !stderr.trim().is_empty() {
+        eprintln!("{workload} ({}): {}", variant.name(), stderr.trim());
+    }
+    let nanos: Vec<u64> = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(ELAPSED))
+        .map(|n| {
+            n.split_whitespace()
+                .filter_map(|x| x.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    let [elapsed, cpu] = nanos[..] else {
+        panic!("{workload} ({}) printed no duration", variant.name())
+    };
+    let recording = (variant == Variant::Recorded).then(|| read_recording(dir.path()));
+    Run {
+        elapsed: Duration::from_nanos(elapsed),
+        cpu: Duration::from_nanos(cpu),
+        recording,
+    }
+}
+
+fn read_recording(dir: &Path) -> (u64, u64, u64) {
+    let recording = Recording::open(dir).expect("the recorded run left a recording");
+    let s = summarize(&recording).expect("the recording summarizes");
+    assert!(
+        s.complete,
+        "the recording in {} is incomplete",
+        dir.display()
+    );
+    (s.events, s.bytes_compressed, s.bytes_raw)
+}
+
+fn median(xs: &[Duration]) -> Duration {
+    let mut v = xs.to_vec();
+    v.sort();
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// `median [min–max]` in milliseconds.
+fn summary(xs: &[Duration]) -> String {
+    let min = xs.iter().min().copied().unwrap_or_default();
+    let max = xs.iter().max().copied().unwrap_or_default();
+    format!("{:.1} [{:.1}–{:.1}]", ms(median(xs)), ms(min), ms(max))
+}
+
+fn ratio(a: &[Duration], b: &[Duration]) -> f64 {
+    median(a).as_secs_f64() / median(b).as_secs_f64()
+}
+
+/// The median over the rounds of `a / b` within each round: runs of one round are close in
+/// time, so this follows slow changes in the machine's load less than the ratio of medians.
+fn paired_ratio(a: &[Duration], b: &[Duration]) -> f64 {
+    let mut ratios: Vec<f64> = a
+        .iter()
+        .zip(b)
+        .map(|(a, b)| a.as_secs_f64() / b.as_secs_f64())
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    let n = ratios.len();
+    if n % 2 == 1 {
+        ratios[n / 2]
+    } else {
+        (ratios[n / 2 - 1] + ratios[n / 2]) / 2.0
+    }
+}
+
+/// Everything measured for one workload.
+struct Measured {
+    name: &'static str,
+    what: &'static str,
+    ops: u64,
+    /// Wall and CPU times by variant, in [`Variant::ALL`] order.
+    wall: [Vec<Duration>; 3],
+    cpu: [Vec<Duration>; 3],
+    /// Events, compressed bytes and raw bytes of the last recording.
+    recording: (u64, u64, u64),
+}
+
+impl Measured {
+    fn wall(&self, v: Variant) -> &[Duration] {
+        &self.wall[v as usize]
+    }
+
+    fn cpu(&self, v: Variant) -> &[Duration] {
+        &self.cpu[v as usize]
+    }
+}
+
+fn measure(w: &Workload, rounds: usize, smoke: bool) -> Measured {
+    let mut wall: [Vec<Duration>; 3] = Default::default();
+    let mut cpu: [Vec<Duration>; 3] = Default::default();
+    let mut recording = (0, 0, 0);
+    for round in 0..rounds {
+        for k in 0..3 {
+            let variant = Variant::ALL[(round + k) % 3];
+            let run = run_child(w.name, variant, smoke);
+            wall[variant as usize].push(run.elapsed);
+            cpu[variant as usize].push(run.cpu);
+            if let Some(r) = run.recording {
+                recording = r;
+            }
+        }
+        eprint!(".");
+    }
+    eprintln!();
+    Measured {
+        name: w.name,
+        what: w.what,
+        ops: (w.ops)(sizes(smoke)),
+        wall,
+        cpu,
+        recording,
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let smoke_flag = args.iter().any(|a| a == "--smoke");
+    if args.first().map(String::as_str) == Some("child") && args.len() >= 3 {
+        return child(&args[1], &args[2], smoke_flag);
+    }
+    // `cargo bench` passes --bench; anything else (`cargo test --benches`) is a quick check.
+    let smoke = smoke_flag || !args.iter().any(|a| a == "--bench");
+    let filters: Vec<&str> = args
+        .iter()
+        .filter(|a| !a.starts_with('-'))
+        .map(String::as_str)
+        .collect();
+    let rounds = match std::env::var("PPD_BENCH_ROUNDS") {
+        Ok(n) => n.parse().expect("PPD_BENCH_ROUNDS is a number"),
+        Err(_) if smoke => 1,
+        Err(_) => ROUNDS,
+    };
+    let chosen: Vec<&Workload> = WORKLOADS
+        .iter()
+        .filter(|w| filters.is_empty() || filters.iter().any(|f| w.name.contains(f)))
+        .collect();
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    println!(
+        "ppd overhead{}: {rounds} round(s) per workload; a round runs each variant once, each \
+         in a fresh process, in rotating order; {cpus} CPUs",
+        if smoke {
+            " (quick check, small sizes)"
+        } else {
+            ""
+        },
+    );
+    println!(
+        "wall = workload wall time inside the child, first spawn to last join; cpu = user + \
+         system time of all the child's threads (the log compressor's included) over the same \
+         interval; ms as median [min–max] over the rounds"
+    );
+    println!(
+        "recorded runs write to a fresh directory under {} (set TMPDIR to choose the disk)",
+        std::env::temp_dir().display()
+    );
+    let mut results = Vec::new();
+    for w in chosen {
+        eprint!("{:<13}", w.name);
+        results.push(measure(w, rounds, smoke));
+    }
+
+    println!();
+    println!("recorded (PPD_MODE=record) / unrecorded (the same ppd program, pass-through):");
+    println!(
+        "{:<13} {:>26} {:>24} {:>24} {:>7} {:>7} {:>9} {:>9}",
+        "workload",
+        "operations",
+        "unrecorded wall",
+        "recorded wall",
+        "ratio",
+        "paired",
+        "cpu ratio",
+        "+ns/op"
+    );
+    for m in &results {
+        let (rec, un) = (m.wall(Variant::Recorded), m.wall(Variant::Unrecorded));
+        let added = median(rec).as_secs_f64() - median(un).as_secs_f64();
+        println!(
+            "{:<13} {:>26} {:>24} {:>24} {:>7.3} {:>7.3} {:>9.3} {:>9.1}",
+            m.name,
+            format!("{} {}", m.ops, m.what),
+            summary(un),
+            summary(rec),
+            ratio(rec, un),
+            paired_ratio(rec, un),
+            ratio(m.cpu(Variant::Recorded), m.cpu(Variant::Unrecorded)),
+            added * 1e9 / m.ops as f64,
+        );
+    }
+    println!(
+        "ratio: of the wall medians; paired: median of the per-round ratios; cpu ratio: of the \
+         cpu medians; +ns/op: difference of the wall medians per operation"
+    );
+
+    println!();
+    println!("log size (last recorded run):");
+    println!(
+        "{:<13} {:>10} {:>14} {:>14} {:>12} {:>10}",
+        "workload", "events", "compressed", "raw", "bytes/event", "raw/event"
+    );
+    for m in &results {
+        let (events, compressed, raw) = m.recording;
+        let per = |bytes: u64| bytes as f64 / events.max(1) as f64;
+        println!(
+            "{:<13} {:>10} {:>14} {:>14} {:>12.3} {:>10.2}",
+            m.name,
+            events,
+            compressed,
+            raw,
+            per(compressed),
+            per(raw)
+        );
+    }
+    println!(
+        "compressed: bytes the events take in the logs (zstd frames with their headers, as \
+         `ppd info` counts them); raw: encoded bytes before compression"
+    );
+
+    println!();
+    println!("pass-through (ppd types, no PPD_MODE) / the same program written with std:");
+    println!(
+        "{:<13} {:>24} {:>24} {:>7} {:>7} {:>9}",
+        "workload", "std wall", "ppd wall", "ratio", "paired", "cpu ratio"
+    );
+    for m in &results {
+        let (un, std) = (m.wall(Variant::Unrecorded), m.wall(Variant::Std));
+        println!(
+            "{:<13} {:>24} {:>24} {:>7.3} {:>7.3} {:>9.3}",
+            m.name,
+            summary(std),
+            summary(un),
+            ratio(un, std),
+            paired_ratio(un, std),
+            ratio(m.cpu(Variant::Unrecorded), m.cpu(Variant::Std)),
+        );
+    }
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,261 @@
+//! What replaying costs against recording, and how fast a breakpoint halts every process.
+//!
+//! ```sh
+//! cargo bench -p ppd --bench replay
+//! ```
+//!
+//! The program is this binary in child mode (`child WORKLOAD`), message-heavy: `ping-pong`
+//! (4 pairs bouncing a counter, 1 M messages) and `all-to-one` (7 senders, one receiver, 1 M
+//! messages); half-way through, one process marks `half`. Each round:
+//!
+//! * **record**: the child run with `PPD_MODE=record`, whole-process wall time (spawn to exit);
+//! * **replay**: the recording replayed to the end under the global debugger with every logged
+//!   value checked (`ppd replay --verify`), wall time from starting the program to its end;
+//! * **halt**: the recording replayed with `--stop 'PROCESS: mark half'`; the replay runtime
+//!   reports the time from the event that made the predicate true to every process held.
+//!
+//! The report gives medians over the rounds and replay / record.
+//!
+//! Run as a test (`cargo test --benches`) it replays one small recording of each workload.
+
+use std::path::Path;
+use std::process::{Command, ExitCode};
+use std::time::{Duration, Instant};
+
+use ppd::sync::mpsc;
+use ppd::thread;
+use ppd_formats::Recording;
+use ppd_replayer::debugger::{Launch, ProgramOutput, Session};
+use ppd_replayer::predicate::{self, Catalog};
+use ppd_replayer::protocol::{Goal, Report, Setup};
+
+const MESSAGES: u64 = 1_000_000;
+const SMOKE_MESSAGES: u64 = 2_000;
+const ROUNDS: usize = 5;
+
+fn spawn(name: String, f: impl FnOnce() + Send + 'static) -> thread::JoinHandle<()> {
+    thread::Builder::new()
+        .name(name)
+        .spawn(f)
+        .expect("spawn a process")
+}
+
+fn ping_pong(messages: u64) {
+    let rounds = messages / 8;
+    let handles: Vec<_> = (0..4)
+        .flat_map(|pair| {
+            let (to_pong, from_ping) = mpsc::channel::<u64>();
+            let (to_ping, from_pong) = mpsc::channel::<u64>();
+            [
+                spawn(format!("ping-{pair}"), move || {
+                    let mut v = 0;
+                    for round in 0..rounds {
+                        if round == rounds / 2 {
+                            ppd::mark!("half", v);
+                        }
+                        to_pong.send(v).expect("pong");
+                        v = from_pong.recv().expect("pong");
+                    }
+                }),
+                spawn(format!("pong-{pair}"), move || {
+                    for _ in 0..rounds {
+                        let v = from_ping.recv().expect("ping");
+                        to_ping.send(v + 1).expect("ping");
+                    }
+                }),
+            ]
+        })
+        .collect();
+    for h in handles {
+        h.join().expect("a process panicked");
+    }
+}
+
+fn all_to_one(messages: u64) {
+    let senders = 7;
+    let (tx, rx) = mpsc::channel::<u64>();
+    let sink = spawn("sink".into(), move || {
+        let mut sum = 0u64;
+        for n in 0..messages / senders * senders {
+            if n == messages / 2 {
+                ppd::mark!("half", sum);
+            }
+            sum = sum.wrapping_add(rx.recv().expect("a sender"));
+        }
+        std::hint::black_box(sum);
+    });
+    let sources: Vec<_> = (0..senders)
+        .map(|i| {
+            let tx = tx.clone();
+            spawn(format!("source-{i}"), move || {
+                for k in 0..messages / senders {
+                    tx.send(k).expect("the sink");
+                }
+            })
+        })
+        .collect();
+    drop(tx);
+    for s in sources {
+        s.join().expect("a source panicked");
+    }
+    sink.join().expect("the sink panicked");
+}
+
+/// A workload: its name, its body, and the process that marks `half`.
+struct Workload {
+    name: &'static str,
+    run: fn(u64),
+    marker: &'static str,
+}
+
+const WORKLOADS: [Workload; 2] = [
+    Workload {
+        name: "ping-pong",
+        run: ping_pong,
+        marker: "ping-0",
+    },
+    Workload {
+        name: "all-to-one",
+        run: all_to_one,
+        marker: "sink",
+    },
+];
+
+fn record(workload: &str, messages: u64, dir: &Path) -> Duration {
+    let exe = std::env::current_exe().expect("the benchmark knows its own path");
+    let start = Instant::now();
+    let status = Command::new(exe)
+        .args(["child", workload, &messages.to_string()])
+        .env("PPD_MODE", "record")
+        .env("PPD_DIR", dir)
+        .status()
+        .expect("run the child");
+    let took = start.elapsed();
+    assert!(status.success(), "recording {workload}: {status}");
+    took
+}
+
+/// Replays to the end with every value checked; its wall time.
+fn replay(recording: &Recording) -> Duration {
+    let start = Instant::now();
+    let mut session = Session::start(
+        recording,
+        &Launch {
+            binary: None,
+            output: ProgramOutput::Discard,
+        },
+        &Setup {
+            goal: Goal::Run,
+            verify: true,
+        },
+    )
+    .expect("the replay starts");
+    loop {
+        match session.next_report().expect("the replay reports") {
+            Report::Finished { .. } => break,
+            Report::Diverged {
+                process,
+                expected,
+                happened,
+                ..
+            } => panic!("{process} diverged: expected {expected}, did {happened}"),
+            Report::Stuck { .. } => panic!("the replay is stuck"),
+            _ => {}
+        }
+    }
+    let _ = session.quit();
+    start.elapsed()
+}
+
+/// Replays to the first state where `process: mark half` holds; the halting latency.
+fn halt(recording: &Recording, process: &str) -> Duration {
+    let catalog = Catalog::of(recording).expect("the recording reads");
+    let plan = predicate::parse(&format!("{process}: mark half"))
+        .expect("the predicate parses")
+        .resolve(&catalog)
+        .expect("the predicate names what the recording has");
+    let mut session = Session::start(
+        recording,
+        &Launch {
+            binary: None,
+            output: ProgramOutput::Discard,
+        },
+        &Setup {
+            goal: Goal::Stop(plan),
+            verify: false,
+        },
+    )
+    .expect("the replay starts");
+    let latency = loop {
+        match session.next_report().expect("the replay reports") {
+            Report::Halted { latency_ns, .. } => {
+                break Duration::from_nanos(latency_ns.expect("a breakpoint halt has a latency"));
+            }
+            Report::Finished { .. } => panic!("the replay ended without halting"),
+            _ => {}
+        }
+    };
+    let _ = session.quit();
+    latency
+}
+
+fn median(mut xs: Vec<Duration>) -> Duration {
+    xs.sort();
+    xs[xs.len() / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("child") && args.len() >= 3 {
+        let Some(w) = WORKLOADS.iter().find(|w| w.name == args[1]) else {
+            eprintln!("unknown workload {:?}", args[1]);
+            return ExitCode::from(2);
+        };
+        let messages: u64 = args[2].parse().expect("a number of messages");
+        return ppd::__private::main(|| (w.run)(messages));
+    }
+    let full = args.iter().any(|a| a == "--bench");
+    let (messages, rounds) = if full {
+        (MESSAGES, ROUNDS)
+    } else {
+        (SMOKE_MESSAGES, 1)
+    };
+    println!(
+        "replay / record, message-heavy, {messages} messages, median of {rounds} round(s); \
+         halting latency of `--stop 'PROCESS: mark half'`"
+    );
+    println!(
+        "{:<12} {:>10} {:>10} {:>8} {:>12}",
+        "workload", "record ms", "replay ms", "ratio", "halt µs"
+    );
+    for w in &WORKLOADS {
+        let mut recorded = Vec::new();
+        let mut replayed = Vec::new();
+        let mut halted = Vec::new();
+        for _ in 0..rounds {
+            let dir = tempfile::tempdir().expect("a scratch directory");
+            recorded.push(record(w.name, messages, dir.path()));
+            let recording = Recording::open(dir.path()).expect("the recording opens");
+            replayed.push(replay(&recording));
+            halted.push(halt(&recording, w.marker));
+        }
+        let (r, p) = (median(recorded), median(replayed));
+        println!(
+            "{:<12} {:>10.1} {:>10.1} {:>8.2} {:>12.1}",
+            w.name,
+            ms(r),
+            ms(p),
+            p.as_secs_f64() / r.as_secs_f64(),
+            median(halted).as_secs_f64() * 1e6
+        );
+    }
+    println!(
+        "record: whole recorded process, spawn to exit; replay: program start to end under the \
+         global debugger, every logged value checked"
+    );
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,646 @@
+//! Re-executing single e-block instances from their logs (Miller & Choi §5.3): the emulation
+//! driver `ppd why` calls.
+//!
+//! `ppd why` starts the recorded binary with `PPD_MODE=emulate` and a request naming instances
+//! (a process and the index of the instance's `EblockEnter` event). `#[ppd::main]` then does
+//! not run the program: [`run_from_env`] looks each instance's e-block up in the registry the
+//! `#[ppd::eblock]` attribute fills at link time, rebuilds the arguments from the prelog, runs
+//! the e-block's tracing twin with a backend that serves the instance's log interval, and
+//! writes the traces. Nested e-block calls are not re-run: their postlogs are substituted
+//! (§5.2). Whatever re-execution produces is compared with the log; a difference is a
+//! nondeterminism leak, reported with the e-block and the variable.
+//!
+//! The registry uses `inventory`, which collects the registrations with the platform's
+//! static-constructor mechanism (`.init_array` on Linux, `__mod_init_func` on macOS, `.CRT$XCU`
+//! on Windows). It works wherever those run before `main`; on targets without them (wasm
+//! without constructors, some embedded targets) the registry is empty and emulation reports
+//! every e-block as missing.
+
+use std::any::Any;
+use std::iter::Peekable;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use ppd_formats::event::Owned;
+use ppd_formats::reader::Events;
+use ppd_formats::trace::{Captured, EblockInfo, Leak, MessageRef, RecordKind, Trace};
+use ppd_formats::value;
+use ppd_formats::{Borrowed, Event, EventKind, LogReader, ProcessId, Recording};
+use ppd_recorder::runtime::backend::{Dependency, Mode, Op, ProcessBackend, Runtime};
+use ppd_recorder::runtime::{self, env};
+use ppd_recorder::trace::{self as tracer, Site};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::describe::describe;
+
+/// An e-block's entry in the registry: what `#[ppd::eblock]` registers for each e-block.
+#[derive(Debug)]
+pub struct Emulator {
+    /// The e-block's name, as its events log it.
+    pub name: &'static str,
+    /// Where it is defined.
+    pub file: &'static str,
+    /// Line of the definition.
+    pub line: u32,
+    /// Its parameters, in order.
+    pub params: &'static [&'static str],
+    /// Variables and places it may define.
+    pub defines: &'static [&'static str],
+    /// Runs its tracing twin on the arguments in `ctx`.
+    pub run: fn(&mut Ctx),
+}
+
+inventory::collect!(Emulator);
+
+/// What a re-executed instance's tracing twin reads its arguments from and writes its results
+/// to.
+#[derive(Debug)]
+pub struct Ctx {
+    prelog: Vec<(String, Vec<u8>)>,
+    outputs: Vec<(String, Vec<u8>)>,
+}
+
+/// Raised (as a panic payload) to stop a re-execution that diverged from its log.
+#[derive(Debug)]
+struct Stopped;
+
+impl Ctx {
+    /// The logged value of parameter `name`, recorded as the instance's entry.
+    pub fn arg<T: DeserializeOwned>(&mut self, name: &str, site: &'static Site) -> T {
+        let Some((_, bytes)) = self.prelog.iter().find(|(n, _)| n == name) else {
+            runtime::diverged(&format!("the prelog has no argument `{name}`"));
+        };
+        tracer::entry(site, name, Captured::Value(bytes.clone()));
+        match value::decode_as(bytes) {
+            Ok(v) => v,
+            Err(e) => runtime::diverged(&format!(
+                "the logged argument `{name}` does not decode as its type: {e}"
+            )),
+        }
+    }
+
+    /// A result of the re-execution, to compare with the postlog (`%0` or a `&mut` parameter).
+    pub fn output<T: Serialize + ?Sized>(&mut self, name: &str, value: &T) {
+        let bytes = value::encode(value).unwrap_or_default();
+        self.outputs.push((name.to_owned(), bytes));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The backend serving one instance's log interval
+
+/// What the runner learns from the backend.
+#[derive(Debug, Default)]
+struct Findings {
+    leaks: Vec<Leak>,
+    /// Index of the instance's own exit event.
+    exit: Option<u64>,
+}
+
+struct Interval {
+    process: ProcessId,
+    events: Peekable<Events<'static>>,
+    /// The logged event the current operation reproduces, and its index.
+    current: Option<(u64, Event)>,
+    /// Open nested e-block calls.
+    depth: u32,
+    /// Enter event of the nested call being substituted.
+    nested: Vec<u64>,
+    findings: Arc<Mutex<Findings>>,
+}
+
+impl Interval {
+    fn next_event(&mut self) -> Option<(u64, Event)> {
+        loop {
+            match self.events.next()? {
+                Ok((_, Event::Blocked { .. })) => continue,
+                Ok(item) => return Some(item),
+                Err(e) => {
+                    self.leak("the log", "a readable event".into(), e.to_string());
+                    return None;
+                }
+            }
+        }
+    }
+
+    fn findings(&self) -> std::sync::MutexGuard<'_, Findings> {
+        self.findings.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn leak(&self, what: &str, logged: String, reproduced: String) {
+        self.findings().leaks.push(Leak {
+            what: what.to_owned(),
+            logged,
+            reproduced,
+        });
+    }
+
+    fn stop(&self) -> ! {
+        std::panic::resume_unwind(Box::new(Stopped))
+    }
+}
+
+fn matches(op: &Op, e: &Event) -> bool {
+    let kind_ok = op.kind == e.kind()
+        || (matches!(op.kind, EventKind::Recv | EventKind::Select)
+            && e.kind() == EventKind::RecvNone);
+    let object_ok = match (op.object, e.object()) {
+        (Some(a), Some(b)) => a == b || matches!(op.kind, EventKind::Select | EventKind::Create),
+        _ => true,
+    };
+    kind_ok && object_ok
+}
+
+fn describe_op(op: &Op) -> String {
+    let site = op.site.map(|s| format!(" at {s}")).unwrap_or_default();
+    format!("{}{site}", op.kind)
+}
+
+impl ProcessBackend for Interval {
+    fn expect(&mut self, op: Op) -> Option<Event<Owned>> {
+        if op.kind == EventKind::EblockExit {
+            // The end of a nested call being substituted, or of the instance: skip whatever
+            // the nested call did, up to its exit.
+            let mut depth = 0u32;
+            loop {
+                let Some((index, e)) = self.next_event() else {
+                    self.leak(
+                        "the log",
+                        "the e-block's exit".into(),
+                        "the end of the log".into(),
+                    );
+                    self.stop();
+                };
+                match &e {
+                    Event::EblockEnter { .. } => depth += 1,
+                    Event::EblockExit { .. } if depth == 0 => {
+                        if self.depth == 0 {
+                            self.findings().exit = Some(index);
+                        }
+                        self.current = Some((index, e.clone()));
+                        return Some(e);
+                    }
+                    Event::EblockExit { .. } => depth -= 1,
+                    _ => {}
+                }
+            }
+        }
+        let Some((index, e)) = self.next_event() else {
+            self.leak(
+                &format!("{} after the end of the log", op.kind),
+                "nothing".into(),
+                describe_op(&op),
+            );
+            self.stop();
+        };
+        if !matches(&op, &e) {
+            self.leak(&format!("event {index}"), describe(&e), describe_op(&op));
+            self.stop();
+        }
+        self.current = Some((index, e.clone()));
+        Some(e)
+    }
+
+    fn expect_if(&mut self, op: Op) -> Option<Event<Owned>> {
+        match self.events.peek() {
+            Some(Ok((_, e))) if matches(&op, e) => {
+                let e = e.clone();
+                self.expect(op);
+                Some(e)
+            }
+            _ => None,
+        }
+    }
+
+    fn done(&mut self, event: &Event<Borrowed<'_>>) {
+        let Some((index, logged)) = self.current.take() else {
+            return;
+        };
+        if crate::local::compare(&logged, event, true).is_err() {
+            self.leak(
+                &format!("event {index}"),
+                describe(&logged),
+                describe(event),
+            );
+            self.stop();
+        }
+        let captured =
+            |bytes: &Option<Box<[u8]>>| bytes.as_ref().map(|b| Captured::Value(b.to_vec()));
+        let input = |v: u64| Some(Captured::Value(value::encode(&v).unwrap_or_default()));
+        match &logged {
+            Event::Recv {
+                channel,
+                sender,
+                seq,
+                payload,
+                ..
+            } => tracer::operation(
+                RecordKind::Recv,
+                captured(payload),
+                Some(MessageRef {
+                    channel: *channel,
+                    seq: *seq,
+                    sender: *sender,
+                }),
+                None,
+                index,
+            ),
+            Event::Send {
+                channel,
+                seq,
+                payload,
+                ..
+            } => tracer::operation(
+                RecordKind::Send,
+                captured(payload),
+                Some(MessageRef {
+                    channel: *channel,
+                    seq: *seq,
+                    sender: self.process,
+                }),
+                None,
+                index,
+            ),
+            Event::Random { value } => {
+                tracer::operation(RecordKind::Input, input(*value), None, None, index)
+            }
+            Event::Clock { nanos, .. } => {
+                tracer::operation(RecordKind::Input, input(*nanos), None, None, index)
+            }
+            Event::Atomic { value: Some(v), .. } => {
+                tracer::operation(RecordKind::Input, input(*v), None, None, index)
+            }
+            Event::Lock { value, .. } => {
+                tracer::operation(RecordKind::Input, captured(value), None, None, index)
+            }
+            Event::Mark { value, .. } => tracer::operation(
+                RecordKind::Mark,
+                Some(Captured::Value(value.to_vec())),
+                None,
+                None,
+                index,
+            ),
+            Event::EblockEnter { .. } => {
+                self.depth += 1;
+                self.nested.push(index);
+            }
+            Event::EblockExit { postlog, .. } if self.depth > 0 => {
+                self.depth -= 1;
+                let enter = self.nested.pop();
+                let returned = value::map_entries(postlog)
+                    .ok()
+                    .and_then(|entries| entries.into_iter().find(|(n, _)| n == "%0"))
+                    .map(|(_, v)| Captured::Value(v));
+                tracer::operation(RecordKind::Call, returned, None, enter, index);
+            }
+            _ => {}
+        }
+    }
+
+    fn waiting_for(&mut self, _dependency: Dependency) {}
+
+    fn diverged(&mut self, detail: &str) {
+        let logged = self
+            .current
+            .as_ref()
+            .map_or_else(|| "the logged event".to_owned(), |(_, e)| describe(e));
+        self.leak("the re-execution", logged, detail.to_owned());
+        self.stop();
+    }
+
+    fn log_payloads(&self) -> bool {
+        true
+    }
+
+    fn finish(&mut self) {}
+}
+
+// ---------------------------------------------------------------------------------------------
+// The runner
+
+/// What `ppd why` asks for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Request {
+    /// Instances to re-execute: `(process, index of their EblockEnter event)`.
+    pub instances: Vec<(ProcessId, u64)>,
+    /// Arguments to replace before re-executing (what-if, Miller & Choi §5.7): name and
+    /// MessagePack value, applied to every instance of the request.
+    #[serde(default)]
+    pub overrides: Vec<(String, Vec<u8>)>,
+    /// Only list the e-blocks the binary has (their [`EblockInfo`]).
+    pub describe: bool,
+    /// Where to write the [`Response`].
+    pub output: PathBuf,
+}
+
+/// What the emulation writes back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Response {
+    /// The traces, in the order asked for.
+    pub traces: Vec<Trace>,
+    /// Instances that could not be re-executed, and why.
+    pub errors: Vec<String>,
+    /// The e-blocks of the binary, when asked to describe them.
+    pub eblocks: Vec<EblockInfo>,
+}
+
+/// The e-blocks this binary registered.
+pub fn registry() -> Vec<EblockInfo> {
+    inventory::iter::<Emulator>
+        .into_iter()
+        .map(|e| EblockInfo {
+            name: e.name.to_owned(),
+            file: e.file.to_owned(),
+            line: e.line,
+            params: e.params.iter().map(|p| (*p).to_owned()).collect(),
+            defines: e.defines.iter().map(|d| (*d).to_owned()).collect(),
+        })
+        .collect()
+}
+
+#[derive(Debug)]
+struct EmulateRuntime;
+
+/// The backend of a process spawned inside a re-executed e-block: children are not re-run
+/// (their own logs hold what they did), so it holds the child before its first event.
+#[derive(Debug)]
+struct Held;
+
+impl ProcessBackend for Held {
+    fn expect(&mut self, _op: Op) -> Option<Event<Owned>> {
+        loop {
+            std::thread::park();
+        }
+    }
+
+    fn expect_if(&mut self, op: Op) -> Option<Event<Owned>> {
+        self.expect(op)
+    }
+
+    fn done(&mut self, _event: &Event<Borrowed<'_>>) {}
+
+    fn waiting_for(&mut self, _dependency: Dependency) {}
+
+    fn diverged(&mut self, _detail: &str) {}
+
+    fn log_payloads(&self) -> bool {
+        false
+    }
+
+    fn finish(&mut self) {}
+}
+
+impl Runtime for EmulateRuntime {
+    fn mode(&self) -> Mode {
+        Mode::Emulate
+    }
+
+    fn allocate_process(&self) -> ProcessId {
+        ProcessId(u32::MAX)
+    }
+
+    fn start_process(
+        &self,
+        _id: ProcessId,
+        _parent: Option<ProcessId>,
+        _name: &str,
+    ) -> Box<dyn ProcessBackend> {
+        Box::new(Held)
+    }
+
+    fn finish(&self, _exit_code: i32, _panicked: bool) {}
+}
+
+fn emulate_one(
+    recording: &Recording,
+    process: ProcessId,
+    enter: u64,
+    overrides: Vec<(String, Vec<u8>)>,
+) -> Result<Trace, String> {
+    let entry = recording
+        .process(process)
+        .ok_or_else(|| format!("no process {process} in the recording"))?;
+    let reader = recording.open_log(entry).map_err(|e| e.to_string())?;
+    let reader: &'static LogReader = Box::leak(Box::new(reader));
+    let mut events = reader
+        .events_from(enter)
+        .map_err(|e| e.to_string())?
+        .peekable();
+    let (eblock, prelog) = match events.next() {
+        Some(Ok((_, Event::EblockEnter { eblock, prelog, .. }))) => (eblock, prelog),
+        Some(Ok((_, other))) => {
+            return Err(format!(
+                "event {enter} of {process} is not an e-block entry but {}",
+                describe(&other)
+            ));
+        }
+        Some(Err(e)) => return Err(e.to_string()),
+        None => return Err(format!("{process} has no event {enter}")),
+    };
+    let emulator = inventory::iter::<Emulator>
+        .into_iter()
+        .find(|e| e.name == &*eblock)
+        .ok_or_else(|| format!("the e-block {eblock} is not in this binary"))?;
+    let prelog = value::map_entries(&prelog).map_err(|e| format!("prelog of {eblock}: {e}"))?;
+    let findings = Arc::new(Mutex::new(Findings::default()));
+    let name = entry.name.clone();
+    let for_thread = Arc::clone(&findings);
+    // A fresh thread per instance: its thread-locals (tracer, process) start clean, and a
+    // panic of the re-executed code stays in it.
+    let outcome = std::thread::spawn(move || {
+        let interval = Interval {
+            process,
+            events,
+            current: None,
+            depth: 0,
+            nested: Vec::new(),
+            findings: for_thread,
+        };
+        runtime::adopt_process(process, &name, Box::new(interval));
+        tracer::start();
+        let mut prelog = prelog;
+        for (name, value) in &overrides {
+            if let Some(slot) = prelog.iter_mut().find(|(n, _)| n == name) {
+                slot.1.clone_from(value);
+            }
+        }
+        let mut ctx = Ctx {
+            prelog,
+            outputs: Vec::new(),
+        };
+        let run = catch_unwind(AssertUnwindSafe(|| (emulator.run)(&mut ctx)));
+        let stopped = match &run {
+            Ok(()) => None,
+            Err(payload) => Some(panic_text(payload.as_ref())),
+        };
+        // The instance's own exit: what the log says it produced.
+        let exit = if stopped.is_none() {
+            match runtime::expect(Op::plain(EventKind::EblockExit, None)) {
+                Some(e @ Event::EblockExit { .. }) => Some(e),
+                _ => None,
+            }
+        } else {
+            None
+        };
+        let records = tracer::finish();
+        runtime::release_process();
+        (ctx.outputs, exit, stopped, records)
+    })
+    .join()
+    .map_err(|_| format!("re-executing {eblock} crashed the emulation"))?;
+    let (outputs, exit, stopped, records) = outcome;
+    let (mut leaks, exit_index) = {
+        let mut f = findings.lock().unwrap_or_else(|p| p.into_inner());
+        (std::mem::take(&mut f.leaks), f.exit)
+    };
+    if let Some(Event::EblockExit { postlog, .. }) = &exit {
+        let logged = value::map_entries(postlog).unwrap_or_default();
+        for (name, reproduced) in &outputs {
+            let was = logged.iter().find(|(n, _)| n == name).map(|(_, v)| v);
+            if was != Some(reproduced) {
+                leaks.push(Leak {
+                    what: name.clone(),
+                    logged: was.map_or_else(|| "nothing".into(), |v| value::show_bytes(v)),
+                    reproduced: value::show_bytes(reproduced),
+                });
+            }
+        }
+    }
+    if let Some(text) = stopped
+        && leaks.is_empty()
+    {
+        // The body panicked without diverging: it ended as the recorded instance did only if
+        // the log has no exit for it.
+        leaks.push(Leak {
+            what: "the re-execution".into(),
+            logged: "an exit".into(),
+            reproduced: format!("a panic: {text}"),
+        });
+    }
+    Ok(Trace {
+        process,
+        eblock: eblock.to_string(),
+        enter,
+        exit: exit_index,
+        records,
+        leaks,
+    })
+}
+
+fn panic_text(payload: &(dyn Any + Send)) -> String {
+    if payload.is::<Stopped>() {
+        return "stopped".into();
+    }
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic".into())
+}
+
+/// Runs the emulation request named by the environment and exits. Called by `#[ppd::main]`
+/// when `PPD_MODE=emulate`; the program's own `main` does not run.
+pub fn run_from_env() -> ! {
+    let code = match run() {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("ppd: emulation failed: {e}");
+            2
+        }
+    };
+    std::process::exit(code)
+}
+
+fn run() -> Result<(), String> {
+    let request_path = std::env::var_os(env::REQUEST)
+        .map(PathBuf::from)
+        .ok_or_else(|| format!("{} is not set", env::REQUEST))?;
+    let request: Request = serde_json::from_slice(
+        &std::fs::read(&request_path).map_err(|e| format!("{}: {e}", request_path.display()))?,
+    )
+    .map_err(|e| format!("{}: {e}", request_path.display()))?;
+    let mut response = Response {
+        traces: Vec::new(),
+        errors: Vec::new(),
+        eblocks: Vec::new(),
+    };
+    if request.describe {
+        response.eblocks = registry();
+    } else {
+        let dir = std::env::var_os(env::DIR)
+            .map(PathBuf::from)
+            .ok_or_else(|| format!("{} is not set", env::DIR))?;
+        let recording = Recording::open(&dir).map_err(|e| e.to_string())?;
+        runtime::install(Box::new(EmulateRuntime));
+        // The re-executed code's panics are expected (a recorded panic, a divergence stopped):
+        // they are reported in the traces, not printed.
+        std::panic::set_hook(Box::new(|_| {}));
+        for (process, enter) in &request.instances {
+            match emulate_one(&recording, *process, *enter, request.overrides.clone()) {
+                Ok(trace) => response.traces.push(trace),
+                Err(e) => response.errors.push(e),
+            }
+        }
+    }
+    let bytes = serde_json::to_vec(&response).map_err(|e| e.to_string())?;
+    std::fs::write(&request.output, bytes).map_err(|e| format!("{}: {e}", request.output.display()))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The driver (in `ppd`)
+
+/// Runs `request` in `binary`, the recorded program (checked against the recording's hash
+/// with [`check_binary`](crate::debugger::check_binary)), and reads the response.
+pub fn drive(
+    recording: &Recording,
+    binary: &std::path::Path,
+    request: &Request,
+) -> Result<Response, crate::debugger::DebugError> {
+    use crate::debugger::DebugError;
+    let io = |action: &'static str| move |source: std::io::Error| DebugError::Io { action, source };
+    let scratch = tempfile::Builder::new()
+        .prefix("ppd-emulate")
+        .tempdir()
+        .map_err(io("create a scratch directory"))?;
+    let mut request = request.clone();
+    request.output = scratch.path().join("response.json");
+    let request_path = scratch.path().join("request.json");
+    std::fs::write(
+        &request_path,
+        serde_json::to_vec(&request).expect("a request always serializes"),
+    )
+    .map_err(io("write the emulation request"))?;
+    let dir = std::fs::canonicalize(recording.dir()).map_err(io("resolve the recording"))?;
+    let output = std::process::Command::new(binary)
+        .env(env::MODE, "emulate")
+        .env(env::DIR, &dir)
+        .env(env::REQUEST, &request_path)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(io("start the recorded program"))?;
+    let Ok(bytes) = std::fs::read(&request.output) else {
+        let said = String::from_utf8_lossy(&output.stderr);
+        let said = said.trim();
+        return Err(if said.is_empty() {
+            DebugError::NotStarted {
+                program: binary.to_owned(),
+                status: output.status,
+            }
+        } else {
+            DebugError::Io {
+                action: "re-execute e-blocks",
+                source: std::io::Error::other(format!(
+                    "{} ({}): {said}",
+                    binary.display(),
+                    output.status
+                )),
+            }
+        });
+    };
+    serde_json::from_slice(&bytes).map_err(|e| DebugError::Io {
+        action: "read the emulation's response",
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+    })
+}

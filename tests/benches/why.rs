@@ -1,0 +1,242 @@
+//! How long a why-query takes as the recording grows, and what e-blocks cost a recorded run.
+//!
+//! ```sh
+//! cargo build --release -p ppd-examples --example bank   # for the overhead on bank
+//! cargo bench -p ppd-tests --bench why
+//! ```
+//!
+//! **Query latency.** `why_cases long N` (`source` → `doubler` → `sink`, every step an e-block)
+//! is recorded with N chosen for about 1 M and 10 M events. The query is `ppd why sink total
+//! --at E --depth 5`, E an event near the end of `sink`'s log, asked through the library the way
+//! the command asks it, with the cache in three states:
+//!
+//! * cold: no cache: each process's index is built by reading its log, and the instances the
+//!   answer passes through are re-executed by the recorded binary (one run per level);
+//! * indexed: indexes cached, traces not: only the re-execution;
+//! * warm: indexes and traces cached: the median of 21 queries.
+//!
+//! The warm 10 M / 1 M ratio says whether the latency stays flat as the recording grows.
+//!
+//! **Recording overhead.** Whole-process wall time of a program recorded (`PPD_MODE=record`)
+//! against the same binary run without ppd's environment (pass-through), alternating, median of
+//! 7 runs each: a program that does nearly nothing (what starting and ending a recording cost,
+//! hashing the binary included), `why_cases long 200000` (e-blocks that only pass messages: the
+//! worst case), and the `bank` example with 12 and 500 operations per client (its clients sleep
+//! between a check and a withdrawal, as a real client would wait for its user).
+//!
+//! Run as a test (`cargo test --benches`) it records a small run and asks one query.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use ppd_flowback::why::index::ProcessIndex;
+use ppd_flowback::why::{self, Point, Query, TraceStore};
+use ppd_formats::Recording;
+
+fn why_cases() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_why_cases"))
+}
+
+/// Runs `program ARGS` recorded into `dir` (or unrecorded when `dir` is `None`); its wall time.
+fn run(program: &Path, args: &[&str], dir: Option<&Path>) -> Duration {
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .env_remove("PPD_MODE")
+        .env_remove("PPD_DIR")
+        .stdout(std::process::Stdio::null());
+    if let Some(dir) = dir {
+        std::fs::create_dir_all(dir).expect("a recording directory");
+        cmd.env("PPD_MODE", "record").env("PPD_DIR", dir);
+    }
+    let start = Instant::now();
+    let status = cmd.status().expect("run the program");
+    let took = start.elapsed();
+    assert!(
+        matches!(status.code(), Some(0 | 1)),
+        "{} {args:?}: {status}",
+        program.display()
+    );
+    took
+}
+
+fn events_of(dir: &Path) -> u64 {
+    let recording = Recording::open(dir).expect("a recording");
+    recording
+        .processes()
+        .iter()
+        .map(|p| recording.open_log(p).expect("a log").event_count())
+        .sum()
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn median(mut xs: Vec<Duration>) -> Duration {
+    xs.sort();
+    xs[xs.len() / 2]
+}
+
+struct Latency {
+    events: u64,
+    cold: Duration,
+    indexed: Duration,
+    warm: Duration,
+    steps: usize,
+    reexecuted: usize,
+    runs: usize,
+}
+
+fn count(step: &why::Step) -> usize {
+    1 + step.deps.iter().map(count).sum::<usize>()
+}
+
+fn query(dir: &Path, at: u64) -> (Duration, why::Answer) {
+    let recording = Recording::open(dir).expect("a recording");
+    let start = Instant::now();
+    let mut store = TraceStore::new(&recording, None);
+    let answer = why::ask(
+        &mut store,
+        &Query {
+            process: "sink".into(),
+            var: "total".into(),
+            at: Point::Event(at),
+            depth: 5,
+        },
+    )
+    .expect("the query is answered");
+    (start.elapsed(), answer)
+}
+
+fn latency(work: &Path, values: u64, warm_rounds: usize) -> Latency {
+    let dir = work.join(format!("long-{values}"));
+    run(&why_cases(), &["long", &values.to_string()], Some(&dir));
+    let events = events_of(&dir);
+    let recording = Recording::open(&dir).unwrap();
+    let sink = recording.find_process("sink").unwrap().id;
+    let at = ProcessIndex::build(&recording, sink).unwrap().events - 20;
+    let cache = dir.join("cache");
+    let _ = std::fs::remove_dir_all(&cache);
+    let (cold, answer) = query(&dir, at);
+    assert!(answer.leaks.is_empty());
+    std::fs::remove_dir_all(cache.join("traces")).unwrap();
+    let (indexed, answer) = query(&dir, at);
+    let (reexecuted, runs) = (answer.work.reexecuted, answer.work.runs);
+    let warm = median(
+        (0..warm_rounds)
+            .map(|_| {
+                let (t, a) = query(&dir, at);
+                assert_eq!(a.work.reexecuted, 0);
+                t
+            })
+            .collect(),
+    );
+    Latency {
+        events,
+        cold,
+        indexed,
+        warm,
+        steps: count(&answer.root),
+        reexecuted,
+        runs,
+    }
+}
+
+fn overhead(program: &Path, args: &[&str], work: &Path, rounds: usize) -> (Duration, Duration) {
+    let mut recorded = Vec::new();
+    let mut plain = Vec::new();
+    for round in 0..rounds {
+        let dir = work.join(format!("overhead-{round}"));
+        if round % 2 == 0 {
+            plain.push(run(program, args, None));
+            recorded.push(run(program, args, Some(&dir)));
+        } else {
+            recorded.push(run(program, args, Some(&dir)));
+            plain.push(run(program, args, None));
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    (median(recorded), median(plain))
+}
+
+fn main() {
+    // `cargo test --benches` runs this with `--bench` absent: a smoke run.
+    let full = std::env::args().any(|a| a == "--bench");
+    let work = tempfile::tempdir().expect("a scratch directory");
+    if !full {
+        let l = latency(work.path(), 300, 1);
+        assert!(l.steps > 1 && l.events > 1000);
+        println!(
+            "why bench smoke run: {} events, {} steps",
+            l.events, l.steps
+        );
+        return;
+    }
+
+    // About 11 events per value: calibrate on a small run.
+    let probe = work.path().join("probe");
+    run(&why_cases(), &["long", "10000"], Some(&probe));
+    let per_value = events_of(&probe) as f64 / 10_000.0;
+    let _ = std::fs::remove_dir_all(&probe);
+
+    println!("why-query latency, `why sink total --at <late event> --depth 5`:");
+    println!(
+        "{:>12} {:>10} {:>12} {:>10} {:>7} {:>12}",
+        "events", "cold ms", "indexed ms", "warm ms", "steps", "re-executed"
+    );
+    let mut warm = Vec::new();
+    for target in [1_000_000f64, 10_000_000f64] {
+        let values = (target / per_value) as u64;
+        let l = latency(work.path(), values, 21);
+        println!(
+            "{:>12} {:>10.1} {:>12.1} {:>10.2} {:>7} {:>6} in {} runs",
+            l.events,
+            ms(l.cold),
+            ms(l.indexed),
+            ms(l.warm),
+            l.steps,
+            l.reexecuted,
+            l.runs
+        );
+        warm.push(l.warm);
+        let _ = std::fs::remove_dir_all(work.path().join(format!("long-{values}")));
+    }
+    println!(
+        "warm latency, 10 M / 1 M events: {:.2}",
+        warm[1].as_secs_f64() / warm[0].as_secs_f64()
+    );
+
+    println!("\nrecording overhead, whole-process wall time, median of 7 (recorded / unrecorded):");
+    let (r, p) = overhead(&why_cases(), &["early"], work.path(), 7);
+    println!(
+        "  a program that does nearly nothing (start-up and end of a recording): {:.1} ms / {:.1} ms, +{:.1} ms",
+        ms(r),
+        ms(p),
+        ms(r.saturating_sub(p))
+    );
+    let (r, p) = overhead(&why_cases(), &["long", "200000"], work.path(), 7);
+    println!(
+        "  why_cases long 200000 (e-blocks passing messages, nothing else): {:.1} ms / {:.1} ms = {:.2}",
+        ms(r),
+        ms(p),
+        r.as_secs_f64() / p.as_secs_f64()
+    );
+    let bank = ppd_tests::build_dir().join("examples").join("bank");
+    if bank.exists() {
+        for operations in ["12", "500"] {
+            let (r, p) = overhead(&bank, &[operations], work.path(), 7);
+            println!(
+                "  bank {operations} (operations per client; clients think between check and withdrawal): {:.1} ms / {:.1} ms = {:.2}",
+                ms(r),
+                ms(p),
+                r.as_secs_f64() / p.as_secs_f64()
+            );
+        }
+    } else {
+        println!(
+            "  bank: not built ({}); run `cargo build --release -p ppd-examples --example bank`",
+            bank.display()
+        );
+    }
+}
