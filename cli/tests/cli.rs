@@ -1,0 +1,69 @@
+//! The `ppd` command line itself: its commands, and its refusals of bad arguments. (The
+//! commands at work on real recordings are tested in `ppd-tests`, which finds this binary where
+//! these tests make cargo build it.)
+
+use std::process::{Command, Output};
+
+fn ppd(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ppd"))
+        .args(args)
+        .output()
+        .expect("run ppd")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn help_lists_every_command() {
+    let out = ppd(&["--help"]);
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    for command in [
+        "record", "replay", "why", "info", "races", "graph", "export",
+    ] {
+        assert!(
+            help.contains(command),
+            "`{command}` is missing from:\n{help}"
+        );
+    }
+}
+
+#[test]
+fn a_missing_recording_is_bad_input_named_in_the_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-recording");
+    for command in ["info", "races", "why"] {
+        let mut args = vec![command, missing.to_str().unwrap()];
+        if command == "why" {
+            args.extend(["teller", "balance"]);
+        }
+        let out = ppd(&args);
+        assert_eq!(out.status.code(), Some(2), "{command}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("no-such-recording"),
+            "{command}: {}",
+            stderr(&out)
+        );
+        assert!(
+            !stderr(&out).contains("panicked"),
+            "{command}: {}",
+            stderr(&out)
+        );
+    }
+}
+
+#[test]
+fn bad_arguments_are_refused_with_exit_code_2() {
+    for args in [
+        vec!["why"],
+        vec!["why", "--depth", "many", "teller", "balance"],
+        vec!["why", "teller", "balance", "--json", "--dot"],
+        vec!["export", "--format", "xml"],
+        vec!["frobnicate"],
+    ] {
+        let out = ppd(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+    }
+}
