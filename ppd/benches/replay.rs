@@ -135,21 +135,19 @@ fn record(workload: &str, messages: u64, dir: &Path) -> Duration {
     took
 }
 
+/// Starts the recorded program under the global debugger, its output discarded.
+fn start_replay(recording: &Recording, goal: Goal, verify: bool) -> Session {
+    let launch = Launch {
+        binary: None,
+        output: ProgramOutput::Discard,
+    };
+    Session::start(recording, &launch, &Setup { goal, verify }).expect("the replay starts")
+}
+
 /// Replays to the end with every value checked; its wall time.
 fn replay(recording: &Recording) -> Duration {
     let start = Instant::now();
-    let mut session = Session::start(
-        recording,
-        &Launch {
-            binary: None,
-            output: ProgramOutput::Discard,
-        },
-        &Setup {
-            goal: Goal::Run,
-            verify: true,
-        },
-    )
-    .expect("the replay starts");
+    let mut session = start_replay(recording, Goal::Run, true);
     loop {
         match session.next_report().expect("the replay reports") {
             Report::Finished { .. } => break,
@@ -174,18 +172,7 @@ fn halt(recording: &Recording, process: &str) -> Duration {
         .expect("the predicate parses")
         .resolve(&catalog)
         .expect("the predicate names what the recording has");
-    let mut session = Session::start(
-        recording,
-        &Launch {
-            binary: None,
-            output: ProgramOutput::Discard,
-        },
-        &Setup {
-            goal: Goal::Stop(plan),
-            verify: false,
-        },
-    )
-    .expect("the replay starts");
+    let mut session = start_replay(recording, Goal::Stop(plan), false);
     let latency = loop {
         match session.next_report().expect("the replay reports") {
             Report::Halted { latency_ns, .. } => {
