@@ -21,7 +21,7 @@
 //! against the same binary run without ppd's environment (pass-through), alternating, median of
 //! 7 runs each: a program that does nearly nothing (what starting and ending a recording cost,
 //! hashing the binary included), `why_cases long 200000` (e-blocks that only pass messages: the
-//! worst case), and the `bank` example with 12 and 500 operations per client (its clients sleep
+//! worst case), and the `bank` example with 12 and 2000 operations per client (its clients sleep
 //! between a check and a withdrawal, as a real client would wait for its user).
 //!
 //! Run as a test (`cargo test --benches`) it records a small run and asks one query.
@@ -224,7 +224,7 @@ fn main() {
     );
     let bank = ppd_tests::build_dir().join("examples").join("bank");
     if bank.exists() {
-        for operations in ["12", "500"] {
+        for operations in ["12", "2000"] {
             let (r, p) = overhead(&bank, &[operations], work.path(), 7);
             println!(
                 "  bank {operations} (operations per client; clients think between check and withdrawal): {:.1} ms / {:.1} ms = {:.2}",
