@@ -351,6 +351,56 @@ fn state_is_restored_from_accumulated_logs() {
 }
 
 #[test]
+fn a_halted_replay_shows_restored_state_and_is_a_point_to_ask_at() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record_case(work.path(), "chain");
+    let mut child = std::process::Command::new(ppd_tests::ppd_bin())
+        .args([
+            "replay",
+            dir.to_str().unwrap(),
+            "--stop",
+            "sink: exit absorb",
+            "-i",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"restore sink\nquit\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("sink after event"), "{stdout}");
+    assert!(
+        stdout.contains("total = 26    [exit of why_cases::absorb"),
+        "{stdout}"
+    );
+
+    let (code, stdout, stderr) = why(
+        work.path(),
+        &dir,
+        &["sink", "total", "--at", "halt", "--json"],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let answer: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        answer["root"]["value"], "26",
+        "the halt is after the first absorb"
+    );
+}
+
+#[test]
 fn what_if_re_executes_an_instance_with_an_argument_changed() {
     let work = tempfile::tempdir().unwrap();
     let dir = record_case(work.path(), "early");
