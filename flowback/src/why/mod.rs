@@ -6,10 +6,14 @@
 //!   binary in emulate mode (incremental tracing, §5.3);
 //! * [`place`]: variables and the parts of them (`bank.accounts[1].balance`) a query follows;
 //! * [`point`]: where in a process's run a query asks (`--at`);
-//! * [`engine`]: the backward search over the dynamic program dependence graph (§4.2);
+//! * [`answer`]: what a query asks and what it answers: steps of the dependence graph (§4.2);
+//! * [`engine`]: the backward search over the dynamic program dependence graph: definitions
+//!   and dependences; [`target`](mod@target) finds where a query starts and [`chain`] follows it;
 //! * [`render`]: the answer as a tree or a Graphviz graph;
 //! * [`restore`]: a process's state from accumulated logs, and what-if re-execution (§5.7).
 
+pub mod answer;
+pub mod chain;
 pub mod engine;
 pub mod index;
 pub mod place;
@@ -17,7 +21,9 @@ pub mod point;
 pub mod render;
 pub mod restore;
 pub mod store;
+pub mod target;
 
-pub use engine::{Answer, Dependence, LeakReport, NodeKind, Query, Step, Via, ask};
+pub use answer::{Answer, Dependence, LeakReport, NodeKind, Query, Step, Via};
+pub use engine::ask;
 pub use point::Point;
 pub use store::{InstanceKey, TraceStore, Work};

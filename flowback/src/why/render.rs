@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
-use super::engine::{Answer, Dependence, NodeKind, Step, Via};
+use super::answer::{Answer, Dependence, NodeKind, Step, Via};
 
 /// The answer as an indented tree, one node per line with its statement below it.
 pub fn text(answer: &Answer) -> String {

@@ -1,0 +1,154 @@
+//! The answer to a why-query: a tree of steps, each a node of the dynamic program dependence
+//! graph (Miller & Choi §4.2) with the dependence that led to it.
+
+use ppd_formats::trace::RecordKind;
+use serde::Serialize;
+
+use super::point::Point;
+use super::store::Work;
+
+/// A why-query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Query {
+    /// The process, by name (or `p<id>`).
+    pub process: String,
+    /// The variable or place.
+    pub var: String,
+    /// Where in the process's run.
+    pub at: Point,
+    /// How many dependences to follow from the target.
+    pub depth: usize,
+}
+
+/// The node types of the dynamic program dependence graph (§4.2), plus values that came from
+/// outside traced code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeKind {
+    /// A parameter's value on entry (`%n`).
+    Entry,
+    /// The returned value on exit (`%0`).
+    Exit,
+    /// A statement: an assignment or a branch condition, a message operation.
+    Singular,
+    /// A nested e-block call, not re-executed unless the query goes into it.
+    Subgraph,
+    /// A value from outside the traced code: an untraced caller, a constant, the initial state.
+    Outside,
+}
+
+/// How a step's parent depends on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Dependence {
+    /// The query's answer.
+    Target,
+    /// The parent's value was computed from this one.
+    Data,
+    /// The parent ran because of this branch.
+    Control,
+}
+
+/// What a data dependence went through, when it crossed an instance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Via {
+    /// A message: a synchronization edge from the sending process.
+    Message,
+    /// A nested call: into the callee.
+    Call,
+    /// A parameter: out to the caller.
+    Parameter,
+    /// The state an earlier instance of the process left (its postlog).
+    EarlierInstance,
+}
+
+/// One step of an answer: a node of the dependence graph and what it depends on.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Step {
+    /// Its number in the answer.
+    pub id: usize,
+    /// The process's name.
+    pub process: String,
+    /// The process's id.
+    pub pid: u32,
+    /// The e-block instance it is in: its e-block.
+    pub eblock: Option<String>,
+    /// The instance: the index of its entry event.
+    pub instance: Option<u64>,
+    /// The variable or place it defines, `%n` for parameters, `%0` for returned values.
+    pub var: Option<String>,
+    /// Its value.
+    pub value: Option<String>,
+    /// Source file.
+    pub file: String,
+    /// Source line.
+    pub line: u32,
+    /// The statement.
+    pub text: String,
+    /// How the parent depends on it.
+    pub kind: Dependence,
+    /// Through what, when across instances.
+    pub via: Option<Via>,
+    /// Its node type.
+    pub node: NodeKind,
+    /// What kind of trace record it is.
+    pub record: Option<RecordKind>,
+    /// The log event it corresponds to (messages, calls, inputs).
+    pub event: Option<u64>,
+    /// More to know.
+    pub note: Option<String>,
+    /// Already shown as step `see`.
+    pub see: Option<usize>,
+    /// Its dependences were not followed: the depth limit.
+    pub more: bool,
+    /// What it depends on.
+    pub deps: Vec<Step>,
+}
+
+/// A difference re-execution found between an instance's log and its re-execution.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LeakReport {
+    /// The process.
+    pub process: String,
+    /// The e-block.
+    pub eblock: String,
+    /// Index of the instance's entry event.
+    pub instance: u64,
+    /// The variable or event.
+    pub what: String,
+    /// What the log holds.
+    pub logged: String,
+    /// What re-execution produced.
+    pub reproduced: String,
+}
+
+/// The answer to a why-query.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Answer {
+    /// The process asked about.
+    pub process: String,
+    /// The variable asked about.
+    pub var: String,
+    /// The point asked about.
+    pub at: String,
+    /// The depth asked for.
+    pub depth: usize,
+    /// The chain, from the target back.
+    pub root: Step,
+    /// Nondeterminism leaks in the instances the answer used: where they are, the answer may
+    /// be wrong.
+    pub leaks: Vec<LeakReport>,
+    /// What the answer cost.
+    pub work: Work,
+}
+
+/// The graph node type of a trace record.
+pub(super) fn node_kind(kind: RecordKind) -> NodeKind {
+    match kind {
+        RecordKind::Entry => NodeKind::Entry,
+        RecordKind::Return => NodeKind::Exit,
+        RecordKind::Call => NodeKind::Subgraph,
+        _ => NodeKind::Singular,
+    }
+}

@@ -1,0 +1,188 @@
+//! Where a why-query starts: the process, the place, and the last definition of the place at
+//! the point asked about.
+//!
+//! The instances open at the point are searched first, innermost first and each only up to the
+//! point; then the earlier instances of e-blocks that define the variable, latest first. The
+//! first is re-executed alone (it usually has the answer), the others in batches.
+
+use std::collections::BTreeSet;
+
+use ppd_formats::ProcessId;
+use ppd_replayer::predicate::closest;
+
+use super::answer::Query;
+use super::engine::{Engine, Site};
+use super::place::Place;
+use super::store::InstanceKey;
+use crate::error::{FlowbackError, Result};
+
+/// How many instances a query's target is looked for in, and how many are re-executed at once.
+const TARGET_CANDIDATES: usize = 64;
+const TARGET_BATCH: usize = 8;
+
+impl Engine<'_, '_> {
+    /// The process and the definition the query is about.
+    pub(super) fn target(&mut self, query: &Query) -> Result<(ProcessId, Site)> {
+        let recording = self.store.recording();
+        let process = recording
+            .find_process(&query.process)
+            .map(|p| p.id)
+            .ok_or_else(|| {
+                let names = recording.processes().iter().map(|p| p.name.as_str());
+                FlowbackError::Query(format!(
+                    "no process `{}` in the recording{}",
+                    query.process,
+                    suggestion(&query.process, names)
+                ))
+            })?;
+        let name = self.process_name(process);
+        let mut place = Place::parse(&query.var).ok_or_else(|| {
+            FlowbackError::Query(format!(
+                "`{}` is not a variable or a place (like `balance` or `bank.accounts[1].balance`)",
+                query.var
+            ))
+        })?;
+        let index = self.store.index(process)?;
+        if index.is_empty() {
+            return Err(FlowbackError::Query(format!(
+                "{name} ran no e-block: mark the functions whose values you ask about with \
+                 #[ppd::eblock]"
+            )));
+        }
+        let registry = self.store.registry()?;
+        let mine: Vec<_> = registry
+            .iter()
+            .filter(|e| index.names().contains(&e.name))
+            .collect();
+        // Every e-block defines its returned value, `%0`.
+        let known = |e: &ppd_formats::trace::EblockInfo| -> Vec<Place> {
+            e.params
+                .iter()
+                .chain(&e.defines)
+                .map(String::as_str)
+                .chain(["%0"])
+                .filter_map(Place::parse)
+                .collect()
+        };
+        if !mine
+            .iter()
+            .any(|e| known(e).iter().any(|p| p.root == place.root))
+        {
+            // `went_negative` for `bank.went_negative`.
+            let by_field = mine
+                .iter()
+                .flat_map(|e| known(e))
+                .find(|p| place.steps.is_empty() && p.last_name() == place.root);
+            match by_field {
+                Some(p) => place = p,
+                None => {
+                    let names: BTreeSet<String> = mine
+                        .iter()
+                        .flat_map(|e| e.params.iter().chain(&e.defines).cloned())
+                        .collect();
+                    return Err(FlowbackError::Query(format!(
+                        "no e-block of {name} defines or takes `{}`{}",
+                        query.var,
+                        suggestion(&query.var, names.iter().map(String::as_str))
+                    )));
+                }
+            }
+        }
+        let defining: BTreeSet<&str> = mine
+            .iter()
+            .filter(|e| known(e).iter().any(|p| p.root == place.root))
+            .map(|e| e.name.as_str())
+            .collect();
+        let at = query.at.resolve(recording, process, &index)?;
+
+        // Candidates: the instances open at the point, innermost first (up to the point), then
+        // earlier instances of e-blocks that define the variable (whole), latest first.
+        let mut candidates: Vec<(InstanceKey, Option<u64>)> = Vec::new();
+        let limit = at.map_or(u64::MAX, |n| n + 1);
+        if let Some(n) = at
+            && let Some((mut i, _)) = index.innermost_containing(n)?
+        {
+            let mut cutoff = n;
+            loop {
+                let instance = index.instance(i)?;
+                candidates.push((
+                    InstanceKey {
+                        process,
+                        enter: instance.enter,
+                    },
+                    Some(cutoff),
+                ));
+                if instance.is_top_level() {
+                    break;
+                }
+                cutoff = instance.enter;
+                i = instance.parent as usize;
+            }
+        }
+        let open: BTreeSet<u64> = candidates.iter().map(|(k, _)| k.enter).collect();
+        let end = index.entered_before(limit)?;
+        for item in index.before(end) {
+            let (_, x) = item?;
+            if candidates.len() >= TARGET_CANDIDATES + open.len() {
+                break;
+            }
+            if !open.contains(&x.enter) && defining.contains(index.name(&x)) {
+                candidates.push((
+                    InstanceKey {
+                        process,
+                        enter: x.enter,
+                    },
+                    None,
+                ));
+            }
+        }
+        // The first candidate usually has the answer: it is re-executed alone.
+        let first = candidates.len().min(1);
+        let batches = candidates[..first]
+            .chunks(1)
+            .chain(candidates[first..].chunks(TARGET_BATCH));
+        for batch in batches {
+            let keys: BTreeSet<InstanceKey> = batch.iter().map(|(k, _)| *k).collect();
+            self.store.fetch(&keys)?;
+            for &(key, cutoff) in batch {
+                let found = self.settle(|engine| {
+                    let trace = engine.trace(key)?;
+                    let before = match cutoff {
+                        None => trace.records.len(),
+                        Some(n) => match trace.records.iter().position(|r| r.event == Some(n)) {
+                            Some(i) => i + 1,
+                            None => trace
+                                .records
+                                .iter()
+                                .position(|r| r.event.is_some_and(|e| e > n))
+                                .unwrap_or(trace.records.len()),
+                        },
+                    };
+                    let place = engine.concretize(key, before, &place, 0)?;
+                    engine.last_def(key, before, &place, 0)
+                })?;
+                if let Some(site) = found {
+                    return Ok((process, site));
+                }
+            }
+        }
+        let before = match at {
+            Some(n) => format!(" up to its event {n}"),
+            None => String::new(),
+        };
+        Err(FlowbackError::Query(format!(
+            "no e-block instance of {name}{before} defined `{}` (looked at the {} latest that could)",
+            query.var,
+            candidates.len()
+        )))
+    }
+}
+
+fn suggestion<'a>(wanted: &str, known: impl Iterator<Item = &'a str>) -> String {
+    let close = closest(wanted, known);
+    if close.is_empty() {
+        String::new()
+    } else {
+        format!(" (did you mean {}?)", close.join(", "))
+    }
+}
