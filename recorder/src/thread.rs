@@ -31,17 +31,32 @@ pub struct Builder {
 
 impl Builder {
     /// A builder with no name and the default stack size.
+    ///
+    /// ```
+    /// let h = ppd::thread::Builder::new().spawn(|| ()).unwrap();
+    /// h.join().unwrap();
+    /// ```
     pub fn new() -> Builder {
         Builder::default()
     }
 
     /// Names the process; predicates and reports refer to it by this name.
+    ///
+    /// ```
+    /// let h = ppd::thread::Builder::new().name("auditor".into()).spawn(|| ()).unwrap();
+    /// h.join().unwrap();
+    /// ```
     pub fn name(mut self, name: String) -> Builder {
         self.name = Some(name);
         self
     }
 
     /// Sets the thread's stack size in bytes.
+    ///
+    /// ```
+    /// let h = ppd::thread::Builder::new().stack_size(1 << 20).spawn(|| ()).unwrap();
+    /// h.join().unwrap();
+    /// ```
     pub fn stack_size(mut self, size: usize) -> Builder {
         self.stack_size = Some(size);
         self
@@ -49,6 +64,11 @@ impl Builder {
 
     /// Spawns the process. Without a name it is called `<parent>.<n>`, for the parent's n-th
     /// child.
+    ///
+    /// ```
+    /// let h = ppd::thread::Builder::new().name("worker".into()).spawn(|| 6 * 7).unwrap();
+    /// assert_eq!(h.join().unwrap(), 42);
+    /// ```
     #[track_caller]
     pub fn spawn<F, T>(self, f: F) -> io::Result<JoinHandle<T>>
     where
@@ -148,6 +168,11 @@ pub struct JoinHandle<T> {
 
 impl<T> JoinHandle<T> {
     /// Waits for the process to end; `Err` carries its panic, as in `std`.
+    ///
+    /// ```
+    /// let h = ppd::thread::spawn(|| panic!("lost"));
+    /// assert!(h.join().is_err());
+    /// ```
     #[track_caller]
     pub fn join(self) -> std::thread::Result<T> {
         let site = Location::caller();

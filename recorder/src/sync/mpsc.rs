@@ -503,6 +503,15 @@ impl<T: Serialize + DeserializeOwned + Send> Receiver<T> {
 }
 
 /// Iterator over received messages; see [`Receiver::iter`].
+///
+/// ```
+/// let (tx, rx) = ppd::sync::mpsc::channel::<u8>();
+/// tx.send(1).unwrap();
+/// drop(tx);
+/// let mut messages: ppd::sync::mpsc::Iter<'_, u8> = rx.iter();
+/// assert_eq!(messages.next(), Some(1));
+/// assert_eq!(messages.next(), None);
+/// ```
 #[derive(Debug)]
 pub struct Iter<'a, T> {
     receiver: &'a Receiver<T>,
@@ -564,6 +573,14 @@ impl Default for Select<'_> {
 }
 
 /// `select_timeout` ran out of time.
+///
+/// ```
+/// use std::time::Duration;
+/// let (_tx, rx) = ppd::sync::mpsc::channel::<u8>();
+/// let mut select = ppd::sync::mpsc::Select::new();
+/// select.recv(&rx);
+/// assert!(select.select_timeout(Duration::from_millis(1)).is_err());
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SelectTimeoutError;
 
@@ -712,6 +729,16 @@ impl<'a> Select<'a> {
 }
 
 /// The operation a [`Select`] chose; complete it with [`recv`](SelectedOperation::recv).
+///
+/// ```
+/// let (tx, rx) = ppd::sync::mpsc::channel::<u8>();
+/// tx.send(5).unwrap();
+/// let mut select = ppd::sync::mpsc::Select::new();
+/// select.recv(&rx);
+/// let chosen: ppd::sync::mpsc::SelectedOperation<'_> = select.select();
+/// assert_eq!(chosen.index(), 0);
+/// assert_eq!(chosen.recv(&rx), Ok(5));
+/// ```
 pub struct SelectedOperation<'a> {
     index: usize,
     live: Option<cc::SelectedOperation<'a>>,
