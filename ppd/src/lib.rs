@@ -132,16 +132,7 @@ pub mod __private {
                 exit
             }
             Err(payload) => {
-                let report = runtime::take_last_panic();
-                let (message, file, line) = match &report {
-                    Some(r) => (r.message.as_str(), r.file.as_str(), r.line),
-                    None => ("panic", "", 0),
-                };
-                runtime::leave_process(&Ending::Panicked {
-                    message,
-                    file,
-                    line,
-                });
+                runtime::leave_process_panicked();
                 runtime::finish(101, true);
                 resume_unwind(payload)
             }

@@ -114,16 +114,7 @@ impl Builder {
                     value
                 }
                 Err(payload) => {
-                    let report = runtime::take_last_panic();
-                    let (message, file, line) = match &report {
-                        Some(r) => (r.message.as_str(), r.file.as_str(), r.line),
-                        None => ("panic", "", 0),
-                    };
-                    runtime::leave_process(&Ending::Panicked {
-                        message,
-                        file,
-                        line,
-                    });
+                    runtime::leave_process_panicked();
                     resume_unwind(payload)
                 }
             }

@@ -152,6 +152,21 @@ pub enum Ending<'a> {
     },
 }
 
+/// The current thread's logical process ends with the panic it is unwinding from: the message
+/// and place the panic hook kept, or a bare "panic" when it kept none.
+pub fn leave_process_panicked() {
+    let report = take_last_panic();
+    let (message, file, line) = match &report {
+        Some(r) => (r.message.as_str(), r.file.as_str(), r.line),
+        None => ("panic", "", 0),
+    };
+    leave_process(&Ending::Panicked {
+        message,
+        file,
+        line,
+    });
+}
+
 /// Logs the end of the current logical process and releases it.
 pub fn leave_process(ending: &Ending<'_>) {
     let event = match ending {
