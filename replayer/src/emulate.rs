@@ -142,20 +142,12 @@ impl Interval {
     }
 }
 
+/// Whether `e` is what operation `op` must reproduce, as in replay; a re-executed instance
+/// starts in the middle of its process, so the objects it creates do not get their logged ids
+/// from a count and may differ from them.
 fn matches(op: &Op, e: &Event) -> bool {
-    let kind_ok = op.kind == e.kind()
-        || (matches!(op.kind, EventKind::Recv | EventKind::Select)
-            && e.kind() == EventKind::RecvNone);
-    let object_ok = match (op.object, e.object()) {
-        (Some(a), Some(b)) => a == b || matches!(op.kind, EventKind::Select | EventKind::Create),
-        _ => true,
-    };
-    kind_ok && object_ok
-}
-
-fn describe_op(op: &Op) -> String {
-    let site = op.site.map(|s| format!(" at {s}")).unwrap_or_default();
-    format!("{}{site}", op.kind)
+    crate::local::op_matches(op, e)
+        || (op.kind == EventKind::Create && e.kind() == EventKind::Create)
 }
 
 impl ProcessBackend for Interval {
@@ -191,12 +183,16 @@ impl ProcessBackend for Interval {
             self.leak(
                 &format!("{} after the end of the log", op.kind),
                 "nothing".into(),
-                describe_op(&op),
+                crate::local::describe_op(&op),
             );
             self.stop();
         };
         if !matches(&op, &e) {
-            self.leak(&format!("event {index}"), describe(&e), describe_op(&op));
+            self.leak(
+                &format!("event {index}"),
+                describe(&e),
+                crate::local::describe_op(&op),
+            );
             self.stop();
         }
         self.current = Some((index, e.clone()));

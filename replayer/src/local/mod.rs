@@ -7,7 +7,7 @@
 mod control;
 mod process;
 
-pub(crate) use process::compare;
+pub(crate) use process::{compare, describe_op, op_matches};
 
 use std::io::BufReader;
 use std::os::unix::net::UnixStream;

@@ -134,7 +134,7 @@ impl ReplayProcess {
 }
 
 /// Whether the logged event `e` is what operation `op` may produce.
-fn op_matches(op: &Op, e: &Event) -> bool {
+pub(crate) fn op_matches(op: &Op, e: &Event) -> bool {
     let kind_ok = op.kind == e.kind()
         || (matches!(op.kind, EventKind::Recv | EventKind::Select)
             && e.kind() == EventKind::RecvNone);
@@ -145,7 +145,7 @@ fn op_matches(op: &Op, e: &Event) -> bool {
     kind_ok && object_ok
 }
 
-fn describe_op(op: &Op) -> String {
+pub(crate) fn describe_op(op: &Op) -> String {
     let object = op.object.map(|o| format!(" on {o}")).unwrap_or_default();
     let site = op.site.map(|s| format!(" at {s}")).unwrap_or_default();
     format!("{}{object}{site}", op.kind)
