@@ -126,19 +126,6 @@ fn leak_exit(answer: &Answer) -> ExitCode {
     }
 }
 
-fn process_id(recording: &Recording, name: &str) -> Result<ppd_formats::ProcessId, CliError> {
-    recording.find_process(name).map(|p| p.id).ok_or_else(|| {
-        let names = recording.processes().iter().map(|p| p.name.as_str());
-        let close = ppd_replayer::predicate::closest(name, names);
-        let hint = if close.is_empty() {
-            String::new()
-        } else {
-            format!(" (did you mean {}?)", close.join(", "))
-        };
-        input(anyhow!("no process `{name}` in the recording{hint}"))
-    })
-}
-
 fn state(
     recording: &Recording,
     store: &mut TraceStore<'_>,
@@ -146,7 +133,7 @@ fn state(
     at: &Point,
     json: bool,
 ) -> CmdResult {
-    let pid = process_id(recording, process)?;
+    let pid = why::find_process(recording, process).map_err(classify)?;
     let index = store.index(pid).map_err(classify)?;
     let event = at.resolve(recording, pid, &index).map_err(classify)?;
     let state = restore::state_at(recording, pid, event).map_err(classify)?;
@@ -191,7 +178,7 @@ fn what_if(
     changes: &[String],
     json: bool,
 ) -> CmdResult {
-    let pid = process_id(recording, process)?;
+    let pid = why::find_process(recording, process).map_err(classify)?;
     let index = store.index(pid).map_err(classify)?;
     let event = at
         .resolve(recording, pid, &index)

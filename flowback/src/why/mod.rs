@@ -12,6 +12,10 @@
 //! * [`render`]: the answer as a tree or a Graphviz graph;
 //! * [`restore`]: a process's state from accumulated logs, and what-if re-execution (§5.7).
 
+use ppd_formats::{ProcessId, Recording};
+
+use crate::error::{FlowbackError, Result};
+
 pub mod answer;
 pub mod chain;
 pub mod engine;
@@ -27,3 +31,25 @@ pub use answer::{Answer, Dependence, LeakReport, NodeKind, Query, Step, Via};
 pub use engine::ask;
 pub use point::Point;
 pub use store::{InstanceKey, TraceStore, Work};
+
+/// ` (did you mean a, b?)` with the known names closest to `wanted`, or nothing when none is
+/// close: what every refusal of an unknown name ends with.
+pub fn did_you_mean<'a>(wanted: &str, known: impl Iterator<Item = &'a str>) -> String {
+    let close = ppd_replayer::predicate::closest(wanted, known);
+    if close.is_empty() {
+        String::new()
+    } else {
+        format!(" (did you mean {}?)", close.join(", "))
+    }
+}
+
+/// The process a query names (by name, or `p<id>`), or a refusal with the closest names.
+pub fn find_process(recording: &Recording, name: &str) -> Result<ProcessId> {
+    recording.find_process(name).map(|p| p.id).ok_or_else(|| {
+        let names = recording.processes().iter().map(|p| p.name.as_str());
+        FlowbackError::Query(format!(
+            "no process `{name}` in the recording{}",
+            did_you_mean(name, names)
+        ))
+    })
+}

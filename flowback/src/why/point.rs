@@ -15,6 +15,7 @@ use std::str::FromStr;
 use ppd_formats::{Event, ProcessId, Recording};
 use ppd_replayer::predicate::{self, Catalog, Predicate};
 
+use super::did_you_mean;
 use super::index::ProcessIndex;
 use crate::error::{FlowbackError, Result};
 use crate::halt::HaltCut;
@@ -152,7 +153,7 @@ impl Point {
                 if !known.iter().any(|n| names_eblock(n, eblock)) {
                     return Err(FlowbackError::Query(format!(
                         "--at {self}: {name} never entered an e-block `{eblock}`{}",
-                        suggest(eblock, known.iter().copied())
+                        did_you_mean(eblock, known.iter().copied())
                     )));
                 }
                 for i in 0..index.len() {
@@ -177,15 +178,6 @@ impl Point {
                 find_pattern(recording, process, &name, event, *nth).map(Some)
             }
         }
-    }
-}
-
-fn suggest<'a>(wanted: &str, known: impl Iterator<Item = &'a str>) -> String {
-    let close = predicate::closest(wanted, known);
-    if close.is_empty() {
-        String::new()
-    } else {
-        format!(" (did you mean {}?)", close.join(", "))
     }
 }
 

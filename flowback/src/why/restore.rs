@@ -16,6 +16,7 @@ use ppd_formats::value;
 use ppd_formats::{Event, ProcessId, Recording};
 use serde::Serialize;
 
+use super::did_you_mean;
 use super::engine::{Engine, shown};
 use super::place::Place;
 use super::store::{InstanceKey, TraceStore};
@@ -167,14 +168,9 @@ pub fn what_if(
     for (name, json) in changes {
         let Some((_, recorded)) = logs.prelog.iter().find(|(n, _)| n == name) else {
             let known = logs.prelog.iter().map(|(n, _)| n.as_str());
-            let close = ppd_replayer::predicate::closest(name, known);
-            let hint = if close.is_empty() {
-                String::new()
-            } else {
-                format!(" (did you mean {}?)", close.join(", "))
-            };
             return Err(FlowbackError::Query(format!(
-                "{eblock} has no argument `{name}`{hint}"
+                "{eblock} has no argument `{name}`{}",
+                did_you_mean(name, known)
             )));
         };
         let bytes = value::encode(json)

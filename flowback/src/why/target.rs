@@ -8,12 +8,12 @@
 use std::collections::BTreeSet;
 
 use ppd_formats::ProcessId;
-use ppd_replayer::predicate::closest;
 
 use super::answer::Query;
 use super::engine::{Engine, Site};
 use super::place::Place;
 use super::store::InstanceKey;
+use super::{did_you_mean, find_process};
 use crate::error::{FlowbackError, Result};
 
 /// How many instances a query's target is looked for in, and how many are re-executed at once.
@@ -24,17 +24,7 @@ impl Engine<'_, '_> {
     /// The process and the definition the query is about.
     pub(super) fn target(&mut self, query: &Query) -> Result<(ProcessId, Site)> {
         let recording = self.store.recording();
-        let process = recording
-            .find_process(&query.process)
-            .map(|p| p.id)
-            .ok_or_else(|| {
-                let names = recording.processes().iter().map(|p| p.name.as_str());
-                FlowbackError::Query(format!(
-                    "no process `{}` in the recording{}",
-                    query.process,
-                    suggestion(&query.process, names)
-                ))
-            })?;
+        let process = find_process(recording, &query.process)?;
         let name = self.process_name(process);
         let mut place = Place::parse(&query.var).ok_or_else(|| {
             FlowbackError::Query(format!(
@@ -83,7 +73,7 @@ impl Engine<'_, '_> {
                     return Err(FlowbackError::Query(format!(
                         "no e-block of {name} defines or takes `{}`{}",
                         query.var,
-                        suggestion(&query.var, names.iter().map(String::as_str))
+                        did_you_mean(&query.var, names.iter().map(String::as_str))
                     )));
                 }
             }
@@ -175,14 +165,5 @@ impl Engine<'_, '_> {
             query.var,
             candidates.len()
         )))
-    }
-}
-
-fn suggestion<'a>(wanted: &str, known: impl Iterator<Item = &'a str>) -> String {
-    let close = closest(wanted, known);
-    if close.is_empty() {
-        String::new()
-    } else {
-        format!(" (did you mean {}?)", close.join(", "))
     }
 }
