@@ -117,9 +117,19 @@ fn fingerprint(recording: &Recording) -> Vec<LogStamp> {
 
 fn store(recording: &Recording, fingerprint: &[LogStamp], clocks: &Clocks) -> Result<(), String> {
     let dir = recording.cache_dir().map_err(|e| e.to_string())?;
-    let bytes = encode(fingerprint, clocks);
     let path = dir.join(CLOCKS_FILE);
-    let tmp = dir.join(format!(".{CLOCKS_FILE}.{}", std::process::id()));
+    write_private(&path, &encode(fingerprint, clocks))
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Writes a cache file: through a temporary file renamed over it, so that a reader never sees
+/// half a file, and private (0600) like the recording.
+pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.{}", std::process::id()));
     let write = || -> std::io::Result<()> {
         let mut f = fs::OpenOptions::new()
             .write(true)
@@ -127,12 +137,11 @@ fn store(recording: &Recording, fingerprint: &[LogStamp], clocks: &Clocks) -> Re
             .truncate(true)
             .mode(0o600)
             .open(&tmp)?;
-        f.write_all(&bytes)?;
-        fs::rename(&tmp, &path)
+        f.write_all(bytes)?;
+        fs::rename(&tmp, path)
     };
-    write().map_err(|e| {
+    write().inspect_err(|_| {
         let _ = fs::remove_file(&tmp);
-        format!("{}: {e}", path.display())
     })
 }
 

@@ -34,7 +34,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use memmap2::Mmap;
 use ppd_formats::{Event, ObjectId, ProcessId, Recording};
 
-use super::store::write_atomically;
+use crate::cache::write_private;
 use crate::error::{FlowbackError, Result};
 
 const MAGIC: &[u8; 8] = b"PPDWHYIX";
@@ -273,7 +273,8 @@ impl ProcessIndex {
         }
         let (log, found) = scan(recording, process)?;
         let bytes = encode(&found);
-        write_atomically(&path, &bytes);
+        // Unwritable, it costs the next query this scan again.
+        let _ = write_private(&path, &bytes);
         ProcessIndex::parse(log, Bytes::Owned(bytes))
             .map_err(|detail| FlowbackError::Query(format!("indexing {process}: {detail}")))
     }

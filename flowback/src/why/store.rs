@@ -20,6 +20,7 @@ use ppd_replayer::emulate::{self, Request};
 use serde::{Deserialize, Serialize};
 
 use super::index::ProcessIndex;
+use crate::cache::write_private;
 use crate::error::{FlowbackError, Result};
 
 /// An e-block instance: its process and the index of its `EblockEnter` event.
@@ -230,7 +231,8 @@ impl<'r> TraceStore<'r> {
                     eblocks: response.eblocks,
                 };
                 if let Ok(bytes) = serde_json::to_vec(&cache) {
-                    write_atomically(&path, &bytes);
+                    // Unwritable, it costs the next query a run of the binary.
+                    let _ = write_private(&path, &bytes);
                 }
                 cache.eblocks
             }
@@ -269,27 +271,9 @@ impl<'r> TraceStore<'r> {
             return;
         }
         if let Ok(bytes) = serde_json::to_vec(trace) {
-            write_atomically(&path, &bytes);
+            // Unwritable, it costs a later query the re-execution.
+            let _ = write_private(&path, &bytes);
         }
-    }
-}
-
-/// Writes `bytes` to `path` through a temporary file and a rename, so that a reader never sees
-/// half a file. Like the recording, the file is private (0600). A cache that cannot be written
-/// only costs a later query the work again.
-pub(super) fn write_atomically(path: &Path, bytes: &[u8]) {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    let written = fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)
-        .and_then(|mut f| f.write_all(bytes));
-    if written.is_err() || fs::rename(&tmp, path).is_err() {
-        let _ = fs::remove_file(&tmp);
     }
 }
 
