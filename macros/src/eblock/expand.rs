@@ -9,7 +9,7 @@ use syn::spanned::Spanned;
 use syn::{ReturnType, Type};
 
 use super::model::{Eblock, Param, Passing};
-use super::trace::Tracer;
+use super::trace::{self, Tracer};
 use super::uses;
 
 /// The pieces of an expanded e-block.
@@ -144,16 +144,7 @@ pub(crate) fn expand(eblock: &Eblock, self_ty: Option<&Type>) -> Expansion {
     // The emulator: arguments from the prelog, the twin, results to compare.
     let emulate_ident = format_ident!("__ppd_emulate_{}", ident);
     let entry_text = format!("fn {ident}");
-    let entry_site = quote_spanned! {ident.span()=>
-        {
-            static __PPD_SITE: ::ppd::__private::trace::Site = ::ppd::__private::trace::Site {
-                file: ::core::file!(),
-                line: ::core::line!(),
-                text: #entry_text,
-            };
-            &__PPD_SITE
-        }
-    };
+    let entry_site = trace::site(ident.span(), &entry_text);
     let mut loads = Vec::new();
     let mut call_args = Vec::new();
     let mut receiver = None;

@@ -114,7 +114,7 @@ fn one_line<'a>(lines: impl Iterator<Item = &'a str>) -> String {
 }
 
 /// `&'static Site` for a statement, its line taken from `span`.
-fn site(span: Span, text: &str) -> TokenStream {
+pub(crate) fn site(span: Span, text: &str) -> TokenStream {
     quote_spanned! {span=>
         {
             static __PPD_SITE: ::ppd::__private::trace::Site = ::ppd::__private::trace::Site {
