@@ -362,6 +362,48 @@ impl Diagram {
     }
 }
 
+/// The state of [`assign_columns`]'s worklist.
+struct Placing {
+    placed: Vec<bool>,
+    next: Vec<usize>,
+    last_col: Vec<Option<u32>>,
+    /// Lines waiting for a node to be placed, by node.
+    waiting: HashMap<u32, Vec<usize>>,
+    stack: Vec<usize>,
+    columns: u32,
+}
+
+impl Placing {
+    /// The column after the last item placed on line `p`.
+    fn after_last(&self, p: usize) -> u32 {
+        self.last_col[p].map(|c| c + 1).unwrap_or(0)
+    }
+
+    /// Puts line `p`'s next item, `(is_node, i)`, in column `col`; the lines that waited for
+    /// it go back on the worklist.
+    fn place(
+        &mut self,
+        p: usize,
+        (is_node, i): (bool, usize),
+        col: u32,
+        nodes: &mut [Node],
+        runs: &mut [Run],
+    ) {
+        if is_node {
+            nodes[i].col = col;
+            self.placed[i] = true;
+            if let Some(ws) = self.waiting.remove(&(i as u32)) {
+                self.stack.extend(ws);
+            }
+        } else {
+            runs[i].col = col;
+        }
+        self.last_col[p] = Some(col);
+        self.columns = self.columns.max(col + 1);
+        self.next[p] += 1;
+    }
+}
+
 /// Gives every item a column: one after its predecessor on its line and after the start of
 /// every arrow into it. A worklist over the lines, like the clock computation; arrows come
 /// from happened-before, so nothing waits forever (a damaged input is let through).
@@ -376,59 +418,40 @@ fn assign_columns(
     for a in arrows {
         incoming.entry(a.to).or_default().push(a.from);
     }
-    let mut placed = vec![false; nodes.len()];
-    let mut next = vec![0usize; n];
-    let mut last_col: Vec<Option<u32>> = vec![None; n];
-    let mut waiting: HashMap<u32, Vec<usize>> = HashMap::new();
-    let mut stack: Vec<usize> = (0..n).rev().collect();
-    let mut columns = 0;
+    let mut st = Placing {
+        placed: vec![false; nodes.len()],
+        next: vec![0usize; n],
+        last_col: vec![None; n],
+        waiting: HashMap::new(),
+        stack: (0..n).rev().collect(),
+        columns: 0,
+    };
     loop {
-        while let Some(p) = stack.pop() {
-            'items: while next[p] < items[p].len() {
-                let (is_node, i) = items[p][next[p]];
-                let mut col = last_col[p].map(|c| c + 1).unwrap_or(0);
+        while let Some(p) = st.stack.pop() {
+            'items: while st.next[p] < items[p].len() {
+                let item @ (is_node, i) = items[p][st.next[p]];
+                let mut col = st.after_last(p);
                 if is_node {
                     for &src in incoming.get(&(i as u32)).into_iter().flatten() {
-                        if !placed[src as usize] {
-                            waiting.entry(src).or_default().push(p);
+                        if !st.placed[src as usize] {
+                            st.waiting.entry(src).or_default().push(p);
                             break 'items;
                         }
                         col = col.max(nodes[src as usize].col + 1);
                     }
-                    nodes[i].col = col;
-                    placed[i] = true;
-                    if let Some(ws) = waiting.remove(&(i as u32)) {
-                        stack.extend(ws);
-                    }
-                } else {
-                    runs[i].col = col;
                 }
-                last_col[p] = Some(col);
-                columns = columns.max(col + 1);
-                next[p] += 1;
+                st.place(p, item, col, nodes, runs);
             }
         }
-        let Some(p) = (0..n).find(|&p| next[p] < items[p].len()) else {
+        let Some(p) = (0..n).find(|&p| st.next[p] < items[p].len()) else {
             break;
         };
         // Only reachable with arrows that point backwards (damaged input).
-        let (is_node, i) = items[p][next[p]];
-        let col = last_col[p].map(|c| c + 1).unwrap_or(0);
-        if is_node {
-            nodes[i].col = col;
-            placed[i] = true;
-            if let Some(ws) = waiting.remove(&(i as u32)) {
-                stack.extend(ws);
-            }
-        } else {
-            runs[i].col = col;
-        }
-        last_col[p] = Some(col);
-        columns = columns.max(col + 1);
-        next[p] += 1;
-        stack.push(p);
+        let col = st.after_last(p);
+        st.place(p, items[p][st.next[p]], col, nodes, runs);
+        st.stack.push(p);
     }
-    columns
+    st.columns
 }
 
 /// Escapes text for XML and HTML.
