@@ -161,24 +161,26 @@ pub fn deadlocks(trace: &Trace) -> Deadlocks {
         let others = |set: Vec<u32>| -> Vec<u32> {
             set.into_iter().filter(|&q| q != p && live(q)).collect()
         };
+        // Who could end the wait, as far as the log shows; when it shows nobody, the object's
+        // creator is the guess.
+        let known_or_creator = |known: Vec<u32>| -> (Vec<u32>, bool) {
+            if known.is_empty() {
+                (others(creator(object)), true)
+            } else {
+                (known, false)
+            }
+        };
         let (waits_for, guessed) = match kind {
             WaitKind::Lock => (
                 others(holder.get(&object).copied().into_iter().collect()),
                 false,
             ),
-            WaitKind::Message => {
-                let sent = others(
-                    senders
-                        .get(&object)
-                        .map(|s| s.iter().copied().collect())
-                        .unwrap_or_default(),
-                );
-                if sent.is_empty() {
-                    (others(creator(object)), true)
-                } else {
-                    (sent, false)
-                }
-            }
+            WaitKind::Message => known_or_creator(others(
+                senders
+                    .get(&object)
+                    .map(|s| s.iter().copied().collect())
+                    .unwrap_or_default(),
+            )),
             WaitKind::Permit => {
                 let holding: Vec<u32> = net_permits
                     .iter()
@@ -191,17 +193,12 @@ pub fn deadlocks(trace: &Trace) -> Deadlocks {
                 if !holding.is_empty() {
                     (holding, false)
                 } else {
-                    let given = others(
+                    known_or_creator(others(
                         releasers
                             .get(&object)
                             .map(|s| s.iter().copied().collect())
                             .unwrap_or_default(),
-                    );
-                    if given.is_empty() {
-                        (others(creator(object)), true)
-                    } else {
-                        (given, false)
-                    }
+                    ))
                 }
             }
         };
