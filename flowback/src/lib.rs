@@ -3,10 +3,9 @@
 //! A recording is read into a [`Trace`] (every event of every process, interned). The
 //! [`Clocks`] give every event a Fidge vector clock, computed after the run by the replay
 //! algorithm of Lin's thesis §5.4.1 generalized to ppd's synchronization edges ([`hb`]) and
-//! cached in the recording. From the clocks: the parallel dynamic graph of Miller & Choi §6
-//! ([`pdg`]), data races (Definitions 6.1–6.4, [`races`]), message races ([`message_races`]),
-//! deadlocks ([`deadlock`]), time-space diagrams ([`picture`]) and exports for other viewers
-//! ([`export`]).
+//! cached in the recording. From the clocks: data races (Miller & Choi §6, Definitions
+//! 6.1–6.4, [`races`]), message races ([`message_races`]), deadlocks ([`deadlock`]),
+//! time-space diagrams ([`picture`]) and exports for other viewers ([`export`]).
 
 pub mod analysis;
 pub mod cache;
@@ -18,7 +17,6 @@ pub mod halt;
 pub mod hb;
 pub mod lamport;
 pub mod message_races;
-pub mod pdg;
 pub mod picture;
 pub mod races;
 pub mod report;
