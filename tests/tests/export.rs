@@ -124,7 +124,7 @@ fn shiviz_log_follows_shivizs_rules() {
     check_shiviz(&log, processes, events);
     // ShiViz applies the expression with JavaScript's regular expressions, multi-line: every
     // event must match.
-    if let Some(chromium) = chromium() {
+    if let Some(chromium) = chromium("shiviz_log_follows_shivizs_rules") {
         let (regex, body) = log.split_once("\n\n").unwrap();
         let page = work.path().join("shiviz.html");
         let script = format!(

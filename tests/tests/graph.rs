@@ -38,7 +38,10 @@ fn html(work: &Path, dir: &Path, name: &str) -> std::path::PathBuf {
 
 #[test]
 fn bank_renders_with_a_line_per_process_and_an_arrow_per_message() {
-    let Some(chromium) = chromium() else { return };
+    let Some(chromium) = chromium("bank_renders_with_a_line_per_process_and_an_arrow_per_message")
+    else {
+        return;
+    };
     let work = tempfile::tempdir().unwrap();
     let dir = record(work.path(), "bank");
     let page = html(work.path(), &dir, "bank");
@@ -76,7 +79,10 @@ fn bank_renders_with_a_line_per_process_and_an_arrow_per_message() {
 
 #[test]
 fn racy_counter_highlights_its_race_and_collapses_local_events() {
-    let Some(chromium) = chromium() else { return };
+    let Some(chromium) = chromium("racy_counter_highlights_its_race_and_collapses_local_events")
+    else {
+        return;
+    };
     let work = tempfile::tempdir().unwrap();
     let dir = record(work.path(), "racy_counter");
     let dom = render_dom(&chromium, &html(work.path(), &dir, "racy"));
@@ -103,7 +109,9 @@ fn racy_counter_highlights_its_race_and_collapses_local_events() {
 /// A run of more than 10 000 events renders, every message drawn.
 #[test]
 fn a_long_run_renders() {
-    let Some(chromium) = chromium() else { return };
+    let Some(chromium) = chromium("a_long_run_renders") else {
+        return;
+    };
     let work = tempfile::tempdir().unwrap();
     let dir = record_scenario(work.path(), "token_ring_long");
     let info = ppd_tests::info_json(work.path(), &dir);
@@ -153,7 +161,7 @@ fn the_halt_cut_is_drawn_and_checked() {
     ))
     .unwrap();
     assert!(svg.contains("(inconsistent cut)"), "{svg}");
-    if let Some(chromium) = chromium() {
+    if let Some(chromium) = chromium("the_halt_cut_is_drawn_and_checked") {
         let dom = render_dom(&chromium, &html(work.path(), &dir, "cut"));
         assert_eq!(count(&dom, "class=\"halt-cut\""), 1);
         assert!(dom.contains("halt: reader: recv ready"));
@@ -195,7 +203,7 @@ fn svg_and_dot_are_well_formed() {
         count(&svg, "<line") + count(&svg, "<circle") + count(&svg, "<rect"),
         count(&svg, "</line>") + count(&svg, "</circle>") + count(&svg, "</rect>")
     );
-    if let Some(chromium) = chromium() {
+    if let Some(chromium) = chromium("svg_and_dot_are_well_formed") {
         // Opened as an image document, a malformed SVG shows an XML error page.
         let dom = render_dom(&chromium, &svg_path);
         assert!(!dom.contains("error on line"), "{dom}");
