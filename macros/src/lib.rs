@@ -1,4 +1,12 @@
-//! Attributes of ppd: `#[ppd::main]` selects the runtime mode before the program's body runs.
+//! The attributes of ppd, re-exported by the `ppd` crate:
+//!
+//! * `#[ppd::main]` on the program's entry point selects the runtime mode (pass-through,
+//!   record, replay or emulate) from the environment before the body runs, and closes the
+//!   logs after it.
+//! * `#[ppd::eblock]` on a function makes it an e-block: its arguments are logged on entry (the
+//!   prelog), its result and final `&mut` arguments on exit (the postlog), and a tracing twin
+//!   and an emulator are generated so that `ppd why` can re-execute one call from its log.
+//! * `#[ppd::eblocks]` on an `impl` block lets its methods be e-blocks.
 //!
 //! Each attribute is split into parsing (syntax into a model), checking (every error collected
 //! with its span, never a panic) and expansion.

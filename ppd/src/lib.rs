@@ -1,7 +1,10 @@
 //! Record, replay and flowback debugging for parallel and distributed Rust programs.
 //!
 //! Write the program against this crate instead of `std` — the API mirrors it, so moving over
-//! means changing `use` lines — and mark `main` with `#[ppd::main]`:
+//! is mostly a matter of changing `use` lines — and mark `main` with `#[ppd::main]`. One
+//! requirement goes beyond std: channel messages and `Mutex` contents must be
+//! `Serialize + DeserializeOwned` (a `Mutex` passed to an e-block also needs `T: Default`),
+//! because the recorder can log them and the emulator rebuilds them.
 //!
 //! ```no_run
 //! use ppd::sync::mpsc::channel;

@@ -1,9 +1,14 @@
 //! The ppd runtime that a recorded program links.
 //!
 //! It mirrors `std` — [`thread`], [`sync`] (channels, mutexes, semaphores, atomics), [`time`] —
-//! plus [`rand`] and [`mark!`], so moving a program over means changing `use` lines. Each
-//! nondeterministic choice goes through the current process's [backend](runtime::backend):
-//! nothing in pass-through mode, the log in record mode, the log's dictate in replay.
+//! plus [`rand`] and [`mark!`], so moving a program over is mostly a matter of changing `use`
+//! lines. Not entirely, yet: channel messages and `Mutex` contents must be
+//! `Serialize + DeserializeOwned`, and a `Mutex` passed to an e-block needs `T: Default` (it is
+//! rebuilt from its handle).
+//!
+//! Each nondeterministic choice goes through the current process's
+//! [backend](runtime::backend): nothing in pass-through mode, the log in record mode, the log's
+//! dictate in replay.
 //!
 //! Programs use it through the `ppd` crate, whose `#[ppd::main]` picks the mode.
 
