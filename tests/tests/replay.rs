@@ -467,10 +467,16 @@ fn token_ring_halts_where_two_nodes_hold_the_token() {
 /// A mark of a process: (process, label, value shown).
 type MarkOf = (usize, String, String);
 
-/// Two marks of distinct workers of a recorded random program, for the linked and
-/// simultaneous tests: a random pair, then the last mark of one worker with the first mark of
-/// another (which rarely follow each other).
-fn mark_pairs(lattice: &Lattice, rng: &mut fastrand::Rng) -> Vec<(MarkOf, MarkOf)> {
+/// Pairs of marks of distinct workers of a recorded random program, for the linked and
+/// simultaneous tests: up to `each` pairs for which the oracle `holds` says the predicate holds
+/// somewhere, and up to `each` for which it says it never does, drawn at random, so that both
+/// answers are checked against the replay.
+fn mark_pairs<T>(
+    lattice: &Lattice,
+    rng: &mut fastrand::Rng,
+    each: usize,
+    holds: impl Fn(&MarkOf, &MarkOf) -> Option<T>,
+) -> Vec<(MarkOf, MarkOf, Option<T>)> {
     let all: Vec<MarkOf> = (1..lattice.events.len())
         .flat_map(|i| {
             ["got", "tried", "saw", "loaded"]
@@ -482,42 +488,23 @@ fn mark_pairs(lattice: &Lattice, rng: &mut fastrand::Rng) -> Vec<(MarkOf, MarkOf
                 })
         })
         .collect();
-    let mut pairs = Vec::new();
-    for _ in 0..50 {
+    let (mut yes, mut no) = (Vec::new(), Vec::new());
+    for _ in 0..400 {
         let (x, y) = (&all[rng.usize(..all.len())], &all[rng.usize(..all.len())]);
-        if x.0 != y.0 {
-            pairs.push((x.clone(), y.clone()));
+        if x.0 == y.0 {
+            continue;
+        }
+        match holds(x, y) {
+            Some(t) if yes.len() < each => yes.push((x.clone(), y.clone(), Some(t))),
+            None if no.len() < each => no.push((x.clone(), y.clone(), None)),
+            _ => {}
+        }
+        if yes.len() == each && no.len() == each {
             break;
         }
     }
-    let last_of = |i: usize| {
-        lattice.events[i].iter().rev().find_map(|e| match e {
-            Event::Mark { label, value, .. } => Some((
-                i,
-                label.to_string(),
-                value::show(&value::decode(value).unwrap()),
-            )),
-            _ => None,
-        })
-    };
-    let first_of = |i: usize| {
-        lattice.events[i].iter().find_map(|e| match e {
-            Event::Mark { label, value, .. } => Some((
-                i,
-                label.to_string(),
-                value::show(&value::decode(value).unwrap()),
-            )),
-            _ => None,
-        })
-    };
-    let n = lattice.events.len();
-    let (i, j) = (1 + rng.usize(..n - 1), 1 + rng.usize(..n - 1));
-    if i != j
-        && let (Some(late), Some(early)) = (last_of(i), first_of(j))
-    {
-        pairs.push((late, early));
-    }
-    pairs
+    yes.extend(no);
+    yes
 }
 
 fn mark_predicate(lattice: &Lattice, (i, label, value): &MarkOf) -> String {
@@ -543,50 +530,52 @@ fn linked_predicates_halt_at_the_first_event_after_the_previous_stage() {
         assert!(out.status.success(), "{}", text(&out).1);
         let lattice = Lattice::load(&dir);
         let clocks = lattice.clocks();
-        for _ in 0..3 {
-            for (first, then) in mark_pairs(&lattice, &mut rng) {
-                let pred = format!(
-                    "{} -> {}",
-                    mark_predicate(&lattice, &first),
-                    mark_predicate(&lattice, &then)
-                );
-                let is = |e: &Event, (_, l, v): &MarkOf| {
-                    matches!(e, Event::Mark { label, value, .. }
-                        if **label == **l && value::show(&value::decode(value).unwrap()) == *v)
-                };
-                let firsts: Vec<usize> = (0..lattice.events[first.0].len())
-                    .filter(|&k| is(&lattice.events[first.0][k], &first))
-                    .collect();
-                let expected = (0..lattice.events[then.0].len()).find(|&k| {
-                    is(&lattice.events[then.0][k], &then)
-                        && firsts
-                            .iter()
-                            .any(|&f| (f as u64) < clocks[then.0][k][first.0])
-                });
-                match (halt_cut(work.path(), &dir, &pred, false), expected) {
-                    (Ok(cut), Some(k)) => {
-                        assert_eq!(
-                            cut[then.0],
-                            k as u64 + 1,
-                            "{pred}: halted at {cut:?}, not right after event {k}"
-                        );
-                        assert!(lattice.consistent(&cut), "{pred}: inconsistent {cut:?}");
-                        assert!(
-                            cut.iter().zip(&clocks[then.0][k]).all(|(c, v)| c >= v),
-                            "{pred}: {cut:?} does not contain the event's past"
-                        );
-                        halts += 1;
-                    }
-                    (Err(message), None) => {
-                        assert!(message.contains("never holds"), "{pred}: {message}");
-                        never += 1;
-                    }
-                    (Ok(cut), None) => {
-                        panic!("{pred}: halted at {cut:?}, but no such event follows the first")
-                    }
-                    (Err(message), Some(k)) => {
-                        panic!("{pred}: no halt ({message}), but event {k} satisfies it")
-                    }
+        let is = |e: &Event, (_, l, v): &MarkOf| {
+            matches!(e, Event::Mark { label, value, .. }
+                if **label == **l && value::show(&value::decode(value).unwrap()) == *v)
+        };
+        // The first event of `then`'s process matching it with an event matching `first` in
+        // its causal past.
+        let first_after = |first: &MarkOf, then: &MarkOf| {
+            let firsts: Vec<usize> = (0..lattice.events[first.0].len())
+                .filter(|&k| is(&lattice.events[first.0][k], first))
+                .collect();
+            (0..lattice.events[then.0].len()).find(|&k| {
+                is(&lattice.events[then.0][k], then)
+                    && firsts
+                        .iter()
+                        .any(|&f| (f as u64) < clocks[then.0][k][first.0])
+            })
+        };
+        for (first, then, expected) in mark_pairs(&lattice, &mut rng, 3, first_after) {
+            let pred = format!(
+                "{} -> {}",
+                mark_predicate(&lattice, &first),
+                mark_predicate(&lattice, &then)
+            );
+            match (halt_cut(work.path(), &dir, &pred, false), expected) {
+                (Ok(cut), Some(k)) => {
+                    assert_eq!(
+                        cut[then.0],
+                        k as u64 + 1,
+                        "{pred}: halted at {cut:?}, not right after event {k}"
+                    );
+                    assert!(lattice.consistent(&cut), "{pred}: inconsistent {cut:?}");
+                    assert!(
+                        cut.iter().zip(&clocks[then.0][k]).all(|(c, v)| c >= v),
+                        "{pred}: {cut:?} does not contain the event's past"
+                    );
+                    halts += 1;
+                }
+                (Err(message), None) => {
+                    assert!(message.contains("never holds"), "{pred}: {message}");
+                    never += 1;
+                }
+                (Ok(cut), None) => {
+                    panic!("{pred}: halted at {cut:?}, but no such event follows the first")
+                }
+                (Err(message), Some(k)) => {
+                    panic!("{pred}: no halt ({message}), but event {k} satisfies it")
                 }
             }
         }
@@ -616,36 +605,40 @@ fn simultaneous_predicates_halt_only_where_both_states_hold() {
         assert!(out.status.success(), "{}", text(&out).1);
         let lattice = Lattice::load(&dir);
         let clocks = lattice.clocks();
-        for _ in 0..3 {
-            for (a, b) in mark_pairs(&lattice, &mut rng) {
-                let pred = format!(
-                    "{} == {}",
-                    mark_predicate(&lattice, &a),
-                    mark_predicate(&lattice, &b)
-                );
-                let (ma, mb) = (marks(&lattice, a.0, &a.1), marks(&lattice, b.0, &b.1));
-                let holds_a = |c: u64| stable_holds(&ma, c, &|v| v == a.2);
-                let holds_b = |c: u64| stable_holds(&mb, c, &|v| v == b.2);
-                let states =
-                    simultaneous_states(&lattice, &clocks, (a.0, &holds_a), (b.0, &holds_b));
-                match halt_cut(work.path(), &dir, &pred, false) {
-                    Ok(cut) => {
-                        assert!(lattice.consistent(&cut), "{pred}: inconsistent {cut:?}");
-                        assert!(
-                            holds_a(cut[a.0]) && holds_b(cut[b.0]),
-                            "{pred}: halted at {cut:?}, where the logs do not show both holding"
-                        );
-                        halts += 1;
-                    }
-                    Err(message) => {
-                        assert!(message.contains("never holds"), "{pred}: {message}");
-                        assert!(
-                            states.is_empty(),
-                            "{pred}: reported as never holding, but both hold at {:?}",
-                            states[0]
-                        );
-                        never += 1;
-                    }
+        // The least consistent states where both marks' stable predicates hold.
+        let both_hold = |a: &MarkOf, b: &MarkOf| {
+            let (ma, mb) = (marks(&lattice, a.0, &a.1), marks(&lattice, b.0, &b.1));
+            let holds_a = |c: u64| stable_holds(&ma, c, &|v| v == a.2);
+            let holds_b = |c: u64| stable_holds(&mb, c, &|v| v == b.2);
+            let states = simultaneous_states(&lattice, &clocks, (a.0, &holds_a), (b.0, &holds_b));
+            (!states.is_empty()).then_some(states)
+        };
+        for (a, b, states) in mark_pairs(&lattice, &mut rng, 3, both_hold) {
+            let pred = format!(
+                "{} == {}",
+                mark_predicate(&lattice, &a),
+                mark_predicate(&lattice, &b)
+            );
+            let (ma, mb) = (marks(&lattice, a.0, &a.1), marks(&lattice, b.0, &b.1));
+            let holds_a = |c: u64| stable_holds(&ma, c, &|v| v == a.2);
+            let holds_b = |c: u64| stable_holds(&mb, c, &|v| v == b.2);
+            match halt_cut(work.path(), &dir, &pred, false) {
+                Ok(cut) => {
+                    assert!(lattice.consistent(&cut), "{pred}: inconsistent {cut:?}");
+                    assert!(
+                        holds_a(cut[a.0]) && holds_b(cut[b.0]),
+                        "{pred}: halted at {cut:?}, where the logs do not show both holding"
+                    );
+                    halts += 1;
+                }
+                Err(message) => {
+                    assert!(message.contains("never holds"), "{pred}: {message}");
+                    assert!(
+                        states.is_none(),
+                        "{pred}: reported as never holding, but both hold at {:?}",
+                        states.map(|s| s[0].clone())
+                    );
+                    never += 1;
                 }
             }
         }
