@@ -2,6 +2,9 @@
 //! store — a read-modify-write split in two, so increments are lost when two processes
 //! interleave between the load and the store. The total is often below 4000; `ppd races` shows
 //! the load/store race with both sides' source lines. Compare with `counter`.
+//!
+//! `racy_counter [INCREMENTS]`: increments per process (default 1000). The race benchmark runs
+//! it beside the same program written with `std`, under Valgrind's Helgrind.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -9,10 +12,15 @@ use std::sync::Arc;
 use ppd::sync::atomic::{AtomicU64, Ordering};
 
 const PROCESSES: u64 = 4;
+/// Increments per process, unless the first argument says otherwise.
 const INCREMENTS: u64 = 1000;
 
 #[ppd::main]
 fn main() -> ExitCode {
+    let increments = std::env::args()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(INCREMENTS);
     let counter = Arc::new(AtomicU64::named("counter", 0));
     let workers: Vec<_> = (0..PROCESSES)
         .map(|i| {
@@ -20,7 +28,7 @@ fn main() -> ExitCode {
             ppd::thread::Builder::new()
                 .name(format!("incr-{i}"))
                 .spawn(move || {
-                    for _ in 0..INCREMENTS {
+                    for _ in 0..increments {
                         let seen = counter.load(Ordering::Relaxed);
                         counter.store(seen + 1, Ordering::Relaxed);
                     }
@@ -33,11 +41,11 @@ fn main() -> ExitCode {
     }
     let total = counter.load(Ordering::SeqCst);
     ppd::mark!("total", total);
-    println!("counter = {total} (expected {})", PROCESSES * INCREMENTS);
-    if total == PROCESSES * INCREMENTS {
+    println!("counter = {total} (expected {})", PROCESSES * increments);
+    if total == PROCESSES * increments {
         ExitCode::SUCCESS
     } else {
-        println!("lost {} increments", PROCESSES * INCREMENTS - total);
+        println!("lost {} increments", PROCESSES * increments - total);
         ExitCode::FAILURE
     }
 }

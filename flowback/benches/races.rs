@@ -1,20 +1,109 @@
-//! Race analysis throughput, memory per shared variable, and a side-by-side with Valgrind's
-//! Helgrind.
+//! Race analysis throughput and memory on synthetic traces, and a side-by-side with Valgrind's
+//! Helgrind on one program written twice.
 //!
-//! `cargo bench -p ppd-flowback --bench races` prints what it measured and how. Sizes:
-//! `PPD_BENCH_EVENTS` (default 10 000 000 events per synthetic trace),
-//! `PPD_BENCH_HELGRIND_ITERS` (default 20 000 iterations per thread of the Helgrind program).
-//! Nothing here gates: the goal (10 M events/s on one core) is reported, not asserted.
+//! ```sh
+//! cargo build --release -p ppd-cli -p ppd-examples --bin ppd --example racy_counter   # for Helgrind's part
+//! cargo bench -p ppd-flowback --bench races
+//! ```
+//!
+//! **Throughput.** Synthetic traces of `PPD_BENCH_EVENTS` events (default 10 000 000) in three
+//! shapes; each timing is the median of the same number of runs (`RUNS`), trace generation
+//! excluded. "All race analysis" is timed as one piece: clocks, data races and message races.
+//!
+//! **Memory.** A counting global allocator measures the bytes each structure keeps alive (the
+//! trace after it is built, the clocks after they are computed) and the peak heap while the
+//! analysis runs. The detector's bytes per shared variable are its own count of its tables'
+//! capacity, labelled as such. Counting costs two atomic operations per allocation, which the
+//! timings include.
+//!
+//! **Helgrind.** The same program twice: four threads, each `PPD_BENCH_HELGRIND_ITERS` (default
+//! 20 000) times a relaxed load then a store of one shared counter — `std` compiled with
+//! `rustc -O -g` and run under `valgrind --tool=helgrind`, and its ppd twin, the `racy_counter`
+//! example (release build), recorded with `ppd record` and analysed with `ppd races --json` on
+//! that recording. Whole-process wall times, median of `RUNS` runs each, runs interleaved.
+//! Printed beside each other: Helgrind's run against the recorded run plus the analysis, and the
+//! races each tool reports, by source line. Without valgrind, or without the release binaries,
+//! the part that needs them is skipped with a notice saying so.
+//!
+//! Nothing here gates: the goal (10 M events/s on one core) is reported, not asserted. The
+//! machine may be shared: the figures are as noisy as it is.
 
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use ppd_flowback::Clocks;
 use ppd_flowback::message_races::message_races;
 use ppd_flowback::races::clocks_and_races;
 use ppd_flowback::synth::{self, Shape};
-use ppd_flowback::{Analysis, Clocks, Trace};
+
+/// The system allocator, counting the bytes live and the peak since the last reset.
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every call goes to the system allocator with the caller's arguments; the counters
+// only observe sizes.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded unchanged to the system allocator.
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            grew(layout.size());
+        }
+        p
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded unchanged to the system allocator.
+        let p = unsafe { System.alloc_zeroed(layout) };
+        if !p.is_null() {
+            grew(layout.size());
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded unchanged to the system allocator.
+        unsafe { System.dealloc(ptr, layout) };
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: forwarded unchanged to the system allocator.
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+            grew(new_size);
+        }
+        p
+    }
+}
+
+fn grew(bytes: usize) {
+    let live = LIVE.fetch_add(bytes, Ordering::Relaxed) + bytes;
+    PEAK.fetch_max(live, Ordering::Relaxed);
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+fn live() -> usize {
+    LIVE.load(Ordering::Relaxed)
+}
+
+/// Peak heap while `f` runs, above what was live when it started.
+fn peak_during<T>(f: impl FnOnce() -> T) -> (usize, T) {
+    let before = live();
+    PEAK.store(before, Ordering::Relaxed);
+    let v = f();
+    (PEAK.load(Ordering::Relaxed) - before, v)
+}
 
 fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -23,17 +112,22 @@ fn env_u64(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-/// Best of `runs` timings of `f`.
-fn best<T>(runs: usize, mut f: impl FnMut() -> T) -> (Duration, T) {
-    let mut best = Duration::MAX;
+fn median(mut xs: Vec<Duration>) -> Duration {
+    xs.sort();
+    xs[xs.len() / 2]
+}
+
+/// Median of `runs` timings of `f`, and its last result.
+fn timed<T>(runs: usize, mut f: impl FnMut() -> T) -> (Duration, T) {
+    let mut times = Vec::with_capacity(runs);
     let mut last = None;
     for _ in 0..runs {
         let t = Instant::now();
         let v = f();
-        best = best.min(t.elapsed());
+        times.push(t.elapsed());
         last = Some(v);
     }
-    (best, last.expect("at least one run"))
+    (median(times), last.expect("at least one run"))
 }
 
 fn rate(events: u64, d: Duration) -> String {
@@ -44,12 +138,31 @@ fn ms(d: Duration) -> String {
     format!("{:>9.1} ms", d.as_secs_f64() * 1e3)
 }
 
-fn measure(label: &str, trace: &Trace) {
+fn measure(label: &str, shape: &Shape, seed: u64, runs: usize) {
+    let before = live();
+    let trace = synth::execution(shape, seed);
+    let trace_bytes = live() - before;
     let events = trace.event_count();
-    let (t_clocks, _) = best(3, || Clocks::compute(trace));
-    let (t_races, (clocks, races, stats)) = best(3, || clocks_and_races(trace));
-    let (t_messages, messages) = best(3, || message_races(trace, &clocks));
-    let total = t_races + t_messages;
+    let (t_clocks, _) = timed(runs, || Clocks::compute(&trace));
+    let (t_races, (clocks, races, stats)) = timed(runs, || clocks_and_races(&trace));
+    let (t_messages, messages) = timed(runs, || message_races(&trace, &clocks));
+    let (t_all, _) = timed(runs, || {
+        let (clocks, races, _) = clocks_and_races(&trace);
+        let messages = message_races(&trace, &clocks);
+        black_box((clocks, races, messages))
+    });
+    drop(clocks);
+    let before = live();
+    let clocks = Clocks::compute(&trace);
+    let clock_bytes = live() - before;
+    let checkpoints = clocks.checkpoint_count();
+    drop(clocks);
+    let (peak, analysed) = peak_during(|| {
+        let (clocks, races, _) = clocks_and_races(&trace);
+        let messages = message_races(&trace, &clocks);
+        (clocks, races, messages)
+    });
+    drop(analysed);
     println!(
         "{label}: {events} events, {} processes",
         trace.processes().len()
@@ -73,9 +186,9 @@ fn measure(label: &str, trace: &Trace) {
         rate(events, t_messages)
     );
     println!(
-        "  all race analysis             {}  {}",
-        ms(total),
-        rate(events, total)
+        "  all race analysis, timed whole{}  {}",
+        ms(t_all),
+        rate(events, t_all)
     );
     println!(
         "  found: {} data races, {} message races (deduplicated by site pair)",
@@ -83,243 +196,408 @@ fn measure(label: &str, trace: &Trace) {
         messages.len()
     );
     println!(
-        "  memory: detector {:.0} bytes per shared variable ({} variables); clocks {:.1} bytes \
-         per event ({} stored vectors); trace {} bytes per event",
+        "  memory, measured: trace {:.1} bytes per event; clocks {:.1} bytes per event ({} \
+         stored vectors); peak heap during all race analysis {:.1} MB",
+        trace_bytes as f64 / events as f64,
+        clock_bytes as f64 / events as f64,
+        checkpoints,
+        peak as f64 / 1e6
+    );
+    println!(
+        "  detector tables, by its own count of their capacity: {:.0} bytes per shared variable \
+         ({} variables)",
         stats.state_bytes as f64 / stats.variables.max(1) as f64,
-        stats.variables,
-        clocks.heap_bytes() as f64 / events as f64,
-        clocks.checkpoint_count(),
-        std::mem::size_of::<ppd_flowback::trace::Ev>()
+        stats.variables
     );
     println!();
     black_box((races, messages));
 }
 
-/// The comparable program for Helgrind: `racy_counter` with `std` instead of `ppd` (four
-/// threads, a relaxed load then store of one shared counter).
-const STD_RACY_COUNTER: &str = r#"
+// ---------------------------------------------------------------------------------------------
+// Helgrind
+
+/// The program Helgrind runs: `examples/racy_counter.rs` with `std` instead of `ppd`, statement
+/// for statement.
+const STD_RACY_COUNTER: &str = r#"use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-fn main() {
-    let iters: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(1000);
+
+const PROCESSES: u64 = 4;
+const INCREMENTS: u64 = 1000;
+
+fn main() -> ExitCode {
+    let increments = std::env::args()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(INCREMENTS);
     let counter = Arc::new(AtomicU64::new(0));
-    let workers: Vec<_> = (0..4)
-        .map(|_| {
+    let workers: Vec<_> = (0..PROCESSES)
+        .map(|i| {
             let counter = Arc::clone(&counter);
-            std::thread::spawn(move || {
-                for _ in 0..iters {
-                    let seen = counter.load(Ordering::Relaxed);
-                    counter.store(seen + 1, Ordering::Relaxed);
-                }
-            })
+            std::thread::Builder::new()
+                .name(format!("incr-{i}"))
+                .spawn(move || {
+                    for _ in 0..increments {
+                        let seen = counter.load(Ordering::Relaxed);
+                        counter.store(seen + 1, Ordering::Relaxed);
+                    }
+                })
+                .expect("spawn")
         })
         .collect();
     for w in workers {
-        w.join().unwrap();
+        w.join().expect("worker");
     }
-    println!("counter = {}", counter.load(Ordering::SeqCst));
+    let total = counter.load(Ordering::SeqCst);
+    println!("counter = {total} (expected {})", PROCESSES * increments);
+    if total == PROCESSES * increments {
+        ExitCode::SUCCESS
+    } else {
+        println!("lost {} increments", PROCESSES * increments - total);
+        ExitCode::FAILURE
+    }
 }
 "#;
 
-fn build_std_program(dir: &Path) -> Option<PathBuf> {
-    let src = dir.join("std_racy_counter.rs");
+const STD_FILE: &str = "std_racy_counter.rs";
+
+fn build_std_program(dir: &Path) -> Result<PathBuf, String> {
+    let src = dir.join(STD_FILE);
     let bin = dir.join("std_racy_counter");
-    std::fs::write(&src, STD_RACY_COUNTER).ok()?;
+    std::fs::write(&src, STD_RACY_COUNTER).map_err(|e| e.to_string())?;
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
-    let ok = Command::new(rustc)
+    let out = Command::new(&rustc)
         .args(["--edition", "2021", "-O", "-g", "-o"])
         .arg(&bin)
         .arg(&src)
-        .status()
-        .ok()?
-        .success();
-    ok.then_some(bin)
-}
-
-fn helgrind(iters: u64) {
-    println!("side by side with Valgrind's Helgrind (report only)");
-    let Ok(tmp) = tempfile_dir() else {
-        println!("  skipped: no temporary directory");
-        return;
-    };
-    let Some(bin) = build_std_program(&tmp) else {
-        println!("  skipped: could not compile the std program with rustc");
-        return;
-    };
-    let arg = iters.to_string();
-    let (native, _) = best(3, || Command::new(&bin).arg(&arg).output());
-    let t = Instant::now();
-    let out = Command::new("valgrind")
-        .args(["--tool=helgrind", "--error-limit=no"])
-        .arg(&bin)
-        .arg(&arg)
-        .output();
-    let under = t.elapsed();
-    let out = match out {
-        Ok(o) => o,
-        Err(e) => {
-            println!("  skipped: valgrind not runnable ({e})");
-            return;
-        }
-    };
-    let log = String::from_utf8_lossy(&out.stderr);
-    let reports = log.matches("Possible data race").count();
-    let summary = log
-        .lines()
-        .find(|l| l.contains("ERROR SUMMARY"))
-        .unwrap_or("")
-        .trim_start_matches(|c: char| c == '=' || c.is_ascii_digit())
-        .trim();
-    let mut lines: Vec<&str> = log
-        .lines()
-        .filter(|l| l.contains("std_racy_counter.rs:"))
-        .filter_map(|l| l.rsplit_once('(').map(|(_, loc)| loc.trim_end_matches(')')))
-        .collect();
-    lines.sort_unstable();
-    lines.dedup();
-    println!(
-        "  program: 4 std threads x {iters} iterations of a relaxed load then store (racy_counter \
-         without ppd), built with rustc -O"
-    );
-    println!("  native                        {}", ms(native));
-    println!(
-        "  under helgrind                {}  slowdown {:.0}x",
-        ms(under),
-        under.as_secs_f64() / native.as_secs_f64()
-    );
-    println!("  helgrind: {reports} \"Possible data race\" reports; {summary}");
-    println!("  helgrind locations: {}", lines.join(", "));
-    // ppd on the same shape of run: 4 processes, each a relaxed load then store per iteration.
-    let trace = racy_counter_trace(4, iters);
-    let (t, a) = best(3, || {
-        let a = Analysis::of_trace(trace.clone());
-        let races = a.data_races();
-        (a, races)
-    });
-    println!(
-        "  ppd on the same run's log ({} events): clocks + races {}, {} races (load/store, \
-         store/store) with both sides and clocks",
-        trace.event_count(),
-        ms(t),
-        a.1.len()
-    );
-    let _ = std::fs::remove_dir_all(&tmp);
-}
-
-fn tempfile_dir() -> std::io::Result<PathBuf> {
-    let dir = std::env::temp_dir().join(format!("ppd-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
-    Ok(dir)
-}
-
-/// The log `racy_counter` with `iters` iterations would produce: main spawns the workers,
-/// each loads then stores, main joins them; accesses interleave round-robin.
-fn racy_counter_trace(workers: u32, iters: u64) -> Trace {
-    use ppd_flowback::trace::Op;
-    use ppd_formats::event::{AtomicOp, MemOrdering, ObjectKind};
-    use ppd_formats::{ObjectId, ProcessId};
-    let mut b = Trace::builder();
-    let main = b.add_process(ProcessId(0), "main", None);
-    let counter = b.define_object(
-        ObjectId::new(ProcessId(0), 0),
-        ObjectKind::Atomic,
-        0,
-        Some("counter"),
-    );
-    let load = b.site("racy_counter.rs", 24, 1);
-    let store = b.site("racy_counter.rs", 25, 1);
-    let none = ppd_flowback::trace::NO_SITE;
-    b.push(main, Op::Create { object: counter }, none);
-    let ps: Vec<u32> = (1..=workers)
-        .map(|w| {
-            let p = b.add_process(ProcessId(w), &format!("incr-{w}"), Some(ProcessId(0)));
-            b.push(
-                main,
-                Op::Spawn {
-                    child: ProcessId(w),
-                },
-                none,
-            );
-            b.push(
-                p,
-                Op::Start {
-                    parent: Some(ProcessId(0)),
-                },
-                none,
-            );
-            p
-        })
-        .collect();
-    let mut version = 0;
-    for _ in 0..iters {
-        for &p in &ps {
-            for (op, site) in [(AtomicOp::Load, load), (AtomicOp::Store, store)] {
-                version += 1;
-                b.push(
-                    p,
-                    Op::Atomic {
-                        object: counter,
-                        version,
-                        prev: None,
-                        op,
-                        ordering: MemOrdering::Relaxed,
-                    },
-                    site,
-                );
-            }
-        }
+        .output()
+        .map_err(|e| format!("{rustc}: {e}"))?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
     }
-    for &p in &ps {
-        b.push(p, Op::Exit, none);
-        b.push(
-            main,
-            Op::Join {
-                child: ProcessId(p),
-            },
-            none,
+    Ok(bin)
+}
+
+/// Wall time of a whole process, which must exit with 0 or 1 (racy_counter's "lost
+/// increments").
+fn run_timed(cmd: &mut Command) -> (Duration, Output) {
+    cmd.stdin(Stdio::null());
+    let t = Instant::now();
+    let out = cmd.output().expect("run a benchmark process");
+    let took = t.elapsed();
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{cmd:?}: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (took, out)
+}
+
+/// One side of a reported race: what it did and at which line of the program's own source
+/// (`None`: only in code that is not the program's, such as std's thread start-up).
+type SiteOf = (String, Option<u32>);
+
+/// Helgrind's "Possible data race" reports as pairs of sides, each with the first frame in the
+/// program's source file.
+fn helgrind_races(log: &str) -> Vec<(SiteOf, SiteOf)> {
+    let frame_line = |text: &str| -> Option<u32> {
+        let at = text.find(&format!("({STD_FILE}:"))? + STD_FILE.len() + 2;
+        text[at..].split(')').next()?.parse().ok()
+    };
+    log.split("Possible data race during ")
+        .skip(1)
+        .map(|report| {
+            let access = report.split(' ').next().unwrap_or("?").to_owned();
+            let (mine, theirs) = report
+                .split_once("This conflicts with a previous ")
+                .unwrap_or((report, ""));
+            let other = theirs.split(' ').next().unwrap_or("?").to_owned();
+            // A report ends where the next separator line starts.
+            let theirs = theirs.split("----------------").next().unwrap_or("");
+            let a = (access, frame_line(mine));
+            let b = (other, frame_line(theirs));
+            if a <= b { (a, b) } else { (b, a) }
+        })
+        .collect()
+}
+
+/// `ppd races --json`'s races as pairs of sides, and the count of each.
+fn ppd_races(report: &serde_json::Value) -> Vec<((SiteOf, SiteOf), String, u64)> {
+    report["races"]
+        .as_array()
+        .map(|races| {
+            races
+                .iter()
+                .map(|r| {
+                    let side = |s: &serde_json::Value| -> SiteOf {
+                        (
+                            s["operation"].as_str().unwrap_or("?").to_owned(),
+                            s["line"].as_u64().map(|l| l as u32),
+                        )
+                    };
+                    let (a, b) = (side(&r["a"]), side(&r["b"]));
+                    let pair = if a <= b { (a, b) } else { (b, a) };
+                    (
+                        pair,
+                        format!("{} race on {}", r["kind"].as_str().unwrap_or("?"), r["var"]),
+                        r["count"].as_u64().unwrap_or(0),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn statement(source: &str, line: Option<u32>) -> String {
+    match line {
+        Some(l) => format!(
+            "line {l:>2} `{}`",
+            source
+                .lines()
+                .nth(l as usize - 1)
+                .unwrap_or("?")
+                .trim()
+                .trim_end_matches(';')
+        ),
+        None => "not in the program's source (std's own code)".to_owned(),
+    }
+}
+
+fn side_text(source: &str, (access, line): &SiteOf) -> String {
+    format!("{access} at {}", statement(source, *line))
+}
+
+/// The release binaries the twin needs, next to this benchmark's own build directory.
+fn release_binaries() -> Option<(PathBuf, PathBuf)> {
+    let exe = std::env::current_exe().ok()?;
+    let profile = exe.parent()?.parent()?;
+    let ppd = profile.join("ppd");
+    let twin = profile.join("examples").join("racy_counter");
+    (ppd.exists() && twin.exists()).then_some((ppd, twin))
+}
+
+fn row(label: &str, d: Duration, note: &str) {
+    println!("  {label:<48}{}{note}", ms(d));
+}
+
+fn helgrind(iters: u64, runs: usize) {
+    println!(
+        "side by side with Valgrind's Helgrind: 4 threads x {iters} iterations of a relaxed load \
+         then store of one counter; whole-process wall time, median of {runs} runs each"
+    );
+    let tmp = std::env::temp_dir().join(format!("ppd-bench-races-{}", std::process::id()));
+    if let Err(e) = std::fs::create_dir_all(&tmp) {
+        println!("  SKIPPED: no temporary directory ({e})");
+        return;
+    }
+    let std_bin = match build_std_program(&tmp) {
+        Ok(bin) => Some(bin),
+        Err(e) => {
+            println!("  SKIPPED the std program and Helgrind: rustc could not build it: {e}");
+            None
+        }
+    };
+    let valgrind = Command::new("valgrind")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !valgrind {
+        println!("  SKIPPED Helgrind: valgrind is not installed (or does not run) on this machine");
+    }
+    let binaries = release_binaries();
+    if binaries.is_none() {
+        println!(
+            "  SKIPPED ppd's side: build the release binaries first: cargo build --release -p \
+             ppd-cli -p ppd-examples --bin ppd --example racy_counter"
         );
     }
-    b.push(main, Op::Exit, none);
-    b.build()
+    let arg = iters.to_string();
+    let mut native = Vec::new();
+    let mut under = Vec::new();
+    let mut helgrind_reports: BTreeMap<(SiteOf, SiteOf), usize> = BTreeMap::new();
+    let mut helgrind_summary = String::new();
+    let mut twin_plain = Vec::new();
+    let mut recorded = Vec::new();
+    let mut analysed = Vec::new();
+    let mut both = Vec::new();
+    let mut ppd_reports: BTreeMap<(SiteOf, SiteOf), (String, Vec<u64>)> = BTreeMap::new();
+    let mut events = 0;
+    for run in 0..runs {
+        if let Some(bin) = &std_bin {
+            native.push(run_timed(Command::new(bin).arg(&arg)).0);
+            if valgrind {
+                let (took, out) = run_timed(
+                    Command::new("valgrind")
+                        .args(["--tool=helgrind", "--error-limit=no"])
+                        .arg(bin)
+                        .arg(&arg),
+                );
+                under.push(took);
+                let log = String::from_utf8_lossy(&out.stderr);
+                for pair in helgrind_races(&log) {
+                    *helgrind_reports.entry(pair).or_default() += 1;
+                }
+                helgrind_summary = log
+                    .lines()
+                    .find(|l| l.contains("ERROR SUMMARY"))
+                    .unwrap_or("")
+                    .trim_start_matches(|c: char| c == '=' || c.is_ascii_digit())
+                    .trim()
+                    .to_owned();
+            }
+        }
+        if let Some((ppd, twin)) = &binaries {
+            twin_plain.push(
+                run_timed(
+                    Command::new(twin)
+                        .arg(&arg)
+                        .env_remove("PPD_MODE")
+                        .env_remove("PPD_DIR"),
+                )
+                .0,
+            );
+            let dir = tmp.join(format!("rec-{run}"));
+            let (t_record, _) = run_timed(
+                Command::new(ppd)
+                    .arg("record")
+                    .arg("-o")
+                    .arg(&dir)
+                    .arg("--")
+                    .arg(twin)
+                    .arg(&arg)
+                    .current_dir(&tmp),
+            );
+            let (t_races, out) = run_timed(
+                Command::new(ppd)
+                    .args(["races", "--json"])
+                    .arg(&dir)
+                    .current_dir(&tmp),
+            );
+            recorded.push(t_record);
+            analysed.push(t_races);
+            both.push(t_record + t_races);
+            let report: serde_json::Value =
+                serde_json::from_slice(&out.stdout).expect("ppd races --json prints JSON");
+            events = report["events"].as_u64().unwrap_or(0);
+            for (pair, what, count) in ppd_races(&report) {
+                let entry = ppd_reports.entry(pair).or_insert((what, Vec::new()));
+                entry.1.push(count);
+            }
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+    if !native.is_empty() {
+        let native = median(native);
+        row("std program (rustc -O -g), native", native, "");
+        if !under.is_empty() {
+            let under = median(under.clone());
+            let slowdown = under.as_secs_f64() / native.as_secs_f64();
+            row(
+                "std program under helgrind",
+                under,
+                &format!("   ({slowdown:.0}x native)"),
+            );
+        }
+    }
+    if !recorded.is_empty() {
+        row(
+            "ppd twin (examples/racy_counter), not recorded",
+            median(twin_plain),
+            "",
+        );
+        row(
+            "ppd twin, ppd record",
+            median(recorded),
+            &format!("   ({events} events logged)"),
+        );
+        row(
+            "ppd races --json on that recording",
+            median(analysed),
+            "   (decode, clocks, races, report)",
+        );
+        let total = median(both);
+        row("record + races, per run", total, "");
+        if !under.is_empty() {
+            println!(
+                "  {:<48}{:>9.2}",
+                "helgrind / (record + races)",
+                median(under).as_secs_f64() / total.as_secs_f64()
+            );
+        }
+    }
+    if valgrind && std_bin.is_some() {
+        println!("  helgrind reports (\"Possible data race\", by the first frame in {STD_FILE}):");
+        for ((a, b), n) in &helgrind_reports {
+            println!(
+                "    {} / {}: {n} report(s) over {runs} run(s)",
+                side_text(STD_RACY_COUNTER, a),
+                side_text(STD_RACY_COUNTER, b)
+            );
+        }
+        println!(
+            "    (rustc -O may fold the relaxed load, the add and the store into one increment of \
+             memory, whose read and write Helgrind both places at the store's line)"
+        );
+        println!("    helgrind's last summary: {helgrind_summary}");
+    }
+    if binaries.is_some() {
+        let source = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/racy_counter.rs"),
+        )
+        .unwrap_or_default();
+        println!("  ppd races reports (racy_counter.rs):");
+        for ((a, b), (what, counts)) in &ppd_reports {
+            println!(
+                "    {what}: {} / {}: in {} of {runs} run(s), racing pairs {:?}",
+                side_text(&source, a),
+                side_text(&source, b),
+                counts.len(),
+                counts
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
 }
 
 fn main() {
     // `cargo bench` passes `--bench`; a test run (`cargo test --benches`) passes nothing and
     // gets a quick smoke run.
     let quick = !std::env::args().any(|a| a == "--bench");
-    let events = if quick {
-        20_000
+    let (events, runs) = if quick {
+        (20_000, 1)
     } else {
-        env_u64("PPD_BENCH_EVENTS", 10_000_000)
+        (env_u64("PPD_BENCH_EVENTS", 10_000_000), 5)
     };
     println!(
-        "ppd race analysis benchmark: one core, best of 3 runs, times exclude trace generation"
+        "ppd race analysis benchmark: one core, median of {runs} runs, times exclude trace \
+         generation"
     );
     println!();
-    let trace = synth::execution(&Shape::guarded(8, events, 64), 1);
     measure(
         "race-free: 8 processes, 32 lock-guarded atomics (relaxed accesses inside lock sections), \
          32 atomics with acquire/release/rmw accesses",
-        &trace,
+        &Shape::guarded(8, events, 64),
+        1,
+        runs,
     );
-    drop(trace);
-    let trace = synth::execution(&Shape::mixed(8, events), 3);
     measure(
         "mixed: 8 processes, atomics, lock sections, messages, semaphores, local events (racy)",
-        &trace,
+        &Shape::mixed(8, events),
+        3,
+        runs,
     );
-    drop(trace);
-    let trace = synth::execution(&Shape::atomics(8, events, 64, 50), 2);
     measure(
         "worst case: 8 processes, 64 atomics, 50% unordered relaxed accesses (almost every \
          access races)",
-        &trace,
+        &Shape::atomics(8, events, 64, 50),
+        2,
+        runs,
     );
-    drop(trace);
     let iters = if quick {
         200
     } else {
         env_u64("PPD_BENCH_HELGRIND_ITERS", 20_000)
     };
-    helgrind(iters);
+    helgrind(iters, runs);
 }

@@ -196,6 +196,76 @@ mod tests {
         assert!(!acq.conflicts(load));
     }
 
+    const OPS: [AtomicOp; 4] = [
+        AtomicOp::Load,
+        AtomicOp::Store,
+        AtomicOp::Rmw,
+        AtomicOp::CasFail,
+    ];
+    const ORDERINGS: [MemOrdering; 5] = [
+        MemOrdering::Relaxed,
+        MemOrdering::Release,
+        MemOrdering::Acquire,
+        MemOrdering::AcqRel,
+        MemOrdering::SeqCst,
+    ];
+
+    #[test]
+    fn acquire_and_release_follow_the_documented_table_for_every_access() {
+        use AtomicOp::*;
+        use MemOrdering::*;
+        // (op, ordering, acquires, releases), one row per access, as the module docs state.
+        let table = [
+            (Load, Relaxed, false, false),
+            (Load, Release, false, false),
+            (Load, Acquire, true, false),
+            (Load, AcqRel, true, false),
+            (Load, SeqCst, true, false),
+            (Store, Relaxed, false, false),
+            (Store, Release, false, true),
+            (Store, Acquire, false, false),
+            (Store, AcqRel, false, true),
+            (Store, SeqCst, false, true),
+            (Rmw, Relaxed, false, false),
+            (Rmw, Release, false, true),
+            (Rmw, Acquire, true, false),
+            (Rmw, AcqRel, true, true),
+            (Rmw, SeqCst, true, true),
+            (CasFail, Relaxed, false, false),
+            (CasFail, Release, false, false),
+            (CasFail, Acquire, true, false),
+            (CasFail, AcqRel, true, false),
+            (CasFail, SeqCst, true, false),
+        ];
+        assert_eq!(table.len(), OPS.len() * ORDERINGS.len());
+        for (op, ordering, acq, rel) in table {
+            assert_eq!(
+                acquires(op, ordering),
+                acq,
+                "acquires({op:?}, {ordering:?})"
+            );
+            assert_eq!(
+                releases(op, ordering),
+                rel,
+                "releases({op:?}, {ordering:?})"
+            );
+        }
+    }
+
+    #[test]
+    fn access_classes_conflict_exactly_as_the_reference_rules_say() {
+        use crate::testing::reference_conflict;
+        for a in OPS.iter().flat_map(|&op| ORDERINGS.map(|o| (op, o))) {
+            for b in OPS.iter().flat_map(|&op| ORDERINGS.map(|o| (op, o))) {
+                assert_eq!(
+                    AccessClass::of(a.0, a.1).conflicts(AccessClass::of(b.0, b.1)),
+                    reference_conflict(a, b),
+                    "{a:?} against {b:?}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn kinds_round_trip_through_their_codes() {
         for k in SyncKind::ALL {

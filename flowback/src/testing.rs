@@ -3,10 +3,54 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use ppd_formats::event::{AtomicOp, ObjectKind};
+use ppd_formats::event::{AtomicOp, MemOrdering, ObjectKind};
 
-use crate::hb::{AccessClass, acquires, releases};
 use crate::trace::{EventRef, ObjIdx, Op, SiteId, Trace};
+
+/// The documented table of atomic accesses (the `hb` module's docs, after the C++20/Rust model),
+/// spelt out case by case rather than derived, so that a mistake in `hb`'s rules shows up as a
+/// disagreement: (reads, writes, acquires, releases, is a data access).
+fn reference_access(op: AtomicOp, ordering: MemOrdering) -> (bool, bool, bool, bool, bool) {
+    use AtomicOp::*;
+    use MemOrdering::*;
+    match (op, ordering) {
+        (Load, Relaxed) => (true, false, false, false, true),
+        (Load, Acquire | AcqRel | SeqCst) => (true, false, true, false, false),
+        // A load cannot be Release; the recorder never logs one, but it would order nothing.
+        (Load, Release) => (true, false, false, false, false),
+        (Store, Relaxed) => (false, true, false, false, true),
+        (Store, Release | AcqRel | SeqCst) => (false, true, false, true, false),
+        (Store, Acquire) => (false, true, false, false, false),
+        // A read-modify-write is indivisible whatever its ordering: never a data access.
+        (Rmw, Relaxed) => (true, true, false, false, false),
+        (Rmw, Acquire) => (true, true, true, false, false),
+        (Rmw, Release) => (true, true, false, true, false),
+        (Rmw, AcqRel | SeqCst) => (true, true, true, true, false),
+        // A failed compare-exchange only reads, with at most the acquire part of its ordering.
+        (CasFail, Relaxed | Release) => (true, false, false, false, false),
+        (CasFail, Acquire | AcqRel | SeqCst) => (true, false, true, false, false),
+    }
+}
+
+/// Whether an access acquires, by the reference table.
+fn reference_acquires(op: AtomicOp, ordering: MemOrdering) -> bool {
+    reference_access(op, ordering).2
+}
+
+/// Whether an access releases, by the reference table.
+fn reference_releases(op: AtomicOp, ordering: MemOrdering) -> bool {
+    reference_access(op, ordering).3
+}
+
+/// An atomic access: what it did and with which ordering.
+type Access = (AtomicOp, MemOrdering);
+
+/// Whether two unordered accesses race: one of them writes and one of them is a data access.
+pub(crate) fn reference_conflict(a: (AtomicOp, MemOrdering), b: (AtomicOp, MemOrdering)) -> bool {
+    let (_, wa, _, _, da) = reference_access(a.0, a.1);
+    let (_, wb, _, _, db) = reference_access(b.0, b.1);
+    (wa || wb) && (da || db)
+}
 
 /// Every event's vector clock, by fixpoint over edges derived straight from the semantics.
 pub(crate) fn reference_clocks(trace: &Trace) -> Vec<Vec<Vec<u32>>> {
@@ -154,7 +198,7 @@ fn reference_edges(trace: &Trace) -> HashMap<EventRef, Vec<EventRef>> {
                     else {
                         continue;
                     };
-                    if !acquires(aop, ordering) {
+                    if !reference_acquires(aop, ordering) {
                         continue;
                     }
                     // Walk back from the write read from through its release sequence.
@@ -167,10 +211,10 @@ fn reference_edges(trace: &Trace) -> HashMap<EventRef, Vec<EventRef>> {
                         else {
                             continue;
                         };
-                        if !wo.writes() {
+                        if !reference_access(wo, word).1 {
                             continue;
                         }
-                        if releases(wo, word) {
+                        if reference_releases(wo, word) {
                             add(r, w);
                         }
                         if wo == AtomicOp::Store {
@@ -196,7 +240,7 @@ pub(crate) fn reference_races(
     };
     let mut races = BTreeMap::new();
     for o in 0..trace.objects().len() as ObjIdx {
-        let mut accesses: Vec<(u64, EventRef, AccessClass)> = Vec::new();
+        let mut accesses: Vec<(u64, EventRef, Access)> = Vec::new();
         for (p, proc) in trace.processes().iter().enumerate() {
             for (k, e) in proc.events.iter().enumerate() {
                 if let Op::Atomic {
@@ -208,28 +252,29 @@ pub(crate) fn reference_races(
                 } = e.op
                     && object == o
                 {
-                    accesses.push((
-                        version,
-                        EventRef::new(p as u32, k as u32),
-                        AccessClass::of(op, ordering),
-                    ));
+                    accesses.push((version, EventRef::new(p as u32, k as u32), (op, ordering)));
                 }
             }
         }
         accesses.sort_by_key(|a| a.0);
-        let mut last: HashMap<(u32, AccessClass), EventRef> = HashMap::new();
-        for &(_, x, class) in &accesses {
+        // The last access of each process by (writes, is a data access): the classes that
+        // decide whether two accesses conflict.
+        let mut last: HashMap<(u32, bool, bool), (EventRef, Access)> = HashMap::new();
+        for &(_, x, access) in &accesses {
             let mut found: Vec<EventRef> = last
                 .iter()
-                .filter(|((q, c), e)| *q != x.process && class.conflicts(*c) && !hb(**e, x))
-                .map(|(_, e)| *e)
+                .filter(|((q, _, _), (e, other))| {
+                    *q != x.process && reference_conflict(access, *other) && !hb(*e, x)
+                })
+                .map(|(_, (e, _))| *e)
                 .collect();
             found.sort();
             for e in found {
                 let (sa, sb) = (trace.event(e).site, trace.event(x).site);
                 *races.entry((o, sa.min(sb), sa.max(sb))).or_insert(0) += 1;
             }
-            last.insert((x.process, class), x);
+            let (_, writes, _, _, data) = reference_access(access.0, access.1);
+            last.insert((x.process, writes, data), (x, access));
         }
     }
     races

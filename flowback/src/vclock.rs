@@ -170,15 +170,6 @@ impl Clocks {
         self.procs.iter().map(|p| p.checkpoints.len()).sum()
     }
 
-    /// Bytes of memory the clocks take (without the trace).
-    pub fn heap_bytes(&self) -> usize {
-        self.procs
-            .iter()
-            .map(|p| (p.checkpoints.len() + p.pool.len() + p.cp_of.len()) * 4)
-            .sum::<usize>()
-            + self.edges.len() * std::mem::size_of::<SyncEdge>()
-    }
-
     pub(crate) fn parts(&self) -> (&[ProcClocks], &[SyncEdge], &[String]) {
         (&self.procs, &self.edges, &self.notes)
     }

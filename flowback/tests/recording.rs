@@ -170,19 +170,55 @@ fn clocks_are_cached_and_recomputed_when_a_log_changes() {
 fn a_damaged_log_is_analysed_up_to_its_damage() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    write_recording(dir, 0);
-    // Cut worker b's log in the middle of its frames.
+    // Worker b stores 2000 times: its log spans many blocks.
+    let extra = 1999;
+    write_recording(dir, extra);
+    let written = 1 + (extra + 1) + 1;
+    // Cut b's log in the middle of its frames, which follow the 4096-byte header region and
+    // the ring of two 4096-byte blocks (docs/format.md §3).
     let log = dir.join(Manifest::log_name(ProcessId(2)));
     let bytes = std::fs::read(&log).unwrap();
-    std::fs::write(&log, &bytes[..bytes.len() - 40]).unwrap();
+    let frames = 4096 + 2 * 4096;
+    std::fs::write(&log, &bytes[..frames + (bytes.len() - frames) / 2]).unwrap();
     let rec = Recording::open(dir).unwrap();
     let analysis = Analysis::open(&rec).unwrap();
     let report = analysis.report();
     let b = analysis.trace.process(2);
     assert!(!b.complete);
-    assert!(b.events.len() <= 3);
-    // Whatever survived is analysed; nothing panics, and the report says what was lost.
+    let kept = b.events.len();
+    assert!(
+        kept > 1 && kept < written,
+        "{kept} of b's {written} events survived the cut"
+    );
+    // What survived is analysed: each of b's surviving stores races with a's store.
+    let stores = b
+        .events
+        .iter()
+        .filter(|e| matches!(e.op, ppd_flowback::trace::Op::Atomic { .. }))
+        .count();
+    assert_eq!(stores, kept - 1, "b's events are its start and its stores");
     assert_eq!(report.processes, 3);
+    assert_eq!(report.events, (4 + 3 + kept) as u64);
+    assert_eq!(report.races.len(), 1, "{:#?}", report.races);
+    assert_eq!(report.races[0].count, stores as u64);
+    // The report says which process lost events, in which file, and that they were lost.
+    let note = report
+        .notes
+        .iter()
+        .find(|n| n.starts_with("b (p2): "))
+        .unwrap_or_else(|| panic!("no note about b: {:?}", report.notes));
+    assert!(
+        note.contains("proc-0002.log") && note.contains("offset"),
+        "{note}"
+    );
+    assert!(
+        report
+            .notes
+            .iter()
+            .all(|n| !n.starts_with("a (") && !n.starts_with("main (")),
+        "only b was damaged: {:?}",
+        report.notes
+    );
     let _ = ppd_flowback::picture::html::render(&ppd_flowback::picture::Diagram::build(
         "damaged",
         &analysis.trace,

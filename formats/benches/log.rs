@@ -102,11 +102,12 @@ fn write(
 /// writer does at the very least for each event, with no encoding and no compression.
 fn memcpy_floor(n: u64, len: usize) -> Duration {
     let mut block = vec![0u8; 128 * 1024];
+    let mut source = vec![0u8; len.max(1)];
     let mut pos = 0;
     let start = Instant::now();
     for i in 0..n {
-        let bytes = black_box([i as u8; 16]);
-        let record = &bytes[..len.min(16)];
+        source[0] = i as u8;
+        let record = black_box(source.as_slice());
         if pos + record.len() > block.len() {
             pos = 0;
         }

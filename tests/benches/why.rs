@@ -13,7 +13,9 @@
 //! * cold: no cache: each process's index is built by reading its log, and the instances the
 //!   answer passes through are re-executed by the recorded binary (one run per level);
 //! * indexed: indexes cached, traces not: only the re-execution;
-//! * warm: indexes and traces cached: the median of 21 queries.
+//! * warm: indexes and traces cached.
+//!
+//! Each is the median of 7 queries (the three states in turn, 7 times).
 //!
 //! The warm 10 M / 1 M ratio says whether the latency stays flat as the recording grows.
 //!
@@ -109,7 +111,8 @@ fn query(dir: &Path, at: u64) -> (Duration, why::Answer) {
     (start.elapsed(), answer)
 }
 
-fn latency(work: &Path, values: u64, warm_rounds: usize) -> Latency {
+/// The query's latency in each cache state, each the median of `rounds` queries.
+fn latency(work: &Path, values: u64, rounds: usize) -> Latency {
     let dir = work.join(format!("long-{values}"));
     run(&why_cases(), &["long", &values.to_string()], Some(&dir));
     let events = events_of(&dir);
@@ -117,29 +120,30 @@ fn latency(work: &Path, values: u64, warm_rounds: usize) -> Latency {
     let sink = recording.find_process("sink").unwrap().id;
     let at = ProcessIndex::build(&recording, sink).unwrap().events - 20;
     let cache = dir.join("cache");
-    let _ = std::fs::remove_dir_all(&cache);
-    let (cold, answer) = query(&dir, at);
-    assert!(answer.leaks.is_empty());
-    std::fs::remove_dir_all(cache.join("traces")).unwrap();
-    let (indexed, answer) = query(&dir, at);
-    let (reexecuted, runs) = (answer.work.reexecuted, answer.work.runs);
-    let warm = median(
-        (0..warm_rounds)
-            .map(|_| {
-                let (t, a) = query(&dir, at);
-                assert_eq!(a.work.reexecuted, 0);
-                t
-            })
-            .collect(),
-    );
+    let (mut cold, mut indexed, mut warm) = (Vec::new(), Vec::new(), Vec::new());
+    let mut answer = None;
+    for _ in 0..rounds {
+        let _ = std::fs::remove_dir_all(&cache);
+        let (t, a) = query(&dir, at);
+        assert!(a.leaks.is_empty());
+        cold.push(t);
+        std::fs::remove_dir_all(cache.join("traces")).unwrap();
+        let (t, a) = query(&dir, at);
+        indexed.push(t);
+        answer = Some(a);
+        let (t, a) = query(&dir, at);
+        assert_eq!(a.work.reexecuted, 0);
+        warm.push(t);
+    }
+    let answer = answer.expect("at least one round");
     Latency {
         events,
-        cold,
-        indexed,
-        warm,
+        cold: median(cold),
+        indexed: median(indexed),
+        warm: median(warm),
         steps: count(&answer.root),
-        reexecuted,
-        runs,
+        reexecuted: answer.work.reexecuted,
+        runs: answer.work.runs,
     }
 }
 
@@ -180,7 +184,10 @@ fn main() {
     let per_value = events_of(&probe) as f64 / 10_000.0;
     let _ = std::fs::remove_dir_all(&probe);
 
-    println!("why-query latency, `why sink total --at <late event> --depth 5`:");
+    println!(
+        "why-query latency, `why sink total --at <late event> --depth 5`, median of 7 queries \
+         in each cache state:"
+    );
     println!(
         "{:>12} {:>10} {:>12} {:>10} {:>7} {:>12}",
         "events", "cold ms", "indexed ms", "warm ms", "steps", "re-executed"
@@ -188,7 +195,7 @@ fn main() {
     let mut warm = Vec::new();
     for target in [1_000_000f64, 10_000_000f64] {
         let values = (target / per_value) as u64;
-        let l = latency(work.path(), values, 21);
+        let l = latency(work.path(), values, 7);
         println!(
             "{:>12} {:>10.1} {:>12.1} {:>10.2} {:>7} {:>6} in {} runs",
             l.events,

@@ -11,6 +11,8 @@ use ppd_formats::{Event, ObjectId, ProcessId, Recording};
 /// Every event of every process, and what each event depends on.
 #[derive(Debug)]
 pub struct Lattice {
+    /// Name of each process, indexed by process id.
+    pub names: Vec<String>,
     /// Events of each process, indexed by process id.
     pub events: Vec<Vec<Event>>,
     /// For each process and event: the `(process, event index)` that must happen before it.
@@ -28,7 +30,9 @@ impl Lattice {
             .max()
             .unwrap_or(0);
         let mut events = vec![Vec::new(); n];
+        let mut names = vec![String::new(); n];
         for p in recording.processes() {
+            names[p.id.index()] = p.name.clone();
             let reader = recording.open_log(p).expect("a log");
             events[p.id.index()] = reader.events().map(|e| e.expect("readable").1).collect();
         }
@@ -107,7 +111,11 @@ impl Lattice {
                     .collect()
             })
             .collect();
-        Lattice { events, deps }
+        Lattice {
+            names,
+            events,
+            deps,
+        }
     }
 
     /// Whether the cut (events executed by each process) has no event before it whose
@@ -144,6 +152,67 @@ impl Lattice {
                 i += 1;
             }
         }
+    }
+
+    /// Every event's vector clock: how many events of each process are in its causal past,
+    /// itself included. The least consistent cut containing an event is its clock.
+    pub fn clocks(&self) -> Vec<Vec<Vec<u64>>> {
+        let n = self.events.len();
+        let mut clocks: Vec<Vec<Vec<u64>>> = vec![Vec::new(); n];
+        loop {
+            let mut progress = false;
+            for i in 0..n {
+                while clocks[i].len() < self.events[i].len() {
+                    let k = clocks[i].len();
+                    let deps = &self.deps[i][k];
+                    if deps.iter().any(|&(j, d)| clocks[j].len() <= d) {
+                        break;
+                    }
+                    let mut clock = match k {
+                        0 => vec![0; n],
+                        _ => clocks[i][k - 1].clone(),
+                    };
+                    for &(j, d) in deps {
+                        for (a, b) in clock.iter_mut().zip(&clocks[j][d]) {
+                            *a = (*a).max(*b);
+                        }
+                    }
+                    clock[i] = k as u64 + 1;
+                    clocks[i].push(clock);
+                    progress = true;
+                }
+            }
+            if (0..n).all(|i| clocks[i].len() == self.events[i].len()) {
+                return clocks;
+            }
+            assert!(progress, "the logs' dependencies form a cycle");
+        }
+    }
+
+    /// The least consistent cut in which each process `p` of `fixed` has executed exactly `c`
+    /// events, for each `(p, c)`; `None` when no consistent cut does.
+    pub fn least_cut_through(
+        &self,
+        clocks: &[Vec<Vec<u64>>],
+        fixed: &[(usize, u64)],
+    ) -> Option<Vec<u64>> {
+        let mut cut = vec![0; self.events.len()];
+        for &(p, c) in fixed {
+            if let Some(k) = c.checked_sub(1) {
+                for (a, b) in cut.iter_mut().zip(&clocks[p][k as usize]) {
+                    *a = (*a).max(*b);
+                }
+            }
+        }
+        fixed.iter().all(|&(p, c)| cut[p] == c).then_some(cut)
+    }
+
+    /// The id of the process called `name`.
+    pub fn process(&self, name: &str) -> usize {
+        self.names
+            .iter()
+            .position(|n| n == name)
+            .unwrap_or_else(|| panic!("no process {name} in {:?}", self.names))
     }
 
     /// The minimal cuts among `cuts` under the componentwise order.

@@ -81,8 +81,38 @@ fn counter_with_fetch_add_has_no_race() {
     assert!(text.contains("no races"), "{text}");
 }
 
-/// Every scenario of the corpus shows exactly its declared races: each known race is found,
-/// and nothing is reported on the race-free ones.
+/// Recordings of each corpus scenario: interleavings differ from run to run.
+const RUNS: usize = 3;
+
+/// The races of a report as `((var, lower line, higher line, kind), count)`, sorted.
+fn races_by_site(report: &Value) -> Vec<((String, u64, u64, String), u64)> {
+    let mut v: Vec<_> = report["races"]
+        .as_array()
+        .expect("races")
+        .iter()
+        .map(|r| {
+            let (a, b) = (
+                r["a"]["line"].as_u64().expect("a.line"),
+                r["b"]["line"].as_u64().expect("b.line"),
+            );
+            (
+                (
+                    r["var"].as_str().expect("var").to_owned(),
+                    a.min(b),
+                    a.max(b),
+                    r["kind"].as_str().expect("kind").to_owned(),
+                ),
+                r["count"].as_u64().expect("count"),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// Every scenario of the corpus shows exactly its declared races, each of its declared kind and
+/// as many times as declared, in every one of several recordings: each known race is found, and
+/// nothing is reported on the race-free ones.
 #[test]
 fn the_race_corpus_is_reported_exactly() {
     let scenarios: Vec<Value> = listing()
@@ -108,24 +138,59 @@ fn the_race_corpus_is_reported_exactly() {
                 let work = work.path();
                 s.spawn(move || {
                     let mut failures = Vec::new();
-                    for scenario in chunk.iter() {
+                    for (scenario, run) in chunk
+                        .iter()
+                        .flat_map(|s| (0..RUNS).map(move |run| (s, run)))
+                    {
                         let name = scenario["name"].as_str().unwrap();
-                        let dir = record_scenario(work, name);
-                        let report = races_json(work, &dir);
-                        let mut expected: Vec<(String, u64, u64)> = scenario["races"]
+                        let runs = work.join(format!("run-{run}"));
+                        std::fs::create_dir_all(&runs).unwrap();
+                        let dir = record_scenario(&runs, name);
+                        let report = races_json(&runs, &dir);
+                        let mut expected: Vec<(String, u64, u64, String)> = scenario["races"]
                             .as_array()
                             .unwrap()
                             .iter()
                             .map(|r| {
                                 let (a, b) = (r["a"].as_u64().unwrap(), r["b"].as_u64().unwrap());
-                                (r["var"].as_str().unwrap().to_owned(), a.min(b), a.max(b))
+                                (
+                                    r["var"].as_str().unwrap().to_owned(),
+                                    a.min(b),
+                                    a.max(b),
+                                    r["kind"].as_str().unwrap().to_owned(),
+                                )
                             })
                             .collect();
                         expected.sort();
-                        let found = race_lines(&report);
-                        if found != expected {
-                            failures
-                                .push(format!("{name}: expected {expected:?}, found {found:?}"));
+                        let found = races_by_site(&report);
+                        let sites: Vec<_> = found.iter().map(|(race, _)| race.clone()).collect();
+                        if sites != expected {
+                            failures.push(format!(
+                                "{name} run {run}: expected {expected:?}, found {sites:?}"
+                            ));
+                        }
+                        for r in scenario["races"].as_array().unwrap() {
+                            let (a, b) = (r["a"].as_u64().unwrap(), r["b"].as_u64().unwrap());
+                            let (min, max) = (
+                                r["count"][0].as_u64().unwrap(),
+                                r["count"][1].as_u64().unwrap(),
+                            );
+                            let count = found
+                                .iter()
+                                .find(|((var, lo, hi, _), _)| {
+                                    var == r["var"].as_str().unwrap()
+                                        && *lo == a.min(b)
+                                        && *hi == a.max(b)
+                                })
+                                .map(|(_, count)| *count);
+                            if count.is_some_and(|c| c < min || c > max) {
+                                failures.push(format!(
+                                    "{name} run {run}: {} at lines {a} and {b} raced {} times, \
+                                     expected {min} to {max}",
+                                    r["var"],
+                                    count.unwrap()
+                                ));
+                            }
                         }
                         for race in report["races"].as_array().unwrap() {
                             for side in [&race["a"], &race["b"]] {

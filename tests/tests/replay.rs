@@ -8,7 +8,7 @@ use std::process::{Command, Output, Stdio};
 use ppd_formats::Event;
 use ppd_formats::value;
 use ppd_tests::lattice::Lattice;
-use ppd_tests::{example_bin, ppd, record_example, record_program};
+use ppd_tests::{ppd, record_example, record_program};
 use proptest::prelude::*;
 
 fn random_program() -> PathBuf {
@@ -354,41 +354,298 @@ fn bank_halts_where_a_balance_is_negative() {
     );
 }
 
+/// The values of `process`'s marks `label`, shown, with the number of events up to and
+/// including each.
+fn marks(lattice: &Lattice, process: usize, label: &str) -> Vec<(u64, String)> {
+    lattice.events[process]
+        .iter()
+        .enumerate()
+        .filter_map(|(k, e)| match e {
+            Event::Mark {
+                label: l, value, ..
+            } if **l == *label => Some((
+                k as u64 + 1,
+                value::show(&value::decode(value).expect("a logged value")),
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether a stable `mark LABEL if <test>` holds for a process that has executed `events`
+/// events: its last mark `label` so far passes the test (`==`'s meaning, Spezialetti & Gupta).
+fn stable_holds(marks: &[(u64, String)], events: u64, test: &dyn Fn(&str) -> bool) -> bool {
+    marks
+        .iter()
+        .rev()
+        .find(|(k, _)| *k <= events)
+        .is_some_and(|(_, v)| test(v))
+}
+
+/// The least consistent cuts in which both processes' stable predicates hold, by brute force
+/// over the two processes' positions.
+fn simultaneous_states(
+    lattice: &Lattice,
+    clocks: &[Vec<Vec<u64>>],
+    a: (usize, &dyn Fn(u64) -> bool),
+    b: (usize, &dyn Fn(u64) -> bool),
+) -> Vec<Vec<u64>> {
+    let positions = |(p, holds): (usize, &dyn Fn(u64) -> bool)| -> Vec<u64> {
+        (0..=lattice.events[p].len() as u64)
+            .filter(|&c| holds(c))
+            .collect()
+    };
+    let (pa, pb) = (positions(a), positions(b));
+    pa.iter()
+        .flat_map(|&ca| {
+            pb.iter()
+                .filter_map(move |&cb| lattice.least_cut_through(clocks, &[(a.0, ca), (b.0, cb)]))
+        })
+        .collect()
+}
+
 #[test]
 fn token_ring_halts_where_two_nodes_hold_the_token() {
     let work = tempfile::tempdir().unwrap();
     let dir = record_until_buggy(work.path(), "token_ring");
     let lattice = Lattice::load(&dir);
-    // Which two nodes overlapped: try every pair; at least one must halt.
+    let clocks = lattice.clocks();
+    let positive = |v: &str| v.parse::<u64>().is_ok_and(|v| v > 0);
+    // Every pair either halts in a state where the logged marks show both holding, or is
+    // reported as never holding; the lattice decides which.
     let mut halted = Vec::new();
     for a in 0..4 {
         for b in a + 1..4 {
+            let (pa, pb) = (
+                lattice.process(&format!("node-{a}")),
+                lattice.process(&format!("node-{b}")),
+            );
+            let (ma, mb) = (
+                marks(&lattice, pa, "holding"),
+                marks(&lattice, pb, "holding"),
+            );
+            let holds_a = |c: u64| stable_holds(&ma, c, &positive);
+            let holds_b = |c: u64| stable_holds(&mb, c, &positive);
+            let states = simultaneous_states(&lattice, &clocks, (pa, &holds_a), (pb, &holds_b));
             let pred = format!(
                 "node-{a}: mark holding if value > 0 == node-{b}: mark holding if value > 0"
             );
-            let out = replay(work.path(), &dir, &["--json", "--stop", &pred]);
-            if !out.status.success() {
-                continue;
-            }
-            let state: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-            let mut cut = vec![0; lattice.events.len()];
-            for p in state["processes"].as_array().unwrap() {
-                cut[p["id"].as_u64().unwrap() as usize] = p["events"].as_u64().unwrap();
-                let name = p["name"].as_str().unwrap();
-                if name == format!("node-{a}") || name == format!("node-{b}") {
+            match halt_cut(work.path(), &dir, &pred, false) {
+                Ok(cut) => {
                     assert!(
-                        p["values"]["holding"].as_u64().unwrap() > 0,
-                        "{pred}: {name} is halted without the token: {p:#}"
+                        lattice.consistent(&cut),
+                        "{pred}: inconsistent halt {cut:?}"
+                    );
+                    assert!(
+                        holds_a(cut[pa]) && holds_b(cut[pb]),
+                        "{pred}: halted at {cut:?}, where the logs do not show both holding"
+                    );
+                    halted.push(pred);
+                }
+                Err(message) => {
+                    assert!(
+                        message.contains("never holds"),
+                        "{pred}: neither a halt nor 'never holds': {message}"
+                    );
+                    assert!(
+                        states.is_empty(),
+                        "{pred}: reported as never holding, but the logs show both holding \
+                         at {:?}",
+                        states[0]
                     );
                 }
             }
-            assert!(lattice.consistent(&cut), "{pred}: inconsistent halt");
-            halted.push(pred);
         }
     }
+    // The run showed its bug (exit code 1): two nodes were inside at once.
     assert!(
         !halted.is_empty(),
         "no pair of nodes was found holding the token at once"
+    );
+}
+
+/// A mark of a process: (process, label, value shown).
+type MarkOf = (usize, String, String);
+
+/// Pairs of marks of distinct workers of a recorded random program, for the linked and
+/// simultaneous tests: up to `each` pairs for which the oracle `holds` says the predicate holds
+/// somewhere, and up to `each` for which it says it never does, drawn at random, so that both
+/// answers are checked against the replay.
+fn mark_pairs<T>(
+    lattice: &Lattice,
+    rng: &mut fastrand::Rng,
+    each: usize,
+    holds: impl Fn(&MarkOf, &MarkOf) -> Option<T>,
+) -> Vec<(MarkOf, MarkOf, Option<T>)> {
+    let all: Vec<MarkOf> = (1..lattice.events.len())
+        .flat_map(|i| {
+            ["got", "tried", "saw", "loaded"]
+                .into_iter()
+                .flat_map(move |label| {
+                    marks(lattice, i, label)
+                        .into_iter()
+                        .map(move |(_, v)| (i, label.to_string(), v))
+                })
+        })
+        .collect();
+    let (mut yes, mut no) = (Vec::new(), Vec::new());
+    for _ in 0..400 {
+        let (x, y) = (&all[rng.usize(..all.len())], &all[rng.usize(..all.len())]);
+        if x.0 == y.0 {
+            continue;
+        }
+        match holds(x, y) {
+            Some(t) if yes.len() < each => yes.push((x.clone(), y.clone(), Some(t))),
+            None if no.len() < each => no.push((x.clone(), y.clone(), None)),
+            _ => {}
+        }
+        if yes.len() == each && no.len() == each {
+            break;
+        }
+    }
+    yes.extend(no);
+    yes
+}
+
+fn mark_predicate(lattice: &Lattice, (i, label, value): &MarkOf) -> String {
+    format!("{}: mark {label} if value == {value}", lattice.names[*i])
+}
+
+#[test]
+fn linked_predicates_halt_at_the_first_event_after_the_previous_stage() {
+    // Miller & Choi §3.4: `A -> B` holds at an event satisfying B that A happened before; the
+    // replay halts right after the first such event of B's process.
+    let work = tempfile::tempdir().unwrap();
+    let mut rng = fastrand::Rng::with_seed(0x11ced);
+    let (mut halts, mut never) = (0, 0);
+    for program in 0..4u64 {
+        let dir = work.path().join(format!("linked{program}"));
+        let out = record_program(
+            work.path(),
+            &dir,
+            &random_program(),
+            &[&program.to_string(), "3", "4"],
+            &[],
+        );
+        assert!(out.status.success(), "{}", text(&out).1);
+        let lattice = Lattice::load(&dir);
+        let clocks = lattice.clocks();
+        let is = |e: &Event, (_, l, v): &MarkOf| {
+            matches!(e, Event::Mark { label, value, .. }
+                if **label == **l && value::show(&value::decode(value).unwrap()) == *v)
+        };
+        // The first event of `then`'s process matching it with an event matching `first` in
+        // its causal past.
+        let first_after = |first: &MarkOf, then: &MarkOf| {
+            let firsts: Vec<usize> = (0..lattice.events[first.0].len())
+                .filter(|&k| is(&lattice.events[first.0][k], first))
+                .collect();
+            (0..lattice.events[then.0].len()).find(|&k| {
+                is(&lattice.events[then.0][k], then)
+                    && firsts
+                        .iter()
+                        .any(|&f| (f as u64) < clocks[then.0][k][first.0])
+            })
+        };
+        for (first, then, expected) in mark_pairs(&lattice, &mut rng, 3, first_after) {
+            let pred = format!(
+                "{} -> {}",
+                mark_predicate(&lattice, &first),
+                mark_predicate(&lattice, &then)
+            );
+            match (halt_cut(work.path(), &dir, &pred, false), expected) {
+                (Ok(cut), Some(k)) => {
+                    assert_eq!(
+                        cut[then.0],
+                        k as u64 + 1,
+                        "{pred}: halted at {cut:?}, not right after event {k}"
+                    );
+                    assert!(lattice.consistent(&cut), "{pred}: inconsistent {cut:?}");
+                    assert!(
+                        cut.iter().zip(&clocks[then.0][k]).all(|(c, v)| c >= v),
+                        "{pred}: {cut:?} does not contain the event's past"
+                    );
+                    halts += 1;
+                }
+                (Err(message), None) => {
+                    assert!(message.contains("never holds"), "{pred}: {message}");
+                    never += 1;
+                }
+                (Ok(cut), None) => {
+                    panic!("{pred}: halted at {cut:?}, but no such event follows the first")
+                }
+                (Err(message), Some(k)) => {
+                    panic!("{pred}: no halt ({message}), but event {k} satisfies it")
+                }
+            }
+        }
+    }
+    assert!(
+        halts > 0 && never > 0,
+        "both outcomes checked: {halts} halts, {never} never"
+    );
+}
+
+#[test]
+fn simultaneous_predicates_halt_only_where_both_states_hold() {
+    // Spezialetti & Gupta: `A == B` holds in a consistent state where both stable states
+    // hold; where none exists, the replay says the predicate never holds.
+    let work = tempfile::tempdir().unwrap();
+    let mut rng = fastrand::Rng::with_seed(0x5a3e);
+    let (mut halts, mut never) = (0, 0);
+    for program in 0..4u64 {
+        let dir = work.path().join(format!("simultaneous{program}"));
+        let out = record_program(
+            work.path(),
+            &dir,
+            &random_program(),
+            &[&program.to_string(), "3", "4"],
+            &[],
+        );
+        assert!(out.status.success(), "{}", text(&out).1);
+        let lattice = Lattice::load(&dir);
+        let clocks = lattice.clocks();
+        // The least consistent states where both marks' stable predicates hold.
+        let both_hold = |a: &MarkOf, b: &MarkOf| {
+            let (ma, mb) = (marks(&lattice, a.0, &a.1), marks(&lattice, b.0, &b.1));
+            let holds_a = |c: u64| stable_holds(&ma, c, &|v| v == a.2);
+            let holds_b = |c: u64| stable_holds(&mb, c, &|v| v == b.2);
+            let states = simultaneous_states(&lattice, &clocks, (a.0, &holds_a), (b.0, &holds_b));
+            (!states.is_empty()).then_some(states)
+        };
+        for (a, b, states) in mark_pairs(&lattice, &mut rng, 3, both_hold) {
+            let pred = format!(
+                "{} == {}",
+                mark_predicate(&lattice, &a),
+                mark_predicate(&lattice, &b)
+            );
+            let (ma, mb) = (marks(&lattice, a.0, &a.1), marks(&lattice, b.0, &b.1));
+            let holds_a = |c: u64| stable_holds(&ma, c, &|v| v == a.2);
+            let holds_b = |c: u64| stable_holds(&mb, c, &|v| v == b.2);
+            match halt_cut(work.path(), &dir, &pred, false) {
+                Ok(cut) => {
+                    assert!(lattice.consistent(&cut), "{pred}: inconsistent {cut:?}");
+                    assert!(
+                        holds_a(cut[a.0]) && holds_b(cut[b.0]),
+                        "{pred}: halted at {cut:?}, where the logs do not show both holding"
+                    );
+                    halts += 1;
+                }
+                Err(message) => {
+                    assert!(message.contains("never holds"), "{pred}: {message}");
+                    assert!(
+                        states.is_none(),
+                        "{pred}: reported as never holding, but both hold at {:?}",
+                        states.map(|s| s[0].clone())
+                    );
+                    never += 1;
+                }
+            }
+        }
+    }
+    assert!(
+        halts > 0 && never > 0,
+        "both outcomes checked: {halts} halts, {never} never"
     );
 }
 
@@ -626,15 +883,46 @@ fn pipeline_halts_although_no_channel_reaches_the_producer() {
     // the debugger's control channel to every process can.
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("rec");
-    record_example(work.path(), &dir, "pipeline", &[]);
-    let bin = example_bin("pipeline");
-    assert!(bin.exists());
+    let out = record_example(work.path(), &dir, "pipeline", &[]);
+    assert!(out.status.success(), "{}", text(&out).1);
+    let lattice = Lattice::load(&dir);
+    let clocks = lattice.clocks();
+    let (producer, consumer) = (lattice.process("producer"), lattice.process("consumer"));
+    // The consumer's first `sum` mark: the least consistent cut containing it (its clock) is
+    // the state the predicate defines.
+    let first_sum = lattice.events[consumer]
+        .iter()
+        .position(|e| matches!(e, Event::Mark { label, .. } if **label == *"sum"))
+        .expect("the consumer marks its sum");
+    let defined = clocks[consumer][first_sum].clone();
+    let cut = halt_cut(work.path(), &dir, "consumer: mark sum", false).unwrap();
+    assert_eq!(cut, defined, "halted elsewhere than the predicate's state");
+    let logged = lattice.events[producer].len() as u64;
+    assert!(
+        cut[producer] < logged,
+        "the producer was not held: {} of its {logged} events ran",
+        cut[producer]
+    );
+    // A disjunction with the producer's 150th send: --first halts at one of its two first
+    // states, both of which hold the producer long before its end.
+    let sends = |seq_wanted: u64| {
+        lattice.events[producer]
+            .iter()
+            .position(|e| matches!(e, Event::Send { seq, .. } if *seq == seq_wanted))
+            .expect("the producer sends 200 readings")
+    };
+    let candidates = [defined, clocks[producer][sends(150)].clone()];
     let cut = halt_cut(
         work.path(),
         &dir,
         "consumer: mark sum | producer: send raw if seq == 150",
-        false,
+        true,
     )
     .unwrap();
-    assert!(Lattice::load(&dir).consistent(&cut));
+    assert!(
+        candidates.contains(&cut),
+        "halted at {cut:?}, not one of the first states {candidates:?}"
+    );
+    assert!(cut[producer] < logged);
+    assert!(lattice.consistent(&cut));
 }

@@ -612,18 +612,54 @@ fn bank_why_a_balance_is_negative_goes_through_the_check_and_both_clients() {
         "the teller's check is not in the chain:\n{stdout}"
     );
     // ... and the balance it was taken from had been lowered by the other client of the
-    // account since that check.
-    let mut requests = Vec::new();
+    // account since that check: the last write of the balance before the withdrawal served a
+    // request of the other client, whichever client went negative.
+    let deps = root["deps"].as_array().unwrap();
+    let dep = |var: &dyn Fn(&str) -> bool| {
+        deps.iter()
+            .find(|d| var(d["var"].as_str().unwrap_or("")))
+            .unwrap_or_else(|| panic!("no such dependence of the root:\n{stdout}"))
+    };
+    // The request's own fields (each shown in full once) lead to the withdrawing client.
+    let mut direct = Vec::new();
+    for var in ["account", "amount"] {
+        find(
+            dep(&|v| v == var),
+            &|n| {
+                n["via"] == "message"
+                    && n["record"] == "send"
+                    && n["value"].as_str().unwrap().starts_with("Withdraw")
+            },
+            &mut direct,
+        );
+    }
+    let withdrawal = direct
+        .first()
+        .unwrap_or_else(|| panic!("the amount does not lead to a client's send:\n{stdout}"));
+    let field = |name: &str| -> usize {
+        let value = withdrawal["value"].as_str().unwrap();
+        let rest = &value[value.find(&format!("{name}: ")).unwrap() + name.len() + 2..];
+        rest[..rest.find([',', '}']).unwrap()]
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let (client, account) = (field("client"), field("account"));
+    assert_eq!(withdrawal["process"], format!("client-{client}"));
+    // Clients `id` and `id + 2` share account `id % 2`.
+    let other = format!("client-{}", (client + 2) % 4);
+    assert_eq!((client + 2) % 4 % 2, account);
+    let mut lowered = Vec::new();
     find(
-        root,
-        &|n| n["via"] == "message" && n["record"] == "send",
-        &mut requests,
+        dep(&|v| v.ends_with(&format!("bank.accounts[{account}].balance"))),
+        &|n| n["via"] == "message" && n["record"] == "send" && n["process"] == other.as_str(),
+        &mut lowered,
     );
-    let senders: BTreeSet<&str> = requests
-        .iter()
-        .map(|n| n["process"].as_str().unwrap())
-        .collect();
-    assert!(senders.len() >= 2, "one client only: {senders:?}\n{stdout}");
+    assert!(
+        !lowered.is_empty(),
+        "{other}, which shares account {account} with client-{client}, is not in the \
+         balance's chain:\n{stdout}"
+    );
     assert!(answer["leaks"].as_array().unwrap().is_empty());
 
     let (code, text, _) = why(

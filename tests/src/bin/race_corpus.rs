@@ -23,13 +23,52 @@ use Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst};
 
 const SOURCE: &str = include_str!("race_corpus.rs");
 
+/// A race a scenario must show: the variable (or channel), the markers of its two sides, its
+/// kind, and how many racing pairs of those two sites a run may show.
+struct Race {
+    var: &'static str,
+    a: &'static str,
+    b: &'static str,
+    kind: &'static str,
+    count: (u64, u64),
+}
+
+/// A data race whose two sites race once in every run.
+const fn data(var: &'static str, a: &'static str, b: &'static str) -> Race {
+    Race {
+        var,
+        a,
+        b,
+        kind: "data",
+        count: (1, 1),
+    }
+}
+
+/// A message race whose two sends compete once in every run.
+const fn message(var: &'static str, a: &'static str, b: &'static str) -> Race {
+    Race {
+        kind: "message",
+        ..data(var, a, b)
+    }
+}
+
+impl Race {
+    /// The same race, shown between `min` and `max` times depending on the interleaving.
+    const fn times(self, min: u64, max: u64) -> Race {
+        Race {
+            count: (min, max),
+            ..self
+        }
+    }
+}
+
 /// A scenario and the races it must show.
 struct Scenario {
     name: &'static str,
     /// Prefix of the scenario's `// @tag.side` markers.
     tag: &'static str,
-    /// `(variable, marker of one side, marker of the other)`.
-    races: &'static [(&'static str, &'static str, &'static str)],
+    /// The races `ppd races` must report.
+    races: &'static [Race],
     /// Runs forever (deadlock scenarios).
     hangs: bool,
     run: fn(),
@@ -58,7 +97,7 @@ fn shared(name: &'static str) -> Arc<AtomicU64> {
 const RELAXED_STORE_STORE: Scenario = Scenario {
     name: "relaxed_store_store",
     tag: "rss",
-    races: &[("x", "rss.a", "rss.b")],
+    races: &[data("x", "rss.a", "rss.b")],
     hangs: false,
     run: || {
         let x = shared("x");
@@ -73,7 +112,7 @@ const RELAXED_STORE_STORE: Scenario = Scenario {
 const RELAXED_LOAD_STORE: Scenario = Scenario {
     name: "relaxed_load_store",
     tag: "rls",
-    races: &[("x", "rls.a", "rls.b")],
+    races: &[data("x", "rls.a", "rls.b")],
     hangs: false,
     run: || {
         let x = shared("x");
@@ -91,7 +130,15 @@ const RELAXED_LOAD_STORE: Scenario = Scenario {
 const LOST_UPDATE: Scenario = Scenario {
     name: "lost_update",
     tag: "lu",
-    races: &[("x", "lu.load", "lu.store"), ("x", "lu.store", "lu.store")],
+    races: &[
+        // An access races once with the other worker's last access of each kind it conflicts
+        // with, once there is one: store/store for every store after the other's first store
+        // (at least the 50 of the worker that stored second, at most 99), load/store for every
+        // load after the other's first store and every store after the other's first load (at
+        // least 49 + 50, at most 199).
+        data("x", "lu.load", "lu.store").times(99, 199),
+        data("x", "lu.store", "lu.store").times(50, 99),
+    ],
     hangs: false,
     run: || {
         let x = shared("x");
@@ -113,7 +160,7 @@ const LOST_UPDATE: Scenario = Scenario {
 const RELAXED_STORE_ACQUIRE_LOAD: Scenario = Scenario {
     name: "relaxed_store_acquire_load",
     tag: "rsal",
-    races: &[("x", "rsal.a", "rsal.b")],
+    races: &[data("x", "rsal.a", "rsal.b")],
     hangs: false,
     run: || {
         let x = shared("x");
@@ -130,7 +177,7 @@ const RELAXED_STORE_ACQUIRE_LOAD: Scenario = Scenario {
 const RELAXED_LOAD_RELEASE_STORE: Scenario = Scenario {
     name: "relaxed_load_release_store",
     tag: "rlrs",
-    races: &[("x", "rlrs.a", "rlrs.b")],
+    races: &[data("x", "rlrs.a", "rlrs.b")],
     hangs: false,
     run: || {
         let x = shared("x");
@@ -147,7 +194,7 @@ const RELAXED_LOAD_RELEASE_STORE: Scenario = Scenario {
 const RELAXED_LOAD_VS_RMW: Scenario = Scenario {
     name: "relaxed_load_vs_rmw",
     tag: "rlr",
-    races: &[("x", "rlr.a", "rlr.b")],
+    races: &[data("x", "rlr.a", "rlr.b")],
     hangs: false,
     run: || {
         let x = shared("x");
@@ -166,7 +213,7 @@ const RELAXED_LOAD_VS_RMW: Scenario = Scenario {
 const RELAXED_STORE_VS_RMW: Scenario = Scenario {
     name: "relaxed_store_vs_rmw",
     tag: "rsr",
-    races: &[("x", "rsr.a", "rsr.b")],
+    races: &[data("x", "rsr.a", "rsr.b")],
     hangs: false,
     run: || {
         let x = shared("x");
@@ -184,7 +231,12 @@ const RELAXED_STORE_VS_RMW: Scenario = Scenario {
 const RELAXED_PUBLICATION: Scenario = Scenario {
     name: "relaxed_publication",
     tag: "rp",
-    races: &[("flag", "rp.fw", "rp.fr"), ("data", "rp.dw", "rp.dr")],
+    races: &[
+        // The store races with the reader's last load before it, if any, and the load that
+        // sees it races with the store.
+        data("flag", "rp.fw", "rp.fr").times(1, 2),
+        data("data", "rp.dw", "rp.dr"),
+    ],
     hangs: false,
     run: || {
         let (data, flag) = (shared("data"), shared("flag"));
@@ -212,7 +264,12 @@ const RELAXED_PUBLICATION: Scenario = Scenario {
 const RELEASE_WITHOUT_ACQUIRE: Scenario = Scenario {
     name: "release_without_acquire",
     tag: "rwa",
-    races: &[("flag", "rwa.fw", "rwa.fr"), ("data", "rwa.dw", "rwa.dr")],
+    races: &[
+        // The store races with the reader's last load before it, if any, and the load that
+        // sees it races with the store.
+        data("flag", "rwa.fw", "rwa.fr").times(1, 2),
+        data("data", "rwa.dw", "rwa.dr"),
+    ],
     hangs: false,
     run: || {
         let (data, flag) = (shared("data"), shared("flag"));
@@ -240,7 +297,12 @@ const RELEASE_WITHOUT_ACQUIRE: Scenario = Scenario {
 const ACQUIRE_WITHOUT_RELEASE: Scenario = Scenario {
     name: "acquire_without_release",
     tag: "awr",
-    races: &[("flag", "awr.fw", "awr.fr"), ("data", "awr.dw", "awr.dr")],
+    races: &[
+        // The store races with the reader's last load before it, if any, and the load that
+        // sees it races with the store.
+        data("flag", "awr.fw", "awr.fr").times(1, 2),
+        data("data", "awr.dw", "awr.dr"),
+    ],
     hangs: false,
     run: || {
         let (data, flag) = (shared("data"), shared("flag"));
@@ -268,7 +330,7 @@ const ACQUIRE_WITHOUT_RELEASE: Scenario = Scenario {
 const DIFFERENT_MUTEXES: Scenario = Scenario {
     name: "different_mutexes",
     tag: "dm",
-    races: &[("x", "dm.a", "dm.b")],
+    races: &[data("x", "dm.a", "dm.b")],
     hangs: false,
     run: || {
         let x = shared("x");
@@ -292,7 +354,7 @@ const DIFFERENT_MUTEXES: Scenario = Scenario {
 const LOCK_AND_NO_LOCK: Scenario = Scenario {
     name: "lock_and_no_lock",
     tag: "lnl",
-    races: &[("x", "lnl.a", "lnl.b")],
+    races: &[data("x", "lnl.a", "lnl.b")],
     hangs: false,
     run: || {
         let x = shared("x");
@@ -313,7 +375,7 @@ const LOCK_AND_NO_LOCK: Scenario = Scenario {
 const MESSAGE_RACE_TWO_SENDERS: Scenario = Scenario {
     name: "message_race_two_senders",
     tag: "mr2",
-    races: &[("jobs", "mr2.a", "mr2.b")],
+    races: &[message("jobs", "mr2.a", "mr2.b")],
     hangs: false,
     run: || {
         let (tx, rx) = named_channel::<u64>("jobs");
@@ -332,9 +394,9 @@ const MESSAGE_RACE_THREE_SENDERS: Scenario = Scenario {
     name: "message_race_three_senders",
     tag: "mr3",
     races: &[
-        ("jobs", "mr3.a", "mr3.b"),
-        ("jobs", "mr3.a", "mr3.c"),
-        ("jobs", "mr3.b", "mr3.c"),
+        message("jobs", "mr3.a", "mr3.b"),
+        message("jobs", "mr3.a", "mr3.c"),
+        message("jobs", "mr3.b", "mr3.c"),
     ],
     hangs: false,
     run: || {
@@ -356,7 +418,10 @@ const MESSAGE_RACE_THREE_SENDERS: Scenario = Scenario {
 const MESSAGE_RACE_PARTIAL_ORDER: Scenario = Scenario {
     name: "message_race_partial_order",
     tag: "mrp",
-    races: &[("jobs", "mrp.a", "mrp.c"), ("jobs", "mrp.b", "mrp.c")],
+    races: &[
+        message("jobs", "mrp.a", "mrp.c"),
+        message("jobs", "mrp.b", "mrp.c"),
+    ],
     hangs: false,
     run: || {
         let (tx, rx) = named_channel::<u64>("jobs");
@@ -384,7 +449,7 @@ const MESSAGE_RACE_PARTIAL_ORDER: Scenario = Scenario {
 const WRITE_AFTER_SPAWN: Scenario = Scenario {
     name: "write_after_spawn",
     tag: "was",
-    races: &[("x", "was.parent", "was.child")],
+    races: &[data("x", "was.parent", "was.child")],
     hangs: false,
     run: || {
         let x = shared("x");
@@ -401,7 +466,7 @@ const WRITE_AFTER_SPAWN: Scenario = Scenario {
 const JOIN_THE_WRONG_CHILD: Scenario = Scenario {
     name: "join_the_wrong_child",
     tag: "jwc",
-    races: &[("x", "jwc.write", "jwc.read")],
+    races: &[data("x", "jwc.write", "jwc.read")],
     hangs: false,
     run: || {
         let x = shared("x");
@@ -418,7 +483,7 @@ const JOIN_THE_WRONG_CHILD: Scenario = Scenario {
 const SEMAPHORE_TWO_PERMITS: Scenario = Scenario {
     name: "semaphore_two_permits",
     tag: "stp",
-    races: &[("x", "stp.a", "stp.b")],
+    races: &[data("x", "stp.a", "stp.b")],
     hangs: false,
     run: || {
         let x = shared("x");
@@ -442,7 +507,7 @@ const SEMAPHORE_TWO_PERMITS: Scenario = Scenario {
 const SEQCST_STORE_RELAXED_STORE: Scenario = Scenario {
     name: "seqcst_store_relaxed_store",
     tag: "ssrs",
-    races: &[("x", "ssrs.a", "ssrs.b")],
+    races: &[data("x", "ssrs.a", "ssrs.b")],
     hangs: false,
     run: || {
         let x = shared("x");
@@ -459,7 +524,7 @@ const SEQCST_STORE_RELAXED_STORE: Scenario = Scenario {
 const RELAXED_RMW_PUBLISHES_NOTHING: Scenario = Scenario {
     name: "relaxed_rmw_publishes_nothing",
     tag: "rrpn",
-    races: &[("data", "rrpn.w", "rrpn.r")],
+    races: &[data("data", "rrpn.w", "rrpn.r")],
     hangs: false,
     run: || {
         let (data, flag) = (shared("data"), shared("flag"));
@@ -482,7 +547,7 @@ const RELAXED_RMW_PUBLISHES_NOTHING: Scenario = Scenario {
 const SWAP_VS_RELAXED_LOAD: Scenario = Scenario {
     name: "swap_vs_relaxed_load",
     tag: "svl",
-    races: &[("x", "svl.a", "svl.b")],
+    races: &[data("x", "svl.a", "svl.b")],
     hangs: false,
     run: || {
         let x = shared("x");
@@ -502,7 +567,7 @@ const SWAP_VS_RELAXED_LOAD: Scenario = Scenario {
 const CAS_VS_RELAXED_STORE: Scenario = Scenario {
     name: "cas_vs_relaxed_store",
     tag: "cvs",
-    races: &[("x", "cvs.a", "cvs.b")],
+    races: &[data("x", "cvs.a", "cvs.b")],
     hangs: false,
     run: || {
         let x = shared("x");
@@ -520,7 +585,7 @@ const CAS_VS_RELAXED_STORE: Scenario = Scenario {
 const RELAXED_BOOL: Scenario = Scenario {
     name: "relaxed_bool",
     tag: "rb",
-    races: &[("#0.0", "rb.a", "rb.b")],
+    races: &[data("#0.0", "rb.a", "rb.b")],
     hangs: false,
     run: || {
         let b = Arc::new(AtomicBool::new(false));
@@ -540,8 +605,8 @@ const RACY_WORKERS: Scenario = Scenario {
     name: "racy_workers",
     tag: "rw",
     races: &[
-        ("results", "rw.send", "rw.send"),
-        ("done", "rw.stat", "rw.stat"),
+        message("results", "rw.send", "rw.send"),
+        data("done", "rw.stat", "rw.stat"),
     ],
     hangs: false,
     run: || {
@@ -1219,6 +1284,9 @@ struct ExpectedRace {
     var: &'static str,
     a: u32,
     b: u32,
+    kind: &'static str,
+    /// Fewest and most racing pairs of these sites in one run.
+    count: (u64, u64),
 }
 
 #[derive(Serialize)]
@@ -1253,11 +1321,13 @@ fn list() -> Result<Vec<Listing>, String> {
             let races = s
                 .races
                 .iter()
-                .map(|&(var, a, b)| {
+                .map(|r| {
                     Ok(ExpectedRace {
-                        var,
-                        a: line_of(a)?,
-                        b: line_of(b)?,
+                        var: r.var,
+                        a: line_of(r.a)?,
+                        b: line_of(r.b)?,
+                        kind: r.kind,
+                        count: r.count,
                     })
                 })
                 .collect::<Result<Vec<_>, String>>()?;
