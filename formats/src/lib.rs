@@ -9,6 +9,7 @@
 //! file and the byte offset.
 
 mod codec;
+pub mod ending;
 pub mod error;
 pub mod event;
 pub mod ids;

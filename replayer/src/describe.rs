@@ -132,6 +132,7 @@ where
             at(site)
         ),
         Event::Blocked { object, site } => format!("blocked on {object}{}", at(site)),
+        Event::JoinBlocked { child, site } => format!("waits in join for {child}{}", at(site)),
         Event::Undelivered { channel, seq, site } => format!(
             "message {seq} on {channel} not delivered: every receiver was gone{}",
             at(site)

@@ -115,7 +115,7 @@ impl Interval {
     fn next_event(&mut self) -> Option<(u64, Event)> {
         loop {
             match self.events.next()? {
-                Ok((_, Event::Blocked { .. })) => continue,
+                Ok((_, Event::Blocked { .. } | Event::JoinBlocked { .. })) => continue,
                 Ok(item) => return Some(item),
                 Err(e) => {
                     self.leak("the log", "a readable event".into(), e.to_string());

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use anyhow::{Context, anyhow};
+use ppd_formats::ending::{ProcessEnding, RunEnding};
 use ppd_formats::recording::{self, RECORDINGS_DIR};
 use ppd_formats::summary::summarize;
 use ppd_formats::{FormatError, Recording};
@@ -129,8 +130,16 @@ pub(crate) fn run(args: &Args) -> CmdResult {
     };
     match summarize(&recording) {
         Ok(s) => {
+            let alive = s
+                .processes
+                .iter()
+                .filter(|p| p.ending.as_ref().is_some_and(ProcessEnding::alive))
+                .count();
             let state = if s.complete {
                 "complete".to_owned()
+            } else if s.run_ending != RunEnding::CutShort {
+                let processes = if alive == 1 { "process" } else { "processes" };
+                format!("the program {how} with {alive} {processes} still alive")
             } else {
                 format!("recovered after the program {how}")
             };

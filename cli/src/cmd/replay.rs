@@ -2,10 +2,12 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::anyhow;
+use ppd_formats::ending::{ProcessEnding, RunEnding};
 use ppd_formats::recording::resolve;
+use ppd_formats::summary::{RecordingSummary, summarize};
 use ppd_formats::{ProcessId, Recording};
 use ppd_replayer::debugger::{HaltState, Launch, ProgramOutput, Session};
 use ppd_replayer::predicate::{self, Catalog, Combination, Resolved};
@@ -169,35 +171,116 @@ pub(crate) fn parse_cut(ctx: &mut Context, text: &str) -> Result<Vec<u64>, CliEr
 #[derive(Debug, Serialize)]
 struct ReplaySummary {
     outcome: &'static str,
+    /// Events replayed.
     events: u64,
+    /// Events in the logs.
+    logged: u64,
     processes: usize,
     seconds: f64,
     verified: bool,
     exit_code: Option<i32>,
     recorded_exit_code: Option<i32>,
+    /// How the recorded run ended.
+    recording_ended: String,
+    /// Per process: events replayed of events logged, and how it ended in the recording.
+    by_process: Vec<ProcessOutcome>,
     divergence: Option<serde_json::Value>,
     stuck: Vec<serde_json::Value>,
 }
 
+/// One process of a whole-run replay.
+#[derive(Debug, Serialize)]
+struct ProcessOutcome {
+    process: String,
+    id: u32,
+    /// Events the replay executed; absent when the replay ended before it could say.
+    replayed: Option<u64>,
+    logged: u64,
+    /// How it ended in the recording, in words.
+    ending: String,
+    /// The same, as data.
+    ended: Option<ProcessEnding>,
+}
+
+/// Each process's events and ending in the recording; says at the start when the recording
+/// was cut short or ended with processes still alive.
+fn recorded_outcomes(summary: &RecordingSummary) -> Vec<ProcessOutcome> {
+    summary
+        .processes
+        .iter()
+        .map(|p| ProcessOutcome {
+            process: p.name.clone(),
+            id: p.id.0,
+            replayed: None,
+            logged: p.events,
+            ending: p.ending_text.clone(),
+            ended: p.ending.clone(),
+        })
+        .collect()
+}
+
+fn announce_bad_ending(summary: &RecordingSummary) {
+    let alive: Vec<String> = summary
+        .processes
+        .iter()
+        .filter(|p| p.ending.as_ref().is_some_and(ProcessEnding::alive))
+        .map(|p| format!("{} ({})", p.name, p.ending_text))
+        .collect();
+    if summary.run_ending == RunEnding::CutShort {
+        eprintln!("ppd: this recording was {}", summary.run_ending);
+    } else if !alive.is_empty() {
+        eprintln!("ppd: {}, with processes still alive", summary.run_ending);
+    }
+    if !alive.is_empty() {
+        eprintln!(
+            "ppd: replaying them to their last logged event and holding them there: {}",
+            alive.join("; ")
+        );
+    }
+}
+
 fn replay_whole(ctx: &mut Context, json: bool) -> CmdResult {
     let started = Instant::now();
+    let recorded = summarize(&ctx.recording)?;
     let mut session = ctx.start(Goal::Run)?;
+    announce_bad_ending(&recorded);
     let recorded_exit_code = ctx.recording.manifest().end.as_ref().map(|e| e.exit_code);
     let mut summary = ReplaySummary {
         outcome: "reproduced",
         events: 0,
+        logged: recorded.events,
         processes: ctx.recording.processes().len(),
         seconds: 0.0,
         verified: ctx.verify,
         exit_code: None,
         recorded_exit_code,
+        recording_ended: recorded.run_ending_text.clone(),
+        by_process: recorded_outcomes(&recorded),
         divergence: None,
         stuck: Vec::new(),
     };
+    let replayed = |reports: &[ProcessReport], outcomes: &mut [ProcessOutcome]| {
+        for o in outcomes.iter_mut() {
+            o.replayed = Some(
+                reports
+                    .iter()
+                    .find(|r| r.id.0 == o.id)
+                    .map_or(0, |r| r.events),
+            );
+        }
+    };
     loop {
         match session.next_report() {
-            Ok(Report::Finished { events, .. }) => {
+            Ok(Report::Finished { events, processes }) => {
                 summary.events = events;
+                replayed(&processes, &mut summary.by_process);
+                if summary
+                    .by_process
+                    .iter()
+                    .any(|o| o.replayed != Some(o.logged))
+                {
+                    summary.outcome = "incomplete";
+                }
                 break;
             }
             Ok(Report::Diverged {
@@ -220,6 +303,8 @@ fn replay_whole(ctx: &mut Context, json: bool) -> CmdResult {
             Ok(Report::Stuck { processes }) => {
                 summary.outcome = "stuck";
                 summary.stuck = stuck_waits(ctx, &processes);
+                summary.events = processes.iter().map(|p| p.events).sum();
+                replayed(&processes, &mut summary.by_process);
                 break;
             }
             Ok(_) => {}
@@ -232,16 +317,18 @@ fn replay_whole(ctx: &mut Context, json: bool) -> CmdResult {
             Err(e) => return Err(failure(e)),
         }
     }
-    if summary.outcome == "reproduced" {
-        // A recording whose processes all ended comes with a program that exits by itself;
-        // one cut short by a crash leaves threads held at the end of their logs.
-        match session
-            .wait_for_exit(Duration::from_secs(5))
-            .map_err(failure)?
-        {
-            Some(status) => summary.exit_code = status.code(),
-            None => session.quit().map_err(failure)?,
-        }
+    // The replayed program ends by itself when the recorded `main` did (it waits for every
+    // process to replay its log first); otherwise `main` is held at the end of its log.
+    let main_ended = recorded.processes.iter().any(|p| {
+        p.id == ProcessId::MAIN
+            && matches!(
+                p.ending,
+                Some(ProcessEnding::Exited | ProcessEnding::Panicked { .. })
+            )
+    });
+    if summary.outcome == "reproduced" && main_ended {
+        let status = session.wait().map_err(failure)?;
+        summary.exit_code = status.code();
         if let (Some(a), Some(b)) = (summary.exit_code, recorded_exit_code)
             && a != b
         {
@@ -275,8 +362,12 @@ fn print_summary(s: &ReplaySummary) {
     };
     match s.outcome {
         "reproduced" => eprintln!(
-            "ppd: replayed {} events of {} processes in {:.3} s; {what}",
+            "ppd: replayed all {} logged events of {} processes in {:.3} s; {what}",
             s.events, s.processes, s.seconds
+        ),
+        "incomplete" => eprintln!(
+            "ppd: replay incomplete: {} of {} logged events replayed",
+            s.events, s.logged
         ),
         "diverged" => {
             let d = s.divergence.as_ref().expect("a divergence has details");
@@ -299,7 +390,23 @@ fn print_summary(s: &ReplaySummary) {
                 );
             }
         }
-        other => eprintln!("ppd: replay {other} (exit code {:?})", s.exit_code),
+        other => match s.exit_code {
+            Some(code) => eprintln!("ppd: replay {other}: the program exited with code {code}"),
+            None => eprintln!("ppd: replay {other}: the program was killed by a signal"),
+        },
+    }
+    for p in &s.by_process {
+        let replayed = p.replayed.map_or_else(|| "?".to_owned(), |n| n.to_string());
+        let missing = match p.replayed {
+            Some(n) if n < p.logged => format!(" ({} not replayed)", p.logged - n),
+            _ => String::new(),
+        };
+        eprintln!(
+            "  {:<16} {replayed:>10} of {:<10} {}{missing}",
+            format!("{} (p{})", p.process, p.id),
+            p.logged,
+            p.ending
+        );
     }
 }
 

@@ -133,6 +133,8 @@ struct Lc {
     vclock: Vec<u64>,
     /// Its spawn was requested from its parent.
     spawn_requested: bool,
+    /// Its parent replayed its spawn: its thread exists and will start.
+    spawned: bool,
 }
 
 impl Lc {
@@ -149,6 +151,7 @@ impl Lc {
             budget: 0,
             vclock: vec![0; n],
             spawn_requested: false,
+            spawned: false,
         }
     }
 
@@ -179,6 +182,9 @@ struct State {
     linked: LinkedProgress,
     /// When the predicate became true, for the halting latency.
     satisfied_at: Option<Instant>,
+    /// Every process reached the end of its log (or can never move again) and `Finished`
+    /// was reported.
+    over: bool,
 }
 
 /// Shared by the processes of the replayed program and the command thread.
@@ -193,12 +199,19 @@ pub(crate) struct Controller {
     positions: Vec<AtomicU64>,
     /// Whether each process is blocked inside an operation, readable without the lock.
     blocked: Vec<AtomicBool>,
+    /// Events in each process's log: the run is over only when every process that can still
+    /// move has replayed them all.
+    logged: Vec<u64>,
+    /// Signalled when the run is over (the `Finished` report is sent).
+    over: Condvar,
     sink: super::Sink,
 }
 
 impl Controller {
+    /// `parents` and `logged` (events in each log) are indexed by process id.
     pub(crate) fn new(
         parents: Vec<Option<ProcessId>>,
+        logged: Vec<u64>,
         goal: Goal,
         sink: super::Sink,
     ) -> Controller {
@@ -215,12 +228,15 @@ impl Controller {
                 reason: HaltReason::Start,
                 linked: LinkedProgress::default(),
                 satisfied_at: None,
+                over: false,
             }),
             conds: (0..n).map(|_| Condvar::new()).collect(),
             debugging: AtomicBool::new(debugging),
             halt_requested: AtomicBool::new(false),
             positions: (0..n).map(|_| AtomicU64::new(0)).collect(),
             blocked: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            logged,
+            over: Condvar::new(),
             sink,
         };
         let mut st = controller.lock();
@@ -392,11 +408,20 @@ impl Controller {
         self.positions[i].fetch_add(1, Ordering::Relaxed);
         self.blocked[i].store(false, Ordering::Release);
         if !self.debugging() {
-            if matches!(event, Event::Exit | Event::Panic { .. }) {
-                let mut st = self.lock();
-                st.lcs[i].life = Life::Finished;
-                st.lcs[i].waiting = None;
-                self.settle(&mut st);
+            match event {
+                Event::Exit | Event::Panic { .. } => {
+                    let mut st = self.lock();
+                    st.lcs[i].life = Life::Finished;
+                    st.lcs[i].waiting = None;
+                    self.settle(&mut st);
+                }
+                Event::Spawn { child, .. } => {
+                    let mut st = self.lock();
+                    if let Some(lc) = st.lcs.get_mut(child.index()) {
+                        lc.spawned = true;
+                    }
+                }
+                _ => {}
             }
             return;
         }
@@ -479,6 +504,11 @@ impl Controller {
         }
         lc.mustsend.retain(|need| !produced.has(*need));
         lc.holds = holds.to_vec();
+        if let Event::Spawn { child, .. } = event
+            && let Some(child) = st.lcs.get_mut(child.index())
+        {
+            child.spawned = true;
+        }
 
         // Evaluate the predicate.
         let goal_plan = match &st.goal {
@@ -597,7 +627,11 @@ impl Controller {
         if quiescent {
             st.reported = true;
             let report = self.outcome(st);
-            self.report(report);
+            if matches!(report, Report::Finished { .. }) {
+                self.finish_run(st, report);
+            } else {
+                self.report(report);
+            }
             return;
         }
         // Not quiescent: is anything able to move? A process waiting for something whose
@@ -626,29 +660,56 @@ impl Controller {
         }
     }
 
-    /// In a plain run: the run is over when every started process has ended.
+    /// In a plain run: the run is over when no process can move any more. A process has
+    /// ended (its exit, its panic, the end of its log, a divergence), or it never started and
+    /// cannot start (its log is empty, or its parent has ended without spawning it). A process
+    /// still running, spawned and not yet started, or one whose parent may yet spawn it, keeps
+    /// the run going: a process
+    /// alive at the end of the recording is replayed to its last logged event and held there,
+    /// so the end of the run is the end of every log, not a pause.
     fn detect_end_of_run(&self, st: &mut State) {
         if st.reported {
             return;
         }
-        let started = st.lcs.iter().filter(|lc| lc.life != Life::NotStarted);
-        let all_done = st.lcs.iter().any(|lc| lc.life != Life::NotStarted)
-            && started.clone().all(Lc::done)
-            && st
-                .lcs
+        let may_move = |i: usize| {
+            let lc = &st.lcs[i];
+            match lc.life {
+                Life::Running => true,
+                Life::NotStarted => {
+                    self.logged.get(i).is_some_and(|&n| n > 0)
+                        && (lc.spawned || st.parents[i].is_none_or(|q| !st.lcs[q.index()].done()))
+                }
+                Life::Finished | Life::LogEnded | Life::Diverged => false,
+            }
+        };
+        if (0..st.lcs.len()).any(may_move) {
+            return;
+        }
+        st.reported = true;
+        let report = Report::Finished {
+            events: self
+                .positions
                 .iter()
-                .all(|lc| lc.life != Life::NotStarted || lc.waiting.is_none());
-        if all_done {
-            st.reported = true;
-            let report = Report::Finished {
-                events: self
-                    .positions
-                    .iter()
-                    .map(|p| p.load(Ordering::Relaxed))
-                    .sum(),
-                processes: self.process_reports(st),
-            };
-            self.report(report);
+                .map(|p| p.load(Ordering::Relaxed))
+                .sum(),
+            processes: self.process_reports(st),
+        };
+        self.finish_run(st, report);
+    }
+
+    /// Sends the final report and lets `main` end the program.
+    fn finish_run(&self, st: &mut State, report: Report) {
+        self.report(report);
+        st.over = true;
+        self.over.notify_all();
+    }
+
+    /// Blocks until the run is over: `main` returned, but the program must not end before
+    /// every other process has replayed its log.
+    pub(crate) fn wait_until_over(&self) {
+        let mut st = self.lock();
+        while !st.over {
+            st = self.over.wait(st).unwrap_or_else(|e| e.into_inner());
         }
     }
 

@@ -1,0 +1,79 @@
+//! `endings`: ppd programs whose runs end badly, for the end-to-end tests of what ppd says about
+//! such runs.
+//!
+//! ```text
+//! endings blocked-thread   a worker is left blocked on a channel when main returns; exits 4
+//! endings join-hang        main joins a fetcher that waits for a request only main could send;
+//!                          hangs until killed
+//! ```
+//!
+//! Each line a process prints is printed after the operations before it returned, so a test
+//! that reads a line knows those operations are in the process's log.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use ppd::sync::mpsc::{channel, named_channel};
+use ppd::thread::Builder;
+
+fn say(line: &str) {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{line}").expect("stdout");
+    out.flush().expect("stdout");
+}
+
+/// A worker reports ready, prints, and waits on `jobs`, which nobody sends on; main returns
+/// without dropping the sender.
+fn blocked_thread() -> ExitCode {
+    let (jobs_tx, jobs) = named_channel::<u64>("jobs");
+    let (ready_tx, ready) = channel::<u64>();
+    Builder::new()
+        .name("waiter".into())
+        .spawn(move || {
+            for step in 0..3 {
+                ppd::mark!("step", step);
+            }
+            ready_tx.send(7).expect("main waits for ready");
+            say("waiter: waiting for a job");
+            let job = jobs.recv();
+            say(&format!("waiter: got {job:?}"));
+        })
+        .expect("spawn");
+    let got = ready.recv().expect("the waiter reports ready");
+    say(&format!("main: waiter ready ({got}), leaving"));
+    // Still open when main returns: the waiter stays blocked.
+    std::mem::forget(jobs_tx);
+    ExitCode::from(4)
+}
+
+/// Main keeps the only sender of `requests` and joins the fetcher, which waits on it.
+fn join_hang() {
+    let (requests_tx, requests) = named_channel::<u64>("requests");
+    let fetcher = Builder::new()
+        .name("fetcher".into())
+        .spawn(move || {
+            say("fetcher: waiting for a request");
+            let request = requests.recv();
+            say(&format!("fetcher: got {request:?}"));
+        })
+        .expect("spawn");
+    say("main: joining the fetcher");
+    fetcher.join().expect("the fetcher does not panic");
+    drop(requests_tx);
+}
+
+#[ppd::main]
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("blocked-thread") => blocked_thread(),
+        Some("join-hang") => {
+            join_hang();
+            ExitCode::SUCCESS
+        }
+        _ => {
+            eprintln!("usage: endings blocked-thread | join-hang");
+            ExitCode::from(2)
+        }
+    }
+}

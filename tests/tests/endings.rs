@@ -1,0 +1,269 @@
+//! Runs that end badly, end to end with real processes: a thread left blocked when `main`
+//! returns, a hang through `join` stopped by SIGKILL, and SIGKILL at random moments of a busy
+//! run. For each, `ppd info` says how every process ended and `ppd replay --verify` replays
+//! every logged event of every process (or fails saying which it did not).
+
+use std::collections::BTreeMap;
+use std::hash::{BuildHasher, Hasher, RandomState};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+
+use ppd_formats::{Event, Recording};
+use ppd_tests::{info_json, ppd, ppd_bin};
+use serde_json::Value;
+
+const ENDINGS: &str = env!("CARGO_BIN_EXE_endings");
+const VICTIM: &str = env!("CARGO_BIN_EXE_victim");
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// `ppd replay DIR --verify --json`: the exit status, the summary and what went to stderr
+/// (the program's own output among it).
+fn replay_verify(cwd: &Path, dir: &Path) -> (Option<i32>, Value, String) {
+    let out = ppd(
+        cwd,
+        &["replay", dir.to_str().unwrap(), "--verify", "--json"],
+    );
+    let summary: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("replay --json prints JSON ({e}): {}", stderr(&out)));
+    (out.status.code(), summary, stderr(&out))
+}
+
+/// Checks that the replay covered every logged event of every process, as the recording's
+/// own logs count them.
+fn assert_every_event_replayed(dir: &Path, summary: &Value, context: &str) {
+    let recording = Recording::open(dir).unwrap();
+    let by_process = summary["by_process"].as_array().expect("by_process");
+    assert_eq!(by_process.len(), recording.processes().len(), "{context}");
+    let mut total = 0;
+    for entry in recording.processes() {
+        let logged = recording.open_log(entry).unwrap().event_count();
+        total += logged;
+        let p = by_process
+            .iter()
+            .find(|p| p["id"] == entry.id.0)
+            .unwrap_or_else(|| panic!("{context}: no {} in {summary:#}", entry.name));
+        assert_eq!(
+            p["logged"], logged,
+            "{context}: {}: {summary:#}",
+            entry.name
+        );
+        assert_eq!(
+            p["replayed"], logged,
+            "{context}: {} replayed {} of {logged} events: {summary:#}",
+            entry.name, p["replayed"]
+        );
+    }
+    assert_eq!(summary["events"], total, "{context}: {summary:#}");
+    assert_eq!(summary["logged"], total, "{context}: {summary:#}");
+}
+
+/// The processes of `ppd info --json`, by name.
+fn processes(info: &Value) -> BTreeMap<String, Value> {
+    info["processes"]
+        .as_array()
+        .expect("processes is an array")
+        .iter()
+        .map(|p| (p["name"].as_str().unwrap().to_owned(), p.clone()))
+        .collect()
+}
+
+/// The last event of process `name`'s log, read while the program may still be running.
+fn last_event(dir: &Path, name: &str) -> Option<Event> {
+    let recording = Recording::open(dir).ok()?;
+    let entry = recording.find_process(name)?.clone();
+    let log = recording.open_log(&entry).ok()?;
+    let n = log.event_count();
+    n.checked_sub(1).and_then(|k| log.get(k).ok())
+}
+
+fn start_recording(cwd: &Path, dir: &Path, program: &str, args: &[&str]) -> Child {
+    Command::new(ppd_bin())
+        .args(["record", "-o", dir.to_str().unwrap(), "--", program])
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start ppd record")
+}
+
+fn sigkill(pid: i32) {
+    // SAFETY: kill only sends a signal.
+    let killed = unsafe { libc::kill(pid, libc::SIGKILL) };
+    assert_eq!(killed, 0, "kill {pid}: {}", std::io::Error::last_os_error());
+}
+
+#[test]
+fn a_thread_left_blocked_when_main_returns_is_replayed_to_its_last_event() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("rec");
+    let out = ppd(
+        work.path(),
+        &[
+            "record",
+            "-o",
+            dir.to_str().unwrap(),
+            "--",
+            ENDINGS,
+            "blocked-thread",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert!(
+        !stderr(&out).contains("recovered after"),
+        "a normal exit is not a crash: {}",
+        stderr(&out)
+    );
+
+    let info = info_json(work.path(), &dir);
+    assert_eq!(info["run_ending"]["how"], "exited", "{info:#}");
+    assert_eq!(info["run_ending"]["code"], 4, "{info:#}");
+    let procs = processes(&info);
+    assert_eq!(procs["main"]["ending"]["how"], "exited", "{info:#}");
+    assert_eq!(
+        procs["main"]["ending_text"], "exited with code 4",
+        "{info:#}"
+    );
+    let waiter = &procs["waiter"];
+    assert_eq!(waiter["ending"]["how"], "blocked", "{info:#}");
+    assert_eq!(waiter["ending"]["on"], "channel jobs", "{info:#}");
+    assert_eq!(
+        waiter["ending"]["since_event"].as_u64().unwrap() + 1,
+        waiter["events"].as_u64().unwrap()
+    );
+    let text = String::from_utf8_lossy(&ppd(work.path(), &["info", dir.to_str().unwrap()]).stdout)
+        .into_owned();
+    assert!(text.contains("the program exited with code 4"), "{text}");
+    assert!(!text.contains("after crash"), "{text}");
+
+    // The outcome must not depend on how the threads of the replay happen to be scheduled.
+    for round in 0..3 {
+        let (code, summary, err) = replay_verify(work.path(), &dir);
+        let context = format!("replay {round}: {err}");
+        assert_eq!(code, Some(0), "{context}");
+        assert_eq!(summary["outcome"], "reproduced", "{context}");
+        assert_eq!(summary["exit_code"], 4, "{context}");
+        assert_every_event_replayed(&dir, &summary, &context);
+        assert!(err.contains("waiter: waiting for a job"), "{context}");
+        assert!(err.contains("with processes still alive"), "{context}");
+    }
+}
+
+#[test]
+fn a_hang_through_join_is_a_deadlock_reported_by_name() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("rec");
+    let mut child = start_recording(work.path(), &dir, ENDINGS, &["join-hang"]);
+    // Both processes are in their waits once their logs end with the wait markers.
+    let mut polls = 0u64;
+    while !(matches!(last_event(&dir, "main"), Some(Event::JoinBlocked { .. }))
+        && matches!(last_event(&dir, "fetcher"), Some(Event::Blocked { .. })))
+    {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the program ended by itself"
+        );
+        polls += 1;
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let recording = Recording::open(&dir).unwrap();
+    sigkill(recording.manifest().os_pid as i32);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(137), "{}", stderr(&out));
+
+    let info = info_json(work.path(), &dir);
+    assert_eq!(info["run_ending"]["how"], "cut_short", "{info:#}");
+    let procs = processes(&info);
+    assert_eq!(procs["main"]["ending"]["how"], "blocked", "{info:#}");
+    assert_eq!(
+        procs["main"]["ending"]["on"], "the end of fetcher (p1)",
+        "{info:#}"
+    );
+    assert_eq!(
+        procs["fetcher"]["ending"]["on"], "channel requests",
+        "{info:#}"
+    );
+
+    let races = ppd(work.path(), &["races", dir.to_str().unwrap(), "--json"]);
+    let report: Value = serde_json::from_slice(&races.stdout).unwrap();
+    let cycles = report["deadlocks"]["cycles"].as_array().unwrap();
+    assert_eq!(cycles.len(), 1, "after {polls} polls: {report:#}");
+    let members: Vec<(&str, &str)> = cycles[0]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            (
+                b["process"].as_str().unwrap(),
+                b["object"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        members,
+        vec![("main", "fetcher (p1)"), ("fetcher", "requests")],
+        "{report:#}"
+    );
+    assert!(
+        report["deadlocks"]["running"]
+            .as_array()
+            .unwrap()
+            .is_empty(),
+        "main waits in join, it is not running: {report:#}"
+    );
+
+    let (code, summary, err) = replay_verify(work.path(), &dir);
+    assert_eq!(code, Some(0), "{err}");
+    assert_every_event_replayed(&dir, &summary, &err);
+    assert!(err.contains("this recording was cut short"), "{err}");
+}
+
+/// A random number in `0..n`, different in every call.
+fn random_below(n: u64) -> u64 {
+    let mut h = RandomState::new().build_hasher();
+    h.write_u64(n);
+    h.finish() % n
+}
+
+#[test]
+fn sigkill_at_random_moments_replays_every_logged_event() {
+    let work = tempfile::tempdir().unwrap();
+    for trial in 0..20 {
+        let dir = work.path().join(format!("rec-{trial}"));
+        let pidfile = work.path().join(format!("victim-{trial}.pid"));
+        let mut child = start_recording(
+            work.path(),
+            &dir,
+            VICTIM,
+            &["spin", pidfile.to_str().unwrap()],
+        );
+        // Kill after a random number of rounds (0: while processes may still be starting).
+        let rounds = random_below(60);
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        for _ in 0..rounds {
+            lines.next();
+        }
+        let pid: i32 = loop {
+            match std::fs::read_to_string(&pidfile) {
+                Ok(text) => break text.trim().parse().expect("a pid"),
+                Err(_) => std::thread::yield_now(),
+            }
+        };
+        sigkill(pid);
+        for _ in lines {}
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(137), "{}", stderr(&out));
+
+        let (code, summary, err) = replay_verify(work.path(), &dir);
+        let context = format!("trial {trial}, killed after {rounds} rounds: {err}");
+        assert_eq!(code, Some(0), "{context}");
+        assert_eq!(summary["outcome"], "reproduced", "{context}");
+        assert_every_event_replayed(&dir, &summary, &context);
+        assert!(err.contains("this recording was cut short"), "{context}");
+    }
+}
