@@ -22,18 +22,18 @@ fn say(line: &str) {
     out.flush().expect("stdout");
 }
 
-/// A worker reports ready, prints, and waits on `jobs`, which nobody sends on; main returns
-/// without dropping the sender.
+/// A worker reports ready, works on (500 marks), prints, and waits on `jobs`, which nobody
+/// sends on; main returns as soon as the worker is ready, without dropping the sender.
 fn blocked_thread() -> ExitCode {
     let (jobs_tx, jobs) = named_channel::<u64>("jobs");
     let (ready_tx, ready) = channel::<u64>();
     Builder::new()
         .name("waiter".into())
         .spawn(move || {
-            for step in 0..3 {
+            ready_tx.send(7).expect("main waits for ready");
+            for step in 0..500 {
                 ppd::mark!("step", step);
             }
-            ready_tx.send(7).expect("main waits for ready");
             say("waiter: waiting for a job");
             let job = jobs.recv();
             say(&format!("waiter: got {job:?}"));
@@ -43,6 +43,12 @@ fn blocked_thread() -> ExitCode {
     say(&format!("main: waiter ready ({got}), leaving"));
     // Still open when main returns: the waiter stays blocked.
     std::mem::forget(jobs_tx);
+    // While recorded, give the waiter time to reach its wait, so that the recording ends with
+    // it blocked there. A replay does not wait: its main returns while the waiter still has its
+    // work to replay, which the replay must not cut short.
+    if std::env::var("PPD_MODE").as_deref() == Ok("record") {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
     ExitCode::from(4)
 }
 
