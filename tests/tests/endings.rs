@@ -272,3 +272,87 @@ fn sigkill_at_random_moments_replays_every_logged_event() {
         assert!(err.contains("this recording was cut short"), "{context}");
     }
 }
+
+#[test]
+fn a_panic_inside_an_eblock_is_an_outcome_why_and_what_if_explain() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("rec");
+    let rec = dir.to_str().unwrap();
+    let out = ppd(
+        work.path(),
+        &["record", "-o", rec, "--", ENDINGS, "eblock-panic"],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+
+    let info = info_json(work.path(), &dir);
+    let procs = processes(&info);
+    let ending = &procs["teller"]["ending"];
+    assert_eq!(ending["how"], "panicked", "{info:#}");
+    assert_eq!(ending["message"], "overdrawn: -5000", "{info:#}");
+    assert_eq!(ending["file"], "tests/src/bin/endings.rs", "{info:#}");
+    assert!(ending["line"].as_u64().unwrap() > 0, "{info:#}");
+    assert_eq!(
+        procs["main"]["ending_text"], "exited with code 3",
+        "{info:#}"
+    );
+
+    // why answers for a value defined before the panic, in the instance that panicked: its
+    // re-execution panics as the recorded one did, which is no leak.
+    let why = ppd(
+        work.path(),
+        &["why", rec, "teller", "after", "--at", "mark overdrawn"],
+    );
+    let text = String::from_utf8_lossy(&why.stdout);
+    assert_eq!(why.status.code(), Some(0), "{text}{}", stderr(&why));
+    assert!(text.contains("after = -5000"), "{text}");
+    assert!(text.contains("amount = 5020"), "{text}");
+    assert!(text.contains("balance = 20"), "{text}");
+    assert!(!text.contains("leak"), "{text}");
+
+    // --what-if on that instance shows the changed outcome.
+    let what_if = |amount: &str| -> Value {
+        let out = ppd(
+            work.path(),
+            &[
+                "why",
+                rec,
+                "teller",
+                "--what-if",
+                &format!("amount={amount}"),
+                "--at",
+                "mark overdrawn",
+                "--json",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let changed = what_if("5");
+    let place = ending["line"].as_u64().unwrap();
+    assert_eq!(
+        changed["ending"],
+        serde_json::json!([
+            format!("panics: \"overdrawn: -5000\" at tests/src/bin/endings.rs:{place}"),
+            "no longer panics: returns 15"
+        ]),
+        "{changed:#}"
+    );
+    assert_eq!(changed["left_the_log"], Value::Null, "{changed:#}");
+    // An earlier instance, which returned, still answers with its return value.
+    let earlier = ppd(
+        work.path(),
+        &[
+            "why",
+            rec,
+            "teller",
+            "--what-if",
+            "amount=5",
+            "--at",
+            "withdraw#2",
+            "--json",
+        ],
+    );
+    let earlier: Value = serde_json::from_slice(&earlier.stdout).unwrap();
+    assert_eq!(earlier["ending"], Value::Null, "{earlier:#}");
+    assert_eq!(earlier["outcomes"][0]["what_if"], "65", "{earlier:#}");
+}

@@ -5,6 +5,7 @@
 //! endings blocked-thread   a worker is left blocked on a channel when main returns; exits 4
 //! endings join-hang        main joins a fetcher that waits for a request only main could send;
 //!                          hangs until killed
+//! endings eblock-panic     a teller's third withdrawal panics inside the e-block; exits 3
 //! ```
 //!
 //! Each line a process prints is printed after the operations before it returned, so a test
@@ -68,6 +69,35 @@ fn join_hang() {
     drop(requests_tx);
 }
 
+/// One withdrawal: the balance after it, or a panic when it would be negative.
+#[ppd::eblock]
+fn withdraw(balance: i64, amount: i64) -> i64 {
+    let after = balance - amount;
+    if after < 0 {
+        ppd::mark!("overdrawn", after);
+        panic!("overdrawn: {after}");
+    }
+    after
+}
+
+/// A teller withdraws 30, 50 and 5020 from 100; the third withdrawal panics.
+fn eblock_panic() -> ExitCode {
+    let teller = Builder::new()
+        .name("teller".into())
+        .spawn(|| {
+            let mut balance = 100;
+            for amount in [30, 50, 5020] {
+                balance = withdraw(balance, amount);
+                say(&format!("teller: balance {balance}"));
+            }
+        })
+        .expect("spawn");
+    match teller.join() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(_) => ExitCode::from(3),
+    }
+}
+
 #[ppd::main]
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -77,8 +107,9 @@ fn main() -> ExitCode {
             join_hang();
             ExitCode::SUCCESS
         }
+        Some("eblock-panic") => eblock_panic(),
         _ => {
-            eprintln!("usage: endings blocked-thread | join-hang");
+            eprintln!("usage: endings blocked-thread | join-hang | eblock-panic");
             ExitCode::from(2)
         }
     }
