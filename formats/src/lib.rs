@@ -15,6 +15,7 @@ pub mod event;
 pub mod ids;
 mod layout;
 pub mod manifest;
+pub mod names;
 pub mod reader;
 pub mod recording;
 pub mod summary;

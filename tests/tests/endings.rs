@@ -356,3 +356,96 @@ fn a_panic_inside_an_eblock_is_an_outcome_why_and_what_if_explain() {
     assert_eq!(earlier["ending"], Value::Null, "{earlier:#}");
     assert_eq!(earlier["outcomes"][0]["what_if"], "65", "{earlier:#}");
 }
+
+#[test]
+fn a_predicate_that_never_holds_is_explained_in_the_users_names() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("rec");
+    let rec = dir.to_str().unwrap();
+    let out = ppd(
+        work.path(),
+        &["record", "-o", rec, "--", ENDINGS, "token-pair"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let recording = Recording::open(&dir).unwrap();
+    // The names are not the ids: P3 is p1, P1 is p2.
+    assert_eq!(recording.find_process("P3").unwrap().id.0, 1);
+    assert_eq!(recording.find_process("P1").unwrap().id.0, 2);
+
+    let out = ppd(
+        work.path(),
+        &[
+            "replay",
+            rec,
+            "--stop",
+            "P1: mark holding & P3: mark holding",
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(
+            "every part held at some point (P3 3 times, P1 3 times), but never all at once in a \
+             consistent global state"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("p1") && !err.contains("p2"), "{err}");
+
+    // A part that never holds is named as the user wrote it.
+    let out = ppd(
+        work.path(),
+        &[
+            "replay",
+            rec,
+            "--stop",
+            "P1: mark holding if value > 100 & P3: mark holding",
+        ],
+    );
+    let err = stderr(&out);
+    assert!(
+        err.contains("the part about P1 never held in this run"),
+        "{err}"
+    );
+
+    // --to with the other processes left out: they move only as far as P3's state needs.
+    let out = ppd(work.path(), &["replay", rec, "--to", "P3=1", "--json"]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let state: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let events: BTreeMap<&str, u64> = state["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["name"].as_str().unwrap(), p["events"].as_u64().unwrap()))
+        .collect();
+    // P3's first event (its start) needs main's spawn of it, and nothing of P1.
+    assert_eq!(events["P3"], 1, "{state:#}");
+    assert_eq!(events["P1"], 0, "{state:#}");
+    assert!(events["main"] > 0, "{state:#}");
+    assert!(
+        err.contains(&format!(
+            "not listed, but needed for a consistent state: main to {} events",
+            events["main"]
+        )),
+        "{err}"
+    );
+    // A listed process that must move past its target makes the cut unreachable, in names.
+    let out = ppd(work.path(), &["replay", rec, "--to", "P3=3,P1=0"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("P1 stopped after"), "{err}");
+    // One rule for names: `p2` is P1 here (no process is called p2), and an unknown name
+    // lists the processes there are.
+    let out = ppd(work.path(), &["replay", rec, "--to", "p2=1"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = ppd(work.path(), &["replay", rec, "--to", "P4=1"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "no process `P4` in the recording (its processes: main (p0), P3 (p1), P1 (p2))"
+        ),
+        "{err}"
+    );
+}

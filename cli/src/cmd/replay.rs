@@ -131,18 +131,24 @@ pub(crate) fn run(args: &Args) -> CmdResult {
     }
     if let Some(cut) = &args.to {
         let targets = parse_cut(&mut ctx, cut)?;
-        let session = ctx.start(Goal::Cut(targets))?;
-        return halt_and_show(&mut ctx, session, None, args.json, args.interactive);
+        let session = ctx.start(Goal::Cut(targets.clone()))?;
+        let session = Halting {
+            session,
+            plan: None,
+            listed: Some(&targets),
+        };
+        return halt_and_show(&mut ctx, session, args.json, args.interactive);
     }
     if args.interactive {
         let session = ctx.start(Goal::Hold)?;
-        return halt_and_show(&mut ctx, session, None, args.json, true);
+        return halt_and_show(&mut ctx, Halting::of(session, None), args.json, true);
     }
     replay_whole(&mut ctx, args.json)
 }
 
-/// `PROCESS=EVENTS,...` to per-process targets.
-pub(crate) fn parse_cut(ctx: &mut Context, text: &str) -> Result<Vec<u64>, CliError> {
+/// `PROCESS=EVENTS,...` to per-process targets; processes not listed have none (they stay at
+/// their start unless the listed ones need them).
+pub(crate) fn parse_cut(ctx: &mut Context, text: &str) -> Result<Vec<Option<u64>>, CliError> {
     let n = ctx
         .recording
         .processes()
@@ -150,20 +156,20 @@ pub(crate) fn parse_cut(ctx: &mut Context, text: &str) -> Result<Vec<u64>, CliEr
         .map(|p| p.id.index() + 1)
         .max()
         .unwrap_or(1);
-    let mut targets = vec![0u64; n];
+    let mut targets = vec![None; n];
     for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (name, events) = part
             .split_once('=')
             .ok_or_else(|| input(anyhow!("bad cut `{part}`: expected PROCESS=EVENTS")))?;
         let process = ctx
             .recording
-            .find_process(name.trim())
-            .ok_or_else(|| input(anyhow!("bad cut: no process `{}`", name.trim())))?;
+            .resolve_process(name.trim())
+            .map_err(|e| input(anyhow!("bad cut `{part}`: {e}")))?;
         let events: u64 = events
             .trim()
             .parse()
             .map_err(|_| input(anyhow!("bad cut `{part}`: `{events}` is not a number")))?;
-        targets[process.id.index()] = events;
+        targets[process.id.index()] = Some(events);
     }
     Ok(targets)
 }
@@ -242,8 +248,12 @@ fn announce_bad_ending(summary: &RecordingSummary) {
 fn replay_whole(ctx: &mut Context, json: bool) -> CmdResult {
     let started = Instant::now();
     let recorded = summarize(&ctx.recording)?;
-    let mut session = ctx.start(Goal::Run)?;
+    // Said before the program starts, so that its output does not run into the message; a
+    // binary that cannot be replayed is refused first.
+    ppd_replayer::debugger::check_binary(&ctx.recording, ctx.launch.binary.as_deref())
+        .map_err(input)?;
     announce_bad_ending(&recorded);
+    let mut session = ctx.start(Goal::Run)?;
     let recorded_exit_code = ctx.recording.manifest().end.as_ref().map(|e| e.exit_code);
     let mut summary = ReplaySummary {
         outcome: "reproduced",
@@ -427,17 +437,55 @@ fn stuck_waits(ctx: &Context, processes: &[ProcessReport]) -> Vec<serde_json::Va
         .collect()
 }
 
+/// A replay on its way to a halt.
+struct Halting<'a> {
+    session: Session,
+    /// The predicate it halts at.
+    plan: Option<&'a Resolved>,
+    /// The targets of `--to`, when it halts at a cut (`None` for a process not listed).
+    listed: Option<&'a [Option<u64>]>,
+}
+
+impl<'a> Halting<'a> {
+    fn of(session: Session, plan: Option<&'a Resolved>) -> Halting<'a> {
+        Halting {
+            session,
+            plan,
+            listed: None,
+        }
+    }
+}
+
 /// Waits for the session's next halt and prints it (then hands over to the interactive
 /// debugger if asked).
 fn halt_and_show(
     ctx: &mut Context,
-    mut session: Session,
-    plan: Option<&Resolved>,
+    halting: Halting<'_>,
     json: bool,
     interactive: bool,
 ) -> CmdResult {
+    let Halting {
+        mut session,
+        plan,
+        listed,
+    } = halting;
     match debugger::wait_halt(ctx, &mut session, plan)? {
         debugger::Outcome::Halted(state) => {
+            // Processes left out of `--to` stay at their start unless the listed ones need them.
+            let needed: Vec<String> = state
+                .processes
+                .iter()
+                .filter(|p| {
+                    p.events > 0 && listed.is_some_and(|l| l.get(p.id.index()) == Some(&None))
+                })
+                .map(|p| format!("{} to {} events", p.name, p.events))
+                .collect();
+            if !needed.is_empty() {
+                eprintln!(
+                    "ppd: not listed, but needed for a consistent state: {}",
+                    needed.join(", ")
+                );
+            }
             if json {
                 output::json(&state);
             } else {
@@ -472,8 +520,8 @@ fn stop(
                         plan.text
                     )));
                 };
-                let session = ctx.start(Goal::Cut(cut))?;
-                return halt_and_show(ctx, session, Some(&plan), json, interactive);
+                let session = ctx.start(Goal::Cut(cut.into_iter().map(Some).collect()))?;
+                return halt_and_show(ctx, Halting::of(session, Some(&plan)), json, interactive);
             }
             Combination::Conjunctive | Combination::Simultaneous => {
                 // Algorithm 1 already halts at the first satisfying state.
@@ -487,7 +535,7 @@ fn stop(
         }
     }
     let session = ctx.start(Goal::Stop(plan.clone()))?;
-    halt_and_show(ctx, session, Some(&plan), json, interactive)
+    halt_and_show(ctx, Halting::of(session, Some(&plan)), json, interactive)
 }
 
 /// The first pass of `--first`: replays to the end recording every event at which a
@@ -611,47 +659,49 @@ struct TraceLine {
     values: Vec<(String, serde_json::Value)>,
 }
 
-fn parse_print(ctx: &mut Context, print: &str) -> Result<Vec<(String, String)>, CliError> {
+fn parse_print(ctx: &mut Context, print: &str) -> Result<Vec<PrintItem>, CliError> {
     let mut items = Vec::new();
     for part in print.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (process, name) = part
             .split_once('.')
             .ok_or_else(|| input(anyhow!("bad --print item `{part}`: expected PROCESS.NAME")))?;
-        if ctx.recording.find_process(process).is_none() {
-            let names: Vec<String> = ctx
-                .recording
-                .processes()
-                .iter()
-                .map(|p| p.name.clone())
-                .collect();
-            return Err(input(anyhow!(
-                "bad --print item `{part}`: no process `{process}` (known: {})",
-                names.join(", ")
-            )));
-        }
-        items.push((process.to_owned(), name.to_owned()));
+        let id = ctx
+            .recording
+            .resolve_process(process)
+            .map_err(|e| input(anyhow!("bad --print item `{part}`: {e}")))?
+            .id;
+        items.push(PrintItem {
+            text: part.to_owned(),
+            id,
+            name: name.to_owned(),
+        });
     }
     Ok(items)
 }
 
-fn trace_line(state: &HaltState, items: &[(String, String)]) -> TraceLine {
+/// One `PROCESS.NAME` of `--print`, its process resolved by the rule every command uses.
+struct PrintItem {
+    /// As the user wrote it.
+    text: String,
+    id: ProcessId,
+    name: String,
+}
+
+fn trace_line(state: &HaltState, items: &[PrintItem]) -> TraceLine {
     let values = items
         .iter()
-        .map(|(process, name)| {
-            let p = state
-                .processes
-                .iter()
-                .find(|p| p.name == *process || p.id.to_string() == *process);
+        .map(|item| {
+            let p = state.processes.iter().find(|p| p.id == item.id);
             let v = p
                 .and_then(|p| {
-                    p.values.get(name).cloned().or_else(|| {
+                    p.values.get(&item.name).cloned().or_else(|| {
                         p.eblock_args
                             .as_ref()
-                            .and_then(|a| a.get(name.as_str()).cloned())
+                            .and_then(|a| a.get(item.name.as_str()).cloned())
                     })
                 })
                 .unwrap_or(serde_json::Value::Null);
-            (format!("{process}.{name}"), v)
+            (item.text.clone(), v)
         })
         .collect();
     TraceLine {

@@ -50,20 +50,21 @@ impl Need {
         }
     }
 
-    fn describe(self) -> String {
+    /// What is needed, with processes by their names.
+    fn describe(self, name: &dyn Fn(ProcessId) -> String) -> String {
         match self {
             Need::Dep(Dependency::Message {
                 channel,
                 seq,
                 sender,
-            }) => format!("message {seq} on {channel} from {sender}"),
+            }) => format!("message {seq} on {channel} from {}", name(sender)),
             Need::Dep(Dependency::Version {
                 object,
                 version,
                 by,
-            }) => format!("access {version} of {object} by {by}"),
-            Need::Dep(Dependency::Exit { child }) => format!("the end of {child}"),
-            Need::Spawn(child) => format!("the spawn of {child}"),
+            }) => format!("access {version} of {object} by {}", name(by)),
+            Need::Dep(Dependency::Exit { child }) => format!("the end of {}", name(child)),
+            Need::Spawn(child) => format!("the spawn of {}", name(child)),
         }
     }
 }
@@ -135,6 +136,8 @@ struct Lc {
     spawn_requested: bool,
     /// Its parent replayed its spawn: its thread exists and will start.
     spawned: bool,
+    /// Events after which every component about it held (SP_i became true).
+    times_satisfied: u64,
 }
 
 impl Lc {
@@ -152,6 +155,7 @@ impl Lc {
             vclock: vec![0; n],
             spawn_requested: false,
             spawned: false,
+            times_satisfied: 0,
         }
     }
 
@@ -204,14 +208,17 @@ pub(crate) struct Controller {
     logged: Vec<u64>,
     /// Signalled when the run is over (the `Finished` report is sent).
     over: Condvar,
+    /// Each process's name, for what reports say.
+    names: Vec<String>,
     sink: super::Sink,
 }
 
 impl Controller {
-    /// `parents` and `logged` (events in each log) are indexed by process id.
+    /// `parents`, `logged` (events in each log) and `names` are indexed by process id.
     pub(crate) fn new(
         parents: Vec<Option<ProcessId>>,
         logged: Vec<u64>,
+        names: Vec<String>,
         goal: Goal,
         sink: super::Sink,
     ) -> Controller {
@@ -237,6 +244,7 @@ impl Controller {
             blocked: (0..n).map(|_| AtomicBool::new(false)).collect(),
             logged,
             over: Condvar::new(),
+            names,
             sink,
         };
         let mut st = controller.lock();
@@ -318,7 +326,7 @@ impl Controller {
         match &st.goal {
             Goal::Run | Goal::History(_) => true,
             Goal::Hold => false,
-            Goal::Cut(targets) => lc.position < targets.get(p).copied().unwrap_or(0),
+            Goal::Cut(targets) => lc.position < targets.get(p).copied().flatten().unwrap_or(0),
             Goal::Stop(plan) => match plan.combination {
                 Combination::Conjunctive | Combination::Simultaneous => {
                     lc.has_predicate && !lc.satisfied
@@ -520,6 +528,7 @@ impl Controller {
             let mine: Vec<usize> = plan.components_of(p).map(|c| c.id).collect();
             let lc = &mut st.lcs[i];
             lc.satisfied = !mine.is_empty() && mine.iter().all(|c| holds.contains(c));
+            lc.times_satisfied += u64::from(lc.satisfied);
             if history {
                 for &c in holds {
                     self.report(Report::Satisfied {
@@ -744,22 +753,8 @@ impl Controller {
                         latency_ns: None,
                     }
                 } else {
-                    let ended: Vec<String> = st
-                        .lcs
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, lc)| lc.has_predicate && !lc.satisfied && lc.done())
-                        .map(|(i, _)| ProcessId(i as u32).to_string())
-                        .collect();
                     Report::Unsatisfiable {
-                        reason: if ended.is_empty() {
-                            "the run ended before the predicate held".into()
-                        } else {
-                            format!(
-                                "{} ended without satisfying its part of the predicate",
-                                ended.join(", ")
-                            )
-                        },
+                        reason: self.unsatisfied(st),
                     }
                 }
             }
@@ -772,14 +767,15 @@ impl Controller {
                     .lcs
                     .iter()
                     .enumerate()
-                    .filter(|(i, lc)| lc.position != targets.get(*i).copied().unwrap_or(0))
-                    .map(|(i, lc)| {
-                        format!(
-                            "{} stopped after {} events instead of {}",
-                            ProcessId(i as u32),
-                            lc.position,
-                            targets.get(i).copied().unwrap_or(0)
-                        )
+                    .filter_map(|(i, lc)| {
+                        let target = targets.get(i).copied().flatten()?;
+                        (lc.position != target).then(|| {
+                            format!(
+                                "{} stopped after {} events instead of {target}",
+                                self.name(i),
+                                lc.position,
+                            )
+                        })
                     })
                     .collect();
                 if missed.is_empty() {
@@ -803,6 +799,45 @@ impl Controller {
                 latency_ns: None,
             },
         }
+    }
+
+    /// The process's name, as the user knows it.
+    fn name(&self, i: usize) -> String {
+        match self.names.get(i) {
+            Some(name) if !name.is_empty() => name.clone(),
+            _ => ProcessId(i as u32).to_string(),
+        }
+    }
+
+    /// Why a conjunctive or simultaneous predicate never held, in the user's names: a part
+    /// that never held, or parts that each held but never in one consistent global state.
+    fn unsatisfied(&self, st: &State) -> String {
+        let parts: Vec<(usize, u64)> = (0..st.lcs.len())
+            .filter(|&i| st.lcs[i].has_predicate)
+            .map(|i| (i, st.lcs[i].times_satisfied))
+            .collect();
+        let never: Vec<String> = parts
+            .iter()
+            .filter(|(_, n)| *n == 0)
+            .map(|&(i, _)| self.name(i))
+            .collect();
+        if !never.is_empty() {
+            return format!(
+                "the part about {} never held in this run",
+                never.join(" and ")
+            );
+        }
+        let held: Vec<String> = parts
+            .iter()
+            .map(|&(i, n)| match n {
+                1 => format!("{} once", self.name(i)),
+                _ => format!("{} {n} times", self.name(i)),
+            })
+            .collect();
+        format!(
+            "every part held at some point ({}), but never all at once in a consistent global state",
+            held.join(", ")
+        )
     }
 
     fn process_reports(&self, st: &State) -> Vec<ProcessReport> {
@@ -830,7 +865,9 @@ impl Controller {
                     waiting_for: lc
                         .waiting
                         .filter(|_| self.blocked[i].load(Ordering::Acquire))
-                        .map(Need::describe),
+                        .map(|need| {
+                            need.describe(&|p: ProcessId| format!("{} ({p})", self.name(p.index())))
+                        }),
                     holds: lc.holds.clone(),
                     vclock: if self.debugging() {
                         lc.vclock.clone()

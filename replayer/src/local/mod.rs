@@ -81,7 +81,11 @@ impl ReplayRuntime {
     pub(crate) fn new(recording: Recording, setup: Setup, sink: Sink) -> ReplayRuntime {
         let parents = parents(&recording);
         let logged = logged(&recording, parents.len());
-        let controller = Controller::new(parents, logged, setup.goal.clone(), sink);
+        let mut names = vec![String::new(); parents.len()];
+        for p in recording.processes() {
+            names[p.id.index()] = p.name.clone();
+        }
+        let controller = Controller::new(parents, logged, names, setup.goal.clone(), sink);
         ReplayRuntime {
             shared: Arc::new(Shared {
                 recording,

@@ -6,6 +6,8 @@
 //! endings join-hang        main joins a fetcher that waits for a request only main could send;
 //!                          hangs until killed
 //! endings eblock-panic     a teller's third withdrawal panics inside the e-block; exits 3
+//! endings token-pair       processes named P3 (id p1) and P1 (id p2) pass one token back and
+//!                          forth, each marking `holding` while it has it: never both at once
 //! ```
 //!
 //! Each line a process prints is printed after the operations before it returned, so a test
@@ -98,6 +100,35 @@ fn eblock_panic() -> ExitCode {
     }
 }
 
+/// One token between two processes, three rounds: whoever holds it marks `holding`, then
+/// passes it on. The names differ from the ids on purpose (P3 is p1, P1 is p2).
+fn token_pair() {
+    let (to_p1, p1_inbox) = named_channel::<u64>("to-P1");
+    let (to_p3, p3_inbox) = named_channel::<u64>("to-P3");
+    let p3 = Builder::new()
+        .name("P3".into())
+        .spawn(move || {
+            for token in p3_inbox.iter().take(3) {
+                ppd::mark!("holding", token);
+                to_p1.send(token + 1).expect("P1 is up");
+            }
+        })
+        .expect("spawn");
+    let p1 = Builder::new()
+        .name("P1".into())
+        .spawn(move || {
+            let mut token = 0;
+            for _ in 0..3 {
+                ppd::mark!("holding", token);
+                to_p3.send(token + 1).expect("P3 is up");
+                token = p1_inbox.recv().expect("P3 passes the token back");
+            }
+        })
+        .expect("spawn");
+    p3.join().expect("P3 finishes");
+    p1.join().expect("P1 finishes");
+}
+
 #[ppd::main]
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -108,8 +139,12 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Some("eblock-panic") => eblock_panic(),
+        Some("token-pair") => {
+            token_pair();
+            ExitCode::SUCCESS
+        }
         _ => {
-            eprintln!("usage: endings blocked-thread | join-hang | eblock-panic");
+            eprintln!("usage: endings blocked-thread | join-hang | eblock-panic | token-pair");
             ExitCode::from(2)
         }
     }
