@@ -8,10 +8,13 @@
 //! `end`: absent when the program died before the runtime could write it.
 
 use std::fmt;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::error::Result;
+use crate::error::{FormatError, Result};
 use crate::event::{Event, ObjectKind};
 use crate::ids::{ObjectId, ProcessId};
 use crate::manifest::Manifest;
@@ -49,6 +52,42 @@ pub enum ProcessEnding {
     },
 }
 
+/// The file `ppd record` writes into the recording once the program has ended: how the
+/// operating system saw it end. The runtime inside a killed program cannot say; the wrapper can.
+pub const PROGRAM_EXIT_FILE: &str = "exit.json";
+
+/// How the recorded program's OS process ended, as `ppd record` saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProgramExit {
+    /// Its exit code, when it exited.
+    pub code: Option<i32>,
+    /// The signal that killed it, when one did.
+    pub signal: Option<i32>,
+}
+
+impl ProgramExit {
+    /// Writes it into the recording directory `dir` (mode 0600, like every recording file).
+    pub fn write(&self, dir: &Path) -> Result<()> {
+        let path = dir.join(PROGRAM_EXIT_FILE);
+        let json = serde_json::to_vec(self).expect("a program exit always serializes");
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| FormatError::io(&path, "create the program's exit file", e))?;
+        file.write_all(&json)
+            .map_err(|e| FormatError::io(&path, "write the program's exit file", e))
+    }
+
+    /// Reads it from the recording directory `dir`; `None` when `ppd record` did not write one
+    /// (it was killed too) or it does not parse.
+    pub fn read(dir: &Path) -> Option<ProgramExit> {
+        let bytes = std::fs::read(dir.join(PROGRAM_EXIT_FILE)).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+}
+
 /// How the recorded program ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "how", rename_all = "snake_case")]
@@ -60,21 +99,51 @@ pub enum RunEnding {
     },
     /// `main` panicked (exit code 101).
     Panicked,
-    /// The program died before it could record its end: killed by a signal, aborted, crashed,
-    /// or its recording could not be written any more.
+    /// A signal killed the program before it could record its end.
+    Killed {
+        /// The signal.
+        signal: i32,
+    },
+    /// The program exited without recording its end (`std::process::exit` outside `main`,
+    /// or its logs could not be written any more).
+    ExitedUnrecorded {
+        /// The exit code.
+        code: i32,
+    },
+    /// The program died before it could record its end, and `ppd record` did not see how (it
+    /// was killed too, or the recording was copied while the program ran).
     CutShort,
 }
 
 impl RunEnding {
-    /// How the run described by `manifest` ended.
-    pub fn of(manifest: &Manifest) -> RunEnding {
-        match &manifest.end {
-            Some(end) if end.panicked => RunEnding::Panicked,
-            Some(end) => RunEnding::Exited {
+    /// How the run recorded in `dir` with `manifest` ended.
+    pub fn of(dir: &Path, manifest: &Manifest) -> RunEnding {
+        match (&manifest.end, ProgramExit::read(dir)) {
+            (Some(end), _) if end.panicked => RunEnding::Panicked,
+            (Some(end), _) => RunEnding::Exited {
                 code: end.exit_code,
             },
-            None => RunEnding::CutShort,
+            (
+                None,
+                Some(ProgramExit {
+                    signal: Some(signal),
+                    ..
+                }),
+            ) => RunEnding::Killed { signal },
+            (
+                None,
+                Some(ProgramExit {
+                    code: Some(code), ..
+                }),
+            ) => RunEnding::ExitedUnrecorded { code },
+            (None, _) => RunEnding::CutShort,
         }
+    }
+
+    /// Whether the program ended before recording its end: processes alive then were cut
+    /// short, not left behind by a normal exit.
+    pub fn cut_short(self) -> bool {
+        !matches!(self, RunEnding::Exited { .. } | RunEnding::Panicked)
     }
 }
 
@@ -83,9 +152,19 @@ impl fmt::Display for RunEnding {
         match self {
             RunEnding::Exited { code } => write!(f, "the program exited with code {code}"),
             RunEnding::Panicked => f.write_str("main panicked (exit code 101)"),
+            RunEnding::Killed { signal: 6 } => {
+                f.write_str("cut short: the program aborted (signal 6)")
+            }
+            RunEnding::Killed { signal } => {
+                write!(f, "cut short: the program was killed by signal {signal}")
+            }
+            RunEnding::ExitedUnrecorded { code } => write!(
+                f,
+                "cut short: the program exited with code {code} without recording its end"
+            ),
             RunEnding::CutShort => f.write_str(
-                "cut short: the program died before recording its end (killed by a signal, \
-                 aborted, crashed, or its logs could not be written)",
+                "cut short: the program died before recording its end (killed, aborted or \
+                 crashed, and ppd record did not see how)",
             ),
         }
     }
@@ -133,7 +212,7 @@ impl ProcessEnding {
     /// One line for people, in the context of how the run ended; `main` is the process that
     /// ran `main` (its exit is the program's).
     pub fn describe(&self, run: RunEnding, main: bool) -> String {
-        let cut_short = run == RunEnding::CutShort;
+        let cut_short = run.cut_short();
         match self {
             ProcessEnding::NeverStarted => "never started".into(),
             ProcessEnding::Exited => match run {

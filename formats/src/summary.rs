@@ -76,7 +76,7 @@ pub struct ProcessSummary {
 
 /// Reads every log of `recording` and summarizes it.
 pub fn summarize(recording: &Recording) -> Result<RecordingSummary> {
-    let run_ending = RunEnding::of(recording.manifest());
+    let run_ending = RunEnding::of(recording.dir(), recording.manifest());
     let mut processes = Vec::new();
     for entry in recording.processes() {
         let mut summary = ProcessSummary {
@@ -107,7 +107,7 @@ pub fn summarize(recording: &Recording) -> Result<RecordingSummary> {
         summary.bytes_compressed = reader.frame_bytes() + reader.ring_bytes();
         summary.state = match (reader.state(), run_ending) {
             (LogState::Complete, _) => "complete".into(),
-            (LogState::Recovered, RunEnding::CutShort) => "recovered after crash".into(),
+            (LogState::Recovered, run) if run.cut_short() => "recovered after crash".into(),
             // The program exited while this process was still alive: its writer was never
             // closed, and what it wrote is recovered like after a crash.
             (LogState::Recovered, _) => "recovered (process alive at exit)".into(),

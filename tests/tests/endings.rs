@@ -177,7 +177,8 @@ fn a_hang_through_join_is_a_deadlock_reported_by_name() {
     assert_eq!(out.status.code(), Some(137), "{}", stderr(&out));
 
     let info = info_json(work.path(), &dir);
-    assert_eq!(info["run_ending"]["how"], "cut_short", "{info:#}");
+    assert_eq!(info["run_ending"]["how"], "killed", "{info:#}");
+    assert_eq!(info["run_ending"]["signal"], 9, "{info:#}");
     let procs = processes(&info);
     assert_eq!(procs["main"]["ending"]["how"], "blocked", "{info:#}");
     assert_eq!(
@@ -269,7 +270,10 @@ fn sigkill_at_random_moments_replays_every_logged_event() {
         assert_eq!(code, Some(0), "{context}");
         assert_eq!(summary["outcome"], "reproduced", "{context}");
         assert_every_event_replayed(&dir, &summary, &context);
-        assert!(err.contains("this recording was cut short"), "{context}");
+        assert!(
+            err.contains("this recording was cut short: the program was killed by signal 9"),
+            "{context}"
+        );
     }
 }
 

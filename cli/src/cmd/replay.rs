@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::anyhow;
-use ppd_formats::ending::{ProcessEnding, RunEnding};
+use ppd_formats::ending::ProcessEnding;
 use ppd_formats::recording::resolve;
 use ppd_formats::summary::{RecordingSummary, summarize};
 use ppd_formats::{ProcessId, Recording};
@@ -232,7 +232,7 @@ fn announce_bad_ending(summary: &RecordingSummary) {
         .filter(|p| p.ending.as_ref().is_some_and(ProcessEnding::alive))
         .map(|p| format!("{} ({})", p.name, p.ending_text))
         .collect();
-    if summary.run_ending == RunEnding::CutShort {
+    if summary.run_ending.cut_short() {
         eprintln!("ppd: this recording was {}", summary.run_ending);
     } else if !alive.is_empty() {
         eprintln!("ppd: {}, with processes still alive", summary.run_ending);
