@@ -229,6 +229,49 @@ fn a_hang_through_join_is_a_deadlock_reported_by_name() {
     }
 }
 
+#[test]
+fn a_process_waiting_where_ppd_cannot_see_ends_the_replay_at_its_last_event() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("rec");
+    let mut child = start_recording(work.path(), &dir, ENDINGS, &["outside-wait"]);
+    // The reader's third mark is its last event; main then waits in its join.
+    while !(matches!(last_event(&dir, "reader"), Some(Event::Mark { .. }))
+        && recording_events(&dir, "reader") == 4
+        && matches!(last_event(&dir, "main"), Some(Event::JoinBlocked { .. })))
+    {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the program ended by itself"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    sigkill(Recording::open(&dir).unwrap().manifest().os_pid as i32);
+    child.wait().unwrap();
+
+    // The replayed reader waits on its std channel forever after its last event; the replay
+    // ends anyway, because every process has replayed its whole log.
+    let (code, summary, err) = replay_verify(work.path(), &dir);
+    assert_eq!(code, Some(0), "{err}");
+    assert_every_event_replayed(&dir, &summary, &err);
+    let info = info_json(work.path(), &dir);
+    assert_eq!(
+        processes(&info)["reader"]["ending_text"],
+        "cut short after event 3",
+        "{info:#}"
+    );
+}
+
+/// Events in process `name`'s log so far.
+fn recording_events(dir: &Path, name: &str) -> u64 {
+    Recording::open(dir)
+        .ok()
+        .and_then(|r| {
+            let entry = r.find_process(name)?.clone();
+            Some(r.open_log(&entry).ok()?.event_count())
+        })
+        .unwrap_or(0)
+}
+
 /// A random number in `0..n`, different in every call.
 fn random_below(n: u64) -> u64 {
     let mut h = RandomState::new().build_hasher();

@@ -413,7 +413,7 @@ impl Controller {
     /// The process executed `event`; `holds` are the components that hold in its new state.
     pub(crate) fn executed(&self, p: ProcessId, event: &Event, holds: &[usize]) {
         let i = p.index();
-        self.positions[i].fetch_add(1, Ordering::Relaxed);
+        let position = self.positions[i].fetch_add(1, Ordering::Relaxed) + 1;
         self.blocked[i].store(false, Ordering::Release);
         if !self.debugging() {
             match event {
@@ -428,6 +428,12 @@ impl Controller {
                     if let Some(lc) = st.lcs.get_mut(child.index()) {
                         lc.spawned = true;
                     }
+                }
+                // Its last logged event: the run may be over now, even if the process goes on
+                // in code ppd does not see before its next operation.
+                _ if self.logged.get(i) == Some(&position) => {
+                    let mut st = self.lock();
+                    self.settle(&mut st);
                 }
                 _ => {}
             }
@@ -670,10 +676,11 @@ impl Controller {
     }
 
     /// In a plain run: the run is over when no process can move any more. A process has
-    /// ended (its exit, its panic, the end of its log, a divergence), or it never started and
+    /// ended (its exit, its panic, the end of its log, a divergence), it has replayed every
+    /// event of its log (whatever it does next is past the recording), or it never started and
     /// cannot start (its log is empty, or its parent has ended without spawning it). A process
-    /// still running, spawned and not yet started, or one whose parent may yet spawn it, keeps
-    /// the run going: a process
+    /// with events still to replay, spawned and not yet started, or one whose parent may yet
+    /// spawn it, keeps the run going: a process
     /// alive at the end of the recording is replayed to its last logged event and held there,
     /// so the end of the run is the end of every log, not a pause.
     fn detect_end_of_run(&self, st: &mut State) {
@@ -683,7 +690,10 @@ impl Controller {
         let may_move = |i: usize| {
             let lc = &st.lcs[i];
             match lc.life {
-                Life::Running => true,
+                Life::Running => {
+                    self.positions[i].load(Ordering::Relaxed)
+                        < self.logged.get(i).copied().unwrap_or(0)
+                }
                 Life::NotStarted => {
                     self.logged.get(i).is_some_and(|&n| n > 0)
                         && (lc.spawned || st.parents[i].is_none_or(|q| !st.lcs[q.index()].done()))

@@ -8,6 +8,8 @@
 //! endings eblock-panic     a teller's third withdrawal panics inside the e-block; exits 3
 //! endings token-pair       processes named P3 (id p1) and P1 (id p2) pass one token back and
 //!                          forth, each marking `holding` while it has it: never both at once
+//! endings outside-wait     main joins a reader that, after its last ppd operation, waits on a
+//!                          std channel nobody sends on (a wait ppd cannot see); hangs until killed
 //! ```
 //!
 //! Each line a process prints is printed after the operations before it returned, so a test
@@ -129,6 +131,22 @@ fn token_pair() {
     p1.join().expect("P1 finishes");
 }
 
+/// The reader marks three times, then waits where ppd does not see it.
+fn outside_wait() {
+    let reader = Builder::new()
+        .name("reader".into())
+        .spawn(|| {
+            for step in 0..3 {
+                ppd::mark!("step", step);
+            }
+            let (never_tx, never) = std::sync::mpsc::channel::<()>();
+            std::mem::forget(never_tx);
+            let _ = never.recv();
+        })
+        .expect("spawn");
+    reader.join().expect("the reader does not panic");
+}
+
 #[ppd::main]
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -143,8 +161,15 @@ fn main() -> ExitCode {
             token_pair();
             ExitCode::SUCCESS
         }
+        Some("outside-wait") => {
+            outside_wait();
+            ExitCode::SUCCESS
+        }
         _ => {
-            eprintln!("usage: endings blocked-thread | join-hang | eblock-panic | token-pair");
+            eprintln!(
+                "usage: endings blocked-thread | join-hang | eblock-panic | token-pair | \
+                 outside-wait"
+            );
             ExitCode::from(2)
         }
     }
