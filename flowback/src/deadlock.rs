@@ -8,15 +8,18 @@
 //! * a message: the live processes that have sent on the channel (they hold a sender); if none
 //!   has, the channel's creator, which held the only sender at first;
 //! * a semaphore permit: the live processes holding permits (more P than V), else those that
-//!   did V operations, else the creator.
+//!   did V operations, else the creator;
+//! * the end of a process, for a `join` (its last event is `JoinBlocked`): that process.
 //!
 //! The deadlocked processes are the largest set of blocked processes none of which waits for a
 //! process outside the set (a process that has ended can no longer help, so it does not
-//! count); cycles are read off the wait-for edges inside that set. A process that is waiting in
-//! a join or sleep is not visible in the log and counts as running.
+//! count); cycles are read off the wait-for edges inside that set, so a cycle may run through
+//! joins as well as channels and locks. A process that is sleeping is not visible in the log and
+//! counts as running.
 
 use std::collections::{BTreeSet, HashMap};
 
+use ppd_formats::ProcessId;
 use ppd_formats::event::ObjectKind;
 
 use crate::trace::{EventRef, ObjIdx, Op, Trace};
@@ -26,9 +29,9 @@ use crate::trace::{EventRef, ObjIdx, Op, Trace};
 pub enum Ending {
     /// With `Exit` or `Panic`.
     Ended,
-    /// With `Blocked`: it was waiting when the recording stopped.
+    /// With `Blocked` or `JoinBlocked`: it was waiting when the recording stopped.
     Blocked,
-    /// Anywhere else: it was running (or in a join or sleep) when the recording stopped.
+    /// Anywhere else: it was running (or sleeping) when the recording stopped.
     Running,
 }
 
@@ -41,6 +44,8 @@ pub enum WaitKind {
     Message,
     /// A semaphore permit.
     Permit,
+    /// The end of a process it joins.
+    Exit,
 }
 
 impl WaitKind {
@@ -50,6 +55,7 @@ impl WaitKind {
             WaitKind::Lock => "lock",
             WaitKind::Message => "message",
             WaitKind::Permit => "permit",
+            WaitKind::Exit => "the end of",
         }
     }
 }
@@ -59,10 +65,12 @@ impl WaitKind {
 pub struct BlockedProcess {
     /// The process (dense index).
     pub process: u32,
-    /// Its final `Blocked` event.
+    /// Its final `Blocked` or `JoinBlocked` event.
     pub event: EventRef,
-    /// The object it waits on.
-    pub object: ObjIdx,
+    /// The object it waits on; none for a join.
+    pub object: Option<ObjIdx>,
+    /// The process it joins, for a join.
+    pub joins: Option<ProcessId>,
     /// What it waits for.
     pub kind: WaitKind,
     /// The processes that could end the wait (the lock's holder; the message's or permit's
@@ -101,7 +109,7 @@ pub fn deadlocks(trace: &Trace) -> Deadlocks {
         .iter()
         .map(|p| match p.events.last().map(|e| e.op) {
             Some(Op::Exit | Op::Panic { .. }) => Ending::Ended,
-            Some(Op::Blocked { .. }) => Ending::Blocked,
+            Some(Op::Blocked { .. } | Op::JoinBlocked { .. }) => Ending::Blocked,
             _ => Ending::Running,
         })
         .collect();
@@ -150,16 +158,31 @@ pub fn deadlocks(trace: &Trace) -> Deadlocks {
         }
         let events = &trace.process(p).events;
         let event = EventRef::new(p, events.len() as u32 - 1);
-        let Op::Blocked { object } = events[event.index as usize].op else {
-            continue;
+        let others = |set: Vec<u32>| -> Vec<u32> {
+            set.into_iter().filter(|&q| q != p && live(q)).collect()
+        };
+        let object = match events[event.index as usize].op {
+            Op::Blocked { object } => object,
+            Op::JoinBlocked { child } => {
+                let ends_it = trace.index_of(child).into_iter().collect();
+                blocked.push(BlockedProcess {
+                    process: p,
+                    event,
+                    object: None,
+                    joins: Some(child),
+                    kind: WaitKind::Exit,
+                    waits_for: others(ends_it),
+                    guessed: false,
+                    deadlocked: true,
+                });
+                continue;
+            }
+            _ => continue,
         };
         let kind = match trace.object(object).kind {
             Some(ObjectKind::Mutex) => WaitKind::Lock,
             Some(ObjectKind::Semaphore) => WaitKind::Permit,
             _ => WaitKind::Message,
-        };
-        let others = |set: Vec<u32>| -> Vec<u32> {
-            set.into_iter().filter(|&q| q != p && live(q)).collect()
         };
         // Who could end the wait, as far as the log shows; when it shows nobody, the object's
         // creator is the guess.
@@ -181,6 +204,7 @@ pub fn deadlocks(trace: &Trace) -> Deadlocks {
                     .map(|s| s.iter().copied().collect())
                     .unwrap_or_default(),
             )),
+            WaitKind::Exit => unreachable!("a join is handled above"),
             WaitKind::Permit => {
                 let holding: Vec<u32> = net_permits
                     .iter()
@@ -205,7 +229,8 @@ pub fn deadlocks(trace: &Trace) -> Deadlocks {
         blocked.push(BlockedProcess {
             process: p,
             event,
-            object,
+            object: Some(object),
+            joins: None,
             kind,
             waits_for,
             guessed,
@@ -292,7 +317,7 @@ pub fn deadlocks(trace: &Trace) -> Deadlocks {
 mod tests {
     use super::*;
     use crate::trace::{NO_SITE, Op};
-    use ppd_formats::{ObjectId, ProcessId};
+    use ppd_formats::ObjectId;
 
     /// Two processes take two mutexes in opposite orders and block on the second.
     #[test]
@@ -411,5 +436,47 @@ mod tests {
         assert_eq!(d.blocked[0].waits_for, vec![worker]);
         assert!(!d.any());
         assert!(d.cycles.is_empty());
+    }
+
+    /// `main` joins a fetcher that waits on a channel only `main` could feed: a cycle through
+    /// a join and a channel.
+    #[test]
+    fn a_join_waiting_for_a_receiver_that_waits_for_the_joiner_is_a_deadlock() {
+        let mut b = Trace::builder();
+        let main = b.add_process(ProcessId(0), "main", None);
+        let fetcher = b.add_process(ProcessId(1), "fetcher", Some(ProcessId(0)));
+        let ch = b.define_object(ObjectId::new(ProcessId(0), 0), ObjectKind::Channel, 0, None);
+        b.push(main, Op::Create { object: ch }, NO_SITE);
+        b.push(
+            main,
+            Op::Spawn {
+                child: ProcessId(1),
+            },
+            NO_SITE,
+        );
+        b.push(
+            fetcher,
+            Op::Start {
+                parent: Some(ProcessId(0)),
+            },
+            NO_SITE,
+        );
+        b.push(fetcher, Op::Blocked { object: ch }, NO_SITE);
+        b.push(
+            main,
+            Op::JoinBlocked {
+                child: ProcessId(1),
+            },
+            NO_SITE,
+        );
+        let d = deadlocks(&b.build());
+        assert_eq!(d.endings, vec![Ending::Blocked, Ending::Blocked]);
+        assert_eq!(d.blocked.len(), 2);
+        assert_eq!(d.blocked[0].kind, WaitKind::Exit);
+        assert_eq!(d.blocked[0].joins, Some(ProcessId(1)));
+        assert_eq!(d.blocked[0].waits_for, vec![fetcher]);
+        assert_eq!(d.blocked[1].waits_for, vec![main]);
+        assert!(d.any());
+        assert_eq!(d.cycles, vec![vec![0, 1]]);
     }
 }

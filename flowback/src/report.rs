@@ -281,7 +281,13 @@ fn deadlock_view(trace: &Trace, d: &Deadlocks) -> DeadlockView {
             process: trace.process(b.process).name.clone(),
             pid: trace.process(b.process).id.0,
             waits_for: b.kind.name(),
-            object: trace.object(b.object).label(),
+            object: match b.object {
+                Some(object) => trace.object(object).label(),
+                None => b
+                    .joins
+                    .map(|child| trace.pid_label(child))
+                    .unwrap_or_default(),
+            },
             file: site.map(|s| s.file.clone()),
             line: site.map(|s| s.line),
             by: b

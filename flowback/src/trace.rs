@@ -120,6 +120,9 @@ pub enum Op {
         channel: ObjIdx,
         seq: u64,
     },
+    JoinBlocked {
+        child: ProcessId,
+    },
 }
 
 impl Op {
@@ -148,6 +151,7 @@ impl Op {
             Op::Mark { .. } => "mark",
             Op::Blocked { .. } => "blocked",
             Op::Undelivered { .. } => "undelivered",
+            Op::JoinBlocked { .. } => "join_blocked",
         }
     }
 
@@ -422,6 +426,7 @@ impl Trace {
             Op::EblockExit { name } => format!("exit {}", self.name(name)),
             Op::Mark { label } => format!("mark {}", self.name(label)),
             Op::Blocked { object } => format!("blocked on {}", obj(object)),
+            Op::JoinBlocked { child } => format!("waits in join for {}", self.pid_label(child)),
             Op::Undelivered { channel, seq } => {
                 format!(
                     "message {seq} on {} not delivered (receiver gone)",
@@ -692,6 +697,7 @@ impl TraceBuilder {
                 channel: self.object_of_kind(*channel, ObjectKind::Channel),
                 seq: *seq,
             },
+            Event::JoinBlocked { child, .. } => Op::JoinBlocked { child: *child },
         };
         self.push(p, op, site);
     }

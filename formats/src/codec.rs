@@ -269,7 +269,9 @@ impl Encoder {
                     put_pid(out, *p);
                 }
             }
-            Event::Spawn { child, .. } | Event::Join { child, .. } => {
+            Event::Spawn { child, .. }
+            | Event::Join { child, .. }
+            | Event::JoinBlocked { child, .. } => {
                 out.push(tag);
                 put_pid(out, *child);
                 put_site(out);
@@ -720,6 +722,10 @@ impl Decoder {
                 child: Self::pid(cur)?,
                 site: self.site(cur, tag)?,
             },
+            EventKind::JoinBlocked => Event::JoinBlocked {
+                child: Self::pid(cur)?,
+                site: self.site(cur, tag)?,
+            },
             EventKind::Exit => Event::Exit,
             EventKind::Panic => Event::Panic {
                 message: cur.text()?.into(),
@@ -1028,6 +1034,10 @@ mod tests {
             Event::Undelivered {
                 channel: ch,
                 seq: 12,
+                site: s,
+            },
+            Event::JoinBlocked {
+                child: ProcessId(2),
                 site: s,
             },
         ]

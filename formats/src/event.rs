@@ -358,6 +358,14 @@ pub enum Event<R: Repr = Owned> {
         /// Where `send` was called.
         site: Option<R::Site>,
     },
+    /// The process is about to wait in `join` for `child`, which has not ended yet: what a
+    /// hang through a join leaves at the end of the log.
+    JoinBlocked {
+        /// The process waited for.
+        child: ProcessId,
+        /// Where `join` was called.
+        site: Option<R::Site>,
+    },
 }
 
 /// The kind of an event, without its data; used for counting and filtering.
@@ -387,11 +395,12 @@ pub enum EventKind {
     Mark,
     Blocked,
     Undelivered,
+    JoinBlocked,
 }
 
 impl EventKind {
     /// Every kind, in tag order.
-    pub const ALL: [EventKind; 22] = [
+    pub const ALL: [EventKind; 23] = [
         EventKind::Start,
         EventKind::Spawn,
         EventKind::Join,
@@ -414,6 +423,7 @@ impl EventKind {
         EventKind::Mark,
         EventKind::Blocked,
         EventKind::Undelivered,
+        EventKind::JoinBlocked,
     ];
 
     /// The snake_case name used in text and JSON output.
@@ -441,6 +451,7 @@ impl EventKind {
             EventKind::Mark => "mark",
             EventKind::Blocked => "blocked",
             EventKind::Undelivered => "undelivered",
+            EventKind::JoinBlocked => "join_blocked",
         }
     }
 }
@@ -477,6 +488,7 @@ impl<R: Repr> Event<R> {
             Event::Mark { .. } => EventKind::Mark,
             Event::Blocked { .. } => EventKind::Blocked,
             Event::Undelivered { .. } => EventKind::Undelivered,
+            Event::JoinBlocked { .. } => EventKind::JoinBlocked,
         }
     }
 
@@ -498,7 +510,8 @@ impl<R: Repr> Event<R> {
             | Event::EblockEnter { site, .. }
             | Event::Mark { site, .. }
             | Event::Blocked { site, .. }
-            | Event::Undelivered { site, .. } => site.as_ref(),
+            | Event::Undelivered { site, .. }
+            | Event::JoinBlocked { site, .. } => site.as_ref(),
             Event::Start { .. }
             | Event::Exit
             | Event::Panic { .. }

@@ -9,11 +9,13 @@
 //! file and the byte offset.
 
 mod codec;
+pub mod ending;
 pub mod error;
 pub mod event;
 pub mod ids;
 mod layout;
 pub mod manifest;
+pub mod names;
 pub mod reader;
 pub mod recording;
 pub mod summary;

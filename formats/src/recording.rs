@@ -92,13 +92,25 @@ impl Recording {
         self.processes.iter().find(|p| p.id == id)
     }
 
-    /// Finds a process by name, or by id written `p3` or `3`.
+    /// Finds a process by name, or by id written `p3` or `3` when no process has that name
+    /// ([`names::resolve_process`](crate::names::resolve_process)).
     pub fn find_process(&self, name: &str) -> Option<&ProcessEntry> {
-        if let Some(p) = self.processes.iter().find(|p| p.name == name) {
-            return Some(p);
-        }
-        let id = name.strip_prefix('p').unwrap_or(name).parse::<u32>().ok()?;
-        self.process(ProcessId(id))
+        self.resolve_process(name).ok()
+    }
+
+    /// Like [`find_process`](Self::find_process), saying why when `name` names no process or
+    /// several.
+    pub fn resolve_process(
+        &self,
+        name: &str,
+    ) -> std::result::Result<&ProcessEntry, crate::names::ProcessNameError> {
+        let id = crate::names::resolve_process(
+            name,
+            self.processes.iter().map(|p| (p.id, p.name.as_str())),
+        )?;
+        Ok(self
+            .process(id)
+            .expect("resolve_process returns the id of a listed process"))
     }
 
     /// Path of a process's log.

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use crate::ending::{ProcessEnding, RunEnding};
 use crate::error::Result;
 use crate::ids::ProcessId;
 use crate::reader::LogState;
@@ -21,6 +22,10 @@ pub struct RecordingSummary {
     pub start_time: String,
     /// Exit code, when the run ended normally.
     pub exit_code: Option<i32>,
+    /// How the run ended.
+    pub run_ending: RunEnding,
+    /// How the run ended, in words.
+    pub run_ending_text: String,
     /// Events in all logs.
     pub events: u64,
     /// Encoded bytes before compression.
@@ -54,10 +59,15 @@ pub struct ProcessSummary {
     pub bytes_raw: u64,
     /// Bytes the events take in the log.
     pub bytes_compressed: u64,
-    /// `complete`, `recovered after crash`, or `missing`.
+    /// The log's state: `complete`, `recovered after crash`, `recovered (process alive at
+    /// exit)`, or `missing`.
     pub state: String,
     /// Whether the log closed cleanly and is undamaged.
     pub complete: bool,
+    /// How the process ended, as its log shows; absent when the log cannot be read.
+    pub ending: Option<ProcessEnding>,
+    /// How the process ended, in words.
+    pub ending_text: String,
     /// Damage found in the log, each naming file and offset.
     pub damage: Vec<String>,
     /// Writer stalls, when the log records them.
@@ -66,6 +76,7 @@ pub struct ProcessSummary {
 
 /// Reads every log of `recording` and summarizes it.
 pub fn summarize(recording: &Recording) -> Result<RecordingSummary> {
+    let run_ending = RunEnding::of(recording.dir(), recording.manifest());
     let mut processes = Vec::new();
     for entry in recording.processes() {
         let mut summary = ProcessSummary {
@@ -78,6 +89,8 @@ pub fn summarize(recording: &Recording) -> Result<RecordingSummary> {
             bytes_compressed: 0,
             state: "missing".into(),
             complete: false,
+            ending: None,
+            ending_text: "unknown (its log cannot be read)".into(),
             damage: Vec::new(),
             stalls: 0,
         };
@@ -92,9 +105,12 @@ pub fn summarize(recording: &Recording) -> Result<RecordingSummary> {
         summary.events = reader.event_count();
         summary.bytes_raw = reader.raw_bytes();
         summary.bytes_compressed = reader.frame_bytes() + reader.ring_bytes();
-        summary.state = match reader.state() {
-            LogState::Complete => "complete".into(),
-            LogState::Recovered => "recovered after crash".into(),
+        summary.state = match (reader.state(), run_ending) {
+            (LogState::Complete, _) => "complete".into(),
+            (LogState::Recovered, run) if run.cut_short() => "recovered after crash".into(),
+            // The program exited while this process was still alive: its writer was never
+            // closed, and what it wrote is recovered like after a crash.
+            (LogState::Recovered, _) => "recovered (process alive at exit)".into(),
         };
         summary.damage = reader.damage().iter().map(|e| e.to_string()).collect();
         match reader.kind_counts() {
@@ -108,6 +124,13 @@ pub fn summarize(recording: &Recording) -> Result<RecordingSummary> {
             Err(e) => summary.damage.push(e.to_string()),
         }
         summary.stalls = reader.totals().map_or(0, |t| t.stalls);
+        match ProcessEnding::of(recording, &reader) {
+            Ok(ending) => {
+                summary.ending_text = ending.describe(run_ending, entry.id == ProcessId::MAIN);
+                summary.ending = Some(ending);
+            }
+            Err(e) => summary.damage.push(e.to_string()),
+        }
         summary.complete = reader.state() == LogState::Complete && summary.damage.is_empty();
         processes.push(summary);
     }
@@ -120,6 +143,8 @@ pub fn summarize(recording: &Recording) -> Result<RecordingSummary> {
         program: manifest.program.path.clone(),
         start_time: manifest.start_time.clone(),
         exit_code: manifest.end.as_ref().map(|e| e.exit_code),
+        run_ending,
+        run_ending_text: run_ending.to_string(),
         events,
         bytes_raw,
         bytes_compressed,

@@ -107,6 +107,12 @@ pub struct Trace {
     /// Differences between what re-execution produced and what the log holds: a
     /// nondeterminism leak (`e-block`, variable, logged, reproduced). Empty when faithful.
     pub leaks: Vec<Leak>,
+    /// The recorded instance panicked: `"message" at file:line`.
+    #[serde(default)]
+    pub logged_panic: Option<String>,
+    /// The re-execution panicked: `"message" at file:line`.
+    #[serde(default)]
+    pub panicked: Option<String>,
 }
 
 /// A value re-execution did not reproduce.

@@ -170,8 +170,15 @@ impl<T> JoinHandle<T> {
         let Some(child) = self.process else {
             return self.inner.join();
         };
-        runtime::expect(Op::plain(EventKind::Join, Some(site)));
+        let replayed = runtime::expect(Op::plain(EventKind::Join, Some(site)));
         if !self.inner.is_finished() {
+            // Recorded before waiting, so a run that hangs here says so at the end of its log.
+            if replayed.is_none() {
+                runtime::done(&Event::JoinBlocked {
+                    child,
+                    site: Some(site),
+                });
+            }
             runtime::waiting_for(Dependency::Exit { child });
         }
         let result = self.inner.join();

@@ -3,7 +3,7 @@
 use std::fmt::Display;
 
 use ppd_formats::event::Repr;
-use ppd_formats::{Event, value};
+use ppd_formats::{Event, ObjectId, ProcessId, value};
 
 fn at<S: Display>(site: &Option<S>) -> String {
     site.as_ref()
@@ -18,19 +18,51 @@ fn show<B: AsRef<[u8]>>(bytes: &Option<B>) -> String {
         .unwrap_or_default()
 }
 
+/// What descriptions call processes and objects.
+pub trait Names {
+    /// A process, as the user knows it.
+    fn process(&self, id: ProcessId) -> String;
+    /// An object: its name when it was created with one.
+    fn object(&self, id: ObjectId) -> String;
+}
+
+/// Processes and objects by their ids (`p2`, `#0.1`).
+struct Ids;
+
+impl Names for Ids {
+    fn process(&self, id: ProcessId) -> String {
+        id.to_string()
+    }
+
+    fn object(&self, id: ObjectId) -> String {
+        id.to_string()
+    }
+}
+
 /// Describes an event: kind, object, the choice it records, values and source location.
 pub fn describe<R: Repr>(event: &Event<R>) -> String
 where
     R::Site: Display,
     R::Name: Display,
 {
+    describe_with(event, &Ids)
+}
+
+/// Like [`describe`], with processes and objects as `names` calls them.
+pub fn describe_with<R: Repr>(event: &Event<R>, names: &dyn Names) -> String
+where
+    R::Site: Display,
+    R::Name: Display,
+{
+    let p = |id: &ProcessId| names.process(*id);
+    let o = |id: &ObjectId| names.object(*id);
     match event {
         Event::Start { parent } => match parent {
-            Some(p) => format!("start (spawned by {p})"),
+            Some(parent) => format!("start (spawned by {})", p(parent)),
             None => "start".into(),
         },
-        Event::Spawn { child, site } => format!("spawn {child}{}", at(site)),
-        Event::Join { child, site } => format!("join {child}{}", at(site)),
+        Event::Spawn { child, site } => format!("spawn {}{}", p(child), at(site)),
+        Event::Join { child, site } => format!("join {}{}", p(child), at(site)),
         Event::Exit => "exit".into(),
         Event::Panic {
             message,
@@ -39,14 +71,20 @@ where
         } => format!("panic {:?} at {}:{line}", message.as_ref(), file.as_ref()),
         Event::Create {
             object, kind, site, ..
-        } => format!("create {kind:?} {object}{}", at(site)).to_lowercase(),
+        } => format!(
+            "{} {}{}",
+            format!("create {kind:?}").to_lowercase(),
+            o(object),
+            at(site)
+        ),
         Event::Send {
             channel,
             seq,
             site,
             payload,
         } => format!(
-            "send message {seq} on {channel}{}{}",
+            "send message {seq} on {}{}{}",
+            o(channel),
             show(payload),
             at(site)
         ),
@@ -57,7 +95,9 @@ where
             site,
             payload,
         } => format!(
-            "recv message {seq} from {sender} on {channel}{}{}",
+            "recv message {seq} from {} on {}{}{}",
+            p(sender),
+            o(channel),
             show(payload),
             at(site)
         ),
@@ -65,7 +105,11 @@ where
             channel,
             outcome,
             site,
-        } => format!("receive on {channel} got nothing ({outcome:?}){}", at(site)),
+        } => format!(
+            "receive on {} got nothing ({outcome:?}){}",
+            o(channel),
+            at(site)
+        ),
         Event::Select { index, site } => format!("select chose operation {index}{}", at(site)),
         Event::Lock {
             object,
@@ -74,18 +118,20 @@ where
             value,
             ..
         } => format!(
-            "lock {object} (acquisition {version}){}{}",
+            "lock {} (acquisition {version}){}{}",
+            o(object),
             show(value),
             at(site)
         ),
-        Event::Unlock { object, site } => format!("unlock {object}{}", at(site)),
+        Event::Unlock { object, site } => format!("unlock {}{}", o(object), at(site)),
         Event::SemAcquire {
             object,
             version,
             site,
             ..
         } => format!(
-            "acquire semaphore {object} (operation {version}){}",
+            "acquire semaphore {} (operation {version}){}",
+            o(object),
             at(site)
         ),
         Event::SemRelease {
@@ -94,7 +140,8 @@ where
             site,
             ..
         } => format!(
-            "release semaphore {object} (operation {version}){}",
+            "release semaphore {} (operation {version}){}",
+            o(object),
             at(site)
         ),
         Event::Atomic {
@@ -105,11 +152,12 @@ where
             value,
             ..
         } => format!(
-            "{op:?} {object} (access {version}){}{}",
+            "{} {} (access {version}){}{}",
+            format!("{op:?}").to_lowercase(),
+            o(object),
             value.map(|v| format!(" read {v}")).unwrap_or_default(),
             at(site)
-        )
-        .to_lowercase(),
+        ),
         Event::Clock { source, nanos } => {
             format!("{source:?} clock read {nanos} ns").to_lowercase()
         }
@@ -131,9 +179,13 @@ where
             value::show_bytes(value.as_ref()),
             at(site)
         ),
-        Event::Blocked { object, site } => format!("blocked on {object}{}", at(site)),
+        Event::Blocked { object, site } => format!("blocked on {}{}", o(object), at(site)),
+        Event::JoinBlocked { child, site } => {
+            format!("waits in join for {}{}", p(child), at(site))
+        }
         Event::Undelivered { channel, seq, site } => format!(
-            "message {seq} on {channel} not delivered: every receiver was gone{}",
+            "message {seq} on {} not delivered: every receiver was gone{}",
+            o(channel),
             at(site)
         ),
     }

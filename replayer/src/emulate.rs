@@ -97,6 +97,14 @@ struct Findings {
     leaks: Vec<Leak>,
     /// Index of the instance's own exit event.
     exit: Option<u64>,
+    /// The panic the log has where the instance's exit would be: the recorded instance
+    /// panicked.
+    logged_panic: Option<String>,
+}
+
+/// A panic as reports show it: `message at file:line`.
+fn panic_outcome(message: &str, file: &str, line: u32) -> String {
+    format!("{message:?} at {file}:{line}")
 }
 
 struct Interval {
@@ -115,7 +123,7 @@ impl Interval {
     fn next_event(&mut self) -> Option<(u64, Event)> {
         loop {
             match self.events.next()? {
-                Ok((_, Event::Blocked { .. })) => continue,
+                Ok((_, Event::Blocked { .. } | Event::JoinBlocked { .. })) => continue,
                 Ok(item) => return Some(item),
                 Err(e) => {
                     self.leak("the log", "a readable event".into(), e.to_string());
@@ -140,6 +148,23 @@ impl Interval {
     fn stop(&self) -> ! {
         std::panic::resume_unwind(Box::new(Stopped))
     }
+
+    /// After the re-executed body panicked: how the log says the instance ended. The panic
+    /// unwinds the instance and its callers, whose drops may log events on the way, up to the
+    /// process's `Panic`; an exit of the instance first means the recorded instance returned.
+    fn logged_outcome(&mut self) -> Option<Event> {
+        let mut depth = 0u32;
+        loop {
+            let (_, e) = self.next_event()?;
+            match &e {
+                Event::Panic { .. } => return Some(e),
+                Event::EblockEnter { .. } => depth += 1,
+                Event::EblockExit { .. } if depth == 0 => return Some(e),
+                Event::EblockExit { .. } => depth -= 1,
+                _ => {}
+            }
+        }
+    }
 }
 
 /// Whether `e` is what operation `op` must reproduce, as in replay; a re-executed instance
@@ -152,12 +177,19 @@ fn matches(op: &Op, e: &Event) -> bool {
 
 impl ProcessBackend for Interval {
     fn expect(&mut self, op: Op) -> Option<Event<Owned>> {
+        if op.kind == EventKind::Panic {
+            return self.logged_outcome();
+        }
         if op.kind == EventKind::EblockExit {
             // The end of a nested call being substituted, or of the instance: skip whatever
             // the nested call did, up to its exit.
             let mut depth = 0u32;
             loop {
                 let Some((index, e)) = self.next_event() else {
+                    if self.depth == 0 {
+                        // The recorded instance never ended: the log stops inside it.
+                        return None;
+                    }
                     self.leak(
                         "the log",
                         "the e-block's exit".into(),
@@ -166,6 +198,15 @@ impl ProcessBackend for Interval {
                     self.stop();
                 };
                 match &e {
+                    Event::Panic {
+                        message,
+                        file,
+                        line,
+                    } if self.depth == 0 => {
+                        // The recorded instance panicked where this run returned.
+                        self.findings().logged_panic = Some(panic_outcome(message, file, *line));
+                        return None;
+                    }
                     Event::EblockEnter { .. } => depth += 1,
                     Event::EblockExit { .. } if depth == 0 => {
                         if self.depth == 0 {
@@ -467,29 +508,40 @@ fn emulate_one(
             outputs: Vec::new(),
         };
         let run = catch_unwind(AssertUnwindSafe(|| (emulator.run)(&mut ctx)));
-        let stopped = match &run {
-            Ok(()) => None,
-            Err(payload) => Some(panic_text(payload.as_ref())),
+        let ended = match run {
+            Ok(()) => Ended::Returned,
+            Err(payload) if payload.is::<Stopped>() => Ended::Stopped,
+            Err(payload) => Ended::Panicked(match runtime::take_last_panic() {
+                Some(p) => panic_outcome(&p.message, &p.file, p.line),
+                None => format!("{:?}", panic_text(payload.as_ref())),
+            }),
         };
-        // The instance's own exit: what the log says it produced.
-        let exit = if stopped.is_none() {
-            match runtime::expect(Op::plain(EventKind::EblockExit, None)) {
-                Some(e @ Event::EblockExit { .. }) => Some(e),
-                _ => None,
-            }
-        } else {
-            None
+        // How the log says the instance ended: its exit after a return (what it produced), or
+        // whatever follows the panic. Both only read the log, and cannot stop the run.
+        let logged = match &ended {
+            Ended::Returned => runtime::expect(Op::plain(EventKind::EblockExit, None)),
+            Ended::Panicked(_) => runtime::expect(Op::plain(EventKind::Panic, None)),
+            Ended::Stopped => None,
         };
         let records = tracer::finish();
         runtime::release_process();
-        (ctx.outputs, exit, stopped, records)
+        (ctx.outputs, logged, ended, records)
     })
     .join()
     .map_err(|_| format!("re-executing {eblock} crashed the emulation"))?;
-    let (outputs, exit, stopped, records) = outcome;
-    let (mut leaks, exit_index) = {
+    let (outputs, logged, ended, records) = outcome;
+    let (mut leaks, exit_index, logged_panic) = {
         let mut f = findings.lock().unwrap_or_else(|p| p.into_inner());
-        (std::mem::take(&mut f.leaks), f.exit)
+        (std::mem::take(&mut f.leaks), f.exit, f.logged_panic.take())
+    };
+    let (exit, logged_panic) = match logged {
+        Some(e @ Event::EblockExit { .. }) => (Some(e), logged_panic),
+        Some(Event::Panic {
+            message,
+            file,
+            line,
+        }) => (None, Some(panic_outcome(&message, &file, line))),
+        _ => (None, logged_panic),
     };
     if let Some(Event::EblockExit { postlog, .. }) = &exit {
         let logged = value::map_entries(postlog).unwrap_or_default();
@@ -504,16 +556,31 @@ fn emulate_one(
             }
         }
     }
-    if let Some(text) = stopped
-        && leaks.is_empty()
-    {
-        // The body panicked without diverging: it ended as the recorded instance did only if
-        // the log has no exit for it.
-        leaks.push(Leak {
-            what: "the re-execution".into(),
-            logged: "an exit".into(),
-            reproduced: format!("a panic: {text}"),
-        });
+    // A panic is an outcome like a return: the re-execution is faithful when it ends as the
+    // recorded instance did, with the same message at the same place.
+    let panicked = match ended {
+        Ended::Panicked(text) => Some(text),
+        _ => None,
+    };
+    let outcome_leak = |logged: String, reproduced: String| Leak {
+        what: OUTCOME.into(),
+        logged,
+        reproduced,
+    };
+    match (&logged_panic, &panicked) {
+        (Some(a), Some(b)) if a != b => {
+            leaks.push(outcome_leak(
+                format!("a panic: {a}"),
+                format!("a panic: {b}"),
+            ));
+        }
+        (Some(a), None) if leaks.is_empty() => {
+            leaks.push(outcome_leak(format!("a panic: {a}"), "a return".into()));
+        }
+        (None, Some(b)) if leaks.is_empty() && exit.is_some() => {
+            leaks.push(outcome_leak("an exit".into(), format!("a panic: {b}")));
+        }
+        _ => {}
     }
     Ok(Trace {
         process,
@@ -522,7 +589,22 @@ fn emulate_one(
         exit: exit_index,
         records,
         leaks,
+        logged_panic,
+        panicked,
     })
+}
+
+/// The name of the leak that says a re-executed instance ended otherwise than the recorded one
+/// (a return for a panic, a panic for a return, another panic).
+pub const OUTCOME: &str = "the outcome";
+
+/// How the re-executed body ended.
+enum Ended {
+    Returned,
+    /// Stopped where it left the log.
+    Stopped,
+    /// Panicked: message and place.
+    Panicked(String),
 }
 
 fn panic_text(payload: &(dyn Any + Send)) -> String {
@@ -569,10 +651,11 @@ fn run() -> Result<(), String> {
             .map(PathBuf::from)
             .ok_or_else(|| format!("{} is not set", env::DIR))?;
         let recording = Recording::open(&dir).map_err(|e| e.to_string())?;
-        runtime::install(Box::new(EmulateRuntime));
         // The re-executed code's panics are expected (a recorded panic, a divergence stopped):
-        // they are reported in the traces, not printed.
+        // they are reported in the traces, not printed. The runtime's hook, installed over this
+        // one, still keeps each panic's message and place.
         std::panic::set_hook(Box::new(|_| {}));
+        runtime::install(Box::new(EmulateRuntime));
         for (process, enter) in &request.instances {
             match emulate_one(&recording, *process, *enter, request.overrides.clone()) {
                 Ok(trace) => response.traces.push(trace),

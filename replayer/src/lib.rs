@@ -13,4 +13,4 @@ pub mod local;
 pub mod predicate;
 pub mod protocol;
 
-pub use describe::describe;
+pub use describe::{Names, describe, describe_with};

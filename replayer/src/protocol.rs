@@ -22,8 +22,12 @@ pub enum Goal {
     /// Run to the end, reporting every event at which a component holds, with its vector
     /// clock (the first pass of `--first`, and tracing of disjunctive predicates).
     History(Resolved),
-    /// Halt at this consistent cut: process `i` after exactly `cut[i]` events.
-    Cut(Vec<u64>),
+    /// Halt at this consistent cut: process `i` after exactly `cut[i]` events. A process
+    /// without a target stays at its start unless a listed one needs something from it, and
+    /// then goes only as far as needed (the least consistent cut with the listed targets): the
+    /// control messages of Manabe & Imase's Algorithm 1 (§3.2) move it, as they move a passive
+    /// process whose output another needs.
+    Cut(Vec<Option<u64>>),
     /// Start with every process held before its first event; move only when commanded.
     Hold,
 }

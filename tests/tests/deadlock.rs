@@ -152,12 +152,23 @@ fn two_locks_taken_in_opposite_orders_deadlock() {
         right["line"].as_u64(),
         Some(marker_line(&listing, "dl.right"))
     );
+    // main waits in its join of a deadlocked process: blocked behind the cycle, not running.
     assert!(
-        report["deadlocks"]["running"]
+        !report["deadlocks"]["running"]
             .as_array()
             .unwrap()
-            .contains(&Value::from("main"))
+            .contains(&Value::from("main")),
+        "{report:#}"
     );
+    let main = report["deadlocks"]["blocked"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["process"] == "main")
+        .cloned()
+        .unwrap_or_else(|| panic!("main is blocked in a join: {report:#}"));
+    assert_eq!(main["waits_for"], "the end of", "{main:#}");
+    assert_eq!(main["deadlocked"], true, "{main:#}");
     let out = ppd_tests::ppd(work.path(), &["races", dir.to_str().unwrap()]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(

@@ -89,7 +89,7 @@ fn a_value_is_traced_back_across_three_processes() {
             │     │   [message 1 from doubler]
             │     └─ data via message: sent 26  (tests/src/bin/why_cases.rs:30, doubler why_cases::double entered at event N)
             │        │   out.send(doubled).expect("sink")
-            │        │   [message 1 on #0.1]
+            │        │   [message 1 on channel doubled]
             │        ├─ data: doubled = 26  (tests/src/bin/why_cases.rs:29)
             │        │  │   let doubled = value * 2;
             │        │  └─ data: value = 13  (tests/src/bin/why_cases.rs:26)
@@ -102,7 +102,7 @@ fn a_value_is_traced_back_across_three_processes() {
             │              │   [message 1 from source]
             │              └─ data via message: sent 13  (tests/src/bin/why_cases.rs:21, source why_cases::produce entered at event N)
             │                 │   out.send(reading).expect("doubler")
-            │                 │   [message 1 on #0.0]
+            │                 │   [message 1 on channel readings]
             │                 └─ data: reading = 13  (tests/src/bin/why_cases.rs:20)
             │                    │   let reading = seed * 10 + 3;
             │                    └─ data: %1 seed = 1  (tests/src/bin/why_cases.rs:19)

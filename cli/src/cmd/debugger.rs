@@ -191,8 +191,8 @@ pub(crate) fn repl(
                 continue;
             }
             "restore" => {
-                match ctx.recording.find_process(rest) {
-                    Some(p) => {
+                match ctx.recording.resolve_process(rest) {
+                    Ok(p) => {
                         let events = current
                             .processes
                             .iter()
@@ -212,7 +212,7 @@ pub(crate) fn repl(
                             }
                         }
                     }
-                    None => println!("no process `{rest}`"),
+                    Err(e) => println!("{e}"),
                 }
                 continue;
             }
@@ -220,10 +220,10 @@ pub(crate) fn repl(
                 let process = if rest.is_empty() {
                     None
                 } else {
-                    match ctx.recording.find_process(rest) {
-                        Some(p) => Some(p.id),
-                        None => {
-                            println!("no process `{rest}`");
+                    match ctx.recording.resolve_process(rest) {
+                        Ok(p) => Some(p.id),
+                        Err(e) => {
+                            println!("{e}");
                             continue;
                         }
                     }
@@ -257,7 +257,12 @@ pub(crate) fn repl(
                         continue;
                     }
                     history.pop();
-                    history.pop().expect("two states")
+                    history
+                        .pop()
+                        .expect("two states")
+                        .into_iter()
+                        .map(Some)
+                        .collect()
                 } else {
                     match parse_cut(ctx, rest) {
                         Ok(c) => c,

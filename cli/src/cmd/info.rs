@@ -28,20 +28,13 @@ pub(crate) fn run(rec: Option<&Path>, json: bool) -> CmdResult {
 }
 
 fn print_text(s: &RecordingSummary) {
-    let state = if s.complete {
-        "complete"
-    } else {
-        "recovered after crash"
-    };
-    println!("recording {} ({state})", s.recording.display());
+    println!("recording {}", s.recording.display());
     println!("  program  {}", s.program.display());
     println!("  started  {}", s.start_time);
-    if let Some(code) = s.exit_code {
-        println!("  exit     {code}");
-    }
+    println!("  ended    {}", s.run_ending_text);
     println!();
     println!(
-        "  {:<4} {:<16} {:>10} {:>11} {:>11}  state",
+        "  {:<4} {:<16} {:>10} {:>11} {:>11}  ending",
         "id", "process", "events", "raw", "compressed"
     );
     for p in &s.processes {
@@ -52,11 +45,14 @@ fn print_text(s: &RecordingSummary) {
             p.events,
             output::bytes(p.bytes_raw),
             output::bytes(p.bytes_compressed),
-            p.state
+            p.ending_text
         );
         let kinds: Vec<String> = p.by_kind.iter().map(|(k, n)| format!("{k} {n}")).collect();
         if !kinds.is_empty() {
             println!("         {}", kinds.join(", "));
+        }
+        if p.state != "complete" {
+            println!("         log {}", p.state);
         }
         for d in &p.damage {
             println!("         damage: {d}");

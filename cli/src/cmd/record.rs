@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use anyhow::{Context, anyhow};
+use ppd_formats::ending::{ProcessEnding, ProgramExit};
 use ppd_formats::recording::{self, RECORDINGS_DIR};
 use ppd_formats::summary::summarize;
 use ppd_formats::{FormatError, Recording};
@@ -110,6 +111,16 @@ pub(crate) fn run(args: &Args) -> CmdResult {
         (None, None) => (1, "ended".to_owned()),
     };
     let exit = ExitCode::from(code.clamp(0, 255) as u8);
+    // How the program ended, for readers of a recording whose runtime could not say (a kill).
+    if dir.join(ppd_formats::manifest::MANIFEST_FILE).exists() {
+        let seen = ProgramExit {
+            code: status.code(),
+            signal: status.signal(),
+        };
+        if let Err(e) = seen.write(&dir) {
+            eprintln!("ppd: {e}");
+        }
+    }
 
     let recording = match Recording::open(&dir) {
         Ok(r) => r,
@@ -129,8 +140,16 @@ pub(crate) fn run(args: &Args) -> CmdResult {
     };
     match summarize(&recording) {
         Ok(s) => {
+            let alive = s
+                .processes
+                .iter()
+                .filter(|p| p.ending.as_ref().is_some_and(ProcessEnding::alive))
+                .count();
             let state = if s.complete {
                 "complete".to_owned()
+            } else if !s.run_ending.cut_short() {
+                let processes = if alive == 1 { "process" } else { "processes" };
+                format!("the program {how} with {alive} {processes} still alive")
             } else {
                 format!("recovered after the program {how}")
             };

@@ -2,10 +2,12 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::anyhow;
+use ppd_formats::ending::ProcessEnding;
 use ppd_formats::recording::resolve;
+use ppd_formats::summary::{RecordingSummary, summarize};
 use ppd_formats::{ProcessId, Recording};
 use ppd_replayer::debugger::{HaltState, Launch, ProgramOutput, Session};
 use ppd_replayer::predicate::{self, Catalog, Combination, Resolved};
@@ -129,18 +131,24 @@ pub(crate) fn run(args: &Args) -> CmdResult {
     }
     if let Some(cut) = &args.to {
         let targets = parse_cut(&mut ctx, cut)?;
-        let session = ctx.start(Goal::Cut(targets))?;
-        return halt_and_show(&mut ctx, session, None, args.json, args.interactive);
+        let session = ctx.start(Goal::Cut(targets.clone()))?;
+        let session = Halting {
+            session,
+            plan: None,
+            listed: Some(&targets),
+        };
+        return halt_and_show(&mut ctx, session, args.json, args.interactive);
     }
     if args.interactive {
         let session = ctx.start(Goal::Hold)?;
-        return halt_and_show(&mut ctx, session, None, args.json, true);
+        return halt_and_show(&mut ctx, Halting::of(session, None), args.json, true);
     }
     replay_whole(&mut ctx, args.json)
 }
 
-/// `PROCESS=EVENTS,...` to per-process targets.
-pub(crate) fn parse_cut(ctx: &mut Context, text: &str) -> Result<Vec<u64>, CliError> {
+/// `PROCESS=EVENTS,...` to per-process targets; processes not listed have none (they stay at
+/// their start unless the listed ones need them).
+pub(crate) fn parse_cut(ctx: &mut Context, text: &str) -> Result<Vec<Option<u64>>, CliError> {
     let n = ctx
         .recording
         .processes()
@@ -148,20 +156,20 @@ pub(crate) fn parse_cut(ctx: &mut Context, text: &str) -> Result<Vec<u64>, CliEr
         .map(|p| p.id.index() + 1)
         .max()
         .unwrap_or(1);
-    let mut targets = vec![0u64; n];
+    let mut targets = vec![None; n];
     for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (name, events) = part
             .split_once('=')
             .ok_or_else(|| input(anyhow!("bad cut `{part}`: expected PROCESS=EVENTS")))?;
         let process = ctx
             .recording
-            .find_process(name.trim())
-            .ok_or_else(|| input(anyhow!("bad cut: no process `{}`", name.trim())))?;
+            .resolve_process(name.trim())
+            .map_err(|e| input(anyhow!("bad cut `{part}`: {e}")))?;
         let events: u64 = events
             .trim()
             .parse()
             .map_err(|_| input(anyhow!("bad cut `{part}`: `{events}` is not a number")))?;
-        targets[process.id.index()] = events;
+        targets[process.id.index()] = Some(events);
     }
     Ok(targets)
 }
@@ -169,35 +177,120 @@ pub(crate) fn parse_cut(ctx: &mut Context, text: &str) -> Result<Vec<u64>, CliEr
 #[derive(Debug, Serialize)]
 struct ReplaySummary {
     outcome: &'static str,
+    /// Events replayed.
     events: u64,
+    /// Events in the logs.
+    logged: u64,
     processes: usize,
     seconds: f64,
     verified: bool,
     exit_code: Option<i32>,
     recorded_exit_code: Option<i32>,
+    /// How the recorded run ended.
+    recording_ended: String,
+    /// Per process: events replayed of events logged, and how it ended in the recording.
+    by_process: Vec<ProcessOutcome>,
     divergence: Option<serde_json::Value>,
     stuck: Vec<serde_json::Value>,
 }
 
+/// One process of a whole-run replay.
+#[derive(Debug, Serialize)]
+struct ProcessOutcome {
+    process: String,
+    id: u32,
+    /// Events the replay executed; absent when the replay ended before it could say.
+    replayed: Option<u64>,
+    logged: u64,
+    /// How it ended in the recording, in words.
+    ending: String,
+    /// The same, as data.
+    ended: Option<ProcessEnding>,
+}
+
+/// Each process's events and ending in the recording; says at the start when the recording
+/// was cut short or ended with processes still alive.
+fn recorded_outcomes(summary: &RecordingSummary) -> Vec<ProcessOutcome> {
+    summary
+        .processes
+        .iter()
+        .map(|p| ProcessOutcome {
+            process: p.name.clone(),
+            id: p.id.0,
+            replayed: None,
+            logged: p.events,
+            ending: p.ending_text.clone(),
+            ended: p.ending.clone(),
+        })
+        .collect()
+}
+
+fn announce_bad_ending(summary: &RecordingSummary) {
+    let alive: Vec<String> = summary
+        .processes
+        .iter()
+        .filter(|p| p.ending.as_ref().is_some_and(ProcessEnding::alive))
+        .map(|p| format!("{} ({})", p.name, p.ending_text))
+        .collect();
+    if summary.run_ending.cut_short() {
+        eprintln!("ppd: this recording was {}", summary.run_ending);
+    } else if !alive.is_empty() {
+        eprintln!("ppd: {}, with processes still alive", summary.run_ending);
+    }
+    if !alive.is_empty() {
+        eprintln!(
+            "ppd: replaying them to their last logged event and holding them there: {}",
+            alive.join("; ")
+        );
+    }
+}
+
 fn replay_whole(ctx: &mut Context, json: bool) -> CmdResult {
     let started = Instant::now();
+    let recorded = summarize(&ctx.recording)?;
+    // Said before the program starts, so that its output does not run into the message; a
+    // binary that cannot be replayed is refused first.
+    ppd_replayer::debugger::check_binary(&ctx.recording, ctx.launch.binary.as_deref())
+        .map_err(input)?;
+    announce_bad_ending(&recorded);
     let mut session = ctx.start(Goal::Run)?;
     let recorded_exit_code = ctx.recording.manifest().end.as_ref().map(|e| e.exit_code);
     let mut summary = ReplaySummary {
         outcome: "reproduced",
         events: 0,
+        logged: recorded.events,
         processes: ctx.recording.processes().len(),
         seconds: 0.0,
         verified: ctx.verify,
         exit_code: None,
         recorded_exit_code,
+        recording_ended: recorded.run_ending_text.clone(),
+        by_process: recorded_outcomes(&recorded),
         divergence: None,
         stuck: Vec::new(),
     };
+    let replayed = |reports: &[ProcessReport], outcomes: &mut [ProcessOutcome]| {
+        for o in outcomes.iter_mut() {
+            o.replayed = Some(
+                reports
+                    .iter()
+                    .find(|r| r.id.0 == o.id)
+                    .map_or(0, |r| r.events),
+            );
+        }
+    };
     loop {
         match session.next_report() {
-            Ok(Report::Finished { events, .. }) => {
+            Ok(Report::Finished { events, processes }) => {
                 summary.events = events;
+                replayed(&processes, &mut summary.by_process);
+                if summary
+                    .by_process
+                    .iter()
+                    .any(|o| o.replayed != Some(o.logged))
+                {
+                    summary.outcome = "incomplete";
+                }
                 break;
             }
             Ok(Report::Diverged {
@@ -220,6 +313,8 @@ fn replay_whole(ctx: &mut Context, json: bool) -> CmdResult {
             Ok(Report::Stuck { processes }) => {
                 summary.outcome = "stuck";
                 summary.stuck = stuck_waits(ctx, &processes);
+                summary.events = processes.iter().map(|p| p.events).sum();
+                replayed(&processes, &mut summary.by_process);
                 break;
             }
             Ok(_) => {}
@@ -232,16 +327,18 @@ fn replay_whole(ctx: &mut Context, json: bool) -> CmdResult {
             Err(e) => return Err(failure(e)),
         }
     }
-    if summary.outcome == "reproduced" {
-        // A recording whose processes all ended comes with a program that exits by itself;
-        // one cut short by a crash leaves threads held at the end of their logs.
-        match session
-            .wait_for_exit(Duration::from_secs(5))
-            .map_err(failure)?
-        {
-            Some(status) => summary.exit_code = status.code(),
-            None => session.quit().map_err(failure)?,
-        }
+    // The replayed program ends by itself when the recorded `main` did (it waits for every
+    // process to replay its log first); otherwise `main` is held at the end of its log.
+    let main_ended = recorded.processes.iter().any(|p| {
+        p.id == ProcessId::MAIN
+            && matches!(
+                p.ending,
+                Some(ProcessEnding::Exited | ProcessEnding::Panicked { .. })
+            )
+    });
+    if summary.outcome == "reproduced" && main_ended {
+        let status = session.wait().map_err(failure)?;
+        summary.exit_code = status.code();
         if let (Some(a), Some(b)) = (summary.exit_code, recorded_exit_code)
             && a != b
         {
@@ -275,8 +372,12 @@ fn print_summary(s: &ReplaySummary) {
     };
     match s.outcome {
         "reproduced" => eprintln!(
-            "ppd: replayed {} events of {} processes in {:.3} s; {what}",
+            "ppd: replayed all {} logged events of {} processes in {:.3} s; {what}",
             s.events, s.processes, s.seconds
+        ),
+        "incomplete" => eprintln!(
+            "ppd: replay incomplete: {} of {} logged events replayed",
+            s.events, s.logged
         ),
         "diverged" => {
             let d = s.divergence.as_ref().expect("a divergence has details");
@@ -299,7 +400,23 @@ fn print_summary(s: &ReplaySummary) {
                 );
             }
         }
-        other => eprintln!("ppd: replay {other} (exit code {:?})", s.exit_code),
+        other => match s.exit_code {
+            Some(code) => eprintln!("ppd: replay {other}: the program exited with code {code}"),
+            None => eprintln!("ppd: replay {other}: the program was killed by a signal"),
+        },
+    }
+    for p in &s.by_process {
+        let replayed = p.replayed.map_or_else(|| "?".to_owned(), |n| n.to_string());
+        let missing = match p.replayed {
+            Some(n) if n < p.logged => format!(" ({} not replayed)", p.logged - n),
+            _ => String::new(),
+        };
+        eprintln!(
+            "  {:<16} {replayed:>10} of {:<10} {}{missing}",
+            format!("{} (p{})", p.process, p.id),
+            p.logged,
+            p.ending
+        );
     }
 }
 
@@ -320,17 +437,55 @@ fn stuck_waits(ctx: &Context, processes: &[ProcessReport]) -> Vec<serde_json::Va
         .collect()
 }
 
+/// A replay on its way to a halt.
+struct Halting<'a> {
+    session: Session,
+    /// The predicate it halts at.
+    plan: Option<&'a Resolved>,
+    /// The targets of `--to`, when it halts at a cut (`None` for a process not listed).
+    listed: Option<&'a [Option<u64>]>,
+}
+
+impl<'a> Halting<'a> {
+    fn of(session: Session, plan: Option<&'a Resolved>) -> Halting<'a> {
+        Halting {
+            session,
+            plan,
+            listed: None,
+        }
+    }
+}
+
 /// Waits for the session's next halt and prints it (then hands over to the interactive
 /// debugger if asked).
 fn halt_and_show(
     ctx: &mut Context,
-    mut session: Session,
-    plan: Option<&Resolved>,
+    halting: Halting<'_>,
     json: bool,
     interactive: bool,
 ) -> CmdResult {
+    let Halting {
+        mut session,
+        plan,
+        listed,
+    } = halting;
     match debugger::wait_halt(ctx, &mut session, plan)? {
         debugger::Outcome::Halted(state) => {
+            // Processes left out of `--to` stay at their start unless the listed ones need them.
+            let needed: Vec<String> = state
+                .processes
+                .iter()
+                .filter(|p| {
+                    p.events > 0 && listed.is_some_and(|l| l.get(p.id.index()) == Some(&None))
+                })
+                .map(|p| format!("{} to {} events", p.name, p.events))
+                .collect();
+            if !needed.is_empty() {
+                eprintln!(
+                    "ppd: not listed, but needed for a consistent state: {}",
+                    needed.join(", ")
+                );
+            }
             if json {
                 output::json(&state);
             } else {
@@ -365,8 +520,8 @@ fn stop(
                         plan.text
                     )));
                 };
-                let session = ctx.start(Goal::Cut(cut))?;
-                return halt_and_show(ctx, session, Some(&plan), json, interactive);
+                let session = ctx.start(Goal::Cut(cut.into_iter().map(Some).collect()))?;
+                return halt_and_show(ctx, Halting::of(session, Some(&plan)), json, interactive);
             }
             Combination::Conjunctive | Combination::Simultaneous => {
                 // Algorithm 1 already halts at the first satisfying state.
@@ -380,7 +535,7 @@ fn stop(
         }
     }
     let session = ctx.start(Goal::Stop(plan.clone()))?;
-    halt_and_show(ctx, session, Some(&plan), json, interactive)
+    halt_and_show(ctx, Halting::of(session, Some(&plan)), json, interactive)
 }
 
 /// The first pass of `--first`: replays to the end recording every event at which a
@@ -504,47 +659,49 @@ struct TraceLine {
     values: Vec<(String, serde_json::Value)>,
 }
 
-fn parse_print(ctx: &mut Context, print: &str) -> Result<Vec<(String, String)>, CliError> {
+fn parse_print(ctx: &mut Context, print: &str) -> Result<Vec<PrintItem>, CliError> {
     let mut items = Vec::new();
     for part in print.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (process, name) = part
             .split_once('.')
             .ok_or_else(|| input(anyhow!("bad --print item `{part}`: expected PROCESS.NAME")))?;
-        if ctx.recording.find_process(process).is_none() {
-            let names: Vec<String> = ctx
-                .recording
-                .processes()
-                .iter()
-                .map(|p| p.name.clone())
-                .collect();
-            return Err(input(anyhow!(
-                "bad --print item `{part}`: no process `{process}` (known: {})",
-                names.join(", ")
-            )));
-        }
-        items.push((process.to_owned(), name.to_owned()));
+        let id = ctx
+            .recording
+            .resolve_process(process)
+            .map_err(|e| input(anyhow!("bad --print item `{part}`: {e}")))?
+            .id;
+        items.push(PrintItem {
+            text: part.to_owned(),
+            id,
+            name: name.to_owned(),
+        });
     }
     Ok(items)
 }
 
-fn trace_line(state: &HaltState, items: &[(String, String)]) -> TraceLine {
+/// One `PROCESS.NAME` of `--print`, its process resolved by the rule every command uses.
+struct PrintItem {
+    /// As the user wrote it.
+    text: String,
+    id: ProcessId,
+    name: String,
+}
+
+fn trace_line(state: &HaltState, items: &[PrintItem]) -> TraceLine {
     let values = items
         .iter()
-        .map(|(process, name)| {
-            let p = state
-                .processes
-                .iter()
-                .find(|p| p.name == *process || p.id.to_string() == *process);
+        .map(|item| {
+            let p = state.processes.iter().find(|p| p.id == item.id);
             let v = p
                 .and_then(|p| {
-                    p.values.get(name).cloned().or_else(|| {
+                    p.values.get(&item.name).cloned().or_else(|| {
                         p.eblock_args
                             .as_ref()
-                            .and_then(|a| a.get(name.as_str()).cloned())
+                            .and_then(|a| a.get(item.name.as_str()).cloned())
                     })
                 })
                 .unwrap_or(serde_json::Value::Null);
-            (format!("{process}.{name}"), v)
+            (item.text.clone(), v)
         })
         .collect();
     TraceLine {

@@ -209,6 +209,9 @@ fn what_if(
         if let Some(left) = &result.left_the_log {
             println!("it left the recorded run, and stopped there: {left}");
         }
+        if let Some((recorded, now)) = &result.ending {
+            println!("  {now}    (recorded: {recorded})");
+        }
         for o in &result.outcomes {
             match &o.what_if {
                 Some(v) if *v == o.recorded => println!("  {} = {v}    (unchanged)", o.name),

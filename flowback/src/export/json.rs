@@ -45,7 +45,7 @@ fn event_json(trace: &Trace, clocks: &Clocks, e: EventRef, lamport: u32) -> Valu
     }
     let obj = |o| json!(trace.object(o).id.to_string());
     match ev.op {
-        Op::Spawn { child } | Op::Join { child } => {
+        Op::Spawn { child } | Op::Join { child } | Op::JoinBlocked { child } => {
             m.insert("child".into(), json!(child.0));
         }
         Op::Create { object } | Op::Unlock { object } | Op::Blocked { object } => {

@@ -223,7 +223,7 @@ impl Engine<'_, '_> {
                         .map(|m| format!("message {} from {}", m.seq, self.process_name(m.sender))),
                     RecordKind::Send => r
                         .message
-                        .map(|m| format!("message {} on {}", m.seq, m.channel)),
+                        .map(|m| format!("message {} on {}", m.seq, self.object_name(m.channel))),
                     RecordKind::Input => {
                         Some(match r.event.map(|k| self.store.event(inst.process, k)) {
                             Some(Ok(Event::Random { .. })) => {
@@ -231,7 +231,7 @@ impl Engine<'_, '_> {
                             }
                             Some(Ok(Event::Clock { .. })) => "a clock reading, from the log".into(),
                             Some(Ok(Event::Atomic { object, .. })) => {
-                                format!("the value of atomic {object}, from the log")
+                                format!("the value of {}, from the log", self.object_name(object))
                             }
                             Some(Ok(Event::Lock { object, .. })) => {
                                 format!("the value under lock {object}, from the log")

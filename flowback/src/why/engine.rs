@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use ppd_formats::trace::{Captured, Leak, Record, RecordKind, Trace};
 use ppd_formats::value::{self, Value};
-use ppd_formats::{Event, ProcessId};
+use ppd_formats::{Event, ObjectId, ProcessId};
 
 use super::answer::{Answer, Dependence, LeakReport, Query, Via};
 use super::place::Place;
@@ -172,6 +172,8 @@ pub(super) struct Engine<'s, 'r> {
     pub(super) store: &'s mut TraceStore<'r>,
     logs: HashMap<InstanceKey, Arc<Logs>>,
     leaks: BTreeMap<InstanceKey, (String, Vec<Leak>)>,
+    /// Objects as answers name them, looked up once each.
+    objects: std::cell::RefCell<HashMap<ObjectId, String>>,
 }
 
 impl<'s, 'r> Engine<'s, 'r> {
@@ -180,7 +182,17 @@ impl<'s, 'r> Engine<'s, 'r> {
             store,
             logs: HashMap::new(),
             leaks: BTreeMap::new(),
+            objects: std::cell::RefCell::new(HashMap::new()),
         }
+    }
+
+    /// An object by the name it was created with (`channel doubled`), else its kind and id.
+    pub(super) fn object_name(&self, object: ObjectId) -> String {
+        self.objects
+            .borrow_mut()
+            .entry(object)
+            .or_insert_with(|| ppd_formats::ending::object_label(self.store.recording(), object))
+            .clone()
     }
 
     pub(super) fn process_name(&self, process: ProcessId) -> String {
@@ -699,6 +711,7 @@ impl<'s, 'r> Engine<'s, 'r> {
         let sender = m.sender;
         let index = self.store.index(sender)?;
         let from = self.process_name(sender);
+        let channel = self.object_name(m.channel);
         let untraced = |note: String| {
             vec![(
                 Dependence::Data,
@@ -710,7 +723,7 @@ impl<'s, 'r> Engine<'s, 'r> {
                     value: shown(r.value.as_ref()),
                     file: String::new(),
                     line: 0,
-                    text: format!("message {} on {}", m.seq, m.channel),
+                    text: format!("message {} on {channel}", m.seq),
                     note,
                 })),
             )]

@@ -12,6 +12,7 @@
 //! * [`render`]: the answer as a tree or a Graphviz graph;
 //! * [`restore`]: a process's state from accumulated logs, and what-if re-execution (§5.7).
 
+use ppd_formats::names::ProcessNameError;
 use ppd_formats::{ProcessId, Recording};
 
 use crate::error::{FlowbackError, Result};
@@ -45,11 +46,15 @@ pub fn did_you_mean<'a>(wanted: &str, known: impl Iterator<Item = &'a str>) -> S
 
 /// The process a query names (by name, or `p<id>`), or a refusal with the closest names.
 pub fn find_process(recording: &Recording, name: &str) -> Result<ProcessId> {
-    recording.find_process(name).map(|p| p.id).ok_or_else(|| {
-        let names = recording.processes().iter().map(|p| p.name.as_str());
-        FlowbackError::Query(format!(
-            "no process `{name}` in the recording{}",
-            did_you_mean(name, names)
-        ))
-    })
+    match recording.resolve_process(name) {
+        Ok(p) => Ok(p.id),
+        Err(ProcessNameError::Unknown { .. }) => {
+            let names = recording.processes().iter().map(|p| p.name.as_str());
+            Err(FlowbackError::Query(format!(
+                "no process `{name}` in the recording{}",
+                did_you_mean(name, names)
+            )))
+        }
+        Err(e) => Err(FlowbackError::Query(e.to_string())),
+    }
 }

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 
 use ppd_formats::value;
 use ppd_formats::{Event, ProcessId, Recording};
+use ppd_replayer::emulate::OUTCOME;
 use serde::Serialize;
 
 use super::did_you_mean;
@@ -146,6 +147,9 @@ pub struct WhatIf {
     pub outcomes: Vec<Outcome>,
     /// Where the changed run left the recorded path, if it did: it stopped there.
     pub left_the_log: Option<String>,
+    /// How the instance ended, recorded and changed, when either panicked: `panics: "message"
+    /// at file:line`, `returns VALUE`, or `no longer panics: returns VALUE`.
+    pub ending: Option<(String, String)>,
 }
 
 /// Re-executes the instance at `inst` with the arguments in `changes` (name, JSON value)
@@ -192,7 +196,8 @@ pub fn what_if(
         })
         .collect();
     let mut left_the_log = None;
-    for leak in &trace.leaks {
+    // A changed outcome (a return for a panic, another panic) is the answer, not a departure.
+    for leak in trace.leaks.iter().filter(|l| l.what != OUTCOME) {
         match outcomes.iter_mut().find(|o| o.name == leak.what) {
             Some(o) => o.what_if = Some(leak.reproduced.clone()),
             None => {
@@ -221,6 +226,35 @@ pub fn what_if(
     {
         o.what_if = shown(ret.value.as_ref());
     }
+    let returned = || {
+        trace
+            .records
+            .iter()
+            .rev()
+            .find(|r| r.var.as_deref() == Some("%0"))
+            .and_then(|r| shown(r.value.as_ref()))
+            .map_or_else(|| "returns".to_owned(), |v| format!("returns {v}"))
+    };
+    let ending = match (&trace.logged_panic, &trace.panicked) {
+        (None, None) => None,
+        _ if left_the_log.is_some() => None,
+        (Some(recorded), None) => Some((
+            format!("panics: {recorded}"),
+            format!("no longer panics: {}", returned()),
+        )),
+        (recorded, Some(now)) => Some((
+            recorded.as_ref().map_or_else(
+                || {
+                    outcomes
+                        .iter()
+                        .find(|o| o.name == "%0")
+                        .map_or_else(|| "returns".into(), |o| format!("returns {}", o.recorded))
+                },
+                |r| format!("panics: {r}"),
+            ),
+            format!("panics: {now}"),
+        )),
+    };
     Ok(WhatIf {
         process: engine.process_name(inst.process),
         eblock,
@@ -228,6 +262,7 @@ pub fn what_if(
         changed,
         outcomes,
         left_the_log,
+        ending,
     })
 }
 

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use ppd_formats::{Event, FormatError, ObjectId, ProcessId, Recording, value};
 use serde::Serialize;
 
-use crate::describe::describe;
+use crate::describe::describe_with;
 use crate::predicate::{Catalog, Resolved};
 use crate::protocol::ProcessReport;
 
@@ -177,7 +177,7 @@ impl HaltState {
                         last = Some((event.clone(), None));
                     }
                     state.kind = Some(event.kind().name().to_owned());
-                    state.at = Some(describe(&event));
+                    state.at = Some(describe_with(&event, catalog));
                     if let Some(site) = event.site() {
                         state.file = Some(site.file.clone());
                         state.line = Some(site.line);

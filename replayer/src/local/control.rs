@@ -50,20 +50,21 @@ impl Need {
         }
     }
 
-    fn describe(self) -> String {
+    /// What is needed, with processes by their names.
+    fn describe(self, name: &dyn Fn(ProcessId) -> String) -> String {
         match self {
             Need::Dep(Dependency::Message {
                 channel,
                 seq,
                 sender,
-            }) => format!("message {seq} on {channel} from {sender}"),
+            }) => format!("message {seq} on {channel} from {}", name(sender)),
             Need::Dep(Dependency::Version {
                 object,
                 version,
                 by,
-            }) => format!("access {version} of {object} by {by}"),
-            Need::Dep(Dependency::Exit { child }) => format!("the end of {child}"),
-            Need::Spawn(child) => format!("the spawn of {child}"),
+            }) => format!("access {version} of {object} by {}", name(by)),
+            Need::Dep(Dependency::Exit { child }) => format!("the end of {}", name(child)),
+            Need::Spawn(child) => format!("the spawn of {}", name(child)),
         }
     }
 }
@@ -133,6 +134,10 @@ struct Lc {
     vclock: Vec<u64>,
     /// Its spawn was requested from its parent.
     spawn_requested: bool,
+    /// Its parent replayed its spawn: its thread exists and will start.
+    spawned: bool,
+    /// Events after which every component about it held (SP_i became true).
+    times_satisfied: u64,
 }
 
 impl Lc {
@@ -149,6 +154,8 @@ impl Lc {
             budget: 0,
             vclock: vec![0; n],
             spawn_requested: false,
+            spawned: false,
+            times_satisfied: 0,
         }
     }
 
@@ -179,6 +186,9 @@ struct State {
     linked: LinkedProgress,
     /// When the predicate became true, for the halting latency.
     satisfied_at: Option<Instant>,
+    /// Every process reached the end of its log (or can never move again) and `Finished`
+    /// was reported.
+    over: bool,
 }
 
 /// Shared by the processes of the replayed program and the command thread.
@@ -193,12 +203,22 @@ pub(crate) struct Controller {
     positions: Vec<AtomicU64>,
     /// Whether each process is blocked inside an operation, readable without the lock.
     blocked: Vec<AtomicBool>,
+    /// Events in each process's log: the run is over only when every process that can still
+    /// move has replayed them all.
+    logged: Vec<u64>,
+    /// Signalled when the run is over (the `Finished` report is sent).
+    over: Condvar,
+    /// Each process's name, for what reports say.
+    names: Vec<String>,
     sink: super::Sink,
 }
 
 impl Controller {
+    /// `parents`, `logged` (events in each log) and `names` are indexed by process id.
     pub(crate) fn new(
         parents: Vec<Option<ProcessId>>,
+        logged: Vec<u64>,
+        names: Vec<String>,
         goal: Goal,
         sink: super::Sink,
     ) -> Controller {
@@ -215,12 +235,16 @@ impl Controller {
                 reason: HaltReason::Start,
                 linked: LinkedProgress::default(),
                 satisfied_at: None,
+                over: false,
             }),
             conds: (0..n).map(|_| Condvar::new()).collect(),
             debugging: AtomicBool::new(debugging),
             halt_requested: AtomicBool::new(false),
             positions: (0..n).map(|_| AtomicU64::new(0)).collect(),
             blocked: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            logged,
+            over: Condvar::new(),
+            names,
             sink,
         };
         let mut st = controller.lock();
@@ -302,7 +326,7 @@ impl Controller {
         match &st.goal {
             Goal::Run | Goal::History(_) => true,
             Goal::Hold => false,
-            Goal::Cut(targets) => lc.position < targets.get(p).copied().unwrap_or(0),
+            Goal::Cut(targets) => lc.position < targets.get(p).copied().flatten().unwrap_or(0),
             Goal::Stop(plan) => match plan.combination {
                 Combination::Conjunctive | Combination::Simultaneous => {
                     lc.has_predicate && !lc.satisfied
@@ -389,14 +413,29 @@ impl Controller {
     /// The process executed `event`; `holds` are the components that hold in its new state.
     pub(crate) fn executed(&self, p: ProcessId, event: &Event, holds: &[usize]) {
         let i = p.index();
-        self.positions[i].fetch_add(1, Ordering::Relaxed);
+        let position = self.positions[i].fetch_add(1, Ordering::Relaxed) + 1;
         self.blocked[i].store(false, Ordering::Release);
         if !self.debugging() {
-            if matches!(event, Event::Exit | Event::Panic { .. }) {
-                let mut st = self.lock();
-                st.lcs[i].life = Life::Finished;
-                st.lcs[i].waiting = None;
-                self.settle(&mut st);
+            match event {
+                Event::Exit | Event::Panic { .. } => {
+                    let mut st = self.lock();
+                    st.lcs[i].life = Life::Finished;
+                    st.lcs[i].waiting = None;
+                    self.settle(&mut st);
+                }
+                Event::Spawn { child, .. } => {
+                    let mut st = self.lock();
+                    if let Some(lc) = st.lcs.get_mut(child.index()) {
+                        lc.spawned = true;
+                    }
+                }
+                // Its last logged event: the run may be over now, even if the process goes on
+                // in code ppd does not see before its next operation.
+                _ if self.logged.get(i) == Some(&position) => {
+                    let mut st = self.lock();
+                    self.settle(&mut st);
+                }
+                _ => {}
             }
             return;
         }
@@ -479,6 +518,11 @@ impl Controller {
         }
         lc.mustsend.retain(|need| !produced.has(*need));
         lc.holds = holds.to_vec();
+        if let Event::Spawn { child, .. } = event
+            && let Some(child) = st.lcs.get_mut(child.index())
+        {
+            child.spawned = true;
+        }
 
         // Evaluate the predicate.
         let goal_plan = match &st.goal {
@@ -490,6 +534,7 @@ impl Controller {
             let mine: Vec<usize> = plan.components_of(p).map(|c| c.id).collect();
             let lc = &mut st.lcs[i];
             lc.satisfied = !mine.is_empty() && mine.iter().all(|c| holds.contains(c));
+            lc.times_satisfied += u64::from(lc.satisfied);
             if history {
                 for &c in holds {
                     self.report(Report::Satisfied {
@@ -597,7 +642,11 @@ impl Controller {
         if quiescent {
             st.reported = true;
             let report = self.outcome(st);
-            self.report(report);
+            if matches!(report, Report::Finished { .. }) {
+                self.finish_run(st, report);
+            } else {
+                self.report(report);
+            }
             return;
         }
         // Not quiescent: is anything able to move? A process waiting for something whose
@@ -626,29 +675,60 @@ impl Controller {
         }
     }
 
-    /// In a plain run: the run is over when every started process has ended.
+    /// In a plain run: the run is over when no process can move any more. A process has
+    /// ended (its exit, its panic, the end of its log, a divergence), it has replayed every
+    /// event of its log (whatever it does next is past the recording), or it never started and
+    /// cannot start (its log is empty, or its parent has ended without spawning it). A process
+    /// with events still to replay, spawned and not yet started, or one whose parent may yet
+    /// spawn it, keeps the run going: a process
+    /// alive at the end of the recording is replayed to its last logged event and held there,
+    /// so the end of the run is the end of every log, not a pause.
     fn detect_end_of_run(&self, st: &mut State) {
         if st.reported {
             return;
         }
-        let started = st.lcs.iter().filter(|lc| lc.life != Life::NotStarted);
-        let all_done = st.lcs.iter().any(|lc| lc.life != Life::NotStarted)
-            && started.clone().all(Lc::done)
-            && st
-                .lcs
+        let may_move = |i: usize| {
+            let lc = &st.lcs[i];
+            match lc.life {
+                Life::Running => {
+                    self.positions[i].load(Ordering::Relaxed)
+                        < self.logged.get(i).copied().unwrap_or(0)
+                }
+                Life::NotStarted => {
+                    self.logged.get(i).is_some_and(|&n| n > 0)
+                        && (lc.spawned || st.parents[i].is_none_or(|q| !st.lcs[q.index()].done()))
+                }
+                Life::Finished | Life::LogEnded | Life::Diverged => false,
+            }
+        };
+        if (0..st.lcs.len()).any(may_move) {
+            return;
+        }
+        st.reported = true;
+        let report = Report::Finished {
+            events: self
+                .positions
                 .iter()
-                .all(|lc| lc.life != Life::NotStarted || lc.waiting.is_none());
-        if all_done {
-            st.reported = true;
-            let report = Report::Finished {
-                events: self
-                    .positions
-                    .iter()
-                    .map(|p| p.load(Ordering::Relaxed))
-                    .sum(),
-                processes: self.process_reports(st),
-            };
-            self.report(report);
+                .map(|p| p.load(Ordering::Relaxed))
+                .sum(),
+            processes: self.process_reports(st),
+        };
+        self.finish_run(st, report);
+    }
+
+    /// Sends the final report and lets `main` end the program.
+    fn finish_run(&self, st: &mut State, report: Report) {
+        self.report(report);
+        st.over = true;
+        self.over.notify_all();
+    }
+
+    /// Blocks until the run is over: `main` returned, but the program must not end before
+    /// every other process has replayed its log.
+    pub(crate) fn wait_until_over(&self) {
+        let mut st = self.lock();
+        while !st.over {
+            st = self.over.wait(st).unwrap_or_else(|e| e.into_inner());
         }
     }
 
@@ -683,22 +763,8 @@ impl Controller {
                         latency_ns: None,
                     }
                 } else {
-                    let ended: Vec<String> = st
-                        .lcs
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, lc)| lc.has_predicate && !lc.satisfied && lc.done())
-                        .map(|(i, _)| ProcessId(i as u32).to_string())
-                        .collect();
                     Report::Unsatisfiable {
-                        reason: if ended.is_empty() {
-                            "the run ended before the predicate held".into()
-                        } else {
-                            format!(
-                                "{} ended without satisfying its part of the predicate",
-                                ended.join(", ")
-                            )
-                        },
+                        reason: self.unsatisfied(st),
                     }
                 }
             }
@@ -711,14 +777,15 @@ impl Controller {
                     .lcs
                     .iter()
                     .enumerate()
-                    .filter(|(i, lc)| lc.position != targets.get(*i).copied().unwrap_or(0))
-                    .map(|(i, lc)| {
-                        format!(
-                            "{} stopped after {} events instead of {}",
-                            ProcessId(i as u32),
-                            lc.position,
-                            targets.get(i).copied().unwrap_or(0)
-                        )
+                    .filter_map(|(i, lc)| {
+                        let target = targets.get(i).copied().flatten()?;
+                        (lc.position != target).then(|| {
+                            format!(
+                                "{} stopped after {} events instead of {target}",
+                                self.name(i),
+                                lc.position,
+                            )
+                        })
                     })
                     .collect();
                 if missed.is_empty() {
@@ -742,6 +809,45 @@ impl Controller {
                 latency_ns: None,
             },
         }
+    }
+
+    /// The process's name, as the user knows it.
+    fn name(&self, i: usize) -> String {
+        match self.names.get(i) {
+            Some(name) if !name.is_empty() => name.clone(),
+            _ => ProcessId(i as u32).to_string(),
+        }
+    }
+
+    /// Why a conjunctive or simultaneous predicate never held, in the user's names: a part
+    /// that never held, or parts that each held but never in one consistent global state.
+    fn unsatisfied(&self, st: &State) -> String {
+        let parts: Vec<(usize, u64)> = (0..st.lcs.len())
+            .filter(|&i| st.lcs[i].has_predicate)
+            .map(|i| (i, st.lcs[i].times_satisfied))
+            .collect();
+        let never: Vec<String> = parts
+            .iter()
+            .filter(|(_, n)| *n == 0)
+            .map(|&(i, _)| self.name(i))
+            .collect();
+        if !never.is_empty() {
+            return format!(
+                "the part about {} never held in this run",
+                never.join(" and ")
+            );
+        }
+        let held: Vec<String> = parts
+            .iter()
+            .map(|&(i, n)| match n {
+                1 => format!("{} once", self.name(i)),
+                _ => format!("{} {n} times", self.name(i)),
+            })
+            .collect();
+        format!(
+            "every part held at some point ({}), but never all at once in a consistent global state",
+            held.join(", ")
+        )
     }
 
     fn process_reports(&self, st: &State) -> Vec<ProcessReport> {
@@ -769,7 +875,9 @@ impl Controller {
                     waiting_for: lc
                         .waiting
                         .filter(|_| self.blocked[i].load(Ordering::Acquire))
-                        .map(Need::describe),
+                        .map(|need| {
+                            need.describe(&|p: ProcessId| format!("{} ({p})", self.name(p.index())))
+                        }),
                     holds: lc.holds.clone(),
                     vclock: if self.debugging() {
                         lc.vclock.clone()

@@ -49,6 +49,18 @@ pub struct ReplayRuntime {
     shared: Arc<Shared>,
 }
 
+/// Events in each process's log, indexed by process id (0 for a log that cannot be read: the
+/// process's backend reports the damage when it gets there).
+fn logged(recording: &Recording, n: usize) -> Vec<u64> {
+    let mut logged = vec![0; n];
+    for p in recording.processes() {
+        if let Ok(reader) = recording.open_log(p) {
+            logged[p.id.index()] = reader.event_count();
+        }
+    }
+    logged
+}
+
 /// The parent of each process, indexed by process id.
 fn parents(recording: &Recording) -> Vec<Option<ProcessId>> {
     let n = recording
@@ -67,7 +79,13 @@ fn parents(recording: &Recording) -> Vec<Option<ProcessId>> {
 impl ReplayRuntime {
     /// A replay runtime for `recording`, reporting to `sink`.
     pub(crate) fn new(recording: Recording, setup: Setup, sink: Sink) -> ReplayRuntime {
-        let controller = Controller::new(parents(&recording), setup.goal.clone(), sink);
+        let parents = parents(&recording);
+        let logged = logged(&recording, parents.len());
+        let mut names = vec![String::new(); parents.len()];
+        for p in recording.processes() {
+            names[p.id.index()] = p.name.clone();
+        }
+        let controller = Controller::new(parents, logged, names, setup.goal.clone(), sink);
         ReplayRuntime {
             shared: Arc::new(Shared {
                 recording,
@@ -143,7 +161,12 @@ impl Runtime for ReplayRuntime {
         ))
     }
 
-    fn finish(&self, _exit_code: i32, _panicked: bool) {}
+    /// `main` returned: the program ends once every other process has replayed its log (a
+    /// thread still blocked when the recorded `main` returned is replayed up to its last
+    /// event). A debugging session ends the program by its quit command instead.
+    fn finish(&self, _exit_code: i32, _panicked: bool) {
+        self.shared.controller.wait_until_over();
+    }
 }
 
 /// Connects to the global debugger named by the environment, receives the goal and installs

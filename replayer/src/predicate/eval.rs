@@ -255,6 +255,7 @@ mod tests {
                 .into_iter()
                 .collect(),
             channels: vec![],
+            objects: Default::default(),
         };
         parse(text)
             .unwrap()

@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
+use ppd_formats::names::ProcessNameError;
 use ppd_formats::{Event, FormatError, ObjectId, ProcessId, Recording, value};
 use serde::{Deserialize, Serialize};
 
@@ -22,6 +23,9 @@ pub struct Catalog {
     pub labels: BTreeSet<String>,
     /// Channels: id and name, if named.
     pub channels: Vec<(ObjectId, Option<String>)>,
+    /// Every object created with a name (`named_channel`, `Mutex::named`, ...).
+    #[serde(default)]
+    pub objects: BTreeMap<ObjectId, String>,
 }
 
 impl Catalog {
@@ -56,11 +60,15 @@ impl Catalog {
                         catalog.labels.insert(label.to_string());
                     }
                     Event::Create {
-                        object,
-                        kind: ppd_formats::event::ObjectKind::Channel,
-                        name,
-                        ..
-                    } => catalog.channels.push((object, name.map(|n| n.to_string()))),
+                        object, kind, name, ..
+                    } => {
+                        if let Some(name) = &name {
+                            catalog.objects.insert(object, name.to_string());
+                        }
+                        if kind == ppd_formats::event::ObjectKind::Channel {
+                            catalog.channels.push((object, name.map(|n| n.to_string())));
+                        }
+                    }
                     _ => {}
                 }
             }
@@ -74,6 +82,19 @@ impl Catalog {
             .iter()
             .find(|(p, _)| *p == id)
             .map_or_else(|| id.to_string(), |(_, n)| n.clone())
+    }
+}
+
+impl crate::describe::Names for Catalog {
+    fn process(&self, id: ProcessId) -> String {
+        self.process_name(id)
+    }
+
+    fn object(&self, id: ObjectId) -> String {
+        self.objects
+            .get(&id)
+            .cloned()
+            .unwrap_or_else(|| id.to_string())
     }
 }
 
@@ -250,40 +271,25 @@ impl Predicate {
     }
 }
 
+/// The rule every command uses ([`ppd_formats::names::resolve_process`]), with suggestions of
+/// close names when the name is unknown.
 fn resolve_process(name: &str, catalog: &Catalog) -> Result<ProcessId, ResolveError> {
-    let matching: Vec<ProcessId> = catalog
-        .processes
-        .iter()
-        .filter(|(_, n)| n == name)
-        .map(|(id, _)| *id)
-        .collect();
-    match matching.as_slice() {
-        [id] => return Ok(*id),
-        [_, _, ..] => {
-            return Err(ResolveError {
-                what: "process",
-                name: name.to_owned(),
-                reason: "names several processes".into(),
-                suggestions: matching.iter().map(|id| id.to_string()).collect(),
-                known: Vec::new(),
-            });
-        }
-        [] => {}
-    }
-    let by_id = name
-        .strip_prefix('p')
-        .unwrap_or(name)
-        .parse::<u32>()
-        .ok()
-        .map(ProcessId)
-        .filter(|id| catalog.processes.iter().any(|(p, _)| p == id));
-    by_id.ok_or_else(|| {
-        unknown(
+    let processes = catalog.processes.iter().map(|(id, n)| (*id, n.as_str()));
+    match ppd_formats::names::resolve_process(name, processes) {
+        Ok(id) => Ok(id),
+        Err(ProcessNameError::Ambiguous { ids, .. }) => Err(ResolveError {
+            what: "process",
+            name: name.to_owned(),
+            reason: "names several processes".into(),
+            suggestions: ids.iter().map(|id| id.to_string()).collect(),
+            known: Vec::new(),
+        }),
+        Err(ProcessNameError::Unknown { .. }) => Err(unknown(
             "process",
             name,
             catalog.processes.iter().map(|(_, n)| n.as_str()),
-        )
-    })
+        )),
+    }
 }
 
 fn resolve_eblock(name: &str, catalog: &Catalog) -> Result<String, ResolveError> {
@@ -428,6 +434,9 @@ mod tests {
                 .into_iter()
                 .collect(),
             channels: vec![(ObjectId::new(ProcessId(0), 0), Some("requests".into()))],
+            objects: [(ObjectId::new(ProcessId(0), 0), "requests".to_owned())]
+                .into_iter()
+                .collect(),
         }
     }
 
@@ -436,6 +445,27 @@ mod tests {
             .map_err(|e| e.to_string())?
             .resolve(&catalog())
             .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn descriptions_name_processes_and_named_objects() {
+        let recv: Event = Event::Recv {
+            channel: ObjectId::new(ProcessId(0), 0),
+            sender: ProcessId(3),
+            seq: 4,
+            site: None,
+            payload: None,
+        };
+        assert_eq!(
+            crate::describe_with(&recv, &catalog()),
+            "recv message 4 from client-0 on requests"
+        );
+        assert_eq!(crate::describe(&recv), "recv message 4 from p3 on #0.0");
+        let unnamed: Event = Event::Unlock {
+            object: ObjectId::new(ProcessId(1), 2),
+            site: None,
+        };
+        assert_eq!(crate::describe_with(&unnamed, &catalog()), "unlock #1.2");
     }
 
     #[test]

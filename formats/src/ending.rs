@@ -1,0 +1,288 @@
+//! How each process ended and how the recording ended, read from the logs and the manifest:
+//! what `ppd info` and the replay summaries say about runs that hang, crash, panic or are
+//! killed.
+//!
+//! A process's ending is its log's last event: an exit, a panic, or a wait marker (`Blocked`)
+//! that the process never got past. A log that ends anywhere else belongs to a process that was
+//! still running when the program exited or died. The recording's ending is the manifest's
+//! `end`: absent when the program died before the runtime could write it.
+
+use std::fmt;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{FormatError, Result};
+use crate::event::{Event, ObjectKind};
+use crate::ids::{ObjectId, ProcessId};
+use crate::manifest::Manifest;
+use crate::reader::LogReader;
+use crate::recording::Recording;
+
+/// How one process's log ends.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "how", rename_all = "snake_case")]
+pub enum ProcessEnding {
+    /// Its log holds no event.
+    NeverStarted,
+    /// It returned.
+    Exited,
+    /// It panicked.
+    Panicked {
+        /// The panic message.
+        message: String,
+        /// Where.
+        file: String,
+        /// Line.
+        line: u32,
+    },
+    /// It was waiting when the recording ended, and never got past the wait.
+    Blocked {
+        /// What it waited on, by the user's name when it has one.
+        on: String,
+        /// The index of the wait marker in its log.
+        since_event: u64,
+    },
+    /// It was running (not in a logged wait) when the recording ended.
+    Running {
+        /// The index of its last logged event.
+        last_event: u64,
+    },
+}
+
+/// The file `ppd record` writes into the recording once the program has ended: how the
+/// operating system saw it end. The runtime inside a killed program cannot say; the wrapper can.
+pub const PROGRAM_EXIT_FILE: &str = "exit.json";
+
+/// How the recorded program's OS process ended, as `ppd record` saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProgramExit {
+    /// Its exit code, when it exited.
+    pub code: Option<i32>,
+    /// The signal that killed it, when one did.
+    pub signal: Option<i32>,
+}
+
+impl ProgramExit {
+    /// Writes it into the recording directory `dir` (mode 0600, like every recording file).
+    pub fn write(&self, dir: &Path) -> Result<()> {
+        let path = dir.join(PROGRAM_EXIT_FILE);
+        let json = serde_json::to_vec(self).expect("a program exit always serializes");
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| FormatError::io(&path, "create the program's exit file", e))?;
+        file.write_all(&json)
+            .map_err(|e| FormatError::io(&path, "write the program's exit file", e))
+    }
+
+    /// Reads it from the recording directory `dir`; `None` when `ppd record` did not write one
+    /// (it was killed too) or it does not parse.
+    pub fn read(dir: &Path) -> Option<ProgramExit> {
+        let bytes = std::fs::read(dir.join(PROGRAM_EXIT_FILE)).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+}
+
+/// How the recorded program ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "how", rename_all = "snake_case")]
+pub enum RunEnding {
+    /// `main` returned this exit code.
+    Exited {
+        /// The exit code.
+        code: i32,
+    },
+    /// `main` panicked (exit code 101).
+    Panicked,
+    /// A signal killed the program before it could record its end.
+    Killed {
+        /// The signal.
+        signal: i32,
+    },
+    /// The program exited without recording its end (`std::process::exit` outside `main`,
+    /// or its logs could not be written any more).
+    ExitedUnrecorded {
+        /// The exit code.
+        code: i32,
+    },
+    /// The program died before it could record its end, and `ppd record` did not see how (it
+    /// was killed too, or the recording was copied while the program ran).
+    CutShort,
+}
+
+impl RunEnding {
+    /// How the run recorded in `dir` with `manifest` ended.
+    pub fn of(dir: &Path, manifest: &Manifest) -> RunEnding {
+        match (&manifest.end, ProgramExit::read(dir)) {
+            (Some(end), _) if end.panicked => RunEnding::Panicked,
+            (Some(end), _) => RunEnding::Exited {
+                code: end.exit_code,
+            },
+            (
+                None,
+                Some(ProgramExit {
+                    signal: Some(signal),
+                    ..
+                }),
+            ) => RunEnding::Killed { signal },
+            (
+                None,
+                Some(ProgramExit {
+                    code: Some(code), ..
+                }),
+            ) => RunEnding::ExitedUnrecorded { code },
+            (None, _) => RunEnding::CutShort,
+        }
+    }
+
+    /// Whether the program ended before recording its end: processes alive then were cut
+    /// short, not left behind by a normal exit.
+    pub fn cut_short(self) -> bool {
+        !matches!(self, RunEnding::Exited { .. } | RunEnding::Panicked)
+    }
+}
+
+impl fmt::Display for RunEnding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunEnding::Exited { code } => write!(f, "the program exited with code {code}"),
+            RunEnding::Panicked => f.write_str("main panicked (exit code 101)"),
+            RunEnding::Killed { signal: 6 } => {
+                f.write_str("cut short: the program aborted (signal 6)")
+            }
+            RunEnding::Killed { signal } => {
+                write!(f, "cut short: the program was killed by signal {signal}")
+            }
+            RunEnding::ExitedUnrecorded { code } => write!(
+                f,
+                "cut short: the program exited with code {code} without recording its end"
+            ),
+            RunEnding::CutShort => f.write_str(
+                "cut short: the program died before recording its end (killed, aborted or \
+                 crashed, and ppd record did not see how)",
+            ),
+        }
+    }
+}
+
+impl ProcessEnding {
+    /// Reads the ending of the log `reader` of `recording`.
+    pub fn of(recording: &Recording, reader: &LogReader) -> Result<ProcessEnding> {
+        let n = reader.event_count();
+        if n == 0 {
+            return Ok(ProcessEnding::NeverStarted);
+        }
+        let last = n - 1;
+        Ok(match reader.get(last)? {
+            Event::Exit => ProcessEnding::Exited,
+            Event::Panic {
+                message,
+                file,
+                line,
+            } => ProcessEnding::Panicked {
+                message: message.into(),
+                file: file.into(),
+                line,
+            },
+            Event::Blocked { object, .. } => ProcessEnding::Blocked {
+                on: object_label(recording, object),
+                since_event: last,
+            },
+            Event::JoinBlocked { child, .. } => ProcessEnding::Blocked {
+                on: format!("the end of {}", process_label(recording, child)),
+                since_event: last,
+            },
+            _ => ProcessEnding::Running { last_event: last },
+        })
+    }
+
+    /// Whether the process was still alive at the end of the recording.
+    pub fn alive(&self) -> bool {
+        matches!(
+            self,
+            ProcessEnding::Blocked { .. } | ProcessEnding::Running { .. }
+        )
+    }
+
+    /// One line for people, in the context of how the run ended; `main` is the process that
+    /// ran `main` (its exit is the program's).
+    pub fn describe(&self, run: RunEnding, main: bool) -> String {
+        let cut_short = run.cut_short();
+        match self {
+            ProcessEnding::NeverStarted => "never started".into(),
+            ProcessEnding::Exited => match run {
+                RunEnding::Exited { code } if main => format!("exited with code {code}"),
+                _ => "exited".into(),
+            },
+            ProcessEnding::Panicked {
+                message,
+                file,
+                line,
+            } => format!("panicked at {file}:{line}: {message}"),
+            ProcessEnding::Blocked { on, since_event } if cut_short => {
+                format!("blocked on {on} since event {since_event} when the run was cut short")
+            }
+            ProcessEnding::Blocked { on, since_event } => {
+                format!("blocked at the end on {on} since event {since_event}")
+            }
+            ProcessEnding::Running { last_event } if cut_short => {
+                format!("cut short after event {last_event}")
+            }
+            ProcessEnding::Running { last_event } => {
+                format!("still running when the program exited (last event {last_event})")
+            }
+        }
+    }
+}
+
+/// A process by its name and id: `worker (p2)`.
+pub fn process_label(recording: &Recording, id: ProcessId) -> String {
+    match recording.process(id) {
+        Some(p) => format!("{} ({id})", p.name),
+        None => id.to_string(),
+    }
+}
+
+/// An object as people know it: its kind and the name it was created with (`channel
+/// requests`), or its kind and id when it has no name. Reads its creator's log up to its
+/// `Create`.
+pub fn object_label(recording: &Recording, object: ObjectId) -> String {
+    let created = recording
+        .process(object.creator())
+        .and_then(|entry| recording.open_log(entry).ok())
+        .and_then(|reader| {
+            reader.events().find_map(|item| match item {
+                Ok((
+                    _,
+                    Event::Create {
+                        object: o,
+                        kind,
+                        name,
+                        ..
+                    },
+                )) if o == object => Some(Some((kind, name))),
+                Ok(_) => None,
+                Err(_) => Some(None),
+            })
+        })
+        .flatten();
+    match created {
+        Some((kind, Some(name))) => format!("{} {name}", kind_name(kind)),
+        Some((kind, None)) => format!("{} {object}", kind_name(kind)),
+        None => object.to_string(),
+    }
+}
+
+fn kind_name(kind: ObjectKind) -> &'static str {
+    match kind {
+        ObjectKind::Channel => "channel",
+        ObjectKind::Mutex => "mutex",
+        ObjectKind::Semaphore => "semaphore",
+        ObjectKind::Atomic => "atomic",
+    }
+}

@@ -1,0 +1,109 @@
+//! The one rule every command uses to find a process the user named: an exact process name
+//! first; `p<N>` (or `N`) as a process id only when no process has that name; an error listing
+//! the candidates when the name is ambiguous or unknown.
+
+use crate::ids::ProcessId;
+
+/// Why a process name does not name exactly one process.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProcessNameError {
+    /// Several processes have the name.
+    #[error(
+        "`{name}` names {} processes ({}); name one by its id",
+        ids.len(),
+        ids.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+    )]
+    Ambiguous {
+        /// The name.
+        name: String,
+        /// Their ids.
+        ids: Vec<ProcessId>,
+    },
+    /// No process has the name, and it is not the id of one.
+    #[error("no process `{name}` in the recording (its processes: {})", known.join(", "))]
+    Unknown {
+        /// The name.
+        name: String,
+        /// The processes there are, as `name (id)`.
+        known: Vec<String>,
+    },
+}
+
+/// Finds the process `name` names among `processes` (id and name of each).
+pub fn resolve_process<'a>(
+    name: &str,
+    processes: impl IntoIterator<Item = (ProcessId, &'a str)> + Clone,
+) -> Result<ProcessId, ProcessNameError> {
+    let named: Vec<ProcessId> = processes
+        .clone()
+        .into_iter()
+        .filter(|(_, n)| *n == name)
+        .map(|(id, _)| id)
+        .collect();
+    match named.as_slice() {
+        [id] => return Ok(*id),
+        [_, _, ..] => {
+            return Err(ProcessNameError::Ambiguous {
+                name: name.to_owned(),
+                ids: named,
+            });
+        }
+        [] => {}
+    }
+    let id = name
+        .strip_prefix('p')
+        .unwrap_or(name)
+        .parse::<u32>()
+        .ok()
+        .map(ProcessId);
+    if let Some(id) = id
+        && processes.clone().into_iter().any(|(p, _)| p == id)
+    {
+        return Ok(id);
+    }
+    Err(ProcessNameError::Unknown {
+        name: name.to_owned(),
+        known: processes
+            .into_iter()
+            .map(|(id, n)| format!("{n} ({id})"))
+            .collect(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn procs() -> Vec<(ProcessId, &'static str)> {
+        vec![
+            (ProcessId(0), "main"),
+            (ProcessId(1), "p2"),
+            (ProcessId(2), "worker"),
+            (ProcessId(3), "worker"),
+        ]
+    }
+
+    #[test]
+    fn a_name_wins_over_an_id_and_an_id_is_taken_only_when_no_name_matches() {
+        assert_eq!(resolve_process("main", procs()), Ok(ProcessId(0)));
+        // `p2` is the name of p1, not the id of the process called worker.
+        assert_eq!(resolve_process("p2", procs()), Ok(ProcessId(1)));
+        assert_eq!(resolve_process("p0", procs()), Ok(ProcessId(0)));
+        assert_eq!(resolve_process("3", procs()), Ok(ProcessId(3)));
+    }
+
+    #[test]
+    fn ambiguous_and_unknown_names_list_the_candidates() {
+        let err = resolve_process("worker", procs()).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "`worker` names 2 processes (p2, p3); name one by its id"
+        );
+        let err = resolve_process("p9", procs()).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "no process `p9` in the recording (its processes: main (p0), p2 (p1), worker (p2), \
+             worker (p3))"
+        );
+    }
+}

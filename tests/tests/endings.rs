@@ -1,0 +1,504 @@
+//! Runs that end badly, end to end with real processes: a thread left blocked when `main`
+//! returns, a hang through `join` stopped by SIGKILL, and SIGKILL at random moments of a busy
+//! run. For each, `ppd info` says how every process ended and `ppd replay --verify` replays
+//! every logged event of every process (or fails saying which it did not).
+
+use std::collections::BTreeMap;
+use std::hash::{BuildHasher, Hasher, RandomState};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+
+use ppd_formats::{Event, FormatError, Recording};
+use ppd_tests::{info_json, ppd, ppd_bin};
+use serde_json::Value;
+
+const ENDINGS: &str = env!("CARGO_BIN_EXE_endings");
+const VICTIM: &str = env!("CARGO_BIN_EXE_victim");
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// `ppd replay DIR --verify --json`: the exit status, the summary and what went to stderr
+/// (the program's own output among it).
+fn replay_verify(cwd: &Path, dir: &Path) -> (Option<i32>, Value, String) {
+    let out = ppd(
+        cwd,
+        &["replay", dir.to_str().unwrap(), "--verify", "--json"],
+    );
+    let summary: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("replay --json prints JSON ({e}): {}", stderr(&out)));
+    (out.status.code(), summary, stderr(&out))
+}
+
+/// Checks that the replay covered every logged event of every process, as the recording's
+/// own logs count them.
+fn assert_every_event_replayed(dir: &Path, summary: &Value, context: &str) {
+    let recording = Recording::open(dir).unwrap();
+    let by_process = summary["by_process"].as_array().expect("by_process");
+    assert_eq!(by_process.len(), recording.processes().len(), "{context}");
+    let mut total = 0;
+    for entry in recording.processes() {
+        // A kill between the manifest naming a new process and its log's creation leaves no
+        // log: the process logged nothing.
+        let logged = match recording.open_log(entry) {
+            Ok(log) => log.event_count(),
+            Err(FormatError::Missing { .. }) => 0,
+            Err(e) => panic!("{context}: {e}"),
+        };
+        total += logged;
+        let p = by_process
+            .iter()
+            .find(|p| p["id"] == entry.id.0)
+            .unwrap_or_else(|| panic!("{context}: no {} in {summary:#}", entry.name));
+        assert_eq!(
+            p["logged"], logged,
+            "{context}: {}: {summary:#}",
+            entry.name
+        );
+        assert_eq!(
+            p["replayed"], logged,
+            "{context}: {} replayed {} of {logged} events: {summary:#}",
+            entry.name, p["replayed"]
+        );
+    }
+    assert_eq!(summary["events"], total, "{context}: {summary:#}");
+    assert_eq!(summary["logged"], total, "{context}: {summary:#}");
+}
+
+/// The processes of `ppd info --json`, by name.
+fn processes(info: &Value) -> BTreeMap<String, Value> {
+    info["processes"]
+        .as_array()
+        .expect("processes is an array")
+        .iter()
+        .map(|p| (p["name"].as_str().unwrap().to_owned(), p.clone()))
+        .collect()
+}
+
+/// The last event of process `name`'s log, read while the program may still be running.
+fn last_event(dir: &Path, name: &str) -> Option<Event> {
+    let recording = Recording::open(dir).ok()?;
+    let entry = recording.find_process(name)?.clone();
+    let log = recording.open_log(&entry).ok()?;
+    let n = log.event_count();
+    n.checked_sub(1).and_then(|k| log.get(k).ok())
+}
+
+fn start_recording(cwd: &Path, dir: &Path, program: &str, args: &[&str]) -> Child {
+    Command::new(ppd_bin())
+        .args(["record", "-o", dir.to_str().unwrap(), "--", program])
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start ppd record")
+}
+
+fn sigkill(pid: i32) {
+    // SAFETY: kill only sends a signal.
+    let killed = unsafe { libc::kill(pid, libc::SIGKILL) };
+    assert_eq!(killed, 0, "kill {pid}: {}", std::io::Error::last_os_error());
+}
+
+#[test]
+fn a_thread_left_blocked_when_main_returns_is_replayed_to_its_last_event() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("rec");
+    let out = ppd(
+        work.path(),
+        &[
+            "record",
+            "-o",
+            dir.to_str().unwrap(),
+            "--",
+            ENDINGS,
+            "blocked-thread",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert!(
+        !stderr(&out).contains("recovered after"),
+        "a normal exit is not a crash: {}",
+        stderr(&out)
+    );
+
+    let info = info_json(work.path(), &dir);
+    assert_eq!(info["run_ending"]["how"], "exited", "{info:#}");
+    assert_eq!(info["run_ending"]["code"], 4, "{info:#}");
+    let procs = processes(&info);
+    assert_eq!(procs["main"]["ending"]["how"], "exited", "{info:#}");
+    assert_eq!(
+        procs["main"]["ending_text"], "exited with code 4",
+        "{info:#}"
+    );
+    let waiter = &procs["waiter"];
+    assert_eq!(waiter["ending"]["how"], "blocked", "{info:#}");
+    assert_eq!(waiter["ending"]["on"], "channel jobs", "{info:#}");
+    assert_eq!(
+        waiter["ending"]["since_event"].as_u64().unwrap() + 1,
+        waiter["events"].as_u64().unwrap()
+    );
+    let text = String::from_utf8_lossy(&ppd(work.path(), &["info", dir.to_str().unwrap()]).stdout)
+        .into_owned();
+    assert!(text.contains("the program exited with code 4"), "{text}");
+    assert!(!text.contains("after crash"), "{text}");
+
+    // The outcome must not depend on how the threads of the replay happen to be scheduled.
+    for round in 0..3 {
+        let (code, summary, err) = replay_verify(work.path(), &dir);
+        let context = format!("replay {round}: {err}");
+        assert_eq!(code, Some(0), "{context}");
+        assert_eq!(summary["outcome"], "reproduced", "{context}");
+        assert_eq!(summary["exit_code"], 4, "{context}");
+        assert_every_event_replayed(&dir, &summary, &context);
+        assert!(err.contains("waiter: waiting for a job"), "{context}");
+        assert!(err.contains("with processes still alive"), "{context}");
+    }
+}
+
+#[test]
+fn a_hang_through_join_is_a_deadlock_reported_by_name() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("rec");
+    let mut child = start_recording(work.path(), &dir, ENDINGS, &["join-hang"]);
+    // Both processes are in their waits once their logs end with the wait markers.
+    let mut polls = 0u64;
+    while !(matches!(last_event(&dir, "main"), Some(Event::JoinBlocked { .. }))
+        && matches!(last_event(&dir, "fetcher"), Some(Event::Blocked { .. })))
+    {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the program ended by itself"
+        );
+        polls += 1;
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let recording = Recording::open(&dir).unwrap();
+    sigkill(recording.manifest().os_pid as i32);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(137), "{}", stderr(&out));
+
+    let info = info_json(work.path(), &dir);
+    assert_eq!(info["run_ending"]["how"], "killed", "{info:#}");
+    assert_eq!(info["run_ending"]["signal"], 9, "{info:#}");
+    let procs = processes(&info);
+    assert_eq!(procs["main"]["ending"]["how"], "blocked", "{info:#}");
+    assert_eq!(
+        procs["main"]["ending"]["on"], "the end of fetcher (p1)",
+        "{info:#}"
+    );
+    assert_eq!(
+        procs["fetcher"]["ending"]["on"], "channel requests",
+        "{info:#}"
+    );
+
+    let races = ppd(work.path(), &["races", dir.to_str().unwrap(), "--json"]);
+    let report: Value = serde_json::from_slice(&races.stdout).unwrap();
+    let cycles = report["deadlocks"]["cycles"].as_array().unwrap();
+    assert_eq!(cycles.len(), 1, "after {polls} polls: {report:#}");
+    let members: Vec<(&str, &str)> = cycles[0]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            (
+                b["process"].as_str().unwrap(),
+                b["object"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        members,
+        vec![("main", "fetcher (p1)"), ("fetcher", "requests")],
+        "{report:#}"
+    );
+    assert!(
+        report["deadlocks"]["running"]
+            .as_array()
+            .unwrap()
+            .is_empty(),
+        "main waits in join, it is not running: {report:#}"
+    );
+
+    // main's log ends right after the spawn: however the replay's threads are scheduled, the
+    // fetcher must still be replayed after main reached the end of its log.
+    for round in 0..5 {
+        let (code, summary, err) = replay_verify(work.path(), &dir);
+        let context = format!("replay {round}: {err}");
+        assert_eq!(code, Some(0), "{context}");
+        assert_every_event_replayed(&dir, &summary, &context);
+        assert!(err.contains("this recording was cut short"), "{context}");
+    }
+}
+
+#[test]
+fn a_process_waiting_where_ppd_cannot_see_ends_the_replay_at_its_last_event() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("rec");
+    let mut child = start_recording(work.path(), &dir, ENDINGS, &["outside-wait"]);
+    // The reader's third mark is its last event; main then waits in its join.
+    while !(matches!(last_event(&dir, "reader"), Some(Event::Mark { .. }))
+        && recording_events(&dir, "reader") == 4
+        && matches!(last_event(&dir, "main"), Some(Event::JoinBlocked { .. })))
+    {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the program ended by itself"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    sigkill(Recording::open(&dir).unwrap().manifest().os_pid as i32);
+    child.wait().unwrap();
+
+    // The replayed reader waits on its std channel forever after its last event; the replay
+    // ends anyway, because every process has replayed its whole log.
+    let (code, summary, err) = replay_verify(work.path(), &dir);
+    assert_eq!(code, Some(0), "{err}");
+    assert_every_event_replayed(&dir, &summary, &err);
+    let info = info_json(work.path(), &dir);
+    assert_eq!(
+        processes(&info)["reader"]["ending_text"],
+        "cut short after event 3",
+        "{info:#}"
+    );
+}
+
+/// Events in process `name`'s log so far.
+fn recording_events(dir: &Path, name: &str) -> u64 {
+    Recording::open(dir)
+        .ok()
+        .and_then(|r| {
+            let entry = r.find_process(name)?.clone();
+            Some(r.open_log(&entry).ok()?.event_count())
+        })
+        .unwrap_or(0)
+}
+
+/// A random number in `0..n`, different in every call.
+fn random_below(n: u64) -> u64 {
+    let mut h = RandomState::new().build_hasher();
+    h.write_u64(n);
+    h.finish() % n
+}
+
+#[test]
+fn sigkill_at_random_moments_replays_every_logged_event() {
+    let work = tempfile::tempdir().unwrap();
+    for trial in 0..20 {
+        let dir = work.path().join(format!("rec-{trial}"));
+        let pidfile = work.path().join(format!("victim-{trial}.pid"));
+        let mut child = start_recording(
+            work.path(),
+            &dir,
+            VICTIM,
+            &["spin", pidfile.to_str().unwrap()],
+        );
+        // Kill after a random number of rounds (0: while processes may still be starting).
+        let rounds = random_below(60);
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        for _ in 0..rounds {
+            lines.next();
+        }
+        let pid: i32 = loop {
+            match std::fs::read_to_string(&pidfile) {
+                Ok(text) => break text.trim().parse().expect("a pid"),
+                Err(_) => std::thread::yield_now(),
+            }
+        };
+        sigkill(pid);
+        for _ in lines {}
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(137), "{}", stderr(&out));
+
+        let (code, summary, err) = replay_verify(work.path(), &dir);
+        let context = format!("trial {trial}, killed after {rounds} rounds: {err}");
+        assert_eq!(code, Some(0), "{context}");
+        assert_eq!(summary["outcome"], "reproduced", "{context}");
+        assert_every_event_replayed(&dir, &summary, &context);
+        assert!(
+            err.contains("this recording was cut short: the program was killed by signal 9"),
+            "{context}"
+        );
+    }
+}
+
+#[test]
+fn a_panic_inside_an_eblock_is_an_outcome_why_and_what_if_explain() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("rec");
+    let rec = dir.to_str().unwrap();
+    let out = ppd(
+        work.path(),
+        &["record", "-o", rec, "--", ENDINGS, "eblock-panic"],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+
+    let info = info_json(work.path(), &dir);
+    let procs = processes(&info);
+    let ending = &procs["teller"]["ending"];
+    assert_eq!(ending["how"], "panicked", "{info:#}");
+    assert_eq!(ending["message"], "overdrawn: -5000", "{info:#}");
+    assert_eq!(ending["file"], "tests/src/bin/endings.rs", "{info:#}");
+    assert!(ending["line"].as_u64().unwrap() > 0, "{info:#}");
+    assert_eq!(
+        procs["main"]["ending_text"], "exited with code 3",
+        "{info:#}"
+    );
+
+    // why answers for a value defined before the panic, in the instance that panicked: its
+    // re-execution panics as the recorded one did, which is no leak.
+    let why = ppd(
+        work.path(),
+        &["why", rec, "teller", "after", "--at", "mark overdrawn"],
+    );
+    let text = String::from_utf8_lossy(&why.stdout);
+    assert_eq!(why.status.code(), Some(0), "{text}{}", stderr(&why));
+    assert!(text.contains("after = -5000"), "{text}");
+    assert!(text.contains("amount = 5020"), "{text}");
+    assert!(text.contains("balance = 20"), "{text}");
+    assert!(!text.contains("leak"), "{text}");
+
+    // --what-if on that instance shows the changed outcome.
+    let what_if = |amount: &str| -> Value {
+        let out = ppd(
+            work.path(),
+            &[
+                "why",
+                rec,
+                "teller",
+                "--what-if",
+                &format!("amount={amount}"),
+                "--at",
+                "mark overdrawn",
+                "--json",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let changed = what_if("5");
+    let place = ending["line"].as_u64().unwrap();
+    assert_eq!(
+        changed["ending"],
+        serde_json::json!([
+            format!("panics: \"overdrawn: -5000\" at tests/src/bin/endings.rs:{place}"),
+            "no longer panics: returns 15"
+        ]),
+        "{changed:#}"
+    );
+    assert_eq!(changed["left_the_log"], Value::Null, "{changed:#}");
+    // An earlier instance, which returned, still answers with its return value.
+    let earlier = ppd(
+        work.path(),
+        &[
+            "why",
+            rec,
+            "teller",
+            "--what-if",
+            "amount=5",
+            "--at",
+            "withdraw#2",
+            "--json",
+        ],
+    );
+    let earlier: Value = serde_json::from_slice(&earlier.stdout).unwrap();
+    assert_eq!(earlier["ending"], Value::Null, "{earlier:#}");
+    assert_eq!(earlier["outcomes"][0]["what_if"], "65", "{earlier:#}");
+}
+
+#[test]
+fn a_predicate_that_never_holds_is_explained_in_the_users_names() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("rec");
+    let rec = dir.to_str().unwrap();
+    let out = ppd(
+        work.path(),
+        &["record", "-o", rec, "--", ENDINGS, "token-pair"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let recording = Recording::open(&dir).unwrap();
+    // The names are not the ids: P3 is p1, P1 is p2.
+    assert_eq!(recording.find_process("P3").unwrap().id.0, 1);
+    assert_eq!(recording.find_process("P1").unwrap().id.0, 2);
+
+    let out = ppd(
+        work.path(),
+        &[
+            "replay",
+            rec,
+            "--stop",
+            "P1: mark holding & P3: mark holding",
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(
+            "every part held at some point (P3 3 times, P1 3 times), but never all at once in a \
+             consistent global state"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("p1") && !err.contains("p2"), "{err}");
+
+    // A part that never holds is named as the user wrote it.
+    let out = ppd(
+        work.path(),
+        &[
+            "replay",
+            rec,
+            "--stop",
+            "P1: mark holding if value > 100 & P3: mark holding",
+        ],
+    );
+    let err = stderr(&out);
+    assert!(
+        err.contains("the part about P1 never held in this run"),
+        "{err}"
+    );
+
+    // --to with the other processes left out: they move only as far as P3's state needs.
+    let out = ppd(work.path(), &["replay", rec, "--to", "P3=1", "--json"]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let state: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let events: BTreeMap<&str, u64> = state["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["name"].as_str().unwrap(), p["events"].as_u64().unwrap()))
+        .collect();
+    // P3's first event (its start) needs main's spawn of it, and nothing of P1.
+    assert_eq!(events["P3"], 1, "{state:#}");
+    assert_eq!(events["P1"], 0, "{state:#}");
+    assert!(events["main"] > 0, "{state:#}");
+    assert!(
+        err.contains(&format!(
+            "not listed, but needed for a consistent state: main to {} events",
+            events["main"]
+        )),
+        "{err}"
+    );
+    // A listed process that must move past its target makes the cut unreachable, in names.
+    let out = ppd(work.path(), &["replay", rec, "--to", "P3=3,P1=0"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("P1 stopped after"), "{err}");
+    // One rule for names: `p2` is P1 here (no process is called p2), and an unknown name
+    // lists the processes there are.
+    let out = ppd(work.path(), &["replay", rec, "--to", "p2=1"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = ppd(work.path(), &["replay", rec, "--to", "P4=1"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "no process `P4` in the recording (its processes: main (p0), P3 (p1), P1 (p2))"
+        ),
+        "{err}"
+    );
+}
