@@ -12,6 +12,7 @@ mod codec;
 pub mod error;
 pub mod event;
 pub mod ids;
+pub mod integrity;
 mod layout;
 pub mod manifest;
 pub mod reader;

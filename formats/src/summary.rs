@@ -33,6 +33,8 @@ pub struct RecordingSummary {
     pub complete: bool,
     /// Writer stalls (waits for the compressor) over all processes.
     pub stalls: u64,
+    /// Why recording stopped before the program ended, if it did.
+    pub stopped: Option<String>,
     /// Per process.
     pub processes: Vec<ProcessSummary>,
 }
@@ -54,7 +56,7 @@ pub struct ProcessSummary {
     pub bytes_raw: u64,
     /// Bytes the events take in the log.
     pub bytes_compressed: u64,
-    /// `complete`, `recovered after crash`, or `missing`.
+    /// `complete`, `recovered after crash`, `recording stopped`, or `missing`.
     pub state: String,
     /// Whether the log closed cleanly and is undamaged.
     pub complete: bool,
@@ -94,9 +96,15 @@ pub fn summarize(recording: &Recording) -> Result<RecordingSummary> {
         summary.bytes_compressed = reader.frame_bytes() + reader.ring_bytes();
         summary.state = match reader.state() {
             LogState::Complete => "complete".into(),
+            LogState::Recovered if recording.manifest().stopped.is_some() => {
+                "recording stopped".into()
+            }
             LogState::Recovered => "recovered after crash".into(),
         };
         summary.damage = reader.damage().iter().map(|e| e.to_string()).collect();
+        if let Err(e) = reader.verify_payloads() {
+            summary.damage.push(e.to_string());
+        }
         match reader.kind_counts() {
             Ok(counts) => {
                 summary.by_kind = counts
@@ -128,8 +136,12 @@ pub fn summarize(recording: &Recording) -> Result<RecordingSummary> {
         } else {
             bytes_raw as f64 / bytes_compressed as f64
         },
-        complete: manifest.end.is_some() && processes.iter().all(|p| p.complete),
+        complete: manifest.end.is_some()
+            && manifest.stopped.is_none()
+            && !processes.is_empty()
+            && processes.iter().all(|p| p.complete),
         stalls: processes.iter().map(|p| p.stalls).sum(),
+        stopped: manifest.stopped.as_ref().map(|s| s.reason.clone()),
         processes,
     })
 }

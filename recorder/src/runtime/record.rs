@@ -124,6 +124,7 @@ impl RecordRuntime {
                 log: Manifest::log_name(ProcessId::MAIN),
             }],
             end: None,
+            stopped: None,
         };
         manifest
             .write(dir, options.fsync)
