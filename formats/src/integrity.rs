@@ -19,6 +19,8 @@ pub struct Integrity {
     pub damage: Vec<Finding>,
     /// Logs that end before the run did, without damage.
     pub ends_early: Vec<Finding>,
+    /// Why recording stopped while the program ran on, as the manifest says.
+    pub stopped: Option<String>,
 }
 
 /// One finding about one process's log.
@@ -60,6 +62,7 @@ pub fn check(recording: &Recording) -> Integrity {
         });
     }
     let stopped = recording.manifest().stopped.as_ref();
+    out.stopped = stopped.map(|s| s.reason.clone());
     for entry in recording.processes() {
         let finding = |detail: String| Finding {
             process: entry.id,
@@ -81,11 +84,11 @@ pub fn check(recording: &Recording) -> Integrity {
         let early = reader.state() == LogState::Recovered || stopped.is_some();
         if early && reader.damage().is_empty() {
             let why = match stopped {
-                Some(s) => format!("recording stopped: {}", s.reason),
-                None => "the program died before the log was closed".into(),
+                Some(_) => "where recording stopped",
+                None => "where the program died",
             };
             out.ends_early.push(finding(format!(
-                "{}: ends after event {} ({why})",
+                "{}: ends after {} events, {why}",
                 reader.path().display(),
                 reader.event_count()
             )));

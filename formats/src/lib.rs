@@ -15,6 +15,7 @@ pub mod ids;
 pub mod integrity;
 mod layout;
 pub mod manifest;
+pub mod private;
 pub mod reader;
 pub mod recording;
 pub mod summary;

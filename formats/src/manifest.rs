@@ -5,11 +5,7 @@
 //! atomically (a temporary file renamed over the old one) whenever a process is spawned and when
 //! the run ends, so a reader always sees a whole manifest.
 
-use std::fs;
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
@@ -172,32 +168,15 @@ impl Manifest {
 
     /// Writes the manifest into `dir`, replacing the old one atomically.
     pub fn write(&self, dir: &Path, fsync: bool) -> Result<()> {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let path = dir.join(MANIFEST_FILE);
-        let tmp = dir.join(format!(
-            ".{MANIFEST_FILE}.{}.{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
         let json = serde_json::to_vec_pretty(self).expect("a manifest always serializes");
-        let mut file = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)
-            .map_err(|e| FormatError::io(&tmp, "create manifest", e))?;
-        file.write_all(&json)
-            .map_err(|e| FormatError::io(&tmp, "write manifest", e))?;
-        if fsync {
-            file.sync_all()
-                .map_err(|e| FormatError::io(&tmp, "fsync manifest", e))?;
-        }
-        fs::rename(&tmp, &path).map_err(|e| FormatError::io(&path, "replace manifest", e))
+        crate::private::write_atomic(&dir.join(MANIFEST_FILE), &json, fsync)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
 
     fn sample() -> Manifest {

@@ -160,14 +160,11 @@ impl Recording {
         Ok(())
     }
 
-    /// The cache directory, created on first use.
+    /// The cache directory, created (private) on first use; a `cache` that is not a real
+    /// directory of the recording is refused rather than written through.
     pub fn cache_dir(&self) -> Result<PathBuf> {
         let path = self.dir.join(CACHE_DIR);
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&path)
-            .map_err(|e| FormatError::io(&path, "create cache directory", e))?;
+        crate::private::ensure_dir(&path)?;
         Ok(path)
     }
 }
@@ -295,7 +292,10 @@ pub fn create_recording_dir(base: &Path, program: &str) -> Result<PathBuf> {
     for n in 1.. {
         let dir = base.join(format!("{stem}-{n}"));
         match fs::DirBuilder::new().mode(0o700).create(&dir) {
-            Ok(()) => return Ok(dir),
+            Ok(()) => {
+                crate::private::ensure_dir(&dir)?;
+                return Ok(dir);
+            }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(FormatError::io(&dir, "create recording directory", e)),
         }
