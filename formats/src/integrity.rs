@@ -8,6 +8,7 @@
 
 use serde::Serialize;
 
+use crate::error::FormatError;
 use crate::ids::ProcessId;
 use crate::reader::LogState;
 use crate::recording::Recording;
@@ -71,6 +72,14 @@ pub fn check(recording: &Recording) -> Integrity {
         };
         let reader = match recording.open_log(entry) {
             Ok(r) => r,
+            // Recording stopped before this process's log could be created.
+            Err(FormatError::Missing { path, .. }) if stopped.is_some() => {
+                out.ends_early.push(finding(format!(
+                    "{}: no log, recording stopped before it was created",
+                    path.display()
+                )));
+                continue;
+            }
             Err(e) => {
                 out.damage.push(finding(e.to_string()));
                 continue;

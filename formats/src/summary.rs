@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::error::Result;
+use crate::error::{FormatError, Result};
 use crate::ids::ProcessId;
 use crate::reader::LogState;
 use crate::recording::Recording;
@@ -56,7 +56,8 @@ pub struct ProcessSummary {
     pub bytes_raw: u64,
     /// Bytes the events take in the log.
     pub bytes_compressed: u64,
-    /// `complete`, `recovered after crash`, `recording stopped`, or `missing`.
+    /// `complete`, `recovered after crash`, `recording stopped`, `not recorded (recording
+    /// stopped)`, or `missing`.
     pub state: String,
     /// Whether the log closed cleanly and is undamaged.
     pub complete: bool,
@@ -85,6 +86,11 @@ pub fn summarize(recording: &Recording) -> Result<RecordingSummary> {
         };
         let reader = match recording.open_log(entry) {
             Ok(r) => r,
+            Err(FormatError::Missing { .. }) if recording.manifest().stopped.is_some() => {
+                summary.state = "not recorded (recording stopped)".into();
+                processes.push(summary);
+                continue;
+            }
             Err(e) => {
                 summary.damage.push(e.to_string());
                 processes.push(summary);
