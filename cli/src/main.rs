@@ -5,6 +5,7 @@
 //! could not be started). `ppd record` exits with the recorded program's own code.
 
 mod cmd;
+mod damage;
 mod exit;
 mod output;
 
@@ -35,6 +36,8 @@ enum Command {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        damage: damage::DamageArgs,
     },
     /// Data races, message races and deadlocks of a recorded run.
     Races(cmd::races::Args),
@@ -60,14 +63,22 @@ fn main() -> ExitCode {
         Command::Record(args) => cmd::record::run(&args),
         Command::Replay(args) => cmd::replay::run(&args),
         Command::Why(args) => cmd::why::run(&args),
-        Command::Info { rec, json } => cmd::info::run(rec.as_deref(), json),
+        Command::Info { rec, json, damage } => cmd::info::run(rec.as_deref(), json, damage),
         Command::Races(args) => cmd::races::run(&args),
         Command::Graph(args) => cmd::graph::run(&args),
         Command::Export(args) => cmd::export::run(&args),
     };
-    match result {
+    let code = match result {
         Ok(code) => code,
         Err(e) => e.report(),
+    };
+    // Output that did not reach its reader is a failure, whatever the command concluded.
+    match output::finish() {
+        Ok(()) => code,
+        Err(e) => {
+            eprintln!("ppd: cannot write to standard output: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 

@@ -16,9 +16,56 @@ pub(crate) fn bytes(n: u64) -> String {
     }
 }
 
+use std::io::Write;
+use std::sync::Mutex;
+
+/// The first error writing to standard output; later output is dropped and `main` reports it.
+static STDOUT_ERROR: Mutex<Option<std::io::Error>> = Mutex::new(None);
+
+/// Writes to standard output, remembering the first error instead of panicking as `print!`
+/// does (a full disk, a closed descriptor). A closed pipe never gets here: SIGPIPE ends `ppd`
+/// quietly first.
+pub(crate) fn write(args: std::fmt::Arguments<'_>) {
+    let mut error = STDOUT_ERROR.lock().unwrap_or_else(|p| p.into_inner());
+    if error.is_none()
+        && let Err(e) = std::io::stdout().lock().write_fmt(args)
+    {
+        *error = Some(e);
+    }
+}
+
+/// Flushes standard output and returns the first error any output met.
+pub(crate) fn finish() -> Result<(), std::io::Error> {
+    let flushed = std::io::stdout().lock().flush();
+    let mut error = STDOUT_ERROR.lock().unwrap_or_else(|p| p.into_inner());
+    match error.take() {
+        Some(e) => Err(e),
+        None => flushed,
+    }
+}
+
+/// `print!` that does not panic on a write error (see [`write`](fn@write)).
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::output::write(format_args!($($arg)*))
+    };
+}
+
+/// `println!` that does not panic on a write error (see [`write`](fn@write)).
+macro_rules! outln {
+    () => {
+        $crate::output::write(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::output::write(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+pub(crate) use {out, outln};
+
 /// Prints a value as pretty JSON on stdout.
 pub(crate) fn json<T: serde::Serialize>(value: &T) {
-    println!(
+    outln!(
         "{}",
         serde_json::to_string_pretty(value).expect("our reports always serialize")
     );

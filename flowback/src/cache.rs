@@ -22,8 +22,7 @@
 //! ```
 
 use std::fs;
-use std::io::Write;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use ppd_formats::Recording;
@@ -118,31 +117,8 @@ fn fingerprint(recording: &Recording) -> Vec<LogStamp> {
 fn store(recording: &Recording, fingerprint: &[LogStamp], clocks: &Clocks) -> Result<(), String> {
     let dir = recording.cache_dir().map_err(|e| e.to_string())?;
     let path = dir.join(CLOCKS_FILE);
-    write_private(&path, &encode(fingerprint, clocks))
-        .map_err(|e| format!("{}: {e}", path.display()))
-}
-
-/// Writes a cache file: through a temporary file renamed over it, so that a reader never sees
-/// half a file, and private (0600) like the recording.
-pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.{}", std::process::id()));
-    let write = || -> std::io::Result<()> {
-        let mut f = fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.write_all(bytes)?;
-        fs::rename(&tmp, path)
-    };
-    write().inspect_err(|_| {
-        let _ = fs::remove_file(&tmp);
-    })
+    ppd_formats::private::write_atomic(&path, &encode(fingerprint, clocks), false)
+        .map_err(|e| e.to_string())
 }
 
 fn put_u32(out: &mut Vec<u8>, v: u32) {

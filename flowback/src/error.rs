@@ -53,7 +53,7 @@ pub enum FlowbackError {
     #[error(transparent)]
     Program(#[from] DebugError),
     /// Writing an output (a picture, an export) failed.
-    #[error("writing {what}: {source}")]
+    #[error("writing {what}")]
     Output {
         /// What was being written.
         what: &'static str,
@@ -78,10 +78,7 @@ impl FlowbackError {
     pub fn is_bad_input(&self) -> bool {
         match self {
             FlowbackError::Output { .. } | FlowbackError::Emulation(_) => false,
-            FlowbackError::Program(e) => matches!(
-                e,
-                DebugError::BinaryMissing { .. } | DebugError::BinaryChanged { .. }
-            ),
+            FlowbackError::Program(e) => e.is_bad_input(),
             _ => true,
         }
     }

@@ -285,6 +285,9 @@ impl Trace {
                     }
                 }
             }
+            let proc = &mut b.trace.processes[p as usize];
+            // A log that closed cleanly but lost events to damage is not a complete account.
+            proc.complete &= proc.damage.is_empty();
         }
         Ok(b.build())
     }

@@ -44,6 +44,7 @@ fn manifest(processes: &[(u32, &str)]) -> Manifest {
             })
             .collect(),
         end: None,
+        stopped: None,
     }
 }
 

@@ -125,6 +125,23 @@ pub enum FormatError {
         #[source]
         source: serde_json::Error,
     },
+    /// Something in place of a file of the recording that is not a regular file (a FIFO, a
+    /// directory, a device): refused rather than read, since reading it could block or lie.
+    #[error("{path}: is {kind}, not a regular file")]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+        /// What it is instead.
+        kind: &'static str,
+    },
+    /// A log whose header names another process or another run than the manifest says.
+    #[error("{path}: {detail}")]
+    Foreign {
+        /// The log.
+        path: PathBuf,
+        /// Which identity differs, and how.
+        detail: String,
+    },
     /// A directory that is not a recording.
     #[error("{path}: not a ppd recording ({detail})")]
     NotARecording {

@@ -5,11 +5,7 @@
 //! atomically (a temporary file renamed over the old one) whenever a process is spawned and when
 //! the run ends, so a reader always sees a whole manifest.
 
-use std::fs;
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
@@ -46,6 +42,31 @@ pub struct Manifest {
     /// How the run ended; absent when the program died before the runtime could say.
     #[serde(default)]
     pub end: Option<RunEnd>,
+    /// Why recording stopped before the program ended (a write to a log failed), and where
+    /// each process's log ends; absent when the whole run was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<RecordingStopped>,
+}
+
+/// Recording stopped while the program ran on: every process stopped logging at one
+/// consistent cut (no receive is logged whose send is not).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordingStopped {
+    /// The write that failed, naming the file and the OS error ("No space left on device").
+    pub reason: String,
+    /// When, Unix nanoseconds.
+    pub unix_ns: u64,
+    /// Events each process logged before the cut, filled in as processes end.
+    pub cut: Vec<CutEntry>,
+}
+
+/// Where one process's log ends in a stopped recording.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CutEntry {
+    /// The process.
+    pub process: ProcessId,
+    /// Events in its log.
+    pub events: u64,
 }
 
 /// The recorded program's binary.
@@ -119,13 +140,17 @@ impl Manifest {
     /// Reads the manifest of the recording in `dir`.
     pub fn read(dir: &Path) -> Result<Manifest> {
         let path = dir.join(MANIFEST_FILE);
-        let bytes = fs::read(&path).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => FormatError::NotARecording {
-                path: dir.to_owned(),
-                detail: format!("no {MANIFEST_FILE}"),
-            },
-            _ => FormatError::io(&path, "read manifest", e),
-        })?;
+        let mut file =
+            crate::reader::open_regular(&path, "read manifest").map_err(|e| match e {
+                FormatError::Missing { .. } => FormatError::NotARecording {
+                    path: dir.to_owned(),
+                    detail: format!("no {MANIFEST_FILE}"),
+                },
+                e => e,
+            })?;
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut file, &mut bytes)
+            .map_err(|e| FormatError::io(&path, "read manifest", e))?;
         let manifest: Manifest =
             serde_json::from_slice(&bytes).map_err(|source| FormatError::Manifest {
                 path: path.clone(),
@@ -143,32 +168,15 @@ impl Manifest {
 
     /// Writes the manifest into `dir`, replacing the old one atomically.
     pub fn write(&self, dir: &Path, fsync: bool) -> Result<()> {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let path = dir.join(MANIFEST_FILE);
-        let tmp = dir.join(format!(
-            ".{MANIFEST_FILE}.{}.{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
         let json = serde_json::to_vec_pretty(self).expect("a manifest always serializes");
-        let mut file = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)
-            .map_err(|e| FormatError::io(&tmp, "create manifest", e))?;
-        file.write_all(&json)
-            .map_err(|e| FormatError::io(&tmp, "write manifest", e))?;
-        if fsync {
-            file.sync_all()
-                .map_err(|e| FormatError::io(&tmp, "fsync manifest", e))?;
-        }
-        fs::rename(&tmp, &path).map_err(|e| FormatError::io(&path, "replace manifest", e))
+        crate::private::write_atomic(&dir.join(MANIFEST_FILE), &json, fsync)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
 
     fn sample() -> Manifest {
@@ -200,6 +208,7 @@ mod tests {
                 log: Manifest::log_name(ProcessId(0)),
             }],
             end: None,
+            stopped: None,
         }
     }
 

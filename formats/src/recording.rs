@@ -64,7 +64,15 @@ impl Recording {
             });
         }
         processes.sort_by_key(|p| p.id);
-        processes.dedup_by_key(|p| p.id);
+        if let Some(twice) = processes.windows(2).find(|w| w[0].id == w[1].id) {
+            return Err(FormatError::NotARecording {
+                path: dir.to_owned(),
+                detail: format!(
+                    "the manifest lists process {} twice (logs {} and {})",
+                    twice[0].id, twice[0].log, twice[1].log
+                ),
+            });
+        }
         Ok(Recording {
             dir: dir.to_owned(),
             manifest,
@@ -118,21 +126,63 @@ impl Recording {
         self.dir.join(&process.log)
     }
 
-    /// Opens a process's log.
+    /// Opens a process's log and checks that its header belongs to this process of this run:
+    /// the same process id, name and parent as the manifest, the same OS process, and created
+    /// while the run went on. A log swapped with another process's, or copied from another
+    /// run, is refused.
     pub fn open_log(&self, process: &ProcessEntry) -> Result<LogReader> {
-        LogReader::open(&self.log_path(process))
+        let reader = LogReader::open(&self.log_path(process))?;
+        self.check_identity(process, &reader)?;
+        Ok(reader)
     }
 
-    /// The cache directory, created on first use.
+    fn check_identity(&self, process: &ProcessEntry, reader: &LogReader) -> Result<()> {
+        let id = reader.identity();
+        let foreign = |detail: String| FormatError::Foreign {
+            path: reader.path().to_owned(),
+            detail,
+        };
+        if (id.process_id, id.name.as_str(), id.parent)
+            != (process.id, process.name.as_str(), process.parent)
+        {
+            return Err(foreign(format!(
+                "the log's header is process {} {:?} (parent {}), the manifest expects process \
+                 {} {:?} (parent {}) here: logs swapped or copied in",
+                id.process_id,
+                id.name,
+                show_parent(id.parent),
+                process.id,
+                process.name,
+                show_parent(process.parent)
+            )));
+        }
+        let manifest = &self.manifest;
+        let created = reader.created_unix_ns();
+        let ended = manifest.end.as_ref().map_or(u64::MAX, |e| e.unix_ns);
+        if id.os_pid != process.os_pid || created < manifest.start_unix_ns || created > ended {
+            return Err(foreign(format!(
+                "the log was written by OS process {} at {}, not by this run (OS process {}, \
+                 started {}): a log from another run",
+                id.os_pid,
+                Manifest::rfc3339(created),
+                process.os_pid,
+                manifest.start_time
+            )));
+        }
+        Ok(())
+    }
+
+    /// The cache directory, created (private) on first use; a `cache` that is not a real
+    /// directory of the recording is refused rather than written through.
     pub fn cache_dir(&self) -> Result<PathBuf> {
         let path = self.dir.join(CACHE_DIR);
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&path)
-            .map_err(|e| FormatError::io(&path, "create cache directory", e))?;
+        crate::private::ensure_dir(&path)?;
         Ok(path)
     }
+}
+
+fn show_parent(parent: Option<ProcessId>) -> String {
+    parent.map_or_else(|| "none".to_owned(), |p| p.to_string())
 }
 
 /// A log name from a manifest must be a plain file name inside the recording.
@@ -160,21 +210,58 @@ pub fn resolve(arg: Option<&Path>) -> Result<PathBuf> {
     };
     if !base.is_dir() {
         return Err(FormatError::NotARecording {
-            path: base,
-            detail: match arg {
-                Some(_) => "no such directory".into(),
-                None => "no recordings yet; record one with `ppd record -- PROGRAM`".into(),
+            detail: match (arg, fs::metadata(&base)) {
+                (Some(_), Ok(_)) => "a file, not a directory; give a recording directory \
+                                     (the one holding manifest.json)"
+                    .into(),
+                (Some(_), Err(_)) => "no such directory".into(),
+                (None, _) => "no recordings yet; record one with `ppd record -- PROGRAM`".into(),
             },
+            path: base,
         });
     }
-    let latest = base.join(LATEST);
-    if latest.join(crate::manifest::MANIFEST_FILE).exists() {
+    if let Some(latest) = latest_sibling(&base)? {
         return Ok(latest);
     }
     newest_in(&base)?.ok_or_else(|| FormatError::NotARecording {
         path: base,
         detail: "no manifest.json here or in any sub-directory".into(),
     })
+}
+
+/// The recording `base/latest` points at, if it is a symbolic link to a sibling recording
+/// (a plain name inside `base`). Anything else named `latest` is refused rather than followed:
+/// a link out of the recordings directory would send reads, and cache writes, elsewhere.
+fn latest_sibling(base: &Path) -> Result<Option<PathBuf>> {
+    let latest = base.join(LATEST);
+    let target = match fs::read_link(&latest) {
+        Ok(target) => target,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(_) if fs::symlink_metadata(&latest).is_ok() => {
+            return Err(FormatError::NotARecording {
+                path: latest,
+                detail: "not a symbolic link; ppd only follows `latest` to a sibling recording"
+                    .into(),
+            });
+        }
+        Err(e) => return Err(FormatError::io(&latest, "read latest link", e)),
+    };
+    let mut parts = target.components();
+    let sibling = match (parts.next(), parts.next()) {
+        (Some(std::path::Component::Normal(name)), None) => base.join(name),
+        _ => {
+            return Err(FormatError::NotARecording {
+                path: latest,
+                detail: format!(
+                    "points to {}, which is not a recording next to it; ppd only follows \
+                     `latest` to a sibling",
+                    target.display()
+                ),
+            });
+        }
+    };
+    let is_dir = fs::symlink_metadata(&sibling).is_ok_and(|m| m.is_dir());
+    Ok((is_dir && sibling.join(crate::manifest::MANIFEST_FILE).exists()).then_some(sibling))
 }
 
 fn newest_in(base: &Path) -> Result<Option<PathBuf>> {
@@ -217,7 +304,10 @@ pub fn create_recording_dir(base: &Path, program: &str) -> Result<PathBuf> {
     for n in 1.. {
         let dir = base.join(format!("{stem}-{n}"));
         match fs::DirBuilder::new().mode(0o700).create(&dir) {
-            Ok(()) => return Ok(dir),
+            Ok(()) => {
+                crate::private::ensure_dir(&dir)?;
+                return Ok(dir);
+            }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(FormatError::io(&dir, "create recording directory", e)),
         }
@@ -267,6 +357,25 @@ mod tests {
     }
 
     #[test]
+    fn latest_is_only_followed_to_a_sibling_recording() {
+        let base = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        fs::write(outside.path().join(crate::manifest::MANIFEST_FILE), b"{}").unwrap();
+        std::os::unix::fs::symlink(outside.path(), base.path().join(LATEST)).unwrap();
+        let err = resolve(Some(base.path())).unwrap_err().to_string();
+        assert!(err.contains("which is not a recording next to it"), "{err}");
+        fs::remove_file(base.path().join(LATEST)).unwrap();
+        std::os::unix::fs::symlink("../elsewhere", base.path().join(LATEST)).unwrap();
+        let err = resolve(Some(base.path())).unwrap_err().to_string();
+        assert!(err.contains("points to ../elsewhere"), "{err}");
+        fs::remove_file(base.path().join(LATEST)).unwrap();
+        let dir = create_recording_dir(base.path(), "bank").unwrap();
+        fs::write(dir.join(crate::manifest::MANIFEST_FILE), b"{}").unwrap();
+        update_latest(base.path(), &dir).unwrap();
+        assert_eq!(resolve(Some(base.path())).unwrap(), dir);
+    }
+
+    #[test]
     fn resolve_explains_a_missing_recording() {
         let base = tempfile::tempdir().unwrap();
         let err = resolve(Some(&base.path().join("nope")))
@@ -275,5 +384,9 @@ mod tests {
         assert!(err.contains("no such directory"), "{err}");
         let err = resolve(Some(base.path())).unwrap_err().to_string();
         assert!(err.contains("no manifest.json"), "{err}");
+        let file = base.path().join("file");
+        fs::write(&file, b"").unwrap();
+        let err = resolve(Some(&file)).unwrap_err().to_string();
+        assert!(err.contains("a file, not a directory"), "{err}");
     }
 }

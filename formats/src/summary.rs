@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::ending::{ProcessEnding, RunEnding};
-use crate::error::Result;
+use crate::error::{FormatError, Result};
 use crate::ids::ProcessId;
 use crate::reader::LogState;
 use crate::recording::Recording;
@@ -38,6 +38,8 @@ pub struct RecordingSummary {
     pub complete: bool,
     /// Writer stalls (waits for the compressor) over all processes.
     pub stalls: u64,
+    /// Why recording stopped before the program ended, if it did.
+    pub stopped: Option<String>,
     /// Per process.
     pub processes: Vec<ProcessSummary>,
 }
@@ -60,7 +62,7 @@ pub struct ProcessSummary {
     /// Bytes the events take in the log.
     pub bytes_compressed: u64,
     /// The log's state: `complete`, `recovered after crash`, `recovered (process alive at
-    /// exit)`, or `missing`.
+    /// exit)`, `recording stopped`, `not recorded (recording stopped)`, or `missing`.
     pub state: String,
     /// Whether the log closed cleanly and is undamaged.
     pub complete: bool,
@@ -96,6 +98,11 @@ pub fn summarize(recording: &Recording) -> Result<RecordingSummary> {
         };
         let reader = match recording.open_log(entry) {
             Ok(r) => r,
+            Err(FormatError::Missing { .. }) if recording.manifest().stopped.is_some() => {
+                summary.state = "not recorded (recording stopped)".into();
+                processes.push(summary);
+                continue;
+            }
             Err(e) => {
                 summary.damage.push(e.to_string());
                 processes.push(summary);
@@ -107,12 +114,18 @@ pub fn summarize(recording: &Recording) -> Result<RecordingSummary> {
         summary.bytes_compressed = reader.frame_bytes() + reader.ring_bytes();
         summary.state = match (reader.state(), run_ending) {
             (LogState::Complete, _) => "complete".into(),
+            (LogState::Recovered, _) if recording.manifest().stopped.is_some() => {
+                "recording stopped".into()
+            }
             (LogState::Recovered, run) if run.cut_short() => "recovered after crash".into(),
             // The program exited while this process was still alive: its writer was never
             // closed, and what it wrote is recovered like after a crash.
             (LogState::Recovered, _) => "recovered (process alive at exit)".into(),
         };
         summary.damage = reader.damage().iter().map(|e| e.to_string()).collect();
+        if let Err(e) = reader.verify_payloads() {
+            summary.damage.push(e.to_string());
+        }
         match reader.kind_counts() {
             Ok(counts) => {
                 summary.by_kind = counts
@@ -153,8 +166,12 @@ pub fn summarize(recording: &Recording) -> Result<RecordingSummary> {
         } else {
             bytes_raw as f64 / bytes_compressed as f64
         },
-        complete: manifest.end.is_some() && processes.iter().all(|p| p.complete),
+        complete: manifest.end.is_some()
+            && manifest.stopped.is_none()
+            && !processes.is_empty()
+            && processes.iter().all(|p| p.complete),
         stalls: processes.iter().map(|p| p.stalls).sum(),
+        stopped: manifest.stopped.as_ref().map(|s| s.reason.clone()),
         processes,
     })
 }

@@ -233,6 +233,8 @@ fn has_no_offset(e: &FormatError) -> bool {
         FormatError::UnsupportedVersion { .. }
             | FormatError::Missing { .. }
             | FormatError::EventOutOfRange { .. }
+            | FormatError::NotAFile { .. }
+            | FormatError::Foreign { .. }
     )
 }
 
@@ -479,18 +481,18 @@ fn truncated_logs() {
     check_corpus(
         "complete.trunc-index.log",
         expect![[r#"
-        Recovered, 1200 events
-        damage: Truncated: complete.trunc-index.log: truncated frame header: needed 56 bytes at byte offset 18218, file has 18228
-        read 1200 events
-    "#]],
+            Recovered, 1200 events
+            damage: Corrupt: complete.trunc-index.log: corrupt log index at byte offset 18218: the frames end here and what follows is no frame: the log's index or footer is cut or damaged
+            read 1200 events
+        "#]],
     );
     check_corpus(
         "complete.trunc-footer.log",
         expect![[r#"
-        Recovered, 1200 events
-        damage: Checksum: complete.trunc-footer.log: checksum mismatch in frame header at byte offset 18218
-        read 1200 events
-    "#]],
+            Recovered, 1200 events
+            damage: Corrupt: complete.trunc-footer.log: corrupt log index at byte offset 18218: the frames end here and what follows is no frame: the log's index or footer is cut or damaged
+            read 1200 events
+        "#]],
     );
     check_corpus(
         "crashed.trunc-ring.log",
@@ -546,11 +548,10 @@ fn logs_with_a_flipped_bit() {
     check_corpus(
         "complete.flip-footer.log",
         expect![[r#"
-        Recovered, 1200 events
-        damage: Checksum: complete.flip-footer.log: checksum mismatch in log footer at byte offset 18630
-        damage: Checksum: complete.flip-footer.log: checksum mismatch in frame header at byte offset 18218
-        read 1200 events
-    "#]],
+            Recovered, 1200 events
+            damage: Checksum: complete.flip-footer.log: checksum mismatch in log footer at byte offset 18630
+            read 1200 events
+        "#]],
     );
     check_corpus(
         "crashed.flip-ring-info.log",
@@ -660,24 +661,22 @@ fn a_block_with_more_events_than_its_header_counts_is_reported() {
     check(
         "fuzz-forged-block.log",
         expect![[r#"
-        Recovered, 751 events
-        damage: Corrupt: fuzz-forged-block.log: corrupt log footer at byte offset 17524: offsets do not add up
-        damage: Checksum: fuzz-forged-block.log: checksum mismatch in frame header at byte offset 17462
-        damage: Corrupt: fuzz-forged-block.log: corrupt frame payload at byte offset 16227: zstd: Data corruption detected
-        read 250 events, then Record: fuzz-forged-block.log: corrupt event record in block 0 (block at byte offset 12288, byte 1817 of the block's data): the block holds more events than the 250 its header counts
-        the last event is not readable by seeking
-    "#]],
+            Recovered, 751 events
+            damage: Corrupt: fuzz-forged-block.log: corrupt log footer at byte offset 17524: offsets do not add up
+            damage: Corrupt: fuzz-forged-block.log: corrupt frame payload at byte offset 16227: zstd: Data corruption detected
+            read 250 events, then Record: fuzz-forged-block.log: corrupt event record in block 0 (block at byte offset 12288, byte 1817 of the block's data): the block holds more events than the 250 its header counts
+            the last event is not readable by seeking
+        "#]],
     );
     check(
         "fuzz-forged-block-2.log",
         expect![[r#"
-        Recovered, 251 events
-        damage: Corrupt: fuzz-forged-block-2.log: corrupt log footer at byte offset 17529: offsets do not add up
-        damage: Checksum: fuzz-forged-block-2.log: checksum mismatch in frame header at byte offset 14911
-        damage: Corrupt: fuzz-forged-block-2.log: corrupt frame payload at byte offset 13668: zstd: Data corruption detected
-        read 250 events, then Record: fuzz-forged-block-2.log: corrupt event record in block 0 (block at byte offset 12288, byte 1817 of the block's data): the block holds more events than the 250 its header counts
-        the last event is not readable by seeking
-    "#]],
+            Recovered, 251 events
+            damage: Corrupt: fuzz-forged-block-2.log: corrupt log footer at byte offset 17529: offsets do not add up
+            damage: Corrupt: fuzz-forged-block-2.log: corrupt frame payload at byte offset 13668: zstd: Data corruption detected
+            read 250 events, then Record: fuzz-forged-block-2.log: corrupt event record in block 0 (block at byte offset 12288, byte 1817 of the block's data): the block holds more events than the 250 its header counts
+            the last event is not readable by seeking
+        "#]],
     );
 }
 
@@ -714,6 +713,163 @@ fn recordings_with_a_damaged_manifest() {
         open: NotARecording: no-manifest: not a ppd recording (no manifest.json)
     "#]]
     .assert_eq(&describe_dir("no-manifest"));
+}
+
+/// A recording of two processes in a fresh directory, made of the committed complete log
+/// (process 2, "teller") and a log written here for process 3 ("clerk"), with a manifest that
+/// names both. Each case below damages one thing and pins what the integrity check says.
+fn two_process_recording() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let mut manifest = sample_manifest(&["proc-0002.log", "proc-0003.log"]);
+    manifest.processes[1].name = "clerk".into();
+    manifest.write(dir.path(), false).unwrap();
+    fs::copy(corpus("complete.log"), dir.path().join("proc-0002.log")).unwrap();
+    let clerk = ppd_formats::LogIdentity {
+        process_id: ppd_formats::ProcessId(3),
+        name: "clerk".into(),
+        ..identity()
+    };
+    let mut w =
+        LogWriter::create(&dir.path().join("proc-0003.log"), &clerk, small_blocks(2)).unwrap();
+    for i in 0..10 {
+        w.append(&event_at(i, &payload(i))).unwrap();
+    }
+    w.close().unwrap();
+    dir
+}
+
+/// What `integrity::check` finds, one line per finding, with the directory left out; or the
+/// error that stops the recording from opening.
+fn check_recording(dir: &Path) -> String {
+    let rec = match Recording::open(dir) {
+        Ok(rec) => rec,
+        Err(e) => {
+            let text = describe(&e, dir).replace(&dir.display().to_string(), "REC");
+            return format!("open: {text}\n");
+        }
+    };
+    let found = ppd_formats::integrity::check(&rec);
+    let strip = |s: String| s.replace(&format!("{}/", dir.display()), "");
+    let mut out = String::new();
+    for d in &found.damage {
+        out += &format!("damage: {}\n", strip(d.to_string()));
+    }
+    for d in &found.ends_early {
+        out += &format!("ends early: {}\n", strip(d.to_string()));
+    }
+    if out.is_empty() {
+        out = "sound\n".into();
+    }
+    out
+}
+
+#[test]
+fn missing_swapped_foreign_and_duplicated_logs_are_damage() {
+    let case = |edit: &dyn Fn(&Path)| {
+        let rec = two_process_recording();
+        edit(rec.path());
+        check_recording(rec.path())
+    };
+    expect![[r#"
+        sound
+    "#]]
+    .assert_eq(&case(&|_| {}));
+    // Only the manifest is left.
+    expect![[r#"
+        damage: teller (p2): proc-0002.log: missing (open log)
+        damage: clerk (p3): proc-0003.log: missing (open log)
+    "#]]
+    .assert_eq(&case(&|d| {
+        fs::remove_file(d.join("proc-0002.log")).unwrap();
+        fs::remove_file(d.join("proc-0003.log")).unwrap();
+    }));
+    expect![[r#"
+        damage: clerk (p3): proc-0003.log: truncated log header: needed 20 bytes at byte offset 0, file has 0
+    "#]]
+    .assert_eq(&case(&|d| fs::write(d.join("proc-0003.log"), b"").unwrap()));
+    expect![[r#"
+        damage: teller (p2): proc-0002.log: the log's header is process p3 "clerk" (parent p0), the manifest expects process p2 "teller" (parent p0) here: logs swapped or copied in
+        damage: clerk (p3): proc-0003.log: the log's header is process p2 "teller" (parent p0), the manifest expects process p3 "clerk" (parent p0) here: logs swapped or copied in
+    "#]]
+    .assert_eq(&case(&|d| {
+        fs::rename(d.join("proc-0002.log"), d.join("x")).unwrap();
+        fs::rename(d.join("proc-0003.log"), d.join("proc-0002.log")).unwrap();
+        fs::rename(d.join("x"), d.join("proc-0003.log")).unwrap();
+    }));
+    // The same process of another run: another OS process, created before this run started.
+    let foreign = case(&|d| {
+        let mut m = Manifest::read(d).unwrap();
+        m.start_unix_ns = u64::MAX / 2;
+        m.write(d, false).unwrap();
+    });
+    assert_eq!(foreign.lines().count(), 2, "{foreign}");
+    assert!(
+        foreign
+            .lines()
+            .all(|l| l.contains("a log from another run")),
+        "{foreign}"
+    );
+    let other_os_process = case(&|d| {
+        let mut m = Manifest::read(d).unwrap();
+        m.processes[1].os_pid = 1;
+        m.write(d, false).unwrap();
+    });
+    assert!(
+        other_os_process.starts_with(
+            "damage: clerk (p3): proc-0003.log: the log was written by OS process 4242 at "
+        ) && other_os_process
+            .contains("not by this run (OS process 1, started 2023-11-14T22:13:20Z)"),
+        "{other_os_process}"
+    );
+    expect![[r#"
+        open: NotARecording: REC: not a ppd recording (the manifest lists process p2 twice (logs proc-0002.log and proc-0003.log))
+    "#]]
+    .assert_eq(&case(&|d| {
+        let mut m = Manifest::read(d).unwrap();
+        m.processes[1].id = ppd_formats::ProcessId(2);
+        m.write(d, false).unwrap();
+    }));
+    // A payload that fails its checksum inside a log whose index and footer are intact: opening
+    // does not read payloads, the check does.
+    expect![[r#"
+        damage: teller (p2): proc-0002.log: checksum mismatch in frame payload at byte offset 13668
+    "#]]
+    .assert_eq(&case(&|d| {
+        fs::copy(
+            corpus("complete.flip-frame-payload.log"),
+            d.join("proc-0002.log"),
+        )
+        .unwrap();
+    }));
+    expect![[r#"
+        damage: clerk (p3): proc-0003.log: is a directory, not a regular file
+    "#]]
+    .assert_eq(&case(&|d| {
+        fs::remove_file(d.join("proc-0003.log")).unwrap();
+        fs::create_dir(d.join("proc-0003.log")).unwrap();
+    }));
+}
+
+/// A FIFO in place of a log or manifest is refused at once; reading it would wait for a writer
+/// that never comes.
+#[test]
+fn a_fifo_in_place_of_a_log_or_manifest_is_refused_without_waiting() {
+    let rec = two_process_recording();
+    let log = rec.path().join("proc-0003.log");
+    fs::remove_file(&log).unwrap();
+    nix::unistd::mkfifo(&log, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    expect![[r#"
+        damage: clerk (p3): proc-0003.log: is a FIFO, not a regular file
+    "#]]
+    .assert_eq(&check_recording(rec.path()));
+    let manifest = rec.path().join("manifest.json");
+    fs::remove_file(&manifest).unwrap();
+    nix::unistd::mkfifo(&manifest, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let err = Recording::open(rec.path()).unwrap_err();
+    expect![[r#"
+        NotAFile: manifest.json: is a FIFO, not a regular file
+    "#]]
+    .assert_eq(&format!("{}\n", describe(&err, rec.path())));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -874,15 +1030,21 @@ fn sample_manifest(logs: &[&str]) -> Manifest {
             .iter()
             .enumerate()
             .map(|(i, log)| ppd_formats::manifest::ProcessEntry {
-                id: ppd_formats::ProcessId(i as u32),
-                name: format!("p{i}"),
-                parent: None,
+                // The first entry is the base logs' own process (`common::identity`).
+                id: ppd_formats::ProcessId(2 + i as u32),
+                name: if i == 0 {
+                    "teller".into()
+                } else {
+                    format!("p{}", 2 + i)
+                },
+                parent: Some(ppd_formats::ProcessId(0)),
                 host: "host".into(),
                 os_pid: 4242,
                 log: (*log).to_owned(),
             })
             .collect(),
         end: None,
+        stopped: None,
     }
 }
 

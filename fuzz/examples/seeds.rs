@@ -119,6 +119,7 @@ fn main() {
             log: Manifest::log_name(ProcessId(0)),
         }],
         end: None,
+        stopped: None,
     };
     let json = serde_json(&manifest);
     fs::write(manifests.join("running.json"), &json).unwrap();

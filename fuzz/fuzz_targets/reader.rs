@@ -106,6 +106,8 @@ fn check(path: &Path, data: &[u8]) {
     }
     let _ = reader.kind_counts();
     let _ = reader.block_times();
+    // Verifying every payload checksum reads each frame again; it must not panic either.
+    let _ = reader.verify_payloads();
 }
 
 fn u32_at(data: &[u8], at: usize) -> Option<usize> {

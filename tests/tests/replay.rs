@@ -715,7 +715,11 @@ fn a_log_that_ends_early_is_reported_not_waited_for() {
         .open(dir.join("proc-0001.log"))
         .unwrap();
     log.set_len(4096 + ring).unwrap();
+    // A log cut like this is damage: refused as bad input unless asked to use what is left.
     let out = replay(work.path(), &dir, &["--json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out).1);
+    assert!(text(&out).1.contains("proc-0001.log"), "{}", text(&out).1);
+    let out = replay(work.path(), &dir, &["--json", "--allow-damage"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out).1);
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(summary["outcome"], "stuck", "{summary:#}");

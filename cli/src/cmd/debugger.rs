@@ -11,6 +11,7 @@ use ppd_replayer::protocol::{Command, Goal, HaltReason, Report};
 
 use crate::cmd::replay::{Context, parse_cut};
 use crate::exit::{CliError, CmdResult, failure};
+use crate::output::{out, outln};
 
 /// How waiting for a halt ended.
 pub(crate) enum Outcome {
@@ -133,7 +134,7 @@ impl Input {
                 Some(line)
             }
             Input::Pipe(stdin) => {
-                print!("(ppd) ");
+                out!("(ppd) ");
                 let _ = std::io::stdout().flush();
                 let mut line = String::new();
                 match stdin.read_line(&mut line) {
@@ -169,7 +170,7 @@ pub(crate) fn repl(
     let mut history = vec![cut_of(&first)];
     let mut current = first;
     let mut input = Input::open();
-    println!("{HELP}");
+    outln!("{HELP}");
     while let Some(line) = input.line() {
         let line = line.trim();
         let (word, rest) = line
@@ -178,7 +179,7 @@ pub(crate) fn repl(
         let result: Result<Option<Box<HaltState>>, CliError> = match word {
             "" => continue,
             "help" | "?" => {
-                println!("{HELP}");
+                outln!("{HELP}");
                 continue;
             }
             "quit" | "q" | "exit" => break,
@@ -186,7 +187,7 @@ pub(crate) fn repl(
                 if rest == "json" {
                     crate::output::json(&current);
                 } else {
-                    print!("{}", current.render());
+                    out!("{}", current.render());
                 }
                 continue;
             }
@@ -199,7 +200,7 @@ pub(crate) fn repl(
                             .find(|s| s.id == p.id)
                             .map_or(0, |s| s.events);
                         match events.checked_sub(1) {
-                            None => println!("{} has not executed an event yet", p.name),
+                            None => outln!("{} has not executed an event yet", p.name),
                             Some(last) => {
                                 match ppd_flowback::why::restore::state_at(
                                     &ctx.recording,
@@ -207,12 +208,12 @@ pub(crate) fn repl(
                                     Some(last),
                                 ) {
                                     Ok(state) => crate::cmd::why::print_state(&state),
-                                    Err(e) => println!("ppd: {e}"),
+                                    Err(e) => outln!("ppd: {e}"),
                                 }
                             }
                         }
                     }
-                    Err(e) => println!("{e}"),
+                    Err(e) => outln!("{e}"),
                 }
                 continue;
             }
@@ -223,7 +224,7 @@ pub(crate) fn repl(
                     match ctx.recording.resolve_process(rest) {
                         Ok(p) => Some(p.id),
                         Err(e) => {
-                            println!("{e}");
+                            outln!("{e}");
                             continue;
                         }
                     }
@@ -236,8 +237,8 @@ pub(crate) fn repl(
             "continue" | "c" => {
                 session.command(&Command::Continue).map_err(failure)?;
                 match wait_halt(ctx, &mut session, plan.as_ref())? {
-                    Outcome::Other(message) => println!("{message}"),
-                    Outcome::Halted(state) => print!("{}", state.render()),
+                    Outcome::Other(message) => outln!("{message}"),
+                    Outcome::Halted(state) => out!("{}", state.render()),
                 }
                 break;
             }
@@ -253,7 +254,7 @@ pub(crate) fn repl(
             "goto" | "back" => {
                 let cut = if word == "back" {
                     if history.len() < 2 {
-                        println!("already at the first state of this session");
+                        outln!("already at the first state of this session");
                         continue;
                     }
                     history.pop();
@@ -277,13 +278,13 @@ pub(crate) fn repl(
                 halted(ctx, &mut session, plan.as_ref())
             }
             other => {
-                println!("unknown command `{other}`; `help` lists them");
+                outln!("unknown command `{other}`; `help` lists them");
                 continue;
             }
         };
         match result {
             Ok(Some(state)) => {
-                print!("{}", state.render());
+                out!("{}", state.render());
                 history.push(cut_of(&state));
                 current = state;
             }
@@ -297,7 +298,7 @@ pub(crate) fn repl(
 
 fn report_error(e: CliError) {
     match e {
-        CliError::Input(e) | CliError::Failure(e) => println!("{e:#}"),
+        CliError::Input(e) | CliError::Failure(e) => outln!("{e:#}"),
     }
 }
 

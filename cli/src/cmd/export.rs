@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use ppd_flowback::export::{json, perfetto, shiviz};
 
 use super::graph::write_to;
-use super::races::{classify, open_analysis};
+use super::races::open_analysis;
+use crate::damage::DamageArgs;
 use crate::exit::CmdResult;
 
 /// Export formats.
@@ -32,10 +33,12 @@ pub(crate) struct Args {
     /// Write to FILE instead of standard output.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<PathBuf>,
+    #[command(flatten)]
+    damage: DamageArgs,
 }
 
 pub(crate) fn run(args: &Args) -> CmdResult {
-    let (_, _, analysis) = open_analysis(args.rec.as_deref())?;
+    let (_, analysis) = open_analysis(args.rec.as_deref(), args.damage)?;
     let (trace, clocks) = (&analysis.trace, &analysis.clocks);
     write_to(args.output.as_deref(), "the export", |out| {
         match args.format {
@@ -43,7 +46,6 @@ pub(crate) fn run(args: &Args) -> CmdResult {
             Format::Shiviz => shiviz::write(trace, clocks, out),
             Format::Json => json::write(trace, clocks, out),
         }
-    })
-    .map_err(classify)?;
+    })?;
     Ok(ExitCode::SUCCESS)
 }

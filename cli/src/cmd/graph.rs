@@ -11,8 +11,9 @@ use std::path::Path;
 
 use ppd_flowback::FlowbackError;
 
-use super::races::{classify, open_analysis};
-use crate::exit::CmdResult;
+use super::races::open_analysis;
+use crate::damage::DamageArgs;
+use crate::exit::{CliError, CmdResult, failure, input};
 
 /// Picture formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -36,11 +37,14 @@ pub(crate) struct Args {
     /// Write to FILE instead of standard output.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<PathBuf>,
+    #[command(flatten)]
+    damage: DamageArgs,
 }
 
 pub(crate) fn run(args: &Args) -> CmdResult {
-    let (dir, recording, analysis) = open_analysis(args.rec.as_deref())?;
-    let cut = match HaltCut::load(&dir) {
+    let (checked, analysis) = open_analysis(args.rec.as_deref(), args.damage)?;
+    let (dir, recording) = (&checked.dir, &checked.recording);
+    let cut = match HaltCut::load(dir) {
         Ok(cut) => cut,
         Err(e) => {
             eprintln!("ppd: not drawing the halt cut: {e}");
@@ -74,30 +78,42 @@ pub(crate) fn run(args: &Args) -> CmdResult {
                 what: "the picture",
                 source,
             })
-    })
-    .map_err(classify)?;
+    })?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// Runs `write` on FILE (created or truncated) or on standard output, buffered.
+/// Runs `write` on FILE (created or truncated, private like everything ppd writes) or on
+/// standard output, buffered. A FILE that cannot be created is a bad argument; a write that
+/// fails is a failure.
 pub(crate) fn write_to(
     path: Option<&Path>,
     what: &'static str,
     write: impl FnOnce(&mut dyn Write) -> Result<(), FlowbackError>,
-) -> Result<(), FlowbackError> {
-    let fail = |source| FlowbackError::Output { what, source };
+) -> Result<(), CliError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let target = path.map_or_else(|| "standard output".to_owned(), |p| p.display().to_string());
+    let fail = |e: FlowbackError| failure(anyhow::Error::new(e).context(target.clone()));
+    let flushed = |source| FlowbackError::Output { what, source };
     match path {
         Some(path) => {
-            let file = std::fs::File::create(path).map_err(fail)?;
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(path)
+                .map_err(|e| {
+                    input(anyhow::Error::new(e).context(format!("cannot create {target}")))
+                })?;
             let mut out = BufWriter::new(file);
-            write(&mut out)?;
-            out.flush().map_err(fail)
+            write(&mut out).map_err(fail)?;
+            out.flush().map_err(flushed).map_err(fail)
         }
         None => {
             let stdout = std::io::stdout();
             let mut out = BufWriter::new(stdout.lock());
-            write(&mut out)?;
-            out.flush().map_err(fail)
+            write(&mut out).map_err(fail)?;
+            out.flush().map_err(flushed).map_err(fail)
         }
     }
 }

@@ -7,10 +7,14 @@ use ppd_formats::Recording;
 use ppd_formats::recording::resolve;
 use ppd_formats::summary::{RecordingSummary, summarize};
 
-use crate::exit::CmdResult;
-use crate::output;
+use anyhow::anyhow;
 
-pub(crate) fn run(rec: Option<&Path>, json: bool) -> CmdResult {
+use crate::damage::DamageArgs;
+use crate::exit::{CmdResult, input};
+use crate::output;
+use crate::output::outln;
+
+pub(crate) fn run(rec: Option<&Path>, json: bool, damage: DamageArgs) -> CmdResult {
     let dir = resolve(rec)?;
     let recording = Recording::open(&dir)?;
     let summary = summarize(&recording)?;
@@ -19,26 +23,50 @@ pub(crate) fn run(rec: Option<&Path>, json: bool) -> CmdResult {
     } else {
         print_text(&summary);
     }
-    let damaged = summary.processes.iter().any(|p| !p.damage.is_empty());
-    Ok(if damaged {
-        ExitCode::from(2)
-    } else {
-        ExitCode::SUCCESS
-    })
+    let damaged: Vec<String> = summary
+        .processes
+        .iter()
+        .flat_map(|p| {
+            p.damage
+                .iter()
+                .map(move |d| format!("\n  {} ({}): {d}", p.name, p.id))
+        })
+        .collect();
+    if !damaged.is_empty() && !damage.allow_damage {
+        return Err(input(anyhow!(
+            "{} is damaged (--allow-damage accepts it):{}",
+            dir.display(),
+            damaged.concat()
+        )));
+    }
+    if summary.processes.is_empty() {
+        return Err(input(anyhow!(
+            "{}: the manifest lists no process and the directory holds no log",
+            dir.display()
+        )));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn print_text(s: &RecordingSummary) {
-    println!("recording {}", s.recording.display());
-    println!("  program  {}", s.program.display());
-    println!("  started  {}", s.start_time);
-    println!("  ended    {}", s.run_ending_text);
-    println!();
-    println!(
+    outln!("recording {}", s.recording.display());
+    outln!("  program  {}", s.program.display());
+    outln!("  started  {}", s.start_time);
+    outln!("  ended    {}", s.run_ending_text);
+    if let Some(reason) = &s.stopped {
+        outln!("  recording stopped early: {reason}");
+    }
+    outln!();
+    outln!(
         "  {:<4} {:<16} {:>10} {:>11} {:>11}  ending",
-        "id", "process", "events", "raw", "compressed"
+        "id",
+        "process",
+        "events",
+        "raw",
+        "compressed"
     );
     for p in &s.processes {
-        println!(
+        outln!(
             "  {:<4} {:<16} {:>10} {:>11} {:>11}  {}",
             p.id.to_string(),
             p.name,
@@ -49,16 +77,16 @@ fn print_text(s: &RecordingSummary) {
         );
         let kinds: Vec<String> = p.by_kind.iter().map(|(k, n)| format!("{k} {n}")).collect();
         if !kinds.is_empty() {
-            println!("         {}", kinds.join(", "));
+            outln!("         {}", kinds.join(", "));
         }
         if p.state != "complete" {
-            println!("         log {}", p.state);
+            outln!("         log {}", p.state);
         }
         for d in &p.damage {
-            println!("         damage: {d}");
+            outln!("         damage: {d}");
         }
     }
-    println!(
+    outln!(
         "  {:<21} {:>10} {:>11} {:>11}  ratio {:.1}x",
         "total",
         s.events,
@@ -67,6 +95,6 @@ fn print_text(s: &RecordingSummary) {
         s.compression_ratio
     );
     if s.stalls > 0 {
-        println!("  writers waited {} times for the compressor", s.stalls);
+        outln!("  writers waited {} times for the compressor", s.stalls);
     }
 }

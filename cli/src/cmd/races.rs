@@ -5,12 +5,13 @@ use std::process::ExitCode;
 
 use ppd_flowback::report::{Race, Report, Side};
 use ppd_flowback::{Analysis, FlowbackError};
-use ppd_formats::Recording;
-use ppd_formats::recording::resolve;
+use ppd_formats::integrity::Integrity;
 use serde::Serialize;
 
+use crate::damage::{self, Checked, DamageArgs};
 use crate::exit::{CliError, CmdResult, failure, input};
 use crate::output;
+use crate::output::outln;
 
 /// Arguments of `ppd races`.
 #[derive(Debug, clap::Args)]
@@ -20,6 +21,8 @@ pub(crate) struct Args {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    damage: DamageArgs,
 }
 
 /// An analysis error, classified for the exit code.
@@ -34,11 +37,11 @@ pub(crate) fn classify(e: FlowbackError) -> CliError {
 /// Opens the recording `rec` names (or the newest) for analysis.
 pub(crate) fn open_analysis(
     rec: Option<&Path>,
-) -> Result<(PathBuf, Recording, Analysis), CliError> {
-    let dir = resolve(rec)?;
-    let recording = Recording::open(&dir)?;
-    let analysis = Analysis::open(&recording).map_err(classify)?;
-    Ok((dir, recording, analysis))
+    damage: DamageArgs,
+) -> Result<(Checked, Analysis), CliError> {
+    let checked = damage::open(rec, damage)?;
+    let analysis = Analysis::open(&checked.recording).map_err(classify)?;
+    Ok((checked, analysis))
 }
 
 #[derive(Serialize)]
@@ -46,18 +49,21 @@ struct Output<'a> {
     recording: &'a Path,
     #[serde(flatten)]
     report: &'a Report,
+    integrity: &'a Integrity,
 }
 
 pub(crate) fn run(args: &Args) -> CmdResult {
-    let (dir, _, analysis) = open_analysis(args.rec.as_deref())?;
+    let (checked, analysis) = open_analysis(args.rec.as_deref(), args.damage)?;
     let report = analysis.report();
+    let dir = &checked.dir;
     if args.json {
         output::json(&Output {
-            recording: &dir,
+            recording: dir,
             report: &report,
+            integrity: &checked.integrity,
         });
     } else {
-        print_text(&dir, &report);
+        print_text(dir, &report);
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -82,48 +88,51 @@ fn print_race(r: &Race) {
     } else {
         format!("{} pairs", r.count)
     };
-    println!(
+    outln!(
         "{} race on {} ({} {}), {pairs}",
-        r.kind, r.var, r.object_kind, r.object
+        r.kind,
+        r.var,
+        r.object_kind,
+        r.object
     );
-    println!("{}", side_line("a", &r.a));
-    println!("{}", side_line("b", &r.b));
+    outln!("{}", side_line("a", &r.a));
+    outln!("{}", side_line("b", &r.b));
     if let Some(recv) = &r.receive {
-        println!(
+        outln!(
             "  the receive at {} by {} (p{}) took a's message; b's could have come first",
             recv.location(),
             recv.process,
             recv.pid
         );
     }
-    println!("  unordered: {}", r.unordered);
-    println!();
+    outln!("  unordered: {}", r.unordered);
+    outln!();
 }
 
 fn print_text(dir: &Path, report: &Report) {
-    println!(
+    outln!(
         "recording {}: {} processes, {} events, {} synchronization edges",
         dir.display(),
         report.processes,
         report.events,
         report.sync_edges
     );
-    println!();
+    outln!();
     let data = report.races.iter().filter(|r| r.kind == "data").count();
     let messages = report.races.len() - data;
     if report.races.is_empty() {
-        println!("no races");
-        println!();
+        outln!("no races");
+        outln!();
     } else {
-        println!("{data} data race(s), {messages} message race(s)");
-        println!();
+        outln!("{data} data race(s), {messages} message race(s)");
+        outln!();
         for r in &report.races {
             print_race(r);
         }
     }
     let d = &report.deadlocks;
     for cycle in &d.cycles {
-        println!("deadlock: {} processes wait for each other", cycle.len());
+        outln!("deadlock: {} processes wait for each other", cycle.len());
         for b in cycle {
             let relation = if b.relation == "held_by" {
                 "held by"
@@ -134,7 +143,7 @@ fn print_text(dir: &Path, report: &Report) {
                 (Some(f), Some(l)) => format!(" at {f}:{l}"),
                 _ => String::new(),
             };
-            println!(
+            outln!(
                 "  {} (p{}) waits for {} {}{at}, {relation} {}{}",
                 b.process,
                 b.pid,
@@ -144,7 +153,7 @@ fn print_text(dir: &Path, report: &Report) {
                 if b.guessed { " (guess)" } else { "" }
             );
         }
-        println!();
+        outln!();
     }
     let stuck: Vec<_> = d
         .blocked
@@ -152,14 +161,14 @@ fn print_text(dir: &Path, report: &Report) {
         .filter(|b| !in_cycle(d, &b.process))
         .collect();
     if !stuck.is_empty() {
-        println!("blocked when the recording stopped:");
+        outln!("blocked when the recording stopped:");
         for b in stuck {
             let who = if b.by.is_empty() {
                 "no live process can end the wait".to_owned()
             } else {
                 format!("waiting for {}", b.by.join(", "))
             };
-            println!(
+            outln!(
                 "  {} (p{}) on {} {}: {who}{}",
                 b.process,
                 b.pid,
@@ -168,17 +177,17 @@ fn print_text(dir: &Path, report: &Report) {
                 if b.deadlocked { " (deadlocked)" } else { "" }
             );
         }
-        println!();
+        outln!();
     }
     if !d.running.is_empty() && (!d.blocked.is_empty() || !report.notes.is_empty()) {
-        println!(
+        outln!(
             "running (or in a join or sleep) when the recording stopped: {}",
             d.running.join(", ")
         );
-        println!();
+        outln!();
     }
     for note in &report.notes {
-        println!("note: {note}");
+        outln!("note: {note}");
     }
 }
 

@@ -92,6 +92,7 @@ pub(crate) fn run(args: &Args) -> CmdResult {
     };
     let dir = std::fs::canonicalize(&dir)
         .map_err(|e| input(FormatError::io(&dir, "resolve recording directory", e)))?;
+    warn_if_short_of_space(&dir);
 
     shield_from_signals();
     let mut command = Command::new(&args.command[0]);
@@ -145,7 +146,9 @@ pub(crate) fn run(args: &Args) -> CmdResult {
                 .iter()
                 .filter(|p| p.ending.as_ref().is_some_and(ProcessEnding::alive))
                 .count();
-            let state = if s.complete {
+            let state = if let Some(reason) = &s.stopped {
+                format!("recording stopped early: {reason}")
+            } else if s.complete {
                 "complete".to_owned()
             } else if !s.run_ending.cut_short() {
                 let processes = if alive == 1 { "process" } else { "processes" };
@@ -166,6 +169,39 @@ pub(crate) fn run(args: &Args) -> CmdResult {
     Ok(exit)
 }
 
+/// Processes whose rings should fit on the disk before `ppd record` stays quiet about space.
+const PROCESSES_TO_FIT: u64 = 8;
+
+/// Warns when the recording's file system has less free space than the rings of a few
+/// processes: each log reserves its ring when it is created, and its frames need more. A
+/// full disk stops the recording, not the program, but the user should know up front.
+fn warn_if_short_of_space(dir: &Path) {
+    let Ok(stat) = nix::sys::statvfs::statvfs(dir) else {
+        return;
+    };
+    let free = stat.blocks_available() * stat.fragment_size();
+    let options = ppd_formats::WriterOptions::default();
+    let setting = |name: &str, default: u32| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(u64::from(default))
+    };
+    let ring = 4096
+        + setting(env::BLOCK_SIZE, options.block_size)
+            * setting(env::RING_BLOCKS, options.ring_blocks);
+    if free < ring * PROCESSES_TO_FIT {
+        eprintln!(
+            "ppd: warning: only {} free on the file system of {}; each process's log reserves \
+             {} when it starts and needs more as it grows. If the disk fills, recording stops \
+             (the program runs on) and the recording replays up to that point.",
+            output::bytes(free),
+            dir.display(),
+            output::bytes(ring)
+        );
+    }
+}
+
 /// `-o DIR`: created if missing, refused if it already holds something.
 fn prepare_output(dir: &Path) -> Result<PathBuf, crate::exit::CliError> {
     use std::os::unix::fs::DirBuilderExt;
@@ -180,6 +216,20 @@ fn prepare_output(dir: &Path) -> Result<PathBuf, crate::exit::CliError> {
                 dir.display()
             )));
         }
+        // A recording is private: the directory must be the user's, and is tightened to 0700.
+        use std::os::unix::fs::MetadataExt;
+        let owner = std::fs::metadata(dir)
+            .map_err(|e| input(FormatError::io(dir, "inspect output directory", e)))?
+            .uid();
+        let me = nix::unistd::geteuid().as_raw();
+        if owner != me {
+            return Err(input(anyhow!(
+                "{}: output directory belongs to user {owner}, not to you (user {me}); a \
+                 recording must be private",
+                dir.display()
+            )));
+        }
+        ppd_formats::private::ensure_dir(dir).map_err(input)?;
         return Ok(dir.to_owned());
     }
     std::fs::DirBuilder::new()
@@ -187,6 +237,7 @@ fn prepare_output(dir: &Path) -> Result<PathBuf, crate::exit::CliError> {
         .mode(0o700)
         .create(dir)
         .map_err(|e| input(FormatError::io(dir, "create output directory", e)))?;
+    ppd_formats::private::ensure_dir(dir).map_err(input)?;
     Ok(dir.to_owned())
 }
 

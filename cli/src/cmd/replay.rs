@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use anyhow::anyhow;
 use ppd_formats::ending::ProcessEnding;
-use ppd_formats::recording::resolve;
+use ppd_formats::integrity::Integrity;
 use ppd_formats::summary::{RecordingSummary, summarize};
 use ppd_formats::{ProcessId, Recording};
 use ppd_replayer::debugger::{HaltState, Launch, ProgramOutput, Session};
@@ -15,8 +15,10 @@ use ppd_replayer::protocol::{Goal, ProcessReport, Report, Setup};
 use serde::Serialize;
 
 use crate::cmd::debugger;
+use crate::damage::{self, DamageArgs};
 use crate::exit::{CliError, CmdResult, failure, input};
 use crate::output;
+use crate::output::{out, outln};
 
 /// Arguments of `ppd replay`.
 #[derive(Debug, clap::Args)]
@@ -51,6 +53,8 @@ pub(crate) struct Args {
     /// Replay this binary instead of the recorded path (it must be the same build).
     #[arg(long, value_name = "PATH")]
     binary: Option<PathBuf>,
+    #[command(flatten)]
+    damage: DamageArgs,
 }
 
 /// Everything a replay needs from the recording.
@@ -59,6 +63,8 @@ pub(crate) struct Context {
     pub(crate) catalog: Option<Catalog>,
     pub(crate) launch: Launch,
     pub(crate) verify: bool,
+    /// What is damaged in, or missing from, the recording (see `crate::damage`).
+    pub(crate) integrity: Integrity,
 }
 
 impl Context {
@@ -79,10 +85,12 @@ impl Context {
             goal,
             verify: self.verify,
         };
-        Session::start(&self.recording, &self.launch, &setup).map_err(|e| match e {
-            ppd_replayer::debugger::DebugError::BinaryMissing { .. }
-            | ppd_replayer::debugger::DebugError::BinaryChanged { .. } => input(e),
-            other => failure(other),
+        Session::start(&self.recording, &self.launch, &setup).map_err(|e| {
+            if e.is_bad_input() {
+                input(e)
+            } else {
+                failure(e)
+            }
         })
     }
 
@@ -96,21 +104,22 @@ impl Context {
     ) -> Result<HaltState, CliError> {
         let catalog = self.catalog()?.clone();
         let state = HaltState::build(&self.recording, &catalog, plan, reason, reports, latency_ns)?;
-        if let Ok(dir) = self.recording.cache_dir() {
-            let _ = std::fs::write(
-                dir.join("halt.json"),
-                serde_json::to_vec_pretty(&state.cut_json()).unwrap_or_default(),
-            );
+        let written = self.recording.cache_dir().and_then(|dir| {
+            let json = serde_json::to_vec_pretty(&state.cut_json()).unwrap_or_default();
+            ppd_formats::private::write_atomic(&dir.join("halt.json"), &json, false)
+        });
+        if let Err(e) = written {
+            eprintln!("ppd: not saving the halt for `ppd graph` and `--at halt`: {e}");
         }
         Ok(state)
     }
 }
 
 pub(crate) fn run(args: &Args) -> CmdResult {
-    let dir = resolve(args.rec.as_deref())?;
-    let recording = Recording::open(&dir)?;
+    let checked = damage::open(args.rec.as_deref(), args.damage)?;
     let mut ctx = Context {
-        recording,
+        recording: checked.recording,
+        integrity: checked.integrity,
         catalog: None,
         launch: Launch {
             binary: args.binary.clone(),
@@ -192,6 +201,7 @@ struct ReplaySummary {
     by_process: Vec<ProcessOutcome>,
     divergence: Option<serde_json::Value>,
     stuck: Vec<serde_json::Value>,
+    integrity: Integrity,
 }
 
 /// One process of a whole-run replay.
@@ -232,6 +242,9 @@ fn announce_bad_ending(summary: &RecordingSummary) {
         .filter(|p| p.ending.as_ref().is_some_and(ProcessEnding::alive))
         .map(|p| format!("{} ({})", p.name, p.ending_text))
         .collect();
+    if let Some(reason) = &summary.stopped {
+        eprintln!("ppd: recording stopped early: {reason}; replaying to where it stopped");
+    }
     if summary.run_ending.cut_short() {
         eprintln!("ppd: this recording was {}", summary.run_ending);
     } else if !alive.is_empty() {
@@ -268,6 +281,7 @@ fn replay_whole(ctx: &mut Context, json: bool) -> CmdResult {
         by_process: recorded_outcomes(&recorded),
         divergence: None,
         stuck: Vec::new(),
+        integrity: ctx.integrity.clone(),
     };
     let replayed = |reports: &[ProcessReport], outcomes: &mut [ProcessOutcome]| {
         for o in outcomes.iter_mut() {
@@ -489,7 +503,7 @@ fn halt_and_show(
             if json {
                 output::json(&state);
             } else {
-                print!("{}", state.render());
+                out!("{}", state.render());
             }
             if interactive {
                 return debugger::repl(ctx, session, plan.cloned(), state);
@@ -646,7 +660,7 @@ fn trace(ctx: &mut Context, pred: &str, print: &str, json: bool) -> CmdResult {
                 .iter()
                 .map(|(k, v)| format!("{k} = {v}"))
                 .collect();
-            println!("[{}] {}", cut.join(" "), values.join(", "));
+            outln!("[{}] {}", cut.join(" "), values.join(", "));
         }
         eprintln!("ppd: {} states satisfied {}", lines.len(), plan.text);
     }

@@ -2,18 +2,20 @@
 //! with `--state`, a process's state restored from its logs; with `--what-if`, an e-block
 //! instance re-executed with an argument changed.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::anyhow;
 use ppd_flowback::why::restore::{self, RestoredState};
 use ppd_flowback::why::{self, Answer, Point, Query, TraceStore, render};
 use ppd_formats::Recording;
-use ppd_formats::recording::resolve;
+use ppd_formats::integrity::Integrity;
 
 use crate::cmd::races::classify;
+use crate::damage::{self, DamageArgs};
 use crate::exit::{CliError, CmdResult, input};
 use crate::output;
+use crate::output::{out, outln};
 
 /// Arguments of `ppd why`.
 #[derive(Debug, clap::Args)]
@@ -46,6 +48,8 @@ pub(crate) struct Args {
     /// The recorded program, if it moved (it must be the same binary).
     #[arg(long, value_name = "PATH")]
     binary: Option<PathBuf>,
+    #[command(flatten)]
+    damage: DamageArgs,
 }
 
 struct Target {
@@ -76,16 +80,11 @@ fn positionals(args: &Args) -> Result<Target, CliError> {
     }
 }
 
-fn open(rec: Option<&Path>) -> Result<(PathBuf, Recording), CliError> {
-    let dir = resolve(rec)?;
-    let recording = Recording::open(&dir)?;
-    Ok((dir, recording))
-}
-
 pub(crate) fn run(args: &Args) -> CmdResult {
     let target = positionals(args)?;
     let at: Point = args.at.parse().map_err(classify)?;
-    let (_, recording) = open(target.rec.as_deref())?;
+    let checked = damage::open(target.rec.as_deref(), args.damage)?;
+    let recording = checked.recording;
     let mut store = TraceStore::new(&recording, args.binary.clone());
     if args.state {
         return state(&recording, &mut store, &target.process, &at, args.json);
@@ -107,14 +106,33 @@ pub(crate) fn run(args: &Args) -> CmdResult {
         depth: args.depth,
     };
     let answer = why::ask(&mut store, &query).map_err(classify)?;
+    let integrity = &checked.integrity;
     if args.json {
-        output::json(&answer);
+        output::json(&AnswerOutput {
+            answer: &answer,
+            integrity,
+        });
     } else if args.dot {
-        print!("{}", render::dot(&answer));
+        out!("{}", render::dot(&answer));
     } else {
-        print!("{}", render::text(&answer));
+        out!("{}", render::text(&answer));
+        // The answer is only as whole as the logs it came from.
+        for d in &integrity.damage {
+            outln!("answered from a damaged log: {d}");
+        }
+        for e in &integrity.ends_early {
+            outln!("answered from a log that ends early: {e}");
+        }
     }
     Ok(leak_exit(&answer))
+}
+
+/// `--json`: the answer, and what was damaged or ended early in the logs it came from.
+#[derive(serde::Serialize)]
+struct AnswerOutput<'a> {
+    #[serde(flatten)]
+    answer: &'a Answer,
+    integrity: &'a Integrity,
 }
 
 /// A nondeterminism leak makes the answer suspect: exit 1 after printing it.
@@ -151,21 +169,24 @@ pub(crate) fn print_state(state: &RestoredState) {
         || "before its first event".to_owned(),
         |e| format!("after event {e}"),
     );
-    println!("{} {at}, restored from its e-block logs:", state.process);
+    outln!("{} {at}, restored from its e-block logs:", state.process);
     if !state.open.is_empty() {
-        println!("  inside {}", state.open.join(" → "));
+        outln!("  inside {}", state.open.join(" → "));
     }
     if state.values.is_empty() {
-        println!("  (no e-block logged a value yet)");
+        outln!("  (no e-block logged a value yet)");
     }
     for v in &state.values {
         let how = match v.logged_on {
             restore::LoggedOn::Entry => "entry",
             restore::LoggedOn::Exit => "exit",
         };
-        println!(
+        outln!(
             "  {} = {}    [{how} of {}, event {}]",
-            v.name, v.value, v.eblock, v.event
+            v.name,
+            v.value,
+            v.eblock,
+            v.event
         );
     }
 }
@@ -199,24 +220,26 @@ fn what_if(
     if json {
         output::json(&result);
     } else {
-        println!(
+        outln!(
             "{} {} entered at event {}, re-executed with:",
-            result.process, result.eblock, result.instance
+            result.process,
+            result.eblock,
+            result.instance
         );
         for (name, recorded, tried) in &result.changed {
-            println!("  {name} = {tried}    (recorded: {recorded})");
+            outln!("  {name} = {tried}    (recorded: {recorded})");
         }
         if let Some(left) = &result.left_the_log {
-            println!("it left the recorded run, and stopped there: {left}");
+            outln!("it left the recorded run, and stopped there: {left}");
         }
         if let Some((recorded, now)) = &result.ending {
-            println!("  {now}    (recorded: {recorded})");
+            outln!("  {now}    (recorded: {recorded})");
         }
         for o in &result.outcomes {
             match &o.what_if {
-                Some(v) if *v == o.recorded => println!("  {} = {v}    (unchanged)", o.name),
-                Some(v) => println!("  {} = {v}    (recorded: {})", o.name, o.recorded),
-                None => println!("  {} = ?    (recorded: {})", o.name, o.recorded),
+                Some(v) if *v == o.recorded => outln!("  {} = {v}    (unchanged)", o.name),
+                Some(v) => outln!("  {} = {v}    (recorded: {})", o.name, o.recorded),
+                None => outln!("  {} = ?    (recorded: {})", o.name, o.recorded),
             }
         }
     }

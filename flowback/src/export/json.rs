@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! {"format": "ppd-events", "version": 1,
-//!  "processes": [{"pid", "name", "parent", "events", "complete"}],
+//!  "processes": [{"pid", "name", "parent", "events", "complete", "damage"}],
 //!  "objects": [{"id", "name", "kind", "init"}],
 //!  "edges": [{"kind", "from": {"pid", "event"}, "to": {...}}],
 //!  "events": [{"pid", "event", "kind", "lamport", "clock", "text", "file", "line", ...}]}
@@ -108,7 +108,7 @@ pub fn write(trace: &Trace, clocks: &Clocks, out: &mut dyn Write) -> Result<()> 
         .iter()
         .map(|p| {
             json!({"pid": p.id.0, "name": p.name, "parent": p.parent.map(|q| q.0),
-                   "events": p.events.len(), "complete": p.complete})
+                   "events": p.events.len(), "complete": p.complete, "damage": p.damage})
         })
         .collect();
     let objects: Vec<Value> = trace

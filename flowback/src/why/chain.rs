@@ -40,6 +40,10 @@ impl Engine<'_, '_> {
         let mut seen: HashMap<Site, usize> = HashMap::from([(target, 0)]);
         let mut level = vec![0usize];
         for _ in 0..depth {
+            // The depth is the user's; what there is to follow bounds the work.
+            if level.is_empty() {
+                break;
+            }
             let mut next = Vec::new();
             let mut todo = level;
             while !todo.is_empty() {

@@ -34,7 +34,6 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use memmap2::Mmap;
 use ppd_formats::{Event, ObjectId, ProcessId, Recording};
 
-use crate::cache::write_private;
 use crate::error::{FlowbackError, Result};
 
 const MAGIC: &[u8; 8] = b"PPDWHYIX";
@@ -274,7 +273,7 @@ impl ProcessIndex {
         let (log, found) = scan(recording, process)?;
         let bytes = encode(&found);
         // Unwritable, it costs the next query this scan again.
-        let _ = write_private(&path, &bytes);
+        let _ = ppd_formats::private::write_atomic(&path, &bytes, false);
         ProcessIndex::parse(log, Bytes::Owned(bytes))
             .map_err(|detail| FlowbackError::Query(format!("indexing {process}: {detail}")))
     }

@@ -280,8 +280,14 @@ pub fn parse_change(text: &str) -> Result<(String, serde_json::Value)> {
             "--what-if {text:?}: `{name}` is not an argument name"
         )));
     }
-    let value = serde_json::from_str(json.trim())
-        .unwrap_or_else(|_| serde_json::Value::String(json.trim().to_owned()));
+    let value = serde_json::from_str(json.trim()).map_err(|e| {
+        FlowbackError::Query(format!(
+            "--what-if {text:?}: `{}` is not a JSON value ({e}); a string is quoted: \
+             {name}='\"{}\"'",
+            json.trim(),
+            json.trim()
+        ))
+    })?;
     Ok((name.to_owned(), value))
 }
 

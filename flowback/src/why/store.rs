@@ -20,7 +20,6 @@ use ppd_replayer::emulate::{self, Request};
 use serde::{Deserialize, Serialize};
 
 use super::index::ProcessIndex;
-use crate::cache::write_private;
 use crate::error::{FlowbackError, Result};
 
 /// An e-block instance: its process and the index of its `EblockEnter` event.
@@ -232,7 +231,7 @@ impl<'r> TraceStore<'r> {
                 };
                 if let Ok(bytes) = serde_json::to_vec(&cache) {
                     // Unwritable, it costs the next query a run of the binary.
-                    let _ = write_private(&path, &bytes);
+                    let _ = ppd_formats::private::write_atomic(&path, &bytes, false);
                 }
                 cache.eblocks
             }
@@ -272,17 +271,12 @@ impl<'r> TraceStore<'r> {
         }
         if let Ok(bytes) = serde_json::to_vec(trace) {
             // Unwritable, it costs a later query the re-execution.
-            let _ = write_private(&path, &bytes);
+            let _ = ppd_formats::private::write_atomic(&path, &bytes, false);
         }
     }
 }
 
-/// Creates a directory of the cache, private (0700) like the recording.
+/// Creates a directory of the cache, private (0700) like the recording, refusing a link.
 pub(super) fn create_private_dir(dir: &Path) -> Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| FlowbackError::io(dir, "create cache directory", e))
+    Ok(ppd_formats::private::ensure_dir(dir)?)
 }

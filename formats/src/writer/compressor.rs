@@ -48,6 +48,11 @@ fn run(queue: &Receiver<Job>) {
     let mut compressors: HashMap<i32, zstd::bulk::Compressor<'static>> = HashMap::new();
     for job in queue {
         let log = Arc::clone(&job.log);
+        if log.has_failed() {
+            // A frame of this log is missing: writing later ones would leave a gap. Their
+            // blocks stay in the ring, where a reader recovers them.
+            continue;
+        }
         match write_frame(&job, &mut compressors) {
             // The writer may be gone (dropped after a failure); then nobody needs the slot.
             Ok(()) => {

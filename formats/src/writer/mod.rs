@@ -9,8 +9,8 @@
 mod compressor;
 mod ring;
 
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -111,9 +111,15 @@ pub(crate) struct FrameState {
 impl LogShared {
     /// Records that the compressor could not write a frame for this log.
     pub(crate) fn fail(&self, error: FormatError) {
+        let _ = FIRST_FAILURE.set(error.to_string());
         let mut failure = self.failure.lock().unwrap_or_else(|p| p.into_inner());
         failure.get_or_insert(error);
         self.failed.store(true, Ordering::Release);
+    }
+
+    /// Whether a frame of this log could not be written.
+    pub(crate) fn has_failed(&self) -> bool {
+        self.failed.load(Ordering::Acquire)
     }
 
     fn take_failure(&self) -> Option<FormatError> {
@@ -183,16 +189,13 @@ impl LogWriter {
                 ),
             });
         }
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(path)
-            .map_err(|e| FormatError::io(path, "create log", e))?;
+        let file = crate::private::create_file(path, "create log")?;
         let ring_len = u64::from(options.block_size) * u64::from(options.ring_blocks);
-        file.set_len(HEADER_REGION + ring_len)
-            .map_err(|e| FormatError::io(path, "size log", e))?;
+        if let Err(e) = reserve(&file, path, HEADER_REGION + ring_len) {
+            // No log rather than an empty one that readers would take for a damaged log.
+            let _ = std::fs::remove_file(path);
+            return Err(e);
+        }
 
         let header = FileHeader {
             process_id: identity.process_id.0,
@@ -444,6 +447,13 @@ impl LogWriter {
         self.finish()
     }
 
+    /// Stops writing without closing, after a failed append: the log is left as a crash would
+    /// leave it (every committed record in a frame or in the ring, where a reader recovers it),
+    /// rather than sealing a block whose hand-over may have failed half-way.
+    pub fn abandon(mut self) {
+        self.closed = true;
+    }
+
     fn finish(&mut self) -> Result<WriterStats> {
         self.closed = true;
         let seal_current = self.block.len > 0;
@@ -487,8 +497,11 @@ impl LogWriter {
         let file = &self.shared.file;
         let mut tail = index_bytes;
         tail.extend_from_slice(&footer);
-        file.write_all_at(&tail, state.frames_end)
-            .map_err(|e| FormatError::io(path, "write the log index", e))?;
+        file.write_all_at(&tail, state.frames_end).map_err(|e| {
+            let e = FormatError::io(path, "write the log index", e);
+            let _ = FIRST_FAILURE.set(e.to_string());
+            e
+        })?;
         if self.shared.fsync {
             file.sync_all()
                 .map_err(|e| FormatError::io(path, "fsync the log", e))?;
@@ -499,6 +512,37 @@ impl LogWriter {
         Ok(stats)
     }
 }
+
+/// Sizes a new log to hold its header and ring, with every block allocated on disk now: the
+/// ring is written through a shared mapping, and a page the file system cannot back when it is
+/// first touched would kill the program with SIGBUS. A full disk fails here instead, before
+/// the program logs anything. A file system without `fallocate` gets a sparse file (and keeps
+/// that risk).
+fn reserve(file: &File, path: &Path, len: u64) -> Result<()> {
+    use nix::errno::Errno;
+    use nix::fcntl::{FallocateFlags, fallocate};
+    let signed = i64::try_from(len).expect("a ring is far smaller than 2^63 bytes");
+    match fallocate(file, FallocateFlags::empty(), 0, signed) {
+        Ok(()) => Ok(()),
+        Err(Errno::EOPNOTSUPP) => file
+            .set_len(len)
+            .map_err(|e| FormatError::io(path, "size log", e)),
+        Err(e) => Err(FormatError::io(
+            path,
+            "reserve disk space for the log's ring",
+            std::io::Error::from(e),
+        )),
+    }
+}
+
+/// The first write to any log of this OS process that failed, as a message naming the file
+/// and the OS error. One compressor thread writes every log's frames, so a full disk shows up
+/// here for all of them; the record runtime reads it to stop every process at once.
+pub fn first_write_failure() -> Option<&'static str> {
+    FIRST_FAILURE.get().map(String::as_str)
+}
+
+static FIRST_FAILURE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
 /// Gives the ring's disk blocks back to the file system once every block is in a frame.
 /// Best effort: a file system without hole punching keeps the (now unused) ring.

@@ -5,15 +5,15 @@
 //! and atomic access (instant replay), clock and random values, sends (for happened-before),
 //! spawns, joins, exits and panics. Payloads only when asked for or inside e-blocks.
 
-use std::fs::OpenOptions;
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use ppd_formats::manifest::{Manifest, ProcessEntry, Program, RecordOptions, RunEnd};
+use ppd_formats::manifest::{
+    CutEntry, Manifest, ProcessEntry, Program, RecordOptions, RecordingStopped, RunEnd,
+};
 use ppd_formats::{
     Borrowed, Event, FORMAT_VERSION, LogIdentity, LogWriter, ProcessId, WriterOptions,
 };
@@ -23,6 +23,10 @@ use super::env;
 
 /// Name of the file that marks a recording directory as taken by one program.
 const OWNER_FILE: &str = ".owner";
+/// Disk space held back for the manifest: deleted when a write fails for want of space, so
+/// that the manifest can still say why recording stopped.
+const RESERVE_FILE: &str = ".reserve";
+const RESERVE_BYTES: i64 = 64 * 1024;
 
 /// The record-mode runtime.
 #[derive(Debug)]
@@ -41,8 +45,7 @@ struct Shared {
     manifest: Mutex<Manifest>,
     events: AtomicU64,
     stalls: AtomicU64,
-    failed: AtomicBool,
-    hasher: Mutex<Option<std::thread::JoinHandle<()>>>,
+    stopped: AtomicBool,
 }
 
 fn unix_nanos() -> u64 {
@@ -91,9 +94,14 @@ impl RecordRuntime {
         writer: WriterOptions,
     ) -> Result<RecordRuntime, String> {
         claim(dir)?;
+        reserve_space(dir);
         let exe =
             std::env::current_exe().map_err(|e| format!("cannot find own executable: {e}"))?;
         let size = std::fs::metadata(&exe).map(|m| m.len()).unwrap_or(0);
+        // Before the run, not beside it: a program killed early must still leave the hash that
+        // lets it be replayed.
+        let blake3 = hash_file(&exe)
+            .map_err(|e| format!("cannot hash own executable {}: {e}", exe.display()))?;
         let host = nix::unistd::gethostname()
             .map(|h| h.to_string_lossy().into_owned())
             .unwrap_or_else(|_| "localhost".into());
@@ -102,9 +110,9 @@ impl RecordRuntime {
         let manifest = Manifest {
             format_version: FORMAT_VERSION,
             program: Program {
-                path: exe.clone(),
+                path: exe,
                 size,
-                blake3: String::new(),
+                blake3,
             },
             argv: std::env::args_os()
                 .map(|a| a.to_string_lossy().into_owned())
@@ -124,6 +132,7 @@ impl RecordRuntime {
                 log: Manifest::log_name(ProcessId::MAIN),
             }],
             end: None,
+            stopped: None,
         };
         manifest
             .write(dir, options.fsync)
@@ -138,32 +147,29 @@ impl RecordRuntime {
             manifest: Mutex::new(manifest),
             events: AtomicU64::new(0),
             stalls: AtomicU64::new(0),
-            failed: AtomicBool::new(false),
-            hasher: Mutex::new(None),
+            stopped: AtomicBool::new(false),
         });
-        // Hash the binary off the program's path; the manifest gets the hash when it is ready.
-        let for_hasher = Arc::clone(&shared);
-        let hasher = std::thread::Builder::new()
-            .name("ppd-hash".into())
-            .spawn(move || {
-                let hash = hash_file(&exe);
-                let mut m = for_hasher.lock_manifest();
-                m.program.blake3 = hash;
-                let _ = m.write(&for_hasher.dir, false);
-            })
-            .map_err(|e| format!("cannot start hashing thread: {e}"))?;
-        *shared.hasher.lock().unwrap_or_else(|p| p.into_inner()) = Some(hasher);
         Ok(RecordRuntime { shared })
     }
 }
 
-/// Hashes a file with BLAKE3, hex-encoded; an unreadable file hashes to the empty string,
-/// which replay then refuses to trust.
-pub fn hash_file(path: &Path) -> String {
+/// Hashes a file with BLAKE3, hex-encoded. Replay and `ppd why` run only a binary whose hash
+/// equals the recorded one, so a file that cannot be hashed is an error, never an empty hash.
+pub fn hash_file(path: &Path) -> std::io::Result<String> {
     let mut hasher = blake3::Hasher::new();
-    match hasher.update_mmap(path) {
-        Ok(_) => hasher.finalize().to_hex().to_string(),
-        Err(_) => String::new(),
+    hasher.update_mmap(path)?;
+    Ok(hasher.finalize().to_hex().to_string())
+}
+
+/// Holds back space for the manifest (best effort: without it a full disk may leave the
+/// manifest unable to say why recording stopped, nothing worse).
+fn reserve_space(dir: &Path) {
+    use nix::fcntl::{FallocateFlags, fallocate};
+    let path = dir.join(RESERVE_FILE);
+    if let Ok(file) = ppd_formats::private::create_file(&path, "reserve space")
+        && fallocate(&file, FallocateFlags::empty(), 0, RESERVE_BYTES).is_err()
+    {
+        let _ = std::fs::remove_file(&path);
     }
 }
 
@@ -171,17 +177,17 @@ pub fn hash_file(path: &Path) -> String {
 /// environment (a ppd program spawning another) is refused rather than mixed in.
 fn claim(dir: &Path) -> Result<(), String> {
     let owner = dir.join(OWNER_FILE);
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&owner)
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::AlreadyExists => format!(
-                "{} is already being recorded into by another program",
-                dir.display()
-            ),
-            _ => format!("cannot record into {}: {e}", dir.display()),
+    let mut file =
+        ppd_formats::private::create_file(&owner, "claim the recording").map_err(|e| match e {
+            ppd_formats::FormatError::Io { source, .. }
+                if source.kind() == std::io::ErrorKind::AlreadyExists =>
+            {
+                format!(
+                    "{} is already being recorded into by another program",
+                    dir.display()
+                )
+            }
+            e => format!("cannot record into {}: {e}", dir.display()),
         })?;
     let _ = writeln!(file, "{}", std::process::id());
     Ok(())
@@ -190,6 +196,59 @@ fn claim(dir: &Path) -> Result<(), String> {
 impl Shared {
     fn lock_manifest(&self) -> std::sync::MutexGuard<'_, Manifest> {
         self.manifest.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether recording has stopped. A write that failed anywhere in this OS process (the
+    /// compressor writes every log's frames) stops it for every process.
+    ///
+    /// Every process asks before it logs an event, and the flag never goes back, so the logs
+    /// end at a consistent cut: a send is logged before its message becomes visible, so a
+    /// receiver that logs the receive asked after the sender logged the send; a sender that
+    /// found recording stopped makes its message visible only afterwards, so its receiver
+    /// finds recording stopped too.
+    fn recording_stopped(&self) -> bool {
+        if self.stopped.load(Ordering::SeqCst) {
+            return true;
+        }
+        match ppd_formats::writer::first_write_failure() {
+            Some(reason) => {
+                self.stop(reason.to_owned());
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Stops recording for every process, once, and says why in the manifest.
+    fn stop(&self, reason: String) {
+        if self.stopped.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        eprintln!(
+            "ppd: recording stopped: {reason}\nppd: the program runs on unrecorded; the \
+             recording replays up to here"
+        );
+        // Give the held-back space to the manifest.
+        let _ = std::fs::remove_file(self.dir.join(RESERVE_FILE));
+        let mut m = self.lock_manifest();
+        m.stopped = Some(RecordingStopped {
+            reason,
+            unix_ns: unix_nanos(),
+            cut: Vec::new(),
+        });
+        if let Err(e) = m.write(&self.dir, self.options.fsync) {
+            eprintln!("ppd: cannot note in the manifest why recording stopped: {e}");
+        }
+    }
+
+    /// Notes where a process's log ends in a stopped recording.
+    fn note_cut(&self, process: ProcessId, events: u64) {
+        let mut m = self.lock_manifest();
+        if let Some(stopped) = &mut m.stopped {
+            stopped.cut.push(CutEntry { process, events });
+            stopped.cut.sort_by_key(|c| c.process);
+            let _ = m.write(&self.dir, self.options.fsync);
+        }
     }
 
     fn register(&self, id: ProcessId, parent: Option<ProcessId>, name: &str) {
@@ -230,7 +289,18 @@ impl Runtime for RecordRuntime {
         name: &str,
     ) -> Box<dyn ProcessBackend> {
         let shared = &self.shared;
-        shared.register(id, parent, name);
+        let unrecorded = |shared: &Arc<Shared>| -> Box<dyn ProcessBackend> {
+            Box::new(RecordProcess {
+                shared: Arc::clone(shared),
+                id,
+                name: name.to_owned(),
+                writer: None,
+            })
+        };
+        // A process started after the cut has no log, and the manifest does not list it.
+        if shared.recording_stopped() {
+            return unrecorded(shared);
+        }
         let path = shared.dir.join(Manifest::log_name(id));
         let identity = LogIdentity {
             process_id: id,
@@ -239,17 +309,18 @@ impl Runtime for RecordRuntime {
             os_pid: std::process::id(),
         };
         let writer = match LogWriter::create(&path, &identity, shared.writer) {
-            Ok(w) => Some(w),
+            Ok(w) => w,
             Err(e) => {
-                eprintln!("ppd: cannot record process {name} ({id}): {e}");
-                shared.failed.store(true, Ordering::Relaxed);
-                None
+                shared.stop(format!("cannot record process {name} ({id}): {e}"));
+                return unrecorded(shared);
             }
         };
+        shared.register(id, parent, name);
         Box::new(RecordProcess {
             shared: Arc::clone(shared),
+            id,
             name: name.to_owned(),
-            writer,
+            writer: Some(writer),
         })
     }
 
@@ -258,14 +329,8 @@ impl Runtime for RecordRuntime {
             return;
         }
         let shared = &self.shared;
-        let hasher = shared
-            .hasher
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        if let Some(h) = hasher {
-            let _ = h.join();
-        }
+        // The reserve was only for a manifest written on a full disk.
+        let _ = std::fs::remove_file(shared.dir.join(RESERVE_FILE));
         let mut m = shared.lock_manifest();
         m.end = Some(RunEnd {
             unix_ns: unix_nanos(),
@@ -283,8 +348,26 @@ impl Runtime for RecordRuntime {
 /// One process's record backend: its log writer.
 struct RecordProcess {
     shared: Arc<Shared>,
+    id: ProcessId,
     name: String,
     writer: Option<LogWriter>,
+}
+
+impl RecordProcess {
+    /// Ends this process's log at the cut where recording stopped.
+    fn stop_logging(&mut self, append_failed: bool) {
+        let Some(writer) = self.writer.take() else {
+            return;
+        };
+        self.shared.note_cut(self.id, writer.events());
+        if append_failed {
+            writer.abandon();
+        } else {
+            // Writes what it can; a log whose frames cannot be written is recovered from its
+            // ring, up to the same cut.
+            let _ = writer.close();
+        }
+    }
 }
 
 impl ProcessBackend for RecordProcess {
@@ -297,18 +380,23 @@ impl ProcessBackend for RecordProcess {
     }
 
     fn done(&mut self, event: &Event<Borrowed<'_>>) {
+        if self.writer.is_none() {
+            return;
+        }
+        if self.shared.recording_stopped() {
+            self.stop_logging(false);
+            return;
+        }
         let Some(writer) = &mut self.writer else {
             return;
         };
         if let Err(e) = writer.append(event) {
-            // Loud, once: the log keeps everything before this event.
-            eprintln!(
-                "ppd: recording of process {} stopped after {} events: {e}",
+            self.shared.stop(format!(
+                "process {} after {} events: {e}",
                 self.name,
                 writer.events()
-            );
-            self.shared.failed.store(true, Ordering::Relaxed);
-            self.writer = None;
+            ));
+            self.stop_logging(true);
         }
     }
 
@@ -324,6 +412,10 @@ impl ProcessBackend for RecordProcess {
     }
 
     fn finish(&mut self) {
+        if self.shared.recording_stopped() {
+            self.stop_logging(false);
+            return;
+        }
         let Some(writer) = self.writer.take() else {
             return;
         };

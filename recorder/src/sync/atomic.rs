@@ -76,8 +76,10 @@ fn logged_access_slow<R>(
             replayed.0
         }
         None => {
-            let ((result, read, op), version, prev) = meta.record(|| access(None));
-            log(version, prev, op, read);
+            let ((result, ..), ..) = meta.record_logged(
+                || access(None),
+                |(_, read, op), version, prev| log(version, prev, *op, *read),
+            );
             result
         }
     }

@@ -59,11 +59,23 @@ impl ObjectMeta {
     /// Record: performs `access` as the object's next version; returns its result, the version
     /// and who made the previous access.
     pub(crate) fn record<R>(&self, access: impl FnOnce() -> R) -> (R, u64, Option<ProcessId>) {
+        self.record_logged(access, |_, _, _| {})
+    }
+
+    /// [`record`](Self::record), and `log` the access before the next one can happen: the
+    /// accesses reach the log in version order, so if recording stops between two of them the
+    /// logs keep the earlier one whenever they keep the later (a consistent cut).
+    pub(crate) fn record_logged<R>(
+        &self,
+        access: impl FnOnce() -> R,
+        log: impl FnOnce(&R, u64, Option<ProcessId>),
+    ) -> (R, u64, Option<ProcessId>) {
         let me = runtime::current_process();
         let mut state = self.lock();
         let result = access();
         state.version += 1;
         let prev = std::mem::replace(&mut state.last, me);
+        log(&result, state.version, prev);
         (result, state.version, prev)
     }
 

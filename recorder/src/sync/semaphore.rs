@@ -146,9 +146,11 @@ impl Semaphore {
                     }
                 }
                 *count -= 1;
+                // Logged before the permit count is released: in version order (see
+                // `ObjectMeta::record_logged`).
                 let ((), version, prev) = self.meta.record(|| ());
-                drop(count);
                 log(version, prev);
+                drop(count);
             }
         }
     }
@@ -182,9 +184,11 @@ impl Semaphore {
                 // Count before version, as in `acquire`: one lock order for both.
                 let mut count = self.count();
                 *count += 1;
+                // Logged before the permit count is released: in version order (see
+                // `ObjectMeta::record_logged`).
                 let ((), version, prev) = self.meta.record(|| ());
-                drop(count);
                 log(version, prev);
+                drop(count);
             }
         }
         self.available.notify_one();

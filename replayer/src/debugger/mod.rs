@@ -30,16 +30,34 @@ pub enum DebugError {
     },
     /// The binary is not the one that was recorded.
     #[error(
-        "{path}: this is not the binary that was recorded (its hash is {actual}, the \
-         recording's is {recorded}); replaying it would diverge"
+        "{path}: this is not the binary that was recorded (its BLAKE3 hash differs from the \
+         one in the recording's manifest); ppd runs only the program it recorded"
     )]
     BinaryChanged {
         /// The binary.
         path: PathBuf,
-        /// Hash in the manifest.
-        recorded: String,
-        /// Hash of the file.
-        actual: String,
+    },
+    /// The manifest has no hash of the program: nothing says which binary may run.
+    #[error(
+        "{manifest}: the recording has no hash of its program, so ppd cannot tell whether {path} \
+         is the program it recorded, and does not run it"
+    )]
+    BinaryUnverified {
+        /// The manifest.
+        manifest: PathBuf,
+        /// The binary.
+        path: PathBuf,
+    },
+    /// A file or directory others could have changed: what it says cannot be trusted.
+    #[error(
+        "{path}: {problem}; ppd does not run programs from recordings others can change \
+         (fix with chown/chmod go-w)"
+    )]
+    Untrusted {
+        /// The file or directory.
+        path: PathBuf,
+        /// Who owns it or who can write to it.
+        problem: String,
     },
     /// The program ended before it connected.
     #[error(
@@ -67,6 +85,20 @@ pub enum DebugError {
         #[source]
         source: std::io::Error,
     },
+}
+
+impl DebugError {
+    /// Whether the error is about the user's input (a program or recording ppd will not run)
+    /// rather than a failure of the run.
+    pub fn is_bad_input(&self) -> bool {
+        matches!(
+            self,
+            DebugError::BinaryMissing { .. }
+                | DebugError::BinaryChanged { .. }
+                | DebugError::BinaryUnverified { .. }
+                | DebugError::Untrusted { .. }
+        )
+    }
 }
 
 fn io(action: &'static str) -> impl FnOnce(std::io::Error) -> DebugError {
@@ -103,24 +135,72 @@ pub struct Session {
     ended: Option<ExitStatus>,
 }
 
-/// The binary to replay: checked against the recording's hash.
+/// The binary to replay or re-execute: the recorded program (or `binary`, when it moved),
+/// run only if it is what was recorded. Like ssh's StrictModes, the recording directory (whose
+/// manifest names the program and its hash) and the binary must belong to the invoking user
+/// or root and be writable by no one else; the binary's BLAKE3 hash must equal the manifest's,
+/// and a manifest without one runs nothing.
 pub fn check_binary(recording: &Recording, binary: Option<&Path>) -> Result<PathBuf, DebugError> {
     let program = &recording.manifest().program;
     let path = binary.map_or_else(|| program.path.clone(), Path::to_path_buf);
+    trusted(recording.dir(), "recording directory")?;
+    trusted(
+        &recording.dir().join(ppd_formats::manifest::MANIFEST_FILE),
+        "manifest",
+    )?;
     if !path.is_file() {
         return Err(DebugError::BinaryMissing { path });
     }
-    if !program.blake3.is_empty() {
-        let actual = hash_file(&path);
-        if actual != program.blake3 {
-            return Err(DebugError::BinaryChanged {
-                path,
-                recorded: program.blake3.clone(),
-                actual,
-            });
-        }
+    trusted(&path, "program")?;
+    if program.blake3.is_empty() {
+        return Err(DebugError::BinaryUnverified {
+            manifest: recording.dir().join(ppd_formats::manifest::MANIFEST_FILE),
+            path,
+        });
+    }
+    let actual = hash_file(&path).map_err(io("hash the program"))?;
+    if actual != program.blake3 {
+        return Err(DebugError::BinaryChanged { path });
+    }
+    if binary.is_some() {
+        eprintln!(
+            "ppd: running {} (--binary; it has the recorded program's hash)",
+            path.display()
+        );
     }
     Ok(path)
+}
+
+/// `path` belongs to the invoking user or root and is writable by no one else.
+fn trusted(path: &Path, what: &str) -> Result<(), DebugError> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path).map_err(io("inspect the recording"))?;
+    let me = nix::unistd::geteuid().as_raw();
+    let problem = if meta.uid() != me && meta.uid() != 0 {
+        Some(format!(
+            "the {what} belongs to user {}, not to you (user {me}) or root",
+            meta.uid()
+        ))
+    } else if meta.mode() & 0o022 != 0 {
+        Some(format!(
+            "the {what} is writable by {} (mode {:o})",
+            if meta.mode() & 0o002 != 0 {
+                "everyone"
+            } else {
+                "its group"
+            },
+            meta.mode() & 0o7777
+        ))
+    } else {
+        None
+    };
+    match problem {
+        Some(problem) => Err(DebugError::Untrusted {
+            path: path.to_owned(),
+            problem,
+        }),
+        None => Ok(()),
+    }
 }
 
 impl Session {

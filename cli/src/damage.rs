@@ -1,0 +1,74 @@
+//! The check every command that answers from a recording passes first.
+//!
+//! A damaged recording (a missing, empty, foreign or unreadable log, a checksum that fails) is
+//! bad input: the command refuses it with exit code 2 and the list of damage, unless it was
+//! asked to answer from the readable part with `--allow-damage`; then the damage goes to
+//! stderr and into `--json`. A log that ends early without damage (a crash, recording stopped
+//! on a failed write) is a faithful prefix of the run: answers from it get a note.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::anyhow;
+use ppd_formats::Recording;
+use ppd_formats::integrity::{self, Integrity};
+use ppd_formats::recording::resolve;
+
+use crate::exit::{CliError, input};
+
+/// The `--allow-damage` flag.
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub(crate) struct DamageArgs {
+    /// Answer from the readable part of a damaged recording instead of refusing it (the damage
+    /// is listed on stderr and in --json).
+    #[arg(long)]
+    pub(crate) allow_damage: bool,
+}
+
+/// A recording that passed the check.
+pub(crate) struct Checked {
+    pub(crate) dir: PathBuf,
+    pub(crate) recording: Recording,
+    pub(crate) integrity: Integrity,
+}
+
+/// Finds, opens and checks the recording `rec` names (or the newest).
+pub(crate) fn open(rec: Option<&Path>, args: DamageArgs) -> Result<Checked, CliError> {
+    let dir = resolve(rec)?;
+    let recording = Recording::open(&dir)?;
+    let integrity = integrity::check(&recording);
+    gate(&dir, &integrity, args.allow_damage)?;
+    Ok(Checked {
+        dir,
+        recording,
+        integrity,
+    })
+}
+
+/// Refuses damage unless `allow`; says what the answer is based on.
+pub(crate) fn gate(dir: &Path, integrity: &Integrity, allow: bool) -> Result<(), CliError> {
+    let list: String = integrity
+        .damage
+        .iter()
+        .map(|d| format!("\n  {d}"))
+        .collect();
+    if !integrity.is_sound() {
+        if !allow {
+            return Err(input(anyhow!(
+                "{} is damaged; refusing to answer from it (--allow-damage answers from the \
+                 readable part):{list}",
+                dir.display()
+            )));
+        }
+        eprintln!(
+            "ppd: warning: {} is damaged; answering from the readable part only:{list}",
+            dir.display()
+        );
+    }
+    if let Some(reason) = &integrity.stopped {
+        eprintln!("ppd: note: recording stopped before the program ended: {reason}");
+    }
+    for early in &integrity.ends_early {
+        eprintln!("ppd: note: {early}");
+    }
+    Ok(())
+}

@@ -1,0 +1,137 @@
+//! Files and directories ppd writes: private to the user, and contained in the recording.
+//!
+//! A recording holds the program's data, so every file ppd creates is 0600 and every directory
+//! 0700, set explicitly after creation so the umask cannot loosen or garble them. Writes never
+//! follow a symbolic link: a directory ppd writes into must be a real directory (a `cache`
+//! link pointing elsewhere is refused), and files are created new with `O_NOFOLLOW` under a
+//! temporary name, then renamed into place (which replaces a link rather than following it).
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::error::{FormatError, Result};
+
+/// Mode of every file ppd creates.
+pub const FILE_MODE: u32 = 0o600;
+/// Mode of every directory ppd creates.
+pub const DIR_MODE: u32 = 0o700;
+
+/// Creates `path` (its parent must exist) new, 0600 whatever the umask, without following a
+/// link at `path`.
+pub fn create_file(path: &Path, action: &'static str) -> Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(FILE_MODE)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| FormatError::io(path, action, e))?;
+    file.set_permissions(fs::Permissions::from_mode(FILE_MODE))
+        .map_err(|e| FormatError::io(path, action, e))?;
+    Ok(file)
+}
+
+/// Makes `path` a private directory: creates it 0700 if missing; if it exists it must be a real
+/// directory (not a link) and is tightened to 0700.
+pub fn ensure_dir(path: &Path) -> Result<()> {
+    match fs::DirBuilder::new().mode(DIR_MODE).create(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(FormatError::io(path, "create directory", e)),
+    }
+    let meta = fs::symlink_metadata(path).map_err(|e| FormatError::io(path, "inspect", e))?;
+    if !meta.file_type().is_dir() {
+        return Err(FormatError::NotAFile {
+            path: path.to_owned(),
+            kind: if meta.file_type().is_symlink() {
+                "a symbolic link (ppd does not write through links), not a directory"
+            } else {
+                "a file, not a directory"
+            },
+        });
+    }
+    if meta.permissions().mode() & 0o7777 != DIR_MODE {
+        fs::set_permissions(path, fs::Permissions::from_mode(DIR_MODE))
+            .map_err(|e| FormatError::io(path, "make directory private", e))?;
+    }
+    Ok(())
+}
+
+/// Replaces `path` with `bytes` atomically: a private temporary file in the same directory,
+/// renamed over it, so a reader never sees half a file.
+pub fn write_atomic(path: &Path, bytes: &[u8], fsync: bool) -> Result<()> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(
+        ".{name}.{}.{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let write = || -> Result<()> {
+        let mut file = create_file(&tmp, "create")?;
+        file.write_all(bytes)
+            .map_err(|e| FormatError::io(&tmp, "write", e))?;
+        if fsync {
+            file.sync_all()
+                .map_err(|e| FormatError::io(&tmp, "fsync", e))?;
+        }
+        fs::rename(&tmp, path).map_err(|e| FormatError::io(path, "replace", e))
+    };
+    write().inspect_err(|_| {
+        let _ = fs::remove_file(&tmp);
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_and_directories_are_private_whatever_the_umask() {
+        let base = tempfile::tempdir().unwrap();
+        // SAFETY: umask only swaps the process's file-creation mask (no memory is touched); it
+        // is restored below.
+        let old = unsafe { libc::umask(0o000) };
+        let dir = base.path().join("d");
+        ensure_dir(&dir).unwrap();
+        write_atomic(&dir.join("f"), b"x", false).unwrap();
+        // SAFETY: as above.
+        unsafe { libc::umask(old) };
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir), 0o700);
+        assert_eq!(mode(&dir.join("f")), 0o600);
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
+        ensure_dir(&dir).unwrap();
+        assert_eq!(mode(&dir), 0o700, "an existing directory is tightened");
+    }
+
+    #[test]
+    fn writes_do_not_follow_links_out_of_the_recording() {
+        let base = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let link = base.path().join("cache");
+        std::os::unix::fs::symlink(outside.path(), &link).unwrap();
+        let err = ensure_dir(&link).unwrap_err().to_string();
+        assert!(err.contains("symbolic link"), "{err}");
+        // A file that is a link is replaced, not written through.
+        let target = outside.path().join("victim");
+        fs::write(&target, b"mine").unwrap();
+        let file_link = base.path().join("halt.json");
+        std::os::unix::fs::symlink(&target, &file_link).unwrap();
+        write_atomic(&file_link, b"ppd", false).unwrap();
+        assert_eq!(fs::read(&target).unwrap(), b"mine");
+        assert!(
+            !fs::symlink_metadata(&file_link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+    }
+}
