@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use ppd_formats::event::{AtomicOp, MemOrdering, ObjectKind, RecvOutcome};
 use ppd_formats::{Event, LogState, ObjectId, ProcessId, Recording, Site};
@@ -123,6 +124,9 @@ pub enum Op {
     JoinBlocked {
         child: ProcessId,
     },
+    Sleep {
+        nanos: u64,
+    },
 }
 
 impl Op {
@@ -152,6 +156,7 @@ impl Op {
             Op::Blocked { .. } => "blocked",
             Op::Undelivered { .. } => "undelivered",
             Op::JoinBlocked { .. } => "join_blocked",
+            Op::Sleep { .. } => "sleep",
         }
     }
 
@@ -430,6 +435,7 @@ impl Trace {
             Op::Mark { label } => format!("mark {}", self.name(label)),
             Op::Blocked { object } => format!("blocked on {}", obj(object)),
             Op::JoinBlocked { child } => format!("waits in join for {}", self.pid_label(child)),
+            Op::Sleep { nanos } => format!("sleeps for {:?}", Duration::from_nanos(nanos)),
             Op::Undelivered { channel, seq } => {
                 format!(
                     "message {seq} on {} not delivered (receiver gone)",
@@ -701,6 +707,7 @@ impl TraceBuilder {
                 seq: *seq,
             },
             Event::JoinBlocked { child, .. } => Op::JoinBlocked { child: *child },
+            Event::Sleep { nanos, .. } => Op::Sleep { nanos: *nanos },
         };
         self.push(p, op, site);
     }

@@ -440,6 +440,11 @@ impl Encoder {
                 out.push(tag);
                 out.extend_from_slice(&value.to_le_bytes());
             }
+            Event::Sleep { nanos, .. } => {
+                out.push(tag);
+                put_varint(out, *nanos);
+                put_site(out);
+            }
             Event::EblockEnter { eblock, prelog, .. } => {
                 let name = self.name(out, eblock);
                 out.push(tag);
@@ -889,6 +894,10 @@ impl Decoder {
             EventKind::Random => Event::Random {
                 value: u64::from_le_bytes(cur.array8()?),
             },
+            EventKind::Sleep => Event::Sleep {
+                nanos: cur.varint()?,
+                site: self.site(cur, tag)?,
+            },
             EventKind::EblockEnter => Event::EblockEnter {
                 eblock: self.name(cur)?,
                 site: self.site(cur, tag)?,
@@ -1038,6 +1047,10 @@ mod tests {
             },
             Event::JoinBlocked {
                 child: ProcessId(2),
+                site: s,
+            },
+            Event::Sleep {
+                nanos: 2_000_000_000,
                 site: s,
             },
         ]

@@ -197,6 +197,13 @@ impl ProcessEnding {
                 on: format!("the end of {}", process_label(recording, child)),
                 since_event: last,
             },
+            Event::Sleep { nanos, .. } => ProcessEnding::Blocked {
+                on: format!(
+                    "a sleep of {:?} (only time ends it)",
+                    std::time::Duration::from_nanos(nanos)
+                ),
+                since_event: last,
+            },
             _ => ProcessEnding::Running { last_event: last },
         })
     }

@@ -366,6 +366,14 @@ pub enum Event<R: Repr = Owned> {
         /// Where `join` was called.
         site: Option<R::Site>,
     },
+    /// The process is about to sleep for `nanos` nanoseconds (`ppd::thread::sleep`): a wait
+    /// that only time ends, and what a run killed during a sleep leaves at the end of the log.
+    Sleep {
+        /// How long it asked to sleep.
+        nanos: u64,
+        /// Where `sleep` was called.
+        site: Option<R::Site>,
+    },
 }
 
 /// The kind of an event, without its data; used for counting and filtering.
@@ -396,11 +404,12 @@ pub enum EventKind {
     Blocked,
     Undelivered,
     JoinBlocked,
+    Sleep,
 }
 
 impl EventKind {
     /// Every kind, in tag order.
-    pub const ALL: [EventKind; 23] = [
+    pub const ALL: [EventKind; 24] = [
         EventKind::Start,
         EventKind::Spawn,
         EventKind::Join,
@@ -424,6 +433,7 @@ impl EventKind {
         EventKind::Blocked,
         EventKind::Undelivered,
         EventKind::JoinBlocked,
+        EventKind::Sleep,
     ];
 
     /// The snake_case name used in text and JSON output.
@@ -452,6 +462,7 @@ impl EventKind {
             EventKind::Blocked => "blocked",
             EventKind::Undelivered => "undelivered",
             EventKind::JoinBlocked => "join_blocked",
+            EventKind::Sleep => "sleep",
         }
     }
 }
@@ -489,6 +500,7 @@ impl<R: Repr> Event<R> {
             Event::Blocked { .. } => EventKind::Blocked,
             Event::Undelivered { .. } => EventKind::Undelivered,
             Event::JoinBlocked { .. } => EventKind::JoinBlocked,
+            Event::Sleep { .. } => EventKind::Sleep,
         }
     }
 
@@ -511,7 +523,8 @@ impl<R: Repr> Event<R> {
             | Event::Mark { site, .. }
             | Event::Blocked { site, .. }
             | Event::Undelivered { site, .. }
-            | Event::JoinBlocked { site, .. } => site.as_ref(),
+            | Event::JoinBlocked { site, .. }
+            | Event::Sleep { site, .. } => site.as_ref(),
             Event::Start { .. }
             | Event::Exit
             | Event::Panic { .. }

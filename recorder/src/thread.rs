@@ -236,9 +236,22 @@ pub fn current_name() -> Option<String> {
 /// ```
 /// ppd::thread::sleep(std::time::Duration::from_millis(1));
 /// ```
+#[track_caller]
 pub fn sleep(duration: Duration) {
-    if runtime::mode() != runtime::backend::Mode::Replay {
-        std::thread::sleep(duration);
+    match runtime::mode() {
+        // Replay and re-execution do not wait: the log already says what came next.
+        runtime::backend::Mode::Replay | runtime::backend::Mode::Emulate => {}
+        mode => {
+            // Logged before waiting, so that a run killed during the sleep says where each
+            // process was. A thread ppd does not manage has no log to say it in.
+            if mode == runtime::backend::Mode::Record && runtime::current_process().is_some() {
+                runtime::done(&Event::Sleep {
+                    nanos: u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX),
+                    site: Some(Location::caller()),
+                });
+            }
+            std::thread::sleep(duration);
+        }
     }
 }
 

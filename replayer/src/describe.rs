@@ -183,6 +183,11 @@ where
         Event::JoinBlocked { child, site } => {
             format!("waits in join for {}{}", p(child), at(site))
         }
+        Event::Sleep { nanos, site } => format!(
+            "sleeps for {:?}{}",
+            std::time::Duration::from_nanos(*nanos),
+            at(site)
+        ),
         Event::Undelivered { channel, seq, site } => format!(
             "message {seq} on {} not delivered: every receiver was gone{}",
             o(channel),

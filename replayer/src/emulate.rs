@@ -123,7 +123,10 @@ impl Interval {
     fn next_event(&mut self) -> Option<(u64, Event)> {
         loop {
             match self.events.next()? {
-                Ok((_, Event::Blocked { .. } | Event::JoinBlocked { .. })) => continue,
+                Ok((
+                    _,
+                    Event::Blocked { .. } | Event::JoinBlocked { .. } | Event::Sleep { .. },
+                )) => continue,
                 Ok(item) => return Some(item),
                 Err(e) => {
                     self.leak("the log", "a readable event".into(), e.to_string());

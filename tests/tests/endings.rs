@@ -236,6 +236,60 @@ fn a_hang_through_join_is_a_deadlock_reported_by_name() {
 }
 
 #[test]
+fn a_run_killed_during_a_sleep_says_the_sleeper_was_asleep_and_replays_without_sleeping() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("rec");
+    let mut child = start_recording(work.path(), &dir, ENDINGS, &["long-sleep"]);
+    // The sleeper logs its sleep just after printing this line; a log that never shows it is a
+    // failure, not a hang (the bound is generous: the marker follows the line at once).
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "sleeper: sleeping");
+    let mut polls = 0;
+    while !(matches!(last_event(&dir, "main"), Some(Event::JoinBlocked { .. }))
+        && matches!(last_event(&dir, "sleeper"), Some(Event::Sleep { .. })))
+    {
+        polls += 1;
+        assert!(
+            polls < 3000,
+            "the logs never ended in main's join and the sleeper's sleep: {:?}, {:?}",
+            last_event(&dir, "main"),
+            last_event(&dir, "sleeper")
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let recording = Recording::open(&dir).unwrap();
+    sigkill(recording.manifest().os_pid as i32);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(137), "{}", stderr(&out));
+
+    let info = info_json(work.path(), &dir);
+    let procs = processes(&info);
+    assert_eq!(procs["sleeper"]["ending"]["how"], "blocked", "{info:#}");
+    assert_eq!(
+        procs["sleeper"]["ending"]["on"], "a sleep of 600s (only time ends it)",
+        "{info:#}"
+    );
+    assert_eq!(
+        procs["main"]["ending"]["on"], "the end of sleeper (p1)",
+        "{info:#}"
+    );
+
+    // A sleep is no wait on another process: no deadlock.
+    let races = ppd(work.path(), &["races", dir.to_str().unwrap(), "--json"]);
+    let report: Value = serde_json::from_slice(&races.stdout).unwrap();
+    assert!(
+        report["deadlocks"]["cycles"].as_array().unwrap().is_empty(),
+        "{report:#}"
+    );
+
+    // The replay does not sleep ten minutes: it replays the sleep marker and holds the sleeper
+    // at the end of its log.
+    let (code, summary, err) = replay_verify(work.path(), &dir);
+    assert_eq!(code, Some(0), "{err}");
+    assert_every_event_replayed(&dir, &summary, &err);
+}
+
+#[test]
 fn a_process_waiting_where_ppd_cannot_see_ends_the_replay_at_its_last_event() {
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("rec");

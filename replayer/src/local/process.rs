@@ -125,8 +125,8 @@ impl ReplayProcess {
         holds
     }
 
-    /// Executes the next logged event without an operation of the program (a `Blocked` or
-    /// `JoinBlocked` marker: the recorded process waited there).
+    /// Executes the next logged event without an operation of the program (a `Blocked`,
+    /// `JoinBlocked` or `Sleep` marker: the recorded process waited there).
     fn pass(&mut self, event: &Event) {
         self.consume();
         self.shared.controller.executed(self.id, event, &[]);
@@ -360,9 +360,9 @@ impl ProcessBackend for ReplayProcess {
                     format!("a readable event (the log is damaged: {damage})"),
                     describe_op(&op),
                 ),
-                Some(Ok(e @ (Event::Blocked { .. } | Event::JoinBlocked { .. })))
-                    if op.kind != e.kind() =>
-                {
+                Some(Ok(
+                    e @ (Event::Blocked { .. } | Event::JoinBlocked { .. } | Event::Sleep { .. }),
+                )) if op.kind != e.kind() => {
                     self.pass(&e);
                 }
                 Some(Ok(e)) => {

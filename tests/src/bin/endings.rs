@@ -10,6 +10,8 @@
 //!                          forth, each marking `holding` while it has it: never both at once
 //! endings outside-wait     main joins a reader that, after its last ppd operation, waits on a
 //!                          std channel nobody sends on (a wait ppd cannot see); hangs until killed
+//! endings long-sleep       main joins a sleeper that marks, then sleeps ten minutes in
+//!                          `ppd::thread::sleep`; killed before it wakes
 //! ```
 //!
 //! Each line a process prints is printed after the operations before it returned, so a test
@@ -71,6 +73,20 @@ fn join_hang() {
     say("main: joining the fetcher");
     fetcher.join().expect("the fetcher does not panic");
     drop(requests_tx);
+}
+
+/// Main joins a sleeper that sleeps far longer than any test waits.
+fn long_sleep() {
+    let sleeper = Builder::new()
+        .name("sleeper".into())
+        .spawn(|| {
+            ppd::mark!("going to sleep", 1);
+            say("sleeper: sleeping");
+            ppd::thread::sleep(std::time::Duration::from_secs(600));
+            say("sleeper: awake");
+        })
+        .expect("spawn");
+    sleeper.join().expect("the sleeper does not panic");
 }
 
 /// One withdrawal: the balance after it, or a panic when it would be negative.
@@ -165,10 +181,14 @@ fn main() -> ExitCode {
             outside_wait();
             ExitCode::SUCCESS
         }
+        Some("long-sleep") => {
+            long_sleep();
+            ExitCode::SUCCESS
+        }
         _ => {
             eprintln!(
                 "usage: endings blocked-thread | join-hang | eblock-panic | token-pair | \
-                 outside-wait"
+                 outside-wait | long-sleep"
             );
             ExitCode::from(2)
         }
