@@ -9,7 +9,8 @@ use ppd_flowback::cache::CacheOutcome;
 use ppd_formats::event::{AtomicOp, MemOrdering, ObjectKind};
 use ppd_formats::manifest::{Manifest, ProcessEntry, Program, RecordOptions};
 use ppd_formats::{
-    Borrowed, Event, LogIdentity, LogWriter, ObjectId, ProcessId, Recording, WriterOptions,
+    Borrowed, Event, LogIdentity, LogReader, LogWriter, ObjectId, ProcessId, Recording,
+    WriterOptions,
 };
 
 fn manifest(processes: &[(u32, &str)]) -> Manifest {
@@ -176,11 +177,13 @@ fn a_damaged_log_is_analysed_up_to_its_damage() {
     write_recording(dir, extra);
     let written = 1 + (extra + 1) + 1;
     // Cut b's log in the middle of its frames, which follow the 4096-byte header region and
-    // the ring of two 4096-byte blocks (docs/format.md §3).
+    // the ring of two 4096-byte blocks (docs/format.md §3) and precede the index and footer.
     let log = dir.join(Manifest::log_name(ProcessId(2)));
     let bytes = std::fs::read(&log).unwrap();
     let frames = 4096 + 2 * 4096;
-    std::fs::write(&log, &bytes[..frames + (bytes.len() - frames) / 2]).unwrap();
+    let frame_bytes = LogReader::open(&log).unwrap().frame_bytes() as usize;
+    assert!(frame_bytes > 0, "b's log has frames to cut");
+    std::fs::write(&log, &bytes[..frames + frame_bytes / 2]).unwrap();
     let rec = Recording::open(dir).unwrap();
     let analysis = Analysis::open(&rec).unwrap();
     let report = analysis.report();
