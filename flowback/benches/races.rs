@@ -8,7 +8,8 @@
 //!
 //! **Throughput.** Synthetic traces of `PPD_BENCH_EVENTS` events (default 10 000 000) in three
 //! shapes; each timing is the median of the same number of runs (`RUNS`), trace generation
-//! excluded. "All race analysis" is timed as one piece: clocks, data races and message races.
+//! excluded. "All race analysis" is timed as one piece: clocks, data races, message races and
+//! lock-order cycles (potential deadlocks), whose own cost is also printed.
 //!
 //! **Memory.** A counting global allocator measures the bytes each structure keeps alive (the
 //! trace after it is built, the clocks after they are computed) and the peak heap while the
@@ -37,6 +38,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use ppd_flowback::Clocks;
+use ppd_flowback::lock_order::potential_deadlocks;
 use ppd_flowback::message_races::message_races;
 use ppd_flowback::races::clocks_and_races;
 use ppd_flowback::synth::{self, Shape};
@@ -146,10 +148,12 @@ fn measure(label: &str, shape: &Shape, seed: u64, runs: usize) {
     let (t_clocks, _) = timed(runs, || Clocks::compute(&trace));
     let (t_races, (clocks, races, stats)) = timed(runs, || clocks_and_races(&trace));
     let (t_messages, messages) = timed(runs, || message_races(&trace, &clocks));
+    let (t_locks, (cycles, lock_stats)) = timed(runs, || potential_deadlocks(&trace));
     let (t_all, _) = timed(runs, || {
         let (clocks, races, _) = clocks_and_races(&trace);
         let messages = message_races(&trace, &clocks);
-        black_box((clocks, races, messages))
+        let cycles = potential_deadlocks(&trace);
+        black_box((clocks, races, messages, cycles))
     });
     drop(clocks);
     let before = live();
@@ -186,14 +190,23 @@ fn measure(label: &str, shape: &Shape, seed: u64, runs: usize) {
         rate(events, t_messages)
     );
     println!(
+        "  lock-order cycles (Goodlock)  {}  {}   ({} lock acquisitions; {} lock-order edges)",
+        ms(t_locks),
+        rate(events, t_locks),
+        lock_stats.acquisitions,
+        lock_stats.edges
+    );
+    println!(
         "  all race analysis, timed whole{}  {}",
         ms(t_all),
         rate(events, t_all)
     );
     println!(
-        "  found: {} data races, {} message races (deduplicated by site pair)",
+        "  found: {} data races, {} message races (deduplicated by site pair), {} potential \
+         deadlocks",
         races.len(),
-        messages.len()
+        messages.len(),
+        cycles.len()
     );
     println!(
         "  memory, measured: trace {:.1} bytes per event; clocks {:.1} bytes per event ({} \

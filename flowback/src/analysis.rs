@@ -8,6 +8,7 @@ use ppd_formats::Recording;
 use crate::cache::{self, CacheOutcome};
 use crate::deadlock::{self, Deadlocks};
 use crate::error::Result;
+use crate::lock_order::{self, PotentialDeadlock};
 use crate::message_races::{self, MessageRace};
 use crate::races::{self, DataRace};
 use crate::report::Report;
@@ -74,6 +75,11 @@ impl Analysis {
         deadlock::deadlocks(&self.trace)
     }
 
+    /// The cycles of the lock-order graph that could deadlock another run.
+    pub fn potential_deadlocks(&self) -> Vec<PotentialDeadlock> {
+        lock_order::potential_deadlocks(&self.trace).0
+    }
+
     /// The full race and deadlock report.
     pub fn report(&self) -> Report {
         Report::new(
@@ -82,6 +88,7 @@ impl Analysis {
             &self.data_races(),
             &self.message_races(),
             &self.deadlocks(),
+            &self.potential_deadlocks(),
         )
     }
 }

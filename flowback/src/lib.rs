@@ -5,7 +5,8 @@
 //! algorithm of Lin's thesis §5.4.1 generalized to ppd's synchronization edges ([`hb`]) and
 //! cached in the recording. From the clocks: data races (Miller & Choi §6, Definitions
 //! 6.1–6.4, [`races`]), message races ([`message_races`]), deadlocks ([`deadlock`]),
-//! time-space diagrams ([`picture`]) and exports for other viewers ([`export`]).
+//! time-space diagrams ([`picture`]) and exports for other viewers ([`export`]). From the
+//! lock acquisitions alone: potential deadlocks ([`lock_order`]).
 
 pub mod analysis;
 pub mod cache;
@@ -16,6 +17,7 @@ mod fasthash;
 pub mod halt;
 pub mod hb;
 pub mod lamport;
+pub mod lock_order;
 pub mod message_races;
 pub mod picture;
 pub mod races;

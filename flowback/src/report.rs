@@ -8,6 +8,7 @@ use serde::{Serialize, Serializer};
 
 use crate::deadlock::{Deadlocks, Ending};
 use crate::hb::AccessClass;
+use crate::lock_order::PotentialDeadlock;
 use crate::message_races::MessageRace;
 use crate::races::DataRace;
 use crate::trace::{EventRef, Op, Trace, access_name, kind_name, ordering_name};
@@ -200,6 +201,63 @@ pub struct DeadlockView {
     pub cycles: Vec<Vec<BlockedView>>,
 }
 
+/// One step of a potential deadlock: a process acquired a mutex while holding another.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LockStepView {
+    /// The process's name.
+    pub process: String,
+    /// Its id number.
+    pub pid: u32,
+    /// The mutex it held.
+    pub holds: String,
+    /// Where it locked the mutex it held.
+    pub held_file: Option<String>,
+    /// Where it locked the mutex it held.
+    pub held_line: Option<u32>,
+    /// The mutex it acquired while holding `holds`.
+    pub acquires: String,
+    /// Where it acquired it.
+    pub file: Option<String>,
+    /// Where it acquired it.
+    pub line: Option<u32>,
+}
+
+/// A cycle of the lock-order graph: each step acquires the mutex the next step holds.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PotentialDeadlockView {
+    /// The mutexes of the cycle, in order; the first again closes it.
+    pub cycle: Vec<String>,
+    /// The acquisitions, one per process.
+    pub steps: Vec<LockStepView>,
+}
+
+impl PotentialDeadlockView {
+    fn of(trace: &Trace, d: &PotentialDeadlock) -> PotentialDeadlockView {
+        let steps: Vec<LockStepView> = d
+            .edges
+            .iter()
+            .map(|e| {
+                let held = trace.site(trace.event(e.held_at).site);
+                let acquired = trace.site(trace.event(e.acquired_at).site);
+                LockStepView {
+                    process: trace.process(e.process).name.clone(),
+                    pid: trace.process(e.process).id.0,
+                    holds: trace.object(e.held).label(),
+                    held_file: held.map(|s| s.file.clone()),
+                    held_line: held.map(|s| s.line),
+                    acquires: trace.object(e.acquired).label(),
+                    file: acquired.map(|s| s.file.clone()),
+                    line: acquired.map(|s| s.line),
+                }
+            })
+            .collect();
+        PotentialDeadlockView {
+            cycle: steps.iter().map(|s| s.holds.clone()).collect(),
+            steps,
+        }
+    }
+}
+
 /// The whole report.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Report {
@@ -213,6 +271,8 @@ pub struct Report {
     pub races: Vec<Race>,
     /// Blocked processes and deadlocks.
     pub deadlocks: DeadlockView,
+    /// Cycles in the lock-order graph: deadlocks this run escaped but another could hit.
+    pub potential_deadlocks: Vec<PotentialDeadlockView>,
     /// What the analysis had to work around (damaged logs, missing events).
     pub notes: Vec<String>,
 }
@@ -225,6 +285,7 @@ impl Report {
         data: &[DataRace],
         messages: &[MessageRace],
         deadlocks: &Deadlocks,
+        potential: &[PotentialDeadlock],
     ) -> Report {
         let mut races = Vec::new();
         for r in data {
@@ -268,6 +329,10 @@ impl Report {
             sync_edges: clocks.edges().len(),
             races,
             deadlocks: deadlock_view(trace, deadlocks),
+            potential_deadlocks: potential
+                .iter()
+                .map(|d| PotentialDeadlockView::of(trace, d))
+                .collect(),
             notes,
         }
     }

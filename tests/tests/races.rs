@@ -110,6 +110,47 @@ fn races_by_site(report: &Value) -> Vec<((String, u64, u64, String), u64)> {
     v
 }
 
+/// Lists of lines, each sorted, in sorted order.
+fn sorted_cycles(v: &Value) -> Vec<Vec<u64>> {
+    let mut cycles: Vec<Vec<u64>> = v
+        .as_array()
+        .expect("a list of cycles")
+        .iter()
+        .map(|c| {
+            let mut lines: Vec<u64> = c
+                .as_array()
+                .expect("a cycle")
+                .iter()
+                .map(|l| l.as_u64().expect("a line"))
+                .collect();
+            lines.sort_unstable();
+            lines
+        })
+        .collect();
+    cycles.sort();
+    cycles
+}
+
+/// The potential deadlocks of a report, each as the lines of its acquisitions.
+fn potential_deadlock_lines(report: &Value) -> Vec<Vec<u64>> {
+    let cycles: Vec<Value> = report["potential_deadlocks"]
+        .as_array()
+        .expect("potential_deadlocks")
+        .iter()
+        .map(|d| {
+            Value::Array(
+                d["steps"]
+                    .as_array()
+                    .expect("steps")
+                    .iter()
+                    .map(|s| s["line"].clone())
+                    .collect(),
+            )
+        })
+        .collect();
+    sorted_cycles(&Value::Array(cycles))
+}
+
 /// Every scenario of the corpus shows exactly its declared races, each of its declared kind and
 /// as many times as declared, in every one of several recordings: each known race is found, and
 /// nothing is reported on the race-free ones.
@@ -167,6 +208,14 @@ fn the_race_corpus_is_reported_exactly() {
                         if sites != expected {
                             failures.push(format!(
                                 "{name} run {run}: expected {expected:?}, found {sites:?}"
+                            ));
+                        }
+                        let expected_cycles = sorted_cycles(&scenario["potential_deadlocks"]);
+                        let found_cycles = potential_deadlock_lines(&report);
+                        if found_cycles != expected_cycles {
+                            failures.push(format!(
+                                "{name} run {run}: expected potential deadlocks \
+                                 {expected_cycles:?}, found {found_cycles:?}"
                             ));
                         }
                         for r in scenario["races"].as_array().unwrap() {
@@ -277,4 +326,71 @@ fn a_missing_recording_is_bad_input() {
         assert_eq!(out.status.code(), Some(2), "{cmd:?}");
         assert!(String::from_utf8_lossy(&out.stderr).contains("not a ppd recording"));
     }
+}
+
+/// A completed run whose philosophers take their forks in a cycle is reported as a potential
+/// deadlock naming the cycle, each step with its process and `file:line`, in JSON and in text.
+#[test]
+fn five_philosophers_with_one_reversed_are_a_potential_deadlock() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record_scenario(work.path(), "five_philosophers");
+    let report = races_json(work.path(), &dir);
+    assert_eq!(report["races"], Value::Array(vec![]), "{report:#}");
+    assert_eq!(report["deadlocks"]["cycles"], Value::Array(vec![]));
+    let cycles = report["potential_deadlocks"].as_array().unwrap();
+    assert_eq!(cycles.len(), 1, "{report:#}");
+    assert_eq!(
+        cycles[0]["cycle"],
+        serde_json::json!(["fork-0", "fork-1", "fork-2", "fork-3", "fork-4"])
+    );
+    let steps = cycles[0]["steps"].as_array().unwrap();
+    let processes: Vec<&str> = steps
+        .iter()
+        .map(|s| s["process"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        processes,
+        [
+            "philosopher-0",
+            "philosopher-1",
+            "philosopher-2",
+            "philosopher-3",
+            "philosopher-4"
+        ]
+    );
+    for s in steps {
+        assert!(s["file"].as_str().unwrap().ends_with("race_corpus.rs"));
+        assert!(s["held_file"].as_str().unwrap().ends_with("race_corpus.rs"));
+    }
+    assert_eq!(steps[4]["holds"], "fork-4");
+    assert_eq!(steps[4]["acquires"], "fork-0");
+    let reversed = listing()
+        .into_iter()
+        .find(|s| s["name"] == "five_philosophers")
+        .unwrap()["markers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m[0] == "fp.reversed")
+        .unwrap()[1]
+        .as_u64()
+        .unwrap();
+    assert_eq!(steps[4]["line"].as_u64(), Some(reversed));
+    let text = String::from_utf8(ppd_ok(work.path(), &["races", dir.to_str().unwrap()])).unwrap();
+    assert!(
+        text.contains(
+            "potential deadlock: lock-order cycle fork-0 -> fork-1 -> fork-2 -> fork-3 -> \
+             fork-4 -> fork-0 (5 processes)"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "philosopher-4 (p5) holds fork-4 (locked at {file}:{}) and locks fork-0 at \
+             {file}:{reversed}",
+            reversed - 1,
+            file = steps[4]["file"].as_str().unwrap()
+        )),
+        "{text}"
+    );
 }

@@ -155,6 +155,31 @@ fn print_text(dir: &Path, report: &Report) {
         }
         outln!();
     }
+    for p in &report.potential_deadlocks {
+        let mut cycle = p.cycle.clone();
+        cycle.extend(p.cycle.first().cloned());
+        outln!(
+            "potential deadlock: lock-order cycle {} ({} processes)",
+            cycle.join(" -> "),
+            p.steps.len()
+        );
+        for s in &p.steps {
+            let at = |file: &Option<String>, line: Option<u32>| match (file, line) {
+                (Some(f), Some(l)) => format!("{f}:{l}"),
+                _ => "?".to_owned(),
+            };
+            outln!(
+                "  {} (p{}) holds {} (locked at {}) and locks {} at {}",
+                s.process,
+                s.pid,
+                s.holds,
+                at(&s.held_file, s.held_line),
+                s.acquires,
+                at(&s.file, s.line)
+            );
+        }
+        outln!();
+    }
     let stuck: Vec<_> = d
         .blocked
         .iter()

@@ -71,6 +71,9 @@ struct Scenario {
     races: &'static [Race],
     /// Runs forever (deadlock scenarios).
     hangs: bool,
+    /// The lock-order cycles `ppd races` must report as potential deadlocks, each as the
+    /// markers of its acquisitions (the `lock` taken while another mutex was held).
+    potential_deadlocks: &'static [&'static [&'static str]],
     run: fn(),
 }
 
@@ -99,6 +102,7 @@ const RELAXED_STORE_STORE: Scenario = Scenario {
     tag: "rss",
     races: &[data("x", "rss.a", "rss.b")],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let x = shared("x");
         let (x1, x2) = (x.clone(), x);
@@ -114,6 +118,7 @@ const RELAXED_LOAD_STORE: Scenario = Scenario {
     tag: "rls",
     races: &[data("x", "rls.a", "rls.b")],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let x = shared("x");
         let (x1, x2) = (x.clone(), x);
@@ -140,6 +145,7 @@ const LOST_UPDATE: Scenario = Scenario {
         data("x", "lu.store", "lu.store").times(50, 99),
     ],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let x = shared("x");
         let workers = (0..2)
@@ -162,6 +168,7 @@ const RELAXED_STORE_ACQUIRE_LOAD: Scenario = Scenario {
     tag: "rsal",
     races: &[data("x", "rsal.a", "rsal.b")],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let x = shared("x");
         let (x1, x2) = (x.clone(), x);
@@ -179,6 +186,7 @@ const RELAXED_LOAD_RELEASE_STORE: Scenario = Scenario {
     tag: "rlrs",
     races: &[data("x", "rlrs.a", "rlrs.b")],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let x = shared("x");
         let (x1, x2) = (x.clone(), x);
@@ -196,6 +204,7 @@ const RELAXED_LOAD_VS_RMW: Scenario = Scenario {
     tag: "rlr",
     races: &[data("x", "rlr.a", "rlr.b")],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let x = shared("x");
         let (x1, x2) = (x.clone(), x);
@@ -215,6 +224,7 @@ const RELAXED_STORE_VS_RMW: Scenario = Scenario {
     tag: "rsr",
     races: &[data("x", "rsr.a", "rsr.b")],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let x = shared("x");
         let (x1, x2) = (x.clone(), x);
@@ -238,6 +248,7 @@ const RELAXED_PUBLICATION: Scenario = Scenario {
         data("data", "rp.dw", "rp.dr"),
     ],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let (data, flag) = (shared("data"), shared("flag"));
         let (d1, f1, d2, f2) = (data.clone(), flag.clone(), data, flag);
@@ -271,6 +282,7 @@ const RELEASE_WITHOUT_ACQUIRE: Scenario = Scenario {
         data("data", "rwa.dw", "rwa.dr"),
     ],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let (data, flag) = (shared("data"), shared("flag"));
         let (d1, f1, d2, f2) = (data.clone(), flag.clone(), data, flag);
@@ -304,6 +316,7 @@ const ACQUIRE_WITHOUT_RELEASE: Scenario = Scenario {
         data("data", "awr.dw", "awr.dr"),
     ],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let (data, flag) = (shared("data"), shared("flag"));
         let (d1, f1, d2, f2) = (data.clone(), flag.clone(), data, flag);
@@ -332,6 +345,7 @@ const DIFFERENT_MUTEXES: Scenario = Scenario {
     tag: "dm",
     races: &[data("x", "dm.a", "dm.b")],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let x = shared("x");
         let m1 = Arc::new(Mutex::named("m1", 0u64));
@@ -356,6 +370,7 @@ const LOCK_AND_NO_LOCK: Scenario = Scenario {
     tag: "lnl",
     races: &[data("x", "lnl.a", "lnl.b")],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let x = shared("x");
         let m = Arc::new(Mutex::named("m", 0u64));
@@ -377,6 +392,7 @@ const MESSAGE_RACE_TWO_SENDERS: Scenario = Scenario {
     tag: "mr2",
     races: &[message("jobs", "mr2.a", "mr2.b")],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let (tx, rx) = named_channel::<u64>("jobs");
         let tx2 = tx.clone();
@@ -399,6 +415,7 @@ const MESSAGE_RACE_THREE_SENDERS: Scenario = Scenario {
         message("jobs", "mr3.b", "mr3.c"),
     ],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let (tx, rx) = named_channel::<u64>("jobs");
         let (tx2, tx3) = (tx.clone(), tx.clone());
@@ -423,6 +440,7 @@ const MESSAGE_RACE_PARTIAL_ORDER: Scenario = Scenario {
         message("jobs", "mrp.b", "mrp.c"),
     ],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let (tx, rx) = named_channel::<u64>("jobs");
         let (go, wait) = named_channel::<()>("go");
@@ -451,6 +469,7 @@ const WRITE_AFTER_SPAWN: Scenario = Scenario {
     tag: "was",
     races: &[data("x", "was.parent", "was.child")],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let x = shared("x");
         let x1 = x.clone();
@@ -468,6 +487,7 @@ const JOIN_THE_WRONG_CHILD: Scenario = Scenario {
     tag: "jwc",
     races: &[data("x", "jwc.write", "jwc.read")],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let x = shared("x");
         let x1 = x.clone();
@@ -485,6 +505,7 @@ const SEMAPHORE_TWO_PERMITS: Scenario = Scenario {
     tag: "stp",
     races: &[data("x", "stp.a", "stp.b")],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let x = shared("x");
         let sem = Arc::new(Semaphore::new(2));
@@ -509,6 +530,7 @@ const SEQCST_STORE_RELAXED_STORE: Scenario = Scenario {
     tag: "ssrs",
     races: &[data("x", "ssrs.a", "ssrs.b")],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let x = shared("x");
         let (x1, x2) = (x.clone(), x);
@@ -526,6 +548,7 @@ const RELAXED_RMW_PUBLISHES_NOTHING: Scenario = Scenario {
     tag: "rrpn",
     races: &[data("data", "rrpn.w", "rrpn.r")],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let (data, flag) = (shared("data"), shared("flag"));
         let (d1, f1, d2, f2) = (data.clone(), flag.clone(), data, flag);
@@ -549,6 +572,7 @@ const SWAP_VS_RELAXED_LOAD: Scenario = Scenario {
     tag: "svl",
     races: &[data("x", "svl.a", "svl.b")],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let x = shared("x");
         let (x1, x2) = (x.clone(), x);
@@ -569,6 +593,7 @@ const CAS_VS_RELAXED_STORE: Scenario = Scenario {
     tag: "cvs",
     races: &[data("x", "cvs.a", "cvs.b")],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let x = shared("x");
         let (x1, x2) = (x.clone(), x);
@@ -587,6 +612,7 @@ const RELAXED_BOOL: Scenario = Scenario {
     tag: "rb",
     races: &[data("#0.0", "rb.a", "rb.b")],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let b = Arc::new(AtomicBool::new(false));
         let (b1, b2) = (b.clone(), b);
@@ -609,6 +635,7 @@ const RACY_WORKERS: Scenario = Scenario {
         data("done", "rw.stat", "rw.stat"),
     ],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let done = shared("done");
         let (tx, rx) = named_channel::<u64>("results");
@@ -636,6 +663,7 @@ const FETCH_ADD_COUNTER: Scenario = Scenario {
     tag: "",
     races: &[],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let x = shared("x");
         let workers = (0..3)
@@ -658,6 +686,7 @@ const RELAXED_RMW_COUNTER: Scenario = Scenario {
     tag: "",
     races: &[],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let x = shared("x");
         let workers = (0..3)
@@ -680,6 +709,7 @@ const MUTEX_PROTECTED: Scenario = Scenario {
     tag: "",
     races: &[],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let x = shared("x");
         let m = Arc::new(Mutex::named("m", 0u64));
@@ -722,6 +752,7 @@ const RELEASE_ACQUIRE_PUBLICATION: Scenario = Scenario {
     tag: "",
     races: &[],
     hangs: false,
+    potential_deadlocks: &[],
     run: || publication(Release, Acquire),
 };
 
@@ -730,6 +761,7 @@ const SEQCST_PUBLICATION: Scenario = Scenario {
     tag: "",
     races: &[],
     hangs: false,
+    potential_deadlocks: &[],
     run: || publication(SeqCst, SeqCst),
 };
 
@@ -740,6 +772,7 @@ const RELEASE_SEQUENCE: Scenario = Scenario {
     tag: "",
     races: &[],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let (data, flag) = (shared("data"), shared("flag"));
         let (d1, f1, f2, d3, f3) = (data.clone(), flag.clone(), flag.clone(), data, flag);
@@ -768,6 +801,7 @@ const MESSAGE_PASSING: Scenario = Scenario {
     tag: "",
     races: &[],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let x = shared("x");
         let (tx, rx) = named_channel::<()>("ready");
@@ -790,6 +824,7 @@ const SPAWN_ORDERS: Scenario = Scenario {
     tag: "",
     races: &[],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let x = shared("x");
         x.store(1, Relaxed);
@@ -805,6 +840,7 @@ const JOIN_ORDERS: Scenario = Scenario {
     tag: "",
     races: &[],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let x = shared("x");
         let x1 = x.clone();
@@ -818,6 +854,7 @@ const SEMAPHORE_SIGNAL: Scenario = Scenario {
     tag: "",
     races: &[],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let x = shared("x");
         let sem = Arc::new(Semaphore::new(0));
@@ -840,6 +877,7 @@ const SEMAPHORE_AS_MUTEX: Scenario = Scenario {
     tag: "",
     races: &[],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let x = shared("x");
         let sem = Arc::new(Semaphore::new(1));
@@ -868,6 +906,7 @@ const SEMAPHORE_BATCH: Scenario = Scenario {
     tag: "",
     races: &[],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let slots: Arc<Vec<AtomicU64>> =
             Arc::new((0..3).map(|_| AtomicU64::named("slot", 0)).collect());
@@ -895,6 +934,7 @@ const NESTED_LOCKS: Scenario = Scenario {
     tag: "",
     races: &[],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let x = shared("x");
         let outer = Arc::new(Mutex::named("outer", 0u64));
@@ -921,6 +961,7 @@ const REQUEST_REPLY: Scenario = Scenario {
     tag: "",
     races: &[],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let x = shared("x");
         let (req_tx, req_rx) = named_channel::<u64>("requests");
@@ -947,6 +988,7 @@ const SINGLE_PRODUCER: Scenario = Scenario {
     tag: "",
     races: &[],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let (tx, rx) = named_channel::<u64>("items");
         join(vec![
@@ -970,6 +1012,7 @@ const ORDERED_SENDERS: Scenario = Scenario {
     tag: "",
     races: &[],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let (tx, rx) = named_channel::<u64>("jobs");
         let (go, wait) = named_channel::<()>("go");
@@ -995,6 +1038,7 @@ const BOOL_RELEASE_ACQUIRE: Scenario = Scenario {
     tag: "",
     races: &[],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let data = shared("data");
         let flag = Arc::new(AtomicBool::new(false));
@@ -1020,6 +1064,7 @@ const SPINLOCK: Scenario = Scenario {
     tag: "",
     races: &[],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let x = shared("x");
         let lock = Arc::new(AtomicBool::new(false));
@@ -1052,6 +1097,7 @@ const SPAWN_CHAIN: Scenario = Scenario {
     tag: "",
     races: &[],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let x = shared("x");
         x.store(3, Relaxed);
@@ -1069,6 +1115,7 @@ const JOIN_ALL: Scenario = Scenario {
     tag: "",
     races: &[],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let slots: Arc<Vec<AtomicU64>> =
             Arc::new((0..4).map(|_| AtomicU64::named("slot", 0)).collect());
@@ -1089,6 +1136,7 @@ const FETCH_UPDATE_CONCURRENT: Scenario = Scenario {
     tag: "",
     races: &[],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let x = shared("x");
         let workers = (0..2)
@@ -1113,6 +1161,7 @@ const SWAP_HANDOFF: Scenario = Scenario {
     tag: "",
     races: &[],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         let (data, slot) = (shared("data"), shared("slot"));
         let (d1, s1, d2, s2) = (data.clone(), slot.clone(), data, slot);
@@ -1138,6 +1187,7 @@ const TOKEN_RING_LONG: Scenario = Scenario {
     tag: "",
     races: &[],
     hangs: false,
+    potential_deadlocks: &[],
     run: || {
         const NODES: usize = 4;
         const ROUNDS: u64 = 1500;
@@ -1171,6 +1221,188 @@ const TOKEN_RING_LONG: Scenario = Scenario {
 };
 
 // ---------------------------------------------------------------------------------------------
+// Lock-order inversions in runs that complete: potential deadlocks, and look-alikes that are not.
+
+/// Runs `steps` one process after another, each joined before the next starts: the run cannot
+/// deadlock, whatever order the steps take their locks in.
+fn one_after_another(steps: Vec<(String, Box<dyn FnOnce() + Send>)>) {
+    for (name, step) in steps {
+        join(vec![spawn(&name, step)]);
+    }
+}
+
+fn mutexes(names: &[&'static str]) -> Vec<Arc<Mutex<u64>>> {
+    names
+        .iter()
+        .map(|n| Arc::new(Mutex::named(n, 0u64)))
+        .collect()
+}
+
+/// Five philosophers: four take their left fork then their right, the fifth its right fork
+/// (fork-0) after its left (fork-4), closing fork-0 -> fork-1 -> ... -> fork-4 -> fork-0.
+const FIVE_PHILOSOPHERS: Scenario = Scenario {
+    name: "five_philosophers",
+    tag: "fp",
+    races: &[],
+    hangs: false,
+    potential_deadlocks: &[&[
+        "fp.right",
+        "fp.right",
+        "fp.right",
+        "fp.right",
+        "fp.reversed",
+    ]],
+    run: || {
+        let forks = mutexes(&["fork-0", "fork-1", "fork-2", "fork-3", "fork-4"]);
+        let mut steps: Vec<(String, Box<dyn FnOnce() + Send>)> = Vec::new();
+        for i in 0..4 {
+            let (left, right) = (forks[i].clone(), forks[i + 1].clone());
+            steps.push((
+                format!("philosopher-{i}"),
+                Box::new(move || {
+                    let _l = left.lock().expect("left fork");
+                    let _r = right.lock().expect("right fork"); // @fp.right
+                }),
+            ));
+        }
+        let (left, right) = (forks[4].clone(), forks[0].clone());
+        steps.push((
+            "philosopher-4".to_owned(),
+            Box::new(move || {
+                let _l = left.lock().expect("left fork");
+                let _r = right.lock().expect("right fork"); // @fp.reversed
+            }),
+        ));
+        one_after_another(steps);
+    },
+};
+
+/// Two processes take two mutexes in opposite orders, one after the other.
+const LOCK_CYCLE_TWO: Scenario = Scenario {
+    name: "lock_cycle_two",
+    tag: "lc2",
+    races: &[],
+    hangs: false,
+    potential_deadlocks: &[&["lc2.a", "lc2.b"]],
+    run: || {
+        let m = mutexes(&["m1", "m2"]);
+        let (a1, a2, b1, b2) = (m[0].clone(), m[1].clone(), m[0].clone(), m[1].clone());
+        one_after_another(vec![
+            (
+                "a".to_owned(),
+                Box::new(move || {
+                    let _first = a1.lock().expect("m1");
+                    let _second = a2.lock().expect("m2"); // @lc2.a
+                }),
+            ),
+            (
+                "b".to_owned(),
+                Box::new(move || {
+                    let _first = b2.lock().expect("m2");
+                    let _second = b1.lock().expect("m1"); // @lc2.b
+                }),
+            ),
+        ]);
+    },
+};
+
+/// Three processes, each holding one mutex while taking the next: m1 -> m2 -> m3 -> m1.
+const LOCK_CYCLE_THREE: Scenario = Scenario {
+    name: "lock_cycle_three",
+    tag: "lc3",
+    races: &[],
+    hangs: false,
+    potential_deadlocks: &[&["lc3.a", "lc3.b", "lc3.c"]],
+    run: || {
+        let m = mutexes(&["m1", "m2", "m3"]);
+        let pair = |i: usize| (m[i].clone(), m[(i + 1) % 3].clone());
+        let ((a1, a2), (b1, b2), (c1, c2)) = (pair(0), pair(1), pair(2));
+        one_after_another(vec![
+            (
+                "a".to_owned(),
+                Box::new(move || {
+                    let _first = a1.lock().expect("m1");
+                    let _second = a2.lock().expect("m2"); // @lc3.a
+                }),
+            ),
+            (
+                "b".to_owned(),
+                Box::new(move || {
+                    let _first = b1.lock().expect("m2");
+                    let _second = b2.lock().expect("m3"); // @lc3.b
+                }),
+            ),
+            (
+                "c".to_owned(),
+                Box::new(move || {
+                    let _first = c1.lock().expect("m3");
+                    let _second = c2.lock().expect("m1"); // @lc3.c
+                }),
+            ),
+        ]);
+    },
+};
+
+/// Two processes invert the order of m1 and m2, but both take a gate mutex first: the gate
+/// serializes the inversions, so they run concurrently and cannot deadlock.
+const GATE_LOCKED_INVERSION: Scenario = Scenario {
+    name: "gate_locked_inversion",
+    tag: "",
+    races: &[],
+    hangs: false,
+    potential_deadlocks: &[],
+    run: || {
+        let m = mutexes(&["gate", "m1", "m2"]);
+        let (ga, a1, a2) = (m[0].clone(), m[1].clone(), m[2].clone());
+        let (gb, b1, b2) = (m[0].clone(), m[1].clone(), m[2].clone());
+        join(vec![
+            spawn("a", move || {
+                for _ in 0..3 {
+                    let _gate = ga.lock().expect("gate");
+                    let _first = a1.lock().expect("m1");
+                    let _second = a2.lock().expect("m2");
+                }
+            }),
+            spawn("b", move || {
+                for _ in 0..3 {
+                    let _gate = gb.lock().expect("gate");
+                    let _first = b2.lock().expect("m2");
+                    let _second = b1.lock().expect("m1");
+                }
+            }),
+        ]);
+    },
+};
+
+/// One process takes m1 then m2, later m2 then m1; another takes each alone. A process cannot
+/// wait for itself, so there is nothing to report.
+const SINGLE_PROCESS_INVERSION: Scenario = Scenario {
+    name: "single_process_inversion",
+    tag: "",
+    races: &[],
+    hangs: false,
+    potential_deadlocks: &[],
+    run: || {
+        let m = mutexes(&["m1", "m2"]);
+        let (a1, a2, b1, b2) = (m[0].clone(), m[1].clone(), m[0].clone(), m[1].clone());
+        join(vec![
+            spawn("inverter", move || {
+                {
+                    let _first = a1.lock().expect("m1");
+                    let _second = a2.lock().expect("m2");
+                }
+                let _first = a2.lock().expect("m2");
+                let _second = a1.lock().expect("m1");
+            }),
+            spawn("other", move || {
+                drop(b1.lock().expect("m1"));
+                drop(b2.lock().expect("m2"));
+            }),
+        ]);
+    },
+};
+
+// ---------------------------------------------------------------------------------------------
 // Deadlocks (never end).
 
 /// Two processes take two mutexes in opposite orders.
@@ -1179,6 +1411,7 @@ const DEADLOCK_LOCKS: Scenario = Scenario {
     tag: "dl",
     races: &[],
     hangs: true,
+    potential_deadlocks: &[],
     run: || {
         let m1 = Arc::new(Mutex::named("m1", 0u64));
         let m2 = Arc::new(Mutex::named("m2", 0u64));
@@ -1208,6 +1441,7 @@ const DEADLOCK_MESSAGES: Scenario = Scenario {
     tag: "dmsg",
     races: &[],
     hangs: true,
+    potential_deadlocks: &[],
     run: || {
         let (to_right, right_inbox) = named_channel::<u64>("to-right");
         let (to_left, left_inbox) = named_channel::<u64>("to-left");
@@ -1274,6 +1508,11 @@ const SCENARIOS: &[Scenario] = &[
     FETCH_UPDATE_CONCURRENT,
     SWAP_HANDOFF,
     TOKEN_RING_LONG,
+    FIVE_PHILOSOPHERS,
+    LOCK_CYCLE_TWO,
+    LOCK_CYCLE_THREE,
+    GATE_LOCKED_INVERSION,
+    SINGLE_PROCESS_INVERSION,
     DEADLOCK_LOCKS,
     DEADLOCK_MESSAGES,
 ];
@@ -1294,6 +1533,8 @@ struct Listing {
     name: &'static str,
     hangs: bool,
     races: Vec<ExpectedRace>,
+    /// Expected potential deadlocks, each as the sorted lines of its acquisitions.
+    potential_deadlocks: Vec<Vec<u32>>,
     /// Lines of every marker of the scenario (deadlock tests use them).
     markers: Vec<(String, u32)>,
 }
@@ -1331,6 +1572,18 @@ fn list() -> Result<Vec<Listing>, String> {
                     })
                 })
                 .collect::<Result<Vec<_>, String>>()?;
+            let potential_deadlocks = s
+                .potential_deadlocks
+                .iter()
+                .map(|cycle| {
+                    let mut lines = cycle
+                        .iter()
+                        .map(|m| line_of(m))
+                        .collect::<Result<Vec<_>, String>>()?;
+                    lines.sort_unstable();
+                    Ok(lines)
+                })
+                .collect::<Result<Vec<_>, String>>()?;
             let markers = SOURCE
                 .lines()
                 .enumerate()
@@ -1344,6 +1597,7 @@ fn list() -> Result<Vec<Listing>, String> {
                 name: s.name,
                 hangs: s.hangs,
                 races,
+                potential_deadlocks,
                 markers,
             })
         })
