@@ -17,6 +17,7 @@ pub mod manifest;
 pub mod reader;
 pub mod recording;
 pub mod summary;
+pub mod task;
 pub mod trace;
 pub mod value;
 pub mod writer;
