@@ -109,7 +109,7 @@ mod tests {
     }
 
     #[test]
-    fn a_mark_value_is_a_three_element_array() {
+    fn a_mark_value_is_a_four_element_array() {
         let m = TaskMark(1, 7, vec![1, 0], 3);
         let bytes = m.encode();
         assert_eq!(

@@ -28,6 +28,7 @@
 //!   where a sequential debugger would be attached.
 
 pub mod graph;
+pub mod synth;
 
 use std::collections::HashMap;
 
@@ -662,3 +663,6 @@ fn drop_ancestors(errors: &mut Vec<TaskError>) {
     let mut k = keep.into_iter();
     errors.retain(|_| k.next().unwrap_or(true));
 }
+
+#[cfg(test)]
+mod tests;
