@@ -99,7 +99,7 @@ impl TaskGraph {
             if let Some(e) = u.end {
                 add(e, Step::End);
             }
-            for &c in &u.collects {
+            for c in u.collects.into_iter().flatten() {
                 add(c, Step::Collect);
             }
             if let Some(j) = u.join {

@@ -30,13 +30,14 @@
 pub mod graph;
 pub mod synth;
 
-use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ppd_formats::task::{Step, TaskMark};
 use ppd_formats::{Event, ProcessId, Recording};
 use serde::Serialize;
 
 use crate::error::Result;
+use crate::fasthash::FastMap;
 use crate::trace::{EventRef, Op, Trace};
 use crate::vclock::Clocks;
 
@@ -81,43 +82,97 @@ impl Unit {
     }
 }
 
-/// Reads every task mark of `recording`; `trace` must have been loaded from it. Marks whose
-/// value is not a task mark's are listed in the notes, not trusted.
-pub fn read_marks(recording: &Recording, trace: &Trace) -> Result<(Vec<TaskEvent>, Vec<String>)> {
-    let mut events = Vec::new();
+/// Reads every task mark of `recording` into `sink`; `trace` must have been loaded from it.
+/// Marks whose value is not a task mark's are listed in the notes returned, not trusted.
+///
+/// The logs are decoded on as many threads as there are cores (decoding is the cost), and
+/// their marks handed to `sink` on the calling thread in batches.
+pub fn read_marks(
+    recording: &Recording,
+    trace: &Trace,
+    mut sink: impl FnMut(TaskEvent),
+) -> Result<Vec<String>> {
+    const BATCH: usize = 4096;
+    let entries = recording.processes();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(entries.len())
+        .max(1);
+    let next = AtomicUsize::new(0);
     let mut notes = Vec::new();
-    for entry in recording.processes() {
-        let Some(p) = trace.index_of(entry.id) else {
-            continue;
-        };
-        let Ok(reader) = recording.open_log(entry) else {
-            // The trace lists the damage already.
-            continue;
-        };
-        for item in reader.events() {
-            let Ok((index, event)) = item else { break };
-            let Event::Mark { label, value, .. } = &event else {
-                continue;
-            };
-            let Some(step) = Step::of_label(label) else {
-                continue;
-            };
-            let at = EventRef::new(p, index as u32);
-            match TaskMark::decode(value) {
-                Ok(TaskMark(vm, task, path, arg)) => events.push(TaskEvent {
-                    step,
-                    unit: Unit { vm, task, path },
-                    arg,
-                    at,
-                }),
-                Err(e) => notes.push(format!(
-                    "{} event {index}: a {label} mark whose value is not a task's: {e}",
-                    trace.process_label(p)
-                )),
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Found>(2 * threads);
+        for _ in 0..threads {
+            let tx = tx.clone();
+            let next = &next;
+            scope.spawn(move || {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(entry) = entries.get(i) else { return };
+                    let Some(p) = trace.index_of(entry.id) else {
+                        continue;
+                    };
+                    let Ok(reader) = recording.open_log(entry) else {
+                        // The trace lists the damage already.
+                        continue;
+                    };
+                    let mut batch = Vec::with_capacity(BATCH);
+                    for item in reader.events() {
+                        let Ok((index, event)) = item else { break };
+                        let Event::Mark { label, value, .. } = &event else {
+                            continue;
+                        };
+                        let Some(step) = Step::of_label(label) else {
+                            continue;
+                        };
+                        match TaskMark::decode(value) {
+                            Ok(TaskMark(vm, task, path, arg)) => batch.push(TaskEvent {
+                                step,
+                                unit: Unit { vm, task, path },
+                                arg,
+                                at: EventRef::new(p, index as u32),
+                            }),
+                            Err(e) => {
+                                let note = format!(
+                                    "{} event {index}: a {label} mark whose value is not a \
+                                     task's: {e}",
+                                    trace.process_label(p)
+                                );
+                                if tx.send(Found::Note(note)).is_err() {
+                                    return;
+                                }
+                            }
+                        }
+                        if batch.len() == BATCH {
+                            let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                            if tx.send(Found::Marks(full)).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                    if tx.send(Found::Marks(batch)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        for found in rx {
+            match found {
+                Found::Marks(batch) => batch.into_iter().for_each(&mut sink),
+                Found::Note(note) => notes.push(note),
             }
         }
-    }
-    Ok((events, notes))
+    });
+    // Threads finish in any order: the notes come out the same every time.
+    notes.sort();
+    Ok(notes)
+}
+
+/// What a decoding thread found.
+enum Found {
+    Marks(Vec<TaskEvent>),
+    Note(String),
 }
 
 /// Which virtual machine a run of tasks used.
@@ -279,7 +334,10 @@ pub(crate) struct UnitEvents {
     pub(crate) begin: Option<EventRef>,
     pub(crate) split: Option<(EventRef, u64)>,
     pub(crate) end: Option<EventRef>,
-    pub(crate) collects: Vec<EventRef>,
+    /// The first collection, and the second if there was one.
+    pub(crate) collects: [Option<EventRef>; 2],
+    /// How many collections.
+    pub(crate) collected: u32,
     pub(crate) join: Option<EventRef>,
 }
 
@@ -292,52 +350,61 @@ impl UnitEvents {
     fn done(&self, vm: Vm) -> bool {
         match vm {
             Vm::Hand => self.end.is_some(),
-            Vm::Farm => self.collects.len() == 1,
+            Vm::Farm => self.collected == 1,
             Vm::DivideAndConquer if self.split.is_some() => {
-                self.collects.len() == 1 && self.join.is_some()
+                self.collected == 1 && self.join.is_some()
             }
-            Vm::DivideAndConquer => self.collects.len() == 1,
+            Vm::DivideAndConquer => self.collected == 1,
         }
     }
 }
 
 /// The task marks of a run, grouped.
+#[derive(Default)]
 pub(crate) struct Runs {
     /// Per virtual machine run: its kind and declared number of tasks.
-    pub(crate) vms: HashMap<u64, (Vm, u64)>,
+    pub(crate) vms: FastMap<u64, (Vm, u64)>,
     /// Every unit's events.
-    pub(crate) units: HashMap<Unit, UnitEvents>,
+    pub(crate) units: FastMap<Unit, UnitEvents>,
 }
 
 impl Runs {
-    fn new(events: &[TaskEvent]) -> Runs {
-        let mut vms = HashMap::new();
-        vms.insert(0, (Vm::Hand, 0));
-        let mut units: HashMap<Unit, UnitEvents> = HashMap::new();
+    pub(crate) fn new(events: impl IntoIterator<Item = TaskEvent>) -> Runs {
+        let mut runs = Runs::default();
+        runs.vms.insert(0, (Vm::Hand, 0));
         for e in events {
-            match e.step {
-                Step::Farm => {
-                    vms.insert(e.unit.vm, (Vm::Farm, e.arg));
-                    continue;
-                }
-                Step::Dc => {
-                    vms.insert(e.unit.vm, (Vm::DivideAndConquer, 1));
-                    continue;
-                }
-                _ => {}
-            }
-            let u = units.entry(e.unit.clone()).or_default();
-            match e.step {
-                Step::Give => u.give = u.give.or(Some((e.at, e.arg))),
-                Step::Begin => u.begin = u.begin.or(Some(e.at)),
-                Step::Split => u.split = u.split.or(Some((e.at, e.arg))),
-                Step::End => u.end = u.end.or(Some(e.at)),
-                Step::Collect => u.collects.push(e.at),
-                Step::Join => u.join = u.join.or(Some(e.at)),
-                Step::Farm | Step::Dc => {}
-            }
+            runs.add(e);
         }
-        Runs { vms, units }
+        runs
+    }
+
+    fn add(&mut self, e: TaskEvent) {
+        match e.step {
+            Step::Farm => {
+                self.vms.insert(e.unit.vm, (Vm::Farm, e.arg));
+                return;
+            }
+            Step::Dc => {
+                self.vms.insert(e.unit.vm, (Vm::DivideAndConquer, 1));
+                return;
+            }
+            _ => {}
+        }
+        let u = self.units.entry(e.unit).or_default();
+        match e.step {
+            Step::Give => u.give = u.give.or(Some((e.at, e.arg))),
+            Step::Begin => u.begin = u.begin.or(Some(e.at)),
+            Step::Split => u.split = u.split.or(Some((e.at, e.arg))),
+            Step::End => u.end = u.end.or(Some(e.at)),
+            Step::Collect => {
+                if let Some(slot) = u.collects.iter_mut().find(|c| c.is_none()) {
+                    *slot = Some(e.at);
+                }
+                u.collected += 1;
+            }
+            Step::Join => u.join = u.join.or(Some(e.at)),
+            Step::Farm | Step::Dc => {}
+        }
     }
 
     pub(crate) fn vm_of(&self, unit: &Unit) -> Vm {
@@ -354,13 +421,20 @@ impl Runs {
 }
 
 /// Analyses the task marks `events` of a run whose events and clocks are `trace` and `clocks`.
-pub fn analyse(trace: &Trace, clocks: &Clocks, events: &[TaskEvent]) -> TaskReport {
-    let runs = Runs::new(events);
+pub fn analyse(
+    trace: &Trace,
+    clocks: &Clocks,
+    events: impl IntoIterator<Item = TaskEvent>,
+) -> TaskReport {
+    analyse_runs(trace, clocks, &Runs::new(events))
+}
+
+fn analyse_runs(trace: &Trace, clocks: &Clocks, runs: &Runs) -> TaskReport {
     let mut errors = Vec::new();
-    let overtaken = Overtaken::new(trace, &runs);
+    let overtaken = Overtaken::new(trace, runs);
     for (unit, u) in &runs.units {
         let vm = runs.vm_of(unit);
-        if let Some(mut e) = locate(trace, &runs, unit, u, vm) {
+        if let Some(mut e) = locate(trace, runs, unit, u, vm) {
             let first = u.first().unwrap_or(EventRef::new(0, 0));
             e.overtaken = u.first().is_some_and(|f| overtaken.check(clocks, f));
             e.rank = (e.fault, !e.overtaken, clock_sum(clocks, first));
@@ -373,7 +447,7 @@ pub fn analyse(trace: &Trace, clocks: &Clocks, events: &[TaskEvent]) -> TaskRepo
     });
 
     // Tasks: by (vm, task).
-    let mut tasks: HashMap<(u64, u64), bool> = HashMap::new();
+    let mut tasks: FastMap<(u64, u64), bool> = FastMap::default();
     for unit in runs.units.keys() {
         let ok = runs.complete(unit);
         let entry = tasks.entry((unit.vm, unit.task)).or_insert(true);
@@ -398,7 +472,7 @@ pub fn analyse(trace: &Trace, clocks: &Clocks, events: &[TaskEvent]) -> TaskRepo
     };
     let graphs = failed
         .iter()
-        .map(|&(vm, task)| graph::TaskGraph::build(trace, clocks, &runs, vm, task))
+        .map(|&(vm, task)| graph::TaskGraph::build(trace, clocks, runs, vm, task))
         .collect();
     let verdict = if errors.is_empty() && never_handed_out == 0 {
         "success"
@@ -422,8 +496,9 @@ pub fn analyse_recording(
     trace: &Trace,
     clocks: &Clocks,
 ) -> Result<TaskReport> {
-    let (events, notes) = read_marks(recording, trace)?;
-    let mut report = analyse(trace, clocks, &events);
+    let mut runs = Runs::new([]);
+    let notes = read_marks(recording, trace, |e| runs.add(e))?;
+    let mut report = analyse_runs(trace, clocks, &runs);
     report.notes.extend(notes);
     report.notes.extend(clocks.notes().iter().cloned());
     Ok(report)
@@ -436,8 +511,8 @@ pub fn task_graph(
     clocks: &Clocks,
     task: u64,
 ) -> Result<Option<TaskGraph>> {
-    let (events, _) = read_marks(recording, trace)?;
-    let runs = Runs::new(&events);
+    let mut runs = Runs::new([]);
+    read_marks(recording, trace, |e| runs.add(e))?;
     let run = runs
         .units
         .keys()
@@ -528,14 +603,13 @@ fn locate(trace: &Trace, runs: &Runs, unit: &Unit, u: &UnitEvents, vm: Vm) -> Op
     } else {
         Role::Computing
     };
-    if u.collects.len() > 1 {
-        let second = u.collects[1];
+    if let [_, Some(second)] = u.collects {
         return Some(error(
             Fault::Duplicate,
             Role::Collecting,
             second,
             node_of(trace, second),
-            format!("the result was collected {} times", u.collects.len()),
+            format!("the result was collected {} times", u.collected),
         ));
     }
     let Some(begin) = u.begin else {
@@ -559,7 +633,7 @@ fn locate(trace: &Trace, runs: &Runs, unit: &Unit, u: &UnitEvents, vm: Vm) -> Op
     if vm == Vm::Hand {
         return None;
     }
-    if u.collects.is_empty() {
+    let Some(collected) = u.collects[0] else {
         let collector = u.give.map_or(begin, |g| g.0);
         return Some(error(
             Fault::Lost,
@@ -568,7 +642,7 @@ fn locate(trace: &Trace, runs: &Runs, unit: &Unit, u: &UnitEvents, vm: Vm) -> Op
             node_of(trace, collector),
             "the result was sent back and never collected".to_owned(),
         ));
-    }
+    };
     if let Some((_, n)) = u.split
         && u.join.is_none()
     {
@@ -589,9 +663,9 @@ fn locate(trace: &Trace, runs: &Runs, unit: &Unit, u: &UnitEvents, vm: Vm) -> Op
         }
         let last = children
             .iter()
-            .filter_map(|c| runs.units.get(c).and_then(|c| c.collects.first().copied()))
+            .filter_map(|c| runs.units.get(c).and_then(|c| c.collects[0]))
             .max_by_key(|e| e.index)
-            .unwrap_or(u.collects[0]);
+            .unwrap_or(collected);
         return Some(error(
             Fault::Unjoined,
             Role::Joining,

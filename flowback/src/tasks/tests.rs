@@ -5,7 +5,7 @@ use super::*;
 
 fn analyse_run((trace, events): (Trace, Vec<TaskEvent>)) -> TaskReport {
     let clocks = Clocks::compute(&trace);
-    analyse(&trace, &clocks, &events)
+    analyse(&trace, &clocks, events)
 }
 
 /// `FAULT TASK SUBTASK NODE PROCESS AT` of each error.
@@ -158,9 +158,9 @@ fn a_joined_divide_and_conquer_is_a_success_and_its_graph_is_complete() {
     split_in_two(&mut sim, true, true);
     let (trace, events) = sim.finish();
     let clocks = Clocks::compute(&trace);
-    let report = analyse(&trace, &clocks, &events);
+    let report = analyse(&trace, &clocks, events.clone());
     assert_eq!(report.verdict, "success");
-    let runs = Runs::new(&events);
+    let runs = Runs::new(events);
     let g = TaskGraph::build(&trace, &clocks, &runs, 1, 0);
     assert_eq!(g.events.len(), 4 + 2 * 4 + 1);
     // Every vertex of the coalesced graph holds what its roles expect.
@@ -174,7 +174,7 @@ fn a_joined_divide_and_conquer_is_a_success_and_its_graph_is_complete() {
 fn a_task_graph_is_the_chain_give_begin_end_collect() {
     let (trace, events) = synth::farm(6, 2, Inject::Hang(3));
     let clocks = Clocks::compute(&trace);
-    let runs = Runs::new(&events);
+    let runs = Runs::new(events);
     let g = TaskGraph::build(&trace, &clocks, &runs, 1, 2);
     let steps: Vec<Step> = g.events.iter().map(|e| e.step).collect();
     assert_eq!(steps, [Step::Give, Step::Begin, Step::End, Step::Collect]);
