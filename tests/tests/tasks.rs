@@ -228,6 +228,51 @@ fn a_clean_run_is_a_success_without_errors() {
 }
 
 #[test]
+fn ppd_graph_task_keeps_one_task_in_colour_and_greys_out_the_rest() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record_case(work.path(), "clean");
+    let rec = dir.to_str().unwrap();
+    let out = ppd(
+        work.path(),
+        &["graph", rec, "--task", "7", "--format", "svg"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let svg = String::from_utf8_lossy(&out.stdout);
+    let lit = |what: &str| {
+        svg.lines()
+            .filter(|l| l.contains(what) && !l.contains(" dim"))
+            .count()
+    };
+    // Task 7 of the farm: give and send in main, receive, begin, end and send in its worker,
+    // receive and collect in main; the two messages between them.
+    assert_eq!(lit("<circle"), 8, "{svg}");
+    assert_eq!(lit("class=\"msg\""), 2, "{svg}");
+    for step in ["give", "begin", "end", "collect"] {
+        let mark = format!("mark ppd.task.{step}");
+        assert!(
+            svg.lines()
+                .any(|l| l.contains(&mark) && !l.contains(" dim")),
+            "{step}: {svg}"
+        );
+    }
+    assert!(
+        svg.matches("<circle class=\"ev").count() > 100,
+        "the rest is drawn, greyed"
+    );
+
+    let out = ppd(
+        work.path(),
+        &["graph", rec, "--task", "500", "--format", "svg"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no task 500"));
+}
+
+#[test]
 fn a_run_without_tasks_is_refused_as_bad_input() {
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("plain");

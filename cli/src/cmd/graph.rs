@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use ppd_flowback::halt::HaltCut;
 use ppd_flowback::picture::{Diagram, dot, html, svg};
+use ppd_flowback::tasks;
 
 use std::io::{BufWriter, Write};
 use std::path::Path;
@@ -12,7 +13,7 @@ use std::path::Path;
 use ppd_flowback::FlowbackError;
 
 use super::races::{classify, open_analysis};
-use crate::exit::CmdResult;
+use crate::exit::{CmdResult, input};
 
 /// Picture formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -36,6 +37,9 @@ pub(crate) struct Args {
     /// Write to FILE instead of standard output.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<PathBuf>,
+    /// Draw task N's events (`ppd::task`) in colour and grey out the rest of the run.
+    #[arg(long, value_name = "N")]
+    task: Option<u64>,
 }
 
 pub(crate) fn run(args: &Args) -> CmdResult {
@@ -54,8 +58,18 @@ pub(crate) fn run(args: &Args) -> CmdResult {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "run".into());
-    let title = format!("{program}: {}", dir.display());
-    let diagram = Diagram::build(
+    let mut title = format!("{program}: {}", dir.display());
+    let focus = match args.task {
+        Some(n) => {
+            let graph = tasks::task_graph(&recording, &analysis.trace, &analysis.clocks, n)
+                .map_err(classify)?
+                .ok_or_else(|| input(anyhow::anyhow!("the run has no task {n}")))?;
+            title.push_str(&format!(", task {n}"));
+            Some(graph.highlight(&analysis.clocks))
+        }
+        None => None,
+    };
+    let mut diagram = Diagram::build(
         &title,
         &analysis.trace,
         &analysis.clocks,
@@ -63,6 +77,9 @@ pub(crate) fn run(args: &Args) -> CmdResult {
         &analysis.message_races(),
         cut.as_ref(),
     );
+    if let Some(events) = &focus {
+        diagram.focus(events);
+    }
     let text = match args.format {
         Format::Html => html::render(&diagram),
         Format::Svg => svg::render(&diagram),

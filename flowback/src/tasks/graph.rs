@@ -6,7 +6,7 @@
 //! The thesis's source and sink pseudo-events are implicit: the source precedes the events
 //! with no incoming arc, the sink follows the frontier events of a complete task.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use ppd_formats::ProcessId;
 use ppd_formats::task::Step;
@@ -64,6 +64,9 @@ pub struct TaskGraph {
     pub coalesced: Vec<Vertex>,
     /// The frontier events: those without an outgoing arc, where the task's data flow stops.
     pub frontier: Vec<usize>,
+    /// The events in the trace.
+    #[serde(skip)]
+    refs: Vec<EventRef>,
 }
 
 impl TaskGraph {
@@ -155,13 +158,13 @@ impl TaskGraph {
             })
             .collect();
         let events = raw
-            .into_iter()
+            .iter()
             .map(|(e, step, subtask)| GraphEvent {
-                step,
-                subtask,
+                step: *step,
+                subtask: subtask.clone(),
                 process: node(trace, trace.process(e.process).id),
                 index: e.index,
-                at: super::site_of(trace, e),
+                at: super::site_of(trace, *e),
             })
             .collect();
         TaskGraph {
@@ -172,7 +175,36 @@ impl TaskGraph {
             arcs,
             coalesced,
             frontier,
+            refs,
         }
+    }
+
+    /// The task's events and the synchronization edges that carry its arcs between processes
+    /// (for each arc, the first edge out of its start's process after it that arrives before
+    /// its end): what `ppd graph --task N` leaves in colour.
+    pub fn highlight(&self, clocks: &Clocks) -> BTreeSet<EventRef> {
+        let mut shown: BTreeSet<EventRef> = self.refs.iter().copied().collect();
+        for &(a, b) in &self.arcs {
+            let (a, b) = (self.refs[a], self.refs[b]);
+            if a.process == b.process {
+                continue;
+            }
+            let carrier = clocks
+                .edges()
+                .iter()
+                .filter(|e| {
+                    e.from.process == a.process
+                        && e.to.process == b.process
+                        && e.from.index >= a.index
+                        && e.to.index <= b.index
+                })
+                .min_by_key(|e| e.from.index);
+            if let Some(e) = carrier {
+                shown.insert(e.from);
+                shown.insert(e.to);
+            }
+        }
+        shown
     }
 }
 
