@@ -6,7 +6,7 @@
 //! farm of `PPD_BENCH_TASKS` tasks (default 1 000 000) on 16 workers would leave — per task a
 //! hand-out, a message, begin and end marks, a message back and a collection, one task's work
 //! panicking — then times what `ppd analyze tasks` does with it: read the logs and compute the
-//! vector clocks (`Analysis::open`, which also writes the clock cache), read the task marks and
+//! vector clocks (`tasks::open`, which also writes the clock cache), read the task marks and
 //! analyse them. Peak memory is the process's resident high-water mark over the analysis
 //! (reset before it through `/proc/self/clear_refs`). Nothing here gates: the goal (≤ 5 s) is
 //! reported, not asserted.
@@ -15,7 +15,6 @@ use std::panic::Location;
 use std::path::Path;
 use std::time::Instant;
 
-use ppd_flowback::Analysis;
 use ppd_flowback::tasks;
 use ppd_formats::event::ObjectKind;
 use ppd_formats::manifest::{Manifest, ProcessEntry, Program, RecordOptions};
@@ -299,10 +298,10 @@ fn measure(tasks: u64) {
     let base = peak_rss();
     let t = Instant::now();
     let recording = Recording::open(dir.path()).unwrap();
-    let analysis = Analysis::open(&recording).unwrap();
+    let (trace, clocks) = tasks::open(&recording).unwrap();
     let t_open = t.elapsed();
     let t2 = Instant::now();
-    let report = tasks::analyse_recording(&recording, &analysis.trace, &analysis.clocks).unwrap();
+    let report = tasks::analyse_recording(&recording, &trace, &clocks).unwrap();
     let t_tasks = t2.elapsed();
     let total = t.elapsed();
     let peak = peak_rss();

@@ -7,7 +7,10 @@ use std::process::ExitCode;
 use ppd_flowback::tasks::{self, TaskGraph, TaskReport};
 use serde::Serialize;
 
-use crate::cmd::races::{classify, open_analysis};
+use ppd_formats::Recording;
+use ppd_formats::recording::resolve;
+
+use crate::cmd::races::classify;
 use crate::exit::{CmdResult, input};
 use crate::output;
 
@@ -49,9 +52,10 @@ struct Output<'a> {
 
 pub(crate) fn run(args: &Args) -> CmdResult {
     let What::Tasks(args) = &args.what;
-    let (dir, recording, analysis) = open_analysis(args.rec.as_deref())?;
-    let report = tasks::analyse_recording(&recording, &analysis.trace, &analysis.clocks)
-        .map_err(classify)?;
+    let dir = resolve(args.rec.as_deref())?;
+    let recording = Recording::open(&dir)?;
+    let (trace, clocks) = tasks::open(&recording).map_err(classify)?;
+    let report = tasks::analyse_recording(&recording, &trace, &clocks).map_err(classify)?;
     if report.tasks == 0 {
         return Err(input(anyhow::anyhow!(
             "{}: the run logged no tasks (use ppd::task::farm, divide_and_conquer or enter)",
@@ -60,7 +64,7 @@ pub(crate) fn run(args: &Args) -> CmdResult {
     }
     let graph = match args.task {
         Some(n) => Some(
-            tasks::task_graph(&recording, &analysis.trace, &analysis.clocks, n)
+            tasks::task_graph(&recording, &trace, &clocks, n)
                 .map_err(classify)?
                 .ok_or_else(|| input(anyhow::anyhow!("the run has no task {n}")))?,
         ),

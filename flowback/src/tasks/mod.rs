@@ -454,10 +454,8 @@ fn analyse_runs(trace: &Trace, clocks: &Clocks, runs: &Runs) -> TaskReport {
         *entry &= ok;
     }
     let mut never_handed_out = 0;
-    let mut declared = 0;
     for (&vm, &(kind, count)) in &runs.vms {
         if kind == Vm::Farm {
-            declared += count;
             let seen = tasks.keys().filter(|(v, _)| *v == vm).count() as u64;
             never_handed_out += count.saturating_sub(seen);
         }
@@ -482,12 +480,20 @@ fn analyse_runs(trace: &Trace, clocks: &Clocks, runs: &Runs) -> TaskReport {
     TaskReport {
         verdict,
         errors,
-        tasks: seen + never_handed_out.min(declared),
+        tasks: seen + never_handed_out,
         complete,
         never_handed_out,
         graphs,
         notes: Vec::new(),
     }
+}
+
+/// Reads `recording` and its vector clocks (from the cache when valid): all the task analysis
+/// needs, without the race detection [`crate::Analysis::open`] does on the way.
+pub fn open(recording: &Recording) -> Result<(Trace, Clocks)> {
+    let trace = Trace::load(recording)?;
+    let (clocks, _) = crate::cache::load_or_compute(recording, &trace);
+    Ok((trace, clocks))
 }
 
 /// Reads the task marks of `recording` and analyses them.
@@ -666,6 +672,24 @@ fn locate(trace: &Trace, runs: &Runs, unit: &Unit, u: &UnitEvents, vm: Vm) -> Op
             .filter_map(|c| runs.units.get(c).and_then(|c| c.collects[0]))
             .max_by_key(|e| e.index)
             .unwrap_or(collected);
+        // The joining process panicked after the last result came in: in the combine.
+        let proc = trace.process(last.process);
+        let panic = proc.events[last.index as usize + 1..]
+            .iter()
+            .position(|e| matches!(e.op, Op::Panic { .. }));
+        if let Some(k) = panic {
+            let at = EventRef::new(last.process, last.index + 1 + k as u32);
+            let Op::Panic { message } = proc.events[at.index as usize].op else {
+                unreachable!("found as a panic")
+            };
+            return Some(error(
+                Fault::Panic,
+                Role::Joining,
+                at,
+                node_of(trace, at),
+                format!("panicked: {}", trace.name(message)),
+            ));
+        }
         return Some(error(
             Fault::Unjoined,
             Role::Joining,

@@ -142,6 +142,18 @@ fn subtasks_that_came_back_and_were_never_joined_are_unjoined() {
 }
 
 #[test]
+fn a_combine_that_panicked_is_a_panic_in_joining() {
+    let mut sim = Sim::new(3);
+    split_in_two(&mut sim, false, true);
+    sim.panic(0, "cannot combine", "src/combine.rs", 12);
+    let report = analyse_run(sim.finish());
+    assert_eq!(
+        lines(&report),
+        ["PANIC 0 - main/p0 joining src/combine.rs:12"]
+    );
+}
+
+#[test]
 fn a_failed_subtask_is_the_frontier_and_its_unjoined_parent_is_not_listed() {
     let mut sim = Sim::new(3);
     split_in_two(&mut sim, false, false);
