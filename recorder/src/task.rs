@@ -16,6 +16,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, VecDeque};
+use std::marker::PhantomData;
 use std::panic::Location;
 use std::sync::Arc;
 
@@ -240,7 +241,7 @@ fn fail(vm: &str, failed: &[(u64, SubtaskPath, usize)], panics: &BTreeMap<usize,
 }
 
 /// A subtask path as the tools print it: `0.1.0`.
-pub fn show_path(path: &[u32]) -> String {
+fn show_path(path: &[u32]) -> String {
     path.iter()
         .map(u32::to_string)
         .collect::<Vec<_>>()
@@ -483,6 +484,8 @@ pub struct TaskGuard {
     task: u64,
     path: SubtaskPath,
     site: &'static Location<'static>,
+    /// The guard belongs to the thread whose task stack it is on.
+    _not_send: PhantomData<*const ()>,
 }
 
 /// Marks hand-written task code: the current process works on task `id` until the guard
@@ -517,7 +520,12 @@ pub fn enter(id: u64) -> TaskGuard {
         unit
     });
     log(Step::Begin, (0, task), &path, 0, site);
-    TaskGuard { task, path, site }
+    TaskGuard {
+        task,
+        path,
+        site,
+        _not_send: PhantomData,
+    }
 }
 
 impl TaskGuard {

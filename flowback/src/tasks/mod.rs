@@ -674,14 +674,15 @@ fn locate(trace: &Trace, runs: &Runs, unit: &Unit, u: &UnitEvents, vm: Vm) -> Op
             .unwrap_or(collected);
         // The joining process panicked after the last result came in: in the combine.
         let proc = trace.process(last.process);
-        let panic = proc.events[last.index as usize + 1..]
+        let panic = events_after(proc, last.index)
             .iter()
-            .position(|e| matches!(e.op, Op::Panic { .. }));
-        if let Some(k) = panic {
+            .enumerate()
+            .find_map(|(k, e)| match e.op {
+                Op::Panic { message } => Some((k, message)),
+                _ => None,
+            });
+        if let Some((k, message)) = panic {
             let at = EventRef::new(last.process, last.index + 1 + k as u32);
-            let Op::Panic { message } = proc.events[at.index as usize].op else {
-                unreachable!("found as a panic")
-            };
             return Some(error(
                 Fault::Panic,
                 Role::Joining,
@@ -711,7 +712,7 @@ fn stopped(
 ) -> TaskError {
     let proc = trace.process(begin.process);
     let node = node_of(trace, begin);
-    let after = &proc.events[begin.index as usize + 1..];
+    let after = events_after(proc, begin.index);
     if let Some(k) = after.iter().position(|e| e.op.is_end()) {
         let at = EventRef::new(begin.process, begin.index + 1 + k as u32);
         return match after[k].op {
@@ -731,7 +732,12 @@ fn stopped(
             ),
         };
     }
-    let last = EventRef::new(begin.process, proc.events.len() as u32 - 1);
+    // The trace holds the begin (the marks were read from the same log), unless the log
+    // changed in between: then the begin stands for the last event.
+    let last_index = (proc.events.len() as u32)
+        .saturating_sub(1)
+        .max(begin.index);
+    let last = EventRef::new(begin.process, last_index);
     let how = if proc.complete {
         "its log goes on without finishing the task"
     } else {
@@ -743,6 +749,11 @@ fn stopped(
         format!("{how}; its last event: {}", trace.describe(last))
     };
     error(Fault::Process, role, last, node, detail)
+}
+
+/// The events of `proc` after its event `index` (none if the trace ends there).
+fn events_after(proc: &crate::trace::Process, index: u32) -> &[crate::trace::Ev] {
+    proc.events.get(index as usize + 1..).unwrap_or(&[])
 }
 
 /// A unit whose error is also its subtask's (the same frontier event, a nested `enter`) is
