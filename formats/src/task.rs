@@ -85,8 +85,14 @@ pub struct TaskMark(
 impl TaskMark {
     /// The encoded value.
     pub fn encode(&self) -> Vec<u8> {
-        // A tuple of integers always encodes.
-        value::encode(self).unwrap_or_default()
+        TaskMark::encode_parts(self.0, self.1, &self.2, self.3)
+    }
+
+    /// The encoded value of `TaskMark(run, task, path, arg)`, without building one: what the
+    /// runtime logs at every step.
+    pub fn encode_parts(run: u64, task: u64, path: &[u32], arg: u64) -> Vec<u8> {
+        // Integers and a sequence of integers always encode.
+        value::encode(&(run, task, path, arg)).unwrap_or_default()
     }
 
     /// Decodes a task mark's value.

@@ -44,7 +44,7 @@ fn log(
     if !runtime::active() {
         return;
     }
-    let value = TaskMark(vm, task, path.to_vec(), arg).encode();
+    let value = TaskMark::encode_parts(vm, task, path, arg);
     runtime::expect(Op::plain(EventKind::Mark, Some(site)));
     runtime::done(&Event::Mark {
         label: step.label(),
