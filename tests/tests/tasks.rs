@@ -138,6 +138,35 @@ fn a_farm_of_100_tasks_names_the_task_whose_work_panicked() {
         "failure: 1 error in 100 tasks (99 complete)"
     );
 
+    // The way into phase two: a replay that halts where task 37's computation begins, and
+    // re-runs it from the log (its panic again).
+    let hint = text
+        .lines()
+        .find_map(|l| l.strip_prefix("replay to it: "))
+        .unwrap_or_else(|| panic!("no replay hint:\n{text}"));
+    let predicate = hint
+        .split_once("--stop '")
+        .and_then(|(_, p)| p.strip_suffix('\''))
+        .unwrap_or_else(|| panic!("{hint}"));
+    assert_eq!(
+        predicate,
+        format!(
+            "{}: mark ppd.task.begin if value.0 == 1 && value.1 == 37",
+            first[3].split('/').next().unwrap()
+        )
+    );
+    let out = ppd(
+        work.path(),
+        &["replay", dir.to_str().unwrap(), "--stop", predicate],
+    );
+    let replayed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        replayed.contains(&format!("halted (the predicate holds) at: {predicate}")),
+        "{replayed}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("task input 37 is poisoned"));
+
     let json = analyze_json(work.path(), &dir);
     assert_eq!(json["verdict"], "failure");
     let e = &json["errors"][0];

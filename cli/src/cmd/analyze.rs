@@ -77,13 +77,13 @@ pub(crate) fn run(args: &Args) -> CmdResult {
             task: graph.as_ref(),
         });
     } else {
-        print_text(&report, graph.as_ref());
+        print_text(&dir, &report, graph.as_ref());
     }
     // A failed run is the finding, not a failure of the command.
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_text(report: &TaskReport, graph: Option<&TaskGraph>) {
+fn print_text(dir: &Path, report: &TaskReport, graph: Option<&TaskGraph>) {
     if !report.errors.is_empty() {
         let rows: Vec<[String; 6]> = report
             .errors
@@ -122,6 +122,12 @@ fn print_text(report: &TaskReport, graph: Option<&TaskGraph>) {
         }
     }
     println!("{}", report.verdict_line());
+    if let Some(predicate) = report.errors.first().and_then(|e| e.replay.as_ref()) {
+        println!(
+            "replay to it: ppd replay {} --stop '{predicate}'",
+            dir.display()
+        );
+    }
     for note in &report.notes {
         println!("note: {note}");
     }

@@ -283,6 +283,10 @@ pub struct TaskError {
     pub detail: String,
     /// Whether a unit handed out after this one came back while this one did not.
     pub overtaken: bool,
+    /// A `ppd replay --stop` predicate that halts where the unit's computation begins (or, if
+    /// it never began, where it was handed out): the way into phase two, re-running the unit
+    /// from the log.
+    pub replay: Option<String>,
     #[serde(skip)]
     rank: (Fault, bool, u64),
 }
@@ -602,6 +606,7 @@ fn locate(trace: &Trace, runs: &Runs, unit: &Unit, u: &UnitEvents, vm: Vm) -> Op
         frontier: trace.describe(at),
         detail,
         overtaken: false,
+        replay: stop_predicate(trace, unit, u),
         rank: (fault, true, 0),
     };
     let working = if vm == Vm::DivideAndConquer {
@@ -700,6 +705,25 @@ fn locate(trace: &Trace, runs: &Runs, unit: &Unit, u: &UnitEvents, vm: Vm) -> Op
         ));
     }
     None
+}
+
+/// The predicate of [`TaskError::replay`]: the unit's begin mark (or its give), told apart from
+/// the others by its value `[run, task, path, arg]`.
+fn stop_predicate(trace: &Trace, unit: &Unit, u: &UnitEvents) -> Option<String> {
+    let (at, step) = match (u.begin, u.give) {
+        (Some(b), _) => (b, Step::Begin),
+        (None, Some((g, _))) => (g, Step::Give),
+        (None, None) => return None,
+    };
+    let mut condition = format!("value.0 == {} && value.1 == {}", unit.vm, unit.task);
+    for (i, child) in unit.path.iter().enumerate() {
+        condition.push_str(&format!(" && value.2.{i} == {child}"));
+    }
+    Some(format!(
+        "{}: mark {} if {condition}",
+        trace.process(at.process).name,
+        step.label()
+    ))
 }
 
 /// The error of a unit begun and never finished: how its process's log goes on after the
