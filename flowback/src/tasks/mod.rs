@@ -26,6 +26,9 @@
 //!   linear extension: the sum of the vector clock).
 //! * deTrEK's NODE is a processor; ppd's is the logical process that holds the unit, which is
 //!   where a sequential debugger would be attached.
+//! * Each error carries a `ppd replay --stop` predicate that halts where its unit began: ppd's
+//!   replay reproduces the run up to there and re-runs the unit from the log, which stands in
+//!   for the thesis's phase two (re-executing one task alone) until that exists.
 
 pub mod graph;
 pub mod synth;
