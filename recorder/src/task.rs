@@ -221,9 +221,15 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
-/// Panics naming the tasks that failed, with their workers' panic messages.
-fn fail(vm: &str, failed: &[(u64, SubtaskPath, usize)], panics: &BTreeMap<usize, String>) -> ! {
-    let list: Vec<String> = failed
+/// Panics naming the tasks that failed, with their workers' panic messages, and how many were
+/// left when no worker was.
+fn fail(
+    vm: &str,
+    failed: &[(u64, SubtaskPath, usize)],
+    left: usize,
+    panics: &BTreeMap<usize, String>,
+) -> ! {
+    let mut list: Vec<String> = failed
         .iter()
         .map(|(task, path, w)| {
             let sub = if path.is_empty() {
@@ -237,6 +243,9 @@ fn fail(vm: &str, failed: &[(u64, SubtaskPath, usize)], panics: &BTreeMap<usize,
             }
         })
         .collect();
+    if left > 0 {
+        list.push(format!("{left} never handed out: no worker left"));
+    }
     panic!("ppd::task::{vm}: failed: {}", list.join("; "))
 }
 
@@ -305,7 +314,7 @@ where
     }
     let panics = pool.finish();
     if !failed.is_empty() || !pending.is_empty() {
-        fail("farm", &failed, &panics);
+        fail("farm", &failed, pending.len(), &panics);
     }
     results.into_iter().flatten().collect()
 }
@@ -441,7 +450,7 @@ where
     let panics = pool.finish();
     match root {
         Some(result) if failed.is_empty() => result,
-        _ => fail("divide_and_conquer", &failed, &panics),
+        _ => fail("divide_and_conquer", &failed, pending.len(), &panics),
     }
 }
 

@@ -238,3 +238,17 @@ fn nested_enter_guards_report_the_innermost_subtask() {
         ["PANIC 1 4 worker-2/p2 computing src/hand.rs:9"]
     );
 }
+
+#[test]
+fn tasks_left_when_the_last_worker_died_are_counted_as_never_handed_out() {
+    let report = analyse_run(synth::farm(10, 1, Inject::Panic(0)));
+    assert_eq!(
+        lines(&report),
+        ["PANIC 0 - worker-1/p1 computing src/work.rs:7"]
+    );
+    assert_eq!(report.never_handed_out, 9);
+    assert_eq!(
+        report.verdict_line(),
+        "failure: 1 error in 10 tasks (0 complete), 9 never handed out"
+    );
+}
