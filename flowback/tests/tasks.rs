@@ -5,7 +5,7 @@
 use std::panic::Location;
 use std::path::Path;
 
-use ppd_flowback::tasks;
+use ppd_flowback::tasks::TaskRecording;
 use ppd_formats::manifest::{Manifest, ProcessEntry, Program, RecordOptions};
 use ppd_formats::task::{Step, TaskMark};
 use ppd_formats::{Borrowed, Event, LogIdentity, LogWriter, ProcessId, Recording, WriterOptions};
@@ -115,8 +115,7 @@ fn marks_are_read_back_and_a_foreign_value_is_a_note() {
     let tmp = tempfile::tempdir().unwrap();
     write_recording(tmp.path());
     let recording = Recording::open(tmp.path()).unwrap();
-    let (trace, clocks) = tasks::open(&recording).unwrap();
-    let report = tasks::analyse_recording(&recording, &trace, &clocks).unwrap();
+    let report = TaskRecording::open(&recording).unwrap().report();
     assert_eq!(report.verdict, "failure");
     assert_eq!((report.tasks, report.complete), (2, 1));
     let e = &report.errors[0];
@@ -141,9 +140,12 @@ fn a_log_whose_end_is_cut_off_is_analysed_with_what_it_still_holds() {
     let bytes = std::fs::read(&log).unwrap();
     std::fs::write(&log, &bytes[..bytes.len() - 40]).unwrap();
     let recording = Recording::open(tmp.path()).unwrap();
-    let (trace, clocks) = tasks::open(&recording).unwrap();
-    assert!(!trace.process(1).damage.is_empty(), "the cut is noticed");
-    let report = tasks::analyse_recording(&recording, &trace, &clocks).unwrap();
+    let run = TaskRecording::open(&recording).unwrap();
+    assert!(
+        !run.trace.process(1).damage.is_empty(),
+        "the cut is noticed"
+    );
+    let report = run.report();
     assert_eq!((report.tasks, report.complete), (2, 1));
     assert_eq!(report.errors[0].fault.name(), "PANIC");
     assert_eq!(report.errors[0].task, 1);

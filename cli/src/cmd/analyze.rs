@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use ppd_flowback::tasks::{self, TaskGraph, TaskReport};
+use ppd_flowback::tasks::{TaskGraph, TaskRecording, TaskReport};
 use serde::Serialize;
 
 use ppd_formats::Recording;
@@ -54,8 +54,8 @@ pub(crate) fn run(args: &Args) -> CmdResult {
     let What::Tasks(args) = &args.what;
     let dir = resolve(args.rec.as_deref())?;
     let recording = Recording::open(&dir)?;
-    let (trace, clocks) = tasks::open(&recording).map_err(classify)?;
-    let report = tasks::analyse_recording(&recording, &trace, &clocks).map_err(classify)?;
+    let run = TaskRecording::open(&recording).map_err(classify)?;
+    let report = run.report();
     if report.tasks == 0 {
         return Err(input(anyhow::anyhow!(
             "{}: the run logged no tasks (use ppd::task::farm, divide_and_conquer or enter)",
@@ -64,8 +64,7 @@ pub(crate) fn run(args: &Args) -> CmdResult {
     }
     let graph = match args.task {
         Some(n) => Some(
-            tasks::task_graph(&recording, &trace, &clocks, n)
-                .map_err(classify)?
+            run.graph(n)
                 .ok_or_else(|| input(anyhow::anyhow!("the run has no task {n}")))?,
         ),
         None => None,

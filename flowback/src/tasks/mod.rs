@@ -33,8 +33,6 @@
 pub mod graph;
 pub mod synth;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use ppd_formats::task::{Step, TaskMark};
 use ppd_formats::{Event, ProcessId, Recording};
 use serde::Serialize;
@@ -85,97 +83,60 @@ impl Unit {
     }
 }
 
+/// The task event a logged event is, if it is a task mark; a note (the label and why) if it
+/// has a task mark's label but not its value.
+fn task_event(at: EventRef, event: &Event) -> Option<Result<TaskEvent, (String, String)>> {
+    let Event::Mark { label, value, .. } = event else {
+        return None;
+    };
+    let step = Step::of_label(label)?;
+    Some(match TaskMark::decode(value) {
+        Ok(TaskMark(vm, task, path, arg)) => Ok(TaskEvent {
+            step,
+            unit: Unit { vm, task, path },
+            arg,
+            at,
+        }),
+        Err(e) => Err((label.to_string(), e.to_string())),
+    })
+}
+
+/// The note about a mark with a task mark's label and a foreign value.
+fn foreign_note(trace: &Trace, at: EventRef, (label, why): &(String, String)) -> String {
+    format!(
+        "{} event {}: a {label} mark whose value is not a task's: {why}",
+        trace.process_label(at.process),
+        at.index
+    )
+}
+
 /// Reads every task mark of `recording` into `sink`; `trace` must have been loaded from it.
 /// Marks whose value is not a task mark's are listed in the notes returned, not trusted.
-///
-/// The logs are decoded on as many threads as there are cores (decoding is the cost), and
-/// their marks handed to `sink` on the calling thread in batches.
 pub fn read_marks(
     recording: &Recording,
     trace: &Trace,
     mut sink: impl FnMut(TaskEvent),
 ) -> Result<Vec<String>> {
-    const BATCH: usize = 4096;
-    let entries = recording.processes();
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(entries.len())
-        .max(1);
-    let next = AtomicUsize::new(0);
     let mut notes = Vec::new();
-    std::thread::scope(|scope| {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Found>(2 * threads);
-        for _ in 0..threads {
-            let tx = tx.clone();
-            let next = &next;
-            scope.spawn(move || {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(entry) = entries.get(i) else { return };
-                    let Some(p) = trace.index_of(entry.id) else {
-                        continue;
-                    };
-                    let Ok(reader) = recording.open_log(entry) else {
-                        // The trace lists the damage already.
-                        continue;
-                    };
-                    let mut batch = Vec::with_capacity(BATCH);
-                    for item in reader.events() {
-                        let Ok((index, event)) = item else { break };
-                        let Event::Mark { label, value, .. } = &event else {
-                            continue;
-                        };
-                        let Some(step) = Step::of_label(label) else {
-                            continue;
-                        };
-                        match TaskMark::decode(value) {
-                            Ok(TaskMark(vm, task, path, arg)) => batch.push(TaskEvent {
-                                step,
-                                unit: Unit { vm, task, path },
-                                arg,
-                                at: EventRef::new(p, index as u32),
-                            }),
-                            Err(e) => {
-                                let note = format!(
-                                    "{} event {index}: a {label} mark whose value is not a \
-                                     task's: {e}",
-                                    trace.process_label(p)
-                                );
-                                if tx.send(Found::Note(note)).is_err() {
-                                    return;
-                                }
-                            }
-                        }
-                        if batch.len() == BATCH {
-                            let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
-                            if tx.send(Found::Marks(full)).is_err() {
-                                return;
-                            }
-                        }
-                    }
-                    if tx.send(Found::Marks(batch)).is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-        drop(tx);
-        for found in rx {
-            match found {
-                Found::Marks(batch) => batch.into_iter().for_each(&mut sink),
-                Found::Note(note) => notes.push(note),
+    for entry in recording.processes() {
+        let Some(p) = trace.index_of(entry.id) else {
+            continue;
+        };
+        let Ok(reader) = recording.open_log(entry) else {
+            // The trace lists the damage already.
+            continue;
+        };
+        for item in reader.events() {
+            let Ok((index, event)) = item else { break };
+            let at = EventRef::new(p, index as u32);
+            match task_event(at, &event) {
+                Some(Ok(e)) => sink(e),
+                Some(Err(foreign)) => notes.push(foreign_note(trace, at, &foreign)),
+                None => {}
             }
         }
-    });
-    // Threads finish in any order: the notes come out the same every time.
-    notes.sort();
+    }
     Ok(notes)
-}
-
-/// What a decoding thread found.
-enum Found {
-    Marks(Vec<TaskEvent>),
-    Note(String),
 }
 
 /// Which virtual machine a run of tasks used.
@@ -367,7 +328,7 @@ impl UnitEvents {
 }
 
 /// The task marks of a run, grouped.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub(crate) struct Runs {
     /// Per virtual machine run: its kind and declared number of tasks.
     pub(crate) vms: FastMap<u64, (Vm, u64)>,
@@ -495,29 +456,69 @@ fn analyse_runs(trace: &Trace, clocks: &Clocks, runs: &Runs) -> TaskReport {
     }
 }
 
-/// Reads `recording` and its vector clocks (from the cache when valid): all the task analysis
-/// needs, without the race detection [`crate::Analysis::open`] does on the way.
-pub fn open(recording: &Recording) -> Result<(Trace, Clocks)> {
-    let trace = Trace::load(recording)?;
-    let (clocks, _) = crate::cache::load_or_compute(recording, &trace);
-    Ok((trace, clocks))
+/// A recording read for the task analysis: its events and vector clocks (from the cache when
+/// valid) and its task marks, all from one pass over the logs, without the race detection
+/// [`crate::Analysis::open`] does on the way.
+#[derive(Debug)]
+pub struct TaskRecording {
+    /// Every event.
+    pub trace: Trace,
+    /// Their vector clocks.
+    pub clocks: Clocks,
+    runs: Runs,
+    notes: Vec<String>,
 }
 
-/// Reads the task marks of `recording` and analyses them.
-pub fn analyse_recording(
-    recording: &Recording,
-    trace: &Trace,
-    clocks: &Clocks,
-) -> Result<TaskReport> {
-    let mut runs = Runs::new([]);
-    let notes = read_marks(recording, trace, |e| runs.add(e))?;
-    let mut report = analyse_runs(trace, clocks, &runs);
-    report.notes.extend(notes);
-    report.notes.extend(clocks.notes().iter().cloned());
-    Ok(report)
+impl TaskRecording {
+    /// Reads `recording`.
+    pub fn open(recording: &Recording) -> Result<TaskRecording> {
+        let mut runs = Runs::new([]);
+        let mut foreign = Vec::new();
+        let trace = Trace::load_observed(recording, |at, event| match task_event(at, event) {
+            Some(Ok(e)) => runs.add(e),
+            Some(Err(f)) => foreign.push((at, f)),
+            None => {}
+        })?;
+        let (clocks, _) = crate::cache::load_or_compute(recording, &trace);
+        let mut notes: Vec<String> = foreign
+            .iter()
+            .map(|(at, f)| foreign_note(&trace, *at, f))
+            .collect();
+        notes.extend(clocks.notes().iter().cloned());
+        Ok(TaskRecording {
+            trace,
+            clocks,
+            runs,
+            notes,
+        })
+    }
+
+    /// The error list and verdict.
+    pub fn report(&self) -> TaskReport {
+        let mut report = analyse_runs(&self.trace, &self.clocks, &self.runs);
+        report.notes.extend(self.notes.iter().cloned());
+        report
+    }
+
+    /// The event graph of task `task` (of the first virtual machine run that has one), if any.
+    pub fn graph(&self, task: u64) -> Option<TaskGraph> {
+        graph_of(&self.trace, &self.clocks, &self.runs, task)
+    }
 }
 
-/// The event graph of task `task` (of the first virtual machine run that has one), if any.
+/// The event graph of task `task` of the first run that has one.
+fn graph_of(trace: &Trace, clocks: &Clocks, runs: &Runs, task: u64) -> Option<TaskGraph> {
+    let run = runs
+        .units
+        .keys()
+        .filter(|u| u.task == task)
+        .map(|u| u.vm)
+        .min()?;
+    Some(TaskGraph::build(trace, clocks, runs, run, task))
+}
+
+/// The event graph of task `task` (of the first virtual machine run that has one), if any,
+/// for a run already read into `trace` and `clocks`.
 pub fn task_graph(
     recording: &Recording,
     trace: &Trace,
@@ -526,13 +527,7 @@ pub fn task_graph(
 ) -> Result<Option<TaskGraph>> {
     let mut runs = Runs::new([]);
     read_marks(recording, trace, |e| runs.add(e))?;
-    let run = runs
-        .units
-        .keys()
-        .filter(|u| u.task == task)
-        .map(|u| u.vm)
-        .min();
-    Ok(run.map(|run| TaskGraph::build(trace, clocks, &runs, run, task)))
+    Ok(graph_of(trace, clocks, &runs, task))
 }
 
 /// A linear extension of happened-before: if a → b, the sum of a's clock is smaller.
