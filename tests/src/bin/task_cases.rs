@@ -3,8 +3,9 @@
 //!
 //! ```text
 //! task_cases farm-panic   a farm of 100 tasks on 4 workers; the work of task 37 panics
-//! task_cases farm-hang    a farm of 40 tasks on 4 workers; the work of task 13 never returns
-//! task_cases dc-hang      divide and conquer over 1..=64 on 3 workers; leaf 0.0 never returns
+//! task_cases farm-hang    a farm of 40 tasks on 4 workers; the work of task 0 never returns
+//! task_cases dc-hang      divide and conquer over 1..=64 on 3 workers; the split of subtask 0
+//!                         (1..=32) never returns
 //! task_cases hand-farm    a hand-written farm labelled with `ppd::task::enter`; task 5 panics
 //! task_cases clean        a farm of 50 tasks and a divide and conquer, all fine
 //! ```
@@ -49,7 +50,7 @@ fn farm_panic() -> ExitCode {
 
 fn farm_hang() -> ExitCode {
     let results = ppd::task::farm(4, (0..40u64).collect(), |n| {
-        if n == 13 {
+        if n == 0 {
             hang();
         }
         let r = square_sum(n);
@@ -69,15 +70,18 @@ fn split(&(lo, hi): &(u64, u64)) -> Option<Vec<(u64, u64)>> {
 }
 
 fn dc_hang() -> ExitCode {
-    // 1..=64 splits into 1..=32, 33..=64, then into four leaves of 16; 1..=16 is leaf 0.0.
+    // 1..=64 splits into 1..=32 (subtask 0) and 33..=64 (subtask 1), then each into two leaves
+    // of 16; the split of 1..=32 hangs, the two leaves of 33..=64 are computed.
     let sum = ppd::task::divide_and_conquer(
         3,
         (1u64, 64u64),
-        split,
-        |(lo, hi)| {
-            if lo == 1 {
+        |range: &(u64, u64)| {
+            if *range == (1, 32) {
                 hang();
             }
+            split(range)
+        },
+        |(lo, hi)| {
             say("computed");
             (lo..=hi).sum::<u64>()
         },
