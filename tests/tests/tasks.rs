@@ -218,7 +218,12 @@ fn divide_and_conquer_with_a_hung_subtask_names_the_subtask() {
     assert_eq!(first[..3], ["PROCESS", "0", "0"], "{text}");
     assert!(first[3].starts_with("dc-worker-"), "{text}");
     assert_eq!(first[4], "splitting/computing", "{text}");
-    assert!(verdict(&text).starts_with("failure"), "{text}");
+    // A leaf still in its computation at the kill can add an error; the task is one, failed.
+    let v = verdict(&text);
+    assert!(
+        v.starts_with("failure: ") && v.ends_with(" in 1 task (0 complete)"),
+        "{text}"
+    );
 }
 
 #[test]

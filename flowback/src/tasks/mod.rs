@@ -277,16 +277,24 @@ pub struct TaskReport {
 impl TaskReport {
     /// The one-line verdict: `success: N tasks complete` or `failure: K errors in N tasks`.
     pub fn verdict_line(&self) -> String {
+        let tasks = |n: u64| {
+            if n == 1 {
+                "1 task".to_owned()
+            } else {
+                format!("{n} tasks")
+            }
+        };
         if self.verdict == "success" {
-            return format!("success: {} tasks complete", self.complete);
+            return format!("success: {} complete", tasks(self.complete));
         }
         let errors = match self.errors.len() {
             1 => "1 error".to_owned(),
             n => format!("{n} errors"),
         };
         let mut line = format!(
-            "failure: {errors} in {} tasks ({} complete)",
-            self.tasks, self.complete
+            "failure: {errors} in {} ({} complete)",
+            tasks(self.tasks),
+            self.complete
         );
         if self.never_handed_out > 0 {
             line.push_str(&format!(", {} never handed out", self.never_handed_out));
