@@ -45,6 +45,8 @@ enum Command {
     Graph(cmd::graph::Args),
     /// Export a run for Perfetto, ShiViz or scripts.
     Export(cmd::export::Args),
+    /// Analyses of a run against a model: `tasks` (which task failed, where, why).
+    Analyze(cmd::analyze::Args),
 }
 
 /// Output into a closed pipe (`ppd info | head`) ends `ppd` quietly, as it does other Unix
@@ -67,6 +69,7 @@ fn main() -> ExitCode {
         Command::Races(args) => cmd::races::run(&args),
         Command::Graph(args) => cmd::graph::run(&args),
         Command::Export(args) => cmd::export::run(&args),
+        Command::Analyze(args) => cmd::analyze::run(&args),
     };
     let code = match result {
         Ok(code) => code,

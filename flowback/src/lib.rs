@@ -23,6 +23,7 @@ pub mod picture;
 pub mod races;
 pub mod report;
 pub mod synth;
+pub mod tasks;
 #[cfg(test)]
 mod testing;
 pub mod trace;

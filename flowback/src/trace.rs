@@ -265,6 +265,15 @@ impl Trace {
     /// A damaged log contributes the events before its damage, and the damage is listed in
     /// [`Process::damage`]; only a recording that cannot be listed at all is an error.
     pub fn load(recording: &Recording) -> Result<Trace> {
+        Trace::load_observed(recording, |_, _| {})
+    }
+
+    /// Like [`Trace::load`], showing `observe` every event as it is read (with its reference):
+    /// an analysis that needs what the trace does not keep (mark values) reads the logs once.
+    pub fn load_observed(
+        recording: &Recording,
+        mut observe: impl FnMut(EventRef, &Event),
+    ) -> Result<Trace> {
         let mut b = TraceBuilder::default();
         for entry in recording.processes() {
             let p = b.add_process(entry.id, &entry.name, entry.parent);
@@ -283,7 +292,10 @@ impl Trace {
             proc.events.reserve(reader.event_count() as usize);
             for item in reader.events() {
                 match item {
-                    Ok((_, event)) => b.push_event(p, &event),
+                    Ok((index, event)) => {
+                        observe(EventRef::new(p, index as u32), &event);
+                        b.push_event(p, &event);
+                    }
                     Err(e) => {
                         b.trace.processes[p as usize].damage.push(e.to_string());
                         break;

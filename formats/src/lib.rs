@@ -21,6 +21,7 @@ pub mod private;
 pub mod reader;
 pub mod recording;
 pub mod summary;
+pub mod task;
 pub mod trace;
 pub mod value;
 pub mod writer;

@@ -17,6 +17,7 @@ mod mark;
 pub mod rand;
 pub mod runtime;
 pub mod sync;
+pub mod task;
 pub mod thread;
 pub mod time;
 pub mod trace;

@@ -5,13 +5,14 @@ use std::process::ExitCode;
 
 use ppd_flowback::halt::HaltCut;
 use ppd_flowback::picture::{Diagram, dot, html, svg};
+use ppd_flowback::tasks;
 
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use ppd_flowback::FlowbackError;
 
-use super::races::open_analysis;
+use super::races::{classify, open_analysis};
 use crate::damage::DamageArgs;
 use crate::exit::{CliError, CmdResult, failure, input};
 
@@ -39,6 +40,9 @@ pub(crate) struct Args {
     output: Option<PathBuf>,
     #[command(flatten)]
     damage: DamageArgs,
+    /// Draw task N's events (`ppd::task`) in colour and grey out the rest of the run.
+    #[arg(long, value_name = "N")]
+    task: Option<u64>,
 }
 
 pub(crate) fn run(args: &Args) -> CmdResult {
@@ -58,8 +62,18 @@ pub(crate) fn run(args: &Args) -> CmdResult {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "run".into());
-    let title = format!("{program}: {}", dir.display());
-    let diagram = Diagram::build(
+    let mut title = format!("{program}: {}", dir.display());
+    let focus = match args.task {
+        Some(n) => {
+            let graph = tasks::task_graph(recording, &analysis.trace, &analysis.clocks, n)
+                .map_err(classify)?
+                .ok_or_else(|| input(anyhow::anyhow!("the run has no task {n}")))?;
+            title.push_str(&format!(", task {n}"));
+            Some(graph.highlight(&analysis.clocks))
+        }
+        None => None,
+    };
+    let mut diagram = Diagram::build(
         &title,
         &analysis.trace,
         &analysis.clocks,
@@ -67,6 +81,9 @@ pub(crate) fn run(args: &Args) -> CmdResult {
         &analysis.message_races(),
         cut.as_ref(),
     );
+    if let Some(events) = &focus {
+        diagram.focus(events);
+    }
     let text = match args.format {
         Format::Html => html::render(&diagram),
         Format::Svg => svg::render(&diagram),

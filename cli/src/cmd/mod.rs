@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub(crate) mod analyze;
 pub(crate) mod debugger;
 pub(crate) mod export;
 pub(crate) mod graph;

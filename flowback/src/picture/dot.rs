@@ -48,7 +48,7 @@ pub fn render(d: &Diagram) -> String {
             "local" => "#7c8794",
             _ => "#2f6db5",
         };
-        let fill = if after_cut(n.lane, n.col) {
+        let fill = if after_cut(n.lane, n.col) || n.dim {
             "#d0d0d0"
         } else {
             fill
@@ -89,7 +89,9 @@ pub fn render(d: &Diagram) -> String {
         let _ = writeln!(s, "  }}");
     }
     for a in &d.arrows {
-        let style = if a.kind == "message" {
+        let style = if a.dim {
+            "color=\"#d0d0d0\"".to_owned()
+        } else if a.kind == "message" {
             "color=\"#2f6db5\"".to_owned()
         } else {
             format!("color=\"#6b7f99\", style=dashed, tooltip=\"{}\"", a.kind)

@@ -67,7 +67,7 @@ const SCRIPT: &str = r#"
     var x1 = x(f.col), y1 = y(f.lane), x2 = x(t.col), y2 = y(t.lane);
     var dx = x2 - x1, dy = y2 - y1, len = Math.sqrt(dx * dx + dy * dy);
     if (len > 12) { x1 += 4 * dx / len; y1 += 4 * dy / len; x2 -= 5 * dx / len; y2 -= 5 * dy / len; }
-    var cls = a.kind === "message" ? "msg" : "sync-edge " + a.kind;
+    var cls = (a.kind === "message" ? "msg" : "sync-edge " + a.kind) + (a.dim ? " dim" : "");
     var line = el("line", { "class": cls, x1: x1, y1: y1, x2: x2, y2: y2, "marker-end": "url(#arrowhead)" }, world);
     tip(line, a.kind + ": " + f.label + " \u2192 " + t.label);
     if (a.kind === "message") { drawn.messages++; } else { drawn.syncs++; }
@@ -79,7 +79,7 @@ const SCRIPT: &str = r#"
     drawn.races++;
   });
   data.nodes.forEach(function (n) {
-    var dot = el("circle", { "class": "ev " + n["class"], cx: x(n.col), cy: y(n.lane), r: n["class"] === "race" ? 6 : 4 }, world);
+    var dot = el("circle", { "class": "ev " + n["class"] + (n.dim ? " dim" : ""), cx: x(n.col), cy: y(n.lane), r: n["class"] === "race" ? 6 : 4 }, world);
     tip(dot, n.label);
     drawn.nodes++;
   });

@@ -62,6 +62,9 @@ pub struct Node {
     pub class: &'static str,
     /// What a tooltip says.
     pub label: String,
+    /// Greyed out: outside the part of the run the diagram focuses on ([`Diagram::focus`]).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub dim: bool,
 }
 
 /// A collapsed run of local events.
@@ -86,6 +89,9 @@ pub struct Arrow {
     pub to: u32,
     /// Its kind (`message`, `lock`, `spawn`, ...).
     pub kind: &'static str,
+    /// Greyed out: an end is outside the part of the run the diagram focuses on.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub dim: bool,
 }
 
 /// A race between two dots.
@@ -161,6 +167,17 @@ impl Diagram {
     /// Counts of arrows by kind, for summaries and tests.
     pub fn arrow_count(&self, kind: &str) -> usize {
         self.arrows.iter().filter(|a| a.kind == kind).count()
+    }
+
+    /// Greys out every dot that is not one of `events`, and every arrow with such an end: the
+    /// diagram of one task (`ppd graph --task N`) in the context of the whole run.
+    pub fn focus(&mut self, events: &BTreeSet<EventRef>) {
+        for node in &mut self.nodes {
+            node.dim = !events.contains(&EventRef::new(node.lane, node.event));
+        }
+        for arrow in &mut self.arrows {
+            arrow.dim = self.nodes[arrow.from as usize].dim || self.nodes[arrow.to as usize].dim;
+        }
     }
 
     /// Lays out the diagram of a run.
@@ -269,6 +286,7 @@ impl Diagram {
                         kind: op.kind_name(),
                         class,
                         label,
+                        dim: false,
                     });
                     next_point += 1;
                     k += 1;
@@ -293,6 +311,7 @@ impl Diagram {
                     from: *node_of.get(&e.from)?,
                     to: *node_of.get(&e.to)?,
                     kind: e.kind.name(),
+                    dim: false,
                 })
             })
             .collect();

@@ -18,7 +18,8 @@ pub(crate) const STYLE: &str = "\
 .sync-edge{stroke:#6b7f99;stroke-width:1;stroke-dasharray:4 2;fill:none}\
 .race-link{stroke:#d62828;stroke-width:2;stroke-dasharray:5 3;fill:none}\
 .halt-cut{stroke:#8a2be2;stroke-width:2.5;fill:none}\
-.halt-label{font:12px sans-serif;fill:#8a2be2}";
+.halt-label{font:12px sans-serif;fill:#8a2be2}\
+.dim{opacity:.15}";
 
 /// Renders the diagram as SVG.
 pub fn render(d: &Diagram) -> String {
@@ -79,11 +80,14 @@ pub fn render(d: &Diagram) -> String {
             Diagram::x(f64::from(t.col)),
             Diagram::y(t.lane),
         );
-        let class = if a.kind == "message" {
+        let mut class = if a.kind == "message" {
             "msg".to_owned()
         } else {
             format!("sync-edge {}", a.kind)
         };
+        if a.dim {
+            class.push_str(" dim");
+        }
         let _ = writeln!(
             s,
             r#"<line class="{class}" x1="{x1:.1}" y1="{y1:.1}" x2="{x2:.1}" y2="{y2:.1}" marker-end="url(#arrowhead)"><title>{}</title></line>"#,
@@ -108,8 +112,9 @@ pub fn render(d: &Diagram) -> String {
         let r = if node.class == "race" { 6 } else { 4 };
         let _ = writeln!(
             s,
-            r#"<circle class="ev {}" cx="{:.1}" cy="{:.1}" r="{r}"><title>{}</title></circle>"#,
+            r#"<circle class="ev {}{}" cx="{:.1}" cy="{:.1}" r="{r}"><title>{}</title></circle>"#,
             node.class,
+            if node.dim { " dim" } else { "" },
             Diagram::x(f64::from(node.col)),
             Diagram::y(node.lane),
             escape(&node.label)

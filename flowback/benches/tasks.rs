@@ -1,0 +1,379 @@
+//! `ppd analyze tasks` on a synthetic recording of a large processor farm, beside the figure of
+//! Lin's thesis (§6.3: deTrEK took about 3 minutes on a Sun4 for a divide-and-conquer run of
+//! 1000 tasks on 16 nodes).
+//!
+//! `cargo bench -p ppd-flowback --bench tasks` writes, with the real log writer, the recording a
+//! farm of `PPD_BENCH_TASKS` tasks (default 1 000 000) on 16 workers would leave — per task a
+//! hand-out, a message, begin and end marks, a message back and a collection, one task's work
+//! panicking — then times what `ppd analyze tasks` does with it: read the logs and compute the
+//! vector clocks and take the task marks on the way (`TaskRecording::open`, which also writes
+//! the clock cache), then analyse the marks. Peak memory is the process's resident high-water mark over the analysis
+//! (reset before it through `/proc/self/clear_refs`). Nothing here gates: the goal (≤ 5 s) is
+//! reported, not asserted.
+
+use std::panic::Location;
+use std::path::Path;
+use std::time::Instant;
+
+use ppd_flowback::tasks::TaskRecording;
+use ppd_formats::event::ObjectKind;
+use ppd_formats::manifest::{Manifest, ProcessEntry, Program, RecordOptions};
+use ppd_formats::task::{Step, TaskMark};
+use ppd_formats::{
+    Borrowed, Event, LogIdentity, LogWriter, ObjectId, ProcessId, Recording, WriterOptions,
+};
+
+const WORKERS: u32 = 16;
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn manifest(processes: u32) -> Manifest {
+    Manifest {
+        format_version: ppd_formats::FORMAT_VERSION,
+        program: Program {
+            path: "farm".into(),
+            size: 0,
+            blake3: String::new(),
+        },
+        argv: vec!["farm".into()],
+        cwd: ".".into(),
+        host: "host".into(),
+        os_pid: 1,
+        start_unix_ns: 0,
+        start_time: Manifest::rfc3339(0),
+        options: RecordOptions {
+            payloads: false,
+            fsync: false,
+            block_size: WriterOptions::default().block_size,
+            ring_blocks: WriterOptions::default().ring_blocks,
+        },
+        processes: (0..processes)
+            .map(|id| ProcessEntry {
+                id: ProcessId(id),
+                name: name(id),
+                parent: (id != 0).then_some(ProcessId(0)),
+                host: "host".into(),
+                os_pid: 1,
+                log: Manifest::log_name(ProcessId(id)),
+            })
+            .collect(),
+        end: None,
+        stopped: None,
+    }
+}
+
+fn name(id: u32) -> String {
+    if id == 0 {
+        "main".to_owned()
+    } else {
+        format!("farm-worker-{}", id - 1)
+    }
+}
+
+/// Writes the recording of a farm of `tasks` tasks on [`WORKERS`] workers whose task `poison`
+/// panics: tasks are handed out one per idle worker, then each busy worker answers in turn.
+/// Returns the number of events written.
+fn write_farm(dir: &Path, tasks: u64, poison: u64) -> u64 {
+    manifest(WORKERS + 1).write(dir, false).unwrap();
+    let site = Location::caller();
+    let mut logs: Vec<LogWriter> = (0..=WORKERS)
+        .map(|id| {
+            let identity = LogIdentity {
+                process_id: ProcessId(id),
+                parent: (id != 0).then_some(ProcessId(0)),
+                name: name(id),
+                os_pid: 1,
+            };
+            let path = dir.join(Manifest::log_name(ProcessId(id)));
+            LogWriter::create(&path, &identity, WriterOptions::default()).unwrap()
+        })
+        .collect();
+    let mut written = 0u64;
+    let mut put = |logs: &mut Vec<LogWriter>, p: u32, e: &Event<Borrowed<'_>>| {
+        logs[p as usize].append(e).unwrap();
+        written += 1;
+    };
+    let inbox = |w: u32| ObjectId::new(ProcessId(0), w - 1);
+    let outbox = |w: u32| ObjectId::new(ProcessId(0), WORKERS + w - 1);
+    let run = 1u64;
+    put(&mut logs, 0, &Event::Start { parent: None });
+    for w in 1..=WORKERS {
+        for object in [inbox(w), outbox(w)] {
+            put(
+                &mut logs,
+                0,
+                &Event::Create {
+                    object,
+                    kind: ObjectKind::Channel,
+                    init: 0,
+                    name: None,
+                    site: Some(site),
+                },
+            );
+        }
+        put(
+            &mut logs,
+            0,
+            &Event::Spawn {
+                child: ProcessId(w),
+                site: Some(site),
+            },
+        );
+        put(
+            &mut logs,
+            w,
+            &Event::Start {
+                parent: Some(ProcessId(0)),
+            },
+        );
+    }
+    let mark = |step: Step, task: u64, arg: u64, value: &mut Vec<u8>| {
+        *value = TaskMark(run, task, Vec::new(), arg).encode();
+        step.label()
+    };
+    let mut value = Vec::new();
+    let label = mark(Step::Farm, 0, tasks, &mut value);
+    put(
+        &mut logs,
+        0,
+        &Event::Mark {
+            label,
+            site: Some(site),
+            value: &value,
+        },
+    );
+    let mut busy: Vec<Option<u64>> = vec![None; WORKERS as usize + 1];
+    let mut dead = vec![false; WORKERS as usize + 1];
+    let mut seq = vec![(0u64, 0u64); WORKERS as usize + 1];
+    let mut next = 0;
+    loop {
+        for w in 1..=WORKERS {
+            if busy[w as usize].is_none() && !dead[w as usize] && next < tasks {
+                let label = mark(Step::Give, next, u64::from(w), &mut value);
+                put(
+                    &mut logs,
+                    0,
+                    &Event::Mark {
+                        label,
+                        site: Some(site),
+                        value: &value,
+                    },
+                );
+                seq[w as usize].0 += 1;
+                put(
+                    &mut logs,
+                    0,
+                    &Event::Send {
+                        channel: inbox(w),
+                        seq: seq[w as usize].0,
+                        site: Some(site),
+                        payload: None,
+                    },
+                );
+                busy[w as usize] = Some(next);
+                next += 1;
+            }
+        }
+        if busy.iter().all(Option::is_none) {
+            break;
+        }
+        for w in 1..=WORKERS {
+            let Some(task) = busy[w as usize].take() else {
+                continue;
+            };
+            put(
+                &mut logs,
+                w,
+                &Event::Recv {
+                    channel: inbox(w),
+                    sender: ProcessId(0),
+                    seq: seq[w as usize].0,
+                    site: Some(site),
+                    payload: None,
+                },
+            );
+            let label = mark(Step::Begin, task, 0, &mut value);
+            put(
+                &mut logs,
+                w,
+                &Event::Mark {
+                    label,
+                    site: Some(site),
+                    value: &value,
+                },
+            );
+            if task == poison {
+                put(
+                    &mut logs,
+                    w,
+                    &Event::Panic {
+                        message: "task input is poisoned",
+                        file: "src/main.rs",
+                        line: 7,
+                    },
+                );
+                dead[w as usize] = true;
+                continue;
+            }
+            let label = mark(Step::End, task, 0, &mut value);
+            put(
+                &mut logs,
+                w,
+                &Event::Mark {
+                    label,
+                    site: Some(site),
+                    value: &value,
+                },
+            );
+            seq[w as usize].1 += 1;
+            let s = seq[w as usize].1;
+            put(
+                &mut logs,
+                w,
+                &Event::Send {
+                    channel: outbox(w),
+                    seq: s,
+                    site: Some(site),
+                    payload: None,
+                },
+            );
+            put(
+                &mut logs,
+                0,
+                &Event::Recv {
+                    channel: outbox(w),
+                    sender: ProcessId(w),
+                    seq: s,
+                    site: Some(site),
+                    payload: None,
+                },
+            );
+            let label = mark(Step::Collect, task, 0, &mut value);
+            put(
+                &mut logs,
+                0,
+                &Event::Mark {
+                    label,
+                    site: Some(site),
+                    value: &value,
+                },
+            );
+        }
+    }
+    for w in 1..=WORKERS {
+        if !dead[w as usize] {
+            put(&mut logs, w, &Event::Exit);
+        }
+    }
+    put(&mut logs, 0, &Event::Exit);
+    for log in logs {
+        log.close().unwrap();
+    }
+    written
+}
+
+/// The resident high-water mark of this process, in bytes (Linux).
+fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Resets the high-water mark to the current resident size (Linux 4.0 and later).
+fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+fn measure(tasks: u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let t = Instant::now();
+    let events = write_farm(dir.path(), tasks, tasks / 2);
+    let t_write = t.elapsed();
+    let reset = reset_peak_rss();
+    let base = peak_rss();
+    let t = Instant::now();
+    let recording = Recording::open(dir.path()).unwrap();
+    let run = TaskRecording::open(&recording).unwrap();
+    let t_open = t.elapsed();
+    let t2 = Instant::now();
+    let report = run.report();
+    let t_tasks = t2.elapsed();
+    let total = t.elapsed();
+    let peak = peak_rss();
+    drop(run);
+    // Again, as a second `ppd analyze tasks` would: the clocks now come from the cache.
+    let t = Instant::now();
+    let again = TaskRecording::open(&recording).unwrap().report();
+    let t_again = t.elapsed();
+    assert_eq!(again.errors.len(), 1);
+    assert_eq!(report.errors.len(), 1, "the one poisoned task");
+    assert_eq!(report.errors[0].task, tasks / 2);
+    println!(
+        "{tasks} tasks on {WORKERS} workers: {events} events (written in {:.2} s)",
+        t_write.as_secs_f64()
+    );
+    println!(
+        "  read the logs and marks, compute the clocks   {:>8.2} s",
+        t_open.as_secs_f64()
+    );
+    println!(
+        "  analyse the tasks                              {:>8.2} s",
+        t_tasks.as_secs_f64()
+    );
+    println!(
+        "  ppd analyze tasks, total                       {:>8.2} s   ({:.1} µs per task)",
+        total.as_secs_f64(),
+        total.as_secs_f64() * 1e6 / tasks as f64
+    );
+    println!(
+        "  again, with the clocks cached                  {:>8.2} s",
+        t_again.as_secs_f64()
+    );
+    match (peak, base, reset) {
+        (Some(peak), Some(base), true) => println!(
+            "  peak resident memory during the analysis       {:>8.1} MiB (above {:.1} MiB before; \
+             {:.0} bytes per task)",
+            peak as f64 / 1048576.0,
+            base as f64 / 1048576.0,
+            peak.saturating_sub(base) as f64 / tasks as f64
+        ),
+        (Some(peak), _, _) => println!(
+            "  peak resident memory of the process            {:>8.1} MiB (could not reset the \
+             high-water mark: includes writing the recording)",
+            peak as f64 / 1048576.0
+        ),
+        _ => println!("  peak resident memory: not available on this system"),
+    }
+    println!(
+        "  first error: {} task {} on {} ({})",
+        report.errors[0].fault.name(),
+        report.errors[0].task,
+        report.errors[0].node,
+        report.errors[0].process.name()
+    );
+}
+
+fn main() {
+    // `cargo test --benches` runs this with `--bench`-less arguments: keep it short then.
+    let quick = !std::env::args().any(|a| a == "--bench");
+    let tasks = if quick {
+        1000
+    } else {
+        env_u64("PPD_BENCH_TASKS", 1_000_000)
+    };
+    println!(
+        "thesis §6.3: deTrEK on a Sun4 took about 3 minutes for a divide-and-conquer run of 1000 \
+         tasks on 16 nodes (here: a farm)"
+    );
+    if !quick && tasks != 1000 {
+        measure(1000);
+    }
+    measure(tasks);
+    println!("goal: 1 M tasks on 16 workers in at most 5 s");
+}

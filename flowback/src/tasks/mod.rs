@@ -1,0 +1,807 @@
+//! Phase one of Lin's two-phase debugging of task-oriented programs (seed thesis §4.2–4.3,
+//! deTrEK §5.4): from the task marks `ppd::task` logs, each task's events, checked against
+//! what its virtual machine expects, give an error list — which task failed, in which subtask,
+//! on which process and in which role — ranked so that the root cause comes first.
+//!
+//! Following the thesis: a task's events are its *event set*; ordered by happened-before (the
+//! vector clocks of [`crate::vclock`], which implement the thesis's §5.4.1) they form its *event
+//! graph* ([`graph`]); folding each process's events into one vertex gives the *coalesced
+//! event graph*, whose vertices are complete when they hold the number of events their role
+//! expects; the events where a task's data flow stops are its *frontier events*, and each
+//! frontier event of a failed task is one fatal error, located at the process of the next
+//! expected event (§4.3, "Failure").
+//!
+//! Beyond the thesis:
+//!
+//! * deTrEK checks the graph's shape against the VM's task computation graph without building
+//!   the latter (§5.4.2); ppd does the same, unit by unit: a *unit* is a task or one subtask,
+//!   and its expected life is give → begin → (split | end) → collect (→ join, for a split).
+//! * The fault is named, not only located: a computation that panicked (the process's `Panic`
+//!   event follows the unit's begin, and gives the `file:line`), a process that stopped inside
+//!   a unit (hung or killed: its log ends there), a result lost between worker and collector,
+//!   a result collected twice, subtasks that all came back but were never joined.
+//! * The list is ranked: by fault (a panic is a cause, a lost result usually a consequence),
+//!   then units that the run overtook (a unit handed out later came back while this one did
+//!   not) before units merely in flight when the run stopped, then by happened-before (a
+//!   linear extension: the sum of the vector clock).
+//! * deTrEK's NODE is a processor; ppd's is the logical process that holds the unit, which is
+//!   where a sequential debugger would be attached.
+//! * Each error carries a `ppd replay --stop` predicate that halts where its unit began: ppd's
+//!   replay reproduces the run up to there and re-runs the unit from the log, which stands in
+//!   for the thesis's phase two (re-executing one task alone) until that exists.
+
+pub mod graph;
+pub mod synth;
+
+use ppd_formats::task::{Step, TaskMark};
+use ppd_formats::{Event, ProcessId, Recording};
+use serde::Serialize;
+
+use crate::error::Result;
+use crate::fasthash::FastMap;
+use crate::trace::{EventRef, Op, Trace};
+use crate::vclock::Clocks;
+
+pub use graph::TaskGraph;
+
+/// One task mark, decoded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskEvent {
+    /// Which step.
+    pub step: Step,
+    /// The unit it concerns.
+    pub unit: Unit,
+    /// The step's argument: a worker's process id (give), a number of subtasks (split, join).
+    pub arg: u64,
+    /// The mark in the trace.
+    pub at: EventRef,
+}
+
+/// A task or one of its subtasks.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Unit {
+    /// The virtual machine run (0: labelled by hand).
+    pub vm: u64,
+    /// The task number.
+    pub task: u64,
+    /// The subtask's path from the task; empty for the task itself.
+    pub path: Vec<u32>,
+}
+
+impl Unit {
+    /// The path as the error list prints it: `0.1`, or `-` for the task itself.
+    pub fn subtask(&self) -> String {
+        if self.path.is_empty() {
+            "-".to_owned()
+        } else {
+            self.path
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(".")
+        }
+    }
+}
+
+/// The task event a logged event is, if it is a task mark; a note (the label and why) if it
+/// has a task mark's label but not its value.
+fn task_event(at: EventRef, event: &Event) -> Option<Result<TaskEvent, (String, String)>> {
+    let Event::Mark { label, value, .. } = event else {
+        return None;
+    };
+    let step = Step::of_label(label)?;
+    Some(match TaskMark::decode(value) {
+        Ok(TaskMark(vm, task, path, arg)) => Ok(TaskEvent {
+            step,
+            unit: Unit { vm, task, path },
+            arg,
+            at,
+        }),
+        Err(e) => Err((label.to_string(), e.to_string())),
+    })
+}
+
+/// The note about a mark with a task mark's label and a foreign value.
+fn foreign_note(trace: &Trace, at: EventRef, (label, why): &(String, String)) -> String {
+    format!(
+        "{} event {}: a {label} mark whose value is not a task's: {why}",
+        trace.process_label(at.process),
+        at.index
+    )
+}
+
+/// Reads every task mark of `recording` into `sink`; `trace` must have been loaded from it.
+/// Marks whose value is not a task mark's are listed in the notes returned, not trusted.
+pub fn read_marks(
+    recording: &Recording,
+    trace: &Trace,
+    mut sink: impl FnMut(TaskEvent),
+) -> Result<Vec<String>> {
+    let mut notes = Vec::new();
+    for entry in recording.processes() {
+        let Some(p) = trace.index_of(entry.id) else {
+            continue;
+        };
+        let Ok(reader) = recording.open_log(entry) else {
+            // The trace lists the damage already.
+            continue;
+        };
+        for item in reader.events() {
+            let Ok((index, event)) = item else { break };
+            let at = EventRef::new(p, index as u32);
+            match task_event(at, &event) {
+                Some(Ok(e)) => sink(e),
+                Some(Err(foreign)) => notes.push(foreign_note(trace, at, &foreign)),
+                None => {}
+            }
+        }
+    }
+    Ok(notes)
+}
+
+/// Which virtual machine a run of tasks used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Vm {
+    /// `ppd::task::farm`.
+    Farm,
+    /// `ppd::task::divide_and_conquer`.
+    DivideAndConquer,
+    /// Task code labelled with `ppd::task::enter`.
+    Hand,
+}
+
+impl Vm {
+    /// Its name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Vm::Farm => "farm",
+            Vm::DivideAndConquer => "divide and conquer",
+            Vm::Hand => "hand-labelled",
+        }
+    }
+}
+
+/// The kind of a fatal error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Fault {
+    /// The unit's computation panicked.
+    Panic,
+    /// The process working on the unit stopped in it: hung, or killed.
+    Process,
+    /// The subtasks all came back, but were never joined.
+    Unjoined,
+    /// Handed out and never received, or computed and never collected.
+    Lost,
+    /// The result was collected more than once.
+    Duplicate,
+}
+
+impl Fault {
+    /// Its name in the error list.
+    pub fn name(self) -> &'static str {
+        match self {
+            Fault::Panic => "PANIC",
+            Fault::Process => "PROCESS",
+            Fault::Unjoined => "UNJOINED",
+            Fault::Lost => "LOST",
+            Fault::Duplicate => "DUPLICATE",
+        }
+    }
+}
+
+/// The role of the process where an error is located (thesis §5.4.3's PROCESS column).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Handing the unit out.
+    Distributing,
+    /// Computing it.
+    Computing,
+    /// Splitting or computing it (a divide-and-conquer unit that had not said which).
+    SplittingComputing,
+    /// Joining its subtasks' results.
+    Joining,
+    /// Collecting its result.
+    Collecting,
+}
+
+impl Role {
+    /// Its name in the error list.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Distributing => "distributing",
+            Role::Computing => "computing",
+            Role::SplittingComputing => "splitting/computing",
+            Role::Joining => "joining",
+            Role::Collecting => "collecting",
+        }
+    }
+}
+
+/// One fatal error: a frontier event of a failed task.
+#[derive(Clone, Debug, Serialize)]
+pub struct TaskError {
+    /// What went wrong.
+    pub fault: Fault,
+    /// The virtual machine.
+    pub vm: Vm,
+    /// Which run of it (see `ppd_formats::task::TaskMark`).
+    pub run: u64,
+    /// The task number.
+    pub task: u64,
+    /// The subtask path, `-` for the task itself.
+    pub subtask: String,
+    /// The logical process where the error is located (`name/pN`).
+    pub node: String,
+    /// That process's id.
+    pub pid: u32,
+    /// Its role for this unit.
+    pub process: Role,
+    /// The frontier event's `file:line`, when it has one.
+    pub at: Option<String>,
+    /// The frontier event.
+    pub frontier: String,
+    /// What the log shows.
+    pub detail: String,
+    /// Whether a unit handed out after this one came back while this one did not.
+    pub overtaken: bool,
+    /// A `ppd replay --stop` predicate that halts where the unit's computation begins (or, if
+    /// it never began, where it was handed out): the way into phase two, re-running the unit
+    /// from the log.
+    pub replay: Option<String>,
+    #[serde(skip)]
+    rank: (Fault, bool, u64),
+}
+
+/// The outcome of phase one.
+#[derive(Clone, Debug, Serialize)]
+pub struct TaskReport {
+    /// `success` or `failure`.
+    pub verdict: &'static str,
+    /// The fatal errors, root cause first.
+    pub errors: Vec<TaskError>,
+    /// Tasks seen (declared by a farm, or with at least one event).
+    pub tasks: u64,
+    /// Tasks whose every unit completed.
+    pub complete: u64,
+    /// Tasks a farm declared but never handed out.
+    pub never_handed_out: u64,
+    /// The event graphs of the failed tasks.
+    pub graphs: Vec<TaskGraph>,
+    /// What the analysis had to work around.
+    pub notes: Vec<String>,
+}
+
+impl TaskReport {
+    /// The one-line verdict: `success: N tasks complete` or `failure: K errors in N tasks`.
+    pub fn verdict_line(&self) -> String {
+        let tasks = |n: u64| {
+            if n == 1 {
+                "1 task".to_owned()
+            } else {
+                format!("{n} tasks")
+            }
+        };
+        if self.verdict == "success" {
+            return format!("success: {} complete", tasks(self.complete));
+        }
+        let errors = match self.errors.len() {
+            1 => "1 error".to_owned(),
+            n => format!("{n} errors"),
+        };
+        let mut line = format!(
+            "failure: {errors} in {} ({} complete)",
+            tasks(self.tasks),
+            self.complete
+        );
+        if self.never_handed_out > 0 {
+            line.push_str(&format!(", {} never handed out", self.never_handed_out));
+        }
+        line
+    }
+}
+
+/// The events of one unit, by step.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct UnitEvents {
+    pub(crate) give: Option<(EventRef, u64)>,
+    pub(crate) begin: Option<EventRef>,
+    pub(crate) split: Option<(EventRef, u64)>,
+    pub(crate) end: Option<EventRef>,
+    /// The first collection, and the second if there was one.
+    pub(crate) collects: [Option<EventRef>; 2],
+    /// How many collections.
+    pub(crate) collected: u32,
+    pub(crate) join: Option<EventRef>,
+}
+
+impl UnitEvents {
+    /// Its first event: where its life starts.
+    fn first(&self) -> Option<EventRef> {
+        self.give.map(|g| g.0).or(self.begin)
+    }
+
+    fn done(&self, vm: Vm) -> bool {
+        match vm {
+            Vm::Hand => self.end.is_some(),
+            Vm::Farm => self.collected == 1,
+            Vm::DivideAndConquer if self.split.is_some() => {
+                self.collected == 1 && self.join.is_some()
+            }
+            Vm::DivideAndConquer => self.collected == 1,
+        }
+    }
+}
+
+/// The task marks of a run, grouped.
+#[derive(Debug, Default)]
+pub(crate) struct Runs {
+    /// Per virtual machine run: its kind and declared number of tasks.
+    pub(crate) vms: FastMap<u64, (Vm, u64)>,
+    /// Every unit's events.
+    pub(crate) units: FastMap<Unit, UnitEvents>,
+}
+
+impl Runs {
+    pub(crate) fn new(events: impl IntoIterator<Item = TaskEvent>) -> Runs {
+        let mut runs = Runs::default();
+        runs.vms.insert(0, (Vm::Hand, 0));
+        for e in events {
+            runs.add(e);
+        }
+        runs
+    }
+
+    fn add(&mut self, e: TaskEvent) {
+        match e.step {
+            Step::Farm => {
+                self.vms.insert(e.unit.vm, (Vm::Farm, e.arg));
+                return;
+            }
+            Step::Dc => {
+                self.vms.insert(e.unit.vm, (Vm::DivideAndConquer, 1));
+                return;
+            }
+            _ => {}
+        }
+        let u = self.units.entry(e.unit).or_default();
+        match e.step {
+            Step::Give => u.give = u.give.or(Some((e.at, e.arg))),
+            Step::Begin => u.begin = u.begin.or(Some(e.at)),
+            Step::Split => u.split = u.split.or(Some((e.at, e.arg))),
+            Step::End => u.end = u.end.or(Some(e.at)),
+            Step::Collect => {
+                if let Some(slot) = u.collects.iter_mut().find(|c| c.is_none()) {
+                    *slot = Some(e.at);
+                }
+                u.collected += 1;
+            }
+            Step::Join => u.join = u.join.or(Some(e.at)),
+            Step::Farm | Step::Dc => {}
+        }
+    }
+
+    pub(crate) fn vm_of(&self, unit: &Unit) -> Vm {
+        self.vms.get(&unit.vm).map_or(Vm::Hand, |v| v.0)
+    }
+
+    /// Whether `unit` and, for a split, every subtask below it completed.
+    fn complete(&self, unit: &Unit) -> bool {
+        let Some(u) = self.units.get(unit) else {
+            return false;
+        };
+        u.done(self.vm_of(unit))
+    }
+}
+
+/// Analyses the task marks `events` of a run whose events and clocks are `trace` and `clocks`.
+pub fn analyse(
+    trace: &Trace,
+    clocks: &Clocks,
+    events: impl IntoIterator<Item = TaskEvent>,
+) -> TaskReport {
+    analyse_runs(trace, clocks, &Runs::new(events))
+}
+
+fn analyse_runs(trace: &Trace, clocks: &Clocks, runs: &Runs) -> TaskReport {
+    let mut errors = Vec::new();
+    let overtaken = Overtaken::new(trace, runs);
+    for (unit, u) in &runs.units {
+        let vm = runs.vm_of(unit);
+        if let Some(mut e) = locate(trace, runs, unit, u, vm) {
+            let first = u.first().unwrap_or(EventRef::new(0, 0));
+            e.overtaken = u.first().is_some_and(|f| overtaken.check(clocks, f));
+            e.rank = (e.fault, !e.overtaken, clock_sum(clocks, first));
+            errors.push(e);
+        }
+    }
+    drop_ancestors(&mut errors);
+    errors.sort_by(|a, b| {
+        (a.rank, a.task, &a.subtask, a.pid).cmp(&(b.rank, b.task, &b.subtask, b.pid))
+    });
+
+    // Tasks: by (vm, task).
+    let mut tasks: FastMap<(u64, u64), bool> = FastMap::default();
+    for unit in runs.units.keys() {
+        let ok = runs.complete(unit);
+        let entry = tasks.entry((unit.vm, unit.task)).or_insert(true);
+        *entry &= ok;
+    }
+    let mut never_handed_out = 0;
+    for (&vm, &(kind, count)) in &runs.vms {
+        if kind == Vm::Farm {
+            let seen = tasks.keys().filter(|(v, _)| *v == vm).count() as u64;
+            never_handed_out += count.saturating_sub(seen);
+        }
+    }
+    let seen = tasks.len() as u64;
+    let complete = tasks.values().filter(|ok| **ok).count() as u64;
+    let failed: Vec<(u64, u64)> = {
+        let mut f: Vec<(u64, u64)> = errors.iter().map(|e| (e.run, e.task)).collect();
+        f.sort_unstable();
+        f.dedup();
+        f
+    };
+    let graphs = failed
+        .iter()
+        .map(|&(vm, task)| graph::TaskGraph::build(trace, clocks, runs, vm, task))
+        .collect();
+    let verdict = if errors.is_empty() && never_handed_out == 0 {
+        "success"
+    } else {
+        "failure"
+    };
+    TaskReport {
+        verdict,
+        errors,
+        tasks: seen + never_handed_out,
+        complete,
+        never_handed_out,
+        graphs,
+        notes: Vec::new(),
+    }
+}
+
+/// A recording read for the task analysis: its events and vector clocks (from the cache when
+/// valid) and its task marks, all from one pass over the logs, without the race detection
+/// [`crate::Analysis::open`] does on the way.
+#[derive(Debug)]
+pub struct TaskRecording {
+    /// Every event.
+    pub trace: Trace,
+    /// Their vector clocks.
+    pub clocks: Clocks,
+    runs: Runs,
+    notes: Vec<String>,
+}
+
+impl TaskRecording {
+    /// Reads `recording`.
+    pub fn open(recording: &Recording) -> Result<TaskRecording> {
+        let mut runs = Runs::new([]);
+        let mut foreign = Vec::new();
+        let trace = Trace::load_observed(recording, |at, event| match task_event(at, event) {
+            Some(Ok(e)) => runs.add(e),
+            Some(Err(f)) => foreign.push((at, f)),
+            None => {}
+        })?;
+        let (clocks, _) = crate::cache::load_or_compute(recording, &trace);
+        let mut notes: Vec<String> = foreign
+            .iter()
+            .map(|(at, f)| foreign_note(&trace, *at, f))
+            .collect();
+        notes.extend(clocks.notes().iter().cloned());
+        Ok(TaskRecording {
+            trace,
+            clocks,
+            runs,
+            notes,
+        })
+    }
+
+    /// The error list and verdict.
+    pub fn report(&self) -> TaskReport {
+        let mut report = analyse_runs(&self.trace, &self.clocks, &self.runs);
+        report.notes.extend(self.notes.iter().cloned());
+        report
+    }
+
+    /// The event graph of task `task` (of the first virtual machine run that has one), if any.
+    pub fn graph(&self, task: u64) -> Option<TaskGraph> {
+        graph_of(&self.trace, &self.clocks, &self.runs, task)
+    }
+}
+
+/// The event graph of task `task` of the first run that has one.
+fn graph_of(trace: &Trace, clocks: &Clocks, runs: &Runs, task: u64) -> Option<TaskGraph> {
+    let run = runs
+        .units
+        .keys()
+        .filter(|u| u.task == task)
+        .map(|u| u.vm)
+        .min()?;
+    Some(TaskGraph::build(trace, clocks, runs, run, task))
+}
+
+/// The event graph of task `task` (of the first virtual machine run that has one), if any,
+/// for a run already read into `trace` and `clocks`.
+pub fn task_graph(
+    recording: &Recording,
+    trace: &Trace,
+    clocks: &Clocks,
+    task: u64,
+) -> Result<Option<TaskGraph>> {
+    let mut runs = Runs::new([]);
+    read_marks(recording, trace, |e| runs.add(e))?;
+    Ok(graph_of(trace, clocks, &runs, task))
+}
+
+/// A linear extension of happened-before: if a → b, the sum of a's clock is smaller.
+fn clock_sum(clocks: &Clocks, e: EventRef) -> u64 {
+    (0..clocks.width() as u32)
+        .map(|q| u64::from(clocks.component(e, q)))
+        .sum()
+}
+
+/// Per process, the latest first event of a completed unit: a unit is overtaken when its own
+/// first event happened before one of them.
+struct Overtaken {
+    latest: Vec<Option<u32>>,
+}
+
+impl Overtaken {
+    fn new(trace: &Trace, runs: &Runs) -> Overtaken {
+        let mut latest = vec![None; trace.processes().len()];
+        for (unit, u) in &runs.units {
+            if !u.done(runs.vm_of(unit)) {
+                continue;
+            }
+            if let Some(f) = u.first() {
+                let slot: &mut Option<u32> = &mut latest[f.process as usize];
+                *slot = Some(slot.map_or(f.index, |i| i.max(f.index)));
+            }
+        }
+        Overtaken { latest }
+    }
+
+    fn check(&self, clocks: &Clocks, first: EventRef) -> bool {
+        self.latest.iter().enumerate().any(|(p, l)| {
+            l.is_some_and(|i| {
+                let later = EventRef::new(p as u32, i);
+                later != first && clocks.happened_before(first, later)
+            })
+        })
+    }
+}
+
+/// `name/pN` of a process id.
+fn node(trace: &Trace, pid: ProcessId) -> String {
+    match trace.index_of(pid) {
+        Some(p) => format!("{}/{pid}", trace.process(p).name),
+        None => pid.to_string(),
+    }
+}
+
+fn node_of(trace: &Trace, e: EventRef) -> (String, u32) {
+    let id = trace.process(e.process).id;
+    (node(trace, id), id.0)
+}
+
+fn site_of(trace: &Trace, e: EventRef) -> Option<String> {
+    trace
+        .get(e)
+        .and_then(|ev| trace.site(ev.site))
+        .map(|s| s.to_string())
+}
+
+/// The fatal error of one unit, located at its frontier event (thesis §4.3), or `None` if the
+/// unit completed or its failure shows in a subtask instead.
+fn locate(trace: &Trace, runs: &Runs, unit: &Unit, u: &UnitEvents, vm: Vm) -> Option<TaskError> {
+    let error = |fault, role, at: EventRef, node: (String, u32), detail: String| TaskError {
+        fault,
+        vm,
+        run: unit.vm,
+        task: unit.task,
+        subtask: unit.subtask(),
+        node: node.0,
+        pid: node.1,
+        process: role,
+        at: site_of(trace, at),
+        frontier: trace.describe(at),
+        detail,
+        overtaken: false,
+        replay: stop_predicate(trace, unit, u),
+        rank: (fault, true, 0),
+    };
+    let working = if vm == Vm::DivideAndConquer {
+        Role::SplittingComputing
+    } else {
+        Role::Computing
+    };
+    if let [_, Some(second)] = u.collects {
+        return Some(error(
+            Fault::Duplicate,
+            Role::Collecting,
+            second,
+            node_of(trace, second),
+            format!("the result was collected {} times", u.collected),
+        ));
+    }
+    let Some(begin) = u.begin else {
+        let (give, worker) = u.give?;
+        let worker = ProcessId(u32::try_from(worker).unwrap_or(u32::MAX));
+        return Some(error(
+            Fault::Lost,
+            Role::Distributing,
+            give,
+            (node(trace, worker), worker.0),
+            format!(
+                "handed to {} and never begun there",
+                trace.pid_label(worker)
+            ),
+        ));
+    };
+    let worked = u.end.or(u.split.map(|s| s.0));
+    let Some(worked) = worked else {
+        return Some(stopped(trace, begin, working, &error));
+    };
+    if vm == Vm::Hand {
+        return None;
+    }
+    let Some(collected) = u.collects[0] else {
+        let collector = u.give.map_or(begin, |g| g.0);
+        return Some(error(
+            Fault::Lost,
+            Role::Collecting,
+            worked,
+            node_of(trace, collector),
+            "the result was sent back and never collected".to_owned(),
+        ));
+    };
+    if let Some((_, n)) = u.split
+        && u.join.is_none()
+    {
+        let children: Vec<Unit> = (0..n as u32)
+            .map(|i| {
+                let mut path = unit.path.clone();
+                path.push(i);
+                Unit {
+                    vm: unit.vm,
+                    task: unit.task,
+                    path,
+                }
+            })
+            .collect();
+        // A subtask that failed is the frontier; the missing join is its consequence.
+        if !children.iter().all(|c| runs.complete(c)) {
+            return None;
+        }
+        let last = children
+            .iter()
+            .filter_map(|c| runs.units.get(c).and_then(|c| c.collects[0]))
+            .max_by_key(|e| e.index)
+            .unwrap_or(collected);
+        // The joining process panicked after the last result came in: in the combine.
+        let proc = trace.process(last.process);
+        let panic = events_after(proc, last.index)
+            .iter()
+            .enumerate()
+            .find_map(|(k, e)| match e.op {
+                Op::Panic { message } => Some((k, message)),
+                _ => None,
+            });
+        if let Some((k, message)) = panic {
+            let at = EventRef::new(last.process, last.index + 1 + k as u32);
+            return Some(error(
+                Fault::Panic,
+                Role::Joining,
+                at,
+                node_of(trace, at),
+                format!("panicked: {}", trace.name(message)),
+            ));
+        }
+        return Some(error(
+            Fault::Unjoined,
+            Role::Joining,
+            last,
+            node_of(trace, last),
+            format!("all {n} subtasks came back and were never joined"),
+        ));
+    }
+    None
+}
+
+/// The predicate of [`TaskError::replay`]: the unit's begin mark (or its give), told apart from
+/// the others by its value `[run, task, path, arg]`.
+fn stop_predicate(trace: &Trace, unit: &Unit, u: &UnitEvents) -> Option<String> {
+    let (at, step) = match (u.begin, u.give) {
+        (Some(b), _) => (b, Step::Begin),
+        (None, Some((g, _))) => (g, Step::Give),
+        (None, None) => return None,
+    };
+    let mut condition = format!("value.0 == {} && value.1 == {}", unit.vm, unit.task);
+    for (i, child) in unit.path.iter().enumerate() {
+        condition.push_str(&format!(" && value.2.{i} == {child}"));
+    }
+    Some(format!(
+        "{}: mark {} if {condition}",
+        trace.process(at.process).name,
+        step.label()
+    ))
+}
+
+/// The error of a unit begun and never finished: how its process's log goes on after the
+/// begin says whether the work panicked or the process stopped in it.
+fn stopped(
+    trace: &Trace,
+    begin: EventRef,
+    role: Role,
+    error: &impl Fn(Fault, Role, EventRef, (String, u32), String) -> TaskError,
+) -> TaskError {
+    let proc = trace.process(begin.process);
+    let node = node_of(trace, begin);
+    let after = events_after(proc, begin.index);
+    if let Some(k) = after.iter().position(|e| e.op.is_end()) {
+        let at = EventRef::new(begin.process, begin.index + 1 + k as u32);
+        return match after[k].op {
+            Op::Panic { message } => error(
+                Fault::Panic,
+                role,
+                at,
+                node,
+                format!("panicked: {}", trace.name(message)),
+            ),
+            _ => error(
+                Fault::Process,
+                role,
+                at,
+                node,
+                "the process ended without finishing the task".to_owned(),
+            ),
+        };
+    }
+    // The trace holds the begin (the marks were read from the same log), unless the log
+    // changed in between: then the begin stands for the last event.
+    let last_index = (proc.events.len() as u32)
+        .saturating_sub(1)
+        .max(begin.index);
+    let last = EventRef::new(begin.process, last_index);
+    let how = if proc.complete {
+        "its log goes on without finishing the task"
+    } else {
+        "the run ended while the process was in the task (hung or killed)"
+    };
+    let detail = if last == begin {
+        how.to_owned()
+    } else {
+        format!("{how}; its last event: {}", trace.describe(last))
+    };
+    error(Fault::Process, role, last, node, detail)
+}
+
+/// The events of `proc` after its event `index` (none if the trace ends there).
+fn events_after(proc: &crate::trace::Process, index: u32) -> &[crate::trace::Ev] {
+    proc.events.get(index as usize + 1..).unwrap_or(&[])
+}
+
+/// A unit whose error is also its subtask's (the same frontier event, a nested `enter`) is
+/// not a frontier itself: its data flow went on into the subtask.
+fn drop_ancestors(errors: &mut Vec<TaskError>) {
+    let mut keep = vec![true; errors.len()];
+    for (i, a) in errors.iter().enumerate() {
+        for b in errors.iter() {
+            let deeper = b.subtask != a.subtask
+                && (a.subtask == "-" || b.subtask.starts_with(&format!("{}.", a.subtask)));
+            if a.task == b.task && a.run == b.run && a.frontier == b.frontier && deeper {
+                keep[i] = false;
+            }
+        }
+    }
+    let mut k = keep.into_iter();
+    errors.retain(|_| k.next().unwrap_or(true));
+}
+
+#[cfg(test)]
+mod tests;

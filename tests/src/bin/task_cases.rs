@@ -1,0 +1,169 @@
+//! `task_cases`: task-oriented ppd programs, each with one injected failure, for the end-to-end
+//! tests of `ppd analyze tasks` (tests/tests/tasks.rs).
+//!
+//! ```text
+//! task_cases farm-panic   a farm of 100 tasks on 4 workers; the work of task 37 panics
+//! task_cases farm-hang    a farm of 40 tasks on 4 workers; the work of task 0 never returns
+//! task_cases dc-hang      divide and conquer over 1..=64 on 3 workers; the split of subtask 0
+//!                         (1..=32) never returns
+//! task_cases hand-farm    a hand-written farm labelled with `ppd::task::enter`; task 5 panics
+//! task_cases clean        a farm of 50 tasks and a divide and conquer, all fine
+//! ```
+//!
+//! Work that hangs first prints `hanging PID` (the program's process id), and every other work
+//! prints `computed`, so a test can wait until everything but the hung task is done before it
+//! kills the run.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use ppd::sync::mpsc::{Sender, channel};
+use ppd::thread::Builder;
+
+/// Tells the test how far the run is.
+fn say(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+/// Blocks this thread for good; only a kill ends the run, so it says which process to kill.
+fn hang() -> ! {
+    say(&format!("hanging {}", std::process::id()));
+    loop {
+        std::thread::park();
+    }
+}
+
+fn square_sum(n: u64) -> u64 {
+    (1..=n).map(|k| k * k).sum()
+}
+
+fn farm_panic() -> ExitCode {
+    let results = ppd::task::farm(4, (0..100u64).collect(), |n| {
+        assert!(n != 37, "task input {n} is poisoned");
+        square_sum(n)
+    });
+    say(&format!("{} results", results.len()));
+    ExitCode::SUCCESS
+}
+
+fn farm_hang() -> ExitCode {
+    let results = ppd::task::farm(4, (0..40u64).collect(), |n| {
+        if n == 0 {
+            hang();
+        }
+        let r = square_sum(n);
+        say("computed");
+        r
+    });
+    say(&format!("{} results", results.len()));
+    ExitCode::SUCCESS
+}
+
+/// Splits a range in halves down to 16 numbers; sums the leaves.
+fn split(&(lo, hi): &(u64, u64)) -> Option<Vec<(u64, u64)>> {
+    (hi - lo >= 16).then(|| {
+        let mid = (lo + hi) / 2;
+        vec![(lo, mid), (mid + 1, hi)]
+    })
+}
+
+fn dc_hang() -> ExitCode {
+    // 1..=64 splits into 1..=32 (subtask 0) and 33..=64 (subtask 1), then each into two leaves
+    // of 16; the split of 1..=32 hangs, the two leaves of 33..=64 are computed.
+    let sum = ppd::task::divide_and_conquer(
+        3,
+        (1u64, 64u64),
+        |range: &(u64, u64)| {
+            if *range == (1, 32) {
+                hang();
+            }
+            split(range)
+        },
+        |(lo, hi)| {
+            say("computed");
+            (lo..=hi).sum::<u64>()
+        },
+        |parts| parts.into_iter().sum(),
+    );
+    say(&format!("sum {sum}"));
+    ExitCode::SUCCESS
+}
+
+fn hand_farm() -> ExitCode {
+    const WORKERS: u64 = 3;
+    const TASKS: u64 = 12;
+    let (results_tx, results) = channel::<(u64, u64)>();
+    let mut inboxes: Vec<Sender<u64>> = Vec::new();
+    let mut handles = Vec::new();
+    for w in 0..WORKERS {
+        let (tx, rx) = channel::<u64>();
+        inboxes.push(tx);
+        let results_tx = results_tx.clone();
+        handles.push(
+            Builder::new()
+                .name(format!("worker-{w}"))
+                .spawn(move || {
+                    for id in rx.iter() {
+                        let _task = ppd::task::enter(id);
+                        assert!(id != 5, "task {id} cannot be computed");
+                        if results_tx.send((id, square_sum(id))).is_err() {
+                            return;
+                        }
+                    }
+                })
+                .expect("spawn a worker"),
+        );
+    }
+    drop(results_tx);
+    for id in 0..TASKS {
+        // A worker that died has dropped its inbox: its tasks are lost.
+        let _ = inboxes[(id % WORKERS) as usize].send(id);
+    }
+    drop(inboxes);
+    let done = results.iter().count() as u64;
+    for h in handles {
+        let _ = h.join();
+    }
+    say(&format!("{done} of {TASKS} tasks done"));
+    if done == TASKS {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn clean() -> ExitCode {
+    let squares = ppd::task::farm(3, (0..50u64).collect(), square_sum);
+    let sum = ppd::task::divide_and_conquer(
+        2,
+        (1u64, 100u64),
+        split,
+        |(lo, hi)| (lo..=hi).sum::<u64>(),
+        |parts| parts.into_iter().sum(),
+    );
+    assert_eq!(squares.len(), 50);
+    assert_eq!(squares[10], 385);
+    assert_eq!(sum, 5050);
+    say("all done");
+    ExitCode::SUCCESS
+}
+
+#[ppd::main]
+fn main() -> ExitCode {
+    let mode = std::env::args().nth(1).unwrap_or_default();
+    match mode.as_str() {
+        "farm-panic" => farm_panic(),
+        "farm-hang" => farm_hang(),
+        "dc-hang" => dc_hang(),
+        "hand-farm" => hand_farm(),
+        "clean" => clean(),
+        other => {
+            eprintln!(
+                "task_cases: unknown case {other:?} (farm-panic, farm-hang, dc-hang, hand-farm, clean)"
+            );
+            ExitCode::from(2)
+        }
+    }
+}
