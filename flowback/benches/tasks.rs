@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use ppd_flowback::tasks::TaskRecording;
 use ppd_formats::event::ObjectKind;
-use ppd_formats::manifest::{Manifest, ProcessEntry, Program, RecordOptions};
+use ppd_formats::manifest::{Manifest, RecordOptions};
 use ppd_formats::task::{Step, TaskMark};
 use ppd_formats::{
     Borrowed, Event, LogIdentity, LogWriter, ObjectId, ProcessId, Recording, WriterOptions,
@@ -33,38 +33,17 @@ fn env_u64(name: &str, default: u64) -> u64 {
 }
 
 fn manifest(processes: u32) -> Manifest {
-    Manifest {
-        format_version: ppd_formats::FORMAT_VERSION,
-        program: Program {
-            path: "farm".into(),
-            size: 0,
-            blake3: String::new(),
-        },
-        argv: vec!["farm".into()],
-        cwd: ".".into(),
-        host: "host".into(),
-        os_pid: 1,
-        start_unix_ns: 0,
-        start_time: Manifest::rfc3339(0),
-        options: RecordOptions {
-            payloads: false,
-            fsync: false,
-            block_size: WriterOptions::default().block_size,
-            ring_blocks: WriterOptions::default().ring_blocks,
-        },
-        processes: (0..processes)
-            .map(|id| ProcessEntry {
-                id: ProcessId(id),
-                name: name(id),
-                parent: (id != 0).then_some(ProcessId(0)),
-                host: "host".into(),
-                os_pid: 1,
-                log: Manifest::log_name(ProcessId(id)),
-            })
-            .collect(),
-        end: None,
-        stopped: None,
-    }
+    let options = RecordOptions {
+        payloads: false,
+        fsync: false,
+        block_size: WriterOptions::default().block_size,
+        ring_blocks: WriterOptions::default().ring_blocks,
+    };
+    Manifest::synthetic(
+        "farm",
+        options,
+        (0..processes).map(|id| (ProcessId(id), name(id))),
+    )
 }
 
 fn name(id: u32) -> String {

@@ -6,44 +6,21 @@ use std::panic::Location;
 use std::path::Path;
 
 use ppd_flowback::tasks::TaskRecording;
-use ppd_formats::manifest::{Manifest, ProcessEntry, Program, RecordOptions};
+use ppd_formats::manifest::{Manifest, RecordOptions};
 use ppd_formats::task::{Step, TaskMark};
 use ppd_formats::{Borrowed, Event, LogIdentity, LogWriter, ProcessId, Recording, WriterOptions};
 
 fn manifest(processes: &[(u32, &str)]) -> Manifest {
-    Manifest {
-        format_version: ppd_formats::FORMAT_VERSION,
-        program: Program {
-            path: "prog".into(),
-            size: 0,
-            blake3: String::new(),
-        },
-        argv: vec!["prog".into()],
-        cwd: ".".into(),
-        host: "host".into(),
-        os_pid: 1,
-        start_unix_ns: 0,
-        start_time: Manifest::rfc3339(0),
-        options: RecordOptions {
-            payloads: false,
-            fsync: false,
-            block_size: 4096,
-            ring_blocks: 2,
-        },
-        processes: processes
-            .iter()
-            .map(|&(id, name)| ProcessEntry {
-                id: ProcessId(id),
-                name: name.into(),
-                parent: (id != 0).then_some(ProcessId(0)),
-                host: "host".into(),
-                os_pid: 1,
-                log: Manifest::log_name(ProcessId(id)),
-            })
-            .collect(),
-        end: None,
-        stopped: None,
-    }
+    let options = RecordOptions {
+        payloads: false,
+        fsync: false,
+        block_size: 4096,
+        ring_blocks: 2,
+    };
+    let processes = processes
+        .iter()
+        .map(|&(id, name)| (ProcessId(id), name.to_owned()));
+    Manifest::synthetic("prog", options, processes)
 }
 
 fn write_log(dir: &Path, id: u32, name: &str, events: &[Event<Borrowed<'_>>]) {

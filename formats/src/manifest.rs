@@ -131,6 +131,45 @@ impl Manifest {
         format!("proc-{:04}.log", id.0)
     }
 
+    /// The manifest of a recording assembled without a recorded program (tests, benchmarks,
+    /// synthetic recordings): `program` started at the Unix epoch as OS process 1 on host
+    /// `host`, with `options`, and `processes` (id and name), every one but process 0 spawned
+    /// by process 0. Its logs must be written with OS pid 1 to match.
+    pub fn synthetic(
+        program: &str,
+        options: RecordOptions,
+        processes: impl IntoIterator<Item = (ProcessId, String)>,
+    ) -> Manifest {
+        Manifest {
+            format_version: crate::FORMAT_VERSION,
+            program: Program {
+                path: program.into(),
+                size: 0,
+                blake3: String::new(),
+            },
+            argv: vec![program.into()],
+            cwd: ".".into(),
+            host: "host".into(),
+            os_pid: 1,
+            start_unix_ns: 0,
+            start_time: Manifest::rfc3339(0),
+            options,
+            processes: processes
+                .into_iter()
+                .map(|(id, name)| ProcessEntry {
+                    id,
+                    name,
+                    parent: (id != ProcessId(0)).then_some(ProcessId(0)),
+                    host: "host".into(),
+                    os_pid: 1,
+                    log: Manifest::log_name(id),
+                })
+                .collect(),
+            end: None,
+            stopped: None,
+        }
+    }
+
     /// Formats Unix nanoseconds as RFC 3339 (UTC, seconds precision).
     pub fn rfc3339(unix_ns: u64) -> String {
         let time = std::time::UNIX_EPOCH + std::time::Duration::from_nanos(unix_ns);
