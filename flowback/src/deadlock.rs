@@ -316,8 +316,33 @@ pub fn deadlocks(trace: &Trace) -> Deadlocks {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::{NO_SITE, Op};
+    use crate::trace::{NO_SITE, ObjIdx, Op, TraceBuilder};
     use ppd_formats::ObjectId;
+
+    /// `main` creates a channel and spawns `child` (p1), which starts: the opening of the
+    /// wait scenarios. Returns the builder, main, the child and the channel.
+    fn main_spawns_a_child_with_a_channel(child: &str) -> (TraceBuilder, u32, u32, ObjIdx) {
+        let mut b = Trace::builder();
+        let main = b.add_process(ProcessId(0), "main", None);
+        let child = b.add_process(ProcessId(1), child, Some(ProcessId(0)));
+        let ch = b.define_object(ObjectId::new(ProcessId(0), 0), ObjectKind::Channel, 0, None);
+        b.push(main, Op::Create { object: ch }, NO_SITE);
+        b.push(
+            main,
+            Op::Spawn {
+                child: ProcessId(1),
+            },
+            NO_SITE,
+        );
+        b.push(
+            child,
+            Op::Start {
+                parent: Some(ProcessId(0)),
+            },
+            NO_SITE,
+        );
+        (b, main, child, ch)
+    }
 
     /// Two processes take two mutexes in opposite orders and block on the second.
     #[test]
@@ -393,25 +418,7 @@ mod tests {
     /// A receiver waiting for a process that is still running is blocked, not deadlocked.
     #[test]
     fn waiting_for_a_running_sender_is_no_deadlock() {
-        let mut b = Trace::builder();
-        let main = b.add_process(ProcessId(0), "main", None);
-        let worker = b.add_process(ProcessId(1), "worker", Some(ProcessId(0)));
-        let ch = b.define_object(ObjectId::new(ProcessId(0), 0), ObjectKind::Channel, 0, None);
-        b.push(main, Op::Create { object: ch }, NO_SITE);
-        b.push(
-            main,
-            Op::Spawn {
-                child: ProcessId(1),
-            },
-            NO_SITE,
-        );
-        b.push(
-            worker,
-            Op::Start {
-                parent: Some(ProcessId(0)),
-            },
-            NO_SITE,
-        );
+        let (mut b, main, worker, ch) = main_spawns_a_child_with_a_channel("worker");
         b.push(
             worker,
             Op::Send {
@@ -442,25 +449,7 @@ mod tests {
     /// a join and a channel.
     #[test]
     fn a_join_waiting_for_a_receiver_that_waits_for_the_joiner_is_a_deadlock() {
-        let mut b = Trace::builder();
-        let main = b.add_process(ProcessId(0), "main", None);
-        let fetcher = b.add_process(ProcessId(1), "fetcher", Some(ProcessId(0)));
-        let ch = b.define_object(ObjectId::new(ProcessId(0), 0), ObjectKind::Channel, 0, None);
-        b.push(main, Op::Create { object: ch }, NO_SITE);
-        b.push(
-            main,
-            Op::Spawn {
-                child: ProcessId(1),
-            },
-            NO_SITE,
-        );
-        b.push(
-            fetcher,
-            Op::Start {
-                parent: Some(ProcessId(0)),
-            },
-            NO_SITE,
-        );
+        let (mut b, main, fetcher, ch) = main_spawns_a_child_with_a_channel("fetcher");
         b.push(fetcher, Op::Blocked { object: ch }, NO_SITE);
         b.push(
             main,

@@ -7,46 +7,11 @@ use std::path::Path;
 use ppd_flowback::Analysis;
 use ppd_flowback::cache::CacheOutcome;
 use ppd_formats::event::{AtomicOp, MemOrdering, ObjectKind};
-use ppd_formats::manifest::{Manifest, RecordOptions};
-use ppd_formats::{
-    Borrowed, Event, LogIdentity, LogReader, LogWriter, ObjectId, ProcessId, Recording,
-    WriterOptions,
-};
+use ppd_formats::manifest::Manifest;
+use ppd_formats::{Event, LogReader, ObjectId, ProcessId, Recording};
 
-fn manifest(processes: &[(u32, &str)]) -> Manifest {
-    let options = RecordOptions {
-        payloads: false,
-        fsync: false,
-        block_size: 4096,
-        ring_blocks: 2,
-    };
-    let processes = processes
-        .iter()
-        .map(|&(id, name)| (ProcessId(id), name.to_owned()));
-    Manifest::synthetic("prog", options, processes)
-}
-
-fn write_log(dir: &Path, id: u32, name: &str, events: &[Event<Borrowed<'_>>]) {
-    let identity = LogIdentity {
-        process_id: ProcessId(id),
-        parent: (id != 0).then_some(ProcessId(0)),
-        name: name.into(),
-        os_pid: 1,
-    };
-    let options = WriterOptions {
-        block_size: 4096,
-        ring_blocks: 2,
-        ..WriterOptions::default()
-    };
-    let path = dir.join(Manifest::log_name(ProcessId(id)));
-    // The writer creates its log exclusively: rewriting a log means replacing the file.
-    let _ = std::fs::remove_file(&path);
-    let mut w = LogWriter::create(&path, &identity, options).unwrap();
-    for e in events {
-        w.append(e).unwrap();
-    }
-    w.close().unwrap();
-}
+mod common;
+use common::{manifest, write_log};
 
 /// `main` spawns two workers that store to a shared atomic without ordering: `extra` more
 /// stores by the second worker.

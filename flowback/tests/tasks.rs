@@ -6,42 +6,12 @@ use std::panic::Location;
 use std::path::Path;
 
 use ppd_flowback::tasks::TaskRecording;
-use ppd_formats::manifest::{Manifest, RecordOptions};
+use ppd_formats::manifest::Manifest;
 use ppd_formats::task::{Step, TaskMark};
-use ppd_formats::{Borrowed, Event, LogIdentity, LogWriter, ProcessId, Recording, WriterOptions};
+use ppd_formats::{Borrowed, Event, ProcessId, Recording};
 
-fn manifest(processes: &[(u32, &str)]) -> Manifest {
-    let options = RecordOptions {
-        payloads: false,
-        fsync: false,
-        block_size: 4096,
-        ring_blocks: 2,
-    };
-    let processes = processes
-        .iter()
-        .map(|&(id, name)| (ProcessId(id), name.to_owned()));
-    Manifest::synthetic("prog", options, processes)
-}
-
-fn write_log(dir: &Path, id: u32, name: &str, events: &[Event<Borrowed<'_>>]) {
-    let identity = LogIdentity {
-        process_id: ProcessId(id),
-        parent: (id != 0).then_some(ProcessId(0)),
-        name: name.into(),
-        os_pid: 1,
-    };
-    let options = WriterOptions {
-        block_size: 4096,
-        ring_blocks: 2,
-        ..WriterOptions::default()
-    };
-    let path = dir.join(Manifest::log_name(ProcessId(id)));
-    let mut w = LogWriter::create(&path, &identity, options).unwrap();
-    for e in events {
-        w.append(e).unwrap();
-    }
-    w.close().unwrap();
-}
+mod common;
+use common::{manifest, write_log};
 
 fn mark<'a>(step: Step, value: &'a [u8]) -> Event<Borrowed<'a>> {
     Event::Mark {

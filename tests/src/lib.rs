@@ -2,7 +2,7 @@
 //! `cargo test --workspace` builds, and running them as real processes.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 
 pub mod lattice;
 
@@ -65,6 +65,26 @@ pub fn info_json(cwd: &Path, dir: &Path) -> serde_json::Value {
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).expect("ppd info --json prints JSON")
+}
+
+/// Starts `ppd record -o DIR -- PROGRAM ARGS...` in `cwd` without waiting for it, its output
+/// piped, for tests that watch or kill the recorded program.
+pub fn start_recording(cwd: &Path, dir: &Path, program: &str, args: &[&str]) -> Child {
+    Command::new(ppd_bin())
+        .args([
+            "record",
+            "-o",
+            dir.to_str().expect("utf-8 path"),
+            "--",
+            program,
+        ])
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start ppd record")
 }
 
 /// Records `program ARGS...` into `dir` with `ppd record -o DIR EXTRA... --`.

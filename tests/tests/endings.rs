@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 use std::hash::{BuildHasher, Hasher, RandomState};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Output};
 
 use ppd_formats::{Event, FormatError, Recording};
-use ppd_tests::{info_json, ppd, ppd_bin};
+use ppd_tests::{info_json, ppd, record_program, start_recording};
 use serde_json::Value;
 
 const ENDINGS: &str = env!("CARGO_BIN_EXE_endings");
@@ -86,18 +86,6 @@ fn last_event(dir: &Path, name: &str) -> Option<Event> {
     n.checked_sub(1).and_then(|k| log.get(k).ok())
 }
 
-fn start_recording(cwd: &Path, dir: &Path, program: &str, args: &[&str]) -> Child {
-    Command::new(ppd_bin())
-        .args(["record", "-o", dir.to_str().unwrap(), "--", program])
-        .args(args)
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start ppd record")
-}
-
 fn sigkill(pid: i32) {
     // SAFETY: kill only sends a signal.
     let killed = unsafe { libc::kill(pid, libc::SIGKILL) };
@@ -108,16 +96,12 @@ fn sigkill(pid: i32) {
 fn a_thread_left_blocked_when_main_returns_is_replayed_to_its_last_event() {
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("rec");
-    let out = ppd(
+    let out = record_program(
         work.path(),
-        &[
-            "record",
-            "-o",
-            dir.to_str().unwrap(),
-            "--",
-            ENDINGS,
-            "blocked-thread",
-        ],
+        &dir,
+        Path::new(ENDINGS),
+        &["blocked-thread"],
+        &[],
     );
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     assert!(
@@ -160,27 +144,54 @@ fn a_thread_left_blocked_when_main_returns_is_replayed_to_its_last_event() {
     }
 }
 
-#[test]
-fn a_hang_through_join_is_a_deadlock_reported_by_name() {
-    let work = tempfile::tempdir().unwrap();
-    let dir = work.path().join("rec");
-    let mut child = start_recording(work.path(), &dir, ENDINGS, &["join-hang"]);
-    // Both processes are in their waits once their logs end with the wait markers.
-    let mut polls = 0u64;
-    while !(matches!(last_event(&dir, "main"), Some(Event::JoinBlocked { .. }))
-        && matches!(last_event(&dir, "fetcher"), Some(Event::Blocked { .. })))
+/// What a wait looks like at the end of a process's log.
+type WaitMarker = fn(&Event) -> bool;
+
+/// Waits until each named process's log ends in the wait its marker matches, then SIGKILLs the
+/// recorded program and checks the wrapper passed the signal on. The program ending by itself,
+/// or the waits never showing, is a failure rather than a hang (the bound is generous: each
+/// marker is logged as its wait begins). Returns how many polls it took.
+fn kill_in_waits(mut child: Child, dir: &Path, waits: &[(&str, WaitMarker)]) -> u64 {
+    let mut polls = 0;
+    while !waits
+        .iter()
+        .all(|(name, is_wait)| last_event(dir, name).is_some_and(|e| is_wait(&e)))
     {
         assert!(
             child.try_wait().unwrap().is_none(),
             "the program ended by itself"
         );
         polls += 1;
+        assert!(
+            polls < 3000,
+            "the logs never ended in their waits: {:?}",
+            waits
+                .iter()
+                .map(|(name, _)| (name, last_event(dir, name)))
+                .collect::<Vec<_>>()
+        );
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    let recording = Recording::open(&dir).unwrap();
+    let recording = Recording::open(dir).unwrap();
     sigkill(recording.manifest().os_pid as i32);
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(137), "{}", stderr(&out));
+    polls
+}
+
+#[test]
+fn a_hang_through_join_is_a_deadlock_reported_by_name() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("rec");
+    let child = start_recording(work.path(), &dir, ENDINGS, &["join-hang"]);
+    let polls = kill_in_waits(
+        child,
+        &dir,
+        &[
+            ("main", |e| matches!(e, Event::JoinBlocked { .. })),
+            ("fetcher", |e| matches!(e, Event::Blocked { .. })),
+        ],
+    );
 
     let info = info_json(work.path(), &dir);
     assert_eq!(info["run_ending"]["how"], "killed", "{info:#}");
@@ -240,27 +251,17 @@ fn a_run_killed_during_a_sleep_says_the_sleeper_was_asleep_and_replays_without_s
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("rec");
     let mut child = start_recording(work.path(), &dir, ENDINGS, &["long-sleep"]);
-    // The sleeper logs its sleep just after printing this line; a log that never shows it is a
-    // failure, not a hang (the bound is generous: the marker follows the line at once).
+    // The sleeper logs its sleep just after printing this line.
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     assert_eq!(lines.next().unwrap().unwrap(), "sleeper: sleeping");
-    let mut polls = 0;
-    while !(matches!(last_event(&dir, "main"), Some(Event::JoinBlocked { .. }))
-        && matches!(last_event(&dir, "sleeper"), Some(Event::Sleep { .. })))
-    {
-        polls += 1;
-        assert!(
-            polls < 3000,
-            "the logs never ended in main's join and the sleeper's sleep: {:?}, {:?}",
-            last_event(&dir, "main"),
-            last_event(&dir, "sleeper")
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    let recording = Recording::open(&dir).unwrap();
-    sigkill(recording.manifest().os_pid as i32);
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(137), "{}", stderr(&out));
+    kill_in_waits(
+        child,
+        &dir,
+        &[
+            ("main", |e| matches!(e, Event::JoinBlocked { .. })),
+            ("sleeper", |e| matches!(e, Event::Sleep { .. })),
+        ],
+    );
 
     let info = info_json(work.path(), &dir);
     let procs = processes(&info);
@@ -385,9 +386,12 @@ fn a_panic_inside_an_eblock_is_an_outcome_why_and_what_if_explain() {
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("rec");
     let rec = dir.to_str().unwrap();
-    let out = ppd(
+    let out = record_program(
         work.path(),
-        &["record", "-o", rec, "--", ENDINGS, "eblock-panic"],
+        &dir,
+        Path::new(ENDINGS),
+        &["eblock-panic"],
+        &[],
     );
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
 
@@ -469,10 +473,7 @@ fn a_predicate_that_never_holds_is_explained_in_the_users_names() {
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("rec");
     let rec = dir.to_str().unwrap();
-    let out = ppd(
-        work.path(),
-        &["record", "-o", rec, "--", ENDINGS, "token-pair"],
-    );
+    let out = record_program(work.path(), &dir, Path::new(ENDINGS), &["token-pair"], &[]);
     assert!(out.status.success(), "{}", stderr(&out));
     let recording = Recording::open(&dir).unwrap();
     // The names are not the ids: P3 is p1, P1 is p2.

@@ -63,18 +63,23 @@ impl Drop for SmallDisk {
     }
 }
 
-/// `ppd record` of the victim (a hub and four workers, 7000+ events) into `dir`, with 4 KiB
-/// blocks and two-slot rings, so that a small disk fills part-way through the run.
-fn record_victim_small(dir: &Path) -> Output {
+/// `ppd record --payloads` of the victim (a hub and four workers, 7000+ events) into `dir`,
+/// with `env` (the ring's size) set.
+fn record_victim(dir: &Path, env: &[(&str, &str)]) -> Output {
     Command::new(ppd_bin())
         .args(["record", "--payloads", "-o"])
         .arg(dir)
         .args(["--", VICTIM, "ok"])
-        .env("PPD_BLOCK_SIZE", "4096")
-        .env("PPD_RING_BLOCKS", "2")
+        .envs(env.iter().copied())
         .stdout(Stdio::null())
         .output()
         .unwrap()
+}
+
+/// The victim recorded with 4 KiB blocks and two-slot rings, so that a small disk fills
+/// part-way through the run.
+fn record_victim_small(dir: &Path) -> Output {
+    record_victim(dir, &[("PPD_BLOCK_SIZE", "4096"), ("PPD_RING_BLOCKS", "2")])
 }
 
 fn json(out: &Output) -> Value {
@@ -169,13 +174,7 @@ fn a_disk_too_small_for_the_rings_leaves_the_program_unharmed() {
         return;
     };
     let rec = disk.path().join("rec");
-    let out = Command::new(ppd_bin())
-        .args(["record", "--payloads", "-o"])
-        .arg(&rec)
-        .args(["--", VICTIM, "ok"])
-        .stdout(Stdio::null())
-        .output()
-        .unwrap();
+    let out = record_victim(&rec, &[]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(err.contains("ppd: warning: only 64.0 KiB free"), "{err}");

@@ -6,9 +6,8 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
 
-use ppd_tests::{ppd, ppd_bin, record_program};
+use ppd_tests::{ppd, record_program, start_recording};
 use serde_json::Value;
 
 const CASES: &str = env!("CARGO_BIN_EXE_task_cases");
@@ -90,14 +89,7 @@ fn record_case(work: &Path, case: &str) -> std::path::PathBuf {
 /// program with SIGKILL.
 fn record_and_kill_hung(work: &Path, case: &str, others: usize) -> std::path::PathBuf {
     let dir = work.join(case);
-    let mut child = Command::new(ppd_bin())
-        .args(["record", "-o", dir.to_str().unwrap(), "--", CASES, case])
-        .current_dir(work)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start ppd record");
+    let mut child = start_recording(work, &dir, CASES, &[case]);
     let mut pid = None;
     let mut computed = 0;
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
