@@ -28,7 +28,7 @@ use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
 use ppd_formats::Recording;
-use ppd_formats::summary::summarize;
+use ppd_formats::summary::{Payloads, summarize};
 
 /// Sizes of the workloads.
 #[derive(Debug, Clone, Copy)]
@@ -363,7 +363,7 @@ fn run_child(workload: &str, variant: Variant, smoke: bool) -> Run {
 
 fn read_recording(dir: &Path) -> (u64, u64, u64) {
     let recording = Recording::open(dir).expect("the recorded run left a recording");
-    let s = summarize(&recording).expect("the recording summarizes");
+    let s = summarize(&recording, Payloads::Verify).expect("the recording summarizes");
     assert!(
         s.complete,
         "the recording in {} is incomplete",

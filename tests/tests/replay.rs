@@ -162,22 +162,29 @@ fn holds(lattice: &Lattice, process: usize, label_value: &(String, String), cut:
     }
 }
 
+/// Records seed `program` of the random program (3 workers, 4 operations each) into
+/// `<work>/<name><program>`; the directory and its logs loaded as a lattice.
+fn record_small_random(work: &Path, name: &str, program: u64) -> (PathBuf, Lattice) {
+    let dir = work.join(format!("{name}{program}"));
+    let out = record_program(
+        work,
+        &dir,
+        &random_program(),
+        &[&program.to_string(), "3", "4"],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out).1);
+    let lattice = Lattice::load(&dir);
+    (dir, lattice)
+}
+
 #[test]
 fn halts_are_the_first_states_a_brute_force_search_finds() {
     let work = tempfile::tempdir().unwrap();
     let mut rng = fastrand::Rng::with_seed(0x5eed);
     let mut checked = 0;
     for program in 0..5u64 {
-        let dir = work.path().join(format!("bf{program}"));
-        let out = record_program(
-            work.path(),
-            &dir,
-            &random_program(),
-            &[&program.to_string(), "3", "4"],
-            &[],
-        );
-        assert!(out.status.success(), "{}", text(&out).1);
-        let lattice = Lattice::load(&dir);
+        let (dir, lattice) = record_small_random(work.path(), "bf", program);
         let cuts = lattice.consistent_cuts();
         assert!(cuts.len() > 10);
         // Marks, by process: (process, label, value shown).
@@ -519,16 +526,7 @@ fn linked_predicates_halt_at_the_first_event_after_the_previous_stage() {
     let mut rng = fastrand::Rng::with_seed(0x11ced);
     let (mut halts, mut never) = (0, 0);
     for program in 0..4u64 {
-        let dir = work.path().join(format!("linked{program}"));
-        let out = record_program(
-            work.path(),
-            &dir,
-            &random_program(),
-            &[&program.to_string(), "3", "4"],
-            &[],
-        );
-        assert!(out.status.success(), "{}", text(&out).1);
-        let lattice = Lattice::load(&dir);
+        let (dir, lattice) = record_small_random(work.path(), "linked", program);
         let clocks = lattice.clocks();
         let is = |e: &Event, (_, l, v): &MarkOf| {
             matches!(e, Event::Mark { label, value, .. }
@@ -594,16 +592,7 @@ fn simultaneous_predicates_halt_only_where_both_states_hold() {
     let mut rng = fastrand::Rng::with_seed(0x5a3e);
     let (mut halts, mut never) = (0, 0);
     for program in 0..4u64 {
-        let dir = work.path().join(format!("simultaneous{program}"));
-        let out = record_program(
-            work.path(),
-            &dir,
-            &random_program(),
-            &[&program.to_string(), "3", "4"],
-            &[],
-        );
-        assert!(out.status.success(), "{}", text(&out).1);
-        let lattice = Lattice::load(&dir);
+        let (dir, lattice) = record_small_random(work.path(), "simultaneous", program);
         let clocks = lattice.clocks();
         // The least consistent states where both marks' stable predicates hold.
         let both_hold = |a: &MarkOf, b: &MarkOf| {

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use ppd_formats::Recording;
 use ppd_formats::recording::resolve;
-use ppd_formats::summary::{RecordingSummary, summarize};
+use ppd_formats::summary::{Payloads, RecordingSummary, summarize};
 
 use anyhow::anyhow;
 
@@ -17,7 +17,7 @@ use crate::output::outln;
 pub(crate) fn run(rec: Option<&Path>, json: bool, damage: DamageArgs) -> CmdResult {
     let dir = resolve(rec)?;
     let recording = Recording::open(&dir)?;
-    let summary = summarize(&recording)?;
+    let summary = summarize(&recording, Payloads::Verify)?;
     if json {
         output::json(&summary);
     } else {

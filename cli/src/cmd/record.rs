@@ -11,7 +11,7 @@ use std::process::{Command, ExitCode};
 use anyhow::{Context, anyhow};
 use ppd_formats::ending::{ProcessEnding, ProgramExit};
 use ppd_formats::recording::{self, RECORDINGS_DIR};
-use ppd_formats::summary::summarize;
+use ppd_formats::summary::{Payloads, summarize};
 use ppd_formats::{FormatError, Recording};
 use ppd_recorder::runtime::env;
 
@@ -139,7 +139,7 @@ pub(crate) fn run(args: &Args) -> CmdResult {
             return Ok(exit);
         }
     };
-    match summarize(&recording) {
+    match summarize(&recording, Payloads::Verify) {
         Ok(s) => {
             let alive = s
                 .processes

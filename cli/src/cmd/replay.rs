@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::anyhow;
 use ppd_formats::ending::ProcessEnding;
 use ppd_formats::integrity::Integrity;
-use ppd_formats::summary::{RecordingSummary, summarize};
+use ppd_formats::summary::{Payloads, RecordingSummary, summarize};
 use ppd_formats::{ProcessId, Recording};
 use ppd_replayer::debugger::{HaltState, Launch, ProgramOutput, Session};
 use ppd_replayer::predicate::{self, Catalog, Combination, Resolved};
@@ -260,7 +260,8 @@ fn announce_bad_ending(summary: &RecordingSummary) {
 
 fn replay_whole(ctx: &mut Context, json: bool) -> CmdResult {
     let started = Instant::now();
-    let recorded = summarize(&ctx.recording)?;
+    // Every payload passed the damage gate when the recording was opened.
+    let recorded = summarize(&ctx.recording, Payloads::AlreadyVerified)?;
     // Said before the program starts, so that its output does not run into the message; a
     // binary that cannot be replayed is refused first.
     ppd_replayer::debugger::check_binary(&ctx.recording, ctx.launch.binary.as_deref())
