@@ -9,7 +9,6 @@
 
 use std::fmt;
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -70,12 +69,7 @@ impl ProgramExit {
     pub fn write(&self, dir: &Path) -> Result<()> {
         let path = dir.join(PROGRAM_EXIT_FILE);
         let json = serde_json::to_vec(self).expect("a program exit always serializes");
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)
-            .map_err(|e| FormatError::io(&path, "create the program's exit file", e))?;
+        let mut file = crate::private::create_file(&path, "create the program's exit file")?;
         file.write_all(&json)
             .map_err(|e| FormatError::io(&path, "write the program's exit file", e))
     }
