@@ -505,6 +505,21 @@ impl LogReader {
         }
     }
 
+    /// The compressed payload of the frame at `offset` whose header is `h`, checked against
+    /// the header's checksum; with the payload's own offset, for errors about its contents.
+    fn checked_frame_payload(&self, offset: u64, h: &FrameInfo) -> Result<(u64, Vec<u8>)> {
+        let payload_offset = offset + FRAME_HEADER_LEN as u64;
+        let payload = self.read_at(payload_offset, h.compressed_len as usize, "frame payload")?;
+        if crc32c::crc32c(&payload) != h.payload_crc {
+            return Err(FormatError::Checksum {
+                path: self.path.clone(),
+                offset: payload_offset,
+                what: "frame payload",
+            });
+        }
+        Ok((payload_offset, payload))
+    }
+
     fn read_frame_header(&self, offset: u64) -> Result<FrameInfo> {
         let bytes = self.read_at(offset, FRAME_HEADER_LEN, "frame header")?;
         let body = split_crc(&bytes).ok_or_else(|| FormatError::Checksum {
@@ -625,16 +640,7 @@ impl LogReader {
                         ),
                     ));
                 }
-                let payload_offset = offset + FRAME_HEADER_LEN as u64;
-                let payload =
-                    self.read_at(payload_offset, h.compressed_len as usize, "frame payload")?;
-                if crc32c::crc32c(&payload) != h.payload_crc {
-                    return Err(FormatError::Checksum {
-                        path: self.path.clone(),
-                        offset: payload_offset,
-                        what: "frame payload",
-                    });
-                }
+                let (payload_offset, payload) = self.checked_frame_payload(offset, &h)?;
                 let data = zstd::bulk::decompress(&payload, h.raw_len as usize).map_err(|e| {
                     self.corrupt(payload_offset, "frame payload", format!("zstd: {e}"))
                 })?;
@@ -757,16 +763,7 @@ impl LogReader {
         for loc in &self.blocks {
             if let Source::Frame { offset } = loc.source {
                 let h = self.read_frame_header(offset)?;
-                let payload_offset = offset + FRAME_HEADER_LEN as u64;
-                let payload =
-                    self.read_at(payload_offset, h.compressed_len as usize, "frame payload")?;
-                if crc32c::crc32c(&payload) != h.payload_crc {
-                    return Err(FormatError::Checksum {
-                        path: self.path.clone(),
-                        offset: payload_offset,
-                        what: "frame payload",
-                    });
-                }
+                self.checked_frame_payload(offset, &h)?;
             }
         }
         Ok(())
