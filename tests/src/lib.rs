@@ -1,6 +1,7 @@
 //! Support for the end-to-end tests: finding the `ppd` binary and the example programs that
 //! `cargo test --workspace` builds, and running them as real processes.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
@@ -85,6 +86,16 @@ pub fn start_recording(cwd: &Path, dir: &Path, program: &str, args: &[&str]) -> 
         .stderr(Stdio::piped())
         .spawn()
         .expect("start ppd record")
+}
+
+/// The processes of `ppd info --json`, by name.
+pub fn processes(info: &serde_json::Value) -> BTreeMap<String, serde_json::Value> {
+    info["processes"]
+        .as_array()
+        .expect("processes is an array")
+        .iter()
+        .map(|p| (p["name"].as_str().unwrap().to_owned(), p.clone()))
+        .collect()
 }
 
 /// Records `program ARGS...` into `dir` with `ppd record -o DIR EXTRA... --`.

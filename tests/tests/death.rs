@@ -6,7 +6,6 @@
 //! The program is `victim` (tests/src/bin/victim.rs): a hub and four workers exchanging messages
 //! and taking a shared lock, dying in the way its first argument says.
 
-use std::collections::BTreeMap;
 use std::hash::{BuildHasher, Hasher, RandomState};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -14,7 +13,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use ppd_formats::{Event, Recording};
-use ppd_tests::{info_json, ppd, ppd_bin};
+use ppd_tests::{info_json, ppd, ppd_bin, processes};
 use serde_json::Value;
 
 const VICTIM: &str = env!("CARGO_BIN_EXE_victim");
@@ -32,16 +31,6 @@ fn record_victim(cwd: &Path, dir: &Path, args: &[&str]) -> Output {
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// The processes of `ppd info --json`, by name.
-fn processes(info: &Value) -> BTreeMap<String, Value> {
-    info["processes"]
-        .as_array()
-        .expect("processes is an array")
-        .iter()
-        .map(|p| (p["name"].as_str().unwrap().to_owned(), p.clone()))
-        .collect()
 }
 
 /// How many events of `kind` process `p` logged.

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Child, Output};
 
 use ppd_formats::{Event, FormatError, Recording};
-use ppd_tests::{info_json, ppd, record_program, start_recording};
+use ppd_tests::{info_json, ppd, processes, record_program, start_recording};
 use serde_json::Value;
 
 const ENDINGS: &str = env!("CARGO_BIN_EXE_endings");
@@ -65,16 +65,6 @@ fn assert_every_event_replayed(dir: &Path, summary: &Value, context: &str) {
     }
     assert_eq!(summary["events"], total, "{context}: {summary:#}");
     assert_eq!(summary["logged"], total, "{context}: {summary:#}");
-}
-
-/// The processes of `ppd info --json`, by name.
-fn processes(info: &Value) -> BTreeMap<String, Value> {
-    info["processes"]
-        .as_array()
-        .expect("processes is an array")
-        .iter()
-        .map(|p| (p["name"].as_str().unwrap().to_owned(), p.clone()))
-        .collect()
 }
 
 /// The last event of process `name`'s log, read while the program may still be running.
