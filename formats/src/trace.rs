@@ -3,9 +3,10 @@
 //!
 //! A trace is the list of the instance's events in execution order: its entry, every
 //! variable definition, branch, return, and every runtime operation (receive, send, random,
-//! clock, nested e-block call). Each record says which variables its value was computed from
-//! (`uses`, syntactic), which earlier records fed it at run time (`inputs`: the receive or
-//! call whose result it holds) and which branch it depends on (`control`).
+//! clock, nested e-block call, atomic write, mutex release). Each record says which variables
+//! its value was computed from (`uses`, syntactic), which earlier records fed it at run time
+//! (`inputs`: the receive or call whose result it holds) and which branch it depends on
+//! (`control`).
 
 use serde::{Deserialize, Serialize};
 
@@ -45,6 +46,10 @@ pub enum RecordKind {
     Input,
     /// A user mark.
     Mark,
+    /// Shared memory handed to other processes: an atomic store or read-modify-write
+    /// (computed from its statement's variables), or a mutex released (the end of the
+    /// critical section, after which the guarded value is the next holder's).
+    Publish,
 }
 
 /// A message a record sent or received.

@@ -2,8 +2,8 @@
 //!
 //! `#[ppd::eblock]` compiles, next to the function, a tracing twin of its body that calls the
 //! functions here at every `let`, assignment, branch and return; the runtime adds a record for
-//! every operation the body performs (receive, send, nested e-block call, clock, random). They
-//! run only while ppd re-executes an instance; the recorded program never calls them.
+//! every operation the body performs (receive, send, nested e-block call, clock, random, atomic
+//! write, mutex release). They run only while ppd re-executes an instance; the recorded program never calls them.
 
 use std::cell::RefCell;
 use std::fmt::Debug;
@@ -248,8 +248,9 @@ pub fn operation(
                 }
                 None => r.uses = strings(uses),
             },
-            // A mark shows values; it does not feed the statement's result.
-            RecordKind::Mark => {
+            // A mark shows values, a publication hands them to other processes; neither
+            // feeds the statement's result.
+            RecordKind::Mark | RecordKind::Publish => {
                 r.uses = strings(uses);
                 t.pending = r.inputs.clone();
             }
@@ -260,7 +261,10 @@ pub fn operation(
         r.call = call;
         r.event = Some(event);
         let index = t.push(r);
-        if !matches!(kind, RecordKind::Send | RecordKind::Mark) {
+        if !matches!(
+            kind,
+            RecordKind::Send | RecordKind::Mark | RecordKind::Publish
+        ) {
             t.pending.push(index);
         }
     });

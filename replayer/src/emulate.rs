@@ -309,12 +309,20 @@ impl ProcessBackend for Interval {
             Event::Clock { nanos, .. } => {
                 tracer::operation(RecordKind::Input, input(*nanos), None, None, index)
             }
-            Event::Atomic { value: Some(v), .. } => {
-                tracer::operation(RecordKind::Input, input(*v), None, None, index)
+            Event::Atomic { value, op, .. } => {
+                // A read-modify-write reads, then writes what it read combined with its
+                // operands: the write's record holds the read's.
+                if let Some(v) = value {
+                    tracer::operation(RecordKind::Input, input(*v), None, None, index);
+                }
+                if op.writes() {
+                    tracer::operation(RecordKind::Publish, None, None, None, index);
+                }
             }
             Event::Lock { value, .. } => {
                 tracer::operation(RecordKind::Input, captured(value), None, None, index)
             }
+            Event::Unlock { .. } => tracer::operation(RecordKind::Publish, None, None, None, index),
             Event::Mark { value, .. } => tracer::operation(
                 RecordKind::Mark,
                 Some(Captured::Value(value.to_vec())),

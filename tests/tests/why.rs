@@ -75,42 +75,42 @@ fn a_value_is_traced_back_across_three_processes() {
         &["sink", "total", "--at", "absorb#1", "--depth", "9"],
         expect![[r#"
             why sink total (at absorb#1):
-            total = 26  (tests/src/bin/why_cases.rs:39, sink why_cases::absorb entered at event N)
+            total = 26  (tests/src/bin/why_cases.rs:52, sink why_cases::absorb entered at event N)
             │   *total += value;
-            ├─ data: %2 total = 0  (tests/src/bin/why_cases.rs:35)
+            ├─ data: %2 total = 0  (tests/src/bin/why_cases.rs:48)
             │  │   fn absorb
-            │  └─ data: total = 0  (tests/src/bin/why_cases.rs:35)
+            │  └─ data: total = 0  (tests/src/bin/why_cases.rs:48)
             │         fn absorb
             │         [passed by the caller of why_cases::absorb, which is not an e-block]
-            ├─ data: value = 26  (tests/src/bin/why_cases.rs:36)
+            ├─ data: value = 26  (tests/src/bin/why_cases.rs:49)
             │  │   let Ok(value) = input.recv() else { return false; };
-            │  └─ [#5] data: received 26  (tests/src/bin/why_cases.rs:36)
+            │  └─ [#5] data: received 26  (tests/src/bin/why_cases.rs:49)
             │     │   let Ok(value) = input.recv() else { return false; };
             │     │   [message 1 from doubler]
-            │     └─ data via message: sent 26  (tests/src/bin/why_cases.rs:30, doubler why_cases::double entered at event N)
+            │     └─ data via message: sent 26  (tests/src/bin/why_cases.rs:43, doubler why_cases::double entered at event N)
             │        │   out.send(doubled).expect("sink")
             │        │   [message 1 on channel doubled]
-            │        ├─ data: doubled = 26  (tests/src/bin/why_cases.rs:29)
+            │        ├─ data: doubled = 26  (tests/src/bin/why_cases.rs:42)
             │        │  │   let doubled = value * 2;
-            │        │  └─ data: value = 13  (tests/src/bin/why_cases.rs:26)
+            │        │  └─ data: value = 13  (tests/src/bin/why_cases.rs:39)
             │        │     │   let Ok(value) = input.recv() else { return false; };
             │        │     └─ data: received 13  (see #11)
-            │        └─ control: condition = true  (tests/src/bin/why_cases.rs:26)
+            │        └─ control: condition = true  (tests/src/bin/why_cases.rs:39)
             │           │   let Ok(value) = input.recv() else { return false; };
-            │           └─ [#11] data: received 13  (tests/src/bin/why_cases.rs:26)
+            │           └─ [#11] data: received 13  (tests/src/bin/why_cases.rs:39)
             │              │   let Ok(value) = input.recv() else { return false; };
             │              │   [message 1 from source]
-            │              └─ data via message: sent 13  (tests/src/bin/why_cases.rs:21, source why_cases::produce entered at event N)
+            │              └─ data via message: sent 13  (tests/src/bin/why_cases.rs:34, source why_cases::produce entered at event N)
             │                 │   out.send(reading).expect("doubler")
             │                 │   [message 1 on channel readings]
-            │                 └─ data: reading = 13  (tests/src/bin/why_cases.rs:20)
+            │                 └─ data: reading = 13  (tests/src/bin/why_cases.rs:33)
             │                    │   let reading = seed * 10 + 3;
-            │                    └─ data: %1 seed = 1  (tests/src/bin/why_cases.rs:19)
+            │                    └─ data: %1 seed = 1  (tests/src/bin/why_cases.rs:32)
             │                       │   fn produce
-            │                       └─ data: seed = 1  (tests/src/bin/why_cases.rs:19)
+            │                       └─ data: seed = 1  (tests/src/bin/why_cases.rs:32)
             │                              fn produce
             │                              [passed by the caller of why_cases::produce, which is not an e-block]
-            └─ control: condition = true  (tests/src/bin/why_cases.rs:36)
+            └─ control: condition = true  (tests/src/bin/why_cases.rs:49)
                │   let Ok(value) = input.recv() else { return false; };
                └─ data: received 26  (see #5)
         "#]],
@@ -124,23 +124,23 @@ fn a_nested_call_is_a_sub_graph_entered_for_its_returned_value() {
         &["main", "report.total", "--depth", "5"],
         expect![[r#"
             why main report.total (at the end of the run):
-            report.total = 27  (tests/src/bin/why_cases.rs:93, main why_cases::summarize entered at event N)
+            report.total = 27  (tests/src/bin/why_cases.rs:106, main why_cases::summarize entered at event N)
             │   report.total = top + bonus;
-            ├─ data: bonus = 18  (tests/src/bin/why_cases.rs:92)
+            ├─ data: bonus = 18  (tests/src/bin/why_cases.rs:105)
             │  │   let bonus = if top > 5 { top * 2 } else { 0 };
             │  └─ data: top = 9  (see #2)
-            └─ [#2] data: top = 9  (tests/src/bin/why_cases.rs:90)
+            └─ [#2] data: top = 9  (tests/src/bin/why_cases.rs:103)
                │   let top = best_of(&values);
-               └─ data: %0 of why_cases::best_of = 9  (tests/src/bin/why_cases.rs:90)
+               └─ data: %0 of why_cases::best_of = 9  (tests/src/bin/why_cases.rs:103)
                   │   let top = best_of(&values);
-                  └─ data via call: %0 = 9  (tests/src/bin/why_cases.rs:85, main why_cases::best_of entered at event N)
+                  └─ data via call: %0 = 9  (tests/src/bin/why_cases.rs:98, main why_cases::best_of entered at event N)
                      │   best
-                     └─ data: best = 9  (tests/src/bin/why_cases.rs:82)
+                     └─ data: best = 9  (tests/src/bin/why_cases.rs:95)
                         │   best = *v;
-                        ├─ data: v = 9  (tests/src/bin/why_cases.rs:80)
+                        ├─ data: v = 9  (tests/src/bin/why_cases.rs:93)
                         │  │   for v in values
                         │  └─ … (more: raise --depth)
-                        └─ control: condition = true  (tests/src/bin/why_cases.rs:81)
+                        └─ control: condition = true  (tests/src/bin/why_cases.rs:94)
                            │   if *v > best
                            └─ … (more: raise --depth)
         "#]],
@@ -154,29 +154,29 @@ fn a_loop_counter_depends_on_each_earlier_iteration() {
         &["main", "steps", "--depth", "3"],
         expect![[r#"
             why main steps (at the end of the run):
-            steps = 8  (tests/src/bin/why_cases.rs:113, main why_cases::collatz_steps entered at event N)
+            steps = 8  (tests/src/bin/why_cases.rs:126, main why_cases::collatz_steps entered at event N)
             │   steps += 1;
-            ├─ data: steps = 7  (tests/src/bin/why_cases.rs:113)
+            ├─ data: steps = 7  (tests/src/bin/why_cases.rs:126)
             │  │   steps += 1;
-            │  ├─ data: steps = 6  (tests/src/bin/why_cases.rs:113)
+            │  ├─ data: steps = 6  (tests/src/bin/why_cases.rs:126)
             │  │  │   steps += 1;
-            │  │  ├─ data: steps = 5  (tests/src/bin/why_cases.rs:113)
+            │  │  ├─ data: steps = 5  (tests/src/bin/why_cases.rs:126)
             │  │  │  │   steps += 1;
             │  │  │  └─ … (more: raise --depth)
-            │  │  └─ control: condition = true  (tests/src/bin/why_cases.rs:107)
+            │  │  └─ control: condition = true  (tests/src/bin/why_cases.rs:120)
             │  │     │   while left > 1
             │  │     └─ … (more: raise --depth)
-            │  └─ control: condition = true  (tests/src/bin/why_cases.rs:107)
+            │  └─ control: condition = true  (tests/src/bin/why_cases.rs:120)
             │     │   while left > 1
-            │     └─ [#8] data: left = 4  (tests/src/bin/why_cases.rs:109)
+            │     └─ [#8] data: left = 4  (tests/src/bin/why_cases.rs:122)
             │        │   left /= 2;
             │        └─ … (more: raise --depth)
-            └─ control: condition = true  (tests/src/bin/why_cases.rs:107)
+            └─ control: condition = true  (tests/src/bin/why_cases.rs:120)
                │   while left > 1
-               └─ data: left = 2  (tests/src/bin/why_cases.rs:109)
+               └─ data: left = 2  (tests/src/bin/why_cases.rs:122)
                   │   left /= 2;
                   ├─ data: left = 4  (see #8)
-                  └─ control: condition = true  (tests/src/bin/why_cases.rs:108)
+                  └─ control: condition = true  (tests/src/bin/why_cases.rs:121)
                      │   if left.is_multiple_of(2)
                      └─ … (more: raise --depth)
         "#]],
@@ -190,13 +190,13 @@ fn an_early_return_depends_on_its_guard() {
         &["main", "%0", "--at", "classify#2"],
         expect![[r#"
             why main %0 (at classify#2):
-            %0 = "negative"  (tests/src/bin/why_cases.rs:125, main why_cases::classify entered at event N)
+            %0 = "negative"  (tests/src/bin/why_cases.rs:138, main why_cases::classify entered at event N)
             │   return "negative".into();
-            └─ control: condition = true  (tests/src/bin/why_cases.rs:124)
+            └─ control: condition = true  (tests/src/bin/why_cases.rs:137)
                │   if x < 0
-               └─ data: %1 x = -3  (tests/src/bin/why_cases.rs:123)
+               └─ data: %1 x = -3  (tests/src/bin/why_cases.rs:136)
                   │   fn classify
-                  └─ data: x = -3  (tests/src/bin/why_cases.rs:123)
+                  └─ data: x = -3  (tests/src/bin/why_cases.rs:136)
                          fn classify
                          [passed by the caller of why_cases::classify, which is not an e-block]
         "#]],
@@ -210,12 +210,12 @@ fn the_end_of_the_run_is_the_last_instance_that_defined_the_variable() {
         &["main", "kind", "--depth", "1"],
         expect![[r#"
             why main kind (at the end of the run):
-            kind = "odd"  (tests/src/bin/why_cases.rs:127, main why_cases::classify entered at event N)
+            kind = "odd"  (tests/src/bin/why_cases.rs:140, main why_cases::classify entered at event N)
             │   let kind = if x % 2 == 0 { "even" } else { "odd" };
-            ├─ data: %1 x = 7  (tests/src/bin/why_cases.rs:123)
+            ├─ data: %1 x = 7  (tests/src/bin/why_cases.rs:136)
             │  │   fn classify
             │  └─ … (more: raise --depth)
-            └─ control: condition = false  (tests/src/bin/why_cases.rs:124)
+            └─ control: condition = false  (tests/src/bin/why_cases.rs:137)
                │   if x < 0
                └─ … (more: raise --depth)
         "#]],
@@ -476,7 +476,9 @@ fn re_executing_every_instance_of_the_examples_reproduces_their_logs() {
         );
         assert!(leaks.is_empty(), "{example}: {leaks:#?}");
     }
-    for case in ["chain", "nested", "loops", "early", "shared"] {
+    for case in [
+        "chain", "nested", "loops", "early", "shared", "withdraw", "relay", "flag", "outside",
+    ] {
         let dir = record_case(work.path(), case);
         let (_, leaks) = leaks_of_every_instance(&dir);
         assert!(leaks.is_empty(), "{case}: {leaks:#?}");
@@ -515,12 +517,19 @@ fn a_value_read_under_a_lock_comes_from_the_acquisition_logged_in_the_eblock() {
     let mut locked = Vec::new();
     find(
         &answer["root"],
-        &|n| n["record"] == "input" && n["note"].as_str().unwrap_or("").contains("under lock"),
+        &|n| n["record"] == "input" && n["note"].as_str().unwrap_or("").contains("under mutex"),
         &mut locked,
     );
-    assert_eq!(locked.len(), 1, "{stdout}");
+    // The first is worker-2's own acquisition; the others are earlier holders' the chain
+    // reached through the lock.
+    assert!(!locked.is_empty(), "{stdout}");
+    assert_eq!(locked[0]["process"], "worker-2", "{stdout}");
     let found: i64 = locked[0]["value"].as_str().unwrap().parse().unwrap();
     assert_eq!(found + 2, now, "the value found under the lock, plus 2");
+    // What it found was left by the holder before that wrote (or is the initial value).
+    let writer = &locked[0]["deps"][0];
+    assert_eq!(writer["via"], "lock", "{stdout}");
+    assert_eq!(writer["value"], locked[0]["value"], "{stdout}");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -701,4 +710,161 @@ fn without_values(line: &str) -> String {
         }
         _ => line.to_owned(),
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Values that crossed processes through shared memory
+
+#[test]
+fn an_atomicity_violation_reaches_the_write_of_the_other_process() {
+    check(
+        "withdraw",
+        &[
+            "alice",
+            "new_balance",
+            "--at",
+            "withdraw#1",
+            "--depth",
+            "12",
+        ],
+        expect![[r#"
+            why alice new_balance (at withdraw#1):
+            new_balance = -60  (tests/src/bin/why_cases.rs:207, alice why_cases::withdraw entered at event N)
+            │   let new_balance = *guard - amount;
+            ├─ data: %2 amount = 80  (tests/src/bin/why_cases.rs:205)
+            │  │   fn withdraw
+            │  └─ data: amount = 80  (tests/src/bin/why_cases.rs:205)
+            │         fn withdraw
+            │         [passed by the caller of why_cases::withdraw, which is not an e-block]
+            └─ data: guard = 20  (tests/src/bin/why_cases.rs:206)
+               │   let mut guard = account.lock().expect("not poisoned");
+               └─ data: input 20  (tests/src/bin/why_cases.rs:206)
+                  │   let mut guard = account.lock().expect("not poisoned");
+                  │   [the value under mutex account, from the log]
+                  └─ data via lock account: guard = 20  (tests/src/bin/why_cases.rs:208, bob why_cases::withdraw entered at event N)
+                     │   *guard = new_balance;
+                     └─ data: new_balance = 20  (tests/src/bin/why_cases.rs:207)
+                        │   let new_balance = *guard - amount;
+                        ├─ data: %2 amount = 80  (tests/src/bin/why_cases.rs:205)
+                        │  │   fn withdraw
+                        │  └─ data: amount = 80  (tests/src/bin/why_cases.rs:205)
+                        │         fn withdraw
+                        │         [passed by the caller of why_cases::withdraw, which is not an e-block]
+                        └─ data: guard = 100  (tests/src/bin/why_cases.rs:206)
+                           │   let mut guard = account.lock().expect("not poisoned");
+                           └─ data: input 100  (tests/src/bin/why_cases.rs:206)
+                              │   let mut guard = account.lock().expect("not poisoned");
+                              │   [the value under mutex account, from the log]
+                              └─ data via lock account: 100  (tests/src/bin/why_cases.rs:213, main)
+                                     mutex account created
+                                     [the initial value of mutex account: nothing wrote it before]
+        "#]],
+    );
+}
+
+#[test]
+fn a_value_carried_through_a_mutex_by_three_processes_is_followed_to_its_origin() {
+    check(
+        "relay",
+        &["third", "taken", "--at", "take#1", "--depth", "12"],
+        expect![[r#"
+            why third taken (at take#1):
+            taken = 42  (tests/src/bin/why_cases.rs:265, third why_cases::take entered at event N)
+            │   let taken = *guard;
+            └─ data: guard = 42  (tests/src/bin/why_cases.rs:264)
+               │   let guard = slot.lock().expect("not poisoned");
+               └─ data: input 42  (tests/src/bin/why_cases.rs:264)
+                  │   let guard = slot.lock().expect("not poisoned");
+                  │   [the value under mutex slot, from the log]
+                  └─ data via lock slot: guard = 42  (tests/src/bin/why_cases.rs:258, second why_cases::add_on entered at event N)
+                     │   *guard = seen + extra;
+                     ├─ data: %2 extra = 2  (tests/src/bin/why_cases.rs:255)
+                     │  │   fn add_on
+                     │  └─ data: extra = 2  (tests/src/bin/why_cases.rs:255)
+                     │         fn add_on
+                     │         [passed by the caller of why_cases::add_on, which is not an e-block]
+                     └─ data: seen = 40  (tests/src/bin/why_cases.rs:257)
+                        │   let seen = *guard;
+                        └─ data: guard = 40  (tests/src/bin/why_cases.rs:256)
+                           │   let mut guard = slot.lock().expect("not poisoned");
+                           └─ data: input 40  (tests/src/bin/why_cases.rs:256)
+                              │   let mut guard = slot.lock().expect("not poisoned");
+                              │   [the value under mutex slot, from the log]
+                              └─ data via lock slot: guard = 40  (tests/src/bin/why_cases.rs:251, first why_cases::deposit entered at event N)
+                                 │   *guard = seed * 10;
+                                 └─ data: %2 seed = 4  (tests/src/bin/why_cases.rs:249)
+                                    │   fn deposit
+                                    └─ data: seed = 4  (tests/src/bin/why_cases.rs:249)
+                                           fn deposit
+                                           [passed by the caller of why_cases::deposit, which is not an e-block]
+        "#]],
+    );
+}
+
+#[test]
+fn an_acquire_load_reaches_the_release_store_through_a_read_modify_write() {
+    check(
+        "flag",
+        &["observer", "seen", "--at", "observe#1", "--depth", "12"],
+        expect![[r#"
+            why observer seen (at observe#1):
+            seen = 17  (tests/src/bin/why_cases.rs:330, observer why_cases::observe entered at event N)
+            │   let seen = ready.load(Ordering::Acquire);
+            └─ data: input 17  (tests/src/bin/why_cases.rs:330)
+               │   let seen = ready.load(Ordering::Acquire);
+               │   [the value of atomic ready, from the log]
+               └─ data via atomic ready: wrote 17  (tests/src/bin/why_cases.rs:323, forwarder why_cases::pass_on entered at event N)
+                  │   let before = ready.fetch_add(extra, Ordering::AcqRel);
+                  │   [read-modify-write of atomic ready]
+                  ├─ data: %2 extra = 3  (tests/src/bin/why_cases.rs:322)
+                  │  │   fn pass_on
+                  │  └─ data: extra = 3  (tests/src/bin/why_cases.rs:322)
+                  │         fn pass_on
+                  │         [passed by the caller of why_cases::pass_on, which is not an e-block]
+                  └─ data: input 14  (tests/src/bin/why_cases.rs:323)
+                     │   let before = ready.fetch_add(extra, Ordering::AcqRel);
+                     │   [the value of atomic ready, from the log]
+                     └─ data via atomic ready: wrote 14  (tests/src/bin/why_cases.rs:317, publisher why_cases::publish entered at event N)
+                        │   ready.store(value, Ordering::Release)
+                        │   [stored into atomic ready]
+                        └─ data: value = 14  (tests/src/bin/why_cases.rs:316)
+                           │   let value = seed * 7;
+                           └─ data: %2 seed = 2  (tests/src/bin/why_cases.rs:315)
+                              │   fn publish
+                              └─ data: seed = 2  (tests/src/bin/why_cases.rs:315)
+                                     fn publish
+                                     [passed by the caller of why_cases::publish, which is not an e-block]
+        "#]],
+    );
+}
+
+#[test]
+fn a_write_outside_every_eblock_ends_the_chain_at_its_release_or_store() {
+    check(
+        "outside",
+        &["reader", "%0", "--at", "read_both#1", "--depth", "6"],
+        expect![[r#"
+            why reader %0 (at read_both#1):
+            %0 = 14  (tests/src/bin/why_cases.rs:364, reader why_cases::read_both entered at event N)
+            │   low + high
+            ├─ data: high = 9  (tests/src/bin/why_cases.rs:363)
+            │  │   let high = *guard;
+            │  └─ data: guard = 9  (tests/src/bin/why_cases.rs:362)
+            │     │   let guard = shelf.lock().expect("not poisoned");
+            │     └─ data: input 9  (tests/src/bin/why_cases.rs:362)
+            │        │   let guard = shelf.lock().expect("not poisoned");
+            │        │   [the value under mutex shelf, from the log]
+            │        └─ data via lock shelf: 9  (tests/src/bin/why_cases.rs:371, main)
+            │               released mutex shelf at event N
+            │               [held by main outside e-blocks (acquisition 1): what it wrote under the lock is not traced]
+            └─ data: low = 5  (tests/src/bin/why_cases.rs:361)
+               │   let low = level.load(Ordering::Acquire) as i64;
+               └─ data: input 5  (tests/src/bin/why_cases.rs:361)
+                  │   let low = level.load(Ordering::Acquire) as i64;
+                  │   [the value of atomic level, from the log]
+                  └─ data via atomic level: 5  (tests/src/bin/why_cases.rs:370, main)
+                         stored into atomic level at event N
+                         [stored by main outside e-blocks (access 1): what it computed the value from is not traced]
+        "#]],
+    );
 }

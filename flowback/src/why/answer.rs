@@ -61,6 +61,10 @@ pub enum Via {
     Parameter,
     /// The state an earlier instance of the process left (its postlog).
     EarlierInstance,
+    /// A mutex: the critical section that last wrote what an acquisition found.
+    Lock,
+    /// An atomic: the write a load or read-modify-write read.
+    Atomic,
 }
 
 /// One step of an answer: a node of the dependence graph and what it depends on.
@@ -90,6 +94,9 @@ pub struct Step {
     pub kind: Dependence,
     /// Through what, when across instances.
     pub via: Option<Via>,
+    /// The lock or atomic a `via` of `lock` or `atomic` went through, by the name it was
+    /// created with (else its id).
+    pub through: Option<String>,
     /// Its node type.
     pub node: NodeKind,
     /// What kind of trace record it is.

@@ -103,7 +103,7 @@ impl Engine<'_, '_> {
                     Lookup::Ready(t) => t.records[*rec as usize].kind != RecordKind::Input,
                     _ => true,
                 },
-                Site::CallOutput { .. } => true,
+                Site::CallOutput { .. } | Site::Publish { .. } => true,
             };
         }
         self.settle(|engine| engine.step(&nodes, 0))
@@ -112,7 +112,9 @@ impl Engine<'_, '_> {
     /// The branch a node's statement is control dependent on, if its trace is at hand.
     fn control_of(&mut self, site: &Site) -> Option<(InstanceKey, u32)> {
         let (inst, rec) = match site {
-            Site::Record { inst, rec, .. } | Site::CallOutput { inst, rec, .. } => (*inst, *rec),
+            Site::Record { inst, rec, .. }
+            | Site::CallOutput { inst, rec, .. }
+            | Site::Publish { inst, rec, .. } => (*inst, *rec),
             Site::Outside(_) => return None,
         };
         match self.store.trace(inst) {
@@ -145,6 +147,12 @@ impl Engine<'_, '_> {
         step.id = id;
         step.kind = node.kind;
         step.via = node.via;
+        if matches!(node.via, Some(Via::Lock | Via::Atomic)) {
+            step.through = self
+                .through
+                .get(&node.site)
+                .map(|&object| self.object_called(object));
+        }
         step.see = node.see;
         step.more = node.more;
         for &child in &node.children {
@@ -169,6 +177,7 @@ impl Engine<'_, '_> {
             text: String::new(),
             kind: Dependence::Data,
             via: None,
+            through: None,
             node: NodeKind::Singular,
             record: None,
             event: None,
@@ -238,7 +247,10 @@ impl Engine<'_, '_> {
                                 format!("the value of {}, from the log", self.object_name(object))
                             }
                             Some(Ok(Event::Lock { object, .. })) => {
-                                format!("the value under lock {object}, from the log")
+                                format!(
+                                    "the value under {}, from the log",
+                                    self.object_name(object)
+                                )
                             }
                             _ => "a value from the log".into(),
                         })
@@ -280,6 +292,29 @@ impl Engine<'_, '_> {
                     "changed by {callee_name} through `&mut {}`",
                     param.root
                 ));
+                Ok(step)
+            }
+            Site::Publish { inst, rec, value } => {
+                let trace = self.trace(*inst)?;
+                let r = &trace.records[*rec as usize];
+                let mut step = blank(inst.process, self.process_name(inst.process));
+                step.eblock = Some(trace.eblock.clone());
+                step.instance = Some(inst.enter);
+                step.file = r.file.clone();
+                step.line = r.line;
+                step.text = r.text.clone();
+                step.record = Some(r.kind);
+                step.event = r.event;
+                step.value = value.clone();
+                if let Some(Ok(Event::Atomic { object, op, .. })) =
+                    r.event.map(|k| self.store.event(inst.process, k))
+                {
+                    let how = match op {
+                        ppd_formats::event::AtomicOp::Rmw => "read-modify-write of",
+                        _ => "stored into",
+                    };
+                    step.note = Some(format!("{how} {}", self.object_name(object)));
+                }
                 Ok(step)
             }
             Site::Outside(o) => {

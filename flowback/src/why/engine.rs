@@ -27,6 +27,7 @@ use ppd_formats::{Event, ObjectId, ProcessId};
 
 use super::answer::{Answer, Dependence, LeakReport, Query, Via};
 use super::place::Place;
+use super::shared::Histories;
 use super::store::{InstanceKey, Lookup, TraceStore};
 use crate::error::{FlowbackError, Result};
 
@@ -71,6 +72,13 @@ pub(super) enum Site {
         callee: InstanceKey,
         param: Place,
         place: Place,
+    },
+    /// An atomic write (a `Publish` record of an instance's trace) whose value another access
+    /// read: `value`, since a store's record does not hold it.
+    Publish {
+        inst: InstanceKey,
+        rec: u32,
+        value: Option<String>,
     },
     /// A value from outside the traced code.
     Outside(Box<Outside>),
@@ -174,6 +182,10 @@ pub(super) struct Engine<'s, 'r> {
     leaks: BTreeMap<InstanceKey, (String, Vec<Leak>)>,
     /// Objects as answers name them, looked up once each.
     objects: std::cell::RefCell<HashMap<ObjectId, String>>,
+    /// Accesses to shared objects, read as queries cross them.
+    pub(super) shared: Histories,
+    /// The object each node reached through shared memory was reached through.
+    pub(super) through: HashMap<Site, ObjectId>,
 }
 
 impl<'s, 'r> Engine<'s, 'r> {
@@ -183,6 +195,8 @@ impl<'s, 'r> Engine<'s, 'r> {
             logs: HashMap::new(),
             leaks: BTreeMap::new(),
             objects: std::cell::RefCell::new(HashMap::new()),
+            shared: Histories::default(),
+            through: HashMap::new(),
         }
     }
 
@@ -193,6 +207,15 @@ impl<'s, 'r> Engine<'s, 'r> {
             .entry(object)
             .or_insert_with(|| ppd_formats::ending::object_label(self.store.recording(), object))
             .clone()
+    }
+
+    /// An object by its name alone (`account`), else its id: what `via lock ...` says.
+    pub(super) fn object_called(&self, object: ObjectId) -> String {
+        let label = self.object_name(object);
+        match label.split_once(' ') {
+            Some((_, name)) => name.to_owned(),
+            None => label,
+        }
     }
 
     pub(super) fn process_name(&self, process: ProcessId) -> String {
@@ -449,24 +472,21 @@ impl<'s, 'r> Engine<'s, 'r> {
                     RecordKind::Entry => self.entry_source(*inst, &trace, *rec, place.as_ref())?,
                     RecordKind::Recv => self.message_source(r)?,
                     RecordKind::Call => self.returned_by(*inst, r)?,
-                    RecordKind::Input => Vec::new(),
+                    RecordKind::Input => self.shared_source(*inst, r)?,
                     RecordKind::Def
                     | RecordKind::Branch
                     | RecordKind::Return
                     | RecordKind::Send
-                    | RecordKind::Mark => self.data_deps(*inst, &trace, *rec as usize)?,
+                    | RecordKind::Mark
+                    | RecordKind::Publish => self.data_deps(*inst, &trace, *rec as usize)?,
                 };
-                if let Some(branch) = r.control {
-                    deps.push((
-                        Dependence::Control,
-                        None,
-                        Site::Record {
-                            inst: *inst,
-                            rec: branch,
-                            place: None,
-                        },
-                    ));
-                }
+                deps.extend(control_dep(*inst, r));
+                Ok(deps)
+            }
+            Site::Publish { inst, rec, .. } => {
+                let trace = self.trace(*inst)?;
+                let mut deps = self.data_deps(*inst, &trace, *rec as usize)?;
+                deps.extend(control_dep(*inst, &trace.records[*rec as usize]));
                 Ok(deps)
             }
             Site::CallOutput {
@@ -789,6 +809,21 @@ impl<'s, 'r> Engine<'s, 'r> {
             },
         )
     }
+}
+
+/// The branch a record's statement ran under, as a dependence.
+fn control_dep(inst: InstanceKey, r: &Record) -> Option<Dep> {
+    r.control.map(|branch| {
+        (
+            Dependence::Control,
+            None,
+            Site::Record {
+                inst,
+                rec: branch,
+                place: None,
+            },
+        )
+    })
 }
 
 /// The caller's places that parameter `%n` (Entry record `rec` of the callee's trace) was

@@ -9,6 +9,8 @@
 //! * [`answer`]: what a query asks and what it answers: steps of the dependence graph (§4.2);
 //! * [`engine`]: the backward search over the dynamic program dependence graph: definitions
 //!   and dependences; [`target`](mod@target) finds where a query starts and [`chain`] follows it;
+//!   `shared` follows a value read under a lock or from an atomic to the write that made it,
+//!   in whichever process (§6.3);
 //! * [`render`]: the answer as a tree or a Graphviz graph;
 //! * [`restore`]: a process's state from accumulated logs, and what-if re-execution (§5.7).
 
@@ -25,6 +27,7 @@ pub mod place;
 pub mod point;
 pub mod render;
 pub mod restore;
+mod shared;
 pub mod store;
 pub mod target;
 

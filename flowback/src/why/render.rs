@@ -56,6 +56,13 @@ fn label(step: &Step) -> String {
         Some(Via::Call) => " via call".into(),
         Some(Via::Parameter) => " via parameter".into(),
         Some(Via::EarlierInstance) => " via earlier instance".into(),
+        Some(via @ (Via::Lock | Via::Atomic)) => {
+            let word = if via == Via::Lock { "lock" } else { "atomic" };
+            match &step.through {
+                Some(name) => format!(" via {word} {name}"),
+                None => format!(" via {word}"),
+            }
+        }
     };
     let value = step.value.as_deref().map(shorten);
     let what = match (&step.var, &value, step.record) {
@@ -96,6 +103,7 @@ fn record_word(r: ppd_formats::trace::RecordKind) -> &'static str {
         Call => "call returned",
         Input => "input",
         Mark => "mark",
+        Publish => "wrote",
     }
 }
 
@@ -172,8 +180,9 @@ fn write_step(
 
 /// The answer as a Graphviz digraph: one cluster per e-block instance; ENTRY (`%n`), EXIT
 /// (`%0`), singular and sub-graph nodes drawn apart; data edges solid, control edges dashed,
-/// synchronization edges (messages) bold, flow edges (execution order inside an instance)
-/// dotted. Edges go from a dependence to what depends on it.
+/// synchronization edges (messages, and values read under a lock or from an atomic) bold, flow
+/// edges (execution order inside an instance) dotted. Edges go from a dependence to what
+/// depends on it.
 pub fn dot(answer: &Answer) -> String {
     let mut steps = Vec::new();
     let mut edges = Vec::new();
@@ -246,6 +255,8 @@ pub fn dot(answer: &Answer) -> String {
     for (from, to, kind, via) in edges {
         let style = match (kind, via) {
             (_, Some(Via::Message)) => "style=bold color=blue label=\"message\"",
+            (_, Some(Via::Lock)) => "style=bold color=darkgreen label=\"lock\"",
+            (_, Some(Via::Atomic)) => "style=bold color=purple label=\"atomic\"",
             (Dependence::Control, _) => "style=dashed label=\"control\"",
             (_, Some(Via::Call)) => "label=\"call\"",
             (_, Some(Via::Parameter)) => "label=\"parameter\"",

@@ -10,8 +10,21 @@
 //!   finds under the lock is logged with the acquisition (Miller & Choi's extra prelog of a
 //!   synchronization unit, §5.5), so re-execution reproduces it whatever the interleaving;
 //! * `leaky`: an e-block reading state ppd does not log (a `std` atomic), which re-execution
-//!   cannot reproduce: a nondeterminism leak.
+//!   cannot reproduce: a nondeterminism leak;
+//! * `withdraw`: an atomicity violation: `alice` and `bob` each check the balance of
+//!   `account` in one critical section and subtract in another; both checks come first, so
+//!   both are approved and the balance goes negative;
+//! * `relay`: a value carried through mutex `slot` by `first`, `second` and `third`;
+//! * `flag`: a value carried through atomic `ready` by a Release store, an AcqRel
+//!   read-modify-write and an Acquire load in three processes;
+//! * `outside`: an e-block reading an atomic and a mutex that `main` wrote outside e-blocks.
+//!
+//! In the last four, unit messages order the processes and only shared memory carries values.
 
+use std::sync::Arc;
+
+use ppd::sync::Mutex;
+use ppd::sync::atomic::{AtomicU64, Ordering};
 use ppd::sync::mpsc::{Receiver, Sender, named_channel};
 use serde::{Deserialize, Serialize};
 
@@ -178,6 +191,191 @@ fn leaky() {
     println!("{} {}", count_call(10), count_call(10));
 }
 
+/// Whether the account can pay `amount`: the check, one critical section.
+#[allow(clippy::let_and_return)]
+#[ppd::eblock]
+fn approve(account: &Mutex<i64>, amount: i64) -> bool {
+    let guard = account.lock().expect("not poisoned");
+    let enough = *guard >= amount;
+    enough
+}
+
+/// Takes `amount` out: the subtraction, another critical section.
+#[ppd::eblock]
+fn withdraw(account: &Mutex<i64>, amount: i64) -> i64 {
+    let mut guard = account.lock().expect("not poisoned");
+    let new_balance = *guard - amount;
+    *guard = new_balance;
+    new_balance
+}
+
+fn withdraw_twice() {
+    let account = Arc::new(Mutex::named("account", 100i64));
+    let (checked, alice_checked) = named_channel::<()>("checked");
+    let (paid, bob_paid) = named_channel::<()>("paid");
+    let alice = {
+        let account = Arc::clone(&account);
+        ppd::thread::Builder::new()
+            .name("alice".into())
+            .spawn(move || {
+                let approved = approve(&account, 80);
+                checked.send(()).expect("bob");
+                bob_paid.recv().expect("bob");
+                if approved {
+                    withdraw(&account, 80);
+                }
+            })
+            .expect("spawn")
+    };
+    let bob = {
+        let account = Arc::clone(&account);
+        ppd::thread::Builder::new()
+            .name("bob".into())
+            .spawn(move || {
+                alice_checked.recv().expect("alice");
+                if approve(&account, 80) {
+                    withdraw(&account, 80);
+                }
+                paid.send(()).expect("alice");
+            })
+            .expect("spawn")
+    };
+    alice.join().expect("alice");
+    bob.join().expect("bob");
+    println!("balance = {}", *account.lock().expect("not poisoned"));
+}
+
+#[ppd::eblock]
+fn deposit(slot: &Mutex<i64>, seed: i64) {
+    let mut guard = slot.lock().expect("not poisoned");
+    *guard = seed * 10;
+}
+
+#[ppd::eblock]
+fn add_on(slot: &Mutex<i64>, extra: i64) {
+    let mut guard = slot.lock().expect("not poisoned");
+    let seen = *guard;
+    *guard = seen + extra;
+}
+
+#[allow(clippy::let_and_return)]
+#[ppd::eblock]
+fn take(slot: &Mutex<i64>) -> i64 {
+    let guard = slot.lock().expect("not poisoned");
+    let taken = *guard;
+    taken
+}
+
+/// Runs `body` in a process named `name` after a unit message on `after`, then sends one on
+/// `then`: the processes of a case run one after the other.
+fn in_turn(
+    name: &str,
+    after: Option<Receiver<()>>,
+    then: Option<Sender<()>>,
+    body: impl FnOnce() + Send + 'static,
+) -> ppd::thread::JoinHandle<()> {
+    ppd::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            if let Some(after) = after {
+                after.recv().expect("the process before");
+            }
+            body();
+            if let Some(then) = then {
+                then.send(()).expect("the process after");
+            }
+        })
+        .expect("spawn")
+}
+
+fn relay() {
+    let slot = Arc::new(Mutex::named("slot", 0i64));
+    let (one, after_one) = named_channel("turn-1");
+    let (two, after_two) = named_channel("turn-2");
+    let handles = [
+        in_turn("first", None, Some(one), {
+            let slot = Arc::clone(&slot);
+            move || deposit(&slot, 4)
+        }),
+        in_turn("second", Some(after_one), Some(two), {
+            let slot = Arc::clone(&slot);
+            move || add_on(&slot, 2)
+        }),
+        in_turn("third", Some(after_two), None, {
+            let slot = Arc::clone(&slot);
+            move || println!("taken = {}", take(&slot))
+        }),
+    ];
+    for h in handles {
+        h.join().expect("relay");
+    }
+}
+
+#[ppd::eblock]
+fn publish(ready: &AtomicU64, seed: u64) {
+    let value = seed * 7;
+    ready.store(value, Ordering::Release);
+}
+
+#[allow(clippy::let_and_return)]
+#[ppd::eblock]
+fn pass_on(ready: &AtomicU64, extra: u64) -> u64 {
+    let before = ready.fetch_add(extra, Ordering::AcqRel);
+    before
+}
+
+#[allow(clippy::let_and_return)]
+#[ppd::eblock]
+fn observe(ready: &AtomicU64) -> u64 {
+    let seen = ready.load(Ordering::Acquire);
+    seen
+}
+
+fn flag() {
+    let ready = Arc::new(AtomicU64::named("ready", 0));
+    let (one, after_one) = named_channel("turn-1");
+    let (two, after_two) = named_channel("turn-2");
+    let handles = [
+        in_turn("publisher", None, Some(one), {
+            let ready = Arc::clone(&ready);
+            move || publish(&ready, 2)
+        }),
+        in_turn("forwarder", Some(after_one), Some(two), {
+            let ready = Arc::clone(&ready);
+            move || {
+                pass_on(&ready, 3);
+            }
+        }),
+        in_turn("observer", Some(after_two), None, {
+            let ready = Arc::clone(&ready);
+            move || println!("seen = {}", observe(&ready))
+        }),
+    ];
+    for h in handles {
+        h.join().expect("flag");
+    }
+}
+
+#[ppd::eblock]
+fn read_both(level: &AtomicU64, shelf: &Mutex<i64>) -> i64 {
+    let low = level.load(Ordering::Acquire) as i64;
+    let guard = shelf.lock().expect("not poisoned");
+    let high = *guard;
+    low + high
+}
+
+fn outside() {
+    let level = Arc::new(AtomicU64::named("level", 0));
+    let shelf = Arc::new(Mutex::named("shelf", 0i64));
+    level.store(5, Ordering::Release);
+    *shelf.lock().expect("not poisoned") = 9;
+    let reader = in_turn("reader", None, None, {
+        let (level, shelf) = (Arc::clone(&level), Arc::clone(&shelf));
+        move || println!("both = {}", read_both(&level, &shelf))
+    });
+    reader.join().expect("reader");
+}
+
 #[ppd::main]
 fn main() {
     match std::env::args().nth(1).as_deref() {
@@ -193,9 +391,14 @@ fn main() {
         Some("early") => early(),
         Some("shared") => shared(),
         Some("leaky") => leaky(),
+        Some("withdraw") => withdraw_twice(),
+        Some("relay") => relay(),
+        Some("flag") => flag(),
+        Some("outside") => outside(),
         other => {
             eprintln!(
-                "why_cases: unknown case {other:?} (chain, long N, nested, loops, early, shared, leaky)"
+                "why_cases: unknown case {other:?} (chain, long N, nested, loops, early, shared, \
+                 leaky, withdraw, relay, flag, outside)"
             );
             std::process::exit(2);
         }

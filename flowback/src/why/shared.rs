@@ -1,0 +1,510 @@
+//! Values that crossed processes through shared memory: the write a lock acquisition or an
+//! atomic load read (Miller & Choi §6.3: the parallel dynamic graph extends data dependences
+//! across processes).
+//!
+//! The log orders every object's accesses by version, and each access names the process of
+//! the access before it (`prev`). Acquisition `v` of a mutex reads what the critical section of
+//! acquisition `v − 1` left at its release; if that section wrote nothing through its guard,
+//! what the one before left, and so on back to the mutex's initial value. An atomic access
+//! that reads reads the latest write before it in version order. Both are found by walking
+//! back along versions, reading each process's accesses to the object once.
+//!
+//! Beyond the paper: a critical section is matched to its e-block instance's trace (the
+//! acquisition's input record, the variable its guard was bound to, the release's record),
+//! so the chain reaches the statement that wrote through the guard; a holder outside every
+//! e-block ends the chain at its release, named as such.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use ppd_formats::event::{AtomicOp, Site as EventSite};
+use ppd_formats::trace::{Record, RecordKind, Trace};
+use ppd_formats::{Event, ObjectId, ProcessId, Recording};
+
+use super::answer::{Dependence, Via};
+use super::engine::{Dep, Engine, Outside, Site, Try, shown};
+use super::place::Place;
+use super::store::InstanceKey;
+use crate::error::{FlowbackError, Result};
+
+/// How many earlier accesses are walked back through for the one that wrote.
+const WALK_LIMIT: u64 = 100_000;
+
+/// One logged access to a mutex or an atomic.
+#[derive(Debug, Clone)]
+pub(super) struct Access {
+    /// The process that made it.
+    pub(super) process: ProcessId,
+    /// Its event in the process's log.
+    pub(super) event: u64,
+    /// The process of the access before it.
+    pub(super) prev: Option<ProcessId>,
+    /// An atomic access: what it did; `None` for a lock acquisition.
+    pub(super) op: Option<AtomicOp>,
+    /// Where it was made.
+    pub(super) site: Option<Arc<EventSite>>,
+    /// A lock acquisition: the event that released it, if the log has it.
+    pub(super) release: Option<u64>,
+}
+
+/// Where an object was created, and with what.
+#[derive(Debug, Clone)]
+pub(super) struct Created {
+    event: u64,
+    site: Option<Arc<EventSite>>,
+    init: u64,
+}
+
+/// The accesses to objects, read from the logs as queries need them.
+#[derive(Debug, Default)]
+pub(super) struct Histories {
+    /// Per process and object: its accesses, by version.
+    accesses: HashMap<(ProcessId, ObjectId), Arc<BTreeMap<u64, Access>>>,
+    created: HashMap<ObjectId, Option<Created>>,
+}
+
+impl Histories {
+    /// Access `version` of `object`, which `process` made.
+    fn access(
+        &mut self,
+        recording: &Recording,
+        process: ProcessId,
+        object: ObjectId,
+        version: u64,
+    ) -> Result<Option<Access>> {
+        if let Some(found) = self.accesses.get(&(process, object)) {
+            return Ok(found.get(&version).cloned());
+        }
+        let found = Arc::new(self.scan(recording, process, object)?);
+        self.accesses.insert((process, object), Arc::clone(&found));
+        Ok(found.get(&version).cloned())
+    }
+
+    /// The `Create` of `object`, from its creator's log.
+    fn created(&mut self, recording: &Recording, object: ObjectId) -> Result<Option<Created>> {
+        if !self.created.contains_key(&object) {
+            self.access(recording, object.creator(), object, 0)?;
+        }
+        Ok(self.created.get(&object).cloned().flatten())
+    }
+
+    /// Reads `process`'s log once for its accesses to `object` (and the object's creation, when
+    /// the process created it).
+    fn scan(
+        &mut self,
+        recording: &Recording,
+        process: ProcessId,
+        object: ObjectId,
+    ) -> Result<BTreeMap<u64, Access>> {
+        let entry = recording.process(process).ok_or_else(|| {
+            FlowbackError::Query(format!("no process {process} in the recording"))
+        })?;
+        let reader = recording.open_log(entry)?;
+        let mut found = BTreeMap::new();
+        let mut held: Option<u64> = None;
+        let mut created = None;
+        for item in reader.events() {
+            let (k, event) = item?;
+            match event {
+                Event::Create {
+                    object: o,
+                    init,
+                    site,
+                    ..
+                } if o == object => {
+                    created = Some(Created {
+                        event: k,
+                        site,
+                        init,
+                    });
+                }
+                Event::Lock {
+                    object: o,
+                    version,
+                    prev,
+                    site,
+                    ..
+                } if o == object => {
+                    held = Some(version);
+                    found.insert(
+                        version,
+                        Access {
+                            process,
+                            event: k,
+                            prev,
+                            op: None,
+                            site,
+                            release: None,
+                        },
+                    );
+                }
+                Event::Unlock { object: o, .. } if o == object => {
+                    if let Some(access) = held.take().and_then(|v| found.get_mut(&v)) {
+                        access.release = Some(k);
+                    }
+                }
+                Event::Atomic {
+                    object: o,
+                    version,
+                    prev,
+                    op,
+                    site,
+                    ..
+                } if o == object => {
+                    found.insert(
+                        version,
+                        Access {
+                            process,
+                            event: k,
+                            prev,
+                            op: Some(op),
+                            site,
+                            release: None,
+                        },
+                    );
+                }
+                _ => {}
+            }
+        }
+        if process == object.creator() {
+            self.created.insert(object, created);
+        }
+        Ok(found)
+    }
+}
+
+/// What a walk back along an object's versions found.
+enum Earlier {
+    /// The access, of that version.
+    Access(u64, Access),
+    /// There is none: the object's initial value.
+    Initial,
+    /// The log does not have it (cut short or damaged): what is missing.
+    Lost(String),
+}
+
+impl Engine<'_, '_> {
+    /// Where the value an input record holds came from, when it crossed processes: the write a
+    /// lock acquisition or an atomic read found.
+    pub(super) fn shared_source(&mut self, inst: InstanceKey, r: &Record) -> Try<Vec<Dep>> {
+        let Some(k) = r.event else {
+            return Ok(Vec::new());
+        };
+        let value = shown(r.value.as_ref());
+        match self.store.event(inst.process, k)? {
+            Event::Lock {
+                object,
+                version,
+                prev,
+                ..
+            } => Ok(vec![self.lock_writer(object, version, prev, value)?]),
+            Event::Atomic {
+                object,
+                version,
+                prev,
+                ..
+            } => Ok(vec![self.atomic_writer(object, version, prev, value)?]),
+            _ => Ok(Vec::new()),
+        }
+    }
+
+    /// Access `version - 1` of `object`, made by `by`.
+    fn before(&mut self, object: ObjectId, version: u64, by: Option<ProcessId>) -> Try<Earlier> {
+        let Some(earlier) = version.checked_sub(1).filter(|v| *v > 0) else {
+            return Ok(Earlier::Initial);
+        };
+        let Some(by) = by else {
+            return Ok(Earlier::Lost(format!(
+                "access {version} names no process before it"
+            )));
+        };
+        let recording = self.store.recording();
+        Ok(match self.shared.access(recording, by, object, earlier)? {
+            Some(access) => Earlier::Access(earlier, access),
+            None => Earlier::Lost(format!(
+                "access {earlier} is not in the log of {}",
+                self.process_name(by)
+            )),
+        })
+    }
+
+    /// The critical section that last wrote what acquisition `version` of mutex `object` found:
+    /// walking back through the holders, the first whose section wrote through its guard.
+    fn lock_writer(
+        &mut self,
+        object: ObjectId,
+        version: u64,
+        prev: Option<ProcessId>,
+        value: Option<String>,
+    ) -> Try<Dep> {
+        let (mut version, mut by) = (version, prev);
+        for _ in 0..WALK_LIMIT {
+            let (held, access) = match self.before(object, version, by)? {
+                Earlier::Access(v, access) => (v, access),
+                Earlier::Initial => return self.initial(object, value, Via::Lock),
+                Earlier::Lost(why) => return Ok(self.lost(object, &why, value, Via::Lock)),
+            };
+            match self.critical_section(held, &access)? {
+                Section::Wrote(site) => return Ok(self.crossing(Via::Lock, object, site)),
+                Section::Untraced(note) => {
+                    let released = access.release.unwrap_or(access.event);
+                    let site = self.untraced(object, &access, released, note, value);
+                    return Ok(self.crossing(Via::Lock, object, site));
+                }
+                Section::Unchanged => {}
+            }
+            (version, by) = (held, access.prev);
+        }
+        Ok(self.lost(
+            object,
+            &format!("no write in the {WALK_LIMIT} critical sections before"),
+            value,
+            Via::Lock,
+        ))
+    }
+
+    /// The write an atomic access of `version` read: the latest write before it.
+    fn atomic_writer(
+        &mut self,
+        object: ObjectId,
+        version: u64,
+        prev: Option<ProcessId>,
+        value: Option<String>,
+    ) -> Try<Dep> {
+        let (mut version, mut by) = (version, prev);
+        for _ in 0..WALK_LIMIT {
+            let (v, access) = match self.before(object, version, by)? {
+                Earlier::Access(v, access) => (v, access),
+                Earlier::Initial => return self.initial(object, value, Via::Atomic),
+                Earlier::Lost(why) => return Ok(self.lost(object, &why, value, Via::Atomic)),
+            };
+            if access.op.is_some_and(AtomicOp::writes) {
+                let site = self.store_site(object, v, &access, value)?;
+                return Ok(self.crossing(Via::Atomic, object, site));
+            }
+            (version, by) = (v, access.prev);
+        }
+        Ok(self.lost(
+            object,
+            &format!("no write in the {WALK_LIMIT} accesses before"),
+            value,
+            Via::Atomic,
+        ))
+    }
+
+    /// An atomic write as a node: its record in its instance's trace, or the event itself
+    /// when no e-block made it.
+    fn store_site(
+        &mut self,
+        object: ObjectId,
+        version: u64,
+        access: &Access,
+        value: Option<String>,
+    ) -> Try<Site> {
+        let index = self.store.index(access.process)?;
+        let Some((_, instance)) = index.innermost_containing(access.event)? else {
+            let note = format!(
+                "stored by {} outside e-blocks (access {version}): what it computed the value \
+                 from is not traced",
+                self.process_name(access.process)
+            );
+            return Ok(self.untraced(object, access, access.event, note, value));
+        };
+        let inst = InstanceKey {
+            process: access.process,
+            enter: instance.enter,
+        };
+        let trace = self.trace(inst)?;
+        Ok(
+            match trace
+                .records
+                .iter()
+                .rposition(|x| x.kind == RecordKind::Publish && x.event == Some(access.event))
+            {
+                Some(rec) => Site::Publish {
+                    inst,
+                    rec: rec as u32,
+                    value,
+                },
+                None => {
+                    let note = format!(
+                        "stored by {} at event {}, which the trace of {} does not show",
+                        self.process_name(access.process),
+                        access.event,
+                        trace.eblock
+                    );
+                    let mut site = self.untraced(object, access, access.event, note, value);
+                    if let Site::Outside(o) = &mut site {
+                        o.inst = Some(inst);
+                    }
+                    site
+                }
+            },
+        )
+    }
+
+    /// What the critical section of acquisition `held` did with the guarded value.
+    fn critical_section(&mut self, held: u64, access: &Access) -> Try<Section> {
+        let holder = self.process_name(access.process);
+        let index = self.store.index(access.process)?;
+        let Some((_, instance)) = index.innermost_containing(access.event)? else {
+            return Ok(Section::Untraced(format!(
+                "held by {holder} outside e-blocks (acquisition {held}): what it wrote under the \
+                 lock is not traced"
+            )));
+        };
+        let inst = InstanceKey {
+            process: access.process,
+            enter: instance.enter,
+        };
+        let trace = self.trace(inst)?;
+        let Some((guard, bound)) = guard_binding(&trace, access.event) else {
+            return Ok(Section::Untraced(format!(
+                "held by {holder} in {} (acquisition {held}), whose guard is not bound to a \
+                 variable: what it wrote under the lock is not traced",
+                trace.eblock
+            )));
+        };
+        // The section ends at its release, or where the trace ends (the instance ended
+        // holding the lock, or the release is not logged).
+        let end = access
+            .release
+            .and_then(|u| {
+                trace
+                    .records
+                    .iter()
+                    .position(|x| x.kind == RecordKind::Publish && x.event == Some(u))
+            })
+            .unwrap_or(trace.records.len());
+        Ok(match self.last_def(inst, end, &guard, 0)? {
+            Some(site @ Site::Record { rec, .. }) if rec as usize > bound => Section::Wrote(site),
+            Some(site @ Site::CallOutput { rec, .. }) if rec as usize > bound => {
+                Section::Wrote(site)
+            }
+            _ => Section::Unchanged,
+        })
+    }
+
+    /// The value an object started with.
+    fn initial(&mut self, object: ObjectId, value: Option<String>, via: Via) -> Try<Dep> {
+        let recording = self.store.recording();
+        let created = self.shared.created(recording, object)?;
+        let creator = object.creator();
+        let name = self.object_name(object);
+        let site = match created {
+            Some(c) => Site::Outside(Box::new(Outside {
+                process: creator,
+                inst: self.containing(creator, c.event)?,
+                var: None,
+                value: value.or_else(|| (via == Via::Atomic).then(|| c.init.to_string())),
+                file: c.site.as_ref().map_or_else(String::new, |s| s.file.clone()),
+                line: c.site.as_ref().map_or(0, |s| s.line),
+                text: format!("{name} created"),
+                note: format!("the initial value of {name}: nothing wrote it before"),
+            })),
+            None => Site::Outside(Box::new(Outside {
+                process: creator,
+                inst: None,
+                var: None,
+                value,
+                file: String::new(),
+                line: 0,
+                text: format!("{name} created"),
+                note: format!(
+                    "the initial value of {name}; its creation is not in the log of {}",
+                    self.process_name(creator)
+                ),
+            })),
+        };
+        Ok(self.crossing(via, object, site))
+    }
+
+    /// The walk back could not go on.
+    fn lost(&mut self, object: ObjectId, why: &str, value: Option<String>, via: Via) -> Dep {
+        let name = self.object_name(object);
+        let site = Site::Outside(Box::new(Outside {
+            process: object.creator(),
+            inst: None,
+            var: None,
+            value,
+            file: String::new(),
+            line: 0,
+            text: name,
+            note: format!("the write this value came from is not known: {why}"),
+        }));
+        self.crossing(via, object, site)
+    }
+
+    /// An access outside traced code, as a node: its event's site, its process.
+    fn untraced(
+        &mut self,
+        object: ObjectId,
+        access: &Access,
+        event: u64,
+        note: String,
+        value: Option<String>,
+    ) -> Site {
+        let name = self.object_name(object);
+        let what = match access.op {
+            None => "released",
+            Some(_) => "stored into",
+        };
+        Site::Outside(Box::new(Outside {
+            process: access.process,
+            inst: None,
+            var: None,
+            value,
+            file: access
+                .site
+                .as_ref()
+                .map_or_else(String::new, |s| s.file.clone()),
+            line: access.site.as_ref().map_or(0, |s| s.line),
+            text: format!("{what} {name} at event {event}"),
+            note,
+        }))
+    }
+
+    /// The instance of `process` that event `k` is in.
+    fn containing(&mut self, process: ProcessId, k: u64) -> Try<Option<InstanceKey>> {
+        let index = self.store.index(process)?;
+        Ok(index
+            .innermost_containing(k)?
+            .map(|(_, instance)| InstanceKey {
+                process,
+                enter: instance.enter,
+            }))
+    }
+
+    /// A data dependence through `object`, remembered so the answer can name it.
+    fn crossing(&mut self, via: Via, object: ObjectId, site: Site) -> Dep {
+        self.through.insert(site.clone(), object);
+        (Dependence::Data, Some(via), site)
+    }
+}
+
+/// What a critical section did with the guarded value.
+enum Section {
+    /// This statement wrote it last.
+    Wrote(Site),
+    /// Nothing: the value it released is the one it found.
+    Unchanged,
+    /// The trace cannot say: why.
+    Untraced(String),
+}
+
+/// The place a critical section's guard is bound to, and the record that binds it: the first
+/// definition holding the acquisition's input record (`let mut guard = account.lock()...`).
+fn guard_binding(trace: &Trace, lock_event: u64) -> Option<(Place, usize)> {
+    let input = trace
+        .records
+        .iter()
+        .position(|x| x.kind == RecordKind::Input && x.event == Some(lock_event))?;
+    let (at, binding) = trace
+        .records
+        .iter()
+        .enumerate()
+        .skip(input + 1)
+        .find(|(_, x)| x.kind == RecordKind::Def && x.inputs.contains(&(input as u32)))?;
+    let place = Place::parse(binding.var.as_deref()?)?;
+    Some((Place::variable(&place.root), at))
+}
