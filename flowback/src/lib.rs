@@ -6,7 +6,8 @@
 //! cached in the recording. From the clocks: data races (Miller & Choi §6, Definitions
 //! 6.1–6.4, [`races`]), message races ([`message_races`]), deadlocks ([`deadlock`]),
 //! time-space diagrams ([`picture`]) and exports for other viewers ([`export`]). From the
-//! lock acquisitions alone: potential deadlocks ([`lock_order`]).
+//! lock acquisitions alone: potential deadlocks ([`lock_order`]). From the atomics' version
+//! order: which write each read read ([`reads_from`]), drawn with the happened-before edges.
 
 pub mod analysis;
 pub mod cache;
@@ -21,6 +22,7 @@ pub mod lock_order;
 pub mod message_races;
 pub mod picture;
 pub mod races;
+pub mod reads_from;
 pub mod report;
 pub mod synth;
 pub mod tasks;

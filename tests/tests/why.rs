@@ -868,3 +868,75 @@ fn a_write_outside_every_eblock_ends_the_chain_at_its_release_or_store() {
         "#]],
     );
 }
+
+/// The `reads_from` edges of `ppd export --format json`: (writer, reader, object) by process
+/// name.
+fn reads_from_edges(work: &Path, dir: &Path) -> Vec<(String, String, String)> {
+    let out = ppd(work, &["export", dir.to_str().unwrap(), "--format", "json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    // The head line holds processes, objects and edges; events follow, one per line.
+    let head = text.lines().next().unwrap().trim_end_matches(',');
+    let head: Value = serde_json::from_str(&format!("{}]}}", head)).unwrap();
+    let name = |pid: &Value| {
+        head["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["pid"] == *pid)
+            .map(|p| p["name"].as_str().unwrap().to_owned())
+            .unwrap()
+    };
+    head["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "reads_from")
+        .map(|e| {
+            (
+                name(&e["from"]["pid"]),
+                name(&e["to"]["pid"]),
+                e["object"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_graph_and_the_export_link_each_atomic_read_to_the_other_process_write_it_read() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record_case(work.path(), "flag");
+    let edge = |from: &str, to: &str| (from.to_owned(), to.to_owned(), "ready".to_owned());
+    assert_eq!(
+        reads_from_edges(work.path(), &dir),
+        [
+            edge("publisher", "forwarder"),
+            edge("forwarder", "observer")
+        ]
+    );
+    let out = ppd(
+        work.path(),
+        &["graph", dir.to_str().unwrap(), "--format", "svg"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let svg = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        svg.matches(r#"<line class="sync-edge reads_from""#).count(),
+        2,
+        "{svg}"
+    );
+    // A store outside every e-block is a write like any other.
+    let dir = record_case(work.path(), "outside");
+    assert_eq!(
+        reads_from_edges(work.path(), &dir),
+        [("main".to_owned(), "reader".to_owned(), "level".to_owned())]
+    );
+}

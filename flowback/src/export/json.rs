@@ -5,7 +5,7 @@
 //! {"format": "ppd-events", "version": 1,
 //!  "processes": [{"pid", "name", "parent", "events", "complete", "damage"}],
 //!  "objects": [{"id", "name", "kind", "init"}],
-//!  "edges": [{"kind", "from": {"pid", "event"}, "to": {...}}],
+//!  "edges": [{"kind", "from": {"pid", "event"}, "to": {...}}],  (`reads_from`: also "object")
 //!  "events": [{"pid", "event", "kind", "lamport", "clock", "text", "file", "line", ...}]}
 //! ```
 //!
@@ -19,6 +19,7 @@ use serde_json::{Map, Value, json};
 use super::put;
 use crate::error::Result;
 use crate::lamport::lamport;
+use crate::reads_from::reads_from;
 use crate::report::ClockView;
 use crate::trace::{EventRef, Op, Trace, access_name, kind_name, ordering_name};
 use crate::vclock::Clocks;
@@ -120,7 +121,7 @@ pub fn write(trace: &Trace, clocks: &Clocks, out: &mut dyn Write) -> Result<()> 
         })
         .collect();
     let pid = |p: u32| trace.process(p).id.0;
-    let edges: Vec<Value> = clocks
+    let mut edges: Vec<Value> = clocks
         .edges()
         .iter()
         .map(|e| {
@@ -129,6 +130,11 @@ pub fn write(trace: &Trace, clocks: &Clocks, out: &mut dyn Write) -> Result<()> 
                    "to": {"pid": pid(e.to.process), "event": e.to.index}})
         })
         .collect();
+    edges.extend(reads_from(trace).iter().map(|e| {
+        json!({"kind": crate::reads_from::KIND, "object": trace.object(e.object).label(),
+               "from": {"pid": pid(e.from.process), "event": e.from.index},
+               "to": {"pid": pid(e.to.process), "event": e.to.index}})
+    }));
     let head = format!(
         "{{\"format\":\"ppd-events\",\"version\":1,\"processes\":{},\"objects\":{},\"edges\":{},\"events\":[\n",
         Value::Array(processes),

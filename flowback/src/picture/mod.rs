@@ -22,6 +22,7 @@ use crate::deadlock::{Ending, deadlocks};
 use crate::halt::HaltCut;
 use crate::message_races::MessageRace;
 use crate::races::DataRace;
+use crate::reads_from::reads_from;
 use crate::trace::{EventRef, Op, Trace};
 use crate::vclock::Clocks;
 
@@ -87,7 +88,8 @@ pub struct Arrow {
     pub from: u32,
     /// Index of the end node.
     pub to: u32,
-    /// Its kind (`message`, `lock`, `spawn`, ...).
+    /// Its kind (`message`, `lock`, `spawn`, ...; `reads_from`: a data edge, a read of an
+    /// atomic to the write it read, which orders nothing).
     pub kind: &'static str,
     /// Greyed out: an end is outside the part of the run the diagram focuses on.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -207,6 +209,11 @@ impl Diagram {
             shown[e.from.process as usize].insert(e.from.index);
             shown[e.to.process as usize].insert(e.to.index);
         }
+        let data_edges = reads_from(trace);
+        for e in &data_edges {
+            shown[e.from.process as usize].insert(e.from.index);
+            shown[e.to.process as usize].insert(e.to.index);
+        }
         let mut race_pairs: Vec<(EventRef, EventRef, &'static str, String, u64)> = Vec::new();
         for r in data {
             race_pairs.push((r.a, r.b, "data", trace.object(r.object).label(), r.count));
@@ -306,11 +313,17 @@ impl Diagram {
         let arrows: Vec<Arrow> = clocks
             .edges()
             .iter()
-            .filter_map(|e| {
+            .map(|e| (e.from, e.to, e.kind.name()))
+            .chain(
+                data_edges
+                    .iter()
+                    .map(|e| (e.from, e.to, crate::reads_from::KIND)),
+            )
+            .filter_map(|(from, to, kind)| {
                 Some(Arrow {
-                    from: *node_of.get(&e.from)?,
-                    to: *node_of.get(&e.to)?,
-                    kind: e.kind.name(),
+                    from: *node_of.get(&from)?,
+                    to: *node_of.get(&to)?,
+                    kind,
                     dim: false,
                 })
             })

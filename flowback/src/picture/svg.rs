@@ -16,6 +16,7 @@ pub(crate) const STYLE: &str = "\
 .ev.race{fill:#d62828;stroke:#7f1010;stroke-width:1.5}\
 .msg{stroke:#2f6db5;stroke-width:1.4;fill:none}\
 .sync-edge{stroke:#6b7f99;stroke-width:1;stroke-dasharray:4 2;fill:none}\
+.sync-edge.reads_from{stroke:#8a4fbf;stroke-dasharray:1 2}\
 .race-link{stroke:#d62828;stroke-width:2;stroke-dasharray:5 3;fill:none}\
 .halt-cut{stroke:#8a2be2;stroke-width:2.5;fill:none}\
 .halt-label{font:12px sans-serif;fill:#8a2be2}\

@@ -1,0 +1,123 @@
+//! Data edges of the parallel dynamic graph through shared memory: which write each atomic read
+//! read (Miller & Choi §6.3 extend data dependences across processes along the graph).
+//!
+//! An atomic's accesses are logged in version order, the order they reached memory, so the
+//! write a load, a read-modify-write or a failed compare-exchange read is the latest writing
+//! access before it. An edge is drawn when the two are in different processes, whatever the
+//! orderings: a relaxed load that read another process's store has a data edge and no
+//! happened-before edge. A mutex's value travels along its lock edges (each acquisition reads
+//! what the previous holder released); which earlier holder wrote it is known only from the
+//! holders' traces, which `ppd why` follows.
+
+use std::collections::HashMap;
+
+use ppd_formats::event::AtomicOp;
+
+use crate::trace::{EventRef, ObjIdx, Op, Trace};
+
+/// A read of a value another process wrote.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadsFrom {
+    /// The write.
+    pub from: EventRef,
+    /// The read.
+    pub to: EventRef,
+    /// The atomic.
+    pub object: ObjIdx,
+}
+
+/// The name of the edge kind in diagrams and exports.
+pub const KIND: &str = "reads_from";
+
+/// Every read of an atomic whose value another process wrote, in version order per object.
+pub fn reads_from(trace: &Trace) -> Vec<ReadsFrom> {
+    let mut accesses: HashMap<ObjIdx, Vec<(u64, EventRef, AtomicOp)>> = HashMap::new();
+    for (p, process) in trace.processes().iter().enumerate() {
+        for (k, ev) in process.events.iter().enumerate() {
+            if let Op::Atomic {
+                object,
+                version,
+                op,
+                ..
+            } = ev.op
+            {
+                accesses.entry(object).or_default().push((
+                    version,
+                    EventRef::new(p as u32, k as u32),
+                    op,
+                ));
+            }
+        }
+    }
+    let mut objects: Vec<_> = accesses.into_iter().collect();
+    objects.sort_unstable_by_key(|(object, _)| *object);
+    let mut edges = Vec::new();
+    for (object, mut list) in objects {
+        list.sort_unstable_by_key(|(version, ..)| *version);
+        let mut written: Option<EventRef> = None;
+        for (_, at, op) in list {
+            let reads = match op {
+                AtomicOp::Load | AtomicOp::Rmw | AtomicOp::CasFail => true,
+                AtomicOp::Store => false,
+            };
+            if reads
+                && let Some(from) = written
+                && from.process != at.process
+            {
+                edges.push(ReadsFrom {
+                    from,
+                    to: at,
+                    object,
+                });
+            }
+            if op.writes() {
+                written = Some(at);
+            }
+        }
+    }
+    edges
+}
+
+#[cfg(test)]
+mod tests {
+    use ppd_formats::ObjectId;
+    use ppd_formats::event::MemOrdering;
+
+    use super::*;
+    use crate::trace::NO_SITE;
+
+    #[test]
+    fn a_read_is_linked_to_the_latest_write_before_it_in_another_process() {
+        let mut b = Trace::builder();
+        let (p, q, r) = (
+            b.add_process(ppd_formats::ProcessId(0), "p", None),
+            b.add_process(ppd_formats::ProcessId(1), "q", None),
+            b.add_process(ppd_formats::ProcessId(2), "r", None),
+        );
+        let object = b.object(ObjectId(7));
+        let access = |b: &mut crate::trace::TraceBuilder, at: u32, version: u64, op| {
+            b.push(
+                at,
+                Op::Atomic {
+                    object,
+                    version,
+                    prev: None,
+                    op,
+                    ordering: MemOrdering::Relaxed,
+                },
+                NO_SITE,
+            )
+        };
+        let store = access(&mut b, p, 1, AtomicOp::Store);
+        let _own = access(&mut b, p, 2, AtomicOp::Load);
+        let rmw = access(&mut b, q, 3, AtomicOp::Rmw);
+        let load = access(&mut b, r, 5, AtomicOp::Load);
+        let failed = access(&mut b, p, 4, AtomicOp::CasFail);
+        let trace = b.build();
+        let edges: Vec<(EventRef, EventRef)> =
+            reads_from(&trace).iter().map(|e| (e.from, e.to)).collect();
+        // p's own load reads p's store: no edge; the failed compare-exchange (version 4) and
+        // the load (version 5) read q's read-modify-write.
+        assert_eq!(edges, [(store, rmw), (rmw, failed), (rmw, load)]);
+    }
+}
