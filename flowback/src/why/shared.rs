@@ -392,16 +392,32 @@ impl Engine<'_, '_> {
         let creator = object.creator();
         let name = self.object_name(object);
         let site = match created {
-            Some(c) => Site::Outside(Box::new(Outside {
-                process: creator,
-                inst: self.containing(creator, c.event)?,
-                var: None,
-                value: value.or_else(|| (via == Via::Atomic).then(|| c.init.to_string())),
-                file: c.site.as_ref().map_or_else(String::new, |s| s.file.clone()),
-                line: c.site.as_ref().map_or(0, |s| s.line),
-                text: format!("{name} created"),
-                note: format!("the initial value of {name}: nothing wrote it before"),
-            })),
+            Some(c) => {
+                let mut note = format!("the initial value of {name}: nothing wrote it before");
+                // An atomic's initial value is logged (a mutex's is not): it must be what the
+                // read found.
+                let value = match value {
+                    Some(read) if via == Via::Atomic && read != c.init.to_string() => {
+                        note.push_str(&format!(
+                            "; but it was created holding {}: something changed it without a logged access",
+                            c.init
+                        ));
+                        Some(read)
+                    }
+                    Some(read) => Some(read),
+                    None => (via == Via::Atomic).then(|| c.init.to_string()),
+                };
+                Site::Outside(Box::new(Outside {
+                    process: creator,
+                    inst: self.containing(creator, c.event)?,
+                    var: None,
+                    value,
+                    file: c.site.as_ref().map_or_else(String::new, |s| s.file.clone()),
+                    line: c.site.as_ref().map_or(0, |s| s.line),
+                    text: format!("{name} created"),
+                    note,
+                }))
+            }
             None => Site::Outside(Box::new(Outside {
                 process: creator,
                 inst: None,
