@@ -529,6 +529,7 @@ fn a_value_read_under_a_lock_comes_from_the_acquisition_logged_in_the_eblock() {
     // What it found was left by the holder before that wrote (or is the initial value).
     let writer = &locked[0]["deps"][0];
     assert_eq!(writer["via"], "lock", "{stdout}");
+    assert_eq!(writer["through"], "#0.0", "the mutex has no name: its id");
     assert_eq!(writer["value"], locked[0]["value"], "{stdout}");
 }
 
@@ -939,4 +940,35 @@ fn the_graph_and_the_export_link_each_atomic_read_to_the_other_process_write_it_
         reads_from_edges(work.path(), &dir),
         [("main".to_owned(), "reader".to_owned(), "level".to_owned())]
     );
+}
+
+#[test]
+fn a_critical_section_whose_trace_lacks_its_release_is_not_guessed() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record_case(work.path(), "withdraw");
+    let args = ["alice", "new_balance", "--at", "withdraw#1", "--depth", "6"];
+    let (code, _, stderr) = why(work.path(), &dir, &args);
+    assert_eq!(code, Some(0), "{stderr}");
+    // Traces cached by a ppd that did not record releases: every release record becomes a
+    // mark (the records keep their positions).
+    let mut rewritten = 0;
+    for entry in std::fs::read_dir(dir.join("cache/traces")).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let stale = text.replace(r#""kind":"publish""#, r#""kind":"mark""#);
+        rewritten += usize::from(stale != text);
+        std::fs::write(&path, stale).unwrap();
+    }
+    assert!(rewritten > 0, "no trace had a release record");
+    let (code, stdout, stderr) = why(work.path(), &dir, &args);
+    assert_eq!(code, Some(0), "{stderr}");
+    let stdout = without_event_numbers(&stdout);
+    assert!(
+        stdout.contains(
+            "held by bob in why_cases::withdraw (acquisition 3), whose trace does not show the \
+             release at event N: what it wrote under the lock is not known"
+        ),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("*guard = new_balance"), "{stdout}");
 }

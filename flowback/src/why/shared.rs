@@ -365,17 +365,25 @@ impl Engine<'_, '_> {
                 trace.eblock
             )));
         };
-        // The section ends at its release, or where the trace ends (the instance ended
-        // holding the lock, or the release is not logged).
-        let end = access
-            .release
-            .and_then(|u| {
-                trace
-                    .records
-                    .iter()
-                    .position(|x| x.kind == RecordKind::Publish && x.event == Some(u))
-            })
-            .unwrap_or(trace.records.len());
+        // The section ends at its release; one released after the instance exited (the guard
+        // left it) runs to the trace's end.
+        let end = match access.release {
+            Some(u) if u < instance.exit => match trace
+                .records
+                .iter()
+                .position(|x| x.kind == RecordKind::Publish && x.event == Some(u))
+            {
+                Some(at) => at,
+                None => {
+                    return Ok(Section::Untraced(format!(
+                        "held by {holder} in {} (acquisition {held}), whose trace does not show \
+                         the release at event {u}: what it wrote under the lock is not known",
+                        trace.eblock
+                    )));
+                }
+            },
+            _ => trace.records.len(),
+        };
         Ok(match self.last_def(inst, end, &guard, 0)? {
             Some(site @ Site::Record { rec, .. }) if rec as usize > bound => Section::Wrote(site),
             Some(site @ Site::CallOutput { rec, .. }) if rec as usize > bound => {
