@@ -1,9 +1,10 @@
-//! `#[ppd::main]`: wraps `fn main` so the runtime starts before its body and finishes after.
+//! `#[ppd::main]`: wraps `fn main` so the runtime starts before its body and finishes after,
+//! and names the objects its `let` statements create after their variables.
 
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
-use syn::{ItemFn, ReturnType};
+use syn::{Block, ItemFn, Pat, ReturnType, Stmt, parse_quote};
 
 /// Parses, checks and expands `#[ppd::main]`.
 pub(crate) fn expand(args: &TokenStream, item: TokenStream) -> TokenStream {
@@ -42,6 +43,7 @@ pub(crate) fn expand(args: &TokenStream, item: TokenStream) -> TokenStream {
         ReturnType::Default => quote!(()),
         ReturnType::Type(_, ty) => quote!(#ty),
     };
+    let block = name_bindings(*block);
     let span = sig.ident.span();
     let run = quote_spanned! {span=> ::ppd::__private::main};
     quote! {
@@ -49,6 +51,46 @@ pub(crate) fn expand(args: &TokenStream, item: TokenStream) -> TokenStream {
         #vis fn #ident() -> ::std::process::ExitCode {
             #run(move || -> #output #block)
         }
+    }
+}
+
+/// `main`'s body with every `let NAME = ...;` naming the first ppd object it creates `NAME`
+/// (`ppd_recorder::runtime::binding`): the statement's lines bound where the object is made.
+fn name_bindings(block: Block) -> Block {
+    let mut stmts = Vec::with_capacity(block.stmts.len());
+    for stmt in block.stmts {
+        let named = match &stmt {
+            Stmt::Local(local) if local.init.is_some() => bound_name(&local.pat).map(|name| {
+                let first = quote_spanned! {local.let_token.span=> ::core::line!()};
+                let last = quote_spanned! {local.semi_token.span=> ::core::line!()};
+                parse_quote! {
+                    let __ppd_binding =
+                        ::ppd::__private::name_objects(#name, ::core::file!(), #first, #last);
+                }
+            }),
+            _ => None,
+        };
+        match named {
+            Some(open) => {
+                stmts.push(open);
+                stmts.push(stmt);
+                stmts.push(parse_quote! { ::core::mem::drop(__ppd_binding); });
+            }
+            None => stmts.push(stmt),
+        }
+    }
+    Block {
+        brace_token: block.brace_token,
+        stmts,
+    }
+}
+
+/// The variable a `let` pattern binds, when it binds exactly one by name.
+fn bound_name(pat: &Pat) -> Option<String> {
+    match pat {
+        Pat::Ident(i) if i.subpat.is_none() => Some(i.ident.to_string()),
+        Pat::Type(t) => bound_name(&t.pat),
+        _ => None,
     }
 }
 

@@ -8,6 +8,7 @@
 //! logical processes, the three steps do nothing.
 
 pub mod backend;
+pub mod binding;
 pub mod env;
 mod panic;
 pub mod record;
@@ -263,6 +264,7 @@ pub fn create(
     if !active() {
         return ObjectId(0);
     }
+    let name = name.or_else(|| binding::take(site));
     let id = with_process(|p| {
         let id = ObjectId::new(p.id, p.next_object);
         p.next_object += 1;

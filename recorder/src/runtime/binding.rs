@@ -1,0 +1,94 @@
+//! Objects named after the variable they are bound to: in `let account = Mutex::new(100);`
+//! inside `#[ppd::main]`, the mutex is `account` in every report, as if made with
+//! `Mutex::named("account", 100)`.
+//!
+//! The attribute opens a [`BindingScope`] around each such `let` with the lines the statement
+//! spans; an unnamed object created while it is open, at a site within those lines (so not in
+//! a function the initializer calls), takes the name. Only the first does: in
+//! `let pair = (Mutex::new(0), Mutex::new(1))` the second keeps its id.
+
+use std::cell::Cell;
+use std::panic::Location;
+
+#[derive(Clone, Copy, Debug)]
+struct Binding {
+    name: &'static str,
+    file: &'static str,
+    lines: (u32, u32),
+}
+
+thread_local! {
+    static BINDING: Cell<Option<Binding>> = const { Cell::new(None) };
+}
+
+/// While alive, the statement `let NAME = ...` at `file`, lines `first..=last`, names the first
+/// unnamed object it creates.
+#[derive(Debug)]
+#[must_use = "the name applies while the scope is alive"]
+pub struct BindingScope {
+    previous: Option<Binding>,
+}
+
+/// Opens the scope of a `let` statement binding `name`.
+pub fn name_objects(name: &'static str, file: &'static str, first: u32, last: u32) -> BindingScope {
+    let binding = Binding {
+        name,
+        file,
+        lines: (first, last),
+    };
+    BindingScope {
+        previous: BINDING.with(|b| b.replace(Some(binding))),
+    }
+}
+
+impl Drop for BindingScope {
+    fn drop(&mut self) {
+        BINDING.with(|b| b.set(self.previous));
+    }
+}
+
+/// The name of the binding an object created at `site` belongs to, used up.
+pub(crate) fn take(site: &Location<'_>) -> Option<&'static str> {
+    BINDING.with(|b| {
+        let binding = b.get()?;
+        let (first, last) = binding.lines;
+        if site.file() != binding.file || !(first..=last).contains(&site.line()) {
+            return None;
+        }
+        b.set(None);
+        Some(binding.name)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_first_object_created_on_the_statement_takes_the_name() {
+        let here = Location::caller();
+        let (file, line) = (here.file(), here.line());
+        assert_eq!(take(here), None, "no scope open");
+        {
+            let _scope = name_objects("account", file, line, line + 40);
+            assert_eq!(take(Location::caller()), Some("account"));
+            assert_eq!(take(Location::caller()), None, "used up");
+        }
+        let _outer = name_objects("outer", file, line, line + 40);
+        {
+            let _inner = name_objects("inner", "elsewhere.rs", line, line + 40);
+            assert_eq!(take(Location::caller()), None, "another file");
+        }
+        assert_eq!(
+            take(Location::caller()),
+            Some("outer"),
+            "the outer scope again"
+        );
+        let _far = name_objects("far", file, 1, 2);
+        assert_eq!(
+            take(Location::caller()),
+            None,
+            "outside the statement's lines"
+        );
+    }
+}
