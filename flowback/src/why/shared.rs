@@ -14,7 +14,7 @@
 //! so the chain reaches the statement that wrote through the guard; a holder outside every
 //! e-block ends the chain at its release, named as such.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use ppd_formats::event::{AtomicOp, Site as EventSite};
@@ -22,13 +22,15 @@ use ppd_formats::trace::{Record, RecordKind, Trace};
 use ppd_formats::{Event, ObjectId, ProcessId, Recording};
 
 use super::answer::{Dependence, Via};
-use super::engine::{Dep, Engine, Outside, Site, Try, shown};
+use super::engine::{Dep, Engine, Outside, Site, Stall, Try, shown};
 use super::place::Place;
 use super::store::InstanceKey;
 use crate::error::{FlowbackError, Result};
 
 /// How many earlier accesses are walked back through for the one that wrote.
 const WALK_LIMIT: u64 = 100_000;
+/// How many earlier critical sections are re-executed along with the one a walk needs.
+const PREFETCH: usize = 16;
 
 /// One logged access to a mutex or an atomic.
 #[derive(Debug, Clone)]
@@ -244,7 +246,16 @@ impl Engine<'_, '_> {
                 Earlier::Initial => return self.initial(object, value, Via::Lock),
                 Earlier::Lost(why) => return Ok(self.lost(object, &why, value, Via::Lock)),
             };
-            match self.critical_section(held, &access)? {
+            let section = match self.critical_section(held, &access) {
+                // Sections that wrote nothing are common (checks): the holders before this one
+                // are re-executed in the same run, so a walk back costs one run, not one each.
+                Err(Stall::Need(mut keys)) => {
+                    keys.extend(self.holders_before(object, held, access.prev)?);
+                    return Err(Stall::Need(keys));
+                }
+                other => other?,
+            };
+            match section {
                 Section::Wrote(site) => return Ok(self.crossing(Via::Lock, object, site)),
                 Section::Untraced(note) => {
                     let released = access.release.unwrap_or(access.event);
@@ -261,6 +272,30 @@ impl Engine<'_, '_> {
             value,
             Via::Lock,
         ))
+    }
+
+    /// The instances of the [`PREFETCH`] critical sections before acquisition `version` of
+    /// `object` (made by `by`) that ran inside e-blocks.
+    fn holders_before(
+        &mut self,
+        object: ObjectId,
+        version: u64,
+        by: Option<ProcessId>,
+    ) -> Try<BTreeSet<InstanceKey>> {
+        let (mut version, mut by) = (version, by);
+        let mut keys = BTreeSet::new();
+        for _ in 0..PREFETCH {
+            let Earlier::Access(held, access) = self.before(object, version, by)? else {
+                break;
+            };
+            match self.containing(access.process, access.event)? {
+                Some(key) => keys.insert(key),
+                // The walk stops at a holder outside e-blocks.
+                None => break,
+            };
+            (version, by) = (held, access.prev);
+        }
+        Ok(keys)
     }
 
     /// The write an atomic access of `version` read: the latest write before it.
