@@ -972,3 +972,22 @@ fn a_critical_section_whose_trace_lacks_its_release_is_not_guessed() {
     );
     assert!(!stdout.contains("*guard = new_balance"), "{stdout}");
 }
+
+#[test]
+fn the_dot_answer_labels_a_shared_memory_edge_with_its_object() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record_case(work.path(), "flag");
+    let (code, dot, stderr) = why(
+        work.path(),
+        &dir,
+        &["observer", "seen", "--at", "observe#1", "--dot"],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    // The load read the forwarder's read-modify-write, which read the publisher's store.
+    assert_eq!(
+        dot.matches(r#"[style=bold color=purple label="atomic ready"]"#)
+            .count(),
+        2,
+        "{dot}"
+    );
+}

@@ -252,16 +252,23 @@ pub fn dot(answer: &Answer) -> String {
         }
         let _ = writeln!(out, "  }}");
     }
-    for (from, to, kind, via) in edges {
-        let style = match (kind, via) {
-            (_, Some(Via::Message)) => "style=bold color=blue label=\"message\"",
-            (_, Some(Via::Lock)) => "style=bold color=darkgreen label=\"lock\"",
-            (_, Some(Via::Atomic)) => "style=bold color=purple label=\"atomic\"",
-            (Dependence::Control, _) => "style=dashed label=\"control\"",
-            (_, Some(Via::Call)) => "label=\"call\"",
-            (_, Some(Via::Parameter)) => "label=\"parameter\"",
-            (_, Some(Via::EarlierInstance)) => "label=\"postlog\"",
-            _ => "label=\"data\"",
+    for (from, to, dep) in edges {
+        let shared = |color: &str, word: &str| match dep.through.as_deref() {
+            Some(name) => format!(
+                "style=bold color={color} label=\"{}\"",
+                escape(&format!("{word} {name}"))
+            ),
+            None => format!("style=bold color={color} label=\"{word}\""),
+        };
+        let style = match (dep.kind, dep.via) {
+            (_, Some(Via::Message)) => "style=bold color=blue label=\"message\"".to_owned(),
+            (_, Some(Via::Lock)) => shared("darkgreen", "lock"),
+            (_, Some(Via::Atomic)) => shared("purple", "atomic"),
+            (Dependence::Control, _) => "style=dashed label=\"control\"".to_owned(),
+            (_, Some(Via::Call)) => "label=\"call\"".to_owned(),
+            (_, Some(Via::Parameter)) => "label=\"parameter\"".to_owned(),
+            (_, Some(Via::EarlierInstance)) => "label=\"postlog\"".to_owned(),
+            _ => "label=\"data\"".to_owned(),
         };
         let _ = writeln!(out, "  n{from} -> n{to} [{style}];");
     }
@@ -269,12 +276,13 @@ pub fn dot(answer: &Answer) -> String {
     out
 }
 
-type Edge = (usize, usize, Dependence, Option<Via>);
+/// An edge: from a dependence (its id) to what depends on it, and the step that says how.
+type Edge<'a> = (usize, usize, &'a Step);
 
-fn gather<'a>(step: &'a Step, steps: &mut Vec<&'a Step>, edges: &mut Vec<Edge>) {
+fn gather<'a>(step: &'a Step, steps: &mut Vec<&'a Step>, edges: &mut Vec<Edge<'a>>) {
     steps.push(step);
     for d in &step.deps {
-        edges.push((d.see.unwrap_or(d.id), step.id, d.kind, d.via));
+        edges.push((d.see.unwrap_or(d.id), step.id, d));
         if d.see.is_none() {
             gather(d, steps, edges);
         }
