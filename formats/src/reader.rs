@@ -773,6 +773,7 @@ impl LogReader {
                 let h = self.read_frame_header(offset)?;
                 self.checked_frame_payload(offset, &h)?;
             }
+            crate::progress::advance(u64::from(loc.event_count));
         }
         Ok(())
     }
@@ -1001,7 +1002,9 @@ impl Events<'_> {
 
     /// Loads block `index` and positions the cursor after its continuation bytes.
     fn enter_block(&mut self, index: usize) -> Result<()> {
-        let loaded = self.reader.load_block(&self.reader.blocks[index])?;
+        let loc = &self.reader.blocks[index];
+        let loaded = self.reader.load_block(loc)?;
+        crate::progress::advance(u64::from(loc.event_count));
         self.block_index = index;
         self.pos = loaded.continuation;
         self.decoder.reset();
