@@ -28,7 +28,8 @@
 //!
 //! **`why` on `bank 160000`** (about 10.8 M events). `ppd why teller balance --depth 8`, run as
 //! the `ppd` command (release build) the way a user runs it, cold (no cache) and warm, median of
-//! 3 each, with the peak memory of the `ppd` process (its `ru_maxrss`). The answer's chain
+//! 3 each: wall time, CPU time (user and system: what the command took on a shared machine)
+//! and peak memory of the `ppd` process (`wait4`'s resource usage). The answer's chain
 //! reaches the clients' `operate` instances, whose `account` was passed by code outside
 //! e-blocks: without an index the query read every earlier instance's logs to learn that. The
 //! baseline in the same run is `--depth 6`, which stops before those steps: depth 8 / depth 6
@@ -198,13 +199,21 @@ fn size_of(dir: &Path, skip: Option<&Path>) -> u64 {
     total
 }
 
-/// One run of the `ppd` command: its wall time, its peak resident memory in bytes, and what it
-/// printed.
+/// What one run of the `ppd` command cost.
+struct Cost {
+    wall: Duration,
+    /// User and system time: on a shared machine, what the command itself took.
+    cpu: Duration,
+    /// Peak resident memory, bytes.
+    peak: u64,
+}
+
+/// One run of the `ppd` command: what it cost, and what it printed.
 #[expect(
     clippy::zombie_processes,
     reason = "`wait4` reaps the child, and gives its resource usage"
 )]
-fn ppd_run(ppd: &Path, args: &[&str]) -> (Duration, u64, String) {
+fn ppd_run(ppd: &Path, args: &[&str]) -> (Cost, String) {
     let start = Instant::now();
     let mut child = Command::new(ppd)
         .args(args)
@@ -230,8 +239,14 @@ fn ppd_run(ppd: &Path, args: &[&str]) -> (Duration, u64, String) {
         libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
         "ppd {args:?}: {status}"
     );
-    // Linux gives ru_maxrss in KiB.
-    (took, usage.ru_maxrss as u64 * 1024, out)
+    let time = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    let cost = Cost {
+        wall: took,
+        cpu: time(usage.ru_utime) + time(usage.ru_stime),
+        // Linux gives ru_maxrss in KiB.
+        peak: usage.ru_maxrss as u64 * 1024,
+    };
+    (cost, out)
 }
 
 /// The steps of a `--json` answer.
@@ -262,19 +277,16 @@ fn bank_query(work: &Path, bank: &Path, ppd: &Path) {
         )
     };
     let (mut cold, mut warm, mut shallow) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut cold_rss, mut warm_rss) = (0, 0);
     let mut steps = (0, 0);
     for _ in 0..3 {
         let _ = std::fs::remove_dir_all(&cache);
-        let (t, rss, out) = ask("8");
-        cold.push(t);
-        cold_rss = cold_rss.max(rss);
-        let (t, rss, again) = ask("8");
+        let (cost, out) = ask("8");
+        cold.push(cost);
+        let (cost, again) = ask("8");
         assert_eq!(json_steps(&out), json_steps(&again), "cold and warm agree");
-        warm.push(t);
-        warm_rss = warm_rss.max(rss);
-        let (t, _, six) = ask("6");
-        shallow.push(t);
+        warm.push(cost);
+        let (cost, six) = ask("6");
+        shallow.push(cost);
         steps = (json_steps(&again), json_steps(&six));
     }
     let cached = size_of(&cache, None);
@@ -284,24 +296,27 @@ fn bank_query(work: &Path, bank: &Path, ppd: &Path) {
          the ppd command, median of 3:",
         mb(recording)
     );
+    let show = |what: &str, costs: &[Cost]| {
+        let wall = median(costs.iter().map(|c| c.wall).collect());
+        let cpu = median(costs.iter().map(|c| c.cpu).collect());
+        let peak = costs.iter().map(|c| c.peak).max().unwrap_or(0);
+        println!(
+            "  {what}: {:.1} ms wall, {:.1} ms CPU, peak memory {:.0} MiB",
+            ms(wall),
+            ms(cpu),
+            mb(peak)
+        );
+        cpu
+    };
+    show("--depth 8, cold (no cache)", &cold);
+    let warm = show("--depth 8, warm           ", &warm);
+    let shallow = show("--depth 6, warm (baseline)", &shallow);
     println!(
-        "  --depth 8, cold (no cache): {:.0} ms, peak memory {:.0} MiB",
-        ms(median(cold)),
-        mb(cold_rss)
-    );
-    let (warm, shallow) = (median(warm), median(shallow));
-    println!(
-        "  --depth 8, warm:            {:.1} ms, peak memory {:.0} MiB, {} steps",
-        ms(warm),
-        mb(warm_rss),
-        steps.0
-    );
-    println!(
-        "  --depth 6, warm (baseline): {:.1} ms, {} steps; depth 8 / depth 6: {:.2} in time, {:.2} in steps",
-        ms(shallow),
-        steps.1,
+        "  depth 8 / depth 6, warm: {:.2} in CPU time, {:.2} in steps ({} / {})",
         warm.as_secs_f64() / shallow.as_secs_f64(),
-        steps.0 as f64 / steps.1 as f64
+        steps.0 as f64 / steps.1 as f64,
+        steps.0,
+        steps.1
     );
     println!(
         "  cache after the queries: {:.1} MiB = {:.2} of the recording",
