@@ -35,6 +35,7 @@ pub(crate) struct Checked {
 pub(crate) fn open(rec: Option<&Path>, args: DamageArgs) -> Result<Checked, CliError> {
     let dir = resolve(rec)?;
     let recording = Recording::open(&dir)?;
+    ppd_formats::progress::stage("checking the recording", None);
     let integrity = integrity::check(&recording);
     gate(&dir, &integrity, args.allow_damage)?;
     Ok(Checked {

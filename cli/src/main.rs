@@ -8,6 +8,7 @@ mod cmd;
 mod damage;
 mod exit;
 mod output;
+mod progress;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -17,6 +18,9 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "ppd", version, about, long_about = None)]
 struct Cli {
+    /// Show no progress (it is shown only on a terminal, for work that runs over a second).
+    #[arg(long, short, global = true)]
+    quiet: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -61,6 +65,7 @@ fn die_on_closed_pipe() {
 fn main() -> ExitCode {
     die_on_closed_pipe();
     let cli = Cli::parse();
+    progress::install(cli.quiet);
     let result = match cli.command {
         Command::Record(args) => cmd::record::run(&args),
         Command::Replay(args) => cmd::replay::run(&args),
@@ -71,6 +76,7 @@ fn main() -> ExitCode {
         Command::Export(args) => cmd::export::run(&args),
         Command::Analyze(args) => cmd::analyze::run(&args),
     };
+    progress::clear();
     let code = match result {
         Ok(code) => code,
         Err(e) => e.report(),

@@ -26,6 +26,7 @@ static STDOUT_ERROR: Mutex<Option<std::io::Error>> = Mutex::new(None);
 /// does (a full disk, a closed descriptor). A closed pipe never gets here: SIGPIPE ends `ppd`
 /// quietly first.
 pub(crate) fn write(args: std::fmt::Arguments<'_>) {
+    crate::progress::clear();
     let mut error = STDOUT_ERROR.lock().unwrap_or_else(|p| p.into_inner());
     if error.is_none()
         && let Err(e) = std::io::stdout().lock().write_fmt(args)

@@ -18,6 +18,7 @@ mod layout;
 pub mod manifest;
 pub mod names;
 pub mod private;
+pub mod progress;
 pub mod reader;
 pub mod recording;
 pub mod summary;

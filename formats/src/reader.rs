@@ -13,6 +13,7 @@
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use rkyv::rancor;
 
@@ -95,7 +96,13 @@ pub struct LogReader {
     raw_bytes: u64,
     /// Where the frames end according to a footer that passed its checksum.
     footer_frames_end: Option<u64>,
+    /// The blocks [`get`](Self::get) decoded last, most recent first.
+    recent: Mutex<Vec<(usize, Arc<[Event]>)>>,
 }
+
+/// How many decoded blocks [`LogReader::get`] keeps: lookups of nearby events (an instance's
+/// entry and exit, the instances before it) decompress each block once.
+const RECENT_BLOCKS: usize = 8;
 
 impl LogReader {
     /// Opens the log at `path`, recovering it if its writer died.
@@ -129,6 +136,7 @@ impl LogReader {
             frame_bytes: 0,
             raw_bytes: 0,
             footer_frames_end: None,
+            recent: Mutex::new(Vec::new()),
         };
         reader.read_header()?;
         if !reader.read_index() {
@@ -765,6 +773,7 @@ impl LogReader {
                 let h = self.read_frame_header(offset)?;
                 self.checked_frame_payload(offset, &h)?;
             }
+            crate::progress::advance(u64::from(loc.event_count));
         }
         Ok(())
     }
@@ -816,17 +825,50 @@ impl LogReader {
         Ok(self.iter_from_block(block, first, k - first))
     }
 
-    /// Event number `k`.
+    /// Event number `k`. Its block is decoded once and kept with the few decoded last, so
+    /// looking up events near each other costs one decompression per block.
     pub fn get(&self, k: u64) -> Result<Event> {
+        let out_of_range = || FormatError::EventOutOfRange {
+            path: self.path.clone(),
+            index: k,
+            count: self.event_count,
+        };
+        if k >= self.event_count {
+            return Err(out_of_range());
+        }
+        let block = self
+            .blocks
+            .partition_point(|b| b.first_event + u64::from(b.event_count) <= k);
+        let at = usize::try_from(k - self.blocks[block].first_event).map_err(|_| out_of_range())?;
+        if let Ok(events) = self.decoded_block(block) {
+            return events.get(at).cloned().ok_or_else(out_of_range);
+        }
+        // Damage later in the block: the events before it stay readable, one at a time.
         match self.events_from(k)?.next() {
             Some(Ok((_, e))) => Ok(e),
             Some(Err(e)) => Err(e),
-            None => Err(FormatError::EventOutOfRange {
-                path: self.path.clone(),
-                index: k,
-                count: self.event_count,
-            }),
+            None => Err(out_of_range()),
         }
+    }
+
+    /// The events of block `block`, from the recent ones or decoded now.
+    fn decoded_block(&self, block: usize) -> Result<Arc<[Event]>> {
+        let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = recent.iter().position(|(b, _)| *b == block) {
+            let hit = recent.remove(i);
+            let events = Arc::clone(&hit.1);
+            recent.insert(0, hit);
+            return Ok(events);
+        }
+        let loc = &self.blocks[block];
+        let events: Arc<[Event]> = self
+            .iter_from_block(block, loc.first_event, 0)
+            .take(loc.event_count as usize)
+            .map(|item| item.map(|(_, e)| e))
+            .collect::<Result<_>>()?;
+        recent.truncate(RECENT_BLOCKS - 1);
+        recent.insert(0, (block, Arc::clone(&events)));
+        Ok(events)
     }
 
     /// The wall-clock time each block was opened: `(first event, Unix nanoseconds)`.
@@ -960,7 +1002,9 @@ impl Events<'_> {
 
     /// Loads block `index` and positions the cursor after its continuation bytes.
     fn enter_block(&mut self, index: usize) -> Result<()> {
-        let loaded = self.reader.load_block(&self.reader.blocks[index])?;
+        let loc = &self.reader.blocks[index];
+        let loaded = self.reader.load_block(loc)?;
+        crate::progress::advance(u64::from(loc.event_count));
         self.block_index = index;
         self.pos = loaded.continuation;
         self.decoder.reset();

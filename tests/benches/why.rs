@@ -26,10 +26,27 @@
 //! worst case), and the `bank` example with 12 and 2000 operations per client (its clients sleep
 //! between a check and a withdrawal, as a real client would wait for its user).
 //!
-//! Run as a test (`cargo test --benches`) it records a small run and asks one query.
+//! **`why` on `bank 160000`** (about 10.8 M events). `ppd why teller balance --depth 8`, run as
+//! the `ppd` command (release build) the way a user runs it, cold (no cache) and warm, median of
+//! 3 each: wall time, CPU time (user and system: what the command took on a shared machine)
+//! and peak memory of the `ppd` process (`wait4`'s resource usage). The answer's chain
+//! reaches the clients' `operate` instances, whose `account` was passed by code outside
+//! e-blocks: without an index the query read every earlier instance's logs to learn that. The
+//! baseline in the same run is `--depth 6`, which stops before those steps: depth 8 / depth 6
+//! says whether the deeper chain costs in proportion to its steps. The size of the cache the
+//! queries left is compared with the recording's.
+//!
+//! ```sh
+//! cargo build --release -p ppd-cli -p ppd-examples --bin ppd --example bank
+//! ```
+//!
+//! `cargo bench -p ppd-tests --bench why -- bank` runs only that part (`latency`, `bank`,
+//! `overhead`; all by default). Run as a test (`cargo test --benches`) it records a small run
+//! and asks one query.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ppd_flowback::why::index::ProcessIndex;
@@ -164,6 +181,151 @@ fn overhead(program: &Path, args: &[&str], work: &Path, rounds: usize) -> (Durat
     (median(recorded), median(plain))
 }
 
+/// Bytes of the regular files under `dir`, leaving out `skip`.
+fn size_of(dir: &Path, skip: Option<&Path>) -> u64 {
+    let mut total = 0;
+    for entry in std::fs::read_dir(dir).expect("a directory").flatten() {
+        let path = entry.path();
+        if Some(path.as_path()) == skip {
+            continue;
+        }
+        let meta = entry.metadata().expect("metadata");
+        if meta.is_dir() {
+            total += size_of(&path, skip);
+        } else if meta.is_file() {
+            total += meta.len();
+        }
+    }
+    total
+}
+
+/// What one run of the `ppd` command cost.
+struct Cost {
+    wall: Duration,
+    /// User and system time: on a shared machine, what the command itself took.
+    cpu: Duration,
+    /// Peak resident memory, bytes.
+    peak: u64,
+}
+
+/// One run of the `ppd` command: what it cost, and what it printed.
+#[expect(
+    clippy::zombie_processes,
+    reason = "`wait4` reaps the child, and gives its resource usage"
+)]
+fn ppd_run(ppd: &Path, args: &[&str]) -> (Cost, String) {
+    let start = Instant::now();
+    let mut child = Command::new(ppd)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run ppd");
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .expect("piped")
+        .read_to_string(&mut out)
+        .expect("ppd's output");
+    let mut status = 0;
+    // SAFETY: an all-zero `rusage` is a valid value of the plain C struct.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child, writing only into the two locals passed.
+    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
+    let took = start.elapsed();
+    assert_eq!(pid, child.id() as libc::pid_t, "wait4");
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "ppd {args:?}: {status}"
+    );
+    let time = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    let cost = Cost {
+        wall: took,
+        cpu: time(usage.ru_utime) + time(usage.ru_stime),
+        // Linux gives ru_maxrss in KiB.
+        peak: usage.ru_maxrss as u64 * 1024,
+    };
+    (cost, out)
+}
+
+/// The steps of a `--json` answer.
+fn json_steps(answer: &str) -> usize {
+    fn count(step: &serde_json::Value) -> usize {
+        1 + step["deps"]
+            .as_array()
+            .map_or(0, |deps| deps.iter().map(count).sum())
+    }
+    let answer: serde_json::Value = serde_json::from_str(answer).expect("a JSON answer");
+    count(&answer["root"])
+}
+
+/// `ppd why teller balance` on `bank 160000`, cold and warm.
+fn bank_query(work: &Path, bank: &Path, ppd: &Path) {
+    let dir = work.join("bank-160000");
+    run(bank, &["160000"], Some(&dir));
+    let events = events_of(&dir);
+    let cache = dir.join("cache");
+    let recording = size_of(&dir, Some(&cache));
+    let rec = dir.to_str().expect("a UTF-8 path");
+    let ask = |depth: &str| {
+        ppd_run(
+            ppd,
+            &[
+                "why", rec, "teller", "balance", "--depth", depth, "--json", "--quiet",
+            ],
+        )
+    };
+    let (mut cold, mut warm, mut shallow) = (Vec::new(), Vec::new(), Vec::new());
+    let mut steps = (0, 0);
+    for _ in 0..3 {
+        let _ = std::fs::remove_dir_all(&cache);
+        let (cost, out) = ask("8");
+        cold.push(cost);
+        let (cost, again) = ask("8");
+        assert_eq!(json_steps(&out), json_steps(&again), "cold and warm agree");
+        warm.push(cost);
+        let (cost, six) = ask("6");
+        shallow.push(cost);
+        steps = (json_steps(&again), json_steps(&six));
+    }
+    let cached = size_of(&cache, None);
+    let mb = |b: u64| b as f64 / (1024.0 * 1024.0);
+    println!(
+        "\n`ppd why teller balance` on bank 160000 ({events} events, {:.1} MiB recording), \
+         the ppd command, median of 3:",
+        mb(recording)
+    );
+    let show = |what: &str, costs: &[Cost]| {
+        let wall = median(costs.iter().map(|c| c.wall).collect());
+        let cpu = median(costs.iter().map(|c| c.cpu).collect());
+        let peak = costs.iter().map(|c| c.peak).max().unwrap_or(0);
+        println!(
+            "  {what}: {:.1} ms wall, {:.1} ms CPU, peak memory {:.0} MiB",
+            ms(wall),
+            ms(cpu),
+            mb(peak)
+        );
+        cpu
+    };
+    show("--depth 8, cold (no cache)", &cold);
+    let warm = show("--depth 8, warm           ", &warm);
+    let shallow = show("--depth 6, warm (baseline)", &shallow);
+    println!(
+        "  depth 8 / depth 6, warm: {:.2} in CPU time, {:.2} in steps ({} / {})",
+        warm.as_secs_f64() / shallow.as_secs_f64(),
+        steps.0 as f64 / steps.1 as f64,
+        steps.0,
+        steps.1
+    );
+    println!(
+        "  cache after the queries: {:.1} MiB = {:.2} of the recording",
+        mb(cached),
+        cached as f64 / recording as f64
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn main() {
     // `cargo test --benches` runs this with `--bench` absent: a smoke run.
     let full = std::env::args().any(|a| a == "--bench");
@@ -177,9 +339,35 @@ fn main() {
         );
         return;
     }
+    let parts: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let wanted = |part: &str| parts.is_empty() || parts.iter().any(|p| p == part);
+    if wanted("latency") {
+        query_latency(work.path());
+    }
+    let bank = ppd_tests::build_dir().join("examples").join("bank");
+    let ppd = ppd_tests::build_dir().join("ppd");
+    if wanted("bank") {
+        if bank.exists() && ppd.exists() {
+            bank_query(work.path(), &bank, &ppd);
+        } else {
+            println!(
+                "\nwhy on bank 160000: not built; run `cargo build --release -p ppd-cli -p \
+                 ppd-examples --bin ppd --example bank`"
+            );
+        }
+    }
+    if wanted("overhead") {
+        recording_overhead(work.path(), &bank);
+    }
+}
 
+/// The why-query latency at about 1 M and 10 M events.
+fn query_latency(work: &Path) {
     // About 11 events per value: calibrate on a small run.
-    let probe = work.path().join("probe");
+    let probe = work.join("probe");
     run(&why_cases(), &["long", "10000"], Some(&probe));
     let per_value = events_of(&probe) as f64 / 10_000.0;
     let _ = std::fs::remove_dir_all(&probe);
@@ -195,7 +383,7 @@ fn main() {
     let mut warm = Vec::new();
     for target in [1_000_000f64, 10_000_000f64] {
         let values = (target / per_value) as u64;
-        let l = latency(work.path(), values, 7);
+        let l = latency(work, values, 7);
         println!(
             "{:>12} {:>10.1} {:>12.1} {:>10.2} {:>7} {:>6} in {} runs",
             l.events,
@@ -207,32 +395,34 @@ fn main() {
             l.runs
         );
         warm.push(l.warm);
-        let _ = std::fs::remove_dir_all(work.path().join(format!("long-{values}")));
+        let _ = std::fs::remove_dir_all(work.join(format!("long-{values}")));
     }
     println!(
         "warm latency, 10 M / 1 M events: {:.2}",
         warm[1].as_secs_f64() / warm[0].as_secs_f64()
     );
+}
 
+/// Recorded against unrecorded wall time.
+fn recording_overhead(work: &Path, bank: &Path) {
     println!("\nrecording overhead, whole-process wall time, median of 7 (recorded / unrecorded):");
-    let (r, p) = overhead(&why_cases(), &["early"], work.path(), 7);
+    let (r, p) = overhead(&why_cases(), &["early"], work, 7);
     println!(
         "  a program that does nearly nothing (start-up and end of a recording): {:.1} ms / {:.1} ms, +{:.1} ms",
         ms(r),
         ms(p),
         ms(r.saturating_sub(p))
     );
-    let (r, p) = overhead(&why_cases(), &["long", "200000"], work.path(), 7);
+    let (r, p) = overhead(&why_cases(), &["long", "200000"], work, 7);
     println!(
         "  why_cases long 200000 (e-blocks passing messages, nothing else): {:.1} ms / {:.1} ms = {:.2}",
         ms(r),
         ms(p),
         r.as_secs_f64() / p.as_secs_f64()
     );
-    let bank = ppd_tests::build_dir().join("examples").join("bank");
     if bank.exists() {
         for operations in ["12", "2000"] {
-            let (r, p) = overhead(&bank, &[operations], work.path(), 7);
+            let (r, p) = overhead(bank, &[operations], work, 7);
             println!(
                 "  bank {operations} (operations per client; clients think between check and withdrawal): {:.1} ms / {:.1} ms = {:.2}",
                 ms(r),

@@ -57,6 +57,7 @@ pub(crate) fn run(args: &Args) -> CmdResult {
     let What::Tasks(args) = &args.what;
     let checked = damage::open(args.rec.as_deref(), args.damage)?;
     let (dir, recording) = (&checked.dir, &checked.recording);
+    ppd_formats::progress::stage("finding the tasks", None);
     let run = TaskRecording::open(recording).map_err(classify)?;
     let report = run.report();
     if report.tasks == 0 {

@@ -139,6 +139,7 @@ pub(crate) fn run(args: &Args) -> CmdResult {
             return Ok(exit);
         }
     };
+    ppd_formats::progress::stage("summarizing the recording", None);
     match summarize(&recording, Payloads::Verify) {
         Ok(s) => {
             let alive = s

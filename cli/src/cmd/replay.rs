@@ -267,6 +267,7 @@ fn replay_whole(ctx: &mut Context, json: bool) -> CmdResult {
     ppd_replayer::debugger::check_binary(&ctx.recording, ctx.launch.binary.as_deref())
         .map_err(input)?;
     announce_bad_ending(&recorded);
+    ppd_formats::progress::stage(&format!("replaying {} events", recorded.events), None);
     let mut session = ctx.start(Goal::Run)?;
     let recorded_exit_code = ctx.recording.manifest().end.as_ref().map(|e| e.exit_code);
     let mut summary = ReplaySummary {

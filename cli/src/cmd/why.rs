@@ -85,6 +85,7 @@ pub(crate) fn run(args: &Args) -> CmdResult {
     let at: Point = args.at.parse().map_err(classify)?;
     let checked = damage::open(target.rec.as_deref(), args.damage)?;
     let recording = checked.recording;
+    ppd_formats::progress::stage("asking why", None);
     let mut store = TraceStore::new(&recording, args.binary.clone());
     if args.state {
         return state(&recording, &mut store, &target.process, &at, args.json);

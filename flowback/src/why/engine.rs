@@ -659,7 +659,7 @@ impl<'s, 'r> Engine<'s, 'r> {
         };
         let index = self.store.index(inst.process)?;
         let mut logged_before = false;
-        for earlier in index.earlier_top_level(inst.enter).take(WALK_LIMIT) {
+        for earlier in index.state_sources(inst.enter, place).take(WALK_LIMIT) {
             let earlier = earlier?;
             let key = InstanceKey {
                 process: inst.process,

@@ -1,12 +1,14 @@
 //! The per-process index a why-query searches: every e-block instance (its interval in the
-//! log, its name, the instance it is nested in) and every send made inside one.
+//! log, its name, the instance it is nested in), every send made inside one, and which
+//! top-level instances changed which part of the arguments they log on exit (`changes.rs`).
 //!
 //! Built by one pass over a process's log and cached in `cache/why/p<id>.idx`. A query reads
 //! the cache memory-mapped and touches only what its binary searches visit, so a warm query
 //! costs the same on a recording ten times longer: the file is checked in two steps, the
-//! header and the small tables when it is opened, each chunk of 1024 entries (with its own
-//! checksum) when a search first reads it. A cache that is stale or whose header or tables are
-//! damaged is rebuilt; damage found later in a chunk is an error naming the file and offset.
+//! header and the small tables when it is opened, each chunk of 1024 entries (compressed with
+//! zstd, with its own checksum) when a search first reads it. Compressed, the index stays a
+//! fraction of the log it indexes. A cache that is stale or whose header or tables are damaged
+//! is rebuilt; damage found later in a chunk is an error naming the file and offset.
 //!
 //! Layout (integers little-endian, checksums crc32c):
 //!
@@ -18,26 +20,37 @@
 //!   60 crc of bytes 0..60 u32
 //! tables (tables length bytes):
 //!   names: count u32, then per name: length u32, UTF-8
-//!   per chunk of instances: first entry's enter u64, crc of the chunk u32
-//!   per chunk of sends: first entry's channel u64 and seq u64, crc of the chunk u32
+//!   per chunk of instances: first entry's enter u64, stored length u32, crc of the stored
+//!     chunk u32
+//!   per chunk of sends: first entry's channel u64 and seq u64, stored length u32, crc u32
 //!   crc of the tables so far u32
+//! the chunks of instances, then of sends, each up to 1024 entries compressed with zstd:
 //! instances, 24 bytes each, by enter: enter u64, exit u64 (u64::MAX: never exited),
 //!   name u32 (index into the names), parent u32 (index of the enclosing instance; u32::MAX: top
 //!   level)
 //! sends inside instances, 24 bytes each, by (channel, seq): channel u64, seq u64, event u64
+//! change histories, to the end of the file, checked as a whole when a query first needs them:
+//!   parameters u32, then per parameter: name (u32 length + UTF-8), holders u32, places u32,
+//!     per place: text (u32 length + UTF-8), changes u32
+//!   then per parameter its holders [u32] (instance indexes, ascending) and per place its
+//!     changes [u32] (positions among the holders, ascending)
+//!   crc of the section so far u32
 //! ```
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU8, Ordering};
+
+use std::sync::{Arc, Mutex, OnceLock};
 
 use memmap2::Mmap;
 use ppd_formats::{Event, ObjectId, ProcessId, Recording};
 
+use super::changes::{ChangeLog, Changes};
+use super::place::Place;
 use crate::error::{FlowbackError, Result};
 
 const MAGIC: &[u8; 8] = b"PPDWHYIX";
-const VERSION: u32 = 2;
+const VERSION: u32 = 3;
 const HEADER: usize = 64;
 const ENTRY: usize = 24;
 const CHUNK: usize = 1024;
@@ -88,10 +101,16 @@ impl std::ops::Deref for Bytes {
     }
 }
 
-/// A chunk's state: not yet read, checked, or damaged.
-const UNCHECKED: u8 = 0;
-const GOOD: u8 = 1;
-const BAD: u8 = 2;
+/// How many decompressed chunks an index keeps: a search reads one chunk many times.
+const RECENT_CHUNKS: usize = 4;
+
+/// Where a compressed chunk is in the file, and its checksum.
+#[derive(Debug, Clone, Copy)]
+struct ChunkAt {
+    at: usize,
+    len: usize,
+    crc: u32,
+}
 
 /// Everything a query needs to know about one process's log.
 #[derive(Debug)]
@@ -105,11 +124,13 @@ pub struct ProcessIndex {
     names: Vec<String>,
     instances: usize,
     sends: usize,
-    instance_chunks: Vec<(u64, u32)>,
-    send_chunks: Vec<((u64, u64), u32)>,
-    instances_at: usize,
-    sends_at: usize,
-    checked: Vec<AtomicU8>,
+    instance_chunks: Vec<(u64, ChunkAt)>,
+    send_chunks: Vec<((u64, u64), ChunkAt)>,
+    /// Chunks decompressed last (instance chunks by number, send chunks after them).
+    recent: Mutex<Vec<(usize, Arc<[u8]>)>>,
+    /// Where the change histories start, and the histories once a query first needs them.
+    changes_at: usize,
+    changes: OnceLock<std::result::Result<Changes, usize>>,
 }
 
 fn fingerprint(path: &Path) -> Result<(u64, u64)> {
@@ -137,6 +158,7 @@ struct Scan {
     names: Vec<String>,
     instances: Vec<Instance>,
     sends: Vec<SendAt>,
+    changes: ChangeLog,
 }
 
 fn scan(recording: &Recording, process: ProcessId) -> Result<(PathBuf, Scan)> {
@@ -151,12 +173,18 @@ fn scan(recording: &Recording, process: ProcessId) -> Result<(PathBuf, Scan)> {
         names: Vec::new(),
         instances: Vec::new(),
         sends: Vec::new(),
+        changes: ChangeLog::default(),
     };
     let mut open: Vec<u32> = Vec::new();
+    // The prelog of the open top-level instance.
+    let mut top_prelog: Box<[u8]> = Box::default();
     for item in reader.events() {
         let (k, event) = item?;
         match event {
-            Event::EblockEnter { eblock, .. } => {
+            Event::EblockEnter { eblock, prelog, .. } => {
+                if open.is_empty() {
+                    top_prelog = prelog;
+                }
                 let name = match found.names.iter().position(|n| **n == *eblock) {
                     Some(i) => i as u32,
                     None => {
@@ -172,9 +200,12 @@ fn scan(recording: &Recording, process: ProcessId) -> Result<(PathBuf, Scan)> {
                     parent: open.iter().rev().nth(1).copied().unwrap_or(u32::MAX),
                 });
             }
-            Event::EblockExit { .. } => {
+            Event::EblockExit { postlog, .. } => {
                 if let Some(i) = open.pop() {
                     found.instances[i as usize].exit = k;
+                    if open.is_empty() {
+                        found.changes.exited(i, &top_prelog, &postlog);
+                    }
                 }
             }
             Event::Send { channel, seq, .. } if !open.is_empty() => {
@@ -191,6 +222,20 @@ fn scan(recording: &Recording, process: ProcessId) -> Result<(PathBuf, Scan)> {
     Ok((log, found))
 }
 
+/// Fixed-size entries, compressed a chunk at a time.
+fn compressed_chunks(entries: usize, entry: impl Fn(usize, &mut Vec<u8>)) -> Vec<Vec<u8>> {
+    (0..entries.div_ceil(CHUNK))
+        .map(|c| {
+            let mut raw = Vec::with_capacity(CHUNK * ENTRY);
+            for i in c * CHUNK..((c + 1) * CHUNK).min(entries) {
+                entry(i, &mut raw);
+            }
+            // Compressing a buffer in memory fails only on allocation failure.
+            zstd::bulk::compress(&raw, 3).unwrap_or_default()
+        })
+        .collect()
+}
+
 fn encode(scan: &Scan) -> Vec<u8> {
     let mut tables = Vec::new();
     tables.extend_from_slice(&(scan.names.len() as u32).to_le_bytes());
@@ -198,36 +243,34 @@ fn encode(scan: &Scan) -> Vec<u8> {
         tables.extend_from_slice(&(name.len() as u32).to_le_bytes());
         tables.extend_from_slice(name.as_bytes());
     }
-    let mut instances = Vec::with_capacity(scan.instances.len() * ENTRY);
-    for i in &scan.instances {
-        instances.extend_from_slice(&i.enter.to_le_bytes());
-        instances.extend_from_slice(&i.exit.to_le_bytes());
-        instances.extend_from_slice(&i.name.to_le_bytes());
-        instances.extend_from_slice(&i.parent.to_le_bytes());
-    }
-    let mut sends = Vec::with_capacity(scan.sends.len() * ENTRY);
-    for s in &scan.sends {
-        sends.extend_from_slice(&s.channel.to_le_bytes());
-        sends.extend_from_slice(&s.seq.to_le_bytes());
-        sends.extend_from_slice(&s.event.to_le_bytes());
-    }
-    for (chunk, bytes) in scan
-        .instances
-        .chunks(CHUNK)
-        .zip(instances.chunks(CHUNK * ENTRY))
-    {
-        tables.extend_from_slice(&chunk[0].enter.to_le_bytes());
+    let instances = compressed_chunks(scan.instances.len(), |i, out| {
+        let x = &scan.instances[i];
+        out.extend_from_slice(&x.enter.to_le_bytes());
+        out.extend_from_slice(&x.exit.to_le_bytes());
+        out.extend_from_slice(&x.name.to_le_bytes());
+        out.extend_from_slice(&x.parent.to_le_bytes());
+    });
+    let sends = compressed_chunks(scan.sends.len(), |i, out| {
+        let s = &scan.sends[i];
+        out.extend_from_slice(&s.channel.to_le_bytes());
+        out.extend_from_slice(&s.seq.to_le_bytes());
+        out.extend_from_slice(&s.event.to_le_bytes());
+    });
+    for (c, bytes) in instances.iter().enumerate() {
+        tables.extend_from_slice(&scan.instances[c * CHUNK].enter.to_le_bytes());
+        tables.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
         tables.extend_from_slice(&crc32c::crc32c(bytes).to_le_bytes());
     }
-    for (chunk, bytes) in scan.sends.chunks(CHUNK).zip(sends.chunks(CHUNK * ENTRY)) {
-        tables.extend_from_slice(&chunk[0].channel.to_le_bytes());
-        tables.extend_from_slice(&chunk[0].seq.to_le_bytes());
+    for (c, bytes) in sends.iter().enumerate() {
+        tables.extend_from_slice(&scan.sends[c * CHUNK].channel.to_le_bytes());
+        tables.extend_from_slice(&scan.sends[c * CHUNK].seq.to_le_bytes());
+        tables.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
         tables.extend_from_slice(&crc32c::crc32c(bytes).to_le_bytes());
     }
     let crc = crc32c::crc32c(&tables);
     tables.extend_from_slice(&crc.to_le_bytes());
 
-    let mut out = Vec::with_capacity(HEADER + tables.len() + instances.len() + sends.len());
+    let mut out = Vec::new();
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&VERSION.to_le_bytes());
     out.extend_from_slice(&0u32.to_le_bytes());
@@ -240,8 +283,10 @@ fn encode(scan: &Scan) -> Vec<u8> {
     let crc = crc32c::crc32c(&out);
     out.extend_from_slice(&crc.to_le_bytes());
     out.extend_from_slice(&tables);
-    out.extend_from_slice(&instances);
-    out.extend_from_slice(&sends);
+    for chunk in instances.iter().chain(&sends) {
+        out.extend_from_slice(chunk);
+    }
+    out.extend_from_slice(&scan.changes.encode());
     out
 }
 
@@ -301,18 +346,6 @@ impl ProcessIndex {
         if u32_at(crc, 0) != Some(crc32c::crc32c(body)) {
             return Err("tables checksum".into());
         }
-        let instances_at = HEADER + tables_len;
-        let sends_at = instances
-            .checked_mul(ENTRY)
-            .and_then(|n| n.checked_add(instances_at))
-            .ok_or("size")?;
-        let end = sends
-            .checked_mul(ENTRY)
-            .and_then(|n| n.checked_add(sends_at))
-            .ok_or("size")?;
-        if end != b.len() {
-            return Err(format!("{} bytes where the header says {end}", b.len()));
-        }
         let mut at = 0;
         let count = u32_at(body, at).ok_or("short names")?;
         at += 4;
@@ -324,27 +357,39 @@ impl ProcessIndex {
             at += 4 + len;
         }
         let chunks = |n: usize| n.div_ceil(CHUNK);
+        let mut next = HEADER + tables_len;
+        let mut chunk_at = |len: u32, crc: u32| -> std::result::Result<ChunkAt, String> {
+            let chunk = ChunkAt {
+                at: next,
+                len: len as usize,
+                crc,
+            };
+            next = next
+                .checked_add(len as usize)
+                .filter(|end| *end <= b.len())
+                .ok_or("chunks past the end of the file")?;
+            Ok(chunk)
+        };
         let mut instance_chunks = Vec::with_capacity(chunks(instances));
         for _ in 0..chunks(instances) {
             let first = u64_at(body, at).ok_or("short chunk table")?;
-            let crc = u32_at(body, at + 8).ok_or("short chunk table")?;
-            instance_chunks.push((first, crc));
-            at += 12;
+            let len = u32_at(body, at + 8).ok_or("short chunk table")?;
+            let crc = u32_at(body, at + 12).ok_or("short chunk table")?;
+            instance_chunks.push((first, chunk_at(len, crc)?));
+            at += 16;
         }
         let mut send_chunks = Vec::with_capacity(chunks(sends));
         for _ in 0..chunks(sends) {
             let channel = u64_at(body, at).ok_or("short chunk table")?;
             let seq = u64_at(body, at + 8).ok_or("short chunk table")?;
-            let crc = u32_at(body, at + 16).ok_or("short chunk table")?;
-            send_chunks.push(((channel, seq), crc));
-            at += 20;
+            let len = u32_at(body, at + 16).ok_or("short chunk table")?;
+            let crc = u32_at(body, at + 20).ok_or("short chunk table")?;
+            send_chunks.push(((channel, seq), chunk_at(len, crc)?));
+            at += 24;
         }
         if at != body.len() {
             return Err("tables longer than their contents".into());
         }
-        let checked = (0..instance_chunks.len() + send_chunks.len())
-            .map(|_| AtomicU8::new(UNCHECKED))
-            .collect();
         Ok(ProcessIndex {
             path,
             bytes,
@@ -355,31 +400,34 @@ impl ProcessIndex {
             sends,
             instance_chunks,
             send_chunks,
-            instances_at,
-            sends_at,
-            checked,
+            recent: Mutex::new(Vec::new()),
+            changes_at: next,
+            changes: OnceLock::new(),
         })
     }
 
-    /// The bytes of chunk `c` of the array at `base`, checked against `crc` once.
-    fn chunk(&self, base: usize, count: usize, c: usize, crc: u32, slot: usize) -> Result<&[u8]> {
-        let from = base + c * CHUNK * ENTRY;
-        let to = base + ((c + 1) * CHUNK).min(count) * ENTRY;
-        let bytes = &self.bytes[from..to];
-        let state = &self.checked[slot];
-        match state.load(Ordering::Relaxed) {
-            GOOD => Ok(bytes),
-            BAD => Err(self.damaged(from)),
-            _ => {
-                let good = crc32c::crc32c(bytes) == crc;
-                state.store(if good { GOOD } else { BAD }, Ordering::Relaxed);
-                if good {
-                    Ok(bytes)
-                } else {
-                    Err(self.damaged(from))
-                }
-            }
+    /// The entries of chunk `slot` (`count` of them), decompressed and checked against its
+    /// checksum; damage is an error naming the file and the chunk's offset.
+    fn chunk(&self, slot: usize, chunk: ChunkAt, count: usize) -> Result<Arc<[u8]>> {
+        let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = recent.iter().position(|(s, _)| *s == slot) {
+            let hit = recent.remove(i);
+            let bytes = Arc::clone(&hit.1);
+            recent.insert(0, hit);
+            return Ok(bytes);
         }
+        let stored = &self.bytes[chunk.at..chunk.at + chunk.len];
+        if crc32c::crc32c(stored) != chunk.crc {
+            return Err(self.damaged(chunk.at));
+        }
+        let raw = zstd::bulk::decompress(stored, count * ENTRY)
+            .ok()
+            .filter(|raw| raw.len() == count * ENTRY)
+            .ok_or_else(|| self.damaged(chunk.at))?;
+        let raw: Arc<[u8]> = raw.into();
+        recent.truncate(RECENT_CHUNKS - 1);
+        recent.insert(0, (slot, Arc::clone(&raw)));
+        Ok(raw)
     }
 
     fn damaged(&self, offset: usize) -> FlowbackError {
@@ -407,25 +455,26 @@ impl ProcessIndex {
     /// Instance `i` (in order of entry).
     pub fn instance(&self, i: usize) -> Result<Instance> {
         let c = i / CHUNK;
-        let (_, crc) = self.instance_chunks[c];
-        let bytes = self.chunk(self.instances_at, self.instances, c, crc, c)?;
+        let (_, chunk) = self.instance_chunks[c];
+        let count = CHUNK.min(self.instances - c * CHUNK);
+        let bytes = self.chunk(c, chunk, count)?;
         let at = (i % CHUNK) * ENTRY;
-        let field = |o| u64_at(bytes, at + o).unwrap_or_default();
+        let field = |o| u64_at(&bytes, at + o).unwrap_or_default();
         Ok(Instance {
             enter: field(0),
             exit: field(8),
-            name: u32_at(bytes, at + 16).unwrap_or_default(),
-            parent: u32_at(bytes, at + 20).unwrap_or_default(),
+            name: u32_at(&bytes, at + 16).unwrap_or_default(),
+            parent: u32_at(&bytes, at + 20).unwrap_or_default(),
         })
     }
 
     fn send_at(&self, i: usize) -> Result<SendAt> {
         let c = i / CHUNK;
-        let (_, crc) = self.send_chunks[c];
-        let slot = self.instance_chunks.len() + c;
-        let bytes = self.chunk(self.sends_at, self.sends, c, crc, slot)?;
+        let (_, chunk) = self.send_chunks[c];
+        let count = CHUNK.min(self.sends - c * CHUNK);
+        let bytes = self.chunk(self.instance_chunks.len() + c, chunk, count)?;
         let at = (i % CHUNK) * ENTRY;
-        let field = |o| u64_at(bytes, at + o).unwrap_or_default();
+        let field = |o| u64_at(&bytes, at + o).unwrap_or_default();
         Ok(SendAt {
             channel: field(0),
             seq: field(8),
@@ -520,23 +569,34 @@ impl ProcessIndex {
             .map(|i| self.instance(i).map(|x| (i, x)))
     }
 
-    /// The top-level instances that exited before `enter`, latest first.
-    pub fn earlier_top_level(&self, enter: u64) -> impl Iterator<Item = Result<Instance>> + '_ {
-        let end = self.entered_before(enter);
-        let (end, first_error) = match end {
-            Ok(end) => (end, None),
-            Err(e) => (0, Some(Err(e))),
+    /// The top-level instances that exited before `enter` and logged `place.root` on exit,
+    /// latest first, skipping those after which `place` cannot have changed: the latest one,
+    /// then each inside or after which a part overlapping `place` changed. A why-query that
+    /// looks for the instance that left a parameter its value reads only these.
+    pub fn state_sources(
+        &self,
+        enter: u64,
+        place: &Place,
+    ) -> impl Iterator<Item = Result<Instance>> + '_ {
+        let found = self.entered_before(enter).and_then(|before| {
+            let changes = self
+                .changes
+                .get_or_init(|| Changes::parse(&self.bytes, self.changes_at))
+                .as_ref()
+                .map_err(|&offset| self.damaged(offset))?;
+            Ok(changes.sources(&self.bytes, before, place))
+        });
+        let (sources, first_error) = match found {
+            Ok(sources) => (Some(sources), None),
+            Err(e) => (None, Some(Err(e))),
         };
-        first_error
-            .into_iter()
-            .chain(
-                self.before(end)
-                    .map(|r| r.map(|(_, x)| x))
-                    .filter(move |r| {
-                        r.as_ref()
-                            .map_or(true, |x| x.is_top_level() && x.exit < enter)
-                    }),
-            )
+        first_error.into_iter().chain(
+            sources
+                .into_iter()
+                .flatten()
+                .map(|i| self.instance(i))
+                .filter(move |r| r.as_ref().map_or(true, |x| x.exit < enter)),
+        )
     }
 }
 
@@ -572,6 +632,7 @@ mod tests {
                     event,
                 })
                 .collect(),
+            changes: ChangeLog::default(),
         }
     }
 
@@ -603,12 +664,6 @@ mod tests {
         assert_eq!(index.send(ObjectId(7), 2101).unwrap(), Some(21_003));
         assert_eq!(index.send(ObjectId(7), 9999).unwrap(), None);
         assert_eq!(index.send(ObjectId(8), 1).unwrap(), None);
-        let earlier: Vec<u64> = index
-            .earlier_top_level(21_000)
-            .take(2)
-            .map(|r| r.unwrap().enter)
-            .collect();
-        assert_eq!(earlier, [20_990, 20_980]);
         assert_eq!(index.entered_before(0).unwrap(), 0);
         assert_eq!(index.entered_before(u64::MAX).unwrap(), 6000);
     }
@@ -616,19 +671,19 @@ mod tests {
     #[test]
     fn damage_is_found_where_it_is_read() {
         let instances: Vec<_> = (0..3000u64).map(|n| (n * 2, n * 2 + 1, u32::MAX)).collect();
-        let mut bytes = encode(&scan_of(&instances, &[]));
+        let bytes = encode(&scan_of(&instances, &[]));
+        let third = index(&scan_of(&instances, &[])).instance_chunks[2].1.at;
         // A flipped bit in the third chunk of instances.
-        let data = bytes.len() - 3000 * ENTRY;
-        bytes[data + 2 * CHUNK * ENTRY + 5] ^= 1;
-        let index =
-            ProcessIndex::parse(PathBuf::from("x.idx"), Bytes::Owned(bytes.clone())).unwrap();
+        let mut damaged = bytes.clone();
+        damaged[third + 5] ^= 1;
+        let index = ProcessIndex::parse(PathBuf::from("x.idx"), Bytes::Owned(damaged)).unwrap();
         assert!(
             index.instance_at(10).unwrap().is_some(),
             "the first chunk is whole"
         );
         let err = index.instance_at(4_100).unwrap_err().to_string();
         assert!(
-            err.contains("x.idx") && err.contains(&format!("{}", data + 2 * CHUNK * ENTRY)),
+            err.contains("x.idx") && err.contains(&format!("{third}")),
             "{err}"
         );
         // Damage in the header or the tables makes the whole file a miss.

@@ -1,7 +1,9 @@
 //! Why-queries: the chain of statements, messages and processes that gave a variable its value
 //! (Miller & Choi's flowback analysis, §3–§5).
 //!
-//! * [`index`]: per process, every e-block instance and every send made inside one, cached;
+//! * [`index`]: per process, every e-block instance and every send made inside one, and which
+//!   top-level instances changed which part of the arguments they log on exit
+//!   (`changes`), cached;
 //! * [`store`]: traces of re-executed instances, from the cache or by running the recorded
 //!   binary in emulate mode (incremental tracing, §5.3);
 //! * [`place`]: variables and the parts of them (`bank.accounts[1].balance`) a query follows;
@@ -21,6 +23,7 @@ use crate::error::{FlowbackError, Result};
 
 pub mod answer;
 pub mod chain;
+mod changes;
 pub mod engine;
 pub mod index;
 pub mod place;
