@@ -42,15 +42,13 @@ pub struct MessageRace {
 #[derive(Default)]
 struct Channel {
     receives: Vec<(EventRef, u64)>,
-    /// Per sending process, its sends in program order.
-    chains: Vec<(u32, Vec<EventRef>)>,
+    /// Per sending process, its sends (sequence number, event) in program order.
+    chains: Vec<(u32, Vec<(u64, EventRef)>)>,
 }
 
 /// Finds the message races of a trace.
 pub fn message_races(trace: &Trace, clocks: &Clocks) -> Vec<MessageRace> {
     let mut channels: FastMap<ObjIdx, Channel> = FastMap::default();
-    // Each send, with its chain and its place in the chain.
-    let mut sends: FastMap<(ObjIdx, u64), (EventRef, usize, usize)> = FastMap::default();
     let undelivered: std::collections::HashSet<(ObjIdx, u64)> = trace
         .processes()
         .iter()
@@ -76,9 +74,7 @@ pub fn message_races(trace: &Trace, clocks: &Clocks) -> Vec<MessageRace> {
                             }
                         },
                     };
-                    let chain = &mut ch.chains[c].1;
-                    sends.insert((channel, seq), (r, c, chain.len()));
-                    chain.push(r);
+                    ch.chains[c].1.push((seq, r));
                 }
                 Op::Recv { channel, seq, .. } => {
                     channels.entry(channel).or_default().receives.push((r, seq));
@@ -104,9 +100,26 @@ pub fn message_races(trace: &Trace, clocks: &Clocks) -> Vec<MessageRace> {
             .iter()
             .map(|(_, chain)| vec![usize::MAX; chain.len()])
             .collect();
+        // A process numbers its sends on a channel in increasing order, so its chain is found
+        // by binary search; a chain that is not (an inconsistent log) is searched in full.
+        let increasing: Vec<bool> = ch
+            .chains
+            .iter()
+            .map(|(_, chain)| chain.windows(2).all(|w| w[0].0 < w[1].0))
+            .collect();
+        let find = |seq: u64| {
+            ch.chains.iter().enumerate().find_map(|(c, (_, chain))| {
+                let h = if increasing[c] {
+                    chain.binary_search_by_key(&seq, |&(s, _)| s).ok()
+                } else {
+                    chain.iter().position(|&(s, _)| s == seq)
+                };
+                h.map(|h| (chain[h].1, c, h))
+            })
+        };
         let mut taken: Vec<Option<EventRef>> = Vec::with_capacity(ch.receives.len());
         for (i, &(_, seq)) in ch.receives.iter().enumerate() {
-            let send = sends.get(&(channel, seq)).copied();
+            let send = find(seq);
             if let Some((_, c, h)) = send {
                 let at = &mut received_at[c][h];
                 *at = (*at).min(i);
@@ -126,7 +139,7 @@ pub fn message_races(trace: &Trace, clocks: &Clocks) -> Vec<MessageRace> {
                 if *q == s.process || *head >= chain.len() {
                     continue;
                 }
-                let other = chain[*head];
+                let other = chain[*head].1;
                 let races_here = !clocks.happened_before(s, other)
                     && !clocks.happened_before(other, s)
                     && !clocks.happened_before(r, other);

@@ -13,7 +13,8 @@
 //! `x`'s clock component for it, a prefix of its program; so walking the sites from the most
 //! recently used, the first whose last access happened before `x` ends the walk, and the
 //! accesses unordered with `x` at each site visited are counted by one binary search. The
-//! work is one comparison per process and class, plus one binary search per racing site.
+//! work per access is one comparison per process and class, plus a binary search and a count
+//! update per racing site; the memory, one index per access of a racy variable.
 
 use crate::hb::AccessClass;
 use crate::trace::{EventRef, ObjIdx, Op, SiteId, Trace};
