@@ -47,6 +47,13 @@ impl Analysis {
         })
     }
 
+    /// Reads `recording` and computes its clocks, finding the data races in the same pass,
+    /// without the clock cache: race detection replays every atomic access with its clock
+    /// anyway, so stored clocks would only add reading (or writing) them to that work.
+    pub fn open_uncached(recording: &Recording) -> Result<Analysis> {
+        Ok(Analysis::of_trace(Trace::load(recording)?))
+    }
+
     /// Analyses a trace built in memory (no cache).
     pub fn of_trace(trace: Trace) -> Analysis {
         let (clocks, found, _) = races::clocks_and_races(&trace);

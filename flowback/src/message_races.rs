@@ -42,14 +42,13 @@ pub struct MessageRace {
 #[derive(Default)]
 struct Channel {
     receives: Vec<(EventRef, u64)>,
-    /// Per sending process, its sends in program order.
-    chains: Vec<(u32, Vec<EventRef>)>,
+    /// Per sending process, its sends (sequence number, event) in program order.
+    chains: Vec<(u32, Vec<(u64, EventRef)>)>,
 }
 
 /// Finds the message races of a trace.
 pub fn message_races(trace: &Trace, clocks: &Clocks) -> Vec<MessageRace> {
     let mut channels: FastMap<ObjIdx, Channel> = FastMap::default();
-    let mut sends: FastMap<(ObjIdx, u64), EventRef> = FastMap::default();
     let undelivered: std::collections::HashSet<(ObjIdx, u64)> = trace
         .processes()
         .iter()
@@ -64,15 +63,18 @@ pub fn message_races(trace: &Trace, clocks: &Clocks) -> Vec<MessageRace> {
             let r = EventRef::new(p as u32, k as u32);
             match ev.op {
                 Op::Send { channel, seq } if !undelivered.contains(&(channel, seq)) => {
-                    sends.insert((channel, seq), r);
                     let ch = channels.entry(channel).or_default();
-                    match ch.chains.last_mut() {
-                        Some((q, chain)) if *q == p as u32 => chain.push(r),
-                        _ => match ch.chains.iter_mut().find(|(q, _)| *q == p as u32) {
-                            Some((_, chain)) => chain.push(r),
-                            None => ch.chains.push((p as u32, vec![r])),
+                    let c = match ch.chains.last() {
+                        Some((q, _)) if *q == p as u32 => ch.chains.len() - 1,
+                        _ => match ch.chains.iter().position(|(q, _)| *q == p as u32) {
+                            Some(c) => c,
+                            None => {
+                                ch.chains.push((p as u32, Vec::new()));
+                                ch.chains.len() - 1
+                            }
                         },
-                    }
+                    };
+                    ch.chains[c].1.push((seq, r));
                 }
                 Op::Recv { channel, seq, .. } => {
                     channels.entry(channel).or_default().receives.push((r, seq));
@@ -91,28 +93,53 @@ pub fn message_races(trace: &Trace, clocks: &Clocks) -> Vec<MessageRace> {
             continue;
         }
         order_receives(&mut ch.receives, clocks);
-        // Where each send was received.
-        let mut received_at: FastMap<EventRef, usize> = FastMap::default();
+        // The send each receive took, and where each send of each chain was first received
+        // (`usize::MAX`: never).
+        let mut received_at: Vec<Vec<usize>> = ch
+            .chains
+            .iter()
+            .map(|(_, chain)| vec![usize::MAX; chain.len()])
+            .collect();
+        // A process numbers its sends on a channel in increasing order, so its chain is found
+        // by binary search; a chain that is not (an inconsistent log) is searched in full.
+        let increasing: Vec<bool> = ch
+            .chains
+            .iter()
+            .map(|(_, chain)| chain.windows(2).all(|w| w[0].0 < w[1].0))
+            .collect();
+        let find = |seq: u64| {
+            ch.chains.iter().enumerate().find_map(|(c, (_, chain))| {
+                let h = if increasing[c] {
+                    chain.binary_search_by_key(&seq, |&(s, _)| s).ok()
+                } else {
+                    chain.iter().position(|&(s, _)| s == seq)
+                };
+                h.map(|h| (chain[h].1, c, h))
+            })
+        };
+        let mut taken: Vec<Option<EventRef>> = Vec::with_capacity(ch.receives.len());
         for (i, &(_, seq)) in ch.receives.iter().enumerate() {
-            if let Some(&s) = sends.get(&(channel, seq)) {
-                received_at.entry(s).or_insert(i);
+            let send = find(seq);
+            if let Some((_, c, h)) = send {
+                let at = &mut received_at[c][h];
+                *at = (*at).min(i);
             }
+            taken.push(send.map(|(s, _, _)| s));
         }
         let mut heads = vec![0usize; ch.chains.len()];
-        for (i, &(r, seq)) in ch.receives.iter().enumerate() {
-            let Some(&s) = sends.get(&(channel, seq)) else {
+        for (i, (&(r, _), s)) in ch.receives.iter().zip(&taken).enumerate() {
+            let Some(s) = *s else {
                 continue;
             };
             for (c, (q, chain)) in ch.chains.iter().enumerate() {
                 let head = &mut heads[c];
-                while *head < chain.len() && received_at.get(&chain[*head]).is_some_and(|&j| j <= i)
-                {
+                while *head < chain.len() && received_at[c][*head] <= i {
                     *head += 1;
                 }
                 if *q == s.process || *head >= chain.len() {
                     continue;
                 }
-                let other = chain[*head];
+                let other = chain[*head].1;
                 let races_here = !clocks.happened_before(s, other)
                     && !clocks.happened_before(other, s)
                     && !clocks.happened_before(r, other);

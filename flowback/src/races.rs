@@ -5,9 +5,17 @@
 //! variable). The shared variables a recording shows are its atomics; which accesses count as
 //! data accesses and which as synchronization is [`AccessClass`]'s rule.
 //!
-//! Precision is DJIT+'s: each access is compared with the last access of every other process
-//! that it conflicts with, using their vector clocks, so a race-free run reports nothing and
-//! every reported pair is truly unordered. Speed is FastTrack's: each of a variable's four
+//! What is reported is every pair of source sites at which two accesses race, with `count` the
+//! number of racing access pairs at those sites: all of them, not only those a detector that
+//! remembers one access per process happens to compare.
+//!
+//! Finding which variables race is DJIT+'s: each access is compared with the last access of
+//! every other process that it conflicts with, using their vector clocks. That is exact for
+//! the question "does this variable race" (if any access of a process is unordered with a
+//! later one, so is that process's last access of the same class before it) but names only
+//! the latest site of each process, so the racy variables then go through a second, exact
+//! pass (`races/pairs.rs`) that names every site pair and counts every pair; a race-free run
+//! never enters it. Speed is FastTrack's: each of a variable's four
 //! access tables (data reads, data writes, synchronizing reads, synchronizing writes) keeps a
 //! *dominator*, the epoch `c@p` of an access that happened after all of the table's entries.
 //! An access that the dominator happened before is race-free with the whole table after one
@@ -23,13 +31,12 @@
 
 use ppd_formats::event::{AtomicOp, MemOrdering};
 
-use crate::fasthash::FastMap;
 use crate::hb::AccessClass;
 use crate::trace::{EventRef, ObjIdx, SiteId, Trace};
 use crate::vclock::{AccessObserver, Clocks};
 
-/// A data race: two unordered, conflicting accesses to one atomic, deduplicated by their pair
-/// of source sites.
+/// A data race: the unordered, conflicting accesses to one atomic at one pair of source
+/// sites.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DataRace {
     /// The atomic.
@@ -38,7 +45,7 @@ pub struct DataRace {
     pub a: EventRef,
     /// The later one.
     pub b: EventRef,
-    /// How many racing pairs share these two sites.
+    /// How many racing pairs of accesses share these two sites (each unordered pair once).
     pub count: u64,
 }
 
@@ -57,13 +64,6 @@ pub struct DetectorStats {
     pub state_bytes: u64,
 }
 
-/// An access in a table.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Entry {
-    event: EventRef,
-    site: SiteId,
-}
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Dom {
     /// The table is empty.
@@ -77,7 +77,7 @@ enum Dom {
 #[derive(Debug, Clone)]
 struct Table {
     dom: Dom,
-    entries: Vec<Entry>,
+    entries: Vec<EventRef>,
 }
 
 impl Table {
@@ -88,12 +88,8 @@ impl Table {
         }
     }
 
-    fn insert(&mut self, x: Entry) {
-        match self
-            .entries
-            .iter_mut()
-            .find(|e| e.event.process == x.event.process)
-        {
+    fn insert(&mut self, x: EventRef) {
+        match self.entries.iter_mut().find(|e| e.process == x.process) {
             Some(e) => *e = x,
             None => self.entries.push(x),
         }
@@ -104,6 +100,8 @@ impl Table {
 #[derive(Debug, Clone)]
 struct VarState {
     used: bool,
+    /// Two of its accesses were found unordered and conflicting.
+    racy: bool,
     tables: [Table; 4],
 }
 
@@ -111,6 +109,7 @@ impl VarState {
     const fn new() -> VarState {
         VarState {
             used: false,
+            racy: false,
             tables: [Table::new(), Table::new(), Table::new(), Table::new()],
         }
     }
@@ -120,7 +119,7 @@ impl VarState {
             + self
                 .tables
                 .iter()
-                .map(|t| t.entries.capacity() * std::mem::size_of::<Entry>())
+                .map(|t| t.entries.capacity() * std::mem::size_of::<EventRef>())
                 .sum::<usize>()
     }
 }
@@ -166,14 +165,10 @@ fn le(a: EventRef, clock: &[u32]) -> bool {
     a.index < clock[a.process as usize]
 }
 
-/// Finds data races as the clock computation hands it each atomic access.
+/// Finds the variables that race as the clock computation hands it each atomic access.
 #[derive(Debug)]
 pub struct RaceDetector {
     vars: Vec<VarState>,
-    races: Vec<(u64, DataRace)>,
-    index: FastMap<(ObjIdx, SiteId, SiteId), usize>,
-    /// The last race reported: a racy variable reports the same pair of sites again and again.
-    last: Option<((ObjIdx, SiteId, SiteId), usize)>,
     stats: DetectorStats,
 }
 
@@ -182,30 +177,36 @@ impl RaceDetector {
     pub fn new(trace: &Trace) -> RaceDetector {
         RaceDetector {
             vars: vec![VarState::new(); trace.objects().len()],
-            races: Vec::new(),
-            index: FastMap::default(),
-            last: None,
             stats: DetectorStats::default(),
         }
     }
 
-    /// The races, ordered by object then by when they were first found, and what it took.
-    pub fn finish(mut self) -> (Vec<DataRace>, DetectorStats) {
+    /// Every racing pair of sites (found by a second pass over the racy variables only),
+    /// ordered by object then by when each was
+    /// first met in memory order, and what it took. `clocks` are those this detector observed
+    /// being computed for `trace`.
+    pub fn finish(mut self, trace: &Trace, clocks: &Clocks) -> (Vec<DataRace>, DetectorStats) {
         for var in &self.vars {
             if var.used {
                 self.stats.variables += 1;
                 self.stats.state_bytes += var.bytes() as u64;
             }
         }
-        self.races.sort_by_key(|(order, r)| (r.object, *order));
-        (self.races.into_iter().map(|(_, r)| r).collect(), self.stats)
+        let racy: Vec<bool> = self.vars.iter().map(|v| v.racy).collect();
+        let races = if racy.contains(&true) {
+            pairs::every_pair(trace, clocks, &racy)
+        } else {
+            Vec::new()
+        };
+        (races, self.stats)
     }
 
-    /// Compares `x` with a table it conflicts with; reports each entry it races with. Returns
-    /// whether every entry happened before `x`.
+    /// Compares `x` with a table it conflicts with; marks the variable racy if an entry is
+    /// unordered with `x`. Returns whether every entry happened before `x`.
     #[inline]
-    fn check(&mut self, object: ObjIdx, t: usize, x: Entry, clock: &[u32]) -> bool {
-        let table = &self.vars[object as usize].tables[t];
+    fn check(&mut self, object: ObjIdx, t: usize, x: EventRef, clock: &[u32]) -> bool {
+        let var = &mut self.vars[object as usize];
+        let table = &var.tables[t];
         match table.dom {
             Dom::Empty => return true,
             Dom::At(d) if le(d, clock) => {
@@ -215,46 +216,12 @@ impl RaceDetector {
             _ => {}
         }
         self.stats.slow_checks += 1;
-        let mut ok = true;
-        let n = table.entries.len();
-        for i in 0..n {
-            let entry = self.vars[object as usize].tables[t].entries[i];
-            if entry.event.process != x.event.process && !le(entry.event, clock) {
-                ok = false;
-                self.report(object, entry, x);
-            }
-        }
+        let ok = table
+            .entries
+            .iter()
+            .all(|&e| e.process == x.process || le(e, clock));
+        var.racy |= !ok;
         ok
-    }
-
-    fn report(&mut self, object: ObjIdx, a: Entry, b: Entry) {
-        let key = (object, a.site.min(b.site), a.site.max(b.site));
-        if let Some((k, i)) = self.last
-            && k == key
-        {
-            self.races[i].1.count += 1;
-            return;
-        }
-        match self.index.get(&key) {
-            Some(&i) => {
-                self.races[i].1.count += 1;
-                self.last = Some((key, i));
-            }
-            None => {
-                self.last = Some((key, self.races.len()));
-                self.index.insert(key, self.races.len());
-                let order = self.races.len() as u64;
-                self.races.push((
-                    order,
-                    DataRace {
-                        object,
-                        a: a.event,
-                        b: b.event,
-                        count: 1,
-                    },
-                ));
-            }
-        }
     }
 }
 
@@ -266,19 +233,18 @@ impl AccessObserver for RaceDetector {
         object: ObjIdx,
         op: AtomicOp,
         ordering: MemOrdering,
-        site: SiteId,
+        _site: SiteId,
         clock: &[u32],
     ) {
         self.stats.accesses += 1;
         let class = AccessClass::of(op, ordering);
         let own = class_index(class);
-        let x = Entry { event: e, site };
         let mut own_ok = None;
         for (t, &conflicts) in CHECKS[own].iter().enumerate() {
             if !conflicts {
                 continue;
             }
-            let ok = self.check(object, t, x, clock);
+            let ok = self.check(object, t, e, clock);
             if t == own {
                 own_ok = Some(ok);
             } else if ok {
@@ -300,7 +266,7 @@ impl AccessObserver for RaceDetector {
             None if dominated => Dom::At(e),
             None => Dom::Invalid,
         };
-        table.insert(x);
+        table.insert(e);
     }
 }
 
@@ -308,7 +274,7 @@ impl AccessObserver for RaceDetector {
 pub fn clocks_and_races(trace: &Trace) -> (Clocks, Vec<DataRace>, DetectorStats) {
     let mut detector = RaceDetector::new(trace);
     let clocks = Clocks::compute_observed(trace, &mut detector);
-    let (races, stats) = detector.finish();
+    let (races, stats) = detector.finish(trace, &clocks);
     (clocks, races, stats)
 }
 
@@ -317,5 +283,6 @@ pub fn data_races(trace: &Trace) -> Vec<DataRace> {
     clocks_and_races(trace).1
 }
 
+mod pairs;
 #[cfg(test)]
 mod tests;

@@ -229,8 +229,9 @@ fn reference_edges(trace: &Trace) -> HashMap<EventRef, Vec<EventRef>> {
     incoming
 }
 
-/// DJIT+ with full vector clocks: each access against the last conflicting access of every
-/// other process. Races keyed by (object, lower site, higher site), with counts.
+/// The definition itself, by brute force: every pair of accesses to one atomic from two
+/// processes that conflict and are unordered by the clocks `vc`, counted once per pair and
+/// keyed by (object, lower site, higher site).
 pub(crate) fn reference_races(
     trace: &Trace,
     vc: &[Vec<Vec<u32>>],
@@ -238,43 +239,32 @@ pub(crate) fn reference_races(
     let hb = |a: EventRef, b: EventRef| {
         a.index < vc[b.process as usize][b.index as usize][a.process as usize]
     };
-    let mut races = BTreeMap::new();
-    for o in 0..trace.objects().len() as ObjIdx {
-        let mut accesses: Vec<(u64, EventRef, Access)> = Vec::new();
-        for (p, proc) in trace.processes().iter().enumerate() {
-            for (k, e) in proc.events.iter().enumerate() {
-                if let Op::Atomic {
-                    object,
-                    version,
-                    op,
-                    ordering,
-                    ..
-                } = e.op
-                    && object == o
-                {
-                    accesses.push((version, EventRef::new(p as u32, k as u32), (op, ordering)));
-                }
+    let mut accesses: Vec<(ObjIdx, EventRef, SiteId, Access)> = Vec::new();
+    for (p, proc) in trace.processes().iter().enumerate() {
+        for (k, e) in proc.events.iter().enumerate() {
+            if let Op::Atomic {
+                object,
+                op,
+                ordering,
+                ..
+            } = e.op
+            {
+                let r = EventRef::new(p as u32, k as u32);
+                accesses.push((object, r, e.site, (op, ordering)));
             }
         }
-        accesses.sort_by_key(|a| a.0);
-        // The last access of each process by (writes, is a data access): the classes that
-        // decide whether two accesses conflict.
-        let mut last: HashMap<(u32, bool, bool), (EventRef, Access)> = HashMap::new();
-        for &(_, x, access) in &accesses {
-            let mut found: Vec<EventRef> = last
-                .iter()
-                .filter(|((q, _, _), (e, other))| {
-                    *q != x.process && reference_conflict(access, *other) && !hb(*e, x)
-                })
-                .map(|(_, (e, _))| *e)
-                .collect();
-            found.sort();
-            for e in found {
-                let (sa, sb) = (trace.event(e).site, trace.event(x).site);
+    }
+    let mut races = BTreeMap::new();
+    for (i, &(o, a, sa, access_a)) in accesses.iter().enumerate() {
+        for &(o2, b, sb, access_b) in &accesses[i + 1..] {
+            if o == o2
+                && a.process != b.process
+                && reference_conflict(access_a, access_b)
+                && !hb(a, b)
+                && !hb(b, a)
+            {
                 *races.entry((o, sa.min(sb), sa.max(sb))).or_insert(0) += 1;
             }
-            let (_, writes, _, _, data) = reference_access(access.0, access.1);
-            last.insert((x.process, writes, data), (x, access));
         }
     }
     races

@@ -668,8 +668,10 @@ impl<'t, 'o, O: AccessObserver> Engine<'t, 'o, O> {
             Op::Join { child } => (self.present.ends.contains(&child)
                 && !self.ended.contains_key(&child))
             .then_some(Key::Ended(child)),
-            Op::Recv { channel, seq, .. } => (self.present.sends.contains(&(channel, seq))
-                && !self.messages.contains_key(&(channel, seq)))
+            // The parked sends are few; every send of the run is many: look there only when
+            // the message is not parked.
+            Op::Recv { channel, seq, .. } => (!self.messages.contains_key(&(channel, seq))
+                && self.present.sends.contains(&(channel, seq)))
             .then_some(Key::Message(channel, seq)),
             Op::Lock {
                 object, version, ..

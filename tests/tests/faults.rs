@@ -636,6 +636,7 @@ fn everything_ppd_writes_is_private_whatever_the_umask() {
     let r = rec.to_str().unwrap();
     for args in [
         vec!["races", r],
+        vec!["export", r, "--format", "shiviz"],
         vec!["replay", r, "--to", "main=1", "--json"],
         vec!["why", r, "teller", "balance", "--depth", "2"],
     ] {
@@ -665,8 +666,10 @@ fn writes_never_follow_a_link_out_of_the_recording() {
     std::fs::create_dir(&outside).unwrap();
     std::os::unix::fs::symlink(&outside, rec.join("cache")).unwrap();
     let r = rec.to_str().unwrap();
-    let out = ppd(work.path(), &["races", r]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    for args in [vec!["races", r], vec!["export", r, "--format", "shiviz"]] {
+        let out = ppd(work.path(), &args);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    }
     let out = ppd(work.path(), &["replay", r, "--to", "main=1"]);
     assert!(
         stderr(&out).contains("not saving the halt")

@@ -136,13 +136,11 @@ const LOST_UPDATE: Scenario = Scenario {
     name: "lost_update",
     tag: "lu",
     races: &[
-        // An access races once with the other worker's last access of each kind it conflicts
-        // with, once there is one: store/store for every store after the other's first store
-        // (at least the 50 of the worker that stored second, at most 99), load/store for every
-        // load after the other's first store and every store after the other's first load (at
-        // least 49 + 50, at most 199).
-        data("x", "lu.load", "lu.store").times(99, 199),
-        data("x", "lu.store", "lu.store").times(50, 99),
+        // Nothing orders the two workers' accesses, whatever the interleaving: each of a
+        // worker's 50 loads races with each of the other's 50 stores (2 × 2500 pairs), and each
+        // store with each of the other's stores (2500 pairs).
+        data("x", "lu.load", "lu.store").times(5000, 5000),
+        data("x", "lu.store", "lu.store").times(2500, 2500),
     ],
     hangs: false,
     potential_deadlocks: &[],
@@ -242,9 +240,9 @@ const RELAXED_PUBLICATION: Scenario = Scenario {
     name: "relaxed_publication",
     tag: "rp",
     races: &[
-        // The store races with the reader's last load before it, if any, and the load that
-        // sees it races with the store.
-        data("flag", "rp.fw", "rp.fr").times(1, 2),
+        // The store races with every load of the reader, as many as it spun: at least the one
+        // that sees it.
+        data("flag", "rp.fw", "rp.fr").times(1, u64::MAX),
         data("data", "rp.dw", "rp.dr"),
     ],
     hangs: false,
@@ -276,9 +274,9 @@ const RELEASE_WITHOUT_ACQUIRE: Scenario = Scenario {
     name: "release_without_acquire",
     tag: "rwa",
     races: &[
-        // The store races with the reader's last load before it, if any, and the load that
-        // sees it races with the store.
-        data("flag", "rwa.fw", "rwa.fr").times(1, 2),
+        // The store races with every load of the reader, as many as it spun: at least the one
+        // that sees it.
+        data("flag", "rwa.fw", "rwa.fr").times(1, u64::MAX),
         data("data", "rwa.dw", "rwa.dr"),
     ],
     hangs: false,
@@ -310,9 +308,9 @@ const ACQUIRE_WITHOUT_RELEASE: Scenario = Scenario {
     name: "acquire_without_release",
     tag: "awr",
     races: &[
-        // The store races with the reader's last load before it, if any, and the load that
-        // sees it races with the store.
-        data("flag", "awr.fw", "awr.fr").times(1, 2),
+        // The store races with every load of the reader, as many as it spun: at least the one
+        // that sees it.
+        data("flag", "awr.fw", "awr.fr").times(1, u64::MAX),
         data("data", "awr.dw", "awr.dr"),
     ],
     hangs: false,
