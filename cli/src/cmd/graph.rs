@@ -11,6 +11,10 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use ppd_flowback::FlowbackError;
+use ppd_flowback::trace::Trace;
+use ppd_flowback::why::find_process;
+use ppd_flowback::window::Window;
+use ppd_formats::Recording;
 
 use super::races::{classify, open_analysis};
 use crate::damage::DamageArgs;
@@ -132,5 +136,41 @@ pub(crate) fn write_to(
             write(&mut out).map_err(fail)?;
             out.flush().map_err(flushed).map_err(fail)
         }
+    }
+}
+
+/// `--from`, `--to`, `--processes`: the part of a run to show.
+#[derive(Debug, clap::Args)]
+pub(crate) struct WindowArgs {
+    /// Start at Lamport time T (the time axis of every picture and export).
+    #[arg(long, value_name = "T")]
+    from: Option<u32>,
+    /// End at Lamport time T (inclusive).
+    #[arg(long, value_name = "T")]
+    to: Option<u32>,
+    /// Only these processes (names or p<id>, comma-separated).
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    processes: Vec<String>,
+}
+
+impl WindowArgs {
+    /// Whether no window was asked for.
+    pub(crate) fn is_all(&self) -> bool {
+        self.from.is_none() && self.to.is_none() && self.processes.is_empty()
+    }
+
+    /// The window, with its processes looked up in the recording.
+    pub(crate) fn resolve(&self, recording: &Recording, trace: &Trace) -> Result<Window, CliError> {
+        let mut processes = Vec::with_capacity(self.processes.len());
+        for name in &self.processes {
+            let id = find_process(recording, name.trim()).map_err(classify)?;
+            let p = trace.index_of(id).ok_or_else(|| {
+                input(anyhow::anyhow!(
+                    "process `{name}` has no events in the recording"
+                ))
+            })?;
+            processes.push(p);
+        }
+        Window::new(trace, self.from, self.to, &processes).map_err(classify)
     }
 }
