@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use ppd_flowback::halt::HaltCut;
-use ppd_flowback::picture::{Diagram, dot, html, svg};
+use ppd_flowback::picture::{Diagram, Size, View, dot, html, svg};
 use ppd_flowback::tasks;
 
 use std::io::{BufWriter, Write};
@@ -47,7 +47,27 @@ pub(crate) struct Args {
     /// Draw task N's events (`ppd::task`) in colour and grey out the rest of the run.
     #[arg(long, value_name = "N")]
     task: Option<u64>,
+    #[command(flatten)]
+    window: WindowArgs,
+    /// Draw every event that matters, however many (the default turns a run too large to
+    /// draw into an overview). Prints a size estimate first.
+    #[arg(long)]
+    full: bool,
+    /// With --full, write the picture even when the estimate is over 200 MB.
+    #[arg(long, requires = "full")]
+    yes: bool,
+    /// Past N dots the picture becomes an overview (the default keeps it to a few MB).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 20_000,
+        conflicts_with = "full"
+    )]
+    max_dots: usize,
 }
+
+/// Estimated size past which `--full` asks for `--yes`.
+const HUGE: u64 = 200_000_000;
 
 pub(crate) fn run(args: &Args) -> CmdResult {
     let (checked, analysis) = open_analysis(args.rec.as_deref(), args.damage)?;
@@ -77,16 +97,51 @@ pub(crate) fn run(args: &Args) -> CmdResult {
         }
         None => None,
     };
-    let mut diagram = Diagram::build(
+    let window = args.window.resolve(recording, &analysis.trace)?;
+    let (data, messages) = (analysis.data_races(), analysis.message_races());
+    if args.full {
+        let size = Size::of_full(&analysis.trace, &analysis.clocks, &data, &messages, &window);
+        let bytes = match args.format {
+            Format::Html => html::estimated_bytes(size),
+            Format::Svg => svg::estimated_bytes(size),
+            Format::Dot => dot::estimated_bytes(size),
+        };
+        eprintln!(
+            "ppd: the full picture: {} dots, {} arrows, {} boxes: about {}",
+            size.dots,
+            size.arrows,
+            size.runs,
+            megabytes(bytes)
+        );
+        if bytes > HUGE && !args.yes {
+            return Err(input(anyhow::anyhow!(
+                "not writing a picture of about {}: add --yes to write it anyway, or zoom with \
+                 --from/--to/--processes (without --full, an overview)",
+                megabytes(bytes)
+            )));
+        }
+    }
+    let view = View {
+        window,
+        budget: (!args.full).then_some(args.max_dots),
+        chosen: focus.iter().flatten().copied().collect(),
+    };
+    // The slow part on a long run (Lamport times, the selection, the layout): where progress
+    // would be reported.
+    let mut diagram = Diagram::build_view(
         &title,
         &analysis.trace,
         &analysis.clocks,
-        &analysis.data_races(),
-        &analysis.message_races(),
+        &data,
+        &messages,
         cut.as_ref(),
+        &view,
     );
     if let Some(events) = &focus {
         diagram.focus(events);
+    }
+    for note in &diagram.left_out {
+        eprintln!("ppd: left out: {note}");
     }
     let text = match args.format {
         Format::Html => html::render(&diagram),
@@ -101,6 +156,11 @@ pub(crate) fn run(args: &Args) -> CmdResult {
             })
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `bytes` for people: `12.3 MB`.
+fn megabytes(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1e6)
 }
 
 /// Runs `write` on FILE (created or truncated, private like everything ppd writes) or on
