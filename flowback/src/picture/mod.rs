@@ -641,20 +641,29 @@ fn left_out(
         ));
     }
     if selection.overview {
-        let stretches: Vec<String> = selection
+        let mut stretches: Vec<String> = selection
             .stretches
             .iter()
             .map(|(a, b)| format!("{a}..={b}"))
             .collect();
+        // A long list says how long it is, its start and its end.
+        if stretches.len() > 8 {
+            let last = stretches.pop().unwrap_or_default();
+            let more = stretches.len() - 6;
+            stretches.truncate(6);
+            stretches.push(format!("{more} more"));
+            stretches.push(last);
+        }
         let (hidden, boxes) = runs
             .iter()
             .filter(|r| r.hidden > 0)
             .fold((0u64, 0usize), |(h, b), r| (h + u64::from(r.hidden), b + 1));
         let bundled: u64 = bundles.iter().map(|b| b.count).sum();
         notes.push(format!(
-            "an overview: only Lamport times {} are drawn in detail; {hidden} synchronizing or \
-             marked events are collapsed into {boxes} boxes and {bundled} synchronization edges \
-             into {} bundles",
+            "an overview: only {} stretches of Lamport time are drawn in detail ({}); {hidden} \
+             synchronizing or marked events are collapsed into {boxes} boxes and {bundled} \
+             synchronization edges into {} bundles",
+            selection.stretches.len(),
             stretches.join(", "),
             bundles.len()
         ));
