@@ -321,6 +321,26 @@ fn an_overview_accounts_for_every_event_and_edge_and_says_what_it_left_out() {
     );
     assert!(err.contains("ppd: left out: an overview"), "{err}");
     assert!(count(&svg, "class=\"collapsed-run\"") > 0);
+    // The page draws the same overview, bundles and notes included.
+    if let Some(chromium) = chromium("an_overview_accounts_for_every_event_and_edge") {
+        let page = work.path().join("overview.html");
+        let d = dir.to_str().unwrap();
+        let p = page.to_str().unwrap();
+        ppd_ok(work.path(), &["graph", d, "--max-dots", "120", "-o", p]);
+        let dom = render_dom(&chromium, &page);
+        let svg_tag = "<svg id=\"diagram\"";
+        assert_eq!(attribute(&dom, svg_tag, "data-drawn").as_deref(), Some("1"));
+        let bundles = count(&svg, "<line class=\"bundle\"");
+        assert_eq!(
+            attribute(&dom, svg_tag, "data-bundles"),
+            Some(bundles.to_string())
+        );
+        assert_eq!(count(&dom, "class=\"ev "), overview.dots.len());
+        assert!(
+            dom.contains("an overview: only"),
+            "the page lists what it left out"
+        );
+    }
 }
 
 /// `--from/--to/--processes` draws only that window, every event of it accounted for, and

@@ -2,7 +2,7 @@
 //!
 //! Field numbers follow Perfetto's `protos/perfetto/trace/` (`trace_packet.proto`,
 //! `track_event/track_event.proto`, `track_event/track_descriptor.proto`,
-//! `interned_data/interned_data.proto`). The layout keeps a packet near 20 bytes per event:
+//! `interned_data/interned_data.proto`). The layout keeps the trace under 30 bytes per event:
 //!
 //! * one track per logical process (a thread of the trace process "ppd run", `tid` = process
 //!   id + 1, as in the JSON variant), and one packet sequence per process: its first packet

@@ -29,6 +29,7 @@ use std::collections::{BTreeSet, HashMap};
 use serde::Serialize;
 
 use crate::deadlock::{Ending, deadlocks};
+use crate::fasthash::FastMap;
 use crate::halt::HaltCut;
 use crate::lamport::lamport;
 use crate::message_races::MessageRace;
@@ -386,7 +387,7 @@ impl Diagram {
         // Items per line: dots and collapsed runs, in event order.
         let mut nodes: Vec<Node> = Vec::new();
         let mut runs: Vec<Run> = Vec::new();
-        let mut node_of: HashMap<EventRef, u32> = HashMap::new();
+        let mut node_of: FastMap<EventRef, u32> = FastMap::default();
         // Per process: items as (is_node, index into nodes or runs), and each one's first event.
         let mut items: Vec<Vec<(bool, usize)>> = vec![Vec::new(); n];
         let mut item_starts: Vec<Vec<u32>> = vec![Vec::new(); n];
@@ -463,7 +464,7 @@ impl Diagram {
         };
         let mut arrows: Vec<Arrow> = Vec::new();
         let mut received: BTreeSet<u32> = BTreeSet::new();
-        let mut bundled: HashMap<(ItemAt, ItemAt, &'static str), u64> = HashMap::new();
+        let mut bundled: FastMap<(ItemAt, ItemAt, &'static str), u64> = FastMap::default();
         let mut outside = 0u64;
         for e in clocks.edges() {
             let kind = e.kind.name();
