@@ -17,7 +17,7 @@
 //!   event it starts at and in `terminating_flow_ids` of the event it ends at.
 //!
 //! Output is streamed: beyond the trace and its clocks, the writer holds the Lamport times
-//! (4 bytes per event), the edges' ends in event order (12 bytes per edge end) and one
+//! (4 bytes per event), the edges' ends in event order (16 bytes per edge end) and one
 //! packet's buffers.
 
 use std::collections::HashMap;
