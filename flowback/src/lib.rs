@@ -31,6 +31,7 @@ mod testing;
 pub mod trace;
 pub mod vclock;
 pub mod why;
+pub mod window;
 
 pub use analysis::Analysis;
 pub use error::{FlowbackError, Result};

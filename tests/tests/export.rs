@@ -1,5 +1,5 @@
-//! `ppd export`: Perfetto's Chrome trace JSON, ShiViz's log, plain JSON — checked against
-//! what those viewers require.
+//! `ppd export`: Perfetto's protobuf trace and Chrome trace JSON, ShiViz's log, plain JSON —
+//! checked against what those viewers require.
 
 mod analysis_support;
 
@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use analysis_support::{chromium, ppd_ok, record, render_dom};
+use prost::Message;
 use serde_json::Value;
 
 fn export(work: &Path, dir: &Path, format: &str) -> Vec<u8> {
@@ -14,10 +15,10 @@ fn export(work: &Path, dir: &Path, format: &str) -> Vec<u8> {
 }
 
 #[test]
-fn perfetto_trace_has_the_structure_perfetto_loads() {
+fn perfetto_json_trace_has_the_structure_perfetto_loads() {
     let work = tempfile::tempdir().unwrap();
     let dir = record(work.path(), "bank");
-    let trace: Value = serde_json::from_slice(&export(work.path(), &dir, "perfetto")).unwrap();
+    let trace: Value = serde_json::from_slice(&export(work.path(), &dir, "perfetto-json")).unwrap();
     let info = ppd_tests::info_json(work.path(), &dir);
     let events = trace["traceEvents"].as_array().expect("traceEvents array");
     let mut names = Vec::new();
@@ -147,6 +148,68 @@ fn shiviz_log_follows_shivizs_rules() {
     }
 }
 
+/// A window of a long run (two processes, the middle third of its Lamport time) is a log
+/// ShiViz accepts on its own, with exactly the events inside the window.
+#[test]
+fn shiviz_window_holds_the_chosen_events_and_follows_shivizs_rules() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record(work.path(), "bank");
+    let d = dir.to_str().unwrap();
+    let json: Value = serde_json::from_slice(&export(work.path(), &dir, "json")).unwrap();
+    let pid_of = |name: &str| {
+        json["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap()["pid"]
+            .as_u64()
+            .unwrap()
+    };
+    let chosen = [pid_of("teller"), pid_of("auditor")];
+    let events = json["events"].as_array().unwrap();
+    let end = events
+        .iter()
+        .map(|e| e["lamport"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    let (from, to) = (end / 3, 2 * end / 3);
+    let inside: Vec<u64> = events
+        .iter()
+        .filter(|e| chosen.contains(&e["pid"].as_u64().unwrap()))
+        .filter(|e| (from..=to).contains(&e["lamport"].as_u64().unwrap()))
+        .map(|e| e["pid"].as_u64().unwrap())
+        .collect();
+    let hosts = chosen.iter().filter(|p| inside.contains(p)).count();
+    let inside = inside.len() as u64;
+    assert!(inside > 10, "{inside} events in the window");
+    let (from, to) = (from.to_string(), to.to_string());
+    let args = [
+        "export",
+        d,
+        "--format",
+        "shiviz",
+        "--from",
+        &from,
+        "--to",
+        &to,
+        "--processes",
+        "teller,auditor",
+    ];
+    let log = String::from_utf8(ppd_ok(work.path(), &args)).unwrap();
+    check_shiviz(&log, hosts, inside);
+    // A window of an export that is always whole, or of a process the run does not have, is
+    // refused as bad input.
+    let refused = ppd_tests::ppd(work.path(), &["export", d, "--format", "json", "--to", "5"]);
+    assert_eq!(refused.status.code(), Some(2));
+    let unknown = ppd_tests::ppd(
+        work.path(),
+        &["export", d, "--format", "shiviz", "--processes", "nobody"],
+    );
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("nobody"));
+}
+
 #[test]
 fn json_export_lists_every_event_with_its_clock() {
     let work = tempfile::tempdir().unwrap();
@@ -204,4 +267,280 @@ fn json_export_lists_every_event_with_its_clock() {
         std::fs::read(&file).unwrap(),
         export(work.path(), &dir, "json")
     );
+}
+
+// Perfetto's protobuf trace, decoded with `prost` from message definitions written here after
+// Perfetto's `protos/perfetto/trace/` (only the fields ppd writes), and checked against the
+// rules its trace processor applies.
+
+#[derive(Clone, PartialEq, Message)]
+struct Trace {
+    #[prost(message, repeated, tag = "1")]
+    packet: Vec<TracePacket>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct TracePacket {
+    #[prost(uint64, optional, tag = "8")]
+    timestamp: Option<u64>,
+    #[prost(uint32, optional, tag = "10")]
+    trusted_packet_sequence_id: Option<u32>,
+    #[prost(message, optional, tag = "11")]
+    track_event: Option<TrackEvent>,
+    #[prost(message, optional, tag = "12")]
+    interned_data: Option<InternedData>,
+    #[prost(uint32, optional, tag = "13")]
+    sequence_flags: Option<u32>,
+    #[prost(message, optional, tag = "59")]
+    trace_packet_defaults: Option<TracePacketDefaults>,
+    #[prost(message, optional, tag = "60")]
+    track_descriptor: Option<TrackDescriptor>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct TracePacketDefaults {
+    #[prost(message, optional, tag = "11")]
+    track_event_defaults: Option<TrackEventDefaults>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct TrackEventDefaults {
+    #[prost(uint64, optional, tag = "11")]
+    track_uuid: Option<u64>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct TrackDescriptor {
+    #[prost(uint64, optional, tag = "1")]
+    uuid: Option<u64>,
+    #[prost(message, optional, tag = "3")]
+    process: Option<ProcessDescriptor>,
+    #[prost(message, optional, tag = "4")]
+    thread: Option<ThreadDescriptor>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct ProcessDescriptor {
+    #[prost(int32, optional, tag = "1")]
+    pid: Option<i32>,
+    #[prost(string, optional, tag = "6")]
+    process_name: Option<String>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct ThreadDescriptor {
+    #[prost(int32, optional, tag = "1")]
+    pid: Option<i32>,
+    #[prost(int32, optional, tag = "2")]
+    tid: Option<i32>,
+    #[prost(string, optional, tag = "5")]
+    thread_name: Option<String>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct TrackEvent {
+    #[prost(int32, optional, tag = "9")]
+    r#type: Option<i32>,
+    #[prost(uint64, optional, tag = "10")]
+    name_iid: Option<u64>,
+    #[prost(uint64, optional, tag = "11")]
+    track_uuid: Option<u64>,
+    #[prost(uint64, optional, tag = "34")]
+    source_location_iid: Option<u64>,
+    #[prost(fixed64, repeated, packed = "false", tag = "47")]
+    flow_ids: Vec<u64>,
+    #[prost(fixed64, repeated, packed = "false", tag = "48")]
+    terminating_flow_ids: Vec<u64>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct InternedData {
+    #[prost(message, repeated, tag = "2")]
+    event_names: Vec<EventName>,
+    #[prost(message, repeated, tag = "4")]
+    source_locations: Vec<SourceLocation>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct EventName {
+    #[prost(uint64, optional, tag = "1")]
+    iid: Option<u64>,
+    #[prost(string, optional, tag = "2")]
+    name: Option<String>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct SourceLocation {
+    #[prost(uint64, optional, tag = "1")]
+    iid: Option<u64>,
+    #[prost(string, optional, tag = "2")]
+    file_name: Option<String>,
+    #[prost(uint32, optional, tag = "4")]
+    line_number: Option<u32>,
+}
+
+const SLICE_BEGIN: i32 = 1;
+const SLICE_END: i32 = 2;
+const INSTANT: i32 = 3;
+const CLEARED: u32 = 1;
+const NEEDS_STATE: u32 = 2;
+
+/// An instant as decoded: its name, source location (file, line) and timestamp.
+type Instant = (String, Option<(String, u32)>, u64);
+
+/// What a sequence's incremental state holds.
+#[derive(Default)]
+struct Sequence {
+    cleared: bool,
+    track: Option<u64>,
+    names: HashMap<u64, String>,
+    sites: HashMap<u64, (String, u32)>,
+    last_ts: u64,
+}
+
+/// The protobuf trace of bank decodes; every event of the JSON export is an instant on its
+/// process's track, in the same order, named by its kind, with its source line; every edge is
+/// one flow from its start to its end; interned ids resolve on their own sequence; and the
+/// file stays within 30 bytes per event.
+#[test]
+fn perfetto_protobuf_trace_decodes_and_matches_the_run() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record(work.path(), "bank");
+    let d = dir.to_str().unwrap();
+    let bytes = ppd_ok(work.path(), &["export", d, "--format", "perfetto"]);
+    let json: Value =
+        serde_json::from_slice(&ppd_ok(work.path(), &["export", d, "--format", "json"])).unwrap();
+    let trace = Trace::decode(bytes.as_slice()).expect("a Perfetto Trace message");
+
+    let mut sequences: HashMap<u32, Sequence> = HashMap::new();
+    // Track uuid -> (tid, thread name).
+    let mut threads: HashMap<u64, (i32, String)> = HashMap::new();
+    let mut process_named = false;
+    // Per track, each instant.
+    let mut instants: BTreeMap<u64, Vec<Instant>> = BTreeMap::new();
+    let mut flows: HashMap<u64, (Vec<u64>, Vec<u64>)> = HashMap::new();
+    let mut depth: HashMap<u64, i64> = HashMap::new();
+    for packet in &trace.packet {
+        let id = packet
+            .trusted_packet_sequence_id
+            .expect("every packet names its sequence");
+        let seq = sequences.entry(id).or_default();
+        let flags = packet.sequence_flags.unwrap_or(0);
+        if flags & CLEARED != 0 {
+            *seq = Sequence {
+                cleared: true,
+                ..Sequence::default()
+            };
+        }
+        if let Some(defaults) = &packet.trace_packet_defaults {
+            seq.track = defaults.track_event_defaults.as_ref().unwrap().track_uuid;
+        }
+        if let Some(d) = &packet.track_descriptor {
+            let uuid = d.uuid.expect("tracks have a uuid");
+            if let Some(p) = &d.process {
+                assert_eq!(p.process_name.as_deref(), Some("ppd run"));
+                process_named = true;
+            }
+            if let Some(t) = &d.thread {
+                assert_eq!(t.pid, Some(1));
+                threads.insert(uuid, (t.tid.unwrap(), t.thread_name.clone().unwrap()));
+            }
+        }
+        if let Some(data) = &packet.interned_data {
+            for n in &data.event_names {
+                let old = seq.names.insert(n.iid.unwrap(), n.name.clone().unwrap());
+                assert!(old.is_none(), "an iid is defined once per sequence");
+            }
+            for s in &data.source_locations {
+                seq.sites.insert(
+                    s.iid.unwrap(),
+                    (s.file_name.clone().unwrap(), s.line_number.unwrap()),
+                );
+            }
+        }
+        let Some(event) = &packet.track_event else {
+            continue;
+        };
+        assert_eq!(flags, NEEDS_STATE, "events rely on the sequence's state");
+        assert!(seq.cleared, "the state was cleared before it is used");
+        let track = event.track_uuid.or(seq.track).expect("a track");
+        assert!(threads.contains_key(&track), "track {track} is declared");
+        let ts = packet.timestamp.expect("events have a timestamp");
+        assert!(ts >= seq.last_ts, "time never goes back on a sequence");
+        seq.last_ts = ts;
+        let name = event
+            .name_iid
+            .map(|iid| seq.names.get(&iid).expect("interned name").clone());
+        match event.r#type.unwrap() {
+            INSTANT => {
+                let site = event
+                    .source_location_iid
+                    .map(|iid| seq.sites.get(&iid).expect("interned location").clone());
+                instants
+                    .entry(track)
+                    .or_default()
+                    .push((name.unwrap(), site, ts));
+            }
+            SLICE_BEGIN => {
+                assert!(name.is_some());
+                *depth.entry(track).or_default() += 1;
+            }
+            SLICE_END => {
+                let d = depth.entry(track).or_default();
+                *d -= 1;
+                assert!(*d >= 0, "slices end after they begin");
+            }
+            other => panic!("unexpected event type {other}"),
+        }
+        for &f in &event.flow_ids {
+            flows.entry(f).or_default().0.push(ts);
+        }
+        for &f in &event.terminating_flow_ids {
+            flows.entry(f).or_default().1.push(ts);
+        }
+    }
+    assert!(process_named);
+    assert!(depth.values().all(|&d| d == 0), "every slice ends");
+
+    // The same events as the JSON export, process by process, in order.
+    let processes = json["processes"].as_array().unwrap();
+    assert_eq!(threads.len(), processes.len());
+    let mut by_pid: BTreeMap<u64, Vec<&Value>> = BTreeMap::new();
+    for e in json["events"].as_array().unwrap() {
+        by_pid
+            .entry(e["pid"].as_u64().unwrap())
+            .or_default()
+            .push(e);
+    }
+    for (uuid, (tid, thread_name)) in &threads {
+        let pid = *tid as u64 - 1;
+        let expected = &by_pid[&pid];
+        let got = &instants[uuid];
+        assert_eq!(
+            got.len(),
+            expected.len(),
+            "{thread_name}: one instant per event"
+        );
+        for ((name, site, ts), e) in got.iter().zip(expected.iter()) {
+            let kind = e["kind"].as_str().unwrap();
+            assert_eq!(name.split(' ').next(), Some(kind), "{thread_name}: {e}");
+            assert_eq!(*ts, e["lamport"].as_u64().unwrap(), "Lamport time: {e}");
+            let line = e["line"].as_u64().map(|l| l as u32);
+            assert_eq!(site.as_ref().map(|s| s.1), line, "{e}");
+        }
+    }
+    assert!(threads.values().any(|(_, n)| n.starts_with("teller")));
+
+    // One flow per synchronization edge, forward in time.
+    let edges = json["edges"].as_array().unwrap();
+    assert!(edges.len() > 50);
+    assert_eq!(flows.len(), edges.len());
+    for (id, (starts, ends)) in &flows {
+        assert_eq!((starts.len(), ends.len()), (1, 1), "flow {id}");
+        assert!(starts[0] < ends[0], "flow {id} goes forward in time");
+    }
+
+    let events = json["events"].as_array().unwrap().len();
+    let per_event = bytes.len() as f64 / events as f64;
+    assert!(per_event <= 30.0, "{per_event:.1} bytes per event");
 }

@@ -3,18 +3,23 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use ppd_flowback::export::{json, perfetto, shiviz};
+use clap::ValueEnum;
 
-use super::graph::write_to;
+use ppd_flowback::export::{json, perfetto, perfetto_proto, shiviz};
+
+use super::graph::{WindowArgs, write_to};
 use super::races::open_analysis;
 use crate::damage::DamageArgs;
-use crate::exit::CmdResult;
+use crate::exit::{CmdResult, input};
 
 /// Export formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum Format {
-    /// Chrome trace JSON: open it in ui.perfetto.dev or chrome://tracing.
+    /// Perfetto's native protobuf trace (under 30 bytes per event): open it in ui.perfetto.dev.
     Perfetto,
+    /// Chrome trace JSON, with a description of every event: open it in ui.perfetto.dev or
+    /// chrome://tracing.
+    PerfettoJson,
     /// ShiViz's vector-clock log; its first line is the parsing regular expression ShiViz asks
     /// for, so the file can be uploaded as is.
     Shiviz,
@@ -35,15 +40,29 @@ pub(crate) struct Args {
     output: Option<PathBuf>,
     #[command(flatten)]
     damage: DamageArgs,
+    /// The part of the run to export (ShiViz only: it lays out every event it is given).
+    #[command(flatten)]
+    window: WindowArgs,
 }
 
 pub(crate) fn run(args: &Args) -> CmdResult {
-    let (_, analysis) = open_analysis(args.rec.as_deref(), args.damage)?;
+    if args.format != Format::Shiviz && !args.window.is_all() {
+        return Err(input(anyhow::anyhow!(
+            "--from, --to and --processes choose a window of the ShiViz log; the {} export \
+             is always the whole run (its viewers zoom)",
+            args.format
+                .to_possible_value()
+                .map_or_else(String::new, |v| v.get_name().to_owned())
+        )));
+    }
+    let (checked, analysis) = open_analysis(args.rec.as_deref(), args.damage)?;
     let (trace, clocks) = (&analysis.trace, &analysis.clocks);
+    let window = args.window.resolve(&checked.recording, trace)?;
     write_to(args.output.as_deref(), "the export", |out| {
         match args.format {
-            Format::Perfetto => perfetto::write(trace, clocks, out),
-            Format::Shiviz => shiviz::write(trace, clocks, out),
+            Format::Perfetto => perfetto_proto::write(trace, clocks, out),
+            Format::PerfettoJson => perfetto::write(trace, clocks, out),
+            Format::Shiviz => shiviz::write(trace, clocks, &window, out),
             Format::Json => json::write(trace, clocks, out),
         }
     })?;

@@ -4,13 +4,17 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use ppd_flowback::halt::HaltCut;
-use ppd_flowback::picture::{Diagram, dot, html, svg};
+use ppd_flowback::picture::{Diagram, Size, View, dot, html, svg};
 use ppd_flowback::tasks;
 
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use ppd_flowback::FlowbackError;
+use ppd_flowback::trace::Trace;
+use ppd_flowback::why::find_process;
+use ppd_flowback::window::Window;
+use ppd_formats::Recording;
 
 use super::races::{classify, open_analysis};
 use crate::damage::DamageArgs;
@@ -43,7 +47,27 @@ pub(crate) struct Args {
     /// Draw task N's events (`ppd::task`) in colour and grey out the rest of the run.
     #[arg(long, value_name = "N")]
     task: Option<u64>,
+    #[command(flatten)]
+    window: WindowArgs,
+    /// Draw every event that matters, however many (the default turns a run too large to
+    /// draw into an overview). Prints a size estimate first.
+    #[arg(long)]
+    full: bool,
+    /// With --full, write the picture even when the estimate is over 200 MB.
+    #[arg(long, requires = "full")]
+    yes: bool,
+    /// Past N dots the picture becomes an overview (the default keeps it to a few MB).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 20_000,
+        conflicts_with = "full"
+    )]
+    max_dots: usize,
 }
+
+/// Estimated size past which `--full` asks for `--yes`.
+const HUGE: u64 = 200_000_000;
 
 pub(crate) fn run(args: &Args) -> CmdResult {
     let (checked, analysis) = open_analysis(args.rec.as_deref(), args.damage)?;
@@ -73,16 +97,51 @@ pub(crate) fn run(args: &Args) -> CmdResult {
         }
         None => None,
     };
-    let mut diagram = Diagram::build(
+    let window = args.window.resolve(recording, &analysis.trace)?;
+    let (data, messages) = (analysis.data_races(), analysis.message_races());
+    if args.full {
+        let size = Size::of_full(&analysis.trace, &analysis.clocks, &data, &messages, &window);
+        let bytes = match args.format {
+            Format::Html => html::estimated_bytes(size),
+            Format::Svg => svg::estimated_bytes(size),
+            Format::Dot => dot::estimated_bytes(size),
+        };
+        eprintln!(
+            "ppd: the full picture: {} dots, {} arrows, {} boxes: about {}",
+            size.dots,
+            size.arrows,
+            size.runs,
+            megabytes(bytes)
+        );
+        if bytes > HUGE && !args.yes {
+            return Err(input(anyhow::anyhow!(
+                "not writing a picture of about {}: add --yes to write it anyway, or zoom with \
+                 --from/--to/--processes (without --full, an overview)",
+                megabytes(bytes)
+            )));
+        }
+    }
+    let view = View {
+        window,
+        budget: (!args.full).then_some(args.max_dots),
+        chosen: focus.iter().flatten().copied().collect(),
+    };
+    // The slow part on a long run (Lamport times, the selection, the layout): where progress
+    // would be reported.
+    let mut diagram = Diagram::build_view(
         &title,
         &analysis.trace,
         &analysis.clocks,
-        &analysis.data_races(),
-        &analysis.message_races(),
+        &data,
+        &messages,
         cut.as_ref(),
+        &view,
     );
     if let Some(events) = &focus {
         diagram.focus(events);
+    }
+    for note in &diagram.left_out {
+        eprintln!("ppd: left out: {note}");
     }
     let text = match args.format {
         Format::Html => html::render(&diagram),
@@ -97,6 +156,11 @@ pub(crate) fn run(args: &Args) -> CmdResult {
             })
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `bytes` for people: `12.3 MB`.
+fn megabytes(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1e6)
 }
 
 /// Runs `write` on FILE (created or truncated, private like everything ppd writes) or on
@@ -132,5 +196,41 @@ pub(crate) fn write_to(
             write(&mut out).map_err(fail)?;
             out.flush().map_err(flushed).map_err(fail)
         }
+    }
+}
+
+/// `--from`, `--to`, `--processes`: the part of a run to show.
+#[derive(Debug, clap::Args)]
+pub(crate) struct WindowArgs {
+    /// Start at Lamport time T (the time axis of every picture and export).
+    #[arg(long, value_name = "T")]
+    from: Option<u32>,
+    /// End at Lamport time T (inclusive).
+    #[arg(long, value_name = "T")]
+    to: Option<u32>,
+    /// Only these processes (names or p<id>, comma-separated).
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    processes: Vec<String>,
+}
+
+impl WindowArgs {
+    /// Whether no window was asked for.
+    pub(crate) fn is_all(&self) -> bool {
+        self.from.is_none() && self.to.is_none() && self.processes.is_empty()
+    }
+
+    /// The window, with its processes looked up in the recording.
+    pub(crate) fn resolve(&self, recording: &Recording, trace: &Trace) -> Result<Window, CliError> {
+        let mut processes = Vec::with_capacity(self.processes.len());
+        for name in &self.processes {
+            let id = find_process(recording, name.trim()).map_err(classify)?;
+            let p = trace.index_of(id).ok_or_else(|| {
+                input(anyhow::anyhow!(
+                    "process `{name}` has no events in the recording"
+                ))
+            })?;
+            processes.push(p);
+        }
+        Window::new(trace, self.from, self.to, &processes).map_err(classify)
     }
 }

@@ -1,11 +1,13 @@
-//! Exports of a run for other tools: Chrome trace JSON that Perfetto (and `chrome://tracing`)
-//! opens, ShiViz's vector-clock log, and plain JSON.
+//! Exports of a run for other tools: Perfetto's native protobuf trace, Chrome trace JSON that
+//! Perfetto (and `chrome://tracing`) opens, ShiViz's vector-clock log, and plain JSON.
 //!
 //! The logs carry no per-event wall-clock time, and the order that matters is causal, so all
-//! three place events at their Lamport time ([`crate::lamport`]).
+//! of them place events at their Lamport time ([`crate::lamport`]).
 
 pub mod json;
 pub mod perfetto;
+pub mod perfetto_proto;
+mod proto;
 pub mod shiviz;
 
 use std::io::Write;

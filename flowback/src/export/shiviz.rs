@@ -15,6 +15,13 @@
 //! with whitespace replaced (and the id appended when two processes share a name); clocks list
 //! only non-zero components, the own one always — ShiViz requires each host's own component to
 //! count its events from 1, which Fidge clocks with one tick per event do.
+//!
+//! ShiViz lays out every event it is given, so a long run is exported a [`Window`] at a time:
+//! the events of the chosen processes whose Lamport time is inside the span. Each clock is
+//! then counted from the window's first event of each host (components for events before the
+//! window, and for hidden processes, are left out), so the window is itself a log ShiViz
+//! accepts; what happened before it, or through a hidden process, still orders the events
+//! through the clocks it carries.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -24,6 +31,7 @@ use crate::error::Result;
 use crate::lamport::lamport;
 use crate::trace::{EventRef, Trace};
 use crate::vclock::Clocks;
+use crate::window::Window;
 
 /// The regular expression ShiViz parses this log with.
 pub const REGEX: &str = r"(?<event>.*)\n(?<host>\S*) (?<clock>{.*})";
@@ -67,14 +75,22 @@ pub fn hosts(trace: &Trace) -> Vec<String> {
         .collect()
 }
 
-/// Writes the log of a run.
-pub fn write(trace: &Trace, clocks: &Clocks, out: &mut dyn Write) -> Result<()> {
+/// Writes the log of the part of a run inside `window`.
+pub fn write(trace: &Trace, clocks: &Clocks, window: &Window, out: &mut dyn Write) -> Result<()> {
     let hosts = hosts(trace);
     let times = lamport(trace, clocks);
-    let mut order: Vec<(u32, EventRef)> = Vec::with_capacity(trace.event_count() as usize);
+    // Per process, its first event inside the window (`None`: hidden).
+    let mut base: Vec<Option<u32>> = Vec::with_capacity(times.len());
+    let mut order: Vec<(u32, EventRef)> = Vec::new();
     for (p, stamps) in times.iter().enumerate() {
-        for (k, &t) in stamps.iter().enumerate() {
-            order.push((t, EventRef::new(p as u32, k as u32)));
+        if !window.shows(p as u32) {
+            base.push(None);
+            continue;
+        }
+        let inside = window.events(stamps);
+        base.push(Some(inside.start as u32));
+        for k in inside {
+            order.push((stamps[k], EventRef::new(p as u32, k as u32)));
         }
     }
     order.sort_unstable();
@@ -89,9 +105,9 @@ pub fn write(trace: &Trace, clocks: &Clocks, out: &mut dyn Write) -> Result<()> 
         line.push_str(" {");
         let mut first = true;
         for (q, c) in clocks.vector(e).into_iter().enumerate() {
-            if c == 0 {
+            let Some(c) = base[q].and_then(|b| c.checked_sub(b)).filter(|&c| c > 0) else {
                 continue;
-            }
+            };
             if !first {
                 line.push_str(", ");
             }

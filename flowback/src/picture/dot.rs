@@ -2,6 +2,7 @@
 //! collapsed runs chained left to right, synchronization edges between clusters, races as
 //! dashed red edges that do not constrain the layout, events after the halt cut greyed.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use super::Diagram;
@@ -25,7 +26,12 @@ fn quote(s: &str) -> String {
 pub fn render(d: &Diagram) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "digraph ppd {{");
-    let _ = writeln!(s, "  label={};", quote(&d.title));
+    let mut label = d.title.clone();
+    for note in &d.left_out {
+        label.push_str("\nleft out: ");
+        label.push_str(note);
+    }
+    let _ = writeln!(s, "  label={};", quote(&label));
     let _ = writeln!(s, "  rankdir=LR; newrank=true; nodesep=0.3; ranksep=0.25;");
     let _ = writeln!(
         s,
@@ -60,13 +66,28 @@ pub fn render(d: &Diagram) -> String {
         lanes[n.lane as usize].push((n.col, format!("n{i}"), attrs));
     }
     for (i, r) in d.runs.iter().enumerate() {
+        let (fill, color) = if r.hidden > 0 {
+            ("#d5e1f0", "#2f6db5")
+        } else {
+            ("#e4e8ec", "#9aa3ad")
+        };
         let attrs = format!(
-            "shape=box, width=0.35, height=0.2, fontsize=8, fillcolor=\"#e4e8ec\", color=\"#9aa3ad\", label=\"{}\", tooltip=\"{} local events\"",
+            "shape=box, width=0.35, height=0.2, fontsize=8, fillcolor=\"{fill}\", color=\"{color}\", label=\"{}\", tooltip={}",
             super::svg::short_count(r.count),
-            r.count
+            quote(&super::svg::run_title(r))
         );
         lanes[r.lane as usize].push((r.col, format!("r{i}"), attrs));
     }
+    // The item at each (line, column), for bundles.
+    let at: HashMap<(u32, u32), String> = lanes
+        .iter()
+        .enumerate()
+        .flat_map(|(l, items)| {
+            items
+                .iter()
+                .map(move |(col, id, _)| ((l as u32, *col), id.clone()))
+        })
+        .collect();
     for (l, items) in lanes.iter_mut().enumerate() {
         items.sort_by_key(|(col, _, _)| *col);
         let lane = &d.lanes[l];
@@ -98,6 +119,19 @@ pub fn render(d: &Diagram) -> String {
         };
         let _ = writeln!(s, "  n{} -> n{} [{style}];", a.from, a.to);
     }
+    for b in &d.bundles {
+        if let (Some(from), Some(to)) = (
+            at.get(&(b.from_lane, b.from_col)),
+            at.get(&(b.to_lane, b.to_col)),
+        ) {
+            let _ = writeln!(
+                s,
+                "  {from} -> {to} [color=\"#2f6db580\", penwidth=4, constraint=false, label=\"{}\", tooltip={}];",
+                b.count,
+                quote(&super::svg::bundle_title(b))
+            );
+        }
+    }
     for r in &d.races {
         let _ = writeln!(
             s,
@@ -120,4 +154,10 @@ pub fn render(d: &Diagram) -> String {
     }
     let _ = writeln!(s, "}}");
     s
+}
+
+/// About how many bytes this rendering of a diagram of `size` takes (labels vary: within a
+/// factor of two).
+pub fn estimated_bytes(size: super::Size) -> u64 {
+    160 * size.dots + 70 * size.arrows + 350 * size.runs + 4096
 }

@@ -3,7 +3,7 @@
 //! jump to races. No external resources: it opens from a file, offline.
 //!
 //! After drawing, the script marks the `<svg id="diagram">` element with `data-drawn` and the
-//! counts of what it drew (`data-lines`, `data-nodes`, `data-runs`, `data-messages`,
+//! counts of what it drew (`data-lines`, `data-nodes`, `data-runs`, `data-messages`, `data-bundles`,
 //! `data-races`), so a headless browser can check the picture.
 
 use super::svg::STYLE;
@@ -23,7 +23,9 @@ button{font:13px sans-serif;padding:1px 8px;margin-right:2px}\
 #race-list{padding:6px 12px;max-height:120px;overflow:auto;border-top:1px solid #dde;background:#fff}\
 #race-list li{cursor:pointer;margin:2px 0}\
 #race-list li:hover{text-decoration:underline}\
-.label-bg{fill:#fff;opacity:.92}";
+.label-bg{fill:#fff;opacity:.92}\
+#left-out{margin:0;padding:4px 12px 4px 28px;color:#8a4b00;background:#fff8ec}\
+#left-out:empty{display:none}";
 
 const SCRIPT: &str = r#"
 (function () {
@@ -48,7 +50,7 @@ const SCRIPT: &str = r#"
   function y(l) { return TOP + l * LANE; }
   var width = x(data.columns) + COL;
   var height = y(data.lanes.length);
-  var drawn = { lines: 0, nodes: 0, runs: 0, messages: 0, syncs: 0, races: 0 };
+  var drawn = { lines: 0, nodes: 0, runs: 0, messages: 0, syncs: 0, races: 0, bundles: 0 };
 
   data.lanes.forEach(function (lane, i) {
     var line = el("line", { "class": "proc-line", x1: 0, y1: y(i), x2: width, y2: y(i), "data-pid": lane.pid }, world);
@@ -56,11 +58,20 @@ const SCRIPT: &str = r#"
     drawn.lines++;
   });
   data.runs.forEach(function (r) {
-    var box = el("rect", { "class": "local-run", x: x(r.col) - 10, y: y(r.lane) - 6, width: 20, height: 12, rx: 3 }, world);
-    tip(box, r.count + " local events (#" + r.first + "\u2013#" + (r.first + r.count - 1) + ")");
+    var box = el("rect", { "class": r.hidden ? "collapsed-run" : "local-run", x: x(r.col) - 10, y: y(r.lane) - 6, width: 20, height: 12, rx: 3 }, world);
+    var span = "(#" + r.first + "\u2013#" + (r.first + r.count - 1) + ")";
+    tip(box, r.hidden ? r.count + " events " + span + " collapsed, " + r.hidden + " of them synchronizing or marked"
+      : r.count + " local events " + span);
     var n = r.count < 1000 ? String(r.count) : r.count < 1000000 ? Math.floor(r.count / 1000) + "k" : Math.floor(r.count / 1000000) + "M";
     el("text", { "class": "run-count", x: x(r.col), y: y(r.lane) + 3 }, world).textContent = n;
     drawn.runs++;
+  });
+  (data.bundles || []).forEach(function (b) {
+    var x1 = x(b.from_col), y1 = y(b.from_lane), x2 = x(b.to_col), y2 = y(b.to_lane);
+    var line = el("line", { "class": "bundle", x1: x1, y1: y1, x2: x2, y2: y2 }, world);
+    tip(line, b.count + " " + b.kind + " edges, bundled");
+    el("text", { "class": "bundle-count", x: (x1 + x2) / 2, y: (y1 + y2) / 2 - 3 }, world).textContent = String(b.count);
+    drawn.bundles++;
   });
   data.arrows.forEach(function (a) {
     var f = data.nodes[a.from], t = data.nodes[a.to];
@@ -182,10 +193,16 @@ const SCRIPT: &str = r#"
     });
     list.appendChild(ul);
   }
+  var notes = document.getElementById("left-out");
+  (data.left_out || []).forEach(function (text) {
+    var li = document.createElement("li");
+    li.textContent = text;
+    notes.appendChild(li);
+  });
   var collapsed = data.runs.reduce(function (n, r) { return n + r.count; }, 0);
   document.getElementById("stats").textContent =
     data.lanes.length + " processes \u00b7 " + data.events + " events \u00b7 " + drawn.nodes + " shown, " +
-    collapsed + " local events in " + drawn.runs + " boxes \u00b7 " + drawn.messages + " messages \u00b7 " +
+    collapsed + " events in " + drawn.runs + " boxes \u00b7 " + drawn.messages + " messages \u00b7 " + drawn.bundles + " bundles \u00b7 " +
     drawn.syncs + " other edges \u00b7 " + drawn.races + " races";
   // Fit when that keeps dots visible; a very long run starts at its beginning, actual size.
   if (width / viewSize().w < 4) { fit(); } else { apply(); }
@@ -230,6 +247,7 @@ pub fn render(d: &Diagram) -> String {
 <span class="legend"><i style="background:#2f6db5"></i>synchronization<i style="background:#7c8794"></i>local<i style="background:#d62828"></i>race<i style="background:#c08a00"></i>mark<i style="background:#333"></i>end<i style="border:2px solid #c2410c;width:6px;height:6px"></i>blocked<i style="background:#8a2be2;border-radius:0;width:3px"></i>halt cut</span>
 </header>
 <div id="view"><svg id="diagram" xmlns="http://www.w3.org/2000/svg"><defs><marker id="arrowhead" viewBox="0 0 8 8" refX="8" refY="4" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L8,4 L0,8 z" fill="#2f6db5"/></marker></defs><g id="world"></g><g id="labels"></g></svg></div>
+<ul id="left-out"></ul>
 <div id="race-list"></div>
 <script type="application/json" id="ppd-data">{json}</script>
 <script>{script}</script>
@@ -237,4 +255,10 @@ pub fn render(d: &Diagram) -> String {
 </html>
 "##
     )
+}
+
+/// About how many bytes this rendering of a diagram of `size` takes (labels vary: within a
+/// factor of two).
+pub fn estimated_bytes(size: super::Size) -> u64 {
+    160 * size.dots + 32 * size.arrows + 40 * size.runs + 4096
 }

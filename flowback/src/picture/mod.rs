@@ -9,9 +9,19 @@
 //! and after the start of every arrow into it — so arrows always point rightwards and the
 //! diagram is as narrow as the causal structure allows. The renderers ([`svg`], [`html`],
 //! [`dot`]) only draw this model.
+//!
+//! A run of millions of events has millions of such dots. Past a budget of dots the diagram is
+//! an overview: only some stretches of Lamport time are drawn in detail — the start and end of
+//! the window, then the neighbourhoods of races, blocked and panicked ends, the halt cut, the
+//! task in focus and marks, in that order, as many as the budget holds. The events in between
+//! are collapsed into boxes (which say how many of their events synchronize), the edges with
+//! an end in a box are bundled into one line per pair of items and kind, with their count,
+//! and [`Diagram::left_out`] says in sentences what was not drawn. A [`Window`] zooms: only
+//! its processes and Lamport times are laid out.
 
 pub mod dot;
 pub mod html;
+mod select;
 pub mod svg;
 
 use std::collections::{BTreeSet, HashMap};
@@ -19,12 +29,16 @@ use std::collections::{BTreeSet, HashMap};
 use serde::Serialize;
 
 use crate::deadlock::{Ending, deadlocks};
+use crate::fasthash::FastMap;
 use crate::halt::HaltCut;
+use crate::lamport::lamport;
 use crate::message_races::MessageRace;
 use crate::races::DataRace;
 use crate::reads_from::reads_from;
 use crate::trace::{EventRef, Op, Trace};
 use crate::vclock::Clocks;
+use crate::window::Window;
+use select::{Inputs, Selection};
 
 /// Horizontal distance between columns, in pixels.
 pub const COLUMN: f64 = 28.0;
@@ -34,10 +48,15 @@ pub const LANE: f64 = 48.0;
 pub const LEFT: f64 = 160.0;
 /// Top margin, in pixels.
 pub const TOP: f64 = 36.0;
+/// Height of a line of notes below the diagram, in pixels.
+pub const NOTE: f64 = 16.0;
 
 /// A process line.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Lane {
+    /// Its process's index in the trace.
+    #[serde(skip)]
+    pub process: u32,
     /// Process id number.
     pub pid: u32,
     /// Process name.
@@ -79,6 +98,31 @@ pub struct Run {
     pub first: u32,
     /// How many events it holds.
     pub count: u32,
+    /// How many of them the full diagram draws as dots (an overview collapses them).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub hidden: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// The synchronization edges of one kind between two items (dots or boxes) that are not both
+/// dots, drawn as one line with their count.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Bundle {
+    /// The line of the item the edges start in.
+    pub from_lane: u32,
+    /// Its column.
+    pub from_col: u32,
+    /// The line of the item they end in.
+    pub to_lane: u32,
+    /// Its column.
+    pub to_col: u32,
+    /// Their kind (`message`, `lock`, `spawn`, ...).
+    pub kind: &'static str,
+    /// How many edges.
+    pub count: u64,
 }
 
 /// A synchronization edge between two dots.
@@ -135,6 +179,9 @@ pub struct Diagram {
     pub runs: Vec<Run>,
     /// The arrows.
     pub arrows: Vec<Arrow>,
+    /// The bundled edges (in an overview or a window).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub bundles: Vec<Bundle>,
     /// The races.
     pub races: Vec<RaceLink>,
     /// The halt cut, if a replay halted.
@@ -143,6 +190,92 @@ pub struct Diagram {
     pub columns: u32,
     /// Number of events of the run.
     pub events: u64,
+    /// What the diagram does not draw, in sentences (nothing for a full diagram of the run).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
+}
+
+/// How much the full diagram of a window draws, counted without laying it out: what a size
+/// estimate starts from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Size {
+    /// Dots.
+    pub dots: u64,
+    /// Arrows.
+    pub arrows: u64,
+    /// Boxes of local events.
+    pub runs: u64,
+}
+
+impl Size {
+    /// Counts the full diagram of `window`.
+    pub fn of_full(
+        trace: &Trace,
+        clocks: &Clocks,
+        data: &[DataRace],
+        messages: &[MessageRace],
+        window: &Window,
+    ) -> Size {
+        let times = lamport(trace, clocks);
+        let races: Vec<EventRef> = race_pairs(trace, data, messages)
+            .iter()
+            .flat_map(|r| [r.0, r.1])
+            .collect();
+        let ends = deadlocks(trace).endings;
+        let data_edges = reads_from(trace);
+        let selection = Selection::choose(
+            &Inputs {
+                trace,
+                clocks,
+                times: &times,
+                window,
+                endings: &ends,
+                races: &races,
+                chosen: &[],
+                data_edges: &data_edges,
+            },
+            None,
+        );
+        let mut size = Size::default();
+        for (dots, range) in selection.dots.iter().zip(&selection.ranges) {
+            size.dots += dots.len() as u64;
+            let mut next = range.start;
+            for &k in dots {
+                size.runs += u64::from(k > next);
+                next = k + 1;
+            }
+            size.runs += u64::from(range.end > next);
+        }
+        let inside = |e: EventRef| {
+            selection
+                .ranges
+                .get(e.process as usize)
+                .is_some_and(|r| r.contains(&e.index))
+        };
+        let sync_arrows = clocks
+            .edges()
+            .iter()
+            .filter(|e| inside(e.from) && inside(e.to))
+            .count();
+        let data_arrows = data_edges
+            .iter()
+            .filter(|e| inside(e.from) && inside(e.to))
+            .count();
+        size.arrows = (sync_arrows + data_arrows) as u64;
+        size
+    }
+}
+
+/// What part of a run a diagram shows, and in how much detail.
+#[derive(Clone, Debug)]
+pub struct View {
+    /// The processes and Lamport times shown.
+    pub window: Window,
+    /// At most this many dots: past it, an overview (see the module documentation). `None`:
+    /// every dot.
+    pub budget: Option<usize>,
+    /// Events whose neighbourhood an overview draws in detail (the task in focus).
+    pub chosen: Vec<EventRef>,
 }
 
 impl Diagram {
@@ -153,7 +286,12 @@ impl Diagram {
 
     /// Height in pixels.
     pub fn height(&self) -> f64 {
-        TOP + self.lanes.len() as f64 * LANE + 10.0
+        TOP + self.lanes.len() as f64 * LANE + 10.0 + NOTE * self.left_out.len() as f64
+    }
+
+    /// Y of the `i`th note of what the diagram left out, below the lines.
+    pub fn notes_y(&self, i: usize) -> f64 {
+        TOP + self.lanes.len() as f64 * LANE + NOTE * i as f64
     }
 
     /// X of a column.
@@ -175,14 +313,15 @@ impl Diagram {
     /// diagram of one task (`ppd graph --task N`) in the context of the whole run.
     pub fn focus(&mut self, events: &BTreeSet<EventRef>) {
         for node in &mut self.nodes {
-            node.dim = !events.contains(&EventRef::new(node.lane, node.event));
+            let process = self.lanes[node.lane as usize].process;
+            node.dim = !events.contains(&EventRef::new(process, node.event));
         }
         for arrow in &mut self.arrows {
             arrow.dim = self.nodes[arrow.from as usize].dim || self.nodes[arrow.to as usize].dim;
         }
     }
 
-    /// Lays out the diagram of a run.
+    /// Lays out the full diagram of a run.
     pub fn build(
         title: &str,
         trace: &Trace,
@@ -191,103 +330,112 @@ impl Diagram {
         messages: &[MessageRace],
         cut: Option<&HaltCut>,
     ) -> Diagram {
+        let view = View {
+            window: Window::all(trace),
+            budget: None,
+            chosen: Vec::new(),
+        };
+        Diagram::build_view(title, trace, clocks, data, messages, cut, &view)
+    }
+
+    /// Lays out the diagram of the part of a run `view` chooses: everything in its window when
+    /// that fits its budget, an overview otherwise (see the module documentation).
+    pub fn build_view(
+        title: &str,
+        trace: &Trace,
+        clocks: &Clocks,
+        data: &[DataRace],
+        messages: &[MessageRace],
+        cut: Option<&HaltCut>,
+        view: &View,
+    ) -> Diagram {
         let n = trace.processes().len();
         let ends = deadlocks(trace).endings;
-        let mut shown: Vec<BTreeSet<u32>> = vec![BTreeSet::new(); n];
-        for (p, proc) in trace.processes().iter().enumerate() {
-            if let Some(last) = proc.events.len().checked_sub(1) {
-                shown[p].insert(0);
-                shown[p].insert(last as u32);
-            }
-            for (k, ev) in proc.events.iter().enumerate() {
-                if matches!(ev.op, Op::Mark { .. } | Op::Send { .. }) {
-                    shown[p].insert(k as u32);
-                }
-            }
-        }
-        for e in clocks.edges() {
-            shown[e.from.process as usize].insert(e.from.index);
-            shown[e.to.process as usize].insert(e.to.index);
-        }
+        let times = lamport(trace, clocks);
+        let race_pairs = race_pairs(trace, data, messages);
         let data_edges = reads_from(trace);
-        for e in &data_edges {
-            shown[e.from.process as usize].insert(e.from.index);
-            shown[e.to.process as usize].insert(e.to.index);
-        }
-        let mut race_pairs: Vec<(EventRef, EventRef, &'static str, String, u64)> = Vec::new();
-        for r in data {
-            race_pairs.push((r.a, r.b, "data", trace.object(r.object).label(), r.count));
-        }
-        for r in messages {
-            race_pairs.push((
-                r.received,
-                r.other,
-                "message",
-                trace.object(r.channel).label(),
-                r.count,
-            ));
-        }
         let race_events: BTreeSet<EventRef> = race_pairs.iter().flat_map(|r| [r.0, r.1]).collect();
-        for e in &race_events {
-            shown[e.process as usize].insert(e.index);
-        }
         let cut_at: Option<Vec<u64>> =
             cut.map(|c| (0..n as u32).map(|p| c.events_of(trace, p)).collect());
+        let mut chosen: Vec<EventRef> = view.chosen.clone();
         if let Some(at) = &cut_at {
             for (p, &k) in at.iter().enumerate() {
                 let len = trace.processes()[p].events.len() as u64;
                 for i in [k.checked_sub(1), Some(k)].into_iter().flatten() {
                     if i < len {
-                        shown[p].insert(i as u32);
+                        chosen.push(EventRef::new(p as u32, i as u32));
                     }
                 }
             }
         }
+        let races: Vec<EventRef> = race_events.iter().copied().collect();
+        let selection = Selection::choose(
+            &Inputs {
+                trace,
+                clocks,
+                times: &times,
+                window: &view.window,
+                endings: &ends,
+                races: &races,
+                chosen: &chosen,
+                data_edges: &data_edges,
+            },
+            view.budget,
+        );
 
-        // Items per lane: dots and collapsed runs, in event order.
-        let received: BTreeSet<EventRef> = clocks
-            .edges()
-            .iter()
-            .filter(|e| e.kind == crate::hb::SyncKind::Message)
-            .map(|e| e.from)
-            .collect();
-        let endpoints: BTreeSet<EventRef> =
-            clocks.edges().iter().flat_map(|e| [e.from, e.to]).collect();
+        // Lines: the processes the window shows.
+        let lane_of: Vec<Option<u32>> = {
+            let mut next = 0;
+            (0..n as u32)
+                .map(|p| {
+                    view.window.shows(p).then(|| {
+                        next += 1;
+                        next - 1
+                    })
+                })
+                .collect()
+        };
+        // Items per line: dots and collapsed runs, in event order.
         let mut nodes: Vec<Node> = Vec::new();
         let mut runs: Vec<Run> = Vec::new();
-        let mut node_of: HashMap<EventRef, u32> = HashMap::new();
-        // Per lane: items as (is_node, index into nodes or runs).
+        let mut node_of: FastMap<EventRef, u32> = FastMap::default();
+        // Per process: items as (is_node, index into nodes or runs), and each one's first event.
         let mut items: Vec<Vec<(bool, usize)>> = vec![Vec::new(); n];
+        let mut item_starts: Vec<Vec<u32>> = vec![Vec::new(); n];
         for (p, proc) in trace.processes().iter().enumerate() {
-            let mut k = 0u32;
-            let len = proc.events.len() as u32;
-            let points: Vec<u32> = shown[p].iter().copied().collect();
+            let Some(lane) = lane_of[p] else {
+                continue;
+            };
+            let range = selection.ranges[p].clone();
+            let points = &selection.dots[p];
+            let candidates = &selection.candidates[p];
+            let mut k = range.start;
             let mut next_point = 0;
-            while k < len {
+            while k < range.end {
+                item_starts[p].push(k);
                 if next_point < points.len() && points[next_point] == k {
                     let e = EventRef::new(p as u32, k);
                     let op = proc.events[k as usize].op;
                     let class = if race_events.contains(&e) {
                         "race"
-                    } else if k + 1 == len && ends[p] == Ending::Blocked {
+                    } else if k as usize + 1 == proc.events.len() && ends[p] == Ending::Blocked {
                         "blocked"
                     } else if op.is_end() {
                         "end"
                     } else if matches!(op, Op::Mark { .. }) {
                         "mark"
-                    } else if endpoints.contains(&e) {
-                        "sync"
                     } else {
+                        // Made `sync` below when an edge ends here.
                         "local"
                     };
                     let mut label = format!("{} #{k}: {}", proc.name, trace.describe(e));
-                    if matches!(op, Op::Send { .. }) && !received.contains(&e) {
-                        label.push_str(" (never received)");
+                    if selection.overview {
+                        label.push_str(&format!(" (Lamport time {})", times[p][k as usize]));
                     }
                     node_of.insert(e, nodes.len() as u32);
                     items[p].push((true, nodes.len()));
                     nodes.push(Node {
-                        lane: p as u32,
+                        lane,
                         col: 0,
                         event: k,
                         kind: op.kind_name(),
@@ -298,37 +446,101 @@ impl Diagram {
                     next_point += 1;
                     k += 1;
                 } else {
-                    let end = points.get(next_point).copied().unwrap_or(len);
+                    let end = points.get(next_point).copied().unwrap_or(range.end);
+                    let hidden = candidates.partition_point(|&c| c < end)
+                        - candidates.partition_point(|&c| c < k);
                     items[p].push((false, runs.len()));
                     runs.push(Run {
-                        lane: p as u32,
+                        lane,
                         col: 0,
                         first: k,
                         count: end - k,
+                        hidden: hidden as u32,
                     });
                     k = end;
                 }
             }
         }
-        let arrows: Vec<Arrow> = clocks
+        // Edges between dots are arrows; the others, between the items holding their ends,
+        // are bundled.
+        let item_of = |e: EventRef| -> Option<ItemAt> {
+            let p = e.process as usize;
+            if !selection.ranges.get(p)?.contains(&e.index) {
+                return None;
+            }
+            let i = item_starts[p]
+                .partition_point(|&s| s <= e.index)
+                .checked_sub(1)?;
+            Some((p as u32, i))
+        };
+        let mut arrows: Vec<Arrow> = Vec::new();
+        let mut received: BTreeSet<u32> = BTreeSet::new();
+        let mut bundled: FastMap<(ItemAt, ItemAt, &'static str), u64> = FastMap::default();
+        let mut outside = 0u64;
+        let edges = clocks
             .edges()
             .iter()
-            .map(|e| (e.from, e.to, e.kind.name()))
+            .map(|e| (e.from, e.to, e.kind.name(), e.kind == crate::hb::SyncKind::Message))
             .chain(
                 data_edges
                     .iter()
-                    .map(|e| (e.from, e.to, crate::reads_from::KIND)),
-            )
-            .filter_map(|(from, to, kind)| {
-                Some(Arrow {
-                    from: *node_of.get(&from)?,
-                    to: *node_of.get(&to)?,
+                    .map(|e| (e.from, e.to, crate::reads_from::KIND, false)),
+            );
+        for (edge_from, edge_to, kind, is_message) in edges {
+            let (from, to) = (node_of.get(&edge_from).copied(), node_of.get(&edge_to).copied());
+            for i in [from, to].into_iter().flatten() {
+                if nodes[i as usize].class == "local" {
+                    nodes[i as usize].class = "sync";
+                }
+            }
+            if let Some(from) = from
+                && is_message
+            {
+                received.insert(from);
+            }
+            match (from, to) {
+                (Some(from), Some(to)) => arrows.push(Arrow {
+                    from,
+                    to,
                     kind,
                     dim: false,
-                })
+                }),
+                _ => match (item_of(edge_from), item_of(edge_to)) {
+                    (Some(a), Some(b)) => *bundled.entry((a, b, kind)).or_default() += 1,
+                    _ => outside += 1,
+                },
+            }
+        }
+        for (i, node) in nodes.iter_mut().enumerate() {
+            if node.kind == "send" && !received.contains(&(i as u32)) {
+                node.label.push_str(" (never received)");
+            }
+        }
+        let columns = assign_columns(&items, &mut nodes, &mut runs, &arrows);
+        let place = |(p, i): ItemAt| -> (u32, u32) {
+            let (is_node, j) = items[p as usize][i];
+            if is_node {
+                (nodes[j].lane, nodes[j].col)
+            } else {
+                (runs[j].lane, runs[j].col)
+            }
+        };
+        let mut bundles: Vec<Bundle> = bundled
+            .into_iter()
+            .map(|((a, b, kind), count)| {
+                let (from_lane, from_col) = place(a);
+                let (to_lane, to_col) = place(b);
+                Bundle {
+                    from_lane,
+                    from_col,
+                    to_lane,
+                    to_col,
+                    kind,
+                    count,
+                }
             })
             .collect();
-        let columns = assign_columns(&items, &mut nodes, &mut runs, &arrows);
+        bundles.sort_by_key(|b| (b.from_col, b.from_lane, b.to_col, b.to_lane, b.kind));
         let races = race_pairs
             .into_iter()
             .filter_map(|(a, b, kind, var, count)| {
@@ -341,9 +553,11 @@ impl Diagram {
                 })
             })
             .collect();
+        let shown: Vec<usize> = (0..n).filter(|&p| lane_of[p].is_some()).collect();
         let cut = cut.zip(cut_at).map(|(c, at)| {
-            let cols = (0..n)
-                .map(|p| {
+            let cols = shown
+                .iter()
+                .map(|&p| {
                     let col_of = |k: u64| {
                         node_of
                             .get(&EventRef::new(p as u32, k as u32))
@@ -365,33 +579,128 @@ impl Diagram {
                 consistent: c.crossing_edges(trace, clocks).is_empty(),
             }
         });
-        let lanes = trace
-            .processes()
+        let lanes = shown
             .iter()
-            .enumerate()
-            .map(|(p, proc)| Lane {
-                pid: proc.id.0,
-                name: proc.name.clone(),
-                events: proc.events.len() as u32,
-                ending: match ends[p] {
-                    Ending::Ended => "ended",
-                    Ending::Blocked => "blocked",
-                    Ending::Running => "running",
-                },
+            .map(|&p| {
+                let proc = &trace.processes()[p];
+                Lane {
+                    process: p as u32,
+                    pid: proc.id.0,
+                    name: proc.name.clone(),
+                    events: proc.events.len() as u32,
+                    ending: match ends[p] {
+                        Ending::Ended => "ended",
+                        Ending::Blocked => "blocked",
+                        Ending::Running => "running",
+                    },
+                }
             })
             .collect();
+        let left_out = left_out(trace, &view.window, &selection, &runs, &bundles, outside);
         Diagram {
             title: title.to_owned(),
             lanes,
             nodes,
             runs,
             arrows,
+            bundles,
             races,
             cut,
             columns,
             events: trace.event_count(),
+            left_out,
         }
     }
+}
+
+/// A race's two sides, kind (`data` or `message`), variable or channel, and count.
+type RacePair = (EventRef, EventRef, &'static str, String, u64);
+
+/// The races to draw.
+fn race_pairs(trace: &Trace, data: &[DataRace], messages: &[MessageRace]) -> Vec<RacePair> {
+    let mut pairs: Vec<RacePair> = Vec::new();
+    for r in data {
+        pairs.push((r.a, r.b, "data", trace.object(r.object).label(), r.count));
+    }
+    for r in messages {
+        pairs.push((
+            r.received,
+            r.other,
+            "message",
+            trace.object(r.channel).label(),
+            r.count,
+        ));
+    }
+    pairs
+}
+
+/// An item of a line: its process and its place among the process's items.
+type ItemAt = (u32, usize);
+
+/// What a diagram does not draw, in sentences: the hidden processes and times, the events in
+/// collapsed boxes, the edges in bundles, the events that matter left out of an overview.
+fn left_out(
+    trace: &Trace,
+    window: &Window,
+    selection: &Selection,
+    runs: &[Run],
+    bundles: &[Bundle],
+    outside: u64,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    if !window.is_all() {
+        let inside: u64 = selection
+            .ranges
+            .iter()
+            .map(|r| u64::from(r.len() as u32))
+            .sum();
+        notes.push(format!(
+            "shows {} only: {inside} of {} events; {outside} synchronization edges leave it",
+            window.describe(trace),
+            trace.event_count()
+        ));
+    }
+    if selection.overview {
+        let mut stretches: Vec<String> = selection
+            .stretches
+            .iter()
+            .map(|(a, b)| format!("{a}..={b}"))
+            .collect();
+        // A long list says how long it is, its start and its end.
+        if stretches.len() > 8 {
+            let last = stretches.pop().unwrap_or_default();
+            let more = stretches.len() - 6;
+            stretches.truncate(6);
+            stretches.push(format!("{more} more"));
+            stretches.push(last);
+        }
+        let (hidden, boxes) = runs
+            .iter()
+            .filter(|r| r.hidden > 0)
+            .fold((0u64, 0usize), |(h, b), r| (h + u64::from(r.hidden), b + 1));
+        let bundled: u64 = bundles.iter().map(|b| b.count).sum();
+        notes.push(format!(
+            "an overview: only {} stretches of Lamport time are drawn in detail ({}); {hidden} \
+             synchronizing or marked events are collapsed into {boxes} boxes and {bundled} \
+             synchronization edges into {} bundles",
+            selection.stretches.len(),
+            stretches.join(", "),
+            bundles.len()
+        ));
+        for (kind, count) in &selection.anchors_left_out {
+            let what = match kind {
+                select::Anchor::Race => "race sides",
+                select::Anchor::Ending => "blocked or panicked ends",
+                select::Anchor::Chosen => "events at the halt cut or of the task",
+                select::Anchor::Mark => "marks",
+            };
+            notes.push(format!(
+                "{count} more {what} did not fit in detail: zoom with --from/--to/--processes"
+            ));
+        }
+        notes.push("--full draws every event that matters (after a size estimate)".to_owned());
+    }
+    notes
 }
 
 /// The state of [`assign_columns`]'s worklist.

@@ -9,6 +9,10 @@ pub(crate) const STYLE: &str = "\
 .proc-line{stroke:#9aa3ad;stroke-width:1.5}\
 .proc-label{font:12px sans-serif;fill:#222}\
 .local-run{fill:#e4e8ec;stroke:#9aa3ad;stroke-width:1}\
+.collapsed-run{fill:#d5e1f0;stroke:#2f6db5;stroke-width:1}\
+.bundle{stroke:#2f6db5;stroke-width:4;opacity:.3;fill:none}\
+.bundle-count{font:9px sans-serif;fill:#1d4f8f;text-anchor:middle}\
+.left-out{font:12px sans-serif;fill:#8a4b00}\
 .run-count{font:9px sans-serif;fill:#556;text-anchor:middle;pointer-events:none}\
 .ev{stroke:#fff;stroke-width:1}\
 .ev.sync{fill:#2f6db5}.ev.local{fill:#7c8794}.ev.mark{fill:#c08a00}\
@@ -63,14 +67,29 @@ pub fn render(d: &Diagram) -> String {
         let (x, y) = (Diagram::x(f64::from(r.col)), Diagram::y(r.lane));
         let _ = writeln!(
             s,
-            r#"<rect class="local-run" x="{:.1}" y="{:.1}" width="20" height="12" rx="3"><title>{} local events (#{}–#{})</title></rect><text class="run-count" x="{x:.1}" y="{:.1}">{}</text>"#,
+            r#"<rect class="{}" x="{:.1}" y="{:.1}" width="20" height="12" rx="3"><title>{}</title></rect><text class="run-count" x="{x:.1}" y="{:.1}">{}</text>"#,
+            if r.hidden > 0 {
+                "collapsed-run"
+            } else {
+                "local-run"
+            },
             x - 10.0,
             y - 6.0,
-            r.count,
-            r.first,
-            r.first + r.count - 1,
+            run_title(r),
             y + 3.0,
             short_count(r.count)
+        );
+    }
+    for b in &d.bundles {
+        let (x1, y1) = (Diagram::x(f64::from(b.from_col)), Diagram::y(b.from_lane));
+        let (x2, y2) = (Diagram::x(f64::from(b.to_col)), Diagram::y(b.to_lane));
+        let _ = writeln!(
+            s,
+            r#"<line class="bundle" x1="{x1:.1}" y1="{y1:.1}" x2="{x2:.1}" y2="{y2:.1}"><title>{}</title></line><text class="bundle-count" x="{:.1}" y="{:.1}">{}</text>"#,
+            bundle_title(b),
+            (x1 + x2) / 2.0,
+            (y1 + y2) / 2.0 - 3.0,
+            b.count
         );
     }
     for a in &d.arrows {
@@ -152,8 +171,34 @@ pub fn render(d: &Diagram) -> String {
             escape(&cut.predicate)
         );
     }
+    for (i, note) in d.left_out.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            r#"<text class="left-out" x="8" y="{:.1}">left out: {}</text>"#,
+            d.notes_y(i),
+            escape(note)
+        );
+    }
     s.push_str("</svg>\n");
     s
+}
+
+/// What a box's tooltip says.
+pub(crate) fn run_title(r: &super::Run) -> String {
+    let span = format!("(#{}–#{})", r.first, r.first + r.count - 1);
+    if r.hidden > 0 {
+        format!(
+            "{} events {span} collapsed, {} of them synchronizing or marked",
+            r.count, r.hidden
+        )
+    } else {
+        format!("{} local events {span}", r.count)
+    }
+}
+
+/// What a bundle's tooltip says.
+pub(crate) fn bundle_title(b: &super::Bundle) -> String {
+    format!("{} {} edges, bundled", b.count, b.kind)
 }
 
 const LANE_HALF: f64 = super::LANE / 2.0 - 4.0;
@@ -176,4 +221,10 @@ fn shorten(x1: f64, y1: f64, x2: f64, y2: f64) -> (f64, f64, f64, f64) {
     }
     let (ux, uy) = (dx / len, dy / len);
     (x1 + ux * 4.0, y1 + uy * 4.0, x2 - ux * 5.0, y2 - uy * 5.0)
+}
+
+/// About how many bytes this rendering of a diagram of `size` takes (labels vary: within a
+/// factor of two).
+pub fn estimated_bytes(size: super::Size) -> u64 {
+    160 * size.dots + 130 * size.arrows + 190 * size.runs + 4096
 }

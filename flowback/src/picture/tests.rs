@@ -114,3 +114,28 @@ fn hostile_names_are_escaped() {
     let dot = dot::render(&d);
     assert!(dot.contains("\"</script><script>alert(1)</script> (p0)\""));
 }
+
+/// The size estimate printed before a full picture is written is within a factor of two of
+/// what each format writes.
+#[test]
+fn size_estimates_are_within_a_factor_of_two() {
+    for seed in 0..6 {
+        let trace = synth::execution(&Shape::mixed(3 + seed % 4, 3_000), u64::from(seed));
+        let d = diagram(&trace, None);
+        let clocks = Clocks::compute(&trace);
+        let (data, messages) = (data_races(&trace), message_races(&trace, &clocks));
+        let size = Size::of_full(&trace, &clocks, &data, &messages, &Window::all(&trace));
+        assert_eq!(size.dots, d.nodes.len() as u64);
+        assert_eq!(size.arrows, d.arrows.len() as u64);
+        assert_eq!(size.runs, d.runs.len() as u64);
+        for (name, actual, estimate) in [
+            ("svg", svg::render(&d).len(), svg::estimated_bytes(size)),
+            ("html", html::render(&d).len(), html::estimated_bytes(size)),
+            ("dot", dot::render(&d).len(), dot::estimated_bytes(size)),
+        ] {
+            let ratio = estimate as f64 / actual as f64;
+            eprintln!("{name}: {actual} bytes, estimated {estimate} ({ratio:.2})");
+            assert!((0.5..=2.0).contains(&ratio), "{name}: {ratio}");
+        }
+    }
+}
