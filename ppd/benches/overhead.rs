@@ -17,8 +17,9 @@
 //!   and `std::sync::atomic`.
 //!
 //! Each round runs every variant once, in an order that rotates from round to round; the report
-//! gives the median of each variant over the rounds, the ratios of the medians, and, for the
-//! recorded runs, the bytes per logged event read back from the recording.
+//! gives the median of each variant over the rounds, the ratios of the medians, for the
+//! recorded runs the bytes per logged event read back from the recording, and each variant's
+//! peak resident memory.
 //!
 //! Run as a test (`cargo test --benches`) it only checks that every workload runs, with small
 //! sizes and one round.
@@ -27,8 +28,8 @@ use std::path::Path;
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
-use ppd_formats::Recording;
 use ppd_formats::summary::{Payloads, summarize};
+use ppd_formats::{Recording, WriterOptions};
 
 /// Sizes of the workloads.
 #[derive(Debug, Clone, Copy)]
@@ -203,12 +204,13 @@ mod with_std {
     workloads!();
 }
 
-/// A workload: its name, what it does, and how many operations (messages, lock acquisitions,
-/// atomic accesses) it makes.
+/// A workload: its name, what it does, how many operations (messages, lock acquisitions,
+/// atomic accesses) it makes, and how many processes it runs (main included).
 struct Workload {
     name: &'static str,
     what: &'static str,
     ops: fn(Sizes) -> u64,
+    processes: fn(Sizes) -> u64,
     ppd: fn(Sizes) -> u64,
     std: fn(Sizes) -> u64,
 }
@@ -218,6 +220,7 @@ const WORKLOADS: [Workload; 4] = [
         name: "ping-pong",
         what: "messages",
         ops: |s| s.pairs * s.rounds * 2,
+        processes: |s| 1 + 2 * s.pairs,
         ppd: with_ppd::ping_pong,
         std: with_std::ping_pong,
     },
@@ -225,6 +228,7 @@ const WORKLOADS: [Workload; 4] = [
         name: "all-to-one",
         what: "messages",
         ops: |s| s.senders * s.per_sender,
+        processes: |s| 2 + s.senders,
         ppd: with_ppd::all_to_one,
         std: with_std::all_to_one,
     },
@@ -232,6 +236,7 @@ const WORKLOADS: [Workload; 4] = [
         name: "lock-heavy",
         what: "lock acquisitions",
         ops: |s| s.workers * s.iterations,
+        processes: |s| 1 + s.workers,
         ppd: with_ppd::lock_heavy,
         std: with_std::lock_heavy,
     },
@@ -239,6 +244,7 @@ const WORKLOADS: [Workload; 4] = [
         name: "atomic-heavy",
         what: "atomic accesses",
         ops: |s| s.workers * s.iterations * 3,
+        processes: |s| 1 + s.workers,
         ppd: with_ppd::atomic_heavy,
         std: with_std::atomic_heavy,
     },
@@ -292,18 +298,28 @@ fn child(workload: &str, variant: &str, smoke: bool) -> ExitCode {
         let elapsed = started.elapsed();
         let cpu = cpu_time() - cpu;
         std::hint::black_box(result);
-        println!("{ELAPSED} {} {}", elapsed.as_nanos(), cpu.as_nanos());
+        println!(
+            "{ELAPSED} {} {} {}",
+            elapsed.as_nanos(),
+            cpu.as_nanos(),
+            usage().ru_maxrss
+        );
     })
+}
+
+/// What this process has used so far.
+fn usage() -> libc::rusage {
+    // SAFETY: getrusage only writes the struct it is given.
+    unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    }
 }
 
 /// User and system time of every thread of this process so far.
 fn cpu_time() -> Duration {
-    // SAFETY: getrusage only writes the struct it is given.
-    let usage = unsafe {
-        let mut usage: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
-        usage
-    };
+    let usage = usage();
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     tv(usage.ru_utime) + tv(usage.ru_stime)
 }
@@ -313,6 +329,8 @@ struct Run {
     elapsed: Duration,
     /// CPU time of all the child's threads over the same interval.
     cpu: Duration,
+    /// The child's peak resident memory, KiB.
+    peak_kib: u64,
     /// Events and compressed / raw bytes of the recording (recorded runs only).
     recording: Option<(u64, u64, u64)>,
 }
@@ -350,13 +368,14 @@ fn run_child(workload: &str, variant: Variant, smoke: bool) -> Run {
                 .collect()
         })
         .unwrap_or_default();
-    let [elapsed, cpu] = nanos[..] else {
+    let [elapsed, cpu, peak_kib] = nanos[..] else {
         panic!("{workload} ({}) printed no duration", variant.name())
     };
     let recording = (variant == Variant::Recorded).then(|| read_recording(dir.path()));
     Run {
         elapsed: Duration::from_nanos(elapsed),
         cpu: Duration::from_nanos(cpu),
+        peak_kib,
         recording,
     }
 }
@@ -420,9 +439,12 @@ struct Measured {
     name: &'static str,
     what: &'static str,
     ops: u64,
+    processes: u64,
     /// Wall and CPU times by variant, in [`Variant::ALL`] order.
     wall: [Vec<Duration>; 3],
     cpu: [Vec<Duration>; 3],
+    /// Peak resident memory by variant, KiB.
+    peak_kib: [Vec<u64>; 3],
     /// Events, compressed bytes and raw bytes of the last recording.
     recording: (u64, u64, u64),
 }
@@ -440,6 +462,7 @@ impl Measured {
 fn measure(w: &Workload, rounds: usize, smoke: bool) -> Measured {
     let mut wall: [Vec<Duration>; 3] = Default::default();
     let mut cpu: [Vec<Duration>; 3] = Default::default();
+    let mut peak_kib: [Vec<u64>; 3] = Default::default();
     let mut recording = (0, 0, 0);
     for round in 0..rounds {
         for k in 0..3 {
@@ -447,6 +470,7 @@ fn measure(w: &Workload, rounds: usize, smoke: bool) -> Measured {
             let run = run_child(w.name, variant, smoke);
             wall[variant as usize].push(run.elapsed);
             cpu[variant as usize].push(run.cpu);
+            peak_kib[variant as usize].push(run.peak_kib);
             if let Some(r) = run.recording {
                 recording = r;
             }
@@ -458,10 +482,25 @@ fn measure(w: &Workload, rounds: usize, smoke: bool) -> Measured {
         name: w.name,
         what: w.what,
         ops: (w.ops)(sizes(smoke)),
+        processes: (w.processes)(sizes(smoke)),
         wall,
         cpu,
+        peak_kib,
         recording,
     }
+}
+
+/// The logs' rings of `processes` processes at the default ring size, MiB.
+fn ring_mib(processes: u64) -> f64 {
+    let o = WriterOptions::default();
+    (processes * u64::from(o.block_size) * u64::from(o.ring_blocks)) as f64 / (1024.0 * 1024.0)
+}
+
+/// The median of peak memories, MiB.
+fn median_mib(kib: &[u64]) -> f64 {
+    let mut v = kib.to_vec();
+    v.sort_unstable();
+    v.get(v.len() / 2).copied().unwrap_or(0) as f64 / 1024.0
 }
 
 fn main() -> ExitCode {
@@ -586,5 +625,33 @@ fn main() -> ExitCode {
             ratio(m.cpu(Variant::Unrecorded), m.cpu(Variant::Std)),
         );
     }
+
+    println!();
+    println!("peak memory (resident, MiB, median over the rounds):");
+    println!(
+        "{:<13} {:>9} {:>11} {:>9} {:>10} {:>10}",
+        "workload", "std", "unrecorded", "recorded", "added", "rings"
+    );
+    for m in &results {
+        let peak = |v: Variant| median_mib(&m.peak_kib[v as usize]);
+        let (std, un, rec) = (
+            peak(Variant::Std),
+            peak(Variant::Unrecorded),
+            peak(Variant::Recorded),
+        );
+        println!(
+            "{:<13} {:>9.1} {:>11.1} {:>9.1} {:>10.1} {:>10.1}",
+            m.name,
+            std,
+            un,
+            rec,
+            rec - un,
+            ring_mib(m.processes)
+        );
+    }
+    println!(
+        "added: recorded - unrecorded; rings: what the logs' rings take if every page of them \
+         is touched (one per process, main included, at the default ring size)"
+    );
     ExitCode::SUCCESS
 }

@@ -547,3 +547,36 @@ fn a_predicate_that_never_holds_is_explained_in_the_users_names() {
         "{err}"
     );
 }
+
+/// An atomic access whose `fetch_update` closure panics gives the atomic's version back while
+/// unwinding: the recorded program goes on using the atomic (another process too), and the
+/// accesses that happened hold versions 1 and 2, without a gap where the panicked one was.
+#[test]
+fn an_atomic_access_that_panics_gives_its_version_back() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("rec");
+    let out = record_program(
+        work.path(),
+        &dir,
+        Path::new(ENDINGS),
+        &["atomic-panic"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("main: update panicked: true"), "{stdout}");
+    assert!(stdout.contains("main: hits 2"), "{stdout}");
+
+    let recording = Recording::open(&dir).unwrap();
+    let mut versions = Vec::new();
+    for entry in recording.processes() {
+        let log = recording.open_log(entry).unwrap();
+        for k in 0..log.event_count() {
+            if let Event::Atomic { version, .. } = log.get(k).unwrap() {
+                versions.push(version);
+            }
+        }
+    }
+    versions.sort_unstable();
+    assert_eq!(versions, [1, 2], "the adder's add and main's load");
+}

@@ -80,9 +80,36 @@ struct Process {
     backend: Box<dyn ProcessBackend>,
 }
 
+/// What every logged operation asks of the current process, kept apart from [`Process`]: a
+/// plain copy in a thread-local without a destructor is read without borrowing or
+/// registering anything.
+#[derive(Debug, Clone, Copy)]
+struct Hot {
+    id: Option<ProcessId>,
+    /// Recording: whether transferred values are logged (payloads were asked for, or an
+    /// e-block is open).
+    payloads: bool,
+}
+
 thread_local! {
     static CURRENT: RefCell<Option<Process>> = const { RefCell::new(None) };
+    static HOT: Cell<Hot> = const { Cell::new(Hot { id: None, payloads: false }) };
     static WARNED_UNMANAGED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Refreshes [`HOT`] from the current process.
+fn refresh_hot(process: Option<&Process>) {
+    let hot = match process {
+        Some(p) => Hot {
+            id: Some(p.id),
+            payloads: p.eblock_depth > 0 || p.backend.log_payloads(),
+        },
+        None => Hot {
+            id: None,
+            payloads: false,
+        },
+    };
+    HOT.with(|h| h.set(hot));
 }
 
 fn with_process<R>(f: impl FnOnce(&mut Process) -> R) -> Option<R> {
@@ -104,7 +131,8 @@ pub fn enter_process(id: ProcessId, parent: Option<ProcessId>, name: &str) {
     let Some(rt) = runtime() else { return };
     let backend = rt.start_process(id, parent, name);
     CURRENT.with(|c| {
-        *c.borrow_mut() = Some(Process {
+        let mut current = c.borrow_mut();
+        *current = Some(Process {
             id,
             name: name.to_owned(),
             next_object: 0,
@@ -112,6 +140,7 @@ pub fn enter_process(id: ProcessId, parent: Option<ProcessId>, name: &str) {
             eblock_depth: 0,
             backend,
         });
+        refresh_hot(current.as_ref());
     });
     expect(Op::plain(EventKind::Start, None));
     done(&Event::Start { parent });
@@ -121,7 +150,8 @@ pub fn enter_process(id: ProcessId, parent: Option<ProcessId>, name: &str) {
 /// re-executing an e-block instance starts a process in the middle of its log.
 pub fn adopt_process(id: ProcessId, name: &str, backend: Box<dyn ProcessBackend>) {
     CURRENT.with(|c| {
-        *c.borrow_mut() = Some(Process {
+        let mut current = c.borrow_mut();
+        *current = Some(Process {
             id,
             name: name.to_owned(),
             next_object: 0,
@@ -129,12 +159,14 @@ pub fn adopt_process(id: ProcessId, name: &str, backend: Box<dyn ProcessBackend>
             eblock_depth: 1,
             backend,
         });
+        refresh_hot(current.as_ref());
     });
 }
 
 /// Releases the current thread's logical process without logging an end.
 pub fn release_process() {
     CURRENT.with(|c| c.borrow_mut().take());
+    refresh_hot(None);
 }
 
 /// How a logical process ended.
@@ -185,17 +217,19 @@ pub fn leave_process(ending: &Ending<'_>) {
     expect(Op::plain(event.kind(), None));
     done(&event);
     let process = CURRENT.with(|c| c.borrow_mut().take());
+    refresh_hot(None);
     if let Some(mut p) = process {
         p.backend.finish();
     }
 }
 
 /// The current logical process, if this thread is one.
+#[inline]
 pub fn current_process() -> Option<ProcessId> {
     if !active() {
         return None;
     }
-    with_process(|p| p.id)
+    HOT.with(|h| h.get().id)
 }
 
 /// The current logical process's name, if this thread is one.
@@ -204,9 +238,11 @@ pub fn current_name() -> Option<String> {
 }
 
 /// Step 1 of an operation: what the log says it must do (`None`: whatever the run does).
+///
+/// A recording backend never expects anything, so recording does not ask it.
 #[inline]
 pub fn expect(op: Op) -> Option<Event> {
-    if !active() {
+    if matches!(mode(), Mode::PassThrough | Mode::Record) {
         return None;
     }
     with_process(|p| p.backend.expect(op)).flatten()
@@ -215,7 +251,7 @@ pub fn expect(op: Op) -> Option<Event> {
 /// Step 1 for an event that may come next: the logged event if it is `op`'s (replay).
 #[inline]
 pub fn expect_if(op: Op) -> Option<Event> {
-    if !active() {
+    if matches!(mode(), Mode::PassThrough | Mode::Record) {
         return None;
     }
     with_process(|p| p.backend.expect_if(op)).flatten()
@@ -250,8 +286,15 @@ pub fn diverged(detail: &str) -> ! {
 
 /// Whether the operation should log the value it transfers: when payloads were asked for, or
 /// inside an e-block, whose re-execution needs the values it read (Miller & Choi §5.5).
+#[inline]
 pub fn wants_payload() -> bool {
-    active() && with_process(|p| p.eblock_depth > 0 || p.backend.log_payloads()).unwrap_or(false)
+    match mode() {
+        Mode::PassThrough => false,
+        // A recording backend's answer is fixed for the run: read from the copy.
+        Mode::Record => HOT.with(|h| h.get().payloads),
+        // A replaying one answers for the event at hand.
+        _ => with_process(|p| p.eblock_depth > 0 || p.backend.log_payloads()).unwrap_or(false),
+    }
 }
 
 /// Gives the next object id of the current process and logs the creation.
@@ -304,12 +347,24 @@ pub fn next_child_name() -> Option<String> {
 
 /// Enters an e-block: while inside, transferred values are logged.
 pub fn enter_eblock() {
-    with_process(|p| p.eblock_depth += 1);
+    CURRENT.with(|c| {
+        let mut current = c.borrow_mut();
+        if let Some(p) = current.as_mut() {
+            p.eblock_depth += 1;
+        }
+        refresh_hot(current.as_ref());
+    });
 }
 
 /// Leaves an e-block.
 pub fn leave_eblock() {
-    with_process(|p| p.eblock_depth = p.eblock_depth.saturating_sub(1));
+    CURRENT.with(|c| {
+        let mut current = c.borrow_mut();
+        if let Some(p) = current.as_mut() {
+            p.eblock_depth = p.eblock_depth.saturating_sub(1);
+        }
+        refresh_hot(current.as_ref());
+    });
 }
 
 /// Ends the run: `main` returned `exit_code`, or panicked.

@@ -155,9 +155,12 @@ impl RecordRuntime {
 
 /// Hashes a file with BLAKE3, hex-encoded. Replay and `ppd why` run only a binary whose hash
 /// equals the recorded one, so a file that cannot be hashed is an error, never an empty hash.
+///
+/// Read through a small buffer rather than mapped: a mapped binary (tens of MiB with debug
+/// information) would count in the recorded program's peak memory.
 pub fn hash_file(path: &Path) -> std::io::Result<String> {
     let mut hasher = blake3::Hasher::new();
-    hasher.update_mmap(path)?;
+    hasher.update_reader(std::fs::File::open(path)?)?;
     Ok(hasher.finalize().to_hex().to_string())
 }
 

@@ -1,9 +1,9 @@
 //! Atomic integers and flags mirroring `std::sync::atomic`, whose accesses are versioned.
 //!
-//! While recording, an access and its version are assigned together under the object's
-//! bookkeeping lock, so the versions are the order in which the accesses reached memory; replay
-//! lets each access through only in that order (instant replay for shared memory). Inside an
-//! e-block the value each access read is logged too, for re-execution.
+//! While recording, an access and its version are assigned together while the access holds the
+//! object's version word, so the versions are the order in which the accesses reached memory;
+//! replay lets each access through only in that order (instant replay for shared memory). Inside
+//! an e-block the value each access read is logged too, for re-execution.
 //!
 //! The memory ordering the program asked for is logged: race detection treats relaxed loads
 //! and stores as plain data accesses and read-modify-writes as synchronizing.
@@ -76,7 +76,7 @@ fn logged_access_slow<R>(
             replayed.0
         }
         None => {
-            let ((result, ..), ..) = meta.record_logged(
+            let (result, ..) = meta.record_logged(
                 || access(None),
                 |(_, read, op), version, prev| log(version, prev, *op, *read),
             );

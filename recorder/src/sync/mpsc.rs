@@ -7,7 +7,7 @@
 //! whose re-execution needs them.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::panic::Location;
 use std::sync::Arc;
@@ -230,8 +230,11 @@ impl<'de, T> serde::Deserialize<'de> for Sender<T> {
 pub struct Receiver<T> {
     inner: cc::Receiver<Envelope<T>>,
     meta: Arc<ChannelMeta>,
-    /// Messages that arrived before their turn during replay.
-    stash: RefCell<HashMap<u64, Envelope<T>>>,
+    /// Messages that arrived before their turn during replay, by sender. A channel delivers
+    /// each sender's messages in the order they were sent, and the log receives them in that
+    /// order too, so the message a receive wants is the oldest its sender has here: kept in
+    /// queues, held-back messages cost a push and a pop, not a hash of every sequence number.
+    stash: RefCell<HashMap<ProcessId, VecDeque<Envelope<T>>>>,
 }
 
 impl<T> fmt::Debug for Receiver<T> {
@@ -434,7 +437,7 @@ impl<T: Serialize + DeserializeOwned + Send> Receiver<T> {
 
     /// Replay: the message with sequence number `seq`, holding back others that come first.
     fn take_exact(&self, seq: u64, sender: ProcessId) -> Envelope<T> {
-        if let Some(env) = self.stash.borrow_mut().remove(&seq) {
+        if let Some(env) = self.unstash(seq, sender) {
             return env;
         }
         let mut asked = false;
@@ -460,8 +463,22 @@ impl<T: Serialize + DeserializeOwned + Send> Receiver<T> {
             if env.seq == seq {
                 return env;
             }
-            self.stash.borrow_mut().insert(env.seq, env);
+            self.stash
+                .borrow_mut()
+                .entry(env.sender)
+                .or_default()
+                .push_back(env);
         }
+    }
+
+    /// The held-back message `seq` of `sender`: the front of its queue.
+    fn unstash(&self, seq: u64, sender: ProcessId) -> Option<Envelope<T>> {
+        let mut stash = self.stash.borrow_mut();
+        let queue = stash.get_mut(&sender)?;
+        // Normally the front; searching keeps a message the log never receives from hiding
+        // the ones behind it.
+        let at = queue.iter().position(|env| env.seq == seq)?;
+        queue.remove(at)
     }
 
     fn lost(&self, seq: u64, sender: ProcessId) -> ! {

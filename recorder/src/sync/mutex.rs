@@ -170,7 +170,7 @@ impl<T: Serialize + DeserializeOwned> Mutex<T> {
                         self.inner.lock()
                     }
                 };
-                let ((), version, prev) = self.meta.record(|| ());
+                let (version, prev) = self.meta.record_serialized();
                 (acquired, version, prev)
             }
         };

@@ -148,7 +148,7 @@ impl Semaphore {
                 *count -= 1;
                 // Logged before the permit count is released: in version order (see
                 // `ObjectMeta::record_logged`).
-                let ((), version, prev) = self.meta.record(|| ());
+                let (version, prev) = self.meta.record_serialized();
                 log(version, prev);
                 drop(count);
             }
@@ -186,7 +186,7 @@ impl Semaphore {
                 *count += 1;
                 // Logged before the permit count is released: in version order (see
                 // `ObjectMeta::record_logged`).
-                let ((), version, prev) = self.meta.record(|| ());
+                let (version, prev) = self.meta.record_serialized();
                 log(version, prev);
                 drop(count);
             }

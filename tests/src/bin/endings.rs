@@ -12,6 +12,8 @@
 //!                          std channel nobody sends on (a wait ppd cannot see); hangs until killed
 //! endings long-sleep       main joins a sleeper that marks, then sleeps ten minutes in
 //!                          `ppd::thread::sleep`; killed before it wakes
+//! endings atomic-panic     main's `fetch_update` closure panics and main catches it; an adder
+//!                          then adds 2 to the same atomic; main prints `hits 2`
 //! ```
 //!
 //! Each line a process prints is printed after the operations before it returned, so a test
@@ -163,6 +165,28 @@ fn outside_wait() {
     reader.join().expect("the reader does not panic");
 }
 
+/// An atomic access that panics half-way (its `fetch_update` closure), caught; then another
+/// process and main use the same atomic.
+fn atomic_panic() {
+    use ppd::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    let hits = Arc::new(AtomicU64::named("hits", 0));
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = hits.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |_| -> Option<u64> {
+            panic!("no update")
+        });
+    }));
+    say(&format!("main: update panicked: {}", caught.is_err()));
+    let adder = Arc::clone(&hits);
+    Builder::new()
+        .name("adder".into())
+        .spawn(move || adder.fetch_add(2, Ordering::SeqCst))
+        .expect("spawn")
+        .join()
+        .expect("the adder does not panic");
+    say(&format!("main: hits {}", hits.load(Ordering::SeqCst)));
+}
+
 #[ppd::main]
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -185,10 +209,14 @@ fn main() -> ExitCode {
             long_sleep();
             ExitCode::SUCCESS
         }
+        Some("atomic-panic") => {
+            atomic_panic();
+            ExitCode::SUCCESS
+        }
         _ => {
             eprintln!(
                 "usage: endings blocked-thread | join-hang | eblock-panic | token-pair | \
-                 outside-wait | long-sleep"
+                 outside-wait | long-sleep | atomic-panic"
             );
             ExitCode::from(2)
         }
