@@ -42,7 +42,7 @@ pub struct ProcessState {
     /// The latest value of each mark label.
     pub values: BTreeMap<String, serde_json::Value>,
     /// Vector clock: events of each process in its causal past.
-    pub vclock: Vec<u64>,
+    pub vclock: Vec<ppd_formats::order::Tick>,
     /// Predicate components that hold for it.
     pub holds: Vec<String>,
     /// What it waits for.
