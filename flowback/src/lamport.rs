@@ -3,7 +3,11 @@
 //! Pictures and exports need a time axis; wall-clock time is not in the logs (and would show
 //! the scheduler, not causality), so events are placed at their Lamport time: one more than
 //! the latest of their predecessor in the process and the sources of their incoming edges.
-//! Times are computed over the synchronization edges [`Clocks`] found, in one pass.
+//! Times are computed over the synchronization edges [`Clocks`] found, in one pass: the edges of
+//! the memory-model happened-before (`ppd_formats::order`), so a picture's time axis and its
+//! arrows show the same order as `ppd races` and `ppd graph`.
+
+use ppd_formats::order::Tick;
 
 use crate::fasthash::FastMap;
 
@@ -11,13 +15,13 @@ use crate::trace::{EventRef, Trace};
 use crate::vclock::Clocks;
 
 /// The Lamport time of every event, per process.
-pub fn lamport(trace: &Trace, clocks: &Clocks) -> Vec<Vec<u32>> {
+pub fn lamport(trace: &Trace, clocks: &Clocks) -> Vec<Vec<Tick>> {
     let n = trace.processes().len();
     let mut incoming: FastMap<EventRef, Vec<EventRef>> = FastMap::default();
     for e in clocks.edges() {
         incoming.entry(e.to).or_default().push(e.from);
     }
-    let mut times: Vec<Vec<u32>> = trace
+    let mut times: Vec<Vec<Tick>> = trace
         .processes()
         .iter()
         .map(|p| Vec::with_capacity(p.events.len()))

@@ -552,7 +552,19 @@ impl<R: Repr> Event<R> {
             | Event::Recv { channel, .. }
             | Event::RecvNone { channel, .. }
             | Event::Undelivered { channel, .. } => Some(*channel),
-            _ => None,
+            Event::Start { .. }
+            | Event::Spawn { .. }
+            | Event::Join { .. }
+            | Event::Exit
+            | Event::Panic { .. }
+            | Event::Select { .. }
+            | Event::Clock { .. }
+            | Event::Random { .. }
+            | Event::EblockEnter { .. }
+            | Event::EblockExit { .. }
+            | Event::Mark { .. }
+            | Event::JoinBlocked { .. }
+            | Event::Sleep { .. } => None,
         }
     }
 }

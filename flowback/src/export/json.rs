@@ -95,7 +95,16 @@ fn event_json(trace: &Trace, clocks: &Clocks, e: EventRef, lamport: u32) -> Valu
             m.insert("op".into(), json!(access_name(op)));
             m.insert("ordering".into(), json!(ordering_name(ordering)));
         }
-        _ => {}
+        Op::Start { .. }
+        | Op::Exit
+        | Op::Panic { .. }
+        | Op::Select { .. }
+        | Op::Clock
+        | Op::Random
+        | Op::EblockEnter { .. }
+        | Op::EblockExit { .. }
+        | Op::Mark { .. }
+        | Op::Sleep { .. } => {}
     }
     Value::Object(m)
 }

@@ -170,7 +170,25 @@ impl HaltState {
                         );
                     }
                     Event::Recv { channel, seq, .. } => received.push((*channel, *seq)),
-                    _ => {}
+                    Event::Start { .. }
+                    | Event::Spawn { .. }
+                    | Event::Join { .. }
+                    | Event::Exit
+                    | Event::Panic { .. }
+                    | Event::Create { .. }
+                    | Event::RecvNone { .. }
+                    | Event::Select { .. }
+                    | Event::Lock { .. }
+                    | Event::Unlock { .. }
+                    | Event::SemAcquire { .. }
+                    | Event::SemRelease { .. }
+                    | Event::Atomic { .. }
+                    | Event::Clock { .. }
+                    | Event::Random { .. }
+                    | Event::Blocked { .. }
+                    | Event::Undelivered { .. }
+                    | Event::JoinBlocked { .. }
+                    | Event::Sleep { .. } => {}
                 }
                 if index + 1 == report.events {
                     if last.is_none() {

@@ -85,7 +85,25 @@ impl Scope {
                     ..Scope::default()
                 }
             }
-            _ => Scope::default(),
+            Event::Start { .. }
+            | Event::Spawn { .. }
+            | Event::Join { .. }
+            | Event::Exit
+            | Event::Panic { .. }
+            | Event::Create { .. }
+            | Event::RecvNone { .. }
+            | Event::Select { .. }
+            | Event::Lock { .. }
+            | Event::Unlock { .. }
+            | Event::SemAcquire { .. }
+            | Event::SemRelease { .. }
+            | Event::Atomic { .. }
+            | Event::Clock { .. }
+            | Event::Random { .. }
+            | Event::Blocked { .. }
+            | Event::Undelivered { .. }
+            | Event::JoinBlocked { .. }
+            | Event::Sleep { .. } => Scope::default(),
         }
     }
 
