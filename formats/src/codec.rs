@@ -1311,6 +1311,44 @@ mod tests {
     }
 
     #[test]
+    fn an_atomic_with_an_unknown_failure_ordering_is_refused() {
+        let object = ObjectId::new(ProcessId(0), 0);
+        let event = Event::<Borrowed<'_>>::Atomic {
+            object,
+            version: 1,
+            prev: None,
+            op: AtomicOp::CasFail,
+            ordering: MemOrdering::AcqRel,
+            failure: Some(MemOrdering::Acquire),
+            site: None,
+            value: None,
+        };
+        let mut buf = Vec::new();
+        Encoder::default().encode(&event, &mut buf);
+        let code = atomic_code(
+            AtomicOp::CasFail,
+            MemOrdering::AcqRel,
+            Some(MemOrdering::Acquire),
+        );
+        let at = buf.iter().rposition(|&b| b == code).unwrap();
+        // Failure ordering 2 (acquire) is stored as 3; 6 and 7 name no ordering.
+        assert_eq!(code >> 5, 3);
+        for bad in [6u8, 7] {
+            let mut damaged = buf.clone();
+            damaged[at] = (code & 0b1_1111) | (bad << 5);
+            let (mut dec, mut pos) = (Decoder::default(), 0);
+            let err = loop {
+                match dec.next(&damaged, &mut pos) {
+                    Ok(Some(_)) => continue,
+                    Ok(None) => panic!("failure ordering {bad} decoded"),
+                    Err(e) => break e,
+                }
+            };
+            assert_eq!(err.detail, format!("unknown failure ordering {}", bad - 1));
+        }
+    }
+
+    #[test]
     fn decoder_rejects_garbage_without_panicking() {
         let inputs: &[&[u8]] = &[
             &[0],

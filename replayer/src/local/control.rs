@@ -228,7 +228,8 @@ pub fn replay_clocks(parents: Vec<Option<ProcessId>>, logs: &[Vec<Event>]) -> Ve
     clocks
 }
 
-/// What event `event` of `me` waits for in the replay order, as a request to its producer.
+/// What event `event` of `me` waits for in the replay order. Only [`Produced::has`] reads it,
+/// which looks at what is needed and not at who produces it: the producer fields name `me`.
 fn need_of(event: &Event, me: ProcessId, parents: &[Option<ProcessId>]) -> Option<Need> {
     let sync = event.sync();
     let earlier = |object| {
