@@ -10,7 +10,8 @@
 //! ```
 //!
 //! Events are listed process by process; kind-specific fields (`object`, `seq`, `sender`,
-//! `version`, `op`, `ordering`, `child`) appear where they apply.
+//! `version`, `op`, `ordering`, `child`) appear where they apply. An atomic access's `ordering`
+//! is the one that governed it: for a failed compare-exchange, its failure ordering.
 
 use std::io::Write;
 
