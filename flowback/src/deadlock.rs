@@ -21,6 +21,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use ppd_formats::ProcessId;
 use ppd_formats::event::ObjectKind;
+use ppd_formats::order::{Order, Point, Rule};
 
 use crate::trace::{EventRef, ObjIdx, Op, Trace};
 
@@ -101,18 +102,56 @@ impl Deadlocks {
     }
 }
 
+/// What a process blocked at the end of the run waits on.
+#[derive(Clone, Copy, Debug)]
+enum Waited {
+    /// A mutex, channel or semaphore.
+    Object(ObjIdx),
+    /// The end of a process it joins.
+    Process(ProcessId),
+}
+
+/// How a log whose last event is `last` ends, and what it waits on if it ends blocked.
+fn ending(last: Option<Op>) -> (Ending, Option<Waited>) {
+    match last {
+        Some(Op::Blocked { object }) => (Ending::Blocked, Some(Waited::Object(object))),
+        Some(Op::JoinBlocked { child }) => (Ending::Blocked, Some(Waited::Process(child))),
+        Some(Op::Exit | Op::Panic { .. }) => (Ending::Ended, None),
+        Some(
+            Op::Start { .. }
+            | Op::Spawn { .. }
+            | Op::Join { .. }
+            | Op::Create { .. }
+            | Op::Send { .. }
+            | Op::Recv { .. }
+            | Op::RecvNone { .. }
+            | Op::Select { .. }
+            | Op::Lock { .. }
+            | Op::Unlock { .. }
+            | Op::SemAcquire { .. }
+            | Op::SemRelease { .. }
+            | Op::Atomic { .. }
+            | Op::Clock
+            | Op::Random
+            | Op::EblockEnter { .. }
+            | Op::EblockExit { .. }
+            | Op::Mark { .. }
+            | Op::Undelivered { .. }
+            | Op::Sleep { .. },
+        )
+        | None => (Ending::Running, None),
+    }
+}
+
 /// Analyses how the run of `trace` ended.
 pub fn deadlocks(trace: &Trace) -> Deadlocks {
     let n = trace.processes().len();
-    let endings: Vec<Ending> = trace
+    let ends: Vec<(Ending, Option<Waited>)> = trace
         .processes()
         .iter()
-        .map(|p| match p.events.last().map(|e| e.op) {
-            Some(Op::Exit | Op::Panic { .. }) => Ending::Ended,
-            Some(Op::Blocked { .. } | Op::JoinBlocked { .. }) => Ending::Blocked,
-            _ => Ending::Running,
-        })
+        .map(|p| ending(p.events.last().map(|e| e.op)))
         .collect();
+    let endings: Vec<Ending> = ends.iter().map(|e| e.0).collect();
     let live = |p: u32| endings[p as usize] != Ending::Ended;
 
     // Who holds which mutex, who sent on which channel, permits held and given.
@@ -123,22 +162,34 @@ pub fn deadlocks(trace: &Trace) -> Deadlocks {
     for (p, proc) in trace.processes().iter().enumerate() {
         let p = p as u32;
         for ev in &proc.events {
-            match ev.op {
-                Op::Lock { object, .. } => {
+            // The happened-before edges say who holds, who sends and who gives permits.
+            match ev.op.sync().rule(proc.id, Order::HappenedBefore) {
+                Rule::Takes(Point::Released(object)) => {
                     holder.insert(object, p);
                 }
-                Op::Unlock { object } if holder.get(&object) == Some(&p) => {
-                    holder.remove(&object);
+                Rule::Gives(Point::Released(object)) => {
+                    if holder.get(&object) == Some(&p) {
+                        holder.remove(&object);
+                    }
                 }
-                Op::Send { channel, .. } => {
+                Rule::Gives(Point::Message { channel, .. }) => {
                     senders.entry(channel).or_default().insert(p);
                 }
-                Op::SemAcquire { object, .. } => *net_permits.entry((object, p)).or_default() += 1,
-                Op::SemRelease { object, .. } => {
+                Rule::TakesPermit(object) => *net_permits.entry((object, p)).or_default() += 1,
+                Rule::GivesPermit(object) => {
                     *net_permits.entry((object, p)).or_default() -= 1;
                     releasers.entry(object).or_default().insert(p);
                 }
-                _ => {}
+                Rule::Local
+                | Rule::Takes(
+                    Point::Message { .. }
+                    | Point::Spawned(_)
+                    | Point::Ended(_)
+                    | Point::Accessed(_),
+                )
+                | Rule::Gives(Point::Spawned(_) | Point::Ended(_) | Point::Accessed(_))
+                | Rule::Chains(_)
+                | Rule::Atomic { .. } => {}
             }
         }
     }
@@ -161,9 +212,9 @@ pub fn deadlocks(trace: &Trace) -> Deadlocks {
         let others = |set: Vec<u32>| -> Vec<u32> {
             set.into_iter().filter(|&q| q != p && live(q)).collect()
         };
-        let object = match events[event.index as usize].op {
-            Op::Blocked { object } => object,
-            Op::JoinBlocked { child } => {
+        let object = match ends[p as usize].1 {
+            Some(Waited::Object(object)) => object,
+            Some(Waited::Process(child)) => {
                 let ends_it = trace.index_of(child).into_iter().collect();
                 blocked.push(BlockedProcess {
                     process: p,
@@ -177,12 +228,14 @@ pub fn deadlocks(trace: &Trace) -> Deadlocks {
                 });
                 continue;
             }
-            _ => continue,
+            None => continue,
         };
         let kind = match trace.object(object).kind {
             Some(ObjectKind::Mutex) => WaitKind::Lock,
             Some(ObjectKind::Semaphore) => WaitKind::Permit,
-            _ => WaitKind::Message,
+            // Nothing blocks on an atomic; an object whose creation is not in the logs is
+            // taken for a channel, the only other kind a process blocks on.
+            Some(ObjectKind::Channel | ObjectKind::Atomic) | None => WaitKind::Message,
         };
         // Who could end the wait, as far as the log shows; when it shows nobody, the object's
         // creator is the guess.

@@ -23,14 +23,18 @@
 //! P that took another process's permit, which keeps semaphore-ordered programs race-free when no
 //! P ever had to wait.
 //!
+//! These are the edges of the *memory-model happened-before*, one of the two orders whose edge
+//! rules are tabled, kind by kind, in `ppd_formats::order` (the other is the replay order).
+//!
 //! Atomics follow the C++20/Rust model, evaluated on the recorded memory order (the versions):
-//! a read reads from the last write before it; an acquire read (acquire, acq_rel or seq_cst load,
-//! read-modify-write or failed compare-exchange) that reads from a write in a release sequence
-//! synchronizes with the release write (release, acq_rel or seq_cst store or read-modify-write)
-//! heading it. A release sequence is the release write followed by read-modify-writes of any
+//! a read reads from the last write before it; an acquire read (acquire, acq_rel or seq_cst load
+//! or read-modify-write, or a failed compare-exchange whose *failure* ordering is acquire or
+//! seq_cst) that reads from a write in a release sequence synchronizes with the release write
+//! (release, acq_rel or seq_cst store or read-modify-write) heading it. A release sequence is the release write followed by read-modify-writes of any
 //! ordering; a plain store ends it. Relaxed accesses order nothing.
 
 use ppd_formats::event::{AtomicOp, MemOrdering};
+pub use ppd_formats::order::{acquires, releases};
 use serde::{Deserialize, Serialize};
 
 /// The kind of a synchronization edge.
@@ -94,31 +98,6 @@ impl SyncKind {
             .position(|k| *k == self)
             .map(|i| i as u8)
             .unwrap_or(0)
-    }
-}
-
-/// Whether an atomic access with this ordering acquires.
-///
-/// A failed compare-exchange is logged with its success ordering; its own (failure) ordering
-/// cannot be stronger than that minus the release part, which is what is taken.
-pub fn acquires(op: AtomicOp, ordering: MemOrdering) -> bool {
-    match op {
-        AtomicOp::Store => false,
-        AtomicOp::Load | AtomicOp::Rmw | AtomicOp::CasFail => matches!(
-            ordering,
-            MemOrdering::Acquire | MemOrdering::AcqRel | MemOrdering::SeqCst
-        ),
-    }
-}
-
-/// Whether an atomic access with this ordering releases.
-pub fn releases(op: AtomicOp, ordering: MemOrdering) -> bool {
-    match op {
-        AtomicOp::Load | AtomicOp::CasFail => false,
-        AtomicOp::Store | AtomicOp::Rmw => matches!(
-            ordering,
-            MemOrdering::Release | MemOrdering::AcqRel | MemOrdering::SeqCst
-        ),
     }
 }
 

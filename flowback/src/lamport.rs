@@ -3,8 +3,12 @@
 //! Pictures and exports need a time axis; wall-clock time is not in the logs (and would show
 //! the scheduler, not causality), so events are placed at their Lamport time: one more than
 //! the latest of their predecessor in the process and the sources of their incoming edges.
-//! Times are computed over the synchronization edges [`Clocks`] found, in one pass that walks
-//! each process's incoming edges in event order.
+//! Times are computed over the synchronization edges [`Clocks`] found: the edges of the
+//! memory-model happened-before (`ppd_formats::order`), so a picture's time axis and its arrows
+//! show the same order as `ppd races` and `ppd graph`. One pass walks each process's incoming
+//! edges in event order.
+
+use ppd_formats::order::Tick;
 
 use crate::fasthash::FastMap;
 
@@ -12,7 +16,7 @@ use crate::trace::{EventRef, Trace};
 use crate::vclock::Clocks;
 
 /// The Lamport time of every event, per process.
-pub fn lamport(trace: &Trace, clocks: &Clocks) -> Vec<Vec<u32>> {
+pub fn lamport(trace: &Trace, clocks: &Clocks) -> Vec<Vec<Tick>> {
     let n = trace.processes().len();
     // Per process, the sources of its incoming edges, in the order of the events they enter:
     // walked with one cursor per process, no lookup per event.
@@ -26,7 +30,7 @@ pub fn lamport(trace: &Trace, clocks: &Clocks) -> Vec<Vec<u32>> {
         list.sort_unstable_by_key(|&(k, _)| k);
     }
     let mut cursor = vec![0usize; n];
-    let mut times: Vec<Vec<u32>> = trace
+    let mut times: Vec<Vec<Tick>> = trace
         .processes()
         .iter()
         .map(|p| Vec::with_capacity(p.events.len()))

@@ -105,7 +105,28 @@ pub fn lock_order_edges(trace: &Trace) -> (Vec<LockOrderEdge>, LockOrderStats) {
                         held.remove(k);
                     }
                 }
-                _ => {}
+                Op::Start { .. }
+                | Op::Spawn { .. }
+                | Op::Join { .. }
+                | Op::Exit
+                | Op::Panic { .. }
+                | Op::Create { .. }
+                | Op::Send { .. }
+                | Op::Recv { .. }
+                | Op::RecvNone { .. }
+                | Op::Select { .. }
+                | Op::SemAcquire { .. }
+                | Op::SemRelease { .. }
+                | Op::Atomic { .. }
+                | Op::Clock
+                | Op::Random
+                | Op::EblockEnter { .. }
+                | Op::EblockExit { .. }
+                | Op::Mark { .. }
+                | Op::Blocked { .. }
+                | Op::Undelivered { .. }
+                | Op::JoinBlocked { .. }
+                | Op::Sleep { .. } => {}
             }
         }
     }

@@ -55,7 +55,29 @@ pub fn message_races(trace: &Trace, clocks: &Clocks) -> Vec<MessageRace> {
         .flat_map(|p| p.events.iter())
         .filter_map(|e| match e.op {
             Op::Undelivered { channel, seq } => Some((channel, seq)),
-            _ => None,
+            Op::Start { .. }
+            | Op::Spawn { .. }
+            | Op::Join { .. }
+            | Op::Exit
+            | Op::Panic { .. }
+            | Op::Create { .. }
+            | Op::Send { .. }
+            | Op::Recv { .. }
+            | Op::RecvNone { .. }
+            | Op::Select { .. }
+            | Op::Lock { .. }
+            | Op::Unlock { .. }
+            | Op::SemAcquire { .. }
+            | Op::SemRelease { .. }
+            | Op::Atomic { .. }
+            | Op::Clock
+            | Op::Random
+            | Op::EblockEnter { .. }
+            | Op::EblockExit { .. }
+            | Op::Mark { .. }
+            | Op::Blocked { .. }
+            | Op::JoinBlocked { .. }
+            | Op::Sleep { .. } => None,
         })
         .collect();
     for (p, proc) in trace.processes().iter().enumerate() {
@@ -79,7 +101,29 @@ pub fn message_races(trace: &Trace, clocks: &Clocks) -> Vec<MessageRace> {
                 Op::Recv { channel, seq, .. } => {
                     channels.entry(channel).or_default().receives.push((r, seq));
                 }
-                _ => {}
+                Op::Start { .. }
+                | Op::Spawn { .. }
+                | Op::Join { .. }
+                | Op::Exit
+                | Op::Panic { .. }
+                | Op::Create { .. }
+                | Op::Send { .. }
+                | Op::RecvNone { .. }
+                | Op::Select { .. }
+                | Op::Lock { .. }
+                | Op::Unlock { .. }
+                | Op::SemAcquire { .. }
+                | Op::SemRelease { .. }
+                | Op::Atomic { .. }
+                | Op::Clock
+                | Op::Random
+                | Op::EblockEnter { .. }
+                | Op::EblockExit { .. }
+                | Op::Mark { .. }
+                | Op::Blocked { .. }
+                | Op::Undelivered { .. }
+                | Op::JoinBlocked { .. }
+                | Op::Sleep { .. } => {}
             }
         }
     }

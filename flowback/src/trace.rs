@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ppd_formats::event::{AtomicOp, MemOrdering, ObjectKind, RecvOutcome};
+use ppd_formats::order::{Sync, governing_ordering};
 use ppd_formats::{Event, LogState, ObjectId, ProcessId, Recording, Site};
 use serde::{Deserialize, Serialize};
 
@@ -101,6 +102,8 @@ pub enum Op {
         version: u64,
         prev: Option<ProcessId>,
         op: AtomicOp,
+        /// The ordering that governed the access: for a failed compare-exchange, its failure
+        /// ordering (`ppd_formats::order::governing_ordering`).
         ordering: MemOrdering,
     },
     Clock,
@@ -174,7 +177,68 @@ impl Op {
             | Op::Recv { channel, .. }
             | Op::RecvNone { channel, .. }
             | Op::Undelivered { channel, .. } => Some(channel),
-            _ => None,
+            Op::Start { .. }
+            | Op::Spawn { .. }
+            | Op::Join { .. }
+            | Op::Exit
+            | Op::Panic { .. }
+            | Op::Select { .. }
+            | Op::Clock
+            | Op::Random
+            | Op::EblockEnter { .. }
+            | Op::EblockExit { .. }
+            | Op::Mark { .. }
+            | Op::JoinBlocked { .. }
+            | Op::Sleep { .. } => None,
+        }
+    }
+
+    /// The part the event plays in synchronization, for the edge rules of
+    /// `ppd_formats::order`.
+    pub fn sync(&self) -> Sync<ObjIdx> {
+        match *self {
+            Op::Start { parent } => Sync::Start {
+                spawned: parent.is_some(),
+            },
+            Op::Spawn { child } => Sync::Spawn { child },
+            Op::Join { child } => Sync::Join { child },
+            Op::Exit | Op::Panic { .. } => Sync::End,
+            Op::Send { channel, seq } => Sync::Send { channel, seq },
+            Op::Recv { channel, seq, .. } => Sync::Recv { channel, seq },
+            Op::Lock {
+                object, version, ..
+            } => Sync::Lock { object, version },
+            Op::Unlock { object } => Sync::Unlock { object },
+            Op::SemAcquire {
+                object, version, ..
+            } => Sync::SemAcquire { object, version },
+            Op::SemRelease {
+                object, version, ..
+            } => Sync::SemRelease { object, version },
+            Op::Atomic {
+                object,
+                version,
+                op,
+                ordering,
+                ..
+            } => Sync::Atomic {
+                object,
+                version,
+                op,
+                ordering,
+            },
+            Op::Create { .. }
+            | Op::RecvNone { .. }
+            | Op::Select { .. }
+            | Op::Clock
+            | Op::Random
+            | Op::EblockEnter { .. }
+            | Op::EblockExit { .. }
+            | Op::Mark { .. }
+            | Op::Blocked { .. }
+            | Op::Undelivered { .. }
+            | Op::JoinBlocked { .. }
+            | Op::Sleep { .. } => Sync::Local,
         }
     }
 
@@ -692,13 +756,14 @@ impl TraceBuilder {
                 prev,
                 op,
                 ordering,
+                failure,
                 ..
             } => Op::Atomic {
                 object: self.object_of_kind(*object, ObjectKind::Atomic),
                 version: *version,
                 prev: *prev,
                 op: *op,
-                ordering: *ordering,
+                ordering: governing_ordering(*op, *ordering, *failure),
             },
             Event::Clock { .. } => Op::Clock,
             Event::Random { .. } => Op::Random,

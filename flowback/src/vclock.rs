@@ -36,8 +36,9 @@ use std::collections::VecDeque;
 use ppd_formats::ProcessId;
 
 use crate::fasthash::{FastMap, FastSet};
-use crate::hb::{SyncKind, acquires, releases};
+use crate::hb::SyncKind;
 use ppd_formats::event::{AtomicOp, MemOrdering};
+use ppd_formats::order::{Order, Point, Rule, Sequence, Sync};
 
 use crate::trace::{EventRef, ObjIdx, Op, SiteId, Trace};
 
@@ -328,21 +329,7 @@ impl Ranks {
 
 /// The object and version of a versioned event (lock, semaphore and atomic operations).
 pub(crate) fn versioned(op: &Op) -> Option<(ObjIdx, u64)> {
-    match *op {
-        Op::Lock {
-            object, version, ..
-        }
-        | Op::SemAcquire {
-            object, version, ..
-        }
-        | Op::SemRelease {
-            object, version, ..
-        }
-        | Op::Atomic {
-            object, version, ..
-        } => Some((object, version)),
-        _ => None,
-    }
+    op.sync().version()
 }
 
 /// What an event waits for: the key under which the event its incoming edge starts from parks
@@ -423,20 +410,22 @@ impl Present {
         for proc in trace.processes() {
             let mut held: Vec<(ObjIdx, u64)> = Vec::new();
             for ev in &proc.events {
-                match ev.op {
-                    Op::Send { channel, seq } => {
+                let sync = ev.op.sync();
+                match sync.rule(proc.id, Order::Replay) {
+                    Rule::Gives(Point::Message { channel, seq }) => {
                         present.sends.insert((channel, seq));
                     }
-                    Op::Spawn { child } => {
+                    Rule::Gives(Point::Spawned(child)) => {
                         present.spawns.insert(child);
                     }
-                    Op::Exit | Op::Panic { .. } => {
-                        present.ends.insert(proc.id);
+                    Rule::Gives(Point::Ended(process)) => {
+                        present.ends.insert(process);
                     }
-                    Op::Lock {
-                        object, version, ..
-                    } => held.push((object, ranks.rank(object, version))),
-                    Op::Unlock { object } => {
+                    Rule::Takes(Point::Released(object)) => {
+                        let version = sync.version().map_or(0, |(_, v)| v);
+                        held.push((object, ranks.rank(object, version)));
+                    }
+                    Rule::Gives(Point::Released(object)) => {
                         if let Some(i) = held.iter().rposition(|h| h.0 == object) {
                             let (o, rank) = held.remove(i);
                             if rank >= 1 {
@@ -449,7 +438,14 @@ impl Present {
                             }
                         }
                     }
-                    _ => {}
+                    // What others wait for is given; what an event takes is not.
+                    Rule::Local
+                    | Rule::Takes(_)
+                    | Rule::Chains(_)
+                    | Rule::Gives(Point::Accessed(_))
+                    | Rule::TakesPermit(_)
+                    | Rule::GivesPermit(_)
+                    | Rule::Atomic { .. } => {}
                 }
             }
         }
@@ -658,46 +654,57 @@ impl<'t, 'o, O: AccessObserver> Engine<'t, 'o, O> {
         self.current[p as usize] = Vec::new();
     }
 
-    /// What event `e` must wait for before it can be stamped, if anything.
+    /// What event `e` must wait for before it can be stamped, if anything: its incoming edge in
+    /// the replay order, which is the order the logs' choices were made in (each object's
+    /// accesses in version order), so every object's state is replayed exactly.
     fn needs(&self, e: EventRef) -> Option<Key> {
         let proc = self.trace.process(e.process);
-        match proc.events[e.index as usize].op {
-            Op::Start { parent: Some(_) } => (self.present.spawns.contains(&proc.id)
-                && !self.spawned.contains_key(&proc.id))
-            .then_some(Key::Spawned(proc.id)),
-            Op::Join { child } => (self.present.ends.contains(&child)
+        let sync = proc.events[e.index as usize].op.sync();
+        match sync.rule(proc.id, Order::Replay) {
+            Rule::Takes(Point::Spawned(child)) => (self.present.spawns.contains(&child)
+                && !self.spawned.contains_key(&child))
+            .then_some(Key::Spawned(child)),
+            Rule::Takes(Point::Ended(child)) => (self.present.ends.contains(&child)
                 && !self.ended.contains_key(&child))
             .then_some(Key::Ended(child)),
             // The parked sends are few; every send of the run is many: look there only when
             // the message is not parked.
-            Op::Recv { channel, seq, .. } => (!self.messages.contains_key(&(channel, seq))
-                && self.present.sends.contains(&(channel, seq)))
-            .then_some(Key::Message(channel, seq)),
-            Op::Lock {
-                object, version, ..
-            } => {
-                let rank = self.ranks.rank(object, version);
+            Rule::Takes(Point::Message { channel, seq }) => {
+                (!self.messages.contains_key(&(channel, seq))
+                    && self.present.sends.contains(&(channel, seq)))
+                .then_some(Key::Message(channel, seq))
+            }
+            Rule::Takes(Point::Released(object)) => {
+                let rank = self.rank(sync);
                 let released = self.objects[object as usize].released;
                 (rank > 1 && released < rank - 1 && self.present.was_unlocked(object, rank - 1))
                     .then_some(Key::Released(object, rank - 1))
             }
-            Op::SemAcquire {
-                object, version, ..
-            }
-            | Op::SemRelease {
-                object, version, ..
-            }
-            | Op::Atomic {
-                object, version, ..
-            } => {
-                let rank = self.ranks.rank(object, version);
+            Rule::Chains(Point::Accessed(object)) => {
+                let rank = self.rank(sync);
                 (rank > self.objects[object as usize].done + 1)
                     .then_some(Key::Done(object, rank - 1))
             }
-            _ => None,
+            Rule::Local | Rule::Gives(_) => None,
+            // Not in the replay order's table.
+            Rule::Takes(Point::Accessed(_))
+            | Rule::Chains(
+                Point::Message { .. } | Point::Spawned(_) | Point::Ended(_) | Point::Released(_),
+            )
+            | Rule::TakesPermit(_)
+            | Rule::GivesPermit(_)
+            | Rule::Atomic { .. } => None,
         }
     }
 
+    /// The rank of a versioned event's version (0 for any other event).
+    fn rank(&self, sync: Sync<ObjIdx>) -> u64 {
+        sync.version()
+            .map_or(0, |(object, version)| self.ranks.rank(object, version))
+    }
+
+    /// Stamps event `e`, merging the clocks its incoming edges in the memory-model
+    /// happened-before carry, and parks its clock for its outgoing ones.
     fn step(&mut self, p: u32, force: bool) -> Step {
         let k = self.next[p as usize];
         let e = EventRef::new(p, k);
@@ -705,50 +712,48 @@ impl<'t, 'o, O: AccessObserver> Engine<'t, 'o, O> {
             return Step::Wait(key);
         }
         let pid = self.trace.process(p).id;
-        let op = self.trace.process(p).events[k as usize].op;
+        let sync = self.trace.process(p).events[k as usize].op.sync();
+        let rank = self.rank(sync);
         let mut clock = std::mem::take(&mut self.current[p as usize]);
         clock[p as usize] = k + 1;
         let mut changed = false;
-        match op {
-            Op::Start { .. } => {
-                if let Some(s) = self.spawned.remove(&pid) {
+        match sync.rule(pid, Order::HappenedBefore) {
+            Rule::Takes(Point::Spawned(child)) => {
+                if let Some(s) = self.spawned.remove(&child) {
                     changed |= self.merge(&mut clock, &s.clock, s.from, e, SyncKind::Spawn);
                     self.recycle(s.clock);
                 }
             }
-            Op::Join { child } => {
+            Rule::Takes(Point::Ended(child)) => {
                 if let Some(s) = self.ended.remove(&child) {
                     changed |= self.merge(&mut clock, &s.clock, s.from, e, SyncKind::Join);
                     self.recycle(s.clock);
                 }
             }
-            Op::Recv { channel, seq, .. } => {
+            Rule::Takes(Point::Message { channel, seq }) => {
                 if let Some(s) = self.messages.remove(&(channel, seq)) {
                     changed |= self.merge(&mut clock, &s.clock, s.from, e, SyncKind::Message);
                     self.recycle(s.clock);
                 }
             }
-            Op::Send { channel, seq } => {
+            Rule::Gives(Point::Message { channel, seq }) => {
                 let stamp = self.stamp(e, &clock);
                 if let Some(old) = self.messages.insert((channel, seq), stamp) {
                     self.recycle(old.clock);
                 }
                 self.wake(Key::Message(channel, seq));
             }
-            Op::Spawn { child } => {
+            Rule::Gives(Point::Spawned(child)) => {
                 let stamp = self.stamp(e, &clock);
                 self.spawned.insert(child, stamp);
                 self.wake(Key::Spawned(child));
             }
-            Op::Exit | Op::Panic { .. } => {
+            Rule::Gives(Point::Ended(process)) => {
                 let stamp = self.stamp(e, &clock);
-                self.ended.insert(pid, stamp);
-                self.wake(Key::Ended(pid));
+                self.ended.insert(process, stamp);
+                self.wake(Key::Ended(process));
             }
-            Op::Lock {
-                object, version, ..
-            } => {
-                let rank = self.ranks.rank(object, version);
+            Rule::Takes(Point::Released(object)) => {
                 let st = &mut self.objects[object as usize];
                 let release = if rank > 1 && st.released == rank - 1 {
                     st.release.take()
@@ -761,7 +766,7 @@ impl<'t, 'o, O: AccessObserver> Engine<'t, 'o, O> {
                 }
                 self.held[p as usize].push((object, rank));
             }
-            Op::Unlock { object } => {
+            Rule::Gives(Point::Released(object)) => {
                 let held = &mut self.held[p as usize];
                 let i = held.iter().rposition(|h| h.0 == object);
                 if let Some((_, rank)) = i.map(|i| held.remove(i)) {
@@ -774,10 +779,7 @@ impl<'t, 'o, O: AccessObserver> Engine<'t, 'o, O> {
                     self.wake(Key::Released(object, rank));
                 }
             }
-            Op::SemRelease {
-                object, version, ..
-            } => {
-                let rank = self.ranks.rank(object, version);
+            Rule::GivesPermit(object) => {
                 if rank > self.objects[object as usize].done {
                     let snapshot = self.snapshot(&clock);
                     let st = &mut self.objects[object as usize];
@@ -792,35 +794,33 @@ impl<'t, 'o, O: AccessObserver> Engine<'t, 'o, O> {
                     self.wake(Key::Done(object, rank));
                 }
             }
-            Op::SemAcquire {
-                object, version, ..
-            } => {
-                let rank = self.ranks.rank(object, version);
+            Rule::TakesPermit(object) => {
                 changed |= self.sem_acquire(&mut clock, e, object, rank);
             }
-            Op::Atomic {
+            Rule::Atomic {
                 object,
-                version,
                 op,
                 ordering,
-                ..
+                acquires,
+                sequence,
             } => {
-                let rank = self.ranks.rank(object, version);
                 if rank > self.objects[object as usize].done {
-                    if acquires(op, ordering) {
+                    if acquires {
                         changed |= self.acquire_atomic(&mut clock, e, object);
                     }
                     let site = self.trace.process(p).events[k as usize].site;
                     self.observer.access(e, object, op, ordering, site, &clock);
-                    if op.writes() {
-                        self.release_write(&clock, e, object, op, ordering);
-                    }
+                    self.release_write(&clock, e, object, sequence);
                     let st = &mut self.objects[object as usize];
                     st.done = rank;
                     self.wake(Key::Done(object, rank));
                 }
             }
-            _ => {}
+            Rule::Local => {}
+            // Only the replay order chains accesses, and only it has a point for the previous
+            // access: the happened-before table never yields these.
+            Rule::Chains(_) | Rule::Takes(Point::Accessed(_)) | Rule::Gives(Point::Accessed(_)) => {
+            }
         }
         if changed {
             let out = &mut self.out[p as usize];
@@ -837,40 +837,29 @@ impl<'t, 'o, O: AccessObserver> Engine<'t, 'o, O> {
     }
 
     /// A write extends, restarts or ends the release sequence (see [`crate::hb`]).
-    fn release_write(
-        &mut self,
-        clock: &[u32],
-        e: EventRef,
-        object: ObjIdx,
-        op: AtomicOp,
-        ordering: MemOrdering,
-    ) {
-        let release = releases(op, ordering);
-        let fresh = if release && self.objects[object as usize].rel.is_none() {
+    fn release_write(&mut self, clock: &[u32], e: EventRef, object: ObjIdx, sequence: Sequence) {
+        let starts = matches!(sequence, Sequence::Joins { .. } | Sequence::Restarts);
+        let fresh = if starts && self.objects[object as usize].rel.is_none() {
             Some(self.snapshot(clock))
         } else {
             None
         };
         let st = &mut self.objects[object as usize];
-        match (op, release) {
-            // A read-modify-write that releases joins the sequence; one that also acquired
-            // carries everything before it, so it alone heads the sequence now.
-            (AtomicOp::Rmw, true) => {
+        match sequence {
+            Sequence::Reads | Sequence::Continues => {}
+            Sequence::Joins { heads } => {
                 match (&mut st.rel, fresh) {
                     (Some(rel), _) => {
                         join(rel, clock);
                     }
                     (rel, fresh) => *rel = fresh,
                 }
-                if acquires(op, ordering) {
+                if heads {
                     st.rel_from.clear();
                 }
                 st.rel_from.push(e);
             }
-            // Any other read-modify-write continues the sequence.
-            (AtomicOp::Rmw, false) => {}
-            // A release store starts a new sequence.
-            (_, true) => {
+            Sequence::Restarts => {
                 match (&mut st.rel, fresh) {
                     (Some(rel), _) => rel.copy_from_slice(clock),
                     (rel, fresh) => *rel = fresh,
@@ -878,8 +867,7 @@ impl<'t, 'o, O: AccessObserver> Engine<'t, 'o, O> {
                 st.rel_from.clear();
                 st.rel_from.push(e);
             }
-            // A plain store ends it.
-            (_, false) => {
+            Sequence::Ends => {
                 st.rel_from.clear();
                 if let Some(old) = st.rel.take() {
                     self.free.push(old);

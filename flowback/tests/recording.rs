@@ -27,6 +27,7 @@ fn write_recording(dir: &Path, extra: usize) {
         prev: None,
         op: AtomicOp::Store,
         ordering: MemOrdering::Relaxed,
+        failure: None,
         site: Some(here),
         value: None,
     };

@@ -73,6 +73,7 @@ fn mixed(i: u64) -> Event<Borrowed<'static>> {
             prev: None,
             op: AtomicOp::Load,
             ordering: MemOrdering::Acquire,
+            failure: None,
             site,
             value: None,
         },

@@ -111,21 +111,37 @@ fn outcome_code(outcome: RecvOutcome) -> u8 {
     }
 }
 
-fn atomic_code(op: AtomicOp, ordering: MemOrdering) -> u8 {
+fn ordering_code(ordering: MemOrdering) -> u8 {
+    match ordering {
+        MemOrdering::Relaxed => 0,
+        MemOrdering::Release => 1,
+        MemOrdering::Acquire => 2,
+        MemOrdering::AcqRel => 3,
+        MemOrdering::SeqCst => 4,
+    }
+}
+
+fn ordering_of_code(code: u8) -> Option<MemOrdering> {
+    match code {
+        0 => Some(MemOrdering::Relaxed),
+        1 => Some(MemOrdering::Release),
+        2 => Some(MemOrdering::Acquire),
+        3 => Some(MemOrdering::AcqRel),
+        4 => Some(MemOrdering::SeqCst),
+        _ => None,
+    }
+}
+
+/// Op in bits 0–1, ordering in bits 2–4, failure ordering plus one (0: none) in bits 5–7.
+fn atomic_code(op: AtomicOp, ordering: MemOrdering, failure: Option<MemOrdering>) -> u8 {
     let op = match op {
         AtomicOp::Load => 0,
         AtomicOp::Store => 1,
         AtomicOp::Rmw => 2,
         AtomicOp::CasFail => 3,
     };
-    let ordering = match ordering {
-        MemOrdering::Relaxed => 0,
-        MemOrdering::Release => 1,
-        MemOrdering::Acquire => 2,
-        MemOrdering::AcqRel => 3,
-        MemOrdering::SeqCst => 4,
-    };
-    op | (ordering << 2)
+    let failure = failure.map_or(0, |f| ordering_code(f) + 1);
+    op | (ordering_code(ordering) << 2) | (failure << 5)
 }
 
 fn clock_code(source: ClockSource) -> usize {
@@ -412,6 +428,7 @@ impl Encoder {
                 prev,
                 op,
                 ordering,
+                failure,
                 value,
                 ..
             } => {
@@ -421,7 +438,7 @@ impl Encoder {
                 out.push(tag | flags);
                 put_varint(out, obj as u64);
                 put_delta(out, &mut self.last_version[obj], *version);
-                out.push(atomic_code(*op, *ordering));
+                out.push(atomic_code(*op, *ordering, *failure));
                 if let Some(p) = prev {
                     put_pid(out, *p);
                 }
@@ -863,13 +880,16 @@ impl Decoder {
                     2 => AtomicOp::Rmw,
                     _ => AtomicOp::CasFail,
                 };
-                let ordering = match code >> 2 {
-                    0 => MemOrdering::Relaxed,
-                    1 => MemOrdering::Release,
-                    2 => MemOrdering::Acquire,
-                    3 => MemOrdering::AcqRel,
-                    4 => MemOrdering::SeqCst,
-                    o => return cur.fail(format!("unknown memory ordering {o}")),
+                let o = (code >> 2) & 0b111;
+                let Some(ordering) = ordering_of_code(o) else {
+                    return cur.fail(format!("unknown memory ordering {o}"));
+                };
+                let failure = match code >> 5 {
+                    0 => None,
+                    f => match ordering_of_code(f - 1) {
+                        Some(o) => Some(o),
+                        None => return cur.fail(format!("unknown failure ordering {}", f - 1)),
+                    },
                 };
                 let prev = Self::opt_pid(cur, a)?;
                 Event::Atomic {
@@ -878,6 +898,7 @@ impl Decoder {
                     prev,
                     op,
                     ordering,
+                    failure,
                     site: self.site(cur, tag)?,
                     value: if b { Some(cur.varint()?) } else { None },
                 }
@@ -1010,8 +1031,29 @@ mod tests {
                 prev: Some(ProcessId(2)),
                 op: AtomicOp::Rmw,
                 ordering: MemOrdering::AcqRel,
+                failure: None,
                 site: s,
                 value: Some(u64::MAX),
+            },
+            Event::Atomic {
+                object: ch,
+                version: 10,
+                prev: Some(ProcessId(1)),
+                op: AtomicOp::CasFail,
+                ordering: MemOrdering::Release,
+                failure: Some(MemOrdering::Acquire),
+                site: s,
+                value: Some(3),
+            },
+            Event::Atomic {
+                object: ch,
+                version: 11,
+                prev: None,
+                op: AtomicOp::CasFail,
+                ordering: MemOrdering::SeqCst,
+                failure: Some(MemOrdering::SeqCst),
+                site: None,
+                value: None,
             },
             Event::Clock {
                 source: ClockSource::Monotonic,
@@ -1182,6 +1224,12 @@ mod tests {
                     MemOrdering::AcqRel,
                     MemOrdering::SeqCst,
                 ][(small % 5) as usize],
+                failure: [
+                    None,
+                    Some(MemOrdering::Relaxed),
+                    Some(MemOrdering::Acquire),
+                    Some(MemOrdering::SeqCst),
+                ][(small / 4 % 4) as usize],
                 site,
                 value: small.is_multiple_of(2).then_some(n.rotate_left(small)),
             },
@@ -1259,6 +1307,44 @@ mod tests {
                 }
                 proptest::prop_assert!(dec.next(buf, &mut pos).expect("clean end").is_none());
             }
+        }
+    }
+
+    #[test]
+    fn an_atomic_with_an_unknown_failure_ordering_is_refused() {
+        let object = ObjectId::new(ProcessId(0), 0);
+        let event = Event::<Borrowed<'_>>::Atomic {
+            object,
+            version: 1,
+            prev: None,
+            op: AtomicOp::CasFail,
+            ordering: MemOrdering::AcqRel,
+            failure: Some(MemOrdering::Acquire),
+            site: None,
+            value: None,
+        };
+        let mut buf = Vec::new();
+        Encoder::default().encode(&event, &mut buf);
+        let code = atomic_code(
+            AtomicOp::CasFail,
+            MemOrdering::AcqRel,
+            Some(MemOrdering::Acquire),
+        );
+        let at = buf.iter().rposition(|&b| b == code).unwrap();
+        // Failure ordering 2 (acquire) is stored as 3; 6 and 7 name no ordering.
+        assert_eq!(code >> 5, 3);
+        for bad in [6u8, 7] {
+            let mut damaged = buf.clone();
+            damaged[at] = (code & 0b1_1111) | (bad << 5);
+            let (mut dec, mut pos) = (Decoder::default(), 0);
+            let err = loop {
+                match dec.next(&damaged, &mut pos) {
+                    Ok(Some(_)) => continue,
+                    Ok(None) => panic!("failure ordering {bad} decoded"),
+                    Err(e) => break e,
+                }
+            };
+            assert_eq!(err.detail, format!("unknown failure ordering {}", bad - 1));
         }
     }
 

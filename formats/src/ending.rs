@@ -198,7 +198,25 @@ impl ProcessEnding {
                 ),
                 since_event: last,
             },
-            _ => ProcessEnding::Running { last_event: last },
+            Event::Start { .. }
+            | Event::Spawn { .. }
+            | Event::Join { .. }
+            | Event::Create { .. }
+            | Event::Send { .. }
+            | Event::Recv { .. }
+            | Event::RecvNone { .. }
+            | Event::Select { .. }
+            | Event::Lock { .. }
+            | Event::Unlock { .. }
+            | Event::SemAcquire { .. }
+            | Event::SemRelease { .. }
+            | Event::Atomic { .. }
+            | Event::Clock { .. }
+            | Event::Random { .. }
+            | Event::EblockEnter { .. }
+            | Event::EblockExit { .. }
+            | Event::Mark { .. }
+            | Event::Undelivered { .. } => ProcessEnding::Running { last_event: last },
         })
     }
 

@@ -297,8 +297,12 @@ pub enum Event<R: Repr = Owned> {
         prev: Option<ProcessId>,
         /// What the access did.
         op: AtomicOp,
-        /// The ordering the program used.
+        /// The ordering the program used (for a compare-exchange or `fetch_update`: its
+        /// success ordering).
         ordering: MemOrdering,
+        /// The failure ordering of a compare-exchange or `fetch_update`; none for every other
+        /// access. A failed one (`CasFail`) is ordered by this, not by `ordering`.
+        failure: Option<MemOrdering>,
         /// Where the access was made.
         site: Option<R::Site>,
         /// The value read (loads, read-modify-writes), when an e-block needs it.
@@ -548,7 +552,19 @@ impl<R: Repr> Event<R> {
             | Event::Recv { channel, .. }
             | Event::RecvNone { channel, .. }
             | Event::Undelivered { channel, .. } => Some(*channel),
-            _ => None,
+            Event::Start { .. }
+            | Event::Spawn { .. }
+            | Event::Join { .. }
+            | Event::Exit
+            | Event::Panic { .. }
+            | Event::Select { .. }
+            | Event::Clock { .. }
+            | Event::Random { .. }
+            | Event::EblockEnter { .. }
+            | Event::EblockExit { .. }
+            | Event::Mark { .. }
+            | Event::JoinBlocked { .. }
+            | Event::Sleep { .. } => None,
         }
     }
 }

@@ -13,7 +13,7 @@ use rkyv::{Archive, Deserialize, Serialize};
 /// Magic bytes at the start of every log file.
 pub(crate) const FILE_MAGIC: [u8; 8] = *b"PPDLOG\r\n";
 /// The format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 /// Bytes reserved at the start of the file for the header.
 pub(crate) const HEADER_REGION: u64 = 4096;
 /// Offset of the archived header inside the header region: magic, version, length, checksum.

@@ -565,7 +565,7 @@ fn logs_with_a_flipped_bit() {
         "complete.flip-footer.log",
         expect![[r#"
             Recovered, 1200 events
-            damage: Checksum: complete.flip-footer.log: checksum mismatch in log footer at byte offset 18630
+            damage: Checksum: complete.flip-footer.log: checksum mismatch in log footer at byte offset 18654
             read 1200 events
         "#]],
     );
@@ -616,10 +616,10 @@ fn logs_with_a_flipped_bit() {
 #[test]
 fn wrong_version_wrong_magic_and_missing_files() {
     check_corpus(
-        "complete.version-2.log",
+        "complete.version-3.log",
         expect![[r#"
-        open: UnsupportedVersion: complete.version-2.log: format version 2 is not supported (this build reads version 1)
-    "#]],
+            open: UnsupportedVersion: complete.version-3.log: format version 3 is not supported (this build reads version 2)
+        "#]],
     );
     check_corpus(
         "complete.bad-magic.log",
@@ -720,8 +720,8 @@ fn recordings_with_a_damaged_manifest() {
         open: Manifest: manifest-truncated/manifest.json: invalid manifest: EOF while parsing a string at line 16 column 7
     "#]].assert_eq(&describe_dir("manifest-truncated"));
     expect![[r#"
-        open: UnsupportedVersion: manifest-version-2/manifest.json: format version 2 is not supported (this build reads version 1)
-    "#]].assert_eq(&describe_dir("manifest-version-2"));
+        open: UnsupportedVersion: manifest-version-3/manifest.json: format version 3 is not supported (this build reads version 2)
+    "#]].assert_eq(&describe_dir("manifest-version-3"));
     expect![[r#"
         proc-0000.log: 1200 events
         proc-0001.log: Missing: manifest-missing-log/proc-0001.log: missing (open log)
@@ -1101,8 +1101,8 @@ fn regenerate_corpus() {
     let f2 = c.frames[2];
     let (ring0, ring1) = (r.live_slots[0], r.live_slots[1]);
     let later = if ring0.seq > ring1.seq { ring0 } else { ring1 };
-    let mut version_2 = complete.clone();
-    version_2[8..12].copy_from_slice(&2u32.to_le_bytes());
+    let mut next_version = complete.clone();
+    next_version[8..12].copy_from_slice(&(FORMAT_VERSION + 1).to_le_bytes());
     let mut bad_magic = complete.clone();
     bad_magic[..8].copy_from_slice(b"PPDLOG\n\n");
 
@@ -1160,7 +1160,7 @@ fn regenerate_corpus() {
             "crashed.flip-frame-payload.log",
             flip(&crashed, r.frames[1].offset + FRAME_HEADER + 7, 6),
         ),
-        ("complete.version-2.log", version_2),
+        ("complete.version-3.log", next_version),
         ("complete.bad-magic.log", bad_magic),
     ];
     for (name, bytes) in files {
@@ -1179,8 +1179,10 @@ fn regenerate_corpus() {
     };
     let one = sample_manifest(&["proc-0000.log"]);
     write_manifest("manifest-truncated", &one, &|t| t[..t.len() / 2].to_owned());
-    write_manifest("manifest-version-2", &one, &|t| {
-        t.replace("\"format_version\": 1", "\"format_version\": 2")
+    write_manifest("manifest-version-3", &one, &|t| {
+        let this = format!("\"format_version\": {FORMAT_VERSION}");
+        let next = format!("\"format_version\": {}", FORMAT_VERSION + 1);
+        t.replace(&this, &next)
     });
     let two = sample_manifest(&["proc-0000.log", "proc-0001.log"]);
     write_manifest("manifest-missing-log", &two, &|t| t);

@@ -164,7 +164,27 @@ impl Interval {
                 Event::EblockEnter { .. } => depth += 1,
                 Event::EblockExit { .. } if depth == 0 => return Some(e),
                 Event::EblockExit { .. } => depth -= 1,
-                _ => {}
+                Event::Start { .. }
+                | Event::Spawn { .. }
+                | Event::Join { .. }
+                | Event::Exit
+                | Event::Create { .. }
+                | Event::Send { .. }
+                | Event::Recv { .. }
+                | Event::RecvNone { .. }
+                | Event::Select { .. }
+                | Event::Lock { .. }
+                | Event::Unlock { .. }
+                | Event::SemAcquire { .. }
+                | Event::SemRelease { .. }
+                | Event::Atomic { .. }
+                | Event::Clock { .. }
+                | Event::Random { .. }
+                | Event::Mark { .. }
+                | Event::Blocked { .. }
+                | Event::Undelivered { .. }
+                | Event::JoinBlocked { .. }
+                | Event::Sleep { .. } => {}
             }
         }
     }
@@ -219,7 +239,28 @@ impl ProcessBackend for Interval {
                         return Some(e);
                     }
                     Event::EblockExit { .. } => depth -= 1,
-                    _ => {}
+                    Event::Start { .. }
+                    | Event::Spawn { .. }
+                    | Event::Join { .. }
+                    | Event::Exit
+                    | Event::Panic { .. }
+                    | Event::Create { .. }
+                    | Event::Send { .. }
+                    | Event::Recv { .. }
+                    | Event::RecvNone { .. }
+                    | Event::Select { .. }
+                    | Event::Lock { .. }
+                    | Event::Unlock { .. }
+                    | Event::SemAcquire { .. }
+                    | Event::SemRelease { .. }
+                    | Event::Atomic { .. }
+                    | Event::Clock { .. }
+                    | Event::Random { .. }
+                    | Event::Mark { .. }
+                    | Event::Blocked { .. }
+                    | Event::Undelivered { .. }
+                    | Event::JoinBlocked { .. }
+                    | Event::Sleep { .. } => {}
                 }
             }
         }
@@ -343,7 +384,21 @@ impl ProcessBackend for Interval {
                     .map(|(_, v)| Captured::Value(v));
                 tracer::operation(RecordKind::Call, returned, None, enter, index);
             }
-            _ => {}
+            Event::Start { .. }
+            | Event::Spawn { .. }
+            | Event::Join { .. }
+            | Event::Exit
+            | Event::Panic { .. }
+            | Event::Create { .. }
+            | Event::RecvNone { .. }
+            | Event::Select { .. }
+            | Event::SemAcquire { .. }
+            | Event::SemRelease { .. }
+            | Event::EblockExit { .. }
+            | Event::Blocked { .. }
+            | Event::Undelivered { .. }
+            | Event::JoinBlocked { .. }
+            | Event::Sleep { .. } => {}
         }
     }
 
@@ -552,7 +607,31 @@ fn emulate_one(
             file,
             line,
         }) => (None, Some(panic_outcome(&message, &file, line))),
-        _ => (None, logged_panic),
+        Some(
+            Event::Start { .. }
+            | Event::Spawn { .. }
+            | Event::Join { .. }
+            | Event::Exit
+            | Event::Create { .. }
+            | Event::Send { .. }
+            | Event::Recv { .. }
+            | Event::RecvNone { .. }
+            | Event::Select { .. }
+            | Event::Lock { .. }
+            | Event::Unlock { .. }
+            | Event::SemAcquire { .. }
+            | Event::SemRelease { .. }
+            | Event::Atomic { .. }
+            | Event::Clock { .. }
+            | Event::Random { .. }
+            | Event::EblockEnter { .. }
+            | Event::Mark { .. }
+            | Event::Blocked { .. }
+            | Event::Undelivered { .. }
+            | Event::JoinBlocked { .. }
+            | Event::Sleep { .. },
+        )
+        | None => (None, logged_panic),
     };
     if let Some(Event::EblockExit { postlog, .. }) = &exit {
         let logged = value::map_entries(postlog).unwrap_or_default();

@@ -77,7 +77,7 @@ pub struct ProcessReport {
     /// Components of the predicate that hold for it.
     pub holds: Vec<usize>,
     /// Its vector clock (events of each process in its causal past), when tracked.
-    pub vclock: Vec<u64>,
+    pub vclock: Vec<ppd_formats::order::Tick>,
 }
 
 /// Why the processes stopped.
@@ -123,7 +123,7 @@ pub enum Report {
         /// The event (0-based index in the process's log).
         event: u64,
         /// The event's vector clock.
-        vclock: Vec<u64>,
+        vclock: Vec<ppd_formats::order::Tick>,
     },
     /// The program did something the log does not say.
     Diverged {

@@ -1,7 +1,9 @@
-//! An independent oracle for the replay tests: the happened-before dependencies of a recording,
-//! read straight from its logs, and the lattice of its consistent global states.
+//! An independent oracle for the replay tests: the dependencies of a recording in the replay
+//! order (`ppd_formats::order`), read straight from its logs, and the lattice of its consistent
+//! global states.
 //!
-//! It shares no code with the replayer's controllers, so a bug there is not repeated here.
+//! It shares no code with the replayer's controllers or the edge table they use, so a bug there
+//! is not repeated here.
 
 use std::collections::HashMap;
 use std::path::Path;

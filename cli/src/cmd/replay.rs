@@ -7,6 +7,7 @@ use std::time::Instant;
 use anyhow::anyhow;
 use ppd_formats::ending::ProcessEnding;
 use ppd_formats::integrity::Integrity;
+use ppd_formats::order::Tick;
 use ppd_formats::summary::{Payloads, RecordingSummary, summarize};
 use ppd_formats::{ProcessId, Recording};
 use ppd_replayer::debugger::{HaltState, Launch, ProgramOutput, Session};
@@ -560,8 +561,8 @@ fn stop(
 /// one with the fewest events is returned.
 fn first_disjunctive_cut(ctx: &mut Context, plan: &Resolved) -> Result<Option<Vec<u64>>, CliError> {
     let history = history(ctx, plan)?;
-    let leq = |a: &[u64], b: &[u64]| a.iter().zip(b).all(|(x, y)| x <= y);
-    let minimal: Vec<&Vec<u64>> = history
+    let leq = |a: &[Tick], b: &[Tick]| a.iter().zip(b).all(|(x, y)| x <= y);
+    let minimal: Vec<&Vec<Tick>> = history
         .iter()
         .map(|s| &s.vclock)
         .filter(|vc| {
@@ -572,14 +573,14 @@ fn first_disjunctive_cut(ctx: &mut Context, plan: &Resolved) -> Result<Option<Ve
         .collect();
     Ok(minimal
         .into_iter()
-        .min_by_key(|vc| vc.iter().sum::<u64>())
-        .cloned())
+        .min_by_key(|vc| vc.iter().map(|&t| u64::from(t)).sum::<u64>())
+        .map(|vc| vc.iter().map(|&t| u64::from(t)).collect()))
 }
 
 /// An event at which a component of the predicate holds.
 pub(crate) struct Satisfaction {
     /// The event's vector clock: its least consistent cut.
-    pub(crate) vclock: Vec<u64>,
+    pub(crate) vclock: Vec<Tick>,
 }
 
 /// Replays the whole run in history mode: every event at which a component holds.
@@ -640,7 +641,7 @@ fn trace(ctx: &mut Context, pred: &str, print: &str, json: bool) -> CmdResult {
                     .enumerate()
                     .map(|(i, &events)| ProcessReport {
                         id: ProcessId(i as u32),
-                        events,
+                        events: u64::from(events),
                         status: "traced".into(),
                         waiting_for: None,
                         holds: Vec::new(),

@@ -10,7 +10,8 @@
 //! ```
 //!
 //! Events are listed process by process; kind-specific fields (`object`, `seq`, `sender`,
-//! `version`, `op`, `ordering`, `child`) appear where they apply.
+//! `version`, `op`, `ordering`, `child`) appear where they apply. An atomic access's `ordering`
+//! is the one that governed it: for a failed compare-exchange, its failure ordering.
 
 use std::io::Write;
 
@@ -96,7 +97,16 @@ fn event_json(trace: &Trace, clocks: &Clocks, e: EventRef, lamport: u32) -> Valu
             m.insert("op".into(), json!(access_name(op)));
             m.insert("ordering".into(), json!(ordering_name(ordering)));
         }
-        _ => {}
+        Op::Start { .. }
+        | Op::Exit
+        | Op::Panic { .. }
+        | Op::Select { .. }
+        | Op::Clock
+        | Op::Random
+        | Op::EblockEnter { .. }
+        | Op::EblockExit { .. }
+        | Op::Mark { .. }
+        | Op::Sleep { .. } => {}
     }
     Value::Object(m)
 }

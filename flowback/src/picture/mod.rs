@@ -480,14 +480,24 @@ impl Diagram {
         let edges = clocks
             .edges()
             .iter()
-            .map(|e| (e.from, e.to, e.kind.name(), e.kind == crate::hb::SyncKind::Message))
+            .map(|e| {
+                (
+                    e.from,
+                    e.to,
+                    e.kind.name(),
+                    e.kind == crate::hb::SyncKind::Message,
+                )
+            })
             .chain(
                 data_edges
                     .iter()
                     .map(|e| (e.from, e.to, crate::reads_from::KIND, false)),
             );
         for (edge_from, edge_to, kind, is_message) in edges {
-            let (from, to) = (node_of.get(&edge_from).copied(), node_of.get(&edge_to).copied());
+            let (from, to) = (
+                node_of.get(&edge_from).copied(),
+                node_of.get(&edge_to).copied(),
+            );
             for i in [from, to].into_iter().flatten() {
                 if nodes[i as usize].class == "local" {
                     nodes[i as usize].class = "sync";

@@ -690,7 +690,29 @@ fn locate(trace: &Trace, runs: &Runs, unit: &Unit, u: &UnitEvents, vm: Vm) -> Op
             .enumerate()
             .find_map(|(k, e)| match e.op {
                 Op::Panic { message } => Some((k, message)),
-                _ => None,
+                Op::Start { .. }
+                | Op::Spawn { .. }
+                | Op::Join { .. }
+                | Op::Exit
+                | Op::Create { .. }
+                | Op::Send { .. }
+                | Op::Recv { .. }
+                | Op::RecvNone { .. }
+                | Op::Select { .. }
+                | Op::Lock { .. }
+                | Op::Unlock { .. }
+                | Op::SemAcquire { .. }
+                | Op::SemRelease { .. }
+                | Op::Atomic { .. }
+                | Op::Clock
+                | Op::Random
+                | Op::EblockEnter { .. }
+                | Op::EblockExit { .. }
+                | Op::Mark { .. }
+                | Op::Blocked { .. }
+                | Op::Undelivered { .. }
+                | Op::JoinBlocked { .. }
+                | Op::Sleep { .. } => None,
             });
         if let Some((k, message)) = panic {
             let at = EventRef::new(last.process, last.index + 1 + k as u32);
@@ -753,7 +775,29 @@ fn stopped(
                 node,
                 format!("panicked: {}", trace.name(message)),
             ),
-            _ => error(
+            Op::Start { .. }
+            | Op::Spawn { .. }
+            | Op::Join { .. }
+            | Op::Exit
+            | Op::Create { .. }
+            | Op::Send { .. }
+            | Op::Recv { .. }
+            | Op::RecvNone { .. }
+            | Op::Select { .. }
+            | Op::Lock { .. }
+            | Op::Unlock { .. }
+            | Op::SemAcquire { .. }
+            | Op::SemRelease { .. }
+            | Op::Atomic { .. }
+            | Op::Clock
+            | Op::Random
+            | Op::EblockEnter { .. }
+            | Op::EblockExit { .. }
+            | Op::Mark { .. }
+            | Op::Blocked { .. }
+            | Op::Undelivered { .. }
+            | Op::JoinBlocked { .. }
+            | Op::Sleep { .. } => error(
                 Fault::Process,
                 role,
                 at,

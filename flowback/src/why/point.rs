@@ -213,11 +213,54 @@ fn find_pattern(
                 None
             }
             Event::EblockExit { .. } => prelogs.pop(),
-            _ => None,
+            Event::Start { .. }
+            | Event::Spawn { .. }
+            | Event::Join { .. }
+            | Event::Exit
+            | Event::Panic { .. }
+            | Event::Create { .. }
+            | Event::Send { .. }
+            | Event::Recv { .. }
+            | Event::RecvNone { .. }
+            | Event::Select { .. }
+            | Event::Lock { .. }
+            | Event::Unlock { .. }
+            | Event::SemAcquire { .. }
+            | Event::SemRelease { .. }
+            | Event::Atomic { .. }
+            | Event::Clock { .. }
+            | Event::Random { .. }
+            | Event::Mark { .. }
+            | Event::Blocked { .. }
+            | Event::Undelivered { .. }
+            | Event::JoinBlocked { .. }
+            | Event::Sleep { .. } => None,
         };
         let entry_prelog = match &e {
             Event::EblockEnter { prelog, .. } => Some(&prelog[..]),
-            _ => prelog.as_deref(),
+            Event::Start { .. }
+            | Event::Spawn { .. }
+            | Event::Join { .. }
+            | Event::Exit
+            | Event::Panic { .. }
+            | Event::Create { .. }
+            | Event::Send { .. }
+            | Event::Recv { .. }
+            | Event::RecvNone { .. }
+            | Event::Select { .. }
+            | Event::Lock { .. }
+            | Event::Unlock { .. }
+            | Event::SemAcquire { .. }
+            | Event::SemRelease { .. }
+            | Event::Atomic { .. }
+            | Event::Clock { .. }
+            | Event::Random { .. }
+            | Event::EblockExit { .. }
+            | Event::Mark { .. }
+            | Event::Blocked { .. }
+            | Event::Undelivered { .. }
+            | Event::JoinBlocked { .. }
+            | Event::Sleep { .. } => prelog.as_deref(),
         };
         if component.holds_after(&e, entry_prelog) {
             seen += 1;

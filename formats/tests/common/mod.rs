@@ -104,6 +104,7 @@ pub fn event_at(i: u64, payload: &[u8]) -> Event<Borrowed<'_>> {
             prev: None,
             op: AtomicOp::Rmw,
             ordering: MemOrdering::SeqCst,
+            failure: None,
             site,
             value: Some(i * 3),
         },

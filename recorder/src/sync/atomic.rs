@@ -37,13 +37,30 @@ fn logged_access<R>(
     if !runtime::active() {
         return access(None).0;
     }
-    logged_access_slow(meta, ordering, site, access)
+    logged_access_slow(meta, ordering, None, site, access)
+}
+
+/// [`logged_access`] for a compare-exchange or `fetch_update`, which also logs its failure
+/// ordering: a failed one is ordered by it.
+#[inline(always)]
+fn logged_cas<R>(
+    meta: &ObjectMeta,
+    success: Ordering,
+    failure: Ordering,
+    site: &'static Location<'static>,
+    access: impl FnOnce(Option<u64>) -> (R, Option<u64>, AtomicOp),
+) -> R {
+    if !runtime::active() {
+        return access(None).0;
+    }
+    logged_access_slow(meta, success, Some(failure), site, access)
 }
 
 #[inline(never)]
 fn logged_access_slow<R>(
     meta: &ObjectMeta,
     ordering: Ordering,
+    failure: Option<Ordering>,
     site: &'static Location<'static>,
     access: impl FnOnce(Option<u64>) -> (R, Option<u64>, AtomicOp),
 ) -> R {
@@ -61,6 +78,7 @@ fn logged_access_slow<R>(
             prev,
             op,
             ordering: MemOrdering::from(ordering),
+            failure: failure.map(MemOrdering::from),
             site: Some(site),
             value,
         });
@@ -231,7 +249,7 @@ macro_rules! atomic_int {
                 success: Ordering,
                 failure: Ordering,
             ) -> Result<$int, $int> {
-                logged_access(&self.meta, success, Location::caller(), |forced| {
+                logged_cas(&self.meta, success, failure, Location::caller(), |forced| {
                     let result = match forced {
                         Some(v) if v as $int == current => Ok(current),
                         Some(v) => Err(v as $int),
@@ -371,7 +389,7 @@ macro_rules! atomic_int {
                 fetch: Ordering,
                 mut f: impl FnMut($int) -> Option<$int>,
             ) -> Result<$int, $int> {
-                logged_access(&self.meta, set, Location::caller(), |forced| {
+                logged_cas(&self.meta, set, fetch, Location::caller(), |forced| {
                     let result = match forced {
                         Some(v) => {
                             let v = v as $int;
@@ -586,7 +604,7 @@ impl AtomicBool {
         success: Ordering,
         failure: Ordering,
     ) -> Result<bool, bool> {
-        logged_access(&self.meta, success, Location::caller(), |forced| {
+        logged_cas(&self.meta, success, failure, Location::caller(), |forced| {
             let result = match forced {
                 Some(v) if (v != 0) == current => Ok(current),
                 Some(v) => Err(v != 0),

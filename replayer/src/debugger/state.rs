@@ -42,7 +42,7 @@ pub struct ProcessState {
     /// The latest value of each mark label.
     pub values: BTreeMap<String, serde_json::Value>,
     /// Vector clock: events of each process in its causal past.
-    pub vclock: Vec<u64>,
+    pub vclock: Vec<ppd_formats::order::Tick>,
     /// Predicate components that hold for it.
     pub holds: Vec<String>,
     /// What it waits for.
@@ -170,7 +170,25 @@ impl HaltState {
                         );
                     }
                     Event::Recv { channel, seq, .. } => received.push((*channel, *seq)),
-                    _ => {}
+                    Event::Start { .. }
+                    | Event::Spawn { .. }
+                    | Event::Join { .. }
+                    | Event::Exit
+                    | Event::Panic { .. }
+                    | Event::Create { .. }
+                    | Event::RecvNone { .. }
+                    | Event::Select { .. }
+                    | Event::Lock { .. }
+                    | Event::Unlock { .. }
+                    | Event::SemAcquire { .. }
+                    | Event::SemRelease { .. }
+                    | Event::Atomic { .. }
+                    | Event::Clock { .. }
+                    | Event::Random { .. }
+                    | Event::Blocked { .. }
+                    | Event::Undelivered { .. }
+                    | Event::JoinBlocked { .. }
+                    | Event::Sleep { .. } => {}
                 }
                 if index + 1 == report.events {
                     if last.is_none() {

@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
+use ppd_formats::order::{Order, Point, Rule, Tick};
 use ppd_formats::{Event, ObjectId, ProcessId};
 use ppd_recorder::runtime::backend::Dependency;
 
@@ -69,17 +70,17 @@ impl Need {
     }
 }
 
-/// What each process has produced that others may need, with the vector clock of the event
-/// that produced it.
+/// What each process has produced that others may need, with the vector clock (in the replay
+/// order, `ppd_formats::order`) of the event that produced it.
 #[derive(Debug, Default)]
 struct Produced {
-    messages: HashMap<(ObjectId, u64), Vec<u64>>,
+    messages: HashMap<(ObjectId, u64), Vec<Tick>>,
     /// Latest version done (for a mutex: released) and its clock.
-    versions: HashMap<ObjectId, (u64, Vec<u64>)>,
+    versions: HashMap<ObjectId, (u64, Vec<Tick>)>,
     /// Version of a mutex while it is held.
     held: HashMap<ObjectId, u64>,
-    exits: HashMap<ProcessId, Vec<u64>>,
-    spawns: HashMap<ProcessId, Vec<u64>>,
+    exits: HashMap<ProcessId, Vec<Tick>>,
+    spawns: HashMap<ProcessId, Vec<Tick>>,
 }
 
 impl Produced {
@@ -130,8 +131,8 @@ struct Lc {
     satisfied: bool,
     /// Events it may execute on command (stepping).
     budget: u64,
-    /// Vector clock of its current state.
-    vclock: Vec<u64>,
+    /// Vector clock of its current state, in the replay order.
+    vclock: Vec<Tick>,
     /// Its spawn was requested from its parent.
     spawn_requested: bool,
     /// Its parent replayed its spawn: its thread exists and will start.
@@ -168,7 +169,7 @@ impl Lc {
 #[derive(Debug, Default)]
 struct LinkedProgress {
     /// For each stage, the vector clocks of the events that completed it.
-    reached: Vec<Vec<Vec<u64>>>,
+    reached: Vec<Vec<Vec<Tick>>>,
 }
 
 #[derive(Debug)]
@@ -189,6 +190,81 @@ struct State {
     /// Every process reached the end of its log (or can never move again) and `Finished`
     /// was reported.
     over: bool,
+}
+
+/// The vector clock, in the replay order (`ppd_formats::order`), of every event of `logs`
+/// (indexed by process id; `parents` likewise): what the controller computes when it takes part
+/// in every event of a replay. The events are fed to a controller in an order replay allows (a
+/// process goes on when what its next event takes has been given); when none can (a log cut
+/// short by a crash), the lowest process goes on, as the analysis's clocks do.
+pub fn replay_clocks(parents: Vec<Option<ProcessId>>, logs: &[Vec<Event>]) -> Vec<Vec<Vec<Tick>>> {
+    let n = parents.len().max(logs.len());
+    let mut parents = parents;
+    parents.resize(n, None);
+    let logged = (0..n)
+        .map(|p| logs.get(p).map_or(0, |l| l.len() as u64))
+        .collect();
+    let names = (0..n).map(|p| ProcessId(p as u32).to_string()).collect();
+    let controller = Controller::new(parents, logged, names, Goal::Hold, Box::new(|_| {}));
+    let mut clocks: Vec<Vec<Vec<Tick>>> =
+        logs.iter().map(|l| Vec::with_capacity(l.len())).collect();
+    loop {
+        let pending = |p: usize| clocks[p].len() < logs[p].len();
+        let ready = (0..logs.len()).find(|&p| {
+            pending(p) && {
+                let st = controller.lock();
+                let me = ProcessId(p as u32);
+                need_of(&logs[p][clocks[p].len()], me, &st.parents)
+                    .is_none_or(|need| st.produced.has(need))
+            }
+        });
+        let Some(p) = ready.or_else(|| (0..logs.len()).find(|&p| pending(p))) else {
+            break;
+        };
+        let me = ProcessId(p as u32);
+        controller.executed(me, &logs[p][clocks[p].len()], &[]);
+        clocks[p].push(controller.lock().lcs[p].vclock.clone());
+    }
+    clocks
+}
+
+/// What event `event` of `me` waits for in the replay order. Only [`Produced::has`] reads it,
+/// which looks at what is needed and not at who produces it: the producer fields name `me`.
+fn need_of(event: &Event, me: ProcessId, parents: &[Option<ProcessId>]) -> Option<Need> {
+    let sync = event.sync();
+    let earlier = |object| {
+        let (_, version) = sync.version()?;
+        (version > 1).then_some(Need::Dep(Dependency::Version {
+            object,
+            version: version - 1,
+            by: me,
+        }))
+    };
+    match sync.rule(me, Order::Replay) {
+        Rule::Takes(Point::Spawned(child)) => parents
+            .get(child.index())
+            .copied()
+            .flatten()
+            .map(|_| Need::Spawn(child)),
+        Rule::Takes(Point::Message { channel, seq }) => Some(Need::Dep(Dependency::Message {
+            channel,
+            seq,
+            sender: me,
+        })),
+        Rule::Takes(Point::Ended(child)) => Some(Need::Dep(Dependency::Exit { child })),
+        Rule::Takes(Point::Released(object)) | Rule::Chains(Point::Accessed(object)) => {
+            earlier(object)
+        }
+        Rule::Local | Rule::Gives(_) => None,
+        // Not in the replay order's table.
+        Rule::Takes(Point::Accessed(_))
+        | Rule::Chains(
+            Point::Message { .. } | Point::Spawned(_) | Point::Ended(_) | Point::Released(_),
+        )
+        | Rule::TakesPermit(_)
+        | Rule::GivesPermit(_)
+        | Rule::Atomic { .. } => None,
+    }
 }
 
 /// Shared by the processes of the replayed program and the command thread.
@@ -416,14 +492,14 @@ impl Controller {
         let position = self.positions[i].fetch_add(1, Ordering::Relaxed) + 1;
         self.blocked[i].store(false, Ordering::Release);
         if !self.debugging() {
-            match event {
-                Event::Exit | Event::Panic { .. } => {
+            match event.sync().rule(p, Order::Replay) {
+                Rule::Gives(Point::Ended(_)) => {
                     let mut st = self.lock();
                     st.lcs[i].life = Life::Finished;
                     st.lcs[i].waiting = None;
                     self.settle(&mut st);
                 }
-                Event::Spawn { child, .. } => {
+                Rule::Gives(Point::Spawned(child)) => {
                     let mut st = self.lock();
                     if let Some(lc) = st.lcs.get_mut(child.index()) {
                         lc.spawned = true;
@@ -431,11 +507,18 @@ impl Controller {
                 }
                 // Its last logged event: the run may be over now, even if the process goes on
                 // in code ppd does not see before its next operation.
-                _ if self.logged.get(i) == Some(&position) => {
-                    let mut st = self.lock();
-                    self.settle(&mut st);
+                Rule::Local
+                | Rule::Takes(_)
+                | Rule::Gives(Point::Message { .. } | Point::Released(_) | Point::Accessed(_))
+                | Rule::Chains(_)
+                | Rule::TakesPermit(_)
+                | Rule::GivesPermit(_)
+                | Rule::Atomic { .. } => {
+                    if self.logged.get(i) == Some(&position) {
+                        let mut st = self.lock();
+                        self.settle(&mut st);
+                    }
                 }
-                _ => {}
             }
             return;
         }
@@ -446,79 +529,82 @@ impl Controller {
         lc.waiting = None;
         lc.budget = lc.budget.saturating_sub(1);
         let position = lc.position;
-        // Vector clock: own component, then what the event received.
-        lc.vclock[i] = position;
-        let merge = |into: &mut Vec<u64>, from: &[u64]| {
+        // Vector clock in the replay order: own component, then what the event takes, then
+        // what it gives.
+        let own = Tick::try_from(position).unwrap_or(Tick::MAX);
+        lc.vclock[i] = own;
+        let merge = |into: &mut Vec<Tick>, from: &[Tick]| {
             for (a, b) in into.iter_mut().zip(from) {
                 *a = (*a).max(*b);
             }
         };
         let produced = &mut st.produced;
-        match event {
-            Event::Start { .. } => {
-                if let Some(vc) = produced.spawns.get(&p) {
+        let sync = event.sync();
+        let version = sync.version().map_or(0, |(_, v)| v);
+        match sync.rule(p, Order::Replay) {
+            Rule::Takes(Point::Spawned(child)) => {
+                if let Some(vc) = produced.spawns.get(&child) {
                     merge(&mut lc.vclock, vc);
                 }
             }
-            Event::Recv { channel, seq, .. } => {
-                if let Some(vc) = produced.messages.remove(&(*channel, *seq)) {
+            Rule::Takes(Point::Message { channel, seq }) => {
+                if let Some(vc) = produced.messages.remove(&(channel, seq)) {
                     merge(&mut lc.vclock, &vc);
                 }
             }
-            Event::Join { child, .. } => {
-                if let Some(vc) = produced.exits.get(child) {
+            Rule::Takes(Point::Ended(child)) => {
+                if let Some(vc) = produced.exits.get(&child) {
                     merge(&mut lc.vclock, vc);
                 }
             }
-            Event::Lock {
-                object, version, ..
-            } => {
-                if let Some((_, vc)) = produced.versions.get(object) {
+            Rule::Takes(Point::Released(object)) => {
+                if let Some((_, vc)) = produced.versions.get(&object) {
                     merge(&mut lc.vclock, vc);
                 }
-                produced.held.insert(*object, *version);
+                produced.held.insert(object, version);
             }
-            Event::SemAcquire {
-                object, version, ..
-            }
-            | Event::SemRelease {
-                object, version, ..
-            }
-            | Event::Atomic {
-                object, version, ..
-            } => {
-                if let Some((_, vc)) = produced.versions.get(object) {
+            Rule::Chains(Point::Accessed(object)) => {
+                if let Some((_, vc)) = produced.versions.get(&object) {
                     merge(&mut lc.vclock, vc);
                 }
+                lc.vclock[i] = own;
                 produced
                     .versions
-                    .insert(*object, (*version, lc.vclock.clone()));
+                    .insert(object, (version, lc.vclock.clone()));
             }
-            _ => {}
-        }
-        lc.vclock[i] = position;
-        let vclock = lc.vclock.clone();
-        match event {
-            Event::Send { channel, seq, .. } => {
-                produced.messages.insert((*channel, *seq), vclock.clone());
+            Rule::Gives(Point::Message { channel, seq }) => {
+                produced.messages.insert((channel, seq), lc.vclock.clone());
             }
-            Event::Spawn { child, .. } => {
-                produced.spawns.insert(*child, vclock.clone());
+            Rule::Gives(Point::Spawned(child)) => {
+                produced.spawns.insert(child, lc.vclock.clone());
             }
-            Event::Exit | Event::Panic { .. } => {
-                produced.exits.insert(p, vclock.clone());
+            Rule::Gives(Point::Ended(process)) => {
+                produced.exits.insert(process, lc.vclock.clone());
                 lc.life = Life::Finished;
             }
-            Event::Unlock { object, .. } => {
-                if let Some(version) = produced.held.remove(object) {
-                    produced.versions.insert(*object, (version, vclock.clone()));
+            Rule::Gives(Point::Released(object)) => {
+                if let Some(version) = produced.held.remove(&object) {
+                    produced
+                        .versions
+                        .insert(object, (version, lc.vclock.clone()));
                 }
             }
-            _ => {}
+            Rule::Local => {}
+            // Not in the replay order's table.
+            Rule::Takes(Point::Accessed(_))
+            | Rule::Gives(Point::Accessed(_))
+            | Rule::Chains(
+                Point::Message { .. } | Point::Spawned(_) | Point::Ended(_) | Point::Released(_),
+            )
+            | Rule::TakesPermit(_)
+            | Rule::GivesPermit(_)
+            | Rule::Atomic { .. } => {}
         }
+        lc.vclock[i] = own;
+        let vclock = lc.vclock.clone();
         lc.mustsend.retain(|need| !produced.has(*need));
         lc.holds = holds.to_vec();
-        if let Event::Spawn { child, .. } = event
+        if let Rule::Gives(Point::Spawned(child)) = sync.rule(p, Order::Replay)
             && let Some(child) = st.lcs.get_mut(child.index())
         {
             child.spawned = true;
@@ -574,9 +660,9 @@ impl Controller {
         progress: &mut LinkedProgress,
         stages: &[Vec<usize>],
         holds: &[usize],
-        vclock: &[u64],
+        vclock: &[Tick],
     ) -> bool {
-        let leq = |a: &[u64], b: &[u64]| a.iter().zip(b).all(|(x, y)| x <= y);
+        let leq = |a: &[Tick], b: &[Tick]| a.iter().zip(b).all(|(x, y)| x <= y);
         for k in (0..stages.len()).rev() {
             if !stages[k].iter().any(|c| holds.contains(c)) {
                 continue;

@@ -7,6 +7,7 @@
 mod control;
 mod process;
 
+pub use control::replay_clocks;
 pub(crate) use process::{compare, describe_op, op_matches};
 
 use std::io::BufReader;

@@ -103,7 +103,29 @@ impl ReplayProcess {
     fn evaluate(&mut self, event: &Event) -> Vec<usize> {
         let entry = match event {
             Event::EblockExit { .. } => self.prelogs.pop(),
-            _ => None,
+            Event::Start { .. }
+            | Event::Spawn { .. }
+            | Event::Join { .. }
+            | Event::Exit
+            | Event::Panic { .. }
+            | Event::Create { .. }
+            | Event::Send { .. }
+            | Event::Recv { .. }
+            | Event::RecvNone { .. }
+            | Event::Select { .. }
+            | Event::Lock { .. }
+            | Event::Unlock { .. }
+            | Event::SemAcquire { .. }
+            | Event::SemRelease { .. }
+            | Event::Atomic { .. }
+            | Event::Clock { .. }
+            | Event::Random { .. }
+            | Event::EblockEnter { .. }
+            | Event::Mark { .. }
+            | Event::Blocked { .. }
+            | Event::Undelivered { .. }
+            | Event::JoinBlocked { .. }
+            | Event::Sleep { .. } => None,
         };
         let holds = match &mut self.intervals {
             Some(intervals) => self
@@ -345,7 +367,34 @@ pub(crate) fn compare(
                 ..
             },
         ) => **a == **b && (!verify || **va == **vb),
-        _ => false,
+        // Different kinds, or a kind nothing is logged for in replay (the waiting markers).
+        (
+            Event::Start { .. }
+            | Event::Spawn { .. }
+            | Event::Join { .. }
+            | Event::Exit
+            | Event::Panic { .. }
+            | Event::Create { .. }
+            | Event::Send { .. }
+            | Event::Recv { .. }
+            | Event::RecvNone { .. }
+            | Event::Select { .. }
+            | Event::Lock { .. }
+            | Event::Unlock { .. }
+            | Event::SemAcquire { .. }
+            | Event::SemRelease { .. }
+            | Event::Atomic { .. }
+            | Event::Clock { .. }
+            | Event::Random { .. }
+            | Event::EblockEnter { .. }
+            | Event::EblockExit { .. }
+            | Event::Mark { .. }
+            | Event::Blocked { .. }
+            | Event::Undelivered { .. }
+            | Event::JoinBlocked { .. }
+            | Event::Sleep { .. },
+            _,
+        ) => false,
     };
     if same { Ok(()) } else { Err(()) }
 }
@@ -425,7 +474,29 @@ impl ProcessBackend for ReplayProcess {
             }
             Some(Event::Lock { value, .. }) => value.is_some(),
             Some(Event::Atomic { value, .. }) => value.is_some(),
-            _ => false,
+            Some(
+                Event::Start { .. }
+                | Event::Spawn { .. }
+                | Event::Join { .. }
+                | Event::Exit
+                | Event::Panic { .. }
+                | Event::Create { .. }
+                | Event::RecvNone { .. }
+                | Event::Select { .. }
+                | Event::Unlock { .. }
+                | Event::SemAcquire { .. }
+                | Event::SemRelease { .. }
+                | Event::Clock { .. }
+                | Event::Random { .. }
+                | Event::EblockEnter { .. }
+                | Event::EblockExit { .. }
+                | Event::Mark { .. }
+                | Event::Blocked { .. }
+                | Event::Undelivered { .. }
+                | Event::JoinBlocked { .. }
+                | Event::Sleep { .. },
+            )
+            | None => false,
         };
         self.shared.verify && logged_value
     }

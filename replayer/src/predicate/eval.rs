@@ -85,7 +85,25 @@ impl Scope {
                     ..Scope::default()
                 }
             }
-            _ => Scope::default(),
+            Event::Start { .. }
+            | Event::Spawn { .. }
+            | Event::Join { .. }
+            | Event::Exit
+            | Event::Panic { .. }
+            | Event::Create { .. }
+            | Event::RecvNone { .. }
+            | Event::Select { .. }
+            | Event::Lock { .. }
+            | Event::Unlock { .. }
+            | Event::SemAcquire { .. }
+            | Event::SemRelease { .. }
+            | Event::Atomic { .. }
+            | Event::Clock { .. }
+            | Event::Random { .. }
+            | Event::Blocked { .. }
+            | Event::Undelivered { .. }
+            | Event::JoinBlocked { .. }
+            | Event::Sleep { .. } => Scope::default(),
         }
     }
 
@@ -181,7 +199,33 @@ impl Component {
             (Matcher::Mark(l), Event::Mark { label, .. }) => **label == **l,
             (Matcher::Send(c), Event::Send { channel, .. }) => c.is_none_or(|c| c == *channel),
             (Matcher::Recv(c), Event::Recv { channel, .. }) => c.is_none_or(|c| c == *channel),
-            _ => false,
+            (
+                _,
+                Event::Start { .. }
+                | Event::Spawn { .. }
+                | Event::Join { .. }
+                | Event::Exit
+                | Event::Panic { .. }
+                | Event::Create { .. }
+                | Event::Send { .. }
+                | Event::Recv { .. }
+                | Event::RecvNone { .. }
+                | Event::Select { .. }
+                | Event::Lock { .. }
+                | Event::Unlock { .. }
+                | Event::SemAcquire { .. }
+                | Event::SemRelease { .. }
+                | Event::Atomic { .. }
+                | Event::Clock { .. }
+                | Event::Random { .. }
+                | Event::EblockEnter { .. }
+                | Event::EblockExit { .. }
+                | Event::Mark { .. }
+                | Event::Blocked { .. }
+                | Event::Undelivered { .. }
+                | Event::JoinBlocked { .. }
+                | Event::Sleep { .. },
+            ) => false,
         }
     }
 

@@ -69,7 +69,28 @@ impl Catalog {
                             catalog.channels.push((object, name.map(|n| n.to_string())));
                         }
                     }
-                    _ => {}
+                    Event::Start { .. }
+                    | Event::Spawn { .. }
+                    | Event::Join { .. }
+                    | Event::Exit
+                    | Event::Panic { .. }
+                    | Event::Send { .. }
+                    | Event::Recv { .. }
+                    | Event::RecvNone { .. }
+                    | Event::Select { .. }
+                    | Event::Lock { .. }
+                    | Event::Unlock { .. }
+                    | Event::SemAcquire { .. }
+                    | Event::SemRelease { .. }
+                    | Event::Atomic { .. }
+                    | Event::Clock { .. }
+                    | Event::Random { .. }
+                    | Event::EblockEnter { .. }
+                    | Event::EblockExit { .. }
+                    | Event::Blocked { .. }
+                    | Event::Undelivered { .. }
+                    | Event::JoinBlocked { .. }
+                    | Event::Sleep { .. } => {}
                 }
             }
         }

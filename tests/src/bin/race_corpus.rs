@@ -653,6 +653,33 @@ const RACY_WORKERS: Scenario = Scenario {
     },
 };
 
+/// A failed compare-exchange reads the writer's release store, but its failure ordering is
+/// relaxed: it does not acquire, whatever its success ordering.
+const CAS_FAILURE_RELAXED: Scenario = Scenario {
+    name: "cas_failure_relaxed",
+    tag: "cfr",
+    races: &[data("data", "cfr.dw", "cfr.dr")],
+    hangs: false,
+    potential_deadlocks: &[],
+    run: || {
+        let (data, flag) = (shared("data"), shared("flag"));
+        let (d1, f1, d2, f2) = (data.clone(), flag.clone(), data, flag);
+        join(vec![
+            spawn("writer", move || {
+                d1.store(42, Relaxed); // @cfr.dw
+                f1.store(1, Release);
+            }),
+            spawn("reader", move || {
+                // Never succeeds: fails reading 0 until it reads the writer's 1.
+                while f2.compare_exchange(7, 8, AcqRel, Relaxed) != Err(1) {
+                    ppd::thread::yield_now();
+                }
+                let _ = d2.load(Relaxed); // @cfr.dr
+            }),
+        ]);
+    },
+};
+
 // ---------------------------------------------------------------------------------------------
 // Race-free scenarios.
 
@@ -1129,6 +1156,33 @@ const JOIN_ALL: Scenario = Scenario {
     },
 };
 
+/// The race-free twin of `cas_failure_relaxed`: the failed compare-exchange that reads the
+/// release store has an acquire failure ordering, so it synchronizes with it.
+const CAS_FAILURE_ACQUIRE: Scenario = Scenario {
+    name: "cas_failure_acquire",
+    tag: "cfa",
+    races: &[],
+    hangs: false,
+    potential_deadlocks: &[],
+    run: || {
+        let (data, flag) = (shared("data"), shared("flag"));
+        let (d1, f1, d2, f2) = (data.clone(), flag.clone(), data, flag);
+        join(vec![
+            spawn("writer", move || {
+                d1.store(42, Relaxed);
+                f1.store(1, Release);
+            }),
+            spawn("reader", move || {
+                // Never succeeds: fails reading 0 until it reads the writer's 1.
+                while f2.compare_exchange(7, 8, Relaxed, Acquire) != Err(1) {
+                    ppd::thread::yield_now();
+                }
+                let _ = d2.load(Relaxed);
+            }),
+        ]);
+    },
+};
+
 const FETCH_UPDATE_CONCURRENT: Scenario = Scenario {
     name: "fetch_update_concurrent",
     tag: "",
@@ -1483,6 +1537,7 @@ const SCENARIOS: &[Scenario] = &[
     CAS_VS_RELAXED_STORE,
     RELAXED_BOOL,
     RACY_WORKERS,
+    CAS_FAILURE_RELAXED,
     FETCH_ADD_COUNTER,
     RELAXED_RMW_COUNTER,
     MUTEX_PROTECTED,
@@ -1503,6 +1558,7 @@ const SCENARIOS: &[Scenario] = &[
     SPINLOCK,
     SPAWN_CHAIN,
     JOIN_ALL,
+    CAS_FAILURE_ACQUIRE,
     FETCH_UPDATE_CONCURRENT,
     SWAP_HANDOFF,
     TOKEN_RING_LONG,
