@@ -9,7 +9,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{FormatError, Result};
@@ -64,16 +64,7 @@ pub fn ensure_dir(path: &Path) -> Result<()> {
 /// Replaces `path` with `bytes` atomically: a private temporary file in the same directory,
 /// renamed over it, so a reader never sees half a file.
 pub fn write_atomic(path: &Path, bytes: &[u8], fsync: bool) -> Result<()> {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(
-        ".{name}.{}.{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
+    let tmp = temporary_sibling(path);
     let write = || -> Result<()> {
         let mut file = create_file(&tmp, "create")?;
         file.write_all(bytes)
@@ -87,6 +78,29 @@ pub fn write_atomic(path: &Path, bytes: &[u8], fsync: bool) -> Result<()> {
     write().inspect_err(|_| {
         let _ = fs::remove_file(&tmp);
     })
+}
+
+/// A hidden name beside `path`, unique in this process: readers list only the names ppd gives
+/// finished files, so a file under this name is invisible to them until it is renamed or
+/// linked into place.
+pub fn temporary_sibling(path: &Path) -> PathBuf {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    path.with_file_name(format!(
+        ".{name}.{}.{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ))
+}
+
+/// Gives the finished file at `tmp` its name `path`, which must not exist yet (unlike a rename,
+/// a link never replaces a file), and removes the temporary name.
+pub fn publish_new(tmp: &Path, path: &Path, action: &'static str) -> Result<()> {
+    fs::hard_link(tmp, path).map_err(|e| FormatError::io(path, action, e))?;
+    fs::remove_file(tmp).map_err(|e| FormatError::io(tmp, action, e))
 }
 
 #[cfg(test)]

@@ -243,3 +243,37 @@ fn bad_writer_options_are_refused() {
     let err = LogWriter::create(&dir.path().join("p.log"), &identity(), options).unwrap_err();
     assert!(err.to_string().contains("multiple of 4096"), "{err}");
 }
+
+#[test]
+fn a_log_appears_under_its_name_only_with_its_header_and_never_replaces_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let names = || -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    // A header that cannot be written: nothing is left, not even the temporary file.
+    let mut long = identity();
+    long.name = "n".repeat(8000);
+    let Err(err) = LogWriter::create(&dir.path().join("proc-0001.log"), &long, small_blocks())
+    else {
+        panic!("a name longer than the header region is refused");
+    };
+    assert!(err.to_string().contains("process name too long"), "{err}");
+    assert!(names().is_empty(), "left behind: {:?}", names());
+    // A log is opened by readers as soon as its name exists: its header is already whole.
+    let path = dir.path().join("proc-0002.log");
+    let writer = LogWriter::create(&path, &identity(), small_blocks()).unwrap();
+    assert_eq!(names(), ["proc-0002.log"]);
+    assert_eq!(LogReader::open(&path).unwrap().identity(), &identity());
+    // An existing file is never replaced.
+    let Err(err) = LogWriter::create(&path, &identity(), small_blocks()) else {
+        panic!("the name is taken");
+    };
+    assert!(err.to_string().contains("proc-0002.log"), "{err}");
+    assert_eq!(names(), ["proc-0002.log"]);
+    writer.close().unwrap();
+}

@@ -174,29 +174,16 @@ fn unix_nanos() -> u64 {
 }
 
 impl LogWriter {
-    /// Creates the log file at `path` (which must not exist) and opens its first block.
-    pub fn create(path: &Path, identity: &LogIdentity, options: WriterOptions) -> Result<Self> {
-        let valid_block = options.block_size >= 4096 && options.block_size.is_multiple_of(4096);
-        if !valid_block || options.ring_blocks < 2 {
-            return Err(FormatError::Corrupt {
-                path: path.to_owned(),
-                offset: 0,
-                what: "writer options",
-                detail: format!(
-                    "block size must be a multiple of 4096 and the ring at least 2 blocks \
-                     (got {} bytes, {} blocks)",
-                    options.block_size, options.ring_blocks
-                ),
-            });
-        }
-        let file = crate::private::create_file(path, "create log")?;
+    /// Sizes the new, still unnamed file of the log `path` and writes its header. Errors name
+    /// `path`, the log the user will look for.
+    fn prepare(
+        file: File,
+        path: &Path,
+        identity: &LogIdentity,
+        options: &WriterOptions,
+    ) -> Result<File> {
         let ring_len = u64::from(options.block_size) * u64::from(options.ring_blocks);
-        if let Err(e) = reserve(&file, path, HEADER_REGION + ring_len) {
-            // No log rather than an empty one that readers would take for a damaged log.
-            let _ = std::fs::remove_file(path);
-            return Err(e);
-        }
-
+        reserve(&file, path, HEADER_REGION + ring_len)?;
         let header = FileHeader {
             process_id: identity.process_id.0,
             parent: identity.parent.map(|p| p.0),
@@ -227,8 +214,38 @@ impl LogWriter {
             file.sync_all()
                 .map_err(|e| FormatError::io(path, "fsync log header", e))?;
         }
+        Ok(file)
+    }
 
+    /// Creates the log file at `path` (which must not exist) and opens its first block.
+    ///
+    /// The file is prepared under a hidden name and linked to `path` once its header is
+    /// written, so a process killed while creating its log leaves no headerless log behind
+    /// (readers would take one for a damaged log).
+    pub fn create(path: &Path, identity: &LogIdentity, options: WriterOptions) -> Result<Self> {
+        let valid_block = options.block_size >= 4096 && options.block_size.is_multiple_of(4096);
+        if !valid_block || options.ring_blocks < 2 {
+            return Err(FormatError::Corrupt {
+                path: path.to_owned(),
+                offset: 0,
+                what: "writer options",
+                detail: format!(
+                    "block size must be a multiple of 4096 and the ring at least 2 blocks \
+                     (got {} bytes, {} blocks)",
+                    options.block_size, options.ring_blocks
+                ),
+            });
+        }
+        let tmp = crate::private::temporary_sibling(path);
+        let file = crate::private::create_file(&tmp, "create log")?;
+        let file = Self::prepare(file, path, identity, &options)
+            .and_then(|file| crate::private::publish_new(&tmp, path, "create log").map(|()| file))
+            .inspect_err(|_| {
+                let _ = std::fs::remove_file(&tmp);
+            })?;
+        let ring_len = u64::from(options.block_size) * u64::from(options.ring_blocks);
         let ring = Ring::map(&file, path, options.block_size, options.ring_blocks)?;
+
         let (free_tx, free_rx) = bounded(options.ring_blocks as usize);
         for slot in 1..options.ring_blocks {
             free_tx.send(slot).expect("the channel holds every slot");
