@@ -116,10 +116,11 @@ fn main() {
         .unwrap_or(0);
     println!("bank {ops}: {events} events; each command run once, as a whole process");
     let r = rec.to_str().expect("a UTF-8 temporary path");
-    // A first run computes the clocks cache the others read, as a user's first command does.
+    // The race analysis, for comparison: it computes the clocks without caching them, so the
+    // first picture below computes and caches the clocks and the later commands read them.
     let warm = run(&ppd, &["races", r]);
     println!(
-        "  {:<44}{:>8.2} s {:>10}   (reads the logs, computes and caches the clocks)",
+        "  {:<44}{:>8.2} s {:>10}   (reads the logs, computes clocks and races; no cache)",
         "ppd races (first command on the recording)",
         warm.wall.as_secs_f64(),
         mb(warm.peak_rss)
