@@ -24,6 +24,9 @@ use ppd_formats::ids::{ObjectId, ProcessId};
 use ppd_formats::recording::Recording;
 use ppd_tests::ppd;
 
+/// How many random programs are recorded and compared.
+const SEEDS: u64 = 40;
+
 /// `(variable, lower site, higher site)`, a site being `(file, line)`.
 type SitePair = (String, (String, u32), (String, u32));
 
@@ -123,8 +126,19 @@ impl Access {
     }
 }
 
+/// What the oracle found in one recording.
+struct Found {
+    /// Every racing site pair, with its count.
+    races: BTreeMap<SitePair, u64>,
+    /// Pairs of conflicting accesses (one of them data) from different processes that
+    /// happened-before orders: the races synchronization prevented.
+    ordered: usize,
+    /// Synchronization edges drawn between atomic accesses.
+    atomic_edges: usize,
+}
+
 /// The oracle: every racing site pair of the recording in `dir`, with its count.
-fn oracle(dir: &Path) -> BTreeMap<SitePair, u64> {
+fn oracle(dir: &Path) -> Found {
     let recording = Recording::open(dir).expect("open the recording");
     let pids: Vec<ProcessId> = recording.processes().iter().map(|p| p.id).collect();
     let index_of = |pid: ProcessId| {
@@ -228,6 +242,7 @@ fn oracle(dir: &Path) -> BTreeMap<SitePair, u64> {
             edges.push(((p, unlock), pair[1].1));
         }
     }
+    let before_atomics = edges.len();
     let mut by_object: HashMap<ObjectId, Vec<&Access>> = HashMap::new();
     for a in &accesses {
         by_object.entry(a.object).or_default().push(a);
@@ -252,6 +267,7 @@ fn oracle(dir: &Path) -> BTreeMap<SitePair, u64> {
         }
     }
 
+    let atomic_edges = edges.len() - before_atomics;
     let mut successors: HashMap<Node, Vec<Node>> = HashMap::new();
     for (from, to) in edges {
         successors.entry(from).or_default().push(to);
@@ -276,15 +292,19 @@ fn oracle(dir: &Path) -> BTreeMap<SitePair, u64> {
     let after: HashMap<Node, _> = accesses.iter().map(|a| (a.node, reach(a.node))).collect();
 
     let mut races = BTreeMap::new();
+    let mut ordered = 0;
     for (i, a) in accesses.iter().enumerate() {
         for b in &accesses[i + 1..] {
-            let unordered = !after[&a.node].contains(&b.node) && !after[&b.node].contains(&a.node);
-            if a.object == b.object
-                && a.node.0 != b.node.0
-                && unordered
-                && (a.writes() || b.writes())
-                && (a.is_data() || b.is_data())
+            if a.object != b.object
+                || a.node.0 == b.node.0
+                || !(a.writes() || b.writes())
+                || !(a.is_data() || b.is_data())
             {
+                continue;
+            }
+            if after[&a.node].contains(&b.node) || after[&b.node].contains(&a.node) {
+                ordered += 1;
+            } else {
                 let key = (
                     names[&a.object].clone(),
                     a.site.clone().min(b.site.clone()),
@@ -294,7 +314,11 @@ fn oracle(dir: &Path) -> BTreeMap<SitePair, u64> {
             }
         }
     }
-    races
+    Found {
+        races,
+        ordered,
+        atomic_edges,
+    }
 }
 
 #[test]
@@ -302,9 +326,13 @@ fn races_reports_every_racing_site_pair_of_random_programs_and_nothing_else() {
     let work = tempfile::tempdir().unwrap();
     let mut racing_pairs = 0;
     let mut seeds_with_races = 0;
-    for seed in 0..40 {
+    let (mut ordered, mut atomic_edges) = (0, 0);
+    for seed in 0..SEEDS {
         let dir = record_seed(work.path(), seed);
-        let expected = oracle(&dir);
+        let found = oracle(&dir);
+        ordered += found.ordered;
+        atomic_edges += found.atomic_edges;
+        let expected = found.races;
         let got = reported(work.path(), &dir);
         let missing: Vec<_> = expected
             .iter()
@@ -326,10 +354,15 @@ fn races_reports_every_racing_site_pair_of_random_programs_and_nothing_else() {
         racing_pairs += expected.len();
         seeds_with_races += usize::from(!expected.is_empty());
     }
-    println!("{seeds_with_races} of 40 seeds raced, at {racing_pairs} site pairs in all");
-    // The programs exercise the detector: most seeds race, at many site pairs.
+    let summary = format!(
+        "{seeds_with_races} of {SEEDS} seeds raced, at {racing_pairs} site pairs in all; \
+         {ordered} conflicting pairs were ordered, {atomic_edges} atomic edges drawn"
+    );
+    println!("{summary}");
+    // The programs exercise both sides of the definition: most seeds race, and
+    // synchronization (atomic edges among it) orders many conflicting pairs.
     assert!(
-        seeds_with_races >= 30 && racing_pairs >= 150,
-        "{seeds_with_races} seeds raced, at {racing_pairs} site pairs"
+        seeds_with_races >= 30 && racing_pairs >= 150 && ordered >= 100 && atomic_edges >= 40,
+        "{summary}"
     );
 }

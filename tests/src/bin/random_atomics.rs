@@ -47,7 +47,7 @@ enum Op {
 fn script(rng: &mut fastrand::Rng, me: usize, workers: usize, inbound: usize) -> Vec<Op> {
     let mut receivable = inbound;
     let ops = rng.usize(8..16);
-    let mut access = |rng: &mut fastrand::Rng| {
+    let access = |rng: &mut fastrand::Rng| {
         let site = if rng.u32(0..5) < 2 {
             DATA_SITES[rng.usize(0..DATA_SITES.len())]
         } else {
