@@ -135,6 +135,8 @@ struct Found {
     ordered: usize,
     /// Synchronization edges drawn between atomic accesses.
     atomic_edges: usize,
+    /// Those of them into failed compare-exchanges, which acquire by their failure ordering.
+    failed_cas_edges: usize,
 }
 
 /// The oracle: every racing site pair of the recording in `dir`, with its count.
@@ -243,6 +245,7 @@ fn oracle(dir: &Path) -> Found {
         }
     }
     let before_atomics = edges.len();
+    let mut failed_cas_edges = 0;
     let mut by_object: HashMap<ObjectId, Vec<&Access>> = HashMap::new();
     for a in &accesses {
         by_object.entry(a.object).or_default().push(a);
@@ -259,6 +262,7 @@ fn oracle(dir: &Path) -> Found {
             for w in writes.by_ref() {
                 if w.releases() {
                     edges.push((w.node, read.node));
+                    failed_cas_edges += usize::from(read.op == AtomicOp::CasFail);
                 }
                 if w.op == AtomicOp::Store {
                     break;
@@ -318,6 +322,7 @@ fn oracle(dir: &Path) -> Found {
         races,
         ordered,
         atomic_edges,
+        failed_cas_edges,
     }
 }
 
@@ -326,12 +331,13 @@ fn races_reports_every_racing_site_pair_of_random_programs_and_nothing_else() {
     let work = tempfile::tempdir().unwrap();
     let mut racing_pairs = 0;
     let mut seeds_with_races = 0;
-    let (mut ordered, mut atomic_edges) = (0, 0);
+    let (mut ordered, mut atomic_edges, mut failed_cas_edges) = (0, 0, 0);
     for seed in 0..SEEDS {
         let dir = record_seed(work.path(), seed);
         let found = oracle(&dir);
         ordered += found.ordered;
         atomic_edges += found.atomic_edges;
+        failed_cas_edges += found.failed_cas_edges;
         let expected = found.races;
         let got = reported(work.path(), &dir);
         let missing: Vec<_> = expected
@@ -356,13 +362,18 @@ fn races_reports_every_racing_site_pair_of_random_programs_and_nothing_else() {
     }
     let summary = format!(
         "{seeds_with_races} of {SEEDS} seeds raced, at {racing_pairs} site pairs in all; \
-         {ordered} conflicting pairs were ordered, {atomic_edges} atomic edges drawn"
+         {ordered} conflicting pairs were ordered, {atomic_edges} atomic edges drawn, \
+         {failed_cas_edges} of them into failed compare-exchanges"
     );
     println!("{summary}");
     // The programs exercise both sides of the definition: most seeds race, and
     // synchronization (atomic edges among it) orders many conflicting pairs.
     assert!(
-        seeds_with_races >= 30 && racing_pairs >= 150 && ordered >= 100 && atomic_edges >= 40,
+        seeds_with_races >= 30
+            && racing_pairs >= 150
+            && ordered >= 100
+            && atomic_edges >= 40
+            && failed_cas_edges >= 5,
         "{summary}"
     );
 }
