@@ -11,7 +11,9 @@
 //! release sequence it heads, where a read reads from the last write before it in the recorded
 //! memory order, a release sequence is its head followed by read-modify-writes, and a failed
 //! compare-exchange is governed by its failure ordering), decides order by searching that graph,
-//! and compares every pair of accesses to the same atomic from different processes.
+//! and compares every pair of accesses to the same atomic from different processes: two race
+//! when neither is reachable from the other, one writes, and one is a data access (a relaxed
+//! load or store; every other access synchronizes).
 
 mod analysis_support;
 
