@@ -11,7 +11,8 @@
 
 use std::collections::HashMap;
 
-use ppd_formats::event::AtomicOp;
+use ppd_formats::event::{AtomicOp, MemOrdering};
+use ppd_formats::order;
 
 use crate::trace::{EventRef, ObjIdx, Op, Trace};
 
@@ -24,6 +25,10 @@ pub struct ReadsFrom {
     pub to: EventRef,
     /// The atomic.
     pub object: ObjIdx,
+    /// Whether a releasing write was read by an acquiring read (`ppd_formats::order`): the
+    /// pictures give such a pair its own dots, while relaxed data flow between local events
+    /// is bundled with them.
+    pub synchronizes: bool,
 }
 
 /// The name of the edge kind in diagrams and exports.
@@ -31,13 +36,14 @@ pub const KIND: &str = "reads_from";
 
 /// Every read of an atomic whose value another process wrote, in version order per object.
 pub fn reads_from(trace: &Trace) -> Vec<ReadsFrom> {
-    let mut accesses: HashMap<ObjIdx, Vec<(u64, EventRef, AtomicOp)>> = HashMap::new();
+    let mut accesses: HashMap<ObjIdx, Vec<(u64, EventRef, AtomicOp, MemOrdering)>> = HashMap::new();
     for (p, process) in trace.processes().iter().enumerate() {
         for (k, ev) in process.events.iter().enumerate() {
             if let Op::Atomic {
                 object,
                 version,
                 op,
+                ordering,
                 ..
             } = ev.op
             {
@@ -45,6 +51,7 @@ pub fn reads_from(trace: &Trace) -> Vec<ReadsFrom> {
                     version,
                     EventRef::new(p as u32, k as u32),
                     op,
+                    ordering,
                 ));
             }
         }
@@ -54,24 +61,25 @@ pub fn reads_from(trace: &Trace) -> Vec<ReadsFrom> {
     let mut edges = Vec::new();
     for (object, mut list) in objects {
         list.sort_unstable_by_key(|(version, ..)| *version);
-        let mut written: Option<EventRef> = None;
-        for (_, at, op) in list {
+        let mut written: Option<(EventRef, bool)> = None;
+        for (_, at, op, ordering) in list {
             let reads = match op {
                 AtomicOp::Load | AtomicOp::Rmw | AtomicOp::CasFail => true,
                 AtomicOp::Store => false,
             };
             if reads
-                && let Some(from) = written
+                && let Some((from, released)) = written
                 && from.process != at.process
             {
                 edges.push(ReadsFrom {
                     from,
                     to: at,
                     object,
+                    synchronizes: released && order::acquires(op, ordering),
                 });
             }
             if op.writes() {
-                written = Some(at);
+                written = Some((at, order::releases(op, ordering)));
             }
         }
     }
@@ -119,5 +127,40 @@ mod tests {
         // p's own load reads p's store: no edge; the failed compare-exchange (version 4) and
         // the load (version 5) read q's read-modify-write.
         assert_eq!(edges, [(store, rmw), (rmw, failed), (rmw, load)]);
+        assert!(
+            reads_from(&trace).iter().all(|e| !e.synchronizes),
+            "all relaxed"
+        );
+    }
+
+    #[test]
+    fn a_release_write_read_by_an_acquire_read_synchronizes() {
+        let mut b = Trace::builder();
+        let (p, q) = (
+            b.add_process(ppd_formats::ProcessId(0), "p", None),
+            b.add_process(ppd_formats::ProcessId(1), "q", None),
+        );
+        let object = b.object(ObjectId(7));
+        let access = |b: &mut crate::trace::TraceBuilder, at: u32, version: u64, op, ordering| {
+            b.push(
+                at,
+                Op::Atomic {
+                    object,
+                    version,
+                    prev: None,
+                    op,
+                    ordering,
+                },
+                NO_SITE,
+            )
+        };
+        access(&mut b, p, 1, AtomicOp::Store, MemOrdering::Release);
+        access(&mut b, q, 2, AtomicOp::Load, MemOrdering::Acquire);
+        access(&mut b, q, 3, AtomicOp::Store, MemOrdering::Relaxed);
+        access(&mut b, p, 4, AtomicOp::Load, MemOrdering::Acquire);
+        let trace = b.build();
+        let synchronizes: Vec<bool> = reads_from(&trace).iter().map(|e| e.synchronizes).collect();
+        // Release → Acquire synchronizes; a relaxed store read by an acquire load does not.
+        assert_eq!(synchronizes, [true, false]);
     }
 }

@@ -3,8 +3,11 @@
 //!
 //! The layout keeps large runs readable. Only events that matter between processes are dots
 //! (the synchronization nodes of the parallel dynamic graph, race sides, the ends of each
-//! process, marks, the events next to the halt cut, sends nobody received); each run of local
-//! events between them is collapsed into one box that says how many it holds. Columns are
+//! process, marks, the events next to the halt cut, sends nobody received, and an atomic
+//! write and the read of another process that read it when the write releases and the read
+//! acquires); each run of local events between them is collapsed into one box that says how
+//! many it holds. A relaxed read of another process's write is a `reads_from` arrow when both
+//! ends are dots anyway, and bundled with the boxes holding its ends otherwise. Columns are
 //! Lamport times over these items — an item sits one column after its predecessor on the line
 //! and after the start of every arrow into it — so arrows always point rightwards and the
 //! diagram is as narrow as the causal structure allows. The renderers ([`svg`], [`html`],
@@ -246,20 +249,21 @@ impl Size {
             }
             size.runs += u64::from(range.end > next);
         }
-        let inside = |e: EventRef| {
+        // Arrows join dots; an edge with an end inside a box is bundled instead.
+        let is_dot = |e: EventRef| {
             selection
-                .ranges
+                .dots
                 .get(e.process as usize)
-                .is_some_and(|r| r.contains(&e.index))
+                .is_some_and(|d| d.binary_search(&e.index).is_ok())
         };
         let sync_arrows = clocks
             .edges()
             .iter()
-            .filter(|e| inside(e.from) && inside(e.to))
+            .filter(|e| is_dot(e.from) && is_dot(e.to))
             .count();
         let data_arrows = data_edges
             .iter()
-            .filter(|e| inside(e.from) && inside(e.to))
+            .filter(|e| is_dot(e.from) && is_dot(e.to))
             .count();
         size.arrows = (sync_arrows + data_arrows) as u64;
         size

@@ -56,7 +56,7 @@ pub(crate) struct Inputs<'a> {
     /// Race sides, events next to the halt cut, events of the task in focus.
     pub(crate) races: &'a [EventRef],
     pub(crate) chosen: &'a [EventRef],
-    /// Reads of atomics linked to the write they read (drawn as `reads_from` arrows).
+    /// Reads of atomics linked to the write they read: a synchronizing pair gets its dots.
     pub(crate) data_edges: &'a [ReadsFrom],
 }
 
@@ -109,7 +109,7 @@ impl Selection {
             add(e.from);
             add(e.to);
         }
-        for e in input.data_edges {
+        for e in input.data_edges.iter().filter(|e| e.synchronizes) {
             add(e.from);
             add(e.to);
         }
