@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use ppd_flowback::halt::HaltCut;
-use ppd_flowback::picture::{Diagram, Size, View, dot, html, svg};
+use ppd_flowback::picture::{Diagram, Plan, View, dot, html, svg};
 use ppd_flowback::tasks;
 
 use std::io::{BufWriter, Write};
@@ -99,8 +99,23 @@ pub(crate) fn run(args: &Args) -> CmdResult {
     };
     let window = args.window.resolve(recording, &analysis.trace)?;
     let (data, messages) = (analysis.data_races(), analysis.message_races());
+    let view = View {
+        window,
+        budget: (!args.full).then_some(args.max_dots),
+        chosen: focus.iter().flatten().copied().collect(),
+    };
+    // The slow part on a long run (Lamport times, the selection, the layout): where progress
+    // would be reported. The plan is made once: `--full`'s estimate counts the picture below.
+    let plan = Plan::new(
+        &analysis.trace,
+        &analysis.clocks,
+        &data,
+        &messages,
+        cut.as_ref(),
+        &view,
+    );
     if args.full {
-        let size = Size::of_full(&analysis.trace, &analysis.clocks, &data, &messages, &window);
+        let size = plan.size(&analysis.clocks);
         let bytes = match args.format {
             Format::Html => html::estimated_bytes(size),
             Format::Svg => svg::estimated_bytes(size),
@@ -121,21 +136,13 @@ pub(crate) fn run(args: &Args) -> CmdResult {
             )));
         }
     }
-    let view = View {
-        window,
-        budget: (!args.full).then_some(args.max_dots),
-        chosen: focus.iter().flatten().copied().collect(),
-    };
-    // The slow part on a long run (Lamport times, the selection, the layout): where progress
-    // would be reported.
-    let mut diagram = Diagram::build_view(
+    let mut diagram = Diagram::from_plan(
         &title,
         &analysis.trace,
         &analysis.clocks,
-        &data,
-        &messages,
         cut.as_ref(),
         &view,
+        plan,
     );
     if let Some(events) = &focus {
         diagram.focus(events);

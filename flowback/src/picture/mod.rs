@@ -37,10 +37,11 @@ use crate::halt::HaltCut;
 use crate::lamport::lamport;
 use crate::message_races::MessageRace;
 use crate::races::DataRace;
-use crate::reads_from::reads_from;
+use crate::reads_from::{ReadsFrom, reads_from};
 use crate::trace::{EventRef, Op, Trace};
 use crate::vclock::Clocks;
 use crate::window::Window;
+use ppd_formats::order::Tick;
 use select::{Inputs, Selection};
 
 /// Horizontal distance between columns, in pixels.
@@ -210,35 +211,75 @@ pub struct Size {
     pub runs: u64,
 }
 
-impl Size {
-    /// Counts the full diagram of `window`.
-    pub fn of_full(
+/// What a diagram is drawn from: the analyses it needs (Lamport times, race sides, how each
+/// process ended, which write each atomic read read) and the dots `view` chose. Computed once,
+/// so that `--full`'s size estimate and the picture it announces are the same diagram.
+#[derive(Debug)]
+pub struct Plan {
+    times: Vec<Vec<Tick>>,
+    race_pairs: Vec<RacePair>,
+    ends: Vec<Ending>,
+    data_edges: Vec<ReadsFrom>,
+    cut_at: Option<Vec<u64>>,
+    selection: Selection,
+}
+
+impl Plan {
+    /// Chooses the dots of the part of a run `view` chooses.
+    pub fn new(
         trace: &Trace,
         clocks: &Clocks,
         data: &[DataRace],
         messages: &[MessageRace],
-        window: &Window,
-    ) -> Size {
-        let times = lamport(trace, clocks);
-        let races: Vec<EventRef> = race_pairs(trace, data, messages)
-            .iter()
-            .flat_map(|r| [r.0, r.1])
-            .collect();
+        cut: Option<&HaltCut>,
+        view: &View,
+    ) -> Plan {
+        let n = trace.processes().len();
         let ends = deadlocks(trace).endings;
+        let times = lamport(trace, clocks);
+        let race_pairs = race_pairs(trace, data, messages);
         let data_edges = reads_from(trace);
+        let cut_at: Option<Vec<u64>> =
+            cut.map(|c| (0..n as u32).map(|p| c.events_of(trace, p)).collect());
+        let mut chosen: Vec<EventRef> = view.chosen.clone();
+        if let Some(at) = &cut_at {
+            for (p, &k) in at.iter().enumerate() {
+                let len = trace.processes()[p].events.len() as u64;
+                for i in [k.checked_sub(1), Some(k)].into_iter().flatten() {
+                    if i < len {
+                        chosen.push(EventRef::new(p as u32, i as u32));
+                    }
+                }
+            }
+        }
+        let races: BTreeSet<EventRef> = race_pairs.iter().flat_map(|r| [r.0, r.1]).collect();
+        let races: Vec<EventRef> = races.into_iter().collect();
         let selection = Selection::choose(
             &Inputs {
                 trace,
                 clocks,
                 times: &times,
-                window,
+                window: &view.window,
                 endings: &ends,
                 races: &races,
-                chosen: &[],
+                chosen: &chosen,
                 data_edges: &data_edges,
             },
-            None,
+            view.budget,
         );
+        Plan {
+            times,
+            race_pairs,
+            ends,
+            data_edges,
+            cut_at,
+            selection,
+        }
+    }
+
+    /// Counts the diagram this plan draws.
+    pub fn size(&self, clocks: &Clocks) -> Size {
+        let (selection, data_edges) = (&self.selection, &self.data_edges);
         let mut size = Size::default();
         for (dots, range) in selection.dots.iter().zip(&selection.ranges) {
             size.dots += dots.len() as u64;
@@ -353,39 +394,29 @@ impl Diagram {
         cut: Option<&HaltCut>,
         view: &View,
     ) -> Diagram {
+        let plan = Plan::new(trace, clocks, data, messages, cut, view);
+        Diagram::from_plan(title, trace, clocks, cut, view, plan)
+    }
+
+    /// Lays out the diagram `plan` chose for `view`.
+    pub fn from_plan(
+        title: &str,
+        trace: &Trace,
+        clocks: &Clocks,
+        cut: Option<&HaltCut>,
+        view: &View,
+        plan: Plan,
+    ) -> Diagram {
+        let Plan {
+            times,
+            race_pairs,
+            ends,
+            data_edges,
+            cut_at,
+            selection,
+        } = plan;
         let n = trace.processes().len();
-        let ends = deadlocks(trace).endings;
-        let times = lamport(trace, clocks);
-        let race_pairs = race_pairs(trace, data, messages);
-        let data_edges = reads_from(trace);
         let race_events: BTreeSet<EventRef> = race_pairs.iter().flat_map(|r| [r.0, r.1]).collect();
-        let cut_at: Option<Vec<u64>> =
-            cut.map(|c| (0..n as u32).map(|p| c.events_of(trace, p)).collect());
-        let mut chosen: Vec<EventRef> = view.chosen.clone();
-        if let Some(at) = &cut_at {
-            for (p, &k) in at.iter().enumerate() {
-                let len = trace.processes()[p].events.len() as u64;
-                for i in [k.checked_sub(1), Some(k)].into_iter().flatten() {
-                    if i < len {
-                        chosen.push(EventRef::new(p as u32, i as u32));
-                    }
-                }
-            }
-        }
-        let races: Vec<EventRef> = race_events.iter().copied().collect();
-        let selection = Selection::choose(
-            &Inputs {
-                trace,
-                clocks,
-                times: &times,
-                window: &view.window,
-                endings: &ends,
-                races: &races,
-                chosen: &chosen,
-                data_edges: &data_edges,
-            },
-            view.budget,
-        );
 
         // Lines: the processes the window shows.
         let lane_of: Vec<Option<u32>> = {

@@ -124,7 +124,12 @@ fn size_estimates_are_within_a_factor_of_two() {
         let d = diagram(&trace, None);
         let clocks = Clocks::compute(&trace);
         let (data, messages) = (data_races(&trace), message_races(&trace, &clocks));
-        let size = Size::of_full(&trace, &clocks, &data, &messages, &Window::all(&trace));
+        let view = View {
+            window: Window::all(&trace),
+            budget: None,
+            chosen: Vec::new(),
+        };
+        let size = Plan::new(&trace, &clocks, &data, &messages, None, &view).size(&clocks);
         assert_eq!(size.dots, d.nodes.len() as u64);
         assert_eq!(size.arrows, d.arrows.len() as u64);
         assert_eq!(size.runs, d.runs.len() as u64);
