@@ -92,7 +92,29 @@ mod tests {
     use ppd_formats::event::MemOrdering;
 
     use super::*;
-    use crate::trace::NO_SITE;
+    use crate::trace::{NO_SITE, TraceBuilder};
+
+    /// Appends an access to `object` to process `at`'s events.
+    fn atomic(
+        b: &mut TraceBuilder,
+        object: ObjIdx,
+        at: u32,
+        version: u64,
+        op: AtomicOp,
+        ordering: MemOrdering,
+    ) -> EventRef {
+        b.push(
+            at,
+            Op::Atomic {
+                object,
+                version,
+                prev: None,
+                op,
+                ordering,
+            },
+            NO_SITE,
+        )
+    }
 
     #[test]
     fn a_read_is_linked_to_the_latest_write_before_it_in_another_process() {
@@ -103,18 +125,8 @@ mod tests {
             b.add_process(ppd_formats::ProcessId(2), "r", None),
         );
         let object = b.object(ObjectId(7));
-        let access = |b: &mut crate::trace::TraceBuilder, at: u32, version: u64, op| {
-            b.push(
-                at,
-                Op::Atomic {
-                    object,
-                    version,
-                    prev: None,
-                    op,
-                    ordering: MemOrdering::Relaxed,
-                },
-                NO_SITE,
-            )
+        let access = |b: &mut TraceBuilder, at, version, op| {
+            atomic(b, object, at, version, op, MemOrdering::Relaxed)
         };
         let store = access(&mut b, p, 1, AtomicOp::Store);
         let _own = access(&mut b, p, 2, AtomicOp::Load);
@@ -141,23 +153,10 @@ mod tests {
             b.add_process(ppd_formats::ProcessId(1), "q", None),
         );
         let object = b.object(ObjectId(7));
-        let access = |b: &mut crate::trace::TraceBuilder, at: u32, version: u64, op, ordering| {
-            b.push(
-                at,
-                Op::Atomic {
-                    object,
-                    version,
-                    prev: None,
-                    op,
-                    ordering,
-                },
-                NO_SITE,
-            )
-        };
-        access(&mut b, p, 1, AtomicOp::Store, MemOrdering::Release);
-        access(&mut b, q, 2, AtomicOp::Load, MemOrdering::Acquire);
-        access(&mut b, q, 3, AtomicOp::Store, MemOrdering::Relaxed);
-        access(&mut b, p, 4, AtomicOp::Load, MemOrdering::Acquire);
+        atomic(&mut b, object, p, 1, AtomicOp::Store, MemOrdering::Release);
+        atomic(&mut b, object, q, 2, AtomicOp::Load, MemOrdering::Acquire);
+        atomic(&mut b, object, q, 3, AtomicOp::Store, MemOrdering::Relaxed);
+        atomic(&mut b, object, p, 4, AtomicOp::Load, MemOrdering::Acquire);
         let trace = b.build();
         let synchronizes: Vec<bool> = reads_from(&trace).iter().map(|e| e.synchronizes).collect();
         // Release → Acquire synchronizes; a relaxed store read by an acquire load does not.
