@@ -11,6 +11,7 @@ use syn::{ReturnType, Type};
 use super::model::{Eblock, Param, Passing};
 use super::trace::{self, Tracer};
 use super::uses;
+use super::values;
 
 /// The pieces of an expanded e-block.
 pub(crate) struct Expansion {
@@ -97,13 +98,23 @@ pub(crate) fn expand(eblock: &Eblock, self_ty: Option<&Type>) -> Expansion {
         let name = &p.name;
         quote! { *#name = __ppd_postlog.take(#label); }
     });
-    let body = &function.block;
+    let param_names: Vec<syn::Ident> = params.iter().map(|p| p.name.clone()).collect();
+    let mut body = (*function.block).clone();
+    values::register_in(&mut body, &param_names);
+    let registrations: Vec<TokenStream> = params
+        .iter()
+        .map(|p| {
+            let name = &p.name;
+            values::register(&quote!(#name))
+        })
+        .collect();
     let location = quote_spanned! {ident.span()=> ::core::panic::Location::caller() };
     let wrapper = quote! {
         #(#attrs)*
         #vis #sig {
             #(#checks)*
             #ret_check
+            #(#registrations)*
             const __PPD_EBLOCK: &str = ::core::concat!(::core::module_path!(), "::", #name_suffix);
             match ::ppd::__private::eblock::enter(__PPD_EBLOCK, #location, || {
                 let mut __ppd_log = ::ppd::__private::eblock::map(#count);
@@ -131,7 +142,8 @@ pub(crate) fn expand(eblock: &Eblock, self_ty: Option<&Type>) -> Expansion {
 
     // The tracing twin: same signature, traced body.
     let mut tracer = Tracer::new();
-    let traced_body = tracer.function_body(&function.block);
+    let mut traced_body = tracer.function_body(&function.block);
+    values::register_in(&mut traced_body, &param_names);
     let traced_ident = format_ident!("__ppd_traced_{}", ident);
     let mut traced_sig = sig.clone();
     traced_sig.ident = traced_ident.clone();
@@ -156,6 +168,7 @@ pub(crate) fn expand(eblock: &Eblock, self_ty: Option<&Type>) -> Expansion {
             #[allow(unused_mut)]
             let mut #slot: #owned = __ppd_ctx.arg(#label, #entry_site);
         });
+        loads.push(values::register(&quote!(#slot)));
         let passed = match &p.passing {
             Passing::Value(_) | Passing::SelfValue => quote!(#slot),
             Passing::Ref(_) | Passing::SelfRef => quote!(&#slot),
@@ -198,7 +211,7 @@ pub(crate) fn expand(eblock: &Eblock, self_ty: Option<&Type>) -> Expansion {
     defines.push("%0".into());
     defines.sort();
     defines.dedup();
-    let param_names: Vec<String> = params.iter().map(Param::label).collect();
+    let param_labels: Vec<String> = params.iter().map(Param::label).collect();
     let run = match self_ty {
         Some(ty) => quote!(<#ty>::#emulate_ident),
         None => quote!(#emulate_ident),
@@ -209,7 +222,7 @@ pub(crate) fn expand(eblock: &Eblock, self_ty: Option<&Type>) -> Expansion {
                 name: ::core::concat!(::core::module_path!(), "::", #name_suffix),
                 file: ::core::file!(),
                 line: ::core::line!(),
-                params: &[#(#param_names),*],
+                params: &[#(#param_labels),*],
                 defines: &[#(#defines),*],
                 run: #run,
             }

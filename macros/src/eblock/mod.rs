@@ -4,6 +4,7 @@ mod expand;
 mod model;
 mod trace;
 mod uses;
+mod values;
 
 use proc_macro2::TokenStream;
 use quote::{ToTokens, quote};

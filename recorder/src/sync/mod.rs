@@ -10,7 +10,9 @@ pub mod mpsc;
 mod mutex;
 mod object;
 mod semaphore;
+pub mod values;
 
 pub use mutex::{Mutex, MutexGuard};
 pub use semaphore::Semaphore;
 pub use std::sync::{Arc, LockResult, PoisonError};
+pub use values::log_values;
