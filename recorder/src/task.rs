@@ -9,12 +9,13 @@
 //! failed, where, and in which role (thesis §4.2–4.3).
 //!
 //! Each task's computation (a farm's `work`, a divide-and-conquer `split` or `solve`) runs as
-//! an e-block without annotation: its input is the prelog, its result the postlog. The types
-//! are serde already, because tasks and results travel over ppd channels, which log them. So
-//! phase two (thesis §4.4) can re-execute one task alone: `ppd analyze tasks --rerun N` runs
-//! the recorded binary in emulate mode, which runs the program natively up to the call that
-//! started task N's virtual machine (the closures exist only there) and then, instead of that
-//! virtual machine, task N's computation from its logged input against its log interval
+//! an e-block without annotation: its input is the prelog, its result the postlog. No probe
+//! for `Serialize` is needed: the types are serde already, because tasks and results travel
+//! over ppd channels, which log them. So phase two (thesis §4.1, left to future work in
+//! §7.2.1) can re-execute one task alone: `ppd analyze tasks --rerun N` runs the recorded
+//! binary in emulate mode, which runs the program natively up to the call that started task
+//! N's virtual machine (the closures exist only there) and then, instead of that virtual
+//! machine, task N's computation from its logged input against its log interval
 //! ([`rerun_at`]).
 //!
 //! The generator and the collector are the calling process; each worker is a ppd process

@@ -1,8 +1,9 @@
-//! Phase two of Lin's two-phase debugging (seed thesis §4.4): re-executing one task's
-//! sequential computation from the history. The thesis replays the task on a sequential
-//! debugger from the messages it received; ppd has each computation logged as an e-block (its
-//! input is the prelog, its result the postlog, `ppd::task`), so this module only finds the
-//! logged computation of a unit and where the program reaches it; the emulator
+//! Phase two of Lin's two-phase debugging (seed thesis §1.3, §4.1): re-executing one task's
+//! sequential computation from the history. The thesis proposes a driver program that
+//! simulates the virtual machine around a traditional sequential debugger, fed from the event
+//! history, and leaves building it to future work (§7.2.1). ppd has each computation logged as
+//! an e-block (its input is the prelog, its result the postlog, `ppd::task`), so this module
+//! only finds the logged computation of a unit and where the program reaches it; the emulator
 //! (`ppd_replayer::emulate`) re-executes it against its log interval, as `ppd why` does for
 //! any e-block instance.
 //!
