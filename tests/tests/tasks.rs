@@ -618,3 +618,46 @@ fn gdb_starts_the_program_stopped_at_the_task_entry_with_its_logged_input() {
     assert!(said.contains("eblock = \"ppd::task::work\""), "{said}");
     assert!(said.contains("input = &[u8] [37]"), "{said}");
 }
+
+#[test]
+fn a_work_function_that_is_an_eblock_stays_a_top_level_instance_for_why() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record_case(work.path(), "farm-eblock");
+    // The farm's own e-block around each task is transparent to `ppd why`: the work's
+    // parameter comes from its caller, as it would without the farm.
+    let out = ppd(
+        work.path(),
+        &[
+            "why",
+            dir.to_str().unwrap(),
+            "farm-worker-0",
+            "tripled",
+            "--at",
+            "scaled#2",
+        ],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}{text}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("tripled = 3  (tests/src/bin/task_cases.rs:"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("[passed by the caller of task_cases::scaled, which is not an e-block]\n"),
+        "{text}"
+    );
+
+    // Re-run, the task's work is that e-block's call, its logged result standing for it.
+    let text = rerun(work.path(), &dir, "2", &[]);
+    let lines = rerun_lines(&text);
+    assert_eq!(lines.len(), 4, "{text}");
+    assert!(
+        lines[1].starts_with("  r1  call    7  (a nested e-block entered at event "),
+        "{text}"
+    );
+    assert_eq!(lines[3], "result: same as logged: 7", "{text}");
+}

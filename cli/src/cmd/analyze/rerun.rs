@@ -183,13 +183,18 @@ fn record_line(i: usize, r: &Record) -> String {
         (Some(var), None) => var.clone(),
         (None, None) => String::new(),
     };
-    let event = r
-        .event
-        .map(|e| format!("  (event {e})"))
-        .unwrap_or_default();
-    let place = match r.kind {
-        RecordKind::Entry | RecordKind::Return if r.line == 0 => String::new(),
-        _ => format!("  at {}:{}  {}", r.file, r.line, r.text),
+    let event = match (r.kind, r.call, r.event) {
+        // A nested e-block's logged result stands for it; `ppd why` re-executes it.
+        (RecordKind::Call, Some(enter), _) => {
+            format!("  (a nested e-block entered at event {enter}, not re-executed)")
+        }
+        (_, _, Some(e)) => format!("  (event {e})"),
+        _ => String::new(),
+    };
+    let place = if r.file.is_empty() {
+        String::new()
+    } else {
+        format!("  at {}:{}  {}", r.file, r.line, r.text)
     };
     format!("r{i}  {kind:<7} {what}{place}{event}")
 }
