@@ -558,6 +558,28 @@ fn gdb_starts_the_program_stopped_at_the_task_entry_with_its_logged_input() {
     );
     assert_eq!(command[6..], ["--args", CASES, "farm-panic"], "{command:?}");
 
+    // lldb gets the same program, environment and breakpoint in its own syntax.
+    let out = analyze_with(work.path(), &dir, &["--lldb", "37", "--dry-run"], &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lldb = shell_words(text.lines().nth(1).expect("the command"));
+    let at = lldb.iter().position(|w| w == "lldb").expect("lldb");
+    assert_eq!(
+        lldb[at..],
+        [
+            "lldb",
+            "-o",
+            "breakpoint set --name ppd_task_entry",
+            "-o",
+            "run",
+            "--",
+            CASES,
+            "farm-panic"
+        ],
+        "{text}"
+    );
+    let request = lldb[2].strip_prefix("PPD_REQUEST=").expect("the request");
+    std::fs::remove_dir_all(Path::new(request).parent().unwrap()).unwrap();
+
     // Without the debugger, the printed environment alone runs the emulation: the program
     // re-executes task 37 and writes the response next to the request.
     let program = Command::new(CASES)
