@@ -9,6 +9,21 @@ use crate::value::{self, ValueError};
 /// Every task mark's label starts with this.
 pub const PREFIX: &str = "ppd.task.";
 
+/// The e-block a farm's work runs as: its prelog holds the task's `input`, its postlog the
+/// result (`%0`), so that phase two can re-execute one task alone from its log.
+pub const WORK_EBLOCK: &str = "ppd::task::work";
+/// The e-block a divide-and-conquer split runs as (`input`: the subproblem; `%0`: the parts,
+/// or nil for a leaf).
+pub const SPLIT_EBLOCK: &str = "ppd::task::split";
+/// The e-block a divide-and-conquer leaf's solve runs as (`input`: the subproblem; `%0`: its
+/// result).
+pub const SOLVE_EBLOCK: &str = "ppd::task::solve";
+
+/// Whether `eblock` is one of the e-blocks a task's computation runs as.
+pub fn is_computation(eblock: &str) -> bool {
+    [WORK_EBLOCK, SPLIT_EBLOCK, SOLVE_EBLOCK].contains(&eblock)
+}
+
 /// A step of a task's life, as its mark's label names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -110,7 +110,7 @@ pub mod __private {
                 }
                 Err(e) => eprintln!("ppd: not recording: {e}"),
             },
-            Some("emulate") => ppd_replayer::emulate::run_from_env(),
+            Some("emulate") => ppd_replayer::emulate::boot_from_env(),
             Some("replay") => {
                 if let Err(e) = ppd_replayer::local::install_from_env() {
                     // Running on without the log would silently be a different run.

@@ -8,6 +8,16 @@
 //! `ppd analyze tasks` can rebuild each task's event graph from the log and name the task that
 //! failed, where, and in which role (thesis §4.2–4.3).
 //!
+//! Each task's computation (a farm's `work`, a divide-and-conquer `split` or `solve`) runs as
+//! an e-block without annotation: its input is the prelog, its result the postlog. No probe
+//! for `Serialize` is needed: the types are serde already, because tasks and results travel
+//! over ppd channels, which log them. So phase two (thesis §4.1, left to future work in
+//! §7.2.1) can re-execute one task alone: `ppd analyze tasks --rerun N` runs the recorded
+//! binary in emulate mode, which runs the program natively up to the call that started task
+//! N's virtual machine (the closures exist only there) and then, instead of that virtual
+//! machine, task N's computation from its logged input against its log interval
+//! ([`rerun_at`]).
+//!
 //! The generator and the collector are the calling process; each worker is a ppd process
 //! (`farm-worker-N`, `dc-worker-N`). Tasks are handed out one at a time, a new one to a worker
 //! when its previous result comes back, so a task that never comes back is exactly one worker's
@@ -18,13 +28,15 @@ use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, VecDeque};
 use std::marker::PhantomData;
 use std::panic::Location;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use ppd_formats::task::{Step, TaskMark};
+use ppd_formats::task::{SOLVE_EBLOCK, SPLIT_EBLOCK, Step, TaskMark, WORK_EBLOCK};
+use ppd_formats::value;
 use ppd_formats::{Event, EventKind, ProcessId};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use crate::eblock::{self, Entry};
 use crate::runtime;
 use crate::runtime::backend::Op;
 use crate::sync::mpsc::{Receiver, Select, Sender, channel};
@@ -51,6 +63,83 @@ fn log(
         site: Some(site),
         value: &value,
     });
+}
+
+/// Runs `f(input)` as the e-block `name` (one of `ppd_formats::task`'s): the input logged as
+/// the prelog's `input`, the result as the postlog's `%0`. Inside a re-executed e-block the
+/// logged result stands for the call, as for any nested e-block.
+fn computation<T: Serialize, R: Serialize + DeserializeOwned>(
+    name: &'static str,
+    site: &'static Location<'static>,
+    input: T,
+    f: impl FnOnce(T) -> R,
+) -> R {
+    let entry = eblock::enter(name, site, || {
+        let mut prelog = eblock::map(1);
+        prelog.entry("input", &input);
+        prelog.finish()
+    });
+    match entry {
+        Entry::Substituted(postlog) => postlog.take("%0"),
+        Entry::Run(frame) => {
+            let result = f(input);
+            frame.exit(|| {
+                let mut postlog = eblock::map(1);
+                postlog.entry("%0", &result);
+                postlog.finish()
+            });
+            result
+        }
+    }
+}
+
+/// One task computation with its types erased, for phase two: given the e-block it ran as and
+/// its logged input (MessagePack), runs it and gives its result's MessagePack, or says why the
+/// input does not fit.
+pub type Compute<'a> = dyn FnMut(&str, &[u8]) -> Result<Vec<u8>, String> + Send + 'a;
+
+/// Where phase two re-executes a task: the virtual machine run that holds it, and the
+/// emulator's entry that takes over there.
+#[derive(Clone, Debug)]
+pub struct Rerun {
+    /// The name of the process that started the run (threads carry their process's name).
+    pub generator: String,
+    /// The run's ordinal in that process, from 1 (the low half of its id).
+    pub ordinal: u32,
+    /// Re-executes the task from its log with the run's computations, and ends the program.
+    pub hook: fn(&mut Compute<'_>) -> !,
+}
+
+static RERUN: OnceLock<Rerun> = OnceLock::new();
+
+/// Makes the virtual machine run `rerun` names hand its computations to `rerun.hook` instead
+/// of running. Set once, by the emulator, before the program's body runs natively.
+pub fn rerun_at(rerun: Rerun) {
+    // The emulator sets it once per program run.
+    let _ = RERUN.set(rerun);
+}
+
+/// In phase two, if `vm` is the run to re-execute a task of, hands `compute` to the emulator,
+/// which does not return.
+fn rerun_here(vm: u64, compute: &mut Compute<'_>) {
+    let Some(rerun) = RERUN.get() else {
+        return;
+    };
+    let here = std::thread::current().name() == Some(rerun.generator.as_str());
+    if here && vm & u64::from(u32::MAX) == u64::from(rerun.ordinal) {
+        (rerun.hook)(compute)
+    }
+}
+
+/// Decodes a logged input for phase two.
+fn logged<T: DeserializeOwned>(input: &[u8]) -> Result<T, String> {
+    value::decode_as(input)
+        .map_err(|e| format!("the logged input does not decode as its type: {e}"))
+}
+
+/// Encodes a re-executed result for phase two.
+fn result_bytes<R: Serialize>(result: &R) -> Result<Vec<u8>, String> {
+    value::encode(result).map_err(|e| format!("the result does not encode: {e}"))
 }
 
 thread_local! {
@@ -279,12 +368,16 @@ where
     let site = Location::caller();
     let total = tasks.len();
     let vm = next_run();
+    rerun_here(vm, &mut |eblock, input| match eblock {
+        WORK_EBLOCK => result_bytes(&work(logged(input)?)),
+        other => Err(format!("a farm runs no {other}")),
+    });
     log(Step::Farm, (vm, 0), &[], total as u64, site);
     let mut pool: Pool<(u64, T), (u64, R)> =
         Pool::start(vm, workers, "farm-worker", move |inbox, outbox| {
             for (task, input) in inbox.iter() {
                 log(Step::Begin, (vm, task), &[], 0, site);
-                let result = work(input);
+                let result = computation(WORK_EBLOCK, site, input, &work);
                 log(Step::End, (vm, task), &[], 0, site);
                 if outbox.send((task, result)).is_err() {
                     return;
@@ -376,18 +469,23 @@ where
 {
     let site = Location::caller();
     let vm = next_run();
+    rerun_here(vm, &mut |eblock, input| match eblock {
+        SPLIT_EBLOCK => result_bytes(&split(&logged(input)?)),
+        SOLVE_EBLOCK => result_bytes(&solve(logged(input)?)),
+        other => Err(format!("a divide and conquer runs no {other}")),
+    });
     log(Step::Dc, (vm, 0), &[], 1, site);
     let mut pool: Pool<Job<P>, Answer<P, R>> =
         Pool::start(vm, workers, "dc-worker", move |inbox, outbox| {
             for Job { path, problem } in inbox.iter() {
                 log(Step::Begin, (vm, 0), &path, 0, site);
-                let answer = match split(&problem) {
+                let answer = match computation(SPLIT_EBLOCK, site, &problem, &split) {
                     Some(parts) => {
                         log(Step::Split, (vm, 0), &path, parts.len() as u64, site);
                         Answer::Split(path, parts)
                     }
                     None => {
-                        let result = solve(problem);
+                        let result = computation(SOLVE_EBLOCK, site, problem, &solve);
                         log(Step::End, (vm, 0), &path, 0, site);
                         Answer::Solved(path, result)
                     }

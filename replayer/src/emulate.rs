@@ -29,6 +29,7 @@ use ppd_formats::value;
 use ppd_formats::{Borrowed, Event, EventKind, LogReader, ProcessId, Recording};
 use ppd_recorder::runtime::backend::{Dependency, Mode, Op, ProcessBackend, Runtime};
 use ppd_recorder::runtime::{self, env};
+use ppd_recorder::task::Compute;
 use ppd_recorder::trace::{self as tracer, Site};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -67,6 +68,15 @@ pub struct Ctx {
 struct Stopped;
 
 impl Ctx {
+    /// The logged bytes of parameter `name`, recorded as the instance's entry.
+    fn arg_bytes(&mut self, name: &str, site: &'static Site) -> Vec<u8> {
+        let Some((_, bytes)) = self.prelog.iter().find(|(n, _)| n == name) else {
+            runtime::diverged(&format!("the prelog has no argument `{name}`"));
+        };
+        tracer::entry(site, name, Captured::Value(bytes.clone()));
+        bytes.clone()
+    }
+
     /// The logged value of parameter `name`, recorded as the instance's entry.
     pub fn arg<T: DeserializeOwned>(&mut self, name: &str, site: &'static Site) -> T {
         let Some((_, bytes)) = self.prelog.iter().find(|(n, _)| n == name) else {
@@ -434,6 +444,10 @@ pub struct Request {
     pub overrides: Vec<(String, Vec<u8>)>,
     /// Only list the e-blocks the binary has (their [`EblockInfo`]).
     pub describe: bool,
+    /// Re-execute one task's computation instead (phase two of `ppd analyze tasks`): the
+    /// program runs natively up to the task's virtual machine; `instances` is then ignored.
+    #[serde(default)]
+    pub task: Option<TaskRerun>,
     /// Where to write the [`Response`].
     pub output: PathBuf,
 }
@@ -461,6 +475,19 @@ pub fn registry() -> Vec<EblockInfo> {
             defines: e.defines.iter().map(|d| (*d).to_owned()).collect(),
         })
         .collect()
+}
+
+/// Which task computation to re-execute, and where the program reaches it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskRerun {
+    /// The process that started the task's virtual machine run, by name.
+    pub generator: String,
+    /// The run's ordinal in that process (the low half of its id).
+    pub ordinal: u32,
+    /// The process that computed the task.
+    pub process: ProcessId,
+    /// Index of the computation's `EblockEnter` event in its log.
+    pub enter: u64,
 }
 
 #[derive(Debug)]
@@ -522,6 +549,41 @@ fn emulate_one(
     enter: u64,
     overrides: Vec<(String, Vec<u8>)>,
 ) -> Result<Trace, String> {
+    emulate_instance(
+        recording,
+        process,
+        enter,
+        overrides,
+        &mut |instance, ctx| {
+            let emulator = inventory::iter::<Emulator>
+                .into_iter()
+                .find(|e| e.name == instance.eblock)
+                .ok_or_else(|| format!("the e-block {} is not in this binary", instance.eblock))?;
+            (emulator.run)(ctx);
+            Ok(())
+        },
+    )
+}
+
+/// The instance a runner is asked to re-execute.
+struct Instance<'a> {
+    eblock: &'a str,
+    site: Option<&'a ppd_formats::event::Site>,
+}
+
+/// What runs an instance's body with its context, on the instance's own thread; an error,
+/// before the body starts, says why it cannot run.
+type Runner<'r> = dyn FnMut(&Instance<'_>, &mut Ctx) -> Result<(), String> + Send + 'r;
+
+/// Re-executes the instance whose `EblockEnter` is event `enter` of `process`, with the body
+/// `runner` gives, against the instance's log interval.
+fn emulate_instance(
+    recording: &Recording,
+    process: ProcessId,
+    enter: u64,
+    overrides: Vec<(String, Vec<u8>)>,
+    runner: &mut Runner<'_>,
+) -> Result<Trace, String> {
     let entry = recording
         .process(process)
         .ok_or_else(|| format!("no process {process} in the recording"))?;
@@ -531,8 +593,15 @@ fn emulate_one(
         .events_from(enter)
         .map_err(|e| e.to_string())?
         .peekable();
-    let (eblock, prelog) = match events.next() {
-        Some(Ok((_, Event::EblockEnter { eblock, prelog, .. }))) => (eblock, prelog),
+    let (eblock, site, prelog) = match events.next() {
+        Some(Ok((
+            _,
+            Event::EblockEnter {
+                eblock,
+                site,
+                prelog,
+            },
+        ))) => (eblock, site, prelog),
         Some(Ok((_, other))) => {
             return Err(format!(
                 "event {enter} of {process} is not an e-block entry but {}",
@@ -542,59 +611,33 @@ fn emulate_one(
         Some(Err(e)) => return Err(e.to_string()),
         None => return Err(format!("{process} has no event {enter}")),
     };
-    let emulator = inventory::iter::<Emulator>
-        .into_iter()
-        .find(|e| e.name == &*eblock)
-        .ok_or_else(|| format!("the e-block {eblock} is not in this binary"))?;
     let prelog = value::map_entries(&prelog).map_err(|e| format!("prelog of {eblock}: {e}"))?;
     let findings = Arc::new(Mutex::new(Findings::default()));
     let name = entry.name.clone();
     let for_thread = Arc::clone(&findings);
     // A fresh thread per instance: its thread-locals (tracer, process) start clean, and a
     // panic of the re-executed code stays in it.
-    let outcome = std::thread::spawn(move || {
-        let interval = Interval {
-            process,
-            events,
-            current: None,
-            depth: 0,
-            nested: Vec::new(),
-            findings: for_thread,
-        };
-        runtime::adopt_process(process, &name, Box::new(interval));
-        tracer::start();
-        let mut prelog = prelog;
-        for (name, value) in &overrides {
-            if let Some(slot) = prelog.iter_mut().find(|(n, _)| n == name) {
-                slot.1.clone_from(value);
-            }
-        }
-        let mut ctx = Ctx {
-            prelog,
-            outputs: Vec::new(),
-        };
-        let run = catch_unwind(AssertUnwindSafe(|| (emulator.run)(&mut ctx)));
-        let ended = match run {
-            Ok(()) => Ended::Returned,
-            Err(payload) if payload.is::<Stopped>() => Ended::Stopped,
-            Err(payload) => Ended::Panicked(match runtime::take_last_panic() {
-                Some(p) => panic_outcome(&p.message, &p.file, p.line),
-                None => format!("{:?}", panic_text(payload.as_ref())),
-            }),
-        };
-        // How the log says the instance ended: its exit after a return (what it produced), or
-        // whatever follows the panic. Both only read the log, and cannot stop the run.
-        let logged = match &ended {
-            Ended::Returned => runtime::expect(Op::plain(EventKind::EblockExit, None)),
-            Ended::Panicked(_) => runtime::expect(Op::plain(EventKind::Panic, None)),
-            Ended::Stopped => None,
-        };
-        let records = tracer::finish();
-        runtime::release_process();
-        (ctx.outputs, logged, ended, records)
+    let instance = Instance {
+        eblock: &eblock,
+        site: site.as_deref(),
+    };
+    let outcome = std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                run_instance(
+                    process,
+                    &name,
+                    events,
+                    &for_thread,
+                    prelog,
+                    overrides,
+                    &instance,
+                    runner,
+                )
+            })
+            .join()
     })
-    .join()
-    .map_err(|_| format!("re-executing {eblock} crashed the emulation"))?;
+    .map_err(|_| format!("re-executing {eblock} crashed the emulation"))??;
     let (outputs, logged, ended, records) = outcome;
     let (mut leaks, exit_index, logged_panic) = {
         let mut f = findings.lock().unwrap_or_else(|p| p.into_inner());
@@ -684,6 +727,74 @@ fn emulate_one(
     })
 }
 
+/// What a re-executed instance produced: its outputs, how the log says it ended, how it ended,
+/// and its trace records.
+type Outcome = (
+    Vec<(String, Vec<u8>)>,
+    Option<Event<Owned>>,
+    Ended,
+    Vec<ppd_formats::trace::Record>,
+);
+
+/// Runs one instance on the current (fresh) thread, as process `process`, against `events`.
+#[allow(clippy::too_many_arguments)]
+fn run_instance(
+    process: ProcessId,
+    name: &str,
+    events: Peekable<Events<'static>>,
+    findings: &Arc<Mutex<Findings>>,
+    prelog: Vec<(String, Vec<u8>)>,
+    overrides: Vec<(String, Vec<u8>)>,
+    instance: &Instance<'_>,
+    runner: &mut Runner<'_>,
+) -> Result<Outcome, String> {
+    let interval = Interval {
+        process,
+        events,
+        current: None,
+        depth: 0,
+        nested: Vec::new(),
+        findings: Arc::clone(findings),
+    };
+    runtime::adopt_process(process, name, Box::new(interval));
+    tracer::start();
+    let mut prelog = prelog;
+    for (name, value) in &overrides {
+        if let Some(slot) = prelog.iter_mut().find(|(n, _)| n == name) {
+            slot.1.clone_from(value);
+        }
+    }
+    let mut ctx = Ctx {
+        prelog,
+        outputs: Vec::new(),
+    };
+    let mut refused = Ok(());
+    let run = catch_unwind(AssertUnwindSafe(|| refused = runner(instance, &mut ctx)));
+    if let Err(e) = refused {
+        tracer::finish();
+        runtime::release_process();
+        return Err(e);
+    }
+    let ended = match run {
+        Ok(()) => Ended::Returned,
+        Err(payload) if payload.is::<Stopped>() => Ended::Stopped,
+        Err(payload) => Ended::Panicked(match runtime::take_last_panic() {
+            Some(p) => panic_outcome(&p.message, &p.file, p.line),
+            None => format!("{:?}", panic_text(payload.as_ref())),
+        }),
+    };
+    // How the log says the instance ended: its exit after a return (what it produced), or
+    // whatever follows the panic. Both only read the log, and cannot stop the run.
+    let logged = match &ended {
+        Ended::Returned => runtime::expect(Op::plain(EventKind::EblockExit, None)),
+        Ended::Panicked(_) => runtime::expect(Op::plain(EventKind::Panic, None)),
+        Ended::Stopped => None,
+    };
+    let records = tracer::finish();
+    runtime::release_process();
+    Ok((ctx.outputs, logged, ended, records))
+}
+
 /// The name of the leak that says a re-executed instance ended otherwise than the recorded one
 /// (a return for a panic, a panic for a return, another panic).
 pub const OUTCOME: &str = "the outcome";
@@ -721,14 +832,19 @@ pub fn run_from_env() -> ! {
     std::process::exit(code)
 }
 
-fn run() -> Result<(), String> {
+/// The request the environment names.
+fn read_request() -> Result<Request, String> {
     let request_path = std::env::var_os(env::REQUEST)
         .map(PathBuf::from)
         .ok_or_else(|| format!("{} is not set", env::REQUEST))?;
-    let request: Request = serde_json::from_slice(
+    serde_json::from_slice(
         &std::fs::read(&request_path).map_err(|e| format!("{}: {e}", request_path.display()))?,
     )
-    .map_err(|e| format!("{}: {e}", request_path.display()))?;
+    .map_err(|e| format!("{}: {e}", request_path.display()))
+}
+
+fn run() -> Result<(), String> {
+    let request = read_request()?;
     let mut response = Response {
         traces: Vec::new(),
         errors: Vec::new(),
@@ -755,6 +871,227 @@ fn run() -> Result<(), String> {
     }
     let bytes = serde_json::to_vec(&response).map_err(|e| e.to_string())?;
     std::fs::write(&request.output, bytes).map_err(|e| format!("{}: {e}", request.output.display()))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Phase two of `ppd analyze tasks`: one task's computation
+
+/// The task request of this program run, once [`boot_from_env`] found one.
+static TASK_REQUEST: std::sync::OnceLock<Request> = std::sync::OnceLock::new();
+
+/// Called by `#[ppd::main]` when `PPD_MODE=emulate`. A request to re-execute a task returns,
+/// so that the program's body runs natively (nothing logged, nothing replayed) up to the call
+/// that starts the task's virtual machine, where `ppd::task` hands the computation to the
+/// task runner here: closures exist only in a running program. Any other request is served
+/// by [`run_from_env`], which exits.
+pub fn boot_from_env() {
+    let Ok(request) = read_request() else {
+        run_from_env()
+    };
+    let Some(task) = request.task.clone() else {
+        run_from_env()
+    };
+    if TASK_REQUEST.set(request).is_ok() {
+        ppd_recorder::task::rerun_at(ppd_recorder::task::Rerun {
+            generator: task.generator,
+            ordinal: task.ordinal,
+            hook: rerun_task,
+        });
+    }
+}
+
+/// Re-executes the requested task with `compute`, the computations of its virtual machine
+/// run, writes the response and exits.
+fn rerun_task(compute: &mut Compute<'_>) -> ! {
+    let code = match serve_task(compute) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("ppd: emulation failed: {e}");
+            2
+        }
+    };
+    std::process::exit(code)
+}
+
+fn serve_task(compute: &mut Compute<'_>) -> Result<(), String> {
+    let request = TASK_REQUEST
+        .get()
+        .ok_or("no task re-execution was requested")?;
+    let task = request.task.as_ref().ok_or("the request names no task")?;
+    let dir = std::env::var_os(env::DIR)
+        .map(PathBuf::from)
+        .ok_or_else(|| format!("{} is not set", env::DIR))?;
+    let recording = Recording::open(&dir).map_err(|e| e.to_string())?;
+    std::panic::set_hook(Box::new(|_| {}));
+    runtime::install(Box::new(EmulateRuntime));
+    let mut response = Response {
+        traces: Vec::new(),
+        errors: Vec::new(),
+        eblocks: Vec::new(),
+    };
+    let traced = emulate_instance(
+        &recording,
+        task.process,
+        task.enter,
+        request.overrides.clone(),
+        &mut |instance, ctx| {
+            if !ppd_formats::task::is_computation(instance.eblock) {
+                return Err(format!(
+                    "{} event {} is the e-block {}, not a task's computation",
+                    task.process, task.enter, instance.eblock
+                ));
+            }
+            let site = computation_site(instance);
+            let input = ctx.arg_bytes("input", site);
+            match ppd_task_entry(compute, instance.eblock, &input) {
+                Ok(result) => {
+                    tracer::ret(site, Captured::Value(result.clone()), &["input"]);
+                    ctx.outputs.push(("%0".to_owned(), result));
+                }
+                Err(e) => runtime::diverged(&e),
+            }
+            Ok(())
+        },
+    );
+    match traced {
+        Ok(trace) => response.traces.push(trace),
+        Err(e) => response.errors.push(e),
+    }
+    let bytes = serde_json::to_vec(&response).map_err(|e| e.to_string())?;
+    std::fs::write(&request.output, bytes).map_err(|e| format!("{}: {e}", request.output.display()))
+}
+
+/// Where a task's computation's trace places its entry and result: the call that started its
+/// virtual machine (a closure has no statements of its own to trace).
+fn computation_site(instance: &Instance<'_>) -> &'static Site {
+    let (file, line) = instance
+        .site
+        .map_or((String::new(), 0), |s| (s.file.clone(), s.line));
+    let call = instance.eblock.rsplit("::").next().unwrap_or("work");
+    // One instance per program run: leaking its site is bounded.
+    Box::leak(Box::new(Site {
+        file: Box::leak(file.into_boxed_str()),
+        line,
+        text: Box::leak(format!("{call}(input)").into_boxed_str()),
+    }))
+}
+
+/// The entry of a re-executed task's computation: `ppd analyze tasks --gdb N` stops here, with
+/// the task's logged `input`; stepping in reaches the program's closure. Reached only for the
+/// requested task.
+#[unsafe(no_mangle)]
+#[inline(never)]
+pub fn ppd_task_entry(
+    compute: &mut Compute<'_>,
+    eblock: &str,
+    input: &[u8],
+) -> Result<Vec<u8>, String> {
+    compute(eblock, input)
+}
+
+/// How to start the recorded program so that it re-executes one task: its argument vector,
+/// directory and environment, with the request written to a scratch directory that lives as
+/// long as this value.
+#[derive(Debug)]
+pub struct TaskInvocation {
+    /// The recorded program.
+    pub binary: PathBuf,
+    /// Its arguments as recorded (without the program name).
+    pub args: Vec<String>,
+    /// The directory it was recorded in, if it still exists.
+    pub cwd: Option<PathBuf>,
+    /// The environment that selects emulate mode and names the request.
+    pub env: Vec<(&'static str, PathBuf)>,
+    /// Where the program writes its [`Response`].
+    pub output: PathBuf,
+    scratch: tempfile::TempDir,
+}
+
+impl TaskInvocation {
+    /// Writes `task`'s request for `binary` (checked against `recording` by the caller).
+    pub fn new(
+        recording: &Recording,
+        binary: &std::path::Path,
+        task: TaskRerun,
+    ) -> Result<TaskInvocation, crate::debugger::DebugError> {
+        use crate::debugger::DebugError;
+        let io =
+            |action: &'static str| move |source: std::io::Error| DebugError::Io { action, source };
+        let scratch = tempfile::Builder::new()
+            .prefix("ppd-rerun")
+            .tempdir()
+            .map_err(io("create a scratch directory"))?;
+        let output = scratch.path().join("response.json");
+        let request = Request {
+            instances: Vec::new(),
+            overrides: Vec::new(),
+            describe: false,
+            task: Some(task),
+            output: output.clone(),
+        };
+        let request_path = scratch.path().join("request.json");
+        std::fs::write(
+            &request_path,
+            serde_json::to_vec(&request).expect("a request always serializes"),
+        )
+        .map_err(io("write the emulation request"))?;
+        let dir = std::fs::canonicalize(recording.dir()).map_err(io("resolve the recording"))?;
+        let manifest = recording.manifest();
+        Ok(TaskInvocation {
+            binary: binary.to_owned(),
+            args: manifest.argv.iter().skip(1).cloned().collect(),
+            cwd: Some(manifest.cwd.clone()).filter(|d| d.is_dir()),
+            env: vec![
+                (env::MODE, PathBuf::from("emulate")),
+                (env::DIR, dir),
+                (env::REQUEST, request_path),
+            ],
+            output,
+            scratch,
+        })
+    }
+
+    /// Keeps the request on disk after this value is gone, for a command run later.
+    pub fn keep(self) -> PathBuf {
+        self.scratch.keep()
+    }
+
+    /// Runs the program and reads its response; a program that ends without reaching the
+    /// task's virtual machine says so.
+    pub fn run(&self) -> Result<Response, crate::debugger::DebugError> {
+        use crate::debugger::DebugError;
+        let mut command = std::process::Command::new(&self.binary);
+        command.args(&self.args).envs(self.env.iter().cloned());
+        if let Some(cwd) = &self.cwd {
+            command.current_dir(cwd);
+        }
+        let output = command
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|source| DebugError::Io {
+                action: "start the recorded program",
+                source,
+            })?;
+        let Ok(bytes) = std::fs::read(&self.output) else {
+            let said = String::from_utf8_lossy(&output.stderr);
+            return Err(DebugError::Io {
+                action: "re-execute the task",
+                source: std::io::Error::other(format!(
+                    "{} ({}) ended without reaching the task's virtual machine{}",
+                    self.binary.display(),
+                    output.status,
+                    match said.trim() {
+                        "" => String::new(),
+                        said => format!(": {said}"),
+                    }
+                )),
+            });
+        };
+        serde_json::from_slice(&bytes).map_err(|e| DebugError::Io {
+            action: "read the emulation's response",
+            source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+        })
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

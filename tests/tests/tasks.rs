@@ -3,11 +3,16 @@
 //! conquer (the run killed with SIGKILL), a hand-written farm labelled with `enter` — are
 //! recorded by `ppd record`, and the first line of the error list must name the failed task,
 //! subtask, process and role, with the frontier's `file:line`. A clean run is a success.
+//!
+//! Phase two: `--rerun N` re-executes one task's computation alone from its logged input and
+//! compares its result with the log; `--gdb N` stops the recorded program at that
+//! computation's entry under gdb.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
+use std::process::{Command, Output, Stdio};
 
-use ppd_tests::{ppd, record_program, start_recording};
+use ppd_tests::{ppd, ppd_bin, record_program, start_recording};
 use serde_json::Value;
 
 const CASES: &str = env!("CARGO_BIN_EXE_task_cases");
@@ -130,8 +135,8 @@ fn a_farm_of_100_tasks_names_the_task_whose_work_panicked() {
         "failure: 1 error in 100 tasks (99 complete)"
     );
 
-    // The way into phase two: a replay that halts where task 37's computation begins, and
-    // re-runs it from the log (its panic again).
+    // A way to the failure in the whole run: a replay that halts where task 37's computation
+    // begins.
     let hint = text
         .lines()
         .find_map(|l| l.strip_prefix("replay to it: "))
@@ -157,7 +162,6 @@ fn a_farm_of_100_tasks_names_the_task_whose_work_panicked() {
         "{replayed}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(String::from_utf8_lossy(&out.stderr).contains("task input 37 is poisoned"));
 
     let json = analyze_json(work.path(), &dir);
     assert_eq!(json["verdict"], "failure");
@@ -316,4 +320,366 @@ fn a_run_without_tasks_is_refused_as_bad_input() {
     let out = ppd(work.path(), &["analyze", "tasks", dir.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("logged no tasks"));
+}
+
+/// `ppd analyze tasks DIR ARGS…` with `env` added to its environment (the recorded program,
+/// re-executed, inherits it).
+fn analyze_with(cwd: &Path, dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    Command::new(ppd_bin())
+        .args(["analyze", "tasks", dir.to_str().unwrap()])
+        .args(args)
+        .envs(env.iter().copied())
+        .current_dir(cwd)
+        .output()
+        .expect("run ppd")
+}
+
+/// `ppd analyze tasks DIR --rerun UNIT`: its text output, which must succeed.
+fn rerun(cwd: &Path, dir: &Path, unit: &str, env: &[(&str, &str)]) -> String {
+    let out = analyze_with(cwd, dir, &["--rerun", unit], env);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "--rerun {unit}: {}{text}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+/// The trace lines of a rerun's output, without their process and event numbers (which depend
+/// on how the run was scheduled): `r0  entry   input = 37  at …`, then the result line.
+fn rerun_lines(text: &str) -> Vec<&str> {
+    text.lines().skip(1).collect()
+}
+
+#[test]
+fn rerun_re_executes_a_farm_task_from_its_logged_input_and_compares_its_result() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record_case(work.path(), "farm-panic");
+    let call = source_line("ppd::task::farm(4, (0..100u64)");
+    let panic = source_line("is poisoned");
+
+    let text = rerun(work.path(), &dir, "37", &[]);
+    let header = text.lines().next().unwrap();
+    assert!(
+        header.starts_with("task 37 subtask - (farm): ppd::task::work on farm-worker-"),
+        "{text}"
+    );
+    assert!(
+        header.ends_with("re-executed from its logged input"),
+        "{text}"
+    );
+    assert_eq!(
+        rerun_lines(&text),
+        [
+            format!("  r0  entry   input = 37  at {SOURCE}:{call}  work(input)").as_str(),
+            format!(
+                "result: panicked as recorded: \"task input 37 is poisoned\" at {SOURCE}:{panic}"
+            )
+            .as_str(),
+        ],
+        "{text}"
+    );
+
+    // A task that completed: its result again, the same as the logged one (1² + … + 36²).
+    let text = rerun(work.path(), &dir, "36", &[]);
+    assert_eq!(
+        rerun_lines(&text),
+        [
+            format!("  r0  entry   input = 36  at {SOURCE}:{call}  work(input)").as_str(),
+            format!("  r1  return  %0 = 16206  at {SOURCE}:{call}  work(input)").as_str(),
+            "result: same as logged: 16206",
+        ],
+        "{text}"
+    );
+
+    // The same as JSON: the trace with the logged input, for tools.
+    let out = analyze_with(work.path(), &dir, &["--rerun", "36", "--json"], &[]);
+    assert!(out.status.success());
+    let json: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(json["task"], 36);
+    assert_eq!(json["eblock"], "ppd::task::work");
+    assert_eq!(json["outcome"], "result: same as logged: 16206");
+    assert_eq!(json["trace"]["records"][0]["kind"], "entry");
+    assert_eq!(json["trace"]["leaks"], serde_json::json!([]));
+}
+
+#[test]
+fn rerun_of_a_subtask_re_executes_its_split_or_its_solve() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record_case(work.path(), "clean");
+    // 1..=100 splits into 1..=50 (subtask 0) and 51..=100 (subtask 1), and so on down to
+    // leaves of fewer than 16 numbers: 76..=88 is subtask 1.1.0, a leaf.
+    let text = rerun(work.path(), &dir, "0.1", &[]);
+    assert!(
+        text.starts_with("task 0 subtask 1 (divide and conquer): ppd::task::split on dc-worker-"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  r0  entry   input = [51, 100]  at "),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("result: same as logged: [[51, 75], [76, 100]]\n"),
+        "{text}"
+    );
+
+    // A leaf's split said "leaf"; its solve computed its result, and is what re-runs.
+    let text = rerun(work.path(), &dir, "0.1.1.0", &[]);
+    assert!(
+        text.starts_with(
+            "task 0 subtask 1.1.0 (divide and conquer): ppd::task::solve on dc-worker-"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("  r0  entry   input = [76, 88]  at "),
+        "{text}"
+    );
+    assert!(text.ends_with("result: same as logged: 1066\n"), "{text}");
+
+    // A subtask the run does not have is bad input.
+    let out = analyze_with(work.path(), &dir, &["--rerun", "0.9"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("the run has no task 0 subtask 9"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn rerun_reports_a_result_that_depends_on_something_the_log_does_not_hold() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("farm-env");
+    let out = Command::new(ppd_bin())
+        .args([
+            "record",
+            "-o",
+            dir.to_str().unwrap(),
+            "--",
+            CASES,
+            "farm-env",
+        ])
+        .env("TASK_CASES_SALT", "10")
+        .current_dir(work.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // The same environment: the same result (task 2's input is 3).
+    let text = rerun(work.path(), &dir, "2", &[("TASK_CASES_SALT", "10")]);
+    assert!(text.ends_with("result: same as logged: 30\n"), "{text}");
+
+    // Another: the work reads it, ppd did not log it, and the re-execution says so.
+    let text = rerun(work.path(), &dir, "2", &[("TASK_CASES_SALT", "7")]);
+    assert!(
+        text.ends_with(
+            "result: differs from the log (1 difference)\n  %0: logged 30, re-executed 21\n"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn rerun_of_a_task_labelled_by_hand_says_its_input_was_not_logged() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record_case(work.path(), "hand-farm");
+    let out = analyze_with(work.path(), &dir, &["--rerun", "5"], &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("task 5 was labelled by hand with ppd::task::enter, which takes no input"),
+        "{err}"
+    );
+}
+
+/// The words of a POSIX shell command line that quotes with `'` only.
+fn shell_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut quoted = false;
+    for c in line.chars() {
+        match c {
+            '\'' => quoted = !quoted,
+            ' ' if !quoted => words.push(std::mem::take(&mut word)),
+            c => word.push(c),
+        }
+    }
+    words.push(word);
+    words.retain(|w| !w.is_empty());
+    words
+}
+
+/// The command `--gdb 37 --dry-run` prints: the directory, then the environment and gdb's
+/// command line.
+fn gdb_command(work: &Path, dir: &Path) -> (String, Vec<(String, String)>, Vec<String>) {
+    let out = analyze_with(work, dir, &["--gdb", "37", "--dry-run"], &[]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut lines = text.lines();
+    let cwd = lines
+        .next()
+        .and_then(|l| l.strip_prefix("cd "))
+        .expect("cd");
+    let words = shell_words(lines.next().expect("the command"));
+    let env = words
+        .iter()
+        .take_while(|w| w.starts_with("PPD_"))
+        .map(|w| {
+            let (k, v) = w.split_once('=').unwrap();
+            (k.to_owned(), v.to_owned())
+        })
+        .collect::<Vec<_>>();
+    let rest = words[env.len()..].to_vec();
+    (cwd.to_owned(), env, rest)
+}
+
+#[test]
+fn gdb_starts_the_program_stopped_at_the_task_entry_with_its_logged_input() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record_case(work.path(), "farm-panic");
+    let (cwd, env, command) = gdb_command(work.path(), &dir);
+    let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(names, ["PPD_MODE", "PPD_DIR", "PPD_REQUEST"]);
+    assert_eq!(env[0].1, "emulate");
+    assert_eq!(
+        command[..6],
+        ["gdb", "-q", "-ex", "break ppd_task_entry", "-ex", "run"],
+        "{command:?}"
+    );
+    assert_eq!(command[6..], ["--args", CASES, "farm-panic"], "{command:?}");
+
+    // lldb gets the same program, environment and breakpoint in its own syntax.
+    let out = analyze_with(work.path(), &dir, &["--lldb", "37", "--dry-run"], &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lldb = shell_words(text.lines().nth(1).expect("the command"));
+    let at = lldb.iter().position(|w| w == "lldb").expect("lldb");
+    assert_eq!(
+        lldb[at..],
+        [
+            "lldb",
+            "-o",
+            "breakpoint set --name ppd_task_entry",
+            "-o",
+            "run",
+            "--",
+            CASES,
+            "farm-panic"
+        ],
+        "{text}"
+    );
+    let request = lldb[2].strip_prefix("PPD_REQUEST=").expect("the request");
+    std::fs::remove_dir_all(Path::new(request).parent().unwrap()).unwrap();
+
+    // Without the debugger, the printed environment alone runs the emulation: the program
+    // re-executes task 37 and writes the response next to the request.
+    let program = Command::new(CASES)
+        .arg("farm-panic")
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .current_dir(&cwd)
+        .output()
+        .unwrap();
+    assert!(program.status.success(), "{program:?}");
+    let request = Path::new(&env[2].1);
+    let response: Value =
+        serde_json::from_slice(&std::fs::read(request.with_file_name("response.json")).unwrap())
+            .unwrap();
+    let trace = &response["traces"][0];
+    assert_eq!(trace["eblock"], "ppd::task::work");
+    assert_eq!(
+        trace["records"][0]["value"]["value"],
+        serde_json::json!([37])
+    );
+    assert!(
+        trace["logged_panic"]
+            .as_str()
+            .unwrap()
+            .contains("task input 37 is poisoned")
+    );
+    std::fs::remove_dir_all(request.parent().unwrap()).unwrap();
+
+    // Under gdb: stopped at the entry, whose `input` is task 37's logged input (MessagePack
+    // of 37 is the one byte 37). Skipped where gdb is not installed, unless required.
+    if Command::new("gdb").arg("--version").output().is_err() {
+        assert!(
+            std::env::var_os("PPD_REQUIRE_GDB").is_none(),
+            "PPD_REQUIRE_GDB is set and gdb is missing"
+        );
+        eprintln!("gdb is not installed: the session under it is not tested");
+        return;
+    }
+    let mut child = Command::new(ppd_bin())
+        .args(["analyze", "tasks", dir.to_str().unwrap(), "--gdb", "37"])
+        .current_dir(work.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"info args\nkill\nquit\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("hit Breakpoint 1, ppd_replayer::emulate::ppd_task_entry"),
+        "{said}"
+    );
+    assert!(said.contains("eblock = \"ppd::task::work\""), "{said}");
+    assert!(said.contains("input = &[u8] [37]"), "{said}");
+}
+
+#[test]
+fn a_work_function_that_is_an_eblock_stays_a_top_level_instance_for_why() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record_case(work.path(), "farm-eblock");
+    // The farm's own e-block around each task is transparent to `ppd why`: the work's
+    // parameter comes from its caller, as it would without the farm.
+    let out = ppd(
+        work.path(),
+        &[
+            "why",
+            dir.to_str().unwrap(),
+            "farm-worker-0",
+            "tripled",
+            "--at",
+            "scaled#2",
+        ],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}{text}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("tripled = 3  (tests/src/bin/task_cases.rs:"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("[passed by the caller of task_cases::scaled, which is not an e-block]\n"),
+        "{text}"
+    );
+
+    // Re-run, the task's work is that e-block's call, its logged result standing for it.
+    let text = rerun(work.path(), &dir, "2", &[]);
+    let lines = rerun_lines(&text);
+    assert_eq!(lines.len(), 4, "{text}");
+    assert!(
+        lines[1].starts_with("  r1  call    7  (a nested e-block entered at event "),
+        "{text}"
+    );
+    assert_eq!(lines[3], "result: same as logged: 7", "{text}");
 }

@@ -1,5 +1,8 @@
 //! `ppd analyze tasks`: which task of a task-oriented run failed, where, and in which role
-//! (phase one of Lin's two-phase debugging; `ppd_flowback::tasks`).
+//! (phase one of Lin's two-phase debugging; `ppd_flowback::tasks`), and phase two: one task
+//! re-executed alone ([`rerun`]).
+
+mod rerun;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -39,6 +42,23 @@ struct TasksArgs {
     /// Also print task N's event graph and coalesced event graph.
     #[arg(long, value_name = "N")]
     task: Option<u64>,
+    /// Re-execute task N (N.PATH: a subtask, `0.1.0`) alone from its logged input: its trace
+    /// and its result compared with the logged one.
+    #[arg(long, value_name = "N", conflicts_with_all = ["task", "gdb", "lldb"])]
+    rerun: Option<rerun::UnitArg>,
+    /// Start the recorded program under gdb, stopped at the entry of task N's computation
+    /// (`ppd_task_entry`) with its logged input.
+    #[arg(long, value_name = "N", conflicts_with_all = ["task", "lldb", "json"])]
+    gdb: Option<rerun::UnitArg>,
+    /// As --gdb, under lldb.
+    #[arg(long, value_name = "N", conflicts_with_all = ["task", "json"])]
+    lldb: Option<rerun::UnitArg>,
+    /// With --gdb or --lldb: print the command instead of running it.
+    #[arg(long)]
+    dry_run: bool,
+    /// The recorded program, if it moved (it must be the same binary).
+    #[arg(long, value_name = "PATH")]
+    binary: Option<PathBuf>,
     #[command(flatten)]
     damage: DamageArgs,
 }
@@ -59,6 +79,18 @@ pub(crate) fn run(args: &Args) -> CmdResult {
     let (dir, recording) = (&checked.dir, &checked.recording);
     ppd_formats::progress::stage("finding the tasks", None);
     let run = TaskRecording::open(recording).map_err(classify)?;
+    let binary = args.binary.as_deref();
+    if let Some(unit) = &args.rerun {
+        return rerun::rerun(dir, recording, &run, unit, binary, args.json);
+    }
+    let debugger = match (&args.gdb, &args.lldb) {
+        (Some(unit), _) => Some((unit, rerun::Debugger::Gdb)),
+        (None, Some(unit)) => Some((unit, rerun::Debugger::Lldb)),
+        (None, None) => None,
+    };
+    if let Some((unit, debugger)) = debugger {
+        return rerun::debug(recording, &run, unit, binary, debugger, args.dry_run);
+    }
     let report = run.report();
     if report.tasks == 0 {
         return Err(input(anyhow::anyhow!(

@@ -26,11 +26,11 @@
 //!   linear extension: the sum of the vector clock).
 //! * deTrEK's NODE is a processor; ppd's is the logical process that holds the unit, which is
 //!   where a sequential debugger would be attached.
-//! * Each error carries a `ppd replay --stop` predicate that halts where its unit began: ppd's
-//!   replay reproduces the run up to there and re-runs the unit from the log, which stands in
-//!   for the thesis's phase two (re-executing one task alone) until that exists.
+//! * Each error carries a `ppd replay --stop` predicate that halts where its unit began, for
+//!   the whole run's state there; phase two, re-executing the unit alone, is [`rerun`].
 
 pub mod graph;
+pub mod rerun;
 pub mod synth;
 
 use ppd_formats::task::{Step, TaskMark};

@@ -1,6 +1,8 @@
 //! The per-process index a why-query searches: every e-block instance (its interval in the
 //! log, its name, the instance it is nested in), every send made inside one, and which
 //! top-level instances changed which part of the arguments they log on exit (`changes.rs`).
+//! The e-blocks `ppd::task` wraps each task's computation in are left out, as if absent: no
+//! tracing twin exists for them (`ppd analyze tasks --rerun` re-executes them instead).
 //!
 //! Built by one pass over a process's log and cached in `cache/why/p<id>.idx`. A query reads
 //! the cache memory-mapped and touches only what its binary searches visit, so a warm query
@@ -178,9 +180,19 @@ fn scan(recording: &Recording, process: ProcessId) -> Result<(PathBuf, Scan)> {
     let mut open: Vec<u32> = Vec::new();
     // The prelog of the open top-level instance.
     let mut top_prelog: Box<[u8]> = Box::default();
+    // Open task computations (`ppd::task`'s e-blocks, which no `#[ppd::eblock]` registers):
+    // transparent, so that what the work calls is indexed as it would be without them. Each
+    // is the number of instances open when it entered.
+    let mut transparent: Vec<usize> = Vec::new();
     for item in reader.events() {
         let (k, event) = item?;
         match event {
+            Event::EblockEnter { eblock, .. } if ppd_formats::task::is_computation(&eblock) => {
+                transparent.push(open.len());
+            }
+            Event::EblockExit { .. } if transparent.last() == Some(&open.len()) => {
+                transparent.pop();
+            }
             Event::EblockEnter { eblock, prelog, .. } => {
                 if open.is_empty() {
                     top_prelog = prelog;

@@ -161,6 +161,7 @@ impl<'r> TraceStore<'r> {
             instances: missing.iter().map(|k| (k.process, k.enter)).collect(),
             overrides: Vec::new(),
             describe: false,
+            task: None,
             output: PathBuf::new(),
         })?;
         self.work.reexecuted += response.traces.len();
@@ -196,6 +197,7 @@ impl<'r> TraceStore<'r> {
             instances: vec![(key.process, key.enter)],
             overrides,
             describe: false,
+            task: None,
             output: PathBuf::new(),
         })?;
         self.work.reexecuted += response.traces.len();
@@ -223,6 +225,7 @@ impl<'r> TraceStore<'r> {
                     instances: Vec::new(),
                     overrides: Vec::new(),
                     describe: true,
+                    task: None,
                     output: PathBuf::new(),
                 })?;
                 let cache = RegistryCache {

@@ -8,6 +8,9 @@
 //!                         (1..=32) never returns
 //! task_cases hand-farm    a hand-written farm labelled with `ppd::task::enter`; task 5 panics
 //! task_cases clean        a farm of 50 tasks and a divide and conquer, all fine
+//! task_cases farm-env     a farm of 8 tasks on 2 workers whose work multiplies by
+//!                         TASK_CASES_SALT, read from the environment, which ppd does not log
+//! task_cases farm-eblock  a farm of 4 tasks on 1 worker whose work is an e-block
 //! ```
 //!
 //! Work that hangs first prints `hanging PID` (the program's process id), and every other work
@@ -150,6 +153,30 @@ fn clean() -> ExitCode {
     ExitCode::SUCCESS
 }
 
+fn farm_env() -> ExitCode {
+    let results = ppd::task::farm(2, (1..=8u64).collect(), |n| {
+        let salt: u64 = std::env::var("TASK_CASES_SALT")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(1);
+        n * salt
+    });
+    say(&format!("{results:?}"));
+    ExitCode::SUCCESS
+}
+
+#[ppd::eblock]
+fn scaled(n: u64) -> u64 {
+    let tripled = n * 3;
+    tripled + 1
+}
+
+fn farm_eblock() -> ExitCode {
+    let results = ppd::task::farm(1, (0..4u64).collect(), scaled);
+    say(&format!("{results:?}"));
+    ExitCode::SUCCESS
+}
+
 #[ppd::main]
 fn main() -> ExitCode {
     let mode = std::env::args().nth(1).unwrap_or_default();
@@ -159,9 +186,12 @@ fn main() -> ExitCode {
         "dc-hang" => dc_hang(),
         "hand-farm" => hand_farm(),
         "clean" => clean(),
+        "farm-env" => farm_env(),
+        "farm-eblock" => farm_eblock(),
         other => {
             eprintln!(
-                "task_cases: unknown case {other:?} (farm-panic, farm-hang, dc-hang, hand-farm, clean)"
+                "task_cases: unknown case {other:?} (farm-panic, farm-hang, dc-hang, hand-farm, \
+                 clean, farm-env, farm-eblock)"
             );
             ExitCode::from(2)
         }
