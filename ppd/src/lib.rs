@@ -1,9 +1,11 @@
 //! Record, replay and flowback debugging for parallel and distributed Rust programs.
 //!
 //! Write the program against this crate instead of `std` — the API mirrors it, so moving over
-//! is mostly a matter of changing `use` lines — and mark `main` with `#[ppd::main]`. One
-//! requirement goes beyond std: channel messages and `Mutex` contents must be
-//! `Serialize + DeserializeOwned` (a `Mutex` passed to an e-block also needs `T: Default`),
+//! is mostly a matter of changing `use` lines — and mark `main` with `#[ppd::main]`. Channel
+//! messages may be any `T: Send`, as in std; their values are logged where the type is known to
+//! be serde (an e-block's channels, or [`sync::log_values`]), and a re-execution that needs a
+//! value that was not logged says which. One requirement goes beyond std: `Mutex` contents must
+//! be `Serialize + DeserializeOwned` (a `Mutex` passed to an e-block also needs `T: Default`),
 //! because the recorder can log them and the emulator rebuilds them.
 //!
 //! ```no_run

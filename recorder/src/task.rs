@@ -39,6 +39,7 @@ use serde::{Deserialize, Serialize};
 use crate::eblock::{self, Entry};
 use crate::runtime;
 use crate::runtime::backend::Op;
+use crate::sync::log_values;
 use crate::sync::mpsc::{Receiver, Select, Sender, channel};
 use crate::thread::{Builder, JoinHandle};
 
@@ -208,6 +209,9 @@ where
         for i in 0..n.max(1) {
             let (job_tx, job_rx) = channel();
             let (reply_tx, reply_rx) = channel();
+            // Jobs and results are serde: log them wherever payloads are wanted.
+            log_values(&job_tx);
+            log_values(&reply_tx);
             let body = Arc::clone(&body);
             let handle = Builder::new()
                 .name(format!("{prefix}-{i}"))

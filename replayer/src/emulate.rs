@@ -419,7 +419,7 @@ impl ProcessBackend for Interval {
             .current
             .as_ref()
             .map_or_else(|| "the logged event".to_owned(), |(_, e)| describe(e));
-        self.leak("the re-execution", logged, detail.to_owned());
+        self.leak(STOPPED, logged, detail.to_owned());
         self.stop();
     }
 
@@ -798,6 +798,10 @@ fn run_instance(
 /// The name of the leak that says a re-executed instance ended otherwise than the recorded one
 /// (a return for a panic, a panic for a return, another panic).
 pub const OUTCOME: &str = "the outcome";
+
+/// The name of the leak that says the program stopped the re-execution itself, because it
+/// could not go on from the log (a value the log does not hold, say); `reproduced` says why.
+pub const STOPPED: &str = "the re-execution";
 
 /// How the re-executed body ended.
 enum Ended {

@@ -10,7 +10,9 @@ use std::collections::BTreeSet;
 use ppd_formats::ProcessId;
 
 use super::answer::Query;
-use super::engine::{Engine, Site};
+use ppd_replayer::emulate::STOPPED;
+
+use super::engine::{Engine, Site, Stall};
 use super::place::Place;
 use super::store::InstanceKey;
 use super::{did_you_mean, find_process};
@@ -149,7 +151,20 @@ impl Engine<'_, '_> {
                         },
                     };
                     let place = engine.concretize(key, before, &place, 0)?;
-                    engine.last_def(key, before, &place, 0)
+                    let found = engine.last_def(key, before, &place, 0)?;
+                    // An instance whose re-execution the program stopped may have defined the
+                    // variable after the stop: an earlier definition would be a wrong answer.
+                    match trace.leaks.iter().find(|l| l.what == STOPPED) {
+                        Some(stop) if found.is_none() => Err(Stall::Failed(
+                            key,
+                            format!(
+                                "its re-execution stopped before it defined `{}`: {}",
+                                query.var, stop.reproduced
+                            )
+                            .into(),
+                        )),
+                        _ => Ok(found),
+                    }
                 })?;
                 if let Some(site) = found {
                     return Ok((process, site));

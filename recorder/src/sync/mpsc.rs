@@ -4,7 +4,10 @@
 //! it. A receive logs the pair — the item of the receiver's communication history (Manabe &
 //! Imase §2.2) — and replay hands each receive exactly that message, holding back messages that
 //! arrive early. Payloads are logged only with `ppd record --payloads`, or inside an e-block,
-//! whose re-execution needs them.
+//! whose re-execution needs them, and only once the channel's message type is known to be serde
+//! ([`super::values`]): messages may be any `T: Send`, as std's are, and a channel of
+//! non-serde messages (boxed closures, handles) logs the order of its messages but not their
+//! contents.
 
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
@@ -12,16 +15,17 @@ use std::fmt;
 use std::panic::Location;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel as cc;
 use ppd_formats::event::{ObjectKind, RecvOutcome};
-use ppd_formats::{Event, EventKind, ObjectId, ProcessId, value};
+use ppd_formats::{Event, EventKind, ObjectId, ProcessId};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 pub use std::sync::mpsc::{RecvError, RecvTimeoutError, SendError, TryRecvError};
 
+use super::values::{Carries, Opaque, Values};
 use crate::runtime::backend::{Dependency, Mode, Op};
 use crate::runtime::{self, diverged};
 
@@ -31,10 +35,33 @@ struct Envelope<T> {
     value: T,
 }
 
+/// What every end of a channel shares: its id, its send counter and its codec slot (so a
+/// registration through one end serves every clone of both).
 #[derive(Debug)]
-struct ChannelMeta {
+struct ChannelMeta<T> {
     id: ObjectId,
     next_seq: SeqCounter,
+    values: Values<T>,
+}
+
+impl<T> ChannelMeta<T> {
+    fn new(id: ObjectId) -> Arc<ChannelMeta<T>> {
+        Arc::new(ChannelMeta {
+            id,
+            next_seq: SeqCounter(AtomicU64::new(0)),
+            values: Values::new(),
+        })
+    }
+
+    /// The payload to log for `value`, when payloads are wanted and the channel's values are
+    /// known to be serde.
+    fn payload(&self, value: &T) -> Option<Vec<u8>> {
+        if runtime::wants_payload() {
+            self.values.encode(value)
+        } else {
+            None
+        }
+    }
 }
 
 /// The channel's send counter, on a cache line of its own: every recorded send increments it,
@@ -72,10 +99,7 @@ fn make<T>(
     site: &'static Location<'static>,
 ) -> (Sender<T>, Receiver<T>) {
     let (tx, rx) = cc::unbounded();
-    let meta = Arc::new(ChannelMeta {
-        id: runtime::create(ObjectKind::Channel, 0, name, site),
-        next_seq: SeqCounter(AtomicU64::new(0)),
-    });
+    let meta = ChannelMeta::new(runtime::create(ObjectKind::Channel, 0, name, site));
     (
         Sender {
             inner: tx,
@@ -100,7 +124,7 @@ fn make<T>(
 /// ```
 pub struct Sender<T> {
     inner: cc::Sender<Envelope<T>>,
-    meta: Arc<ChannelMeta>,
+    meta: Arc<ChannelMeta<T>>,
 }
 
 impl<T> Clone for Sender<T> {
@@ -120,7 +144,7 @@ impl<T> fmt::Debug for Sender<T> {
     }
 }
 
-impl<T: Serialize + DeserializeOwned + Send> Sender<T> {
+impl<T: Send> Sender<T> {
     /// Sends a message; fails, giving it back, when the receiver is gone.
     ///
     /// ```
@@ -151,9 +175,7 @@ impl<T: Serialize + DeserializeOwned + Send> Sender<T> {
         let expected = runtime::expect(Op::on(EventKind::Send, channel, Some(site)));
         let seq = runtime::backend::expected::send_seq(&expected)
             .unwrap_or_else(|| self.meta.next_seq.0.fetch_add(1, Ordering::Relaxed) + 1);
-        let payload = runtime::wants_payload()
-            .then(|| value::encode(&value).ok())
-            .flatten();
+        let payload = self.meta.payload(&value);
         // Logged before the message becomes visible, so no receive is ever logged without its
         // send (a crash in between leaves a send nobody received, which is consistent).
         runtime::done(&Event::Send {
@@ -199,10 +221,7 @@ impl<T> Sender<T> {
         let (inner, _) = cc::unbounded();
         Sender {
             inner,
-            meta: Arc::new(ChannelMeta {
-                id,
-                next_seq: SeqCounter(AtomicU64::new(0)),
-            }),
+            meta: ChannelMeta::new(id),
         }
     }
 }
@@ -229,7 +248,7 @@ impl<'de, T> serde::Deserialize<'de> for Sender<T> {
 /// ```
 pub struct Receiver<T> {
     inner: cc::Receiver<Envelope<T>>,
-    meta: Arc<ChannelMeta>,
+    meta: Arc<ChannelMeta<T>>,
     /// Messages that arrived before their turn during replay, by sender. A channel delivers
     /// each sender's messages in the order they were sent, and the log receives them in that
     /// order too, so the message a receive wants is the oldest its sender has here: kept in
@@ -251,10 +270,7 @@ impl<T> Receiver<T> {
         let (_, inner) = cc::unbounded();
         Receiver {
             inner,
-            meta: Arc::new(ChannelMeta {
-                id,
-                next_seq: SeqCounter(AtomicU64::new(0)),
-            }),
+            meta: ChannelMeta::new(id),
             stash: RefCell::new(HashMap::new()),
         }
     }
@@ -273,6 +289,20 @@ impl<'de, T> serde::Deserialize<'de> for Receiver<T> {
     }
 }
 
+/// A channel whose messages are serde logs them (through either end, for every clone of both).
+impl<T: Serialize + DeserializeOwned> Carries for Sender<T> {
+    fn register_serde(&self) {
+        self.meta.values.register_serde();
+    }
+}
+
+/// A channel whose messages are serde logs them (through either end, for every clone of both).
+impl<T: Serialize + DeserializeOwned> Carries for Receiver<T> {
+    fn register_serde(&self) {
+        self.meta.values.register_serde();
+    }
+}
+
 /// How long a receive may wait.
 #[derive(Clone, Copy)]
 enum Wait {
@@ -281,7 +311,7 @@ enum Wait {
     Timeout(Duration),
 }
 
-impl<T: Serialize + DeserializeOwned + Send> Receiver<T> {
+impl<T: Send> Receiver<T> {
     /// Blocks until a message arrives; fails when every sender is gone and the channel is
     /// empty.
     ///
@@ -322,7 +352,7 @@ impl<T: Serialize + DeserializeOwned + Send> Receiver<T> {
     ///
     /// ```
     /// use ppd::sync::mpsc::RecvTimeoutError;
-    /// use std::time::Duration;
+    /// use std::time::{Duration, Instant};
     /// let (_tx, rx) = ppd::sync::mpsc::channel::<u8>();
     /// assert_eq!(rx.recv_timeout(Duration::from_millis(5)), Err(RecvTimeoutError::Timeout));
     /// ```
@@ -346,6 +376,42 @@ impl<T: Serialize + DeserializeOwned + Send> Receiver<T> {
     /// ```
     pub fn iter(&self) -> Iter<'_, T> {
         Iter { receiver: self }
+    }
+
+    /// Iterates over the messages waiting now, without blocking. Each `try_recv` is logged:
+    /// which messages were there is a choice of the run, and replay makes it again.
+    ///
+    /// ```
+    /// let (tx, rx) = ppd::sync::mpsc::channel();
+    /// tx.send(1).unwrap();
+    /// tx.send(2).unwrap();
+    /// assert_eq!(rx.try_iter().collect::<Vec<i32>>(), [1, 2]);
+    /// assert_eq!(rx.try_iter().next(), None);
+    /// ```
+    pub fn try_iter(&self) -> TryIter<'_, T> {
+        TryIter { receiver: self }
+    }
+
+    /// Waits for a message until `deadline`, like std's (unstable) `recv_deadline`. Whether
+    /// the deadline passed first is logged like `recv_timeout`'s outcome.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use ppd::sync::mpsc::RecvTimeoutError;
+    /// let (tx, rx) = ppd::sync::mpsc::channel::<u8>();
+    /// let soon = Instant::now() + Duration::from_millis(5);
+    /// assert_eq!(rx.recv_deadline(soon), Err(RecvTimeoutError::Timeout));
+    /// tx.send(7).unwrap();
+    /// assert_eq!(rx.recv_deadline(soon), Ok(7));
+    /// ```
+    #[track_caller]
+    pub fn recv_deadline(&self, deadline: Instant) -> Result<T, RecvTimeoutError> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        self.receive(Wait::Timeout(left), Location::caller())
+            .map_err(|outcome| match outcome {
+                RecvOutcome::Disconnected => RecvTimeoutError::Disconnected,
+                _ => RecvTimeoutError::Timeout,
+            })
     }
 
     #[inline]
@@ -383,15 +449,7 @@ impl<T: Serialize + DeserializeOwned + Send> Receiver<T> {
                 payload,
                 ..
             }) if runtime::mode() == Mode::Emulate => {
-                let value = match payload.as_deref().map(value::decode_as::<T>) {
-                    Some(Ok(value)) => value,
-                    Some(Err(e)) => diverged(&format!(
-                        "message {seq} on {channel} does not decode as the received type: {e}"
-                    )),
-                    None => diverged(&format!(
-                        "message {seq} on {channel} was received with no logged payload"
-                    )),
-                };
+                let value = self.rebuild(seq, sender, payload.as_deref(), site);
                 Ok(self.log_recv(Envelope { sender, seq, value }, site))
             }
             Some(Event::Recv { seq, sender, .. }) => {
@@ -481,6 +539,38 @@ impl<T: Serialize + DeserializeOwned + Send> Receiver<T> {
         queue.remove(at)
     }
 
+    /// Re-executing an e-block: the received message, rebuilt from its logged payload, or a
+    /// stop that names the message, the receive and why it cannot be rebuilt.
+    fn rebuild(
+        &self,
+        seq: u64,
+        sender: ProcessId,
+        payload: Option<&[u8]>,
+        site: &'static Location<'static>,
+    ) -> T {
+        let rebuilt = match payload {
+            Some(bytes) => self.meta.values.decode(bytes).map_err(|e| e.to_string()),
+            None if !self.meta.values.known() => Err(format!(
+                "it is opaque: {}",
+                Opaque::NotSerde(std::any::type_name::<T>())
+            )),
+            None => Err(
+                "no payload was logged for it (its channel was registered only \
+                         after the receive)"
+                    .to_owned(),
+            ),
+        };
+        match rebuilt {
+            Ok(value) => value,
+            Err(why) => diverged(&format!(
+                "it needs message {seq} from {sender} on channel {}, received at {}:{}, and {why}",
+                self.meta.id,
+                site.file(),
+                site.line()
+            )),
+        }
+    }
+
     fn lost(&self, seq: u64, sender: ProcessId) -> ! {
         diverged(&format!(
             "every sender of channel {} is gone, but the log says message {seq} from {sender} \
@@ -490,9 +580,7 @@ impl<T: Serialize + DeserializeOwned + Send> Receiver<T> {
     }
 
     fn log_recv(&self, env: Envelope<T>, site: &'static Location<'static>) -> T {
-        let payload = runtime::wants_payload()
-            .then(|| value::encode(&env.value).ok())
-            .flatten();
+        let payload = self.meta.payload(&env.value);
         runtime::done(&Event::Recv {
             channel: self.meta.id,
             sender: env.sender,
@@ -534,7 +622,7 @@ pub struct Iter<'a, T> {
     receiver: &'a Receiver<T>,
 }
 
-impl<T: Serialize + DeserializeOwned + Send> Iterator for Iter<'_, T> {
+impl<T: Send> Iterator for Iter<'_, T> {
     type Item = T;
 
     #[track_caller]
@@ -543,12 +631,67 @@ impl<T: Serialize + DeserializeOwned + Send> Iterator for Iter<'_, T> {
     }
 }
 
-impl<'a, T: Serialize + DeserializeOwned + Send> IntoIterator for &'a Receiver<T> {
+impl<'a, T: Send> IntoIterator for &'a Receiver<T> {
     type Item = T;
     type IntoIter = Iter<'a, T>;
 
     fn into_iter(self) -> Iter<'a, T> {
         self.iter()
+    }
+}
+
+/// Iterator over the messages waiting now; see [`Receiver::try_iter`].
+///
+/// ```
+/// let (tx, rx) = ppd::sync::mpsc::channel::<u8>();
+/// tx.send(3).unwrap();
+/// let mut waiting: ppd::sync::mpsc::TryIter<'_, u8> = rx.try_iter();
+/// assert_eq!(waiting.next(), Some(3));
+/// assert_eq!(waiting.next(), None);
+/// ```
+#[derive(Debug)]
+pub struct TryIter<'a, T> {
+    receiver: &'a Receiver<T>,
+}
+
+impl<T: Send> Iterator for TryIter<'_, T> {
+    type Item = T;
+
+    #[track_caller]
+    fn next(&mut self) -> Option<T> {
+        self.receiver.try_recv().ok()
+    }
+}
+
+/// Owning iterator over received messages: `for message in rx`.
+///
+/// ```
+/// let (tx, rx) = ppd::sync::mpsc::channel();
+/// tx.send('a').unwrap();
+/// drop(tx);
+/// let messages: ppd::sync::mpsc::IntoIter<char> = rx.into_iter();
+/// assert_eq!(messages.collect::<String>(), "a");
+/// ```
+#[derive(Debug)]
+pub struct IntoIter<T> {
+    receiver: Receiver<T>,
+}
+
+impl<T: Send> Iterator for IntoIter<T> {
+    type Item = T;
+
+    #[track_caller]
+    fn next(&mut self) -> Option<T> {
+        self.receiver.recv().ok()
+    }
+}
+
+impl<T: Send> IntoIterator for Receiver<T> {
+    type Item = T;
+    type IntoIter = IntoIter<T>;
+
+    fn into_iter(self) -> IntoIter<T> {
+        IntoIter { receiver: self }
     }
 }
 
@@ -592,7 +735,7 @@ impl Default for Select<'_> {
 /// `select_timeout` ran out of time.
 ///
 /// ```
-/// use std::time::Duration;
+/// use std::time::{Duration, Instant};
 /// let (_tx, rx) = ppd::sync::mpsc::channel::<u8>();
 /// let mut select = ppd::sync::mpsc::Select::new();
 /// select.recv(&rx);
@@ -655,7 +798,7 @@ impl<'a> Select<'a> {
     /// Like [`select`](Select::select), giving up after `timeout`.
     ///
     /// ```
-    /// use std::time::Duration;
+    /// use std::time::{Duration, Instant};
     /// let (_tx, rx) = ppd::sync::mpsc::channel::<u8>();
     /// let mut sel = ppd::sync::mpsc::Select::new();
     /// sel.recv(&rx);
@@ -795,10 +938,7 @@ impl SelectedOperation<'_> {
     /// sel.recv(&rx);
     /// assert_eq!(sel.select().recv(&rx), Ok(4));
     /// ```
-    pub fn recv<T: Serialize + DeserializeOwned + Send>(
-        self,
-        receiver: &Receiver<T>,
-    ) -> Result<T, RecvError> {
+    pub fn recv<T: Send>(self, receiver: &Receiver<T>) -> Result<T, RecvError> {
         let site = self.site;
         match self.live {
             Some(op) if !runtime::active() => op

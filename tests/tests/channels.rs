@@ -1,0 +1,114 @@
+//! Channels carrying any `T: Send`, end to end: programs written the way std programs are
+//! (boxed closures, handles) record, replay with `--verify`, report no race or deadlock, and
+//! `ppd why` says which value it cannot rebuild when a re-execution needs an opaque one.
+
+use std::path::{Path, PathBuf};
+
+use ppd_tests::{ppd, record_program};
+use serde_json::Value;
+
+fn channels() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_channels"))
+}
+
+/// Records case `case` of `channels` into `work/case`; returns the directory and the program's
+/// standard output.
+fn record_case(work: &Path, case: &str) -> (PathBuf, String) {
+    let dir = work.join(case);
+    let out = record_program(work, &dir, &channels(), &[case], &[]);
+    assert!(
+        out.status.success(),
+        "recording {case} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (dir, String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn text(out: &std::process::Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Replays `dir` with `--verify`: it must reproduce the run and print what it printed.
+fn assert_replays(work: &Path, dir: &Path, printed: &str) {
+    let out = ppd(
+        work,
+        &["replay", dir.to_str().unwrap(), "--verify", "--json"],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let summary: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(summary["outcome"], "reproduced", "{summary:#}");
+    for line in printed.lines() {
+        assert!(stderr.contains(line), "replay did not print {line:?}");
+    }
+}
+
+/// `ppd races --json` finds no race, deadlock or potential deadlock.
+fn assert_no_races(work: &Path, dir: &Path) {
+    let out = ppd(work, &["races", dir.to_str().unwrap(), "--json"]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["races"], Value::Array(vec![]), "{report:#}");
+    assert_eq!(
+        report["deadlocks"]["cycles"],
+        Value::Array(vec![]),
+        "{report:#}"
+    );
+    assert_eq!(
+        report["potential_deadlocks"],
+        Value::Array(vec![]),
+        "{report:#}"
+    );
+}
+
+#[test]
+fn the_books_thread_pool_sends_boxed_closures_and_replays() {
+    let work = tempfile::tempdir().unwrap();
+    let (dir, printed) = record_case(work.path(), "pool");
+    // 8 jobs, squares 0..8 summed; tickets 1..=5; selected 10+11+12+20+21+22.
+    assert_eq!(
+        printed, "8 results, squares 140\ntickets 15\nselected 96\n",
+        "the program's own answer"
+    );
+    assert_replays(work.path(), &dir, &printed);
+    assert_no_races(work.path(), &dir);
+}
+
+#[test]
+fn a_program_with_opaque_messages_replays_and_why_names_the_opaque_value() {
+    let work = tempfile::tempdir().unwrap();
+    let (dir, printed) = record_case(work.path(), "opaque");
+    assert_eq!(printed, "total 308\n");
+    assert_replays(work.path(), &dir, &printed);
+    assert_no_races(work.path(), &dir);
+
+    // A serde message in the same process is explained as before: back to its send.
+    let d = dir.to_str().unwrap();
+    let out = ppd(work.path(), &["why", d, "server", "%0", "--at", "tally#2"]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("%0 = 201"), "{stdout}");
+    assert!(stdout.contains("data: received 200"), "{stdout}");
+    assert!(stdout.contains("message 2 on channel numbers"), "{stdout}");
+
+    // The ticket was never logged: the answer says which message and why, and exits 1; it
+    // does not fall back on an earlier instance's `%0` (tally's 101).
+    for var in ["%0", "ticket"] {
+        let out = ppd(work.path(), &["why", d, "server", var, "--at", "serve#2"]);
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+        assert_eq!(stdout, "", "no answer is given");
+        for part in [
+            "channels::serve of server",
+            &format!("stopped before it defined `{var}`"),
+            "needs message 2 from p0 on channel #0.0, received at tests/src/bin/channels.rs:",
+            "its type `channels::Ticket` is not known to be Serialize + Deserialize",
+        ] {
+            assert!(stderr.contains(part), "{part:?} missing: {stderr}");
+        }
+    }
+}
