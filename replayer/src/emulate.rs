@@ -180,6 +180,7 @@ impl Interval {
                 | Event::Atomic { .. }
                 | Event::Clock { .. }
                 | Event::Random { .. }
+                | Event::Answer { .. }
                 | Event::Mark { .. }
                 | Event::Blocked { .. }
                 | Event::Undelivered { .. }
@@ -256,6 +257,7 @@ impl ProcessBackend for Interval {
                     | Event::Atomic { .. }
                     | Event::Clock { .. }
                     | Event::Random { .. }
+                    | Event::Answer { .. }
                     | Event::Mark { .. }
                     | Event::Blocked { .. }
                     | Event::Undelivered { .. }
@@ -349,6 +351,9 @@ impl ProcessBackend for Interval {
             }
             Event::Clock { nanos, .. } => {
                 tracer::operation(RecordKind::Input, input(*nanos), None, None, index)
+            }
+            Event::Answer { value, .. } => {
+                tracer::operation(RecordKind::Input, input(*value), None, None, index)
             }
             Event::Atomic { value, op, .. } => {
                 // A read-modify-write reads, then writes what it read combined with its
@@ -624,6 +629,7 @@ fn emulate_one(
             | Event::Atomic { .. }
             | Event::Clock { .. }
             | Event::Random { .. }
+            | Event::Answer { .. }
             | Event::EblockEnter { .. }
             | Event::Mark { .. }
             | Event::Blocked { .. }

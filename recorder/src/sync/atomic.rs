@@ -14,7 +14,7 @@ use std::panic::Location;
 pub use std::sync::atomic::Ordering;
 
 use ppd_formats::event::{AtomicOp, MemOrdering, ObjectKind};
-use ppd_formats::{Event, ProcessId};
+use ppd_formats::{Event, ObjectId, ProcessId};
 
 use super::object::ObjectMeta;
 use crate::runtime;
@@ -502,6 +502,15 @@ impl<'de> serde::Deserialize<'de> for AtomicBool {
 }
 
 impl AtomicBool {
+    /// A flag that is object `id` without a creation event: a process's park token, which
+    /// every process has and whose id is derived from the process's.
+    pub(crate) fn implicit(id: ObjectId) -> AtomicBool {
+        AtomicBool {
+            meta: ObjectMeta::implicit(id),
+            inner: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
     /// A new flag.
     ///
     /// ```
