@@ -1,12 +1,13 @@
-//! std's thread surface under ppd, one scenario per argument: `scope` (scoped threads, joined
+//! std's surface under ppd, one scenario per argument: `scope` (scoped threads, joined
 //! explicitly and by the end of the scope), `park` (an unpark wakes a parked thread, a
-//! `park_timeout` times out), `answers` (`is_finished` polled, `available_parallelism`).
+//! `park_timeout` times out), `answers` (`is_finished` polled, `available_parallelism`), `ptr`
+//! (a value published through an `AtomicPtr`).
 //! Every scenario prints what it observed, so a replay can be compared with its recording; none
 //! has a data race or a deadlock.
 
 use std::sync::Arc;
 
-use ppd::sync::atomic::{AtomicU64, Ordering};
+use ppd::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use ppd::thread;
 
 /// Scoped threads store to relaxed atomics; `main` loads them after the scope. Only the joins
@@ -86,14 +87,43 @@ fn answers() {
     println!("is_finished after {polls} polls; {cpus} cpus");
 }
 
+/// `main` writes a relaxed value and publishes a box through an `AtomicPtr` with a release
+/// store; the worker takes it with acquiring swaps and then reads the value: the pointer's
+/// release/acquire pair is the only order between the two.
+fn ptr() {
+    let slot = Arc::new(AtomicPtr::<u64>::named("slot", std::ptr::null_mut()));
+    let data = Arc::new(AtomicU64::named("data", 0));
+    let taker = {
+        let (slot, data) = (Arc::clone(&slot), Arc::clone(&data));
+        thread::Builder::new()
+            .name("taker".into())
+            .spawn(move || {
+                loop {
+                    let p = slot.swap(std::ptr::null_mut(), Ordering::Acquire);
+                    if !p.is_null() {
+                        // SAFETY: main published a leaked box; only this swap took it.
+                        let boxed = unsafe { Box::from_raw(p) };
+                        return *boxed + data.load(Ordering::Relaxed);
+                    }
+                    thread::yield_now();
+                }
+            })
+            .expect("spawn")
+    };
+    data.store(1, Ordering::Relaxed);
+    slot.store(Box::into_raw(Box::new(41)), Ordering::Release);
+    println!("taker got {}", taker.join().expect("no panic"));
+}
+
 #[ppd::main]
 fn main() {
     match std::env::args().nth(1).as_deref() {
         Some("scope") => scope(),
         Some("park") => park(),
         Some("answers") => answers(),
+        Some("ptr") => ptr(),
         other => {
-            eprintln!("usage: std_thread scope|park|answers (got {other:?})");
+            eprintln!("usage: std_surface scope|park|answers|ptr (got {other:?})");
             std::process::exit(2);
         }
     }

@@ -1,6 +1,6 @@
-//! std's thread surface under ppd (`tests/src/bin/std_thread.rs`): each scenario records,
-//! replays with `--verify` to the same output, and shows no race or deadlock; the logs hold
-//! the joins of a scope, the park token's accesses and the logged answers.
+//! std's surface under ppd (`tests/src/bin/std_surface.rs`): each scenario records, replays
+//! with `--verify` to the same output, and shows no race or deadlock; the logs hold the joins
+//! of a scope, the park token's accesses, the logged answers and an `AtomicPtr`'s versions.
 
 use std::path::{Path, PathBuf};
 
@@ -10,15 +10,15 @@ use ppd_tests::{ppd, record_program};
 use serde_json::Value;
 
 fn program() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_std_thread"))
+    PathBuf::from(env!("CARGO_BIN_EXE_std_surface"))
 }
 
 /// Records `scenario`, replays it with `--verify`, and checks that the replay reproduced the
 /// run and printed what the recorded run printed, and that the analysis finds no race and no
 /// deadlock. Returns the recording.
-fn record_replay_analyze(work: &Path, scenario: &str) -> PathBuf {
+fn record_replay_analyze(work: &Path, scenario: &str, extra: &[&str]) -> PathBuf {
     let dir = work.join(scenario);
-    let recorded = record_program(work, &dir, &program(), &[scenario], &[]);
+    let recorded = record_program(work, &dir, &program(), &[scenario], extra);
     let printed = String::from_utf8_lossy(&recorded.stdout).into_owned();
     assert!(
         recorded.status.success(),
@@ -74,7 +74,7 @@ fn events(dir: &Path, name: &str) -> Vec<Event> {
 #[test]
 fn scoped_threads_are_processes_joined_by_the_end_of_their_scope() {
     let work = tempfile::tempdir().unwrap();
-    let dir = record_replay_analyze(work.path(), "scope");
+    let dir = record_replay_analyze(work.path(), "scope", &[]);
     let main = events(&dir, "main");
     let spawned: Vec<_> = main
         .iter()
@@ -101,7 +101,7 @@ fn scoped_threads_are_processes_joined_by_the_end_of_their_scope() {
 #[test]
 fn an_unpark_happens_before_the_park_it_wakes_and_a_timeout_is_logged() {
     let work = tempfile::tempdir().unwrap();
-    let dir = record_replay_analyze(work.path(), "park");
+    let dir = record_replay_analyze(work.path(), "park", &[]);
     // The parker takes its token with acquiring swaps, main makes it available with a release
     // store on the same object: the parker's own token.
     let token_of = |events: &[Event]| -> Vec<(ppd_formats::ObjectId, AtomicOp)> {
@@ -129,7 +129,7 @@ fn an_unpark_happens_before_the_park_it_wakes_and_a_timeout_is_logged() {
 #[test]
 fn is_finished_and_available_parallelism_are_logged_answers() {
     let work = tempfile::tempdir().unwrap();
-    let dir = record_replay_analyze(work.path(), "answers");
+    let dir = record_replay_analyze(work.path(), "answers", &[]);
     let answers: Vec<_> = events(&dir, "main")
         .into_iter()
         .filter_map(|e| match e {
@@ -153,4 +153,24 @@ fn is_finished_and_available_parallelism_are_logged_answers() {
         Some(&(Question::AvailableParallelism, cpus)),
         "{answers:?}"
     );
+}
+
+#[test]
+fn an_atomic_pointer_is_versioned_without_its_addresses() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record_replay_analyze(work.path(), "ptr", &["--payloads"]);
+    let slot_accesses: Vec<Event> = ["main", "taker"]
+        .iter()
+        .flat_map(|name| events(&dir, name))
+        .filter(|e| matches!(e, Event::Atomic { object, .. } if object.ordinal() == 0 && object.creator().0 == 0))
+        .collect();
+    // main's release store, and at least the taker's swap that took the box; with payloads
+    // asked for, an integer atomic's accesses would carry their values.
+    assert!(slot_accesses.len() >= 2, "{slot_accesses:#?}");
+    for e in &slot_accesses {
+        let Event::Atomic { value, .. } = e else {
+            unreachable!()
+        };
+        assert_eq!(*value, None, "an address was logged: {e:?}");
+    }
 }
