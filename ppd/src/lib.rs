@@ -27,7 +27,7 @@
 //! from those logs, `ppd info` summarizes a recording.
 
 pub use ppd_macros::{eblock, eblocks, main};
-pub use ppd_recorder::{mark, rand, sync, task, thread, time};
+pub use ppd_recorder::{collections, mark, rand, sync, task, thread, time};
 
 #[doc(hidden)]
 pub mod __private {

@@ -12,6 +12,7 @@
 //!
 //! Programs use it through the `ppd` crate, whose `#[ppd::main]` picks the mode.
 
+pub mod collections;
 pub mod eblock;
 mod mark;
 pub mod rand;

@@ -174,3 +174,38 @@ fn an_atomic_pointer_is_versioned_without_its_addresses() {
         assert_eq!(*value, None, "an address was logged: {e:?}");
     }
 }
+
+#[test]
+fn hash_maps_iterate_in_the_recorded_order_and_rng_values_replay() {
+    let work = tempfile::tempdir().unwrap();
+    // Each recording replays to its own output (record_replay_analyze compares them); the
+    // keys are random, so two recordings iterate in different orders.
+    let printed = |dir: &Path| {
+        let out = ppd(work.path(), &["replay", dir.to_str().unwrap()]);
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let first = record_replay_analyze(work.path(), "hash", &[]);
+    let first_out = printed(&first);
+    std::fs::rename(&first, work.path().join("hash-1")).unwrap();
+    let second = record_replay_analyze(work.path(), "hash", &[]);
+    let second_out = printed(&second);
+    let line = |out: &str, prefix: &str| {
+        out.lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no {prefix} line in {out}"))
+            .to_owned()
+    };
+    for prefix in ["map ", "set ", "rng "] {
+        assert_ne!(line(&first_out, prefix), line(&second_out, prefix));
+    }
+    // Two keys per process that made a map or set, then the generator's draws.
+    let draws = |name: &str| {
+        events(&second, name)
+            .iter()
+            .filter(|e| matches!(e, Event::Random { .. }))
+            .count()
+    };
+    assert_eq!(draws("main"), 2 + 2);
+    assert_eq!(draws("main.1"), 2);
+}

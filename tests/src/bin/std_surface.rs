@@ -1,7 +1,8 @@
 //! std's surface under ppd, one scenario per argument: `scope` (scoped threads, joined
 //! explicitly and by the end of the scope), `park` (an unpark wakes a parked thread, a
 //! `park_timeout` times out), `answers` (`is_finished` polled, `available_parallelism`), `ptr`
-//! (a value published through an `AtomicPtr`).
+//! (a value published through an `AtomicPtr`), `hash` (the iteration order of ppd's `HashMap`
+//! and `HashSet`, values of `ppd::rand::Rng` through `rand_core`).
 //! Every scenario prints what it observed, so a replay can be compared with its recording; none
 //! has a data race or a deadlock.
 
@@ -115,6 +116,27 @@ fn ptr() {
     println!("taker got {}", taker.join().expect("no panic"));
 }
 
+/// Iteration orders depend on the hasher's keys, which come from the log; so do the draws of
+/// a `rand_core` generator.
+fn hash() {
+    use rand_core::Rng as _;
+    let map: ppd::collections::HashMap<u32, u32> = (0..20).map(|k| (k, k * k)).collect();
+    let keys: Vec<u32> = map.keys().copied().collect();
+    let set = thread::spawn(|| {
+        let mut set = ppd::collections::HashSet::new();
+        set.extend(0..20u32);
+        set.into_iter().collect::<Vec<_>>()
+    })
+    .join()
+    .expect("no panic");
+    let mut rng = ppd::rand::Rng::new();
+    let mut bytes = [0u8; 4];
+    rng.fill_bytes(&mut bytes);
+    println!("map {keys:?}");
+    println!("set {set:?}");
+    println!("rng {} {bytes:?}", rng.next_u64());
+}
+
 #[ppd::main]
 fn main() {
     match std::env::args().nth(1).as_deref() {
@@ -122,8 +144,9 @@ fn main() {
         Some("park") => park(),
         Some("answers") => answers(),
         Some("ptr") => ptr(),
+        Some("hash") => hash(),
         other => {
-            eprintln!("usage: std_surface scope|park|answers|ptr (got {other:?})");
+            eprintln!("usage: std_surface scope|park|answers|ptr|hash (got {other:?})");
             std::process::exit(2);
         }
     }
