@@ -1,8 +1,8 @@
 //! The ppd runtime that a recorded program links.
 //!
-//! It mirrors `std` — [`thread`], [`sync`] (channels, mutexes, semaphores, atomics), [`time`] —
-//! plus [`rand`] and [`mark!`], so moving a program over is mostly a matter of changing `use`
-//! lines. Not entirely, yet: channel messages and `Mutex` contents must be
+//! It mirrors `std` — [`thread`], [`sync`] (channels, mutexes, semaphores, atomics), [`time`],
+//! [`collections`] — plus [`rand`] and [`mark!`], so moving a program over is mostly a matter of
+//! changing `use` lines. Not entirely, yet: channel messages and `Mutex` contents must be
 //! `Serialize + DeserializeOwned`, and a `Mutex` passed to an e-block needs `T: Default` (it is
 //! rebuilt from its handle).
 //!

@@ -24,8 +24,9 @@ pub use std::collections::hash_map::{
 /// ```
 #[derive(Clone)]
 pub struct RandomState {
-    k0: u64,
-    k1: u64,
+    /// std's SipHash with zero keys after hashing the two logged keys: every hasher starts as
+    /// a copy of it, so keying costs nothing per hash.
+    keyed: DefaultHasher,
 }
 
 impl RandomState {
@@ -43,7 +44,10 @@ impl RandomState {
                 .get()
                 .unwrap_or_else(|| (crate::rand::next_u64(), crate::rand::next_u64()));
             keys.set(Some((k0.wrapping_add(1), k1)));
-            RandomState { k0, k1 }
+            let mut keyed = DefaultHasher::new();
+            keyed.write_u64(k0);
+            keyed.write_u64(k1);
+            RandomState { keyed }
         })
     }
 }
@@ -63,12 +67,8 @@ impl fmt::Debug for RandomState {
 impl BuildHasher for RandomState {
     type Hasher = DefaultHasher;
 
-    /// std's SipHash with zero keys, keyed by first hashing the two logged keys.
     fn build_hasher(&self) -> DefaultHasher {
-        let mut hasher = DefaultHasher::new();
-        hasher.write_u64(self.k0);
-        hasher.write_u64(self.k1);
-        hasher
+        self.keyed.clone()
     }
 }
 

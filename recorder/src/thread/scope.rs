@@ -8,7 +8,6 @@
 
 use std::collections::BTreeMap;
 use std::io;
-use std::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, Location, catch_unwind, resume_unwind};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -107,7 +106,6 @@ impl<'scope, 'env> Scope<'scope, 'env> {
             process,
             scope: self.key(),
             thread,
-            _scope: PhantomData,
         })
     }
 }
@@ -126,7 +124,6 @@ pub struct ScopedJoinHandle<'scope, T> {
     process: Option<ProcessId>,
     scope: usize,
     thread: Thread,
-    _scope: PhantomData<&'scope ()>,
 }
 
 impl<T> ScopedJoinHandle<'_, T> {
