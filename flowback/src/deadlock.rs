@@ -133,6 +133,7 @@ fn ending(last: Option<Op>) -> (Ending, Option<Waited>) {
             | Op::Atomic { .. }
             | Op::Clock
             | Op::Random
+            | Op::Answer { .. }
             | Op::EblockEnter { .. }
             | Op::EblockExit { .. }
             | Op::Mark { .. }

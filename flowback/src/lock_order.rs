@@ -120,6 +120,7 @@ pub fn lock_order_edges(trace: &Trace) -> (Vec<LockOrderEdge>, LockOrderStats) {
                 | Op::Atomic { .. }
                 | Op::Clock
                 | Op::Random
+                | Op::Answer { .. }
                 | Op::EblockEnter { .. }
                 | Op::EblockExit { .. }
                 | Op::Mark { .. }

@@ -72,6 +72,7 @@ pub fn message_races(trace: &Trace, clocks: &Clocks) -> Vec<MessageRace> {
             | Op::Atomic { .. }
             | Op::Clock
             | Op::Random
+            | Op::Answer { .. }
             | Op::EblockEnter { .. }
             | Op::EblockExit { .. }
             | Op::Mark { .. }
@@ -117,6 +118,7 @@ pub fn message_races(trace: &Trace, clocks: &Clocks) -> Vec<MessageRace> {
                 | Op::Atomic { .. }
                 | Op::Clock
                 | Op::Random
+                | Op::Answer { .. }
                 | Op::EblockEnter { .. }
                 | Op::EblockExit { .. }
                 | Op::Mark { .. }

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ppd_formats::event::{AtomicOp, MemOrdering, ObjectKind, RecvOutcome};
+use ppd_formats::event::{AtomicOp, MemOrdering, ObjectKind, Question, RecvOutcome};
 use ppd_formats::order::{Sync, governing_ordering};
 use ppd_formats::{Event, LogState, ObjectId, ProcessId, Recording, Site};
 use serde::{Deserialize, Serialize};
@@ -130,6 +130,10 @@ pub enum Op {
     Sleep {
         nanos: u64,
     },
+    Answer {
+        question: Question,
+        value: u64,
+    },
 }
 
 impl Op {
@@ -160,6 +164,7 @@ impl Op {
             Op::Undelivered { .. } => "undelivered",
             Op::JoinBlocked { .. } => "join_blocked",
             Op::Sleep { .. } => "sleep",
+            Op::Answer { .. } => "answer",
         }
     }
 
@@ -185,6 +190,7 @@ impl Op {
             | Op::Select { .. }
             | Op::Clock
             | Op::Random
+            | Op::Answer { .. }
             | Op::EblockEnter { .. }
             | Op::EblockExit { .. }
             | Op::Mark { .. }
@@ -232,6 +238,7 @@ impl Op {
             | Op::Select { .. }
             | Op::Clock
             | Op::Random
+            | Op::Answer { .. }
             | Op::EblockEnter { .. }
             | Op::EblockExit { .. }
             | Op::Mark { .. }
@@ -512,6 +519,7 @@ impl Trace {
             Op::Blocked { object } => format!("blocked on {}", obj(object)),
             Op::JoinBlocked { child } => format!("waits in join for {}", self.pid_label(child)),
             Op::Sleep { nanos } => format!("sleeps for {:?}", Duration::from_nanos(nanos)),
+            Op::Answer { question, value } => question.describe(value),
             Op::Undelivered { channel, seq } => {
                 format!(
                     "message {seq} on {} not delivered (receiver gone)",
@@ -785,6 +793,12 @@ impl TraceBuilder {
             },
             Event::JoinBlocked { child, .. } => Op::JoinBlocked { child: *child },
             Event::Sleep { nanos, .. } => Op::Sleep { nanos: *nanos },
+            Event::Answer {
+                question, value, ..
+            } => Op::Answer {
+                question: *question,
+                value: *value,
+            },
         };
         self.push(p, op, site);
     }

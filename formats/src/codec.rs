@@ -12,8 +12,8 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use crate::event::{
-    AtomicOp, Borrowed, ClockSource, Event, EventKind, MemOrdering, ObjectKind, Owned, RecvOutcome,
-    Site,
+    AtomicOp, Borrowed, ClockSource, Event, EventKind, MemOrdering, ObjectKind, Owned, Question,
+    RecvOutcome, Site,
 };
 use crate::ids::{ObjectId, ProcessId};
 
@@ -148,6 +148,13 @@ fn clock_code(source: ClockSource) -> usize {
     match source {
         ClockSource::Monotonic => 0,
         ClockSource::Wall => 1,
+    }
+}
+
+fn question_code(question: Question) -> u8 {
+    match question {
+        Question::IsFinished => 0,
+        Question::AvailableParallelism => 1,
     }
 }
 
@@ -460,6 +467,14 @@ impl Encoder {
             Event::Sleep { nanos, .. } => {
                 out.push(tag);
                 put_varint(out, *nanos);
+                put_site(out);
+            }
+            Event::Answer {
+                question, value, ..
+            } => {
+                out.push(tag);
+                out.push(question_code(*question));
+                put_varint(out, *value);
                 put_site(out);
             }
             Event::EblockEnter { eblock, prelog, .. } => {
@@ -919,6 +934,18 @@ impl Decoder {
                 nanos: cur.varint()?,
                 site: self.site(cur, tag)?,
             },
+            EventKind::Answer => {
+                let question = match cur.u8()? {
+                    0 => Question::IsFinished,
+                    1 => Question::AvailableParallelism,
+                    q => return cur.fail(format!("unknown question {q}")),
+                };
+                Event::Answer {
+                    question,
+                    value: cur.varint()?,
+                    site: self.site(cur, tag)?,
+                }
+            }
             EventKind::EblockEnter => Event::EblockEnter {
                 eblock: self.name(cur)?,
                 site: self.site(cur, tag)?,
@@ -1093,6 +1120,16 @@ mod tests {
             },
             Event::Sleep {
                 nanos: 2_000_000_000,
+                site: s,
+            },
+            Event::Answer {
+                question: Question::IsFinished,
+                value: 1,
+                site: s,
+            },
+            Event::Answer {
+                question: Question::AvailableParallelism,
+                value: 64,
                 site: s,
             },
         ]

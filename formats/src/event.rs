@@ -159,6 +159,30 @@ pub enum ClockSource {
     Wall,
 }
 
+/// Which question about the run a logged [`Event::Answer`] answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Question {
+    /// `JoinHandle::is_finished`: 1 if the process had ended, 0 if not.
+    IsFinished,
+    /// `thread::available_parallelism`: the count, 0 for an error.
+    AvailableParallelism,
+}
+
+impl Question {
+    /// The question and its answer in words, for reports.
+    pub fn describe(self, value: u64) -> String {
+        match self {
+            Question::IsFinished if value == 0 => "is_finished: not yet".to_owned(),
+            Question::IsFinished => "is_finished: yes".to_owned(),
+            Question::AvailableParallelism if value == 0 => {
+                "available_parallelism: unknown (error)".to_owned()
+            }
+            Question::AvailableParallelism => format!("available_parallelism: {value}"),
+        }
+    }
+}
+
 /// One event of one logical process.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Event<R: Repr = Owned> {
@@ -378,6 +402,16 @@ pub enum Event<R: Repr = Owned> {
         /// Where `sleep` was called.
         site: Option<R::Site>,
     },
+    /// A query whose answer depends on the run (timing, the machine) and that replay must give
+    /// again: which question, and what it answered.
+    Answer {
+        /// What was asked.
+        question: Question,
+        /// The answer (see [`Question`]).
+        value: u64,
+        /// Where it was asked.
+        site: Option<R::Site>,
+    },
 }
 
 /// The kind of an event, without its data; used for counting and filtering.
@@ -409,11 +443,12 @@ pub enum EventKind {
     Undelivered,
     JoinBlocked,
     Sleep,
+    Answer,
 }
 
 impl EventKind {
     /// Every kind, in tag order.
-    pub const ALL: [EventKind; 24] = [
+    pub const ALL: [EventKind; 25] = [
         EventKind::Start,
         EventKind::Spawn,
         EventKind::Join,
@@ -438,6 +473,7 @@ impl EventKind {
         EventKind::Undelivered,
         EventKind::JoinBlocked,
         EventKind::Sleep,
+        EventKind::Answer,
     ];
 
     /// The snake_case name used in text and JSON output.
@@ -467,6 +503,7 @@ impl EventKind {
             EventKind::Undelivered => "undelivered",
             EventKind::JoinBlocked => "join_blocked",
             EventKind::Sleep => "sleep",
+            EventKind::Answer => "answer",
         }
     }
 }
@@ -505,6 +542,7 @@ impl<R: Repr> Event<R> {
             Event::Undelivered { .. } => EventKind::Undelivered,
             Event::JoinBlocked { .. } => EventKind::JoinBlocked,
             Event::Sleep { .. } => EventKind::Sleep,
+            Event::Answer { .. } => EventKind::Answer,
         }
     }
 
@@ -528,7 +566,8 @@ impl<R: Repr> Event<R> {
             | Event::Blocked { site, .. }
             | Event::Undelivered { site, .. }
             | Event::JoinBlocked { site, .. }
-            | Event::Sleep { site, .. } => site.as_ref(),
+            | Event::Sleep { site, .. }
+            | Event::Answer { site, .. } => site.as_ref(),
             Event::Start { .. }
             | Event::Exit
             | Event::Panic { .. }
@@ -564,7 +603,8 @@ impl<R: Repr> Event<R> {
             | Event::EblockExit { .. }
             | Event::Mark { .. }
             | Event::JoinBlocked { .. }
-            | Event::Sleep { .. } => None,
+            | Event::Sleep { .. }
+            | Event::Answer { .. } => None,
         }
     }
 }

@@ -43,6 +43,12 @@ struct Sizes {
     /// Lock- and atomic-heavy: processes, and iterations per process.
     workers: u64,
     iterations: u64,
+    /// Scoped: scopes, each running `workers` scoped processes.
+    scopes: u64,
+    /// Park-pong: round trips of two processes waking each other with `unpark`.
+    parks: u64,
+    /// Hash-map: entries each process inserts into its own map, then iterates over.
+    entries: u64,
 }
 
 const FULL: Sizes = Sizes {
@@ -52,6 +58,9 @@ const FULL: Sizes = Sizes {
     per_sender: 143_000,
     workers: 4,
     iterations: 250_000,
+    scopes: 250,
+    parks: 20_000,
+    entries: 250_000,
 };
 
 const SMOKE: Sizes = Sizes {
@@ -61,13 +70,16 @@ const SMOKE: Sizes = Sizes {
     per_sender: 300,
     workers: 2,
     iterations: 500,
+    scopes: 5,
+    parks: 100,
+    entries: 500,
 };
 
 /// Rounds per workload in a full run.
 const ROUNDS: usize = 7;
 
-/// Writes the four workloads against the `thread`, `mpsc`, `Mutex`, `AtomicU64` and `Ordering`
-/// in scope where it expands: once for ppd, once for std.
+/// Writes the workloads against the `thread`, `mpsc`, `Mutex`, `AtomicU64`, `AtomicPtr`,
+/// `Ordering` and `HashMap` in scope where it expands: once for ppd, once for std.
 macro_rules! workloads {
     () => {
         use std::sync::Arc;
@@ -183,12 +195,96 @@ macro_rules! workloads {
                 .collect();
             join_all(handles) ^ counter.load(Ordering::Acquire)
         }
+
+        /// Scopes whose scoped processes each add to their own slot of a borrowed slice.
+        pub(crate) fn scoped(s: super::Sizes) -> u64 {
+            let mut slots = vec![0u64; s.workers as usize];
+            for round in 0..s.scopes {
+                thread::scope(|scope| {
+                    for slot in slots.iter_mut() {
+                        scope.spawn(move || *slot = slot.wrapping_add(round));
+                    }
+                });
+            }
+            slots.iter().fold(0, |a, b| a.wrapping_add(*b))
+        }
+
+        /// `main` and one process take turns, each unparking the other and parking until its
+        /// turn (an atomic counter says whose turn it is; parks may return spuriously).
+        pub(crate) fn park_pong(s: super::Sizes) -> u64 {
+            let turn = Arc::new(AtomicU64::new(0));
+            let me = thread::current();
+            let rounds = s.parks;
+            let pong = {
+                let turn = Arc::clone(&turn);
+                spawn("pong".into(), move || {
+                    for r in 0..rounds {
+                        while turn.load(Ordering::Acquire) != 2 * r + 1 {
+                            thread::park();
+                        }
+                        turn.store(2 * r + 2, Ordering::Release);
+                        me.unpark();
+                    }
+                    0
+                })
+            };
+            for r in 0..rounds {
+                turn.store(2 * r + 1, Ordering::Release);
+                pong.thread().unpark();
+                while turn.load(Ordering::Acquire) != 2 * r + 2 {
+                    thread::park();
+                }
+            }
+            join_all(vec![pong]) ^ turn.load(Ordering::Acquire)
+        }
+
+        /// Processes swapping and loading one shared pointer.
+        pub(crate) fn atomic_ptr(s: super::Sizes) -> u64 {
+            let shared = Arc::new(AtomicPtr::new(std::ptr::null_mut::<u64>()));
+            let handles = (0..s.workers)
+                .map(|i| {
+                    let shared = Arc::clone(&shared);
+                    let n = s.iterations;
+                    spawn(format!("pointer-{i}"), move || {
+                        let mine = std::ptr::without_provenance_mut::<u64>(8 * (i as usize + 1));
+                        let mut seen = 0u64;
+                        for _ in 0..n {
+                            let old = shared.swap(mine, Ordering::AcqRel);
+                            seen = seen.wrapping_add(old as usize as u64);
+                            seen ^= shared.load(Ordering::Acquire) as usize as u64;
+                        }
+                        seen
+                    })
+                })
+                .collect();
+            join_all(handles)
+        }
+
+        /// Processes filling their own hash map, then summing it in iteration order.
+        pub(crate) fn hash_map(s: super::Sizes) -> u64 {
+            let handles = (0..s.workers)
+                .map(|i| {
+                    let n = s.entries;
+                    spawn(format!("mapper-{i}"), move || {
+                        let mut map = HashMap::new();
+                        for k in 0..n {
+                            map.insert(k ^ i, k);
+                        }
+                        map.iter().enumerate().fold(0u64, |a, (pos, (k, v))| {
+                            a.wrapping_mul(31).wrapping_add(k ^ v ^ pos as u64)
+                        })
+                    })
+                })
+                .collect();
+            join_all(handles)
+        }
     };
 }
 
 mod with_ppd {
+    use ppd::collections::HashMap;
     use ppd::sync::Mutex;
-    use ppd::sync::atomic::{AtomicU64, Ordering};
+    use ppd::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
     use ppd::sync::mpsc;
     use ppd::thread;
 
@@ -196,8 +292,9 @@ mod with_ppd {
 }
 
 mod with_std {
+    use std::collections::HashMap;
     use std::sync::Mutex;
-    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
     use std::sync::mpsc;
     use std::thread;
 
@@ -215,7 +312,7 @@ struct Workload {
     std: fn(Sizes) -> u64,
 }
 
-const WORKLOADS: [Workload; 4] = [
+const WORKLOADS: [Workload; 8] = [
     Workload {
         name: "ping-pong",
         what: "messages",
@@ -247,6 +344,38 @@ const WORKLOADS: [Workload; 4] = [
         processes: |s| 1 + s.workers,
         ppd: with_ppd::atomic_heavy,
         std: with_std::atomic_heavy,
+    },
+    Workload {
+        name: "scoped",
+        what: "scoped spawns",
+        ops: |s| s.scopes * s.workers,
+        processes: |s| 1 + s.scopes * s.workers,
+        ppd: with_ppd::scoped,
+        std: with_std::scoped,
+    },
+    Workload {
+        name: "park-pong",
+        what: "unpark-park wakes",
+        ops: |s| s.parks * 2,
+        processes: |_| 2,
+        ppd: with_ppd::park_pong,
+        std: with_std::park_pong,
+    },
+    Workload {
+        name: "atomic-ptr",
+        what: "pointer accesses",
+        ops: |s| s.workers * s.iterations * 2,
+        processes: |s| 1 + s.workers,
+        ppd: with_ppd::atomic_ptr,
+        std: with_std::atomic_ptr,
+    },
+    Workload {
+        name: "hash-map",
+        what: "inserts",
+        ops: |s| s.workers * s.entries,
+        processes: |s| 1 + s.workers,
+        ppd: with_ppd::hash_map,
+        std: with_std::hash_map,
     },
 ];
 

@@ -28,9 +28,44 @@
 //! every lock and atomic access, every clock and random value. `ppd replay` reproduces the run
 //! from those logs, `ppd info` summarizes a recording.
 
-pub use ppd_macros::{eblock, eblocks, main};
-pub use ppd_recorder::{mark, rand, sync, task, thread, time};
+//!
+//! # Building without ppd
+//!
+//! With the default `record` feature turned off (`default-features = false`),
+//! `ppd::{thread, sync, time, collections}` are std's modules, `ppd::channel` is
+//! crossbeam-channel, `#[ppd::main]`, `#[ppd::eblock]` and `#[ppd::eblocks]` leave the code as
+//! it is and `ppd::mark!` does nothing: the build carries no ppd code, as loom's and shuttle's
+//! switches do. Only the std-mirroring surface switches; ppd's own additions (`rand`, `task`,
+//! `Semaphore`, `named` constructors, `current_process`) exist only with `record`.
 
+#[cfg(feature = "record")]
+pub use ppd_macros::{eblock, eblocks, main};
+#[cfg(feature = "record")]
+pub use ppd_recorder::{collections, mark, rand, sync, task, thread, time};
+
+#[cfg(not(feature = "record"))]
+pub use ppd_macros_off::{eblock, eblocks, main};
+#[cfg(not(feature = "record"))]
+pub use std::{collections, sync, thread, time};
+
+/// crossbeam-channel itself, in a build without ppd.
+#[cfg(not(feature = "record"))]
+pub use crossbeam_channel as channel;
+
+/// Does nothing in a build without ppd; the arguments are only borrowed, so they still count
+/// as used.
+#[cfg(not(feature = "record"))]
+#[macro_export]
+macro_rules! mark {
+    ($label:expr, $value:expr $(,)?) => {{
+        let _ = (&$label, &$value);
+    }};
+    ($label:expr $(,)?) => {{
+        let _ = &$label;
+    }};
+}
+
+#[cfg(feature = "record")]
 #[doc(hidden)]
 pub mod __private {
     //! Called by the code `#[ppd::main]` and `#[ppd::eblock]` generate; not a stable interface.

@@ -1,8 +1,8 @@
 //! The ppd runtime that a recorded program links.
 //!
-//! It mirrors `std` — [`thread`], [`sync`] (channels, mutexes, semaphores, atomics), [`time`] —
-//! plus [`rand`] and [`mark!`], so moving a program over is mostly a matter of changing `use`
-//! lines. Channel messages may be any `T: Send` ([`sync::values`] says when their values are
+//! It mirrors `std` — [`thread`], [`sync`] (channels, mutexes, semaphores, atomics), [`time`],
+//! [`collections`] — plus [`rand`] and [`mark!`], so moving a program over is mostly a matter of
+//! changing `use` lines. Channel messages may be any `T: Send` ([`sync::values`] says when their values are
 //! logged). Not entirely, yet: `Mutex` contents must be `Serialize + DeserializeOwned`, and a
 //! `Mutex` passed to an e-block needs `T: Default` (it is rebuilt from its handle).
 //!
@@ -12,6 +12,7 @@
 //!
 //! Programs use it through the `ppd` crate, whose `#[ppd::main]` picks the mode.
 
+pub mod collections;
 pub mod eblock;
 mod mark;
 pub mod rand;

@@ -116,3 +116,52 @@ pub fn choice<T>(slice: &[T]) -> Option<&T> {
     }
     Some(&slice[usize(..slice.len())])
 }
+
+/// A handle on ppd's logged randomness for code written against `rand_core`: every value it
+/// gives is a logged draw, as with the functions of this module.
+///
+/// It implements `rand_core`'s `TryRng` with an infallible error, hence `rand_core::Rng` (and
+/// the `RngCore` alias of earlier `rand_core` versions).
+///
+/// ```
+/// use rand_core::Rng as _;
+/// let mut rng = ppd::rand::Rng::new();
+/// let _roll = rng.next_u32() % 6;
+/// let mut key = [0u8; 12];
+/// rng.fill_bytes(&mut key);
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Rng;
+
+impl Rng {
+    /// A handle; all handles draw from the same logged source.
+    ///
+    /// ```
+    /// let _rng = ppd::rand::Rng::new();
+    /// ```
+    pub fn new() -> Rng {
+        Rng
+    }
+}
+
+impl rand_core::TryRng for Rng {
+    type Error = std::convert::Infallible;
+
+    /// The low half of one logged draw.
+    fn try_next_u32(&mut self) -> Result<u32, Self::Error> {
+        Ok(next_u64() as u32)
+    }
+
+    fn try_next_u64(&mut self) -> Result<u64, Self::Error> {
+        Ok(next_u64())
+    }
+
+    /// One logged draw per eight bytes.
+    fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Self::Error> {
+        for chunk in dst.chunks_mut(8) {
+            let bytes = next_u64().to_le_bytes();
+            chunk.copy_from_slice(&bytes[..chunk.len()]);
+        }
+        Ok(())
+    }
+}

@@ -159,6 +159,13 @@ impl Sub<Instant> for Instant {
     }
 }
 
+/// The Unix epoch, like `std::time::UNIX_EPOCH`.
+///
+/// ```
+/// assert_eq!(ppd::time::UNIX_EPOCH, ppd::time::SystemTime::UNIX_EPOCH);
+/// ```
+pub const UNIX_EPOCH: SystemTime = SystemTime::UNIX_EPOCH;
+
 /// Wall-clock time, like `std::time::SystemTime`.
 ///
 /// ```

@@ -188,6 +188,11 @@ where
             std::time::Duration::from_nanos(*nanos),
             at(site)
         ),
+        Event::Answer {
+            question,
+            value,
+            site,
+        } => format!("{}{}", question.describe(*value), at(site)),
         Event::Undelivered { channel, seq, site } => format!(
             "message {seq} on {} not delivered: every receiver was gone{}",
             o(channel),

@@ -190,6 +190,7 @@ impl Interval {
                 | Event::Atomic { .. }
                 | Event::Clock { .. }
                 | Event::Random { .. }
+                | Event::Answer { .. }
                 | Event::Mark { .. }
                 | Event::Blocked { .. }
                 | Event::Undelivered { .. }
@@ -266,6 +267,7 @@ impl ProcessBackend for Interval {
                     | Event::Atomic { .. }
                     | Event::Clock { .. }
                     | Event::Random { .. }
+                    | Event::Answer { .. }
                     | Event::Mark { .. }
                     | Event::Blocked { .. }
                     | Event::Undelivered { .. }
@@ -359,6 +361,9 @@ impl ProcessBackend for Interval {
             }
             Event::Clock { nanos, .. } => {
                 tracer::operation(RecordKind::Input, input(*nanos), None, None, index)
+            }
+            Event::Answer { value, .. } => {
+                tracer::operation(RecordKind::Input, input(*value), None, None, index)
             }
             Event::Atomic { value, op, .. } => {
                 // A read-modify-write reads, then writes what it read combined with its
@@ -667,6 +672,7 @@ fn emulate_instance(
             | Event::Atomic { .. }
             | Event::Clock { .. }
             | Event::Random { .. }
+            | Event::Answer { .. }
             | Event::EblockEnter { .. }
             | Event::Mark { .. }
             | Event::Blocked { .. }

@@ -103,6 +103,7 @@ fn event_json(trace: &Trace, clocks: &Clocks, e: EventRef, lamport: u32) -> Valu
         | Op::Select { .. }
         | Op::Clock
         | Op::Random
+        | Op::Answer { .. }
         | Op::EblockEnter { .. }
         | Op::EblockExit { .. }
         | Op::Mark { .. }

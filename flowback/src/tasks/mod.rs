@@ -706,6 +706,7 @@ fn locate(trace: &Trace, runs: &Runs, unit: &Unit, u: &UnitEvents, vm: Vm) -> Op
                 | Op::Atomic { .. }
                 | Op::Clock
                 | Op::Random
+                | Op::Answer { .. }
                 | Op::EblockEnter { .. }
                 | Op::EblockExit { .. }
                 | Op::Mark { .. }
@@ -791,6 +792,7 @@ fn stopped(
             | Op::Atomic { .. }
             | Op::Clock
             | Op::Random
+            | Op::Answer { .. }
             | Op::EblockEnter { .. }
             | Op::EblockExit { .. }
             | Op::Mark { .. }

@@ -243,6 +243,11 @@ impl Engine<'_, '_> {
                                 "a random number, from the log".into()
                             }
                             Some(Ok(Event::Clock { .. })) => "a clock reading, from the log".into(),
+                            Some(Ok(Event::Answer {
+                                question, value, ..
+                            })) => {
+                                format!("{}, from the log", question.describe(value))
+                            }
                             Some(Ok(Event::Atomic { object, .. })) => {
                                 format!("the value of {}, from the log", self.object_name(object))
                             }

@@ -244,6 +244,7 @@ fn scan(recording: &Recording, process: ProcessId) -> Result<(PathBuf, Scan)> {
             | Event::Atomic { .. }
             | Event::Clock { .. }
             | Event::Random { .. }
+            | Event::Answer { .. }
             | Event::Mark { .. }
             | Event::Blocked { .. }
             | Event::Undelivered { .. }

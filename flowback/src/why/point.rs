@@ -230,6 +230,7 @@ fn find_pattern(
             | Event::Atomic { .. }
             | Event::Clock { .. }
             | Event::Random { .. }
+            | Event::Answer { .. }
             | Event::Mark { .. }
             | Event::Blocked { .. }
             | Event::Undelivered { .. }
@@ -255,6 +256,7 @@ fn find_pattern(
             | Event::Atomic { .. }
             | Event::Clock { .. }
             | Event::Random { .. }
+            | Event::Answer { .. }
             | Event::EblockExit { .. }
             | Event::Mark { .. }
             | Event::Blocked { .. }

@@ -127,6 +127,7 @@ pub fn state_at(
             | Event::Atomic { .. }
             | Event::Clock { .. }
             | Event::Random { .. }
+            | Event::Answer { .. }
             | Event::Mark { .. }
             | Event::Blocked { .. }
             | Event::Undelivered { .. }

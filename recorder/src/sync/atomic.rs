@@ -14,7 +14,7 @@ use std::panic::Location;
 pub use std::sync::atomic::Ordering;
 
 use ppd_formats::event::{AtomicOp, MemOrdering, ObjectKind};
-use ppd_formats::{Event, ProcessId};
+use ppd_formats::{Event, ObjectId, ProcessId};
 
 use super::object::ObjectMeta;
 use crate::runtime;
@@ -502,6 +502,15 @@ impl<'de> serde::Deserialize<'de> for AtomicBool {
 }
 
 impl AtomicBool {
+    /// A flag that is object `id` without a creation event: a process's park token, which
+    /// every process has and whose id is derived from the process's.
+    pub(crate) fn implicit(id: ObjectId) -> AtomicBool {
+        AtomicBool {
+            meta: ObjectMeta::implicit(id),
+            inner: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
     /// A new flag.
     ///
     /// ```
@@ -688,4 +697,261 @@ impl AtomicBool {
             (previous, Some(u64::from(previous)), AtomicOp::Rmw)
         })
     }
+}
+
+/// An atomic raw pointer, like `std::sync::atomic::AtomicPtr`.
+///
+/// Its accesses are versioned like every atomic's, so replay reproduces their order, and with it
+/// which store each load read. The addresses themselves mean nothing in another run: they are
+/// never logged (not even inside an e-block), and the creation logs 0 as the initial value.
+///
+/// ```
+/// use ppd::sync::atomic::{AtomicPtr, Ordering};
+/// let mut x = 5;
+/// let p = AtomicPtr::new(&mut x as *mut i32);
+/// assert_eq!(unsafe { *p.load(Ordering::Acquire) }, 5);
+/// ```
+pub struct AtomicPtr<T> {
+    meta: ObjectMeta,
+    inner: std::sync::atomic::AtomicPtr<T>,
+}
+
+impl<T> fmt::Debug for AtomicPtr<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Reads without logging: printing must not add events to the run.
+        f.debug_struct("AtomicPtr")
+            .field("object", &self.meta.id)
+            .field("value", &self.inner)
+            .finish()
+    }
+}
+
+impl<T> Default for AtomicPtr<T> {
+    /// A null pointer.
+    #[track_caller]
+    fn default() -> Self {
+        AtomicPtr::new(std::ptr::null_mut())
+    }
+}
+
+impl<T> From<*mut T> for AtomicPtr<T> {
+    #[track_caller]
+    fn from(p: *mut T) -> Self {
+        AtomicPtr::new(p)
+    }
+}
+
+impl<T> AtomicPtr<T> {
+    /// A new atomic pointer.
+    ///
+    /// ```
+    /// let p = ppd::sync::atomic::AtomicPtr::<u8>::new(std::ptr::null_mut());
+    /// assert!(p.into_inner().is_null());
+    /// ```
+    #[track_caller]
+    pub fn new(p: *mut T) -> AtomicPtr<T> {
+        AtomicPtr {
+            meta: ObjectMeta::new(ObjectKind::Atomic, 0, None, Location::caller()),
+            inner: std::sync::atomic::AtomicPtr::new(p),
+        }
+    }
+
+    /// A new atomic pointer with a name that reports use.
+    ///
+    /// ```
+    /// let p = ppd::sync::atomic::AtomicPtr::<u8>::named("head", std::ptr::null_mut());
+    /// assert!(p.into_inner().is_null());
+    /// ```
+    #[track_caller]
+    pub fn named(name: &'static str, p: *mut T) -> AtomicPtr<T> {
+        AtomicPtr {
+            meta: ObjectMeta::new(ObjectKind::Atomic, 0, Some(name), Location::caller()),
+            inner: std::sync::atomic::AtomicPtr::new(p),
+        }
+    }
+
+    /// Loads the pointer.
+    ///
+    /// ```
+    /// use ppd::sync::atomic::{AtomicPtr, Ordering};
+    /// let p = AtomicPtr::<u8>::default();
+    /// assert!(p.load(Ordering::Relaxed).is_null());
+    /// ```
+    #[inline]
+    #[track_caller]
+    pub fn load(&self, order: Ordering) -> *mut T {
+        logged_access(&self.meta, order, Location::caller(), |_| {
+            (self.inner.load(order), None, AtomicOp::Load)
+        })
+    }
+
+    /// Stores a pointer.
+    ///
+    /// ```
+    /// use ppd::sync::atomic::{AtomicPtr, Ordering};
+    /// let mut x = 1u8;
+    /// let p = AtomicPtr::default();
+    /// p.store(&mut x, Ordering::Release);
+    /// assert!(!p.load(Ordering::Acquire).is_null());
+    /// ```
+    #[inline]
+    #[track_caller]
+    pub fn store(&self, ptr: *mut T, order: Ordering) {
+        logged_access(&self.meta, order, Location::caller(), |_| {
+            self.inner.store(ptr, order);
+            ((), None, AtomicOp::Store)
+        })
+    }
+
+    /// Stores a pointer and returns the previous one.
+    ///
+    /// ```
+    /// use ppd::sync::atomic::{AtomicPtr, Ordering};
+    /// let mut x = 1u8;
+    /// let p = AtomicPtr::default();
+    /// assert!(p.swap(&mut x, Ordering::AcqRel).is_null());
+    /// ```
+    #[inline]
+    #[track_caller]
+    pub fn swap(&self, ptr: *mut T, order: Ordering) -> *mut T {
+        logged_access(&self.meta, order, Location::caller(), |_| {
+            (self.inner.swap(ptr, order), None, AtomicOp::Rmw)
+        })
+    }
+
+    /// Stores `new` if the pointer is `current`; returns the previous pointer, as `Ok` if it
+    /// was `current`.
+    ///
+    /// ```
+    /// use ppd::sync::atomic::{AtomicPtr, Ordering};
+    /// let mut x = 1u8;
+    /// let p = AtomicPtr::default();
+    /// let null = std::ptr::null_mut();
+    /// assert_eq!(p.compare_exchange(null, &mut x, Ordering::AcqRel, Ordering::Acquire), Ok(null));
+    /// assert!(p.compare_exchange(null, null, Ordering::AcqRel, Ordering::Acquire).is_err());
+    /// ```
+    #[inline]
+    #[track_caller]
+    pub fn compare_exchange(
+        &self,
+        current: *mut T,
+        new: *mut T,
+        success: Ordering,
+        failure: Ordering,
+    ) -> Result<*mut T, *mut T> {
+        logged_cas(&self.meta, success, failure, Location::caller(), |_| {
+            let result = self.inner.compare_exchange(current, new, success, failure);
+            let op = if result.is_ok() {
+                AtomicOp::Rmw
+            } else {
+                AtomicOp::CasFail
+            };
+            (result, None, op)
+        })
+    }
+
+    /// Like [`compare_exchange`](Self::compare_exchange); never fails spuriously here.
+    ///
+    /// ```
+    /// use ppd::sync::atomic::{AtomicPtr, Ordering};
+    /// let p = AtomicPtr::<u8>::default();
+    /// let null = std::ptr::null_mut();
+    /// assert!(p.compare_exchange_weak(null, null, Ordering::SeqCst, Ordering::SeqCst).is_ok());
+    /// ```
+    #[inline]
+    #[track_caller]
+    pub fn compare_exchange_weak(
+        &self,
+        current: *mut T,
+        new: *mut T,
+        success: Ordering,
+        failure: Ordering,
+    ) -> Result<*mut T, *mut T> {
+        self.compare_exchange(current, new, success, failure)
+    }
+
+    /// Replaces the pointer with what `f` makes of it, if `f` returns `Some`; returns the
+    /// previous pointer, as `Ok` if it was replaced.
+    ///
+    /// ```
+    /// use ppd::sync::atomic::{AtomicPtr, Ordering};
+    /// let mut x = 1u8;
+    /// let p = AtomicPtr::default();
+    /// let x_ptr: *mut u8 = &mut x;
+    /// assert!(p.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |_| Some(x_ptr)).is_ok());
+    /// assert_eq!(p.load(Ordering::SeqCst), x_ptr);
+    /// ```
+    #[inline]
+    #[track_caller]
+    pub fn fetch_update(
+        &self,
+        set: Ordering,
+        fetch: Ordering,
+        f: impl FnMut(*mut T) -> Option<*mut T>,
+    ) -> Result<*mut T, *mut T> {
+        logged_cas(&self.meta, set, fetch, Location::caller(), |_| {
+            let result = self.inner.fetch_update(set, fetch, f);
+            let op = if result.is_ok() {
+                AtomicOp::Rmw
+            } else {
+                AtomicOp::CasFail
+            };
+            (result, None, op)
+        })
+    }
+
+    /// Mutable access without synchronization: the borrow proves exclusivity.
+    ///
+    /// ```
+    /// let mut p = ppd::sync::atomic::AtomicPtr::<u8>::default();
+    /// assert!(p.get_mut().is_null());
+    /// ```
+    pub fn get_mut(&mut self) -> &mut *mut T {
+        self.inner.get_mut()
+    }
+
+    /// Consumes the atomic and returns the pointer.
+    ///
+    /// ```
+    /// let p = ppd::sync::atomic::AtomicPtr::<u8>::default();
+    /// assert!(p.into_inner().is_null());
+    /// ```
+    pub fn into_inner(self) -> *mut T {
+        self.inner.into_inner()
+    }
+}
+
+/// A memory fence, like `std::sync::atomic::fence`.
+///
+/// The fence itself takes effect as in std. ppd's happened-before does not model fences: it
+/// orders two processes by an acquire access reading a release write, and a relaxed access
+/// ordered only through a fence (C++'s fence–fence and fence–atomic synchronization) is
+/// reported as a race. Give the accesses themselves release and acquire orderings to have the
+/// order recorded.
+///
+/// ```
+/// ppd::sync::atomic::fence(ppd::sync::atomic::Ordering::SeqCst);
+/// ```
+///
+/// # Panics
+///
+/// Panics on `Ordering::Relaxed`, as std's does.
+#[inline]
+pub fn fence(order: Ordering) {
+    std::sync::atomic::fence(order);
+}
+
+/// A compiler-only fence, like `std::sync::atomic::compiler_fence`; it orders nothing between
+/// processes, in std or in ppd.
+///
+/// ```
+/// ppd::sync::atomic::compiler_fence(ppd::sync::atomic::Ordering::SeqCst);
+/// ```
+///
+/// # Panics
+///
+/// Panics on `Ordering::Relaxed`, as std's does.
+#[inline]
+pub fn compiler_fence(order: Ordering) {
+    std::sync::atomic::compiler_fence(order);
 }

@@ -72,6 +72,12 @@ impl ObjectMeta {
         }
     }
 
+    /// The bookkeeping of an object a process has without creating it (its parker): a fixed
+    /// id derived from the process, and no creation event to log.
+    pub(crate) fn implicit(id: ObjectId) -> ObjectMeta {
+        ObjectMeta::emulated(id)
+    }
+
     fn lock(&self) -> MutexGuard<'_, u64> {
         self.access.lock().unwrap_or_else(|p| p.into_inner())
     }

@@ -185,6 +185,7 @@ impl HaltState {
                     | Event::Atomic { .. }
                     | Event::Clock { .. }
                     | Event::Random { .. }
+                    | Event::Answer { .. }
                     | Event::Blocked { .. }
                     | Event::Undelivered { .. }
                     | Event::JoinBlocked { .. }

@@ -120,6 +120,7 @@ impl ReplayProcess {
             | Event::Atomic { .. }
             | Event::Clock { .. }
             | Event::Random { .. }
+            | Event::Answer { .. }
             | Event::EblockEnter { .. }
             | Event::Mark { .. }
             | Event::Blocked { .. }
@@ -334,6 +335,18 @@ pub(crate) fn compare(
         ) => a == b && na == nb,
         (Event::Random { value: a }, Event::Random { value: b }) => a == b,
         (
+            Event::Answer {
+                question: a,
+                value: va,
+                ..
+            },
+            Event::Answer {
+                question: b,
+                value: vb,
+                ..
+            },
+        ) => a == b && va == vb,
+        (
             Event::EblockEnter {
                 eblock: a,
                 prelog: pa,
@@ -386,6 +399,7 @@ pub(crate) fn compare(
             | Event::Atomic { .. }
             | Event::Clock { .. }
             | Event::Random { .. }
+            | Event::Answer { .. }
             | Event::EblockEnter { .. }
             | Event::EblockExit { .. }
             | Event::Mark { .. }
@@ -488,6 +502,7 @@ impl ProcessBackend for ReplayProcess {
                 | Event::SemRelease { .. }
                 | Event::Clock { .. }
                 | Event::Random { .. }
+                | Event::Answer { .. }
                 | Event::EblockEnter { .. }
                 | Event::EblockExit { .. }
                 | Event::Mark { .. }

@@ -100,6 +100,7 @@ impl Scope {
             | Event::Atomic { .. }
             | Event::Clock { .. }
             | Event::Random { .. }
+            | Event::Answer { .. }
             | Event::Blocked { .. }
             | Event::Undelivered { .. }
             | Event::JoinBlocked { .. }
@@ -218,6 +219,7 @@ impl Component {
                 | Event::Atomic { .. }
                 | Event::Clock { .. }
                 | Event::Random { .. }
+                | Event::Answer { .. }
                 | Event::EblockEnter { .. }
                 | Event::EblockExit { .. }
                 | Event::Mark { .. }

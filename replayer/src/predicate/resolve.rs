@@ -85,6 +85,7 @@ impl Catalog {
                     | Event::Atomic { .. }
                     | Event::Clock { .. }
                     | Event::Random { .. }
+                    | Event::Answer { .. }
                     | Event::EblockEnter { .. }
                     | Event::EblockExit { .. }
                     | Event::Blocked { .. }

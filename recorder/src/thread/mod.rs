@@ -5,14 +5,26 @@
 //! `Panic`), and a `join` logs `Join`, so the happened-before edges of process creation and
 //! termination are in the recording.
 
+mod current;
+mod park;
+mod scope;
+
 use std::io;
+use std::num::NonZeroUsize;
 use std::panic::{AssertUnwindSafe, Location, catch_unwind, resume_unwind};
+use std::sync::Arc;
 use std::time::Duration;
 
+use ppd_formats::event::Question;
 use ppd_formats::{Event, EventKind, ProcessId};
+
+pub use current::{Thread, ThreadId, current, park, park_timeout};
+pub use scope::{Scope, ScopedJoinHandle, scope};
+pub use std::thread::Result;
 
 use crate::runtime::backend::{Dependency, Op};
 use crate::runtime::{self, Ending};
+use park::Parker;
 
 /// Configures a new logical process, like `std::thread::Builder`.
 ///
@@ -75,20 +87,59 @@ impl Builder {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let site = Location::caller();
+        let (std_builder, child) = self.launch(Location::caller());
+        let process = child.as_ref().map(|c| c.id);
+        let parker = child.as_ref().map(|c| Arc::clone(&c.parker));
+        let inner = match child {
+            Some(child) => std_builder.spawn(move || child.run(f))?,
+            None => std_builder.spawn(f)?,
+        };
+        let thread = Thread::new(inner.thread().clone(), process, parker);
+        Ok(JoinHandle {
+            inner,
+            process,
+            thread,
+        })
+    }
+
+    /// Spawns a logical process in `scope`, like `std::thread::Builder::spawn_scoped`.
+    ///
+    /// ```
+    /// let mut n = 0;
+    /// ppd::thread::scope(|s| {
+    ///     ppd::thread::Builder::new()
+    ///         .name("adder".into())
+    ///         .spawn_scoped(s, || n += 1)
+    ///         .unwrap();
+    /// });
+    /// assert_eq!(n, 1);
+    /// ```
+    #[track_caller]
+    pub fn spawn_scoped<'scope, 'env, F, T>(
+        self,
+        scope: &'scope Scope<'scope, 'env>,
+        f: F,
+    ) -> io::Result<ScopedJoinHandle<'scope, T>>
+    where
+        F: FnOnce() -> T + Send + 'scope,
+        T: Send + 'scope,
+    {
+        let (std_builder, child) = self.launch(Location::caller());
+        scope.spawn_with(std_builder, child, f)
+    }
+
+    /// The std builder to start the thread with and, under ppd, the logical process it will
+    /// be: the parent logs `Spawn` here, before the thread exists.
+    fn launch(self, site: &'static Location<'static>) -> (std::thread::Builder, Option<Child>) {
         let mut std_builder = std::thread::Builder::new();
         if let Some(size) = self.stack_size {
             std_builder = std_builder.stack_size(size);
         }
-        let parent = runtime::current_process();
-        let (Some(parent), Some(rt)) = (parent, runtime::runtime()) else {
+        let (Some(parent), Some(rt)) = (runtime::current_process(), runtime::runtime()) else {
             if let Some(name) = self.name {
                 std_builder = std_builder.name(name);
             }
-            return Ok(JoinHandle {
-                inner: std_builder.spawn(f)?,
-                process: None,
-            });
+            return (std_builder, None);
         };
         let default_name = runtime::next_child_name();
         let name = self
@@ -96,33 +147,120 @@ impl Builder {
             .or(default_name)
             .unwrap_or_else(|| "process".into());
         let expected = runtime::expect(Op::plain(EventKind::Spawn, Some(site)));
-        let child = match expected {
+        let id = match expected {
             Some(Event::Spawn { child, .. }) => child,
             _ => rt.allocate_process(),
         };
         runtime::done(&Event::Spawn {
-            child,
+            child: id,
             site: Some(site),
         });
-        let child_name = name.clone();
-        let inner = std_builder.name(name).spawn(move || {
-            runtime::enter_process(child, Some(parent), &child_name);
-            let result = catch_unwind(AssertUnwindSafe(f));
-            match result {
-                Ok(value) => {
-                    runtime::leave_process(&Ending::Returned);
-                    value
-                }
-                Err(payload) => {
-                    runtime::leave_process_panicked();
-                    resume_unwind(payload)
-                }
+        let child = Child {
+            id,
+            parent,
+            name: name.clone(),
+            parker: Parker::new(id),
+        };
+        (std_builder.name(name), Some(child))
+    }
+}
+
+/// A logical process about to start on its thread.
+struct Child {
+    id: ProcessId,
+    parent: ProcessId,
+    name: String,
+    parker: Arc<Parker>,
+}
+
+impl Child {
+    /// Runs `f` as this process: logs its start, then its exit or panic.
+    fn run<T>(self, f: impl FnOnce() -> T) -> T {
+        park::adopt(self.parker);
+        runtime::enter_process(self.id, Some(self.parent), &self.name);
+        match catch_unwind(AssertUnwindSafe(f)) {
+            Ok(value) => {
+                runtime::leave_process(&Ending::Returned);
+                value
             }
-        })?;
-        Ok(JoinHandle {
-            inner,
-            process: Some(child),
-        })
+            Err(payload) => {
+                runtime::leave_process_panicked();
+                resume_unwind(payload)
+            }
+        }
+    }
+}
+
+/// Joins `child` through the runtime: logs `JoinBlocked` before waiting on a child that has
+/// not ended (`finished` says), waits (`join`), then logs `Join`.
+fn join_logged<R>(
+    child: ProcessId,
+    site: &'static Location<'static>,
+    finished: bool,
+    join: impl FnOnce() -> R,
+) -> R {
+    let replayed = runtime::expect(Op::plain(EventKind::Join, Some(site)));
+    if !finished {
+        // Recorded before waiting, so a run that hangs here says so at the end of its log.
+        if replayed.is_none() {
+            runtime::done(&Event::JoinBlocked {
+                child,
+                site: Some(site),
+            });
+        }
+        runtime::waiting_for(Dependency::Exit { child });
+    }
+    let result = join();
+    runtime::done(&Event::Join {
+        child,
+        site: Some(site),
+    });
+    result
+}
+
+/// Answers `question` through the runtime: the live answer when recording (logged), the logged
+/// one in replay.
+fn answer(question: Question, site: &'static Location<'static>, live: impl FnOnce() -> u64) -> u64 {
+    if runtime::current_process().is_none() {
+        return live();
+    }
+    let value = match runtime::expect(Op::plain(EventKind::Answer, Some(site))) {
+        Some(Event::Answer {
+            question: q, value, ..
+        }) if q == question => value,
+        _ => live(),
+    };
+    runtime::done(&Event::Answer {
+        question,
+        value,
+        site: Some(site),
+    });
+    value
+}
+
+/// How many threads the machine runs at once, like `std::thread::available_parallelism`.
+/// Logged: replay gets the recorded machine's answer.
+///
+/// ```
+/// assert!(ppd::thread::available_parallelism().unwrap().get() >= 1);
+/// ```
+#[track_caller]
+pub fn available_parallelism() -> io::Result<NonZeroUsize> {
+    let mut error = None;
+    let count = answer(Question::AvailableParallelism, Location::caller(), || {
+        match std::thread::available_parallelism() {
+            Ok(n) => n.get() as u64,
+            Err(e) => {
+                error = Some(e);
+                0
+            }
+        }
+    });
+    match NonZeroUsize::new(count as usize) {
+        Some(n) => Ok(n),
+        None => Err(error.unwrap_or_else(|| {
+            io::Error::other("available parallelism was unknown in the recorded run")
+        })),
     }
 }
 
@@ -155,6 +293,7 @@ where
 pub struct JoinHandle<T> {
     inner: std::thread::JoinHandle<T>,
     process: Option<ProcessId>,
+    thread: Thread,
 }
 
 impl<T> JoinHandle<T> {
@@ -166,27 +305,22 @@ impl<T> JoinHandle<T> {
     /// ```
     #[track_caller]
     pub fn join(self) -> std::thread::Result<T> {
-        let site = Location::caller();
         let Some(child) = self.process else {
             return self.inner.join();
         };
-        let replayed = runtime::expect(Op::plain(EventKind::Join, Some(site)));
-        if !self.inner.is_finished() {
-            // Recorded before waiting, so a run that hangs here says so at the end of its log.
-            if replayed.is_none() {
-                runtime::done(&Event::JoinBlocked {
-                    child,
-                    site: Some(site),
-                });
-            }
-            runtime::waiting_for(Dependency::Exit { child });
-        }
-        let result = self.inner.join();
-        runtime::done(&Event::Join {
-            child,
-            site: Some(site),
-        });
-        result
+        let finished = self.inner.is_finished();
+        join_logged(child, Location::caller(), finished, || self.inner.join())
+    }
+
+    /// The thread, like `std::thread::JoinHandle::thread`.
+    ///
+    /// ```
+    /// let h = ppd::thread::spawn(|| ppd::thread::park());
+    /// h.thread().unpark();
+    /// h.join().unwrap();
+    /// ```
+    pub fn thread(&self) -> &Thread {
+        &self.thread
     }
 
     /// The process's id, when it runs under ppd.
@@ -200,15 +334,22 @@ impl<T> JoinHandle<T> {
         self.process
     }
 
-    /// Whether the process has ended.
+    /// Whether the process has ended. The answer depends on timing, so it is logged and
+    /// replay gives the recorded one.
     ///
     /// ```
     /// let h = ppd::thread::spawn(|| ());
     /// while !h.is_finished() { std::thread::yield_now(); }
     /// h.join().unwrap();
     /// ```
+    #[track_caller]
     pub fn is_finished(&self) -> bool {
-        self.inner.is_finished()
+        if self.process.is_none() {
+            return self.inner.is_finished();
+        }
+        answer(Question::IsFinished, Location::caller(), || {
+            u64::from(self.inner.is_finished())
+        }) == 1
     }
 }
 

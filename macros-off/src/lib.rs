@@ -1,0 +1,23 @@
+//! `#[ppd::main]`, `#[ppd::eblock]` and `#[ppd::eblocks]` for a build of `ppd` without its
+//! `record` feature: each leaves the item exactly as written, so the program is the plain std
+//! program and carries no ppd code. No parsing, hence no dependencies.
+
+use proc_macro::TokenStream;
+
+/// Leaves `fn main` as it is.
+#[proc_macro_attribute]
+pub fn main(_args: TokenStream, item: TokenStream) -> TokenStream {
+    item
+}
+
+/// Leaves the function as it is.
+#[proc_macro_attribute]
+pub fn eblock(_args: TokenStream, item: TokenStream) -> TokenStream {
+    item
+}
+
+/// Leaves the `impl` block as it is (its `#[ppd::eblock]` methods are left as they are too).
+#[proc_macro_attribute]
+pub fn eblocks(_args: TokenStream, item: TokenStream) -> TokenStream {
+    item
+}
