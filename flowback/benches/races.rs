@@ -7,7 +7,7 @@
 //! ```
 //!
 //! **Throughput.** Synthetic traces of `PPD_BENCH_EVENTS` events (default 10 000 000) in three
-//! shapes; each timing is the median of the same number of runs (`RUNS`), trace generation
+//! shapes; each timing is the median of `PPD_BENCH_RUNS` runs (default 5), trace generation
 //! excluded. "All race analysis" is timed as one piece: clocks, data races, message races and
 //! lock-order cycles (potential deadlocks), whose own cost is also printed.
 //!
@@ -21,7 +21,7 @@
 //! 20 000) times a relaxed load then a store of one shared counter — `std` compiled with
 //! `rustc -O -g` and run under `valgrind --tool=helgrind`, and its ppd twin, the `racy_counter`
 //! example (release build), recorded with `ppd record` and analysed with `ppd races --json` on
-//! that recording. Whole-process wall times, median of `RUNS` runs each, runs interleaved.
+//! that recording. Whole-process wall times, median of `PPD_BENCH_RUNS` runs each, runs interleaved.
 //! Printed beside each other: Helgrind's run against the recorded run plus the analysis, and the
 //! races each tool reports, by source line. Without valgrind, or without the release binaries,
 //! the part that needs them is skipped with a notice saying so.
@@ -215,6 +215,10 @@ fn measure(label: &str, shape: &Shape, seed: u64, runs: usize) {
         clock_bytes as f64 / events as f64,
         checkpoints,
         peak as f64 / 1e6
+    );
+    println!(
+        "  peak bytes per event, trace included: {:.1} (goal: at most 24)",
+        (trace_bytes + peak) as f64 / events as f64
     );
     println!(
         "  detector tables, by its own count of their capacity: {:.0} bytes per shared variable \
@@ -580,7 +584,10 @@ fn main() {
     let (events, runs) = if quick {
         (20_000, 1)
     } else {
-        (env_u64("PPD_BENCH_EVENTS", 10_000_000), 5)
+        (
+            env_u64("PPD_BENCH_EVENTS", 10_000_000),
+            env_u64("PPD_BENCH_RUNS", 5).max(1) as usize,
+        )
     };
     println!(
         "ppd race analysis benchmark: one core, median of {runs} runs, times exclude trace \

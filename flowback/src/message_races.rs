@@ -19,7 +19,7 @@
 //! between messages. A send that found the receiver gone (`Undelivered`) never entered the
 //! channel and competes with nothing.
 
-use crate::fasthash::FastMap;
+use crate::fasthash::{FastMap, FastSet};
 
 use crate::trace::{EventRef, ObjIdx, Op, Trace};
 use crate::vclock::Clocks;
@@ -48,8 +48,10 @@ struct Channel {
 
 /// Finds the message races of a trace.
 pub fn message_races(trace: &Trace, clocks: &Clocks) -> Vec<MessageRace> {
-    let mut channels: FastMap<ObjIdx, Channel> = FastMap::default();
-    let undelivered: std::collections::HashSet<(ObjIdx, u64)> = trace
+    // Indexed by object: one slot per object is cheaper than a hash lookup per message.
+    let mut channels: Vec<Channel> = Vec::new();
+    channels.resize_with(trace.objects().len(), Channel::default);
+    let undelivered: FastSet<(ObjIdx, u64)> = trace
         .processes()
         .iter()
         .flat_map(|p| p.events.iter())
@@ -85,8 +87,10 @@ pub fn message_races(trace: &Trace, clocks: &Clocks) -> Vec<MessageRace> {
         for (k, ev) in proc.events.iter().enumerate() {
             let r = EventRef::new(p as u32, k as u32);
             match ev.op {
-                Op::Send { channel, seq } if !undelivered.contains(&(channel, seq)) => {
-                    let ch = channels.entry(channel).or_default();
+                Op::Send { channel, seq }
+                    if undelivered.is_empty() || !undelivered.contains(&(channel, seq)) =>
+                {
+                    let ch = &mut channels[channel as usize];
                     let c = match ch.chains.last() {
                         Some((q, _)) if *q == p as u32 => ch.chains.len() - 1,
                         _ => match ch.chains.iter().position(|(q, _)| *q == p as u32) {
@@ -100,7 +104,7 @@ pub fn message_races(trace: &Trace, clocks: &Clocks) -> Vec<MessageRace> {
                     ch.chains[c].1.push((seq, r));
                 }
                 Op::Recv { channel, seq, .. } => {
-                    channels.entry(channel).or_default().receives.push((r, seq));
+                    channels[channel as usize].receives.push((r, seq));
                 }
                 Op::Start { .. }
                 | Op::Spawn { .. }
@@ -129,12 +133,10 @@ pub fn message_races(trace: &Trace, clocks: &Clocks) -> Vec<MessageRace> {
             }
         }
     }
-    let mut ids: Vec<ObjIdx> = channels.keys().copied().collect();
-    ids.sort_unstable();
     let mut races = Vec::new();
     let mut index: FastMap<(ObjIdx, u32, u32), usize> = FastMap::default();
-    for channel in ids {
-        let ch = channels.get_mut(&channel).expect("listed above");
+    for (channel, ch) in channels.iter_mut().enumerate() {
+        let channel = channel as ObjIdx;
         if ch.chains.len() < 2 {
             continue;
         }

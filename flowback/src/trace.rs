@@ -15,6 +15,7 @@ use ppd_formats::{Event, LogState, ObjectId, ProcessId, Recording, Site};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
+use crate::fasthash::FastMap;
 
 /// An event, named by its process (dense index into [`Trace::processes`]) and its position in
 /// that process's log.
@@ -326,8 +327,8 @@ pub struct Trace {
     objects: Vec<Object>,
     sites: Vec<Arc<Site>>,
     names: Vec<Arc<str>>,
-    by_pid: HashMap<ProcessId, u32>,
-    by_object: HashMap<ObjectId, ObjIdx>,
+    by_pid: FastMap<ProcessId, u32>,
+    by_object: FastMap<ObjectId, ObjIdx>,
 }
 
 impl Trace {
@@ -578,9 +579,9 @@ pub fn ordering_name(o: MemOrdering) -> &'static str {
 #[derive(Debug, Default)]
 pub struct TraceBuilder {
     trace: Trace,
-    site_by_ptr: HashMap<usize, SiteId>,
+    site_by_ptr: FastMap<usize, SiteId>,
     site_by_value: HashMap<Site, SiteId>,
-    name_by_ptr: HashMap<usize, NameId>,
+    name_by_ptr: FastMap<usize, NameId>,
     name_by_value: HashMap<Arc<str>, NameId>,
     alive_sites: Vec<Arc<Site>>,
     alive_names: Vec<Arc<str>>,

@@ -41,6 +41,7 @@ use ppd_formats::event::{AtomicOp, MemOrdering};
 use ppd_formats::order::{Order, Point, Rule, Sequence, Sync};
 
 use crate::trace::{EventRef, ObjIdx, Op, SiteId, Trace};
+use seq_set::SeqSet;
 
 const NONE: u32 = u32::MAX;
 
@@ -386,7 +387,7 @@ struct ObjState {
 /// What exists somewhere in the logs: events waited for that do not exist are not waited for.
 #[derive(Debug, Default)]
 struct Present {
-    sends: FastSet<(ObjIdx, u64)>,
+    sends: SeqSet,
     spawns: FastSet<ProcessId>,
     ends: FastSet<ProcessId>,
     /// Per mutex, one bit per acquisition rank: whether that acquisition was released.
@@ -404,6 +405,7 @@ impl Present {
 impl Present {
     fn scan(trace: &Trace, ranks: &Ranks) -> Present {
         let mut present = Present {
+            sends: SeqSet::new(trace.objects().len()),
             unlocked: vec![Vec::new(); trace.objects().len()],
             ..Present::default()
         };
@@ -413,7 +415,7 @@ impl Present {
                 let sync = ev.op.sync();
                 match sync.rule(proc.id, Order::Replay) {
                     Rule::Gives(Point::Message { channel, seq }) => {
-                        present.sends.insert((channel, seq));
+                        present.sends.insert(channel, seq);
                     }
                     Rule::Gives(Point::Spawned(child)) => {
                         present.spawns.insert(child);
@@ -671,7 +673,7 @@ impl<'t, 'o, O: AccessObserver> Engine<'t, 'o, O> {
             // the message is not parked.
             Rule::Takes(Point::Message { channel, seq }) => {
                 (!self.messages.contains_key(&(channel, seq))
-                    && self.present.sends.contains(&(channel, seq)))
+                    && self.present.sends.contains(channel, seq))
                 .then_some(Key::Message(channel, seq))
             }
             Rule::Takes(Point::Released(object)) => {
@@ -972,5 +974,6 @@ fn join(into: &mut [u32], other: &[u32]) -> bool {
     changed
 }
 
+mod seq_set;
 #[cfg(test)]
 mod tests;
