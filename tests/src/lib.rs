@@ -113,3 +113,45 @@ pub fn record_program(
     all.extend_from_slice(args);
     ppd(cwd, &all)
 }
+
+/// Standard output and standard error of a finished command, as text.
+pub fn output_text(out: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Replays `dir` with `--verify`: it must reproduce the run and print each line of `printed`.
+pub fn assert_replays(cwd: &Path, dir: &Path, printed: &str) {
+    let out = ppd(
+        cwd,
+        &[
+            "replay",
+            dir.to_str().expect("utf-8 path"),
+            "--verify",
+            "--json",
+        ],
+    );
+    let (stdout, stderr) = output_text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&stdout).expect("ppd replay --json prints JSON");
+    assert_eq!(summary["outcome"], "reproduced", "{summary:#}");
+    for line in printed.lines() {
+        assert!(stderr.contains(line), "replay did not print {line:?}");
+    }
+}
+
+/// `ppd races --json DIR` finds no race, deadlock cycle or potential deadlock.
+pub fn assert_no_races(cwd: &Path, dir: &Path) {
+    let out = ppd(cwd, &["races", dir.to_str().expect("utf-8 path"), "--json"]);
+    let (stdout, stderr) = output_text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let report: serde_json::Value =
+        serde_json::from_str(&stdout).expect("ppd races --json prints JSON");
+    let none = serde_json::Value::Array(vec![]);
+    assert_eq!(report["races"], none, "{report:#}");
+    assert_eq!(report["deadlocks"]["cycles"], none, "{report:#}");
+    assert_eq!(report["potential_deadlocks"], none, "{report:#}");
+}

@@ -4,8 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use ppd_tests::{ppd, record_program};
-use serde_json::Value;
+use ppd_tests::{assert_no_races, assert_replays, output_text as text, ppd, record_program};
 
 fn channels() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_channels"))
@@ -22,47 +21,6 @@ fn record_case(work: &Path, case: &str) -> (PathBuf, String) {
         String::from_utf8_lossy(&out.stderr)
     );
     (dir, String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-fn text(out: &std::process::Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-/// Replays `dir` with `--verify`: it must reproduce the run and print what it printed.
-fn assert_replays(work: &Path, dir: &Path, printed: &str) {
-    let out = ppd(
-        work,
-        &["replay", dir.to_str().unwrap(), "--verify", "--json"],
-    );
-    let (stdout, stderr) = text(&out);
-    assert!(out.status.success(), "{stderr}");
-    let summary: Value = serde_json::from_str(&stdout).unwrap();
-    assert_eq!(summary["outcome"], "reproduced", "{summary:#}");
-    for line in printed.lines() {
-        assert!(stderr.contains(line), "replay did not print {line:?}");
-    }
-}
-
-/// `ppd races --json` finds no race, deadlock or potential deadlock.
-fn assert_no_races(work: &Path, dir: &Path) {
-    let out = ppd(work, &["races", dir.to_str().unwrap(), "--json"]);
-    let (stdout, stderr) = text(&out);
-    assert!(out.status.success(), "{stderr}");
-    let report: Value = serde_json::from_str(&stdout).unwrap();
-    assert_eq!(report["races"], Value::Array(vec![]), "{report:#}");
-    assert_eq!(
-        report["deadlocks"]["cycles"],
-        Value::Array(vec![]),
-        "{report:#}"
-    );
-    assert_eq!(
-        report["potential_deadlocks"],
-        Value::Array(vec![]),
-        "{report:#}"
-    );
 }
 
 #[test]
