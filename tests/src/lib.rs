@@ -155,3 +155,24 @@ pub fn assert_no_races(cwd: &Path, dir: &Path) {
     assert_eq!(report["deadlocks"]["cycles"], none, "{report:#}");
     assert_eq!(report["potential_deadlocks"], none, "{report:#}");
 }
+
+/// `ppd ARGS...` run in `cwd` with `input` on its standard input (commands for an interactive
+/// session), to the end.
+pub fn ppd_with_input(cwd: &Path, args: &[&str], input: &[u8]) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(ppd_bin())
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run ppd");
+    child
+        .stdin
+        .take()
+        .expect("a piped stdin")
+        .write_all(input)
+        .expect("write ppd's input");
+    child.wait_with_output().expect("wait for ppd")
+}

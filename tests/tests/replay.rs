@@ -3,7 +3,7 @@
 //! replays are reported instead of hanging.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use ppd_formats::Event;
 use ppd_formats::value;
@@ -849,22 +849,11 @@ fn the_interactive_debugger_steps_and_goes_back() {
     let dir = work.path().join("rec");
     record_program(work.path(), &dir, &random_program(), &["4", "2", "5"], &[]);
     // Held before the first event, then driven by commands from a pipe.
-    let mut child = Command::new(ppd_tests::ppd_bin())
-        .args(["replay", dir.to_str().unwrap(), "-i", "--json"])
-        .current_dir(work.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"step main\nstep main\nstep\nback\nstate json\nquit\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = ppd_tests::ppd_with_input(
+        work.path(),
+        &["replay", dir.to_str().unwrap(), "-i", "--json"],
+        b"step main\nstep main\nstep\nback\nstate json\nquit\n",
+    );
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stderr}");
     assert_eq!(

@@ -8,9 +8,9 @@
 //! compares its result with the log; `--gdb N` stops the recorded program at that
 //! computation's entry under gdb.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use ppd_tests::{ppd, ppd_bin, record_program, start_recording};
 use serde_json::Value;
@@ -617,21 +617,11 @@ fn gdb_starts_the_program_stopped_at_the_task_entry_with_its_logged_input() {
         eprintln!("gdb is not installed: the session under it is not tested");
         return;
     }
-    let mut child = Command::new(ppd_bin())
-        .args(["analyze", "tasks", dir.to_str().unwrap(), "--gdb", "37"])
-        .current_dir(work.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"info args\nkill\nquit\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = ppd_tests::ppd_with_input(
+        work.path(),
+        &["analyze", "tasks", dir.to_str().unwrap(), "--gdb", "37"],
+        b"info args\nkill\nquit\n",
+    );
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(
         said.contains("hit Breakpoint 1, ppd_replayer::emulate::ppd_task_entry"),

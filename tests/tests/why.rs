@@ -354,27 +354,17 @@ fn state_is_restored_from_accumulated_logs() {
 fn a_halted_replay_shows_restored_state_and_is_a_point_to_ask_at() {
     let work = tempfile::tempdir().unwrap();
     let dir = record_case(work.path(), "chain");
-    let mut child = std::process::Command::new(ppd_tests::ppd_bin())
-        .args([
+    let out = ppd_tests::ppd_with_input(
+        work.path(),
+        &[
             "replay",
             dir.to_str().unwrap(),
             "--stop",
             "sink: exit absorb",
             "-i",
-        ])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"restore sink\nquit\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+        ],
+        b"restore sink\nquit\n",
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
