@@ -162,10 +162,10 @@ pub fn log_values<X: Carries + ?Sized>(object: &X) {
 }
 
 /// Registration where the type may or may not be serde: `(&&Probe(&object)).register()` with
-/// both traits in scope, as the macros generate it. Method resolution tries [`ViaSerde`] (on
-/// `&Probe`) first and falls back to [`Opaque`](probe::Opaque) (on `Probe`); this works where
-/// the object's type is already known, which is why the macros only probe e-block arguments and
-/// places reached from them.
+/// both traits in scope, as the macros generate it. Method resolution tries
+/// [`ViaSerde`](probe::ViaSerde) (on `&Probe`) first and falls back to
+/// [`Opaque`](probe::Opaque) (on `Probe`); this works where the object's type is already known,
+/// which is why the macros only probe e-block arguments and places reached from them.
 pub mod probe {
     use super::Carries;
 
