@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ppd_formats::event::{AtomicOp, MemOrdering, ObjectKind, RecvOutcome};
+use ppd_formats::event::{AtomicOp, MemOrdering, ObjectKind, Outcome, RecvOutcome};
 use ppd_formats::order::{Sync, governing_ordering};
 use ppd_formats::{Event, LogState, ObjectId, ProcessId, Recording, Site};
 use serde::{Deserialize, Serialize};
@@ -130,6 +130,10 @@ pub enum Op {
     Sleep {
         nanos: u64,
     },
+    Outcome {
+        object: ObjIdx,
+        outcome: Outcome,
+    },
 }
 
 impl Op {
@@ -160,6 +164,7 @@ impl Op {
             Op::Undelivered { .. } => "undelivered",
             Op::JoinBlocked { .. } => "join_blocked",
             Op::Sleep { .. } => "sleep",
+            Op::Outcome { .. } => "outcome",
         }
     }
 
@@ -172,7 +177,8 @@ impl Op {
             | Op::SemAcquire { object, .. }
             | Op::SemRelease { object, .. }
             | Op::Atomic { object, .. }
-            | Op::Blocked { object } => Some(object),
+            | Op::Blocked { object }
+            | Op::Outcome { object, .. } => Some(object),
             Op::Send { channel, .. }
             | Op::Recv { channel, .. }
             | Op::RecvNone { channel, .. }
@@ -238,7 +244,8 @@ impl Op {
             | Op::Blocked { .. }
             | Op::Undelivered { .. }
             | Op::JoinBlocked { .. }
-            | Op::Sleep { .. } => Sync::Local,
+            | Op::Sleep { .. }
+            | Op::Outcome { .. } => Sync::Local,
         }
     }
 
@@ -512,6 +519,14 @@ impl Trace {
             Op::Blocked { object } => format!("blocked on {}", obj(object)),
             Op::JoinBlocked { child } => format!("waits in join for {}", self.pid_label(child)),
             Op::Sleep { nanos } => format!("sleeps for {:?}", Duration::from_nanos(nanos)),
+            Op::Outcome {
+                object,
+                outcome: Outcome::WouldBlock,
+            } => format!("try_lock found {} held", obj(object)),
+            Op::Outcome {
+                object,
+                outcome: Outcome::Acquired,
+            } => format!("try_lock acquires {}", obj(object)),
             Op::Undelivered { channel, seq } => {
                 format!(
                     "message {seq} on {} not delivered (receiver gone)",
@@ -785,6 +800,12 @@ impl TraceBuilder {
             },
             Event::JoinBlocked { child, .. } => Op::JoinBlocked { child: *child },
             Event::Sleep { nanos, .. } => Op::Sleep { nanos: *nanos },
+            Event::Outcome {
+                object, outcome, ..
+            } => Op::Outcome {
+                object: self.object(*object),
+                outcome: *outcome,
+            },
         };
         self.push(p, op, site);
     }

@@ -216,7 +216,8 @@ impl ProcessEnding {
             | Event::EblockEnter { .. }
             | Event::EblockExit { .. }
             | Event::Mark { .. }
-            | Event::Undelivered { .. } => ProcessEnding::Running { last_event: last },
+            | Event::Undelivered { .. }
+            | Event::Outcome { .. } => ProcessEnding::Running { last_event: last },
         })
     }
 

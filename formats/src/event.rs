@@ -99,6 +99,18 @@ pub enum RecvOutcome {
     Disconnected,
 }
 
+/// What a non-blocking operation on an object answered, when the answer is not an access of
+/// the object: the logged choice replay gives back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// A `try_lock` found the lock held by another process (std's `WouldBlock`).
+    WouldBlock,
+    /// A `try_lock` acquired the lock: the acquisition logged next did not wait, so it is no
+    /// step of a deadlock.
+    Acquired,
+}
+
 /// What an atomic access did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -378,6 +390,16 @@ pub enum Event<R: Repr = Owned> {
         /// Where `sleep` was called.
         site: Option<R::Site>,
     },
+    /// The answer of a non-blocking operation on `object` (a `try_lock` that found the lock
+    /// held, or acquired it: then its `Lock` follows).
+    Outcome {
+        /// The object asked.
+        object: ObjectId,
+        /// The answer.
+        outcome: Outcome,
+        /// Where the operation was called.
+        site: Option<R::Site>,
+    },
 }
 
 /// The kind of an event, without its data; used for counting and filtering.
@@ -409,11 +431,12 @@ pub enum EventKind {
     Undelivered,
     JoinBlocked,
     Sleep,
+    Outcome,
 }
 
 impl EventKind {
     /// Every kind, in tag order.
-    pub const ALL: [EventKind; 24] = [
+    pub const ALL: [EventKind; 25] = [
         EventKind::Start,
         EventKind::Spawn,
         EventKind::Join,
@@ -438,6 +461,7 @@ impl EventKind {
         EventKind::Undelivered,
         EventKind::JoinBlocked,
         EventKind::Sleep,
+        EventKind::Outcome,
     ];
 
     /// The snake_case name used in text and JSON output.
@@ -467,6 +491,7 @@ impl EventKind {
             EventKind::Undelivered => "undelivered",
             EventKind::JoinBlocked => "join_blocked",
             EventKind::Sleep => "sleep",
+            EventKind::Outcome => "outcome",
         }
     }
 }
@@ -505,6 +530,7 @@ impl<R: Repr> Event<R> {
             Event::Undelivered { .. } => EventKind::Undelivered,
             Event::JoinBlocked { .. } => EventKind::JoinBlocked,
             Event::Sleep { .. } => EventKind::Sleep,
+            Event::Outcome { .. } => EventKind::Outcome,
         }
     }
 
@@ -528,7 +554,8 @@ impl<R: Repr> Event<R> {
             | Event::Blocked { site, .. }
             | Event::Undelivered { site, .. }
             | Event::JoinBlocked { site, .. }
-            | Event::Sleep { site, .. } => site.as_ref(),
+            | Event::Sleep { site, .. }
+            | Event::Outcome { site, .. } => site.as_ref(),
             Event::Start { .. }
             | Event::Exit
             | Event::Panic { .. }
@@ -547,7 +574,8 @@ impl<R: Repr> Event<R> {
             | Event::SemAcquire { object, .. }
             | Event::SemRelease { object, .. }
             | Event::Atomic { object, .. }
-            | Event::Blocked { object, .. } => Some(*object),
+            | Event::Blocked { object, .. }
+            | Event::Outcome { object, .. } => Some(*object),
             Event::Send { channel, .. }
             | Event::Recv { channel, .. }
             | Event::RecvNone { channel, .. }

@@ -292,7 +292,8 @@ impl<R: Repr> Event<R> {
             | Event::Blocked { .. }
             | Event::Undelivered { .. }
             | Event::JoinBlocked { .. }
-            | Event::Sleep { .. } => Sync::Local,
+            | Event::Sleep { .. }
+            | Event::Outcome { .. } => Sync::Local,
         }
     }
 }

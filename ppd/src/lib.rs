@@ -2,9 +2,11 @@
 //!
 //! Write the program against this crate instead of `std` — the API mirrors it, so moving over
 //! is mostly a matter of changing `use` lines — and mark `main` with `#[ppd::main]`. One
-//! requirement goes beyond std: channel messages and `Mutex` contents must be
-//! `Serialize + DeserializeOwned` (a `Mutex` passed to an e-block also needs `T: Default`),
-//! because the recorder can log them and the emulator rebuilds them.
+//! requirement goes beyond std: channel messages must be `Serialize + DeserializeOwned`,
+//! because the recorder can log them and the emulator rebuilds them. A `Mutex` holds any
+//! `T: Send`; its values are logged where an e-block needs them when `T` is serde, and a
+//! re-execution that needs the value of one that is not says so
+//! ([`sync::values`]).
 //!
 //! ```no_run
 //! use ppd::sync::mpsc::channel;

@@ -2,9 +2,9 @@
 //!
 //! It mirrors `std` — [`thread`], [`sync`] (channels, mutexes, semaphores, atomics), [`time`] —
 //! plus [`rand`] and [`mark!`], so moving a program over is mostly a matter of changing `use`
-//! lines. Not entirely, yet: channel messages and `Mutex` contents must be
-//! `Serialize + DeserializeOwned`, and a `Mutex` passed to an e-block needs `T: Default` (it is
-//! rebuilt from its handle).
+//! lines. Not entirely, yet: channel messages must be `Serialize + DeserializeOwned`. A `Mutex`
+//! holds any `T: Send`; its values are logged when an e-block reaches it and `T` is serde
+//! ([`sync::values`]).
 //!
 //! Each nondeterministic choice goes through the current process's
 //! [backend](runtime::backend): nothing in pass-through mode, the log in record mode, the log's

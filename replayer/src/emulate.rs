@@ -184,7 +184,8 @@ impl Interval {
                 | Event::Blocked { .. }
                 | Event::Undelivered { .. }
                 | Event::JoinBlocked { .. }
-                | Event::Sleep { .. } => {}
+                | Event::Sleep { .. }
+                | Event::Outcome { .. } => {}
             }
         }
     }
@@ -260,7 +261,8 @@ impl ProcessBackend for Interval {
                     | Event::Blocked { .. }
                     | Event::Undelivered { .. }
                     | Event::JoinBlocked { .. }
-                    | Event::Sleep { .. } => {}
+                    | Event::Sleep { .. }
+                    | Event::Outcome { .. } => {}
                 }
             }
         }
@@ -398,7 +400,8 @@ impl ProcessBackend for Interval {
             | Event::Blocked { .. }
             | Event::Undelivered { .. }
             | Event::JoinBlocked { .. }
-            | Event::Sleep { .. } => {}
+            | Event::Sleep { .. }
+            | Event::Outcome { .. } => {}
         }
     }
 
@@ -629,7 +632,8 @@ fn emulate_one(
             | Event::Blocked { .. }
             | Event::Undelivered { .. }
             | Event::JoinBlocked { .. }
-            | Event::Sleep { .. },
+            | Event::Sleep { .. }
+            | Event::Outcome { .. },
         )
         | None => (None, logged_panic),
     };

@@ -125,7 +125,8 @@ impl ReplayProcess {
             | Event::Blocked { .. }
             | Event::Undelivered { .. }
             | Event::JoinBlocked { .. }
-            | Event::Sleep { .. } => None,
+            | Event::Sleep { .. }
+            | Event::Outcome { .. } => None,
         };
         let holds = match &mut self.intervals {
             Some(intervals) => self
@@ -247,6 +248,18 @@ pub(crate) fn compare(
             },
         ) => (a == b || logged.kind() == EventKind::RecvNone) && oa == ob,
         (Event::Select { index: a, .. }, Event::Select { index: b, .. }) => a == b,
+        (
+            Event::Outcome {
+                object: a,
+                outcome: oa,
+                ..
+            },
+            Event::Outcome {
+                object: b,
+                outcome: ob,
+                ..
+            },
+        ) => a == b && oa == ob,
         (
             Event::Lock {
                 object: a,
@@ -392,7 +405,8 @@ pub(crate) fn compare(
             | Event::Blocked { .. }
             | Event::Undelivered { .. }
             | Event::JoinBlocked { .. }
-            | Event::Sleep { .. },
+            | Event::Sleep { .. }
+            | Event::Outcome { .. },
             _,
         ) => false,
     };
@@ -494,7 +508,8 @@ impl ProcessBackend for ReplayProcess {
                 | Event::Blocked { .. }
                 | Event::Undelivered { .. }
                 | Event::JoinBlocked { .. }
-                | Event::Sleep { .. },
+                | Event::Sleep { .. }
+                | Event::Outcome { .. },
             )
             | None => false,
         };

@@ -103,7 +103,8 @@ impl Scope {
             | Event::Blocked { .. }
             | Event::Undelivered { .. }
             | Event::JoinBlocked { .. }
-            | Event::Sleep { .. } => Scope::default(),
+            | Event::Sleep { .. }
+            | Event::Outcome { .. } => Scope::default(),
         }
     }
 
@@ -224,7 +225,8 @@ impl Component {
                 | Event::Blocked { .. }
                 | Event::Undelivered { .. }
                 | Event::JoinBlocked { .. }
-                | Event::Sleep { .. },
+                | Event::Sleep { .. }
+                | Event::Outcome { .. },
             ) => false,
         }
     }
