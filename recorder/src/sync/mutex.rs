@@ -193,15 +193,6 @@ impl<'de, T> serde::Deserialize<'de> for Mutex<T> {
     }
 }
 
-/// How an acquisition that finds the lock held goes on.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Wait {
-    /// `lock`: waits for it.
-    Block,
-    /// `try_lock`: answers `WouldBlock`.
-    Try,
-}
-
 impl<T> Mutex<T> {
     /// Acquires the lock, blocking until it is free. Like `std`, fails if a holder panicked,
     /// handing the guard over inside the error.
@@ -218,10 +209,7 @@ impl<T> Mutex<T> {
         if !runtime::active() {
             return wrap(self.inner.lock(), self, site);
         }
-        match self.lock_logged(Wait::Block, site) {
-            Ok(acquired) => acquired,
-            Err(Busy) => unreachable!("a blocking acquisition never answers WouldBlock"),
-        }
+        self.lock_logged(None, site)
     }
 
     /// Acquires the lock if it is free now, as std's. Whether it was is a logged choice:
@@ -256,45 +244,56 @@ impl<T> Mutex<T> {
                 Err(TryLockError::WouldBlock) => Err(TryLockError::WouldBlock),
             };
         }
-        match self.lock_logged(Wait::Try, site) {
-            Ok(Ok(guard)) => Ok(guard),
-            Ok(Err(p)) => Err(TryLockError::Poisoned(p)),
-            Err(Busy) => Err(TryLockError::WouldBlock),
+        self.try_lock_logged(site)
+    }
+
+    /// `try_lock` under a backend: its answer, then, if it acquired, the acquisition.
+    #[inline(never)]
+    fn try_lock_logged(
+        &self,
+        site: &'static Location<'static>,
+    ) -> TryLockResult<MutexGuard<'_, T>> {
+        let object = self.meta.id;
+        let answer = runtime::expect(Op::on(EventKind::Outcome, object, Some(site)));
+        // None: the lock was held. Some: it acquired, and recording already holds the lock
+        // (the try acquires before anything is logged: its answer comes first).
+        let tried = match answer {
+            Some(Event::Outcome {
+                outcome: Outcome::WouldBlock,
+                ..
+            }) => None,
+            // Replay: the try acquired; the `Lock` logged next says in which turn.
+            Some(_) => Some(None),
+            None => match self.inner.try_lock() {
+                Ok(guard) => Some(Some(Ok(guard))),
+                Err(TryLockError::Poisoned(p)) => Some(Some(Err(p))),
+                Err(TryLockError::WouldBlock) => None,
+            },
+        };
+        let outcome = match tried {
+            Some(_) => Outcome::Acquired,
+            None => Outcome::WouldBlock,
+        };
+        runtime::done(&Event::Outcome {
+            object,
+            outcome,
+            site: Some(site),
+        });
+        match tried {
+            Some(acquired) => self.lock_logged(acquired, site).map_err(TryLockError::from),
+            None => Err(TryLockError::WouldBlock),
         }
     }
 
-    /// `lock` and `try_lock` under a backend, out of line so that pass-through inlines to the
-    /// `std` lock.
+    /// `lock` under a backend, out of line so that pass-through inlines to the `std` lock;
+    /// also the acquisition of a `try_lock` that got the lock, `tried` when recording.
     #[inline(never)]
-    fn lock_logged(
-        &self,
-        wait: Wait,
+    fn lock_logged<'a>(
+        &'a self,
+        tried: Option<LockResult<std::sync::MutexGuard<'a, Option<T>>>>,
         site: &'static Location<'static>,
-    ) -> Result<LockResult<MutexGuard<'_, T>>, Busy> {
+    ) -> LockResult<MutexGuard<'a, T>> {
         let object = self.meta.id;
-        // Recording a `try_lock` acquires before anything is logged: its answer comes first.
-        let mut tried = None;
-        if wait == Wait::Try {
-            let answer = runtime::expect(Op::on(EventKind::Outcome, object, Some(site)));
-            tried = match answer {
-                Some(Event::Outcome {
-                    outcome: Outcome::WouldBlock,
-                    ..
-                }) => return Err(self.busy(site)),
-                // Replay: the try acquired; the `Lock` below says in which turn.
-                Some(_) => None,
-                None => match self.inner.try_lock() {
-                    Ok(guard) => Some(Ok(guard)),
-                    Err(TryLockError::Poisoned(p)) => Some(Err(p)),
-                    Err(TryLockError::WouldBlock) => return Err(self.busy(site)),
-                },
-            };
-            runtime::done(&Event::Outcome {
-                object,
-                outcome: Outcome::Acquired,
-                site: Some(site),
-            });
-        }
         let logged = runtime::expect(Op::on(EventKind::Lock, object, Some(site)));
         let (acquired, version, prev) = match expected::version(&logged) {
             Some((version, prev)) => {
@@ -337,7 +336,7 @@ impl<T> Mutex<T> {
         if runtime::mode() == Mode::Emulate {
             self.restore(&mut acquired, logged.as_ref(), version, site);
         }
-        Ok(self.finish_lock(acquired, version, prev, site))
+        self.finish_lock(acquired, version, prev, site)
     }
 
     /// Re-executing an e-block: the guarded value is the one this acquisition logged. A mutex
@@ -374,16 +373,6 @@ impl<T> Mutex<T> {
         }
     }
 
-    /// Logs that a `try_lock` found the lock held.
-    fn busy(&self, site: &'static Location<'static>) -> Busy {
-        runtime::done(&Event::Outcome {
-            object: self.meta.id,
-            outcome: Outcome::WouldBlock,
-            site: Some(site),
-        });
-        Busy
-    }
-
     /// Logs an acquisition and hands out the guard.
     fn finish_lock<'a>(
         &'a self,
@@ -411,9 +400,6 @@ impl<T> Mutex<T> {
         wrap(acquired, self, site)
     }
 }
-
-/// A `try_lock` found the lock held.
-struct Busy;
 
 #[inline]
 fn wrap<'a, T>(
