@@ -138,7 +138,8 @@ fn ending(last: Option<Op>) -> (Ending, Option<Waited>) {
             | Op::EblockExit { .. }
             | Op::Mark { .. }
             | Op::Undelivered { .. }
-            | Op::Sleep { .. },
+            | Op::Sleep { .. }
+            | Op::Outcome { .. },
         )
         | None => (Ending::Running, None),
     }

@@ -16,9 +16,12 @@
 //! give one report. Where it stays short of Bensalem & Havelund: their segmentation by thread
 //! start and join (a cycle whose edges happened-before each other cannot deadlock) is not
 //! applied. Only acquisitions that completed count: a `Lock` that never returned is a real
-//! deadlock, which [`crate::deadlock`] reports.
+//! deadlock, which [`crate::deadlock`] reports. An acquisition by `try_lock` (its `Lock` follows
+//! an `Outcome` that says so) adds no edge: it never waits, so it cannot close a cycle.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
+
+use ppd_formats::event::Outcome;
 
 use crate::trace::{EventRef, ObjIdx, Op, SiteId, Trace};
 
@@ -68,12 +71,16 @@ pub fn lock_order_edges(trace: &Trace) -> (Vec<LockOrderEdge>, LockOrderStats) {
     for (p, proc) in trace.processes().iter().enumerate() {
         let p = p as u32;
         let mut held: Vec<(ObjIdx, EventRef)> = Vec::new();
+        // The mutex whose next acquisition is a `try_lock`'s.
+        let mut tried: Option<ObjIdx> = None;
         for (i, ev) in proc.events.iter().enumerate() {
             match ev.op {
                 Op::Lock { object, .. } => {
                     stats.acquisitions += 1;
                     let at = EventRef::new(p, i as u32);
-                    if !held.is_empty() {
+                    // A try never waits: it is no step of a deadlock, though what it holds is.
+                    let waits = tried.take() != Some(object);
+                    if waits && !held.is_empty() {
                         let gates: Vec<ObjIdx> = held
                             .iter()
                             .map(|&(m, _)| m)
@@ -128,6 +135,9 @@ pub fn lock_order_edges(trace: &Trace) -> (Vec<LockOrderEdge>, LockOrderStats) {
                 | Op::Undelivered { .. }
                 | Op::JoinBlocked { .. }
                 | Op::Sleep { .. } => {}
+                Op::Outcome { object, outcome } => {
+                    tried = (outcome == Outcome::Acquired).then_some(object);
+                }
             }
         }
     }

@@ -80,7 +80,8 @@ pub fn message_races(trace: &Trace, clocks: &Clocks) -> Vec<MessageRace> {
             | Op::Mark { .. }
             | Op::Blocked { .. }
             | Op::JoinBlocked { .. }
-            | Op::Sleep { .. } => None,
+            | Op::Sleep { .. }
+            | Op::Outcome { .. } => None,
         })
         .collect();
     for (p, proc) in trace.processes().iter().enumerate() {
@@ -129,7 +130,8 @@ pub fn message_races(trace: &Trace, clocks: &Clocks) -> Vec<MessageRace> {
                 | Op::Blocked { .. }
                 | Op::Undelivered { .. }
                 | Op::JoinBlocked { .. }
-                | Op::Sleep { .. } => {}
+                | Op::Sleep { .. }
+                | Op::Outcome { .. } => {}
             }
         }
     }

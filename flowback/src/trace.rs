@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ppd_formats::event::{AtomicOp, MemOrdering, ObjectKind, Question, RecvOutcome};
+use ppd_formats::event::{AtomicOp, MemOrdering, ObjectKind, Outcome, Question, RecvOutcome};
 use ppd_formats::order::{Sync, governing_ordering};
 use ppd_formats::{Event, LogState, ObjectId, ProcessId, Recording, Site};
 use serde::{Deserialize, Serialize};
@@ -135,6 +135,10 @@ pub enum Op {
         question: Question,
         value: u64,
     },
+    Outcome {
+        object: ObjIdx,
+        outcome: Outcome,
+    },
 }
 
 impl Op {
@@ -166,6 +170,7 @@ impl Op {
             Op::JoinBlocked { .. } => "join_blocked",
             Op::Sleep { .. } => "sleep",
             Op::Answer { .. } => "answer",
+            Op::Outcome { .. } => "outcome",
         }
     }
 
@@ -178,7 +183,8 @@ impl Op {
             | Op::SemAcquire { object, .. }
             | Op::SemRelease { object, .. }
             | Op::Atomic { object, .. }
-            | Op::Blocked { object } => Some(object),
+            | Op::Blocked { object }
+            | Op::Outcome { object, .. } => Some(object),
             Op::Send { channel, .. }
             | Op::Recv { channel, .. }
             | Op::RecvNone { channel, .. }
@@ -246,7 +252,8 @@ impl Op {
             | Op::Blocked { .. }
             | Op::Undelivered { .. }
             | Op::JoinBlocked { .. }
-            | Op::Sleep { .. } => Sync::Local,
+            | Op::Sleep { .. }
+            | Op::Outcome { .. } => Sync::Local,
         }
     }
 
@@ -521,6 +528,14 @@ impl Trace {
             Op::JoinBlocked { child } => format!("waits in join for {}", self.pid_label(child)),
             Op::Sleep { nanos } => format!("sleeps for {:?}", Duration::from_nanos(nanos)),
             Op::Answer { question, value } => question.describe(value),
+            Op::Outcome {
+                object,
+                outcome: Outcome::WouldBlock,
+            } => format!("try_lock found {} held", obj(object)),
+            Op::Outcome {
+                object,
+                outcome: Outcome::Acquired,
+            } => format!("try_lock acquires {}", obj(object)),
             Op::Undelivered { channel, seq } => {
                 format!(
                     "message {seq} on {} not delivered (receiver gone)",
@@ -799,6 +814,12 @@ impl TraceBuilder {
             } => Op::Answer {
                 question: *question,
                 value: *value,
+            },
+            Event::Outcome {
+                object, outcome, ..
+            } => Op::Outcome {
+                object: self.object(*object),
+                outcome: *outcome,
             },
         };
         self.push(p, op, site);

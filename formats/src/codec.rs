@@ -12,8 +12,8 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use crate::event::{
-    AtomicOp, Borrowed, ClockSource, Event, EventKind, MemOrdering, ObjectKind, Owned, Question,
-    RecvOutcome, Site,
+    AtomicOp, Borrowed, ClockSource, Event, EventKind, MemOrdering, ObjectKind, Outcome, Owned,
+    Question, RecvOutcome, Site,
 };
 use crate::ids::{ObjectId, ProcessId};
 
@@ -108,6 +108,13 @@ fn outcome_code(outcome: RecvOutcome) -> u8 {
         RecvOutcome::Empty => 0,
         RecvOutcome::Timeout => 1,
         RecvOutcome::Disconnected => 2,
+    }
+}
+
+fn answer_code(outcome: Outcome) -> u8 {
+    match outcome {
+        Outcome::WouldBlock => 0,
+        Outcome::Acquired => 1,
     }
 }
 
@@ -475,6 +482,15 @@ impl Encoder {
                 out.push(tag);
                 out.push(question_code(*question));
                 put_varint(out, *value);
+                put_site(out);
+            }
+            Event::Outcome {
+                object, outcome, ..
+            } => {
+                let obj = self.object(out, *object);
+                out.push(tag);
+                put_varint(out, obj as u64);
+                out.push(answer_code(*outcome));
                 put_site(out);
             }
             Event::EblockEnter { eblock, prelog, .. } => {
@@ -946,6 +962,19 @@ impl Decoder {
                     site: self.site(cur, tag)?,
                 }
             }
+            EventKind::Outcome => {
+                let obj = self.object(cur)?;
+                let outcome = match cur.u8()? {
+                    0 => Outcome::WouldBlock,
+                    1 => Outcome::Acquired,
+                    o => return cur.fail(format!("unknown outcome {o}")),
+                };
+                Event::Outcome {
+                    object: self.objects[obj],
+                    outcome,
+                    site: self.site(cur, tag)?,
+                }
+            }
             EventKind::EblockEnter => Event::EblockEnter {
                 eblock: self.name(cur)?,
                 site: self.site(cur, tag)?,
@@ -1131,6 +1160,16 @@ mod tests {
                 question: Question::AvailableParallelism,
                 value: 64,
                 site: s,
+            },
+            Event::Outcome {
+                object: ch,
+                outcome: Outcome::WouldBlock,
+                site: s,
+            },
+            Event::Outcome {
+                object: ch,
+                outcome: Outcome::Acquired,
+                site: None,
             },
         ]
     }

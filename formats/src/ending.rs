@@ -218,6 +218,7 @@ impl ProcessEnding {
             | Event::Mark { .. }
             | Event::Undelivered { .. }
             | Event::Answer { .. } => ProcessEnding::Running { last_event: last },
+            Event::Outcome { .. } => ProcessEnding::Running { last_event: last },
         })
     }
 

@@ -99,6 +99,18 @@ pub enum RecvOutcome {
     Disconnected,
 }
 
+/// What a non-blocking operation on an object answered, when the answer is not an access of
+/// the object: the logged choice replay gives back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// A `try_lock` found the lock held by another process (std's `WouldBlock`).
+    WouldBlock,
+    /// A `try_lock` acquired the lock: the acquisition logged next did not wait, so it is no
+    /// step of a deadlock.
+    Acquired,
+}
+
 /// What an atomic access did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -412,6 +424,16 @@ pub enum Event<R: Repr = Owned> {
         /// Where it was asked.
         site: Option<R::Site>,
     },
+    /// The answer of a non-blocking operation on `object` (a `try_lock` that found the lock
+    /// held, or acquired it: then its `Lock` follows).
+    Outcome {
+        /// The object asked.
+        object: ObjectId,
+        /// The answer.
+        outcome: Outcome,
+        /// Where the operation was called.
+        site: Option<R::Site>,
+    },
 }
 
 /// The kind of an event, without its data; used for counting and filtering.
@@ -444,11 +466,12 @@ pub enum EventKind {
     JoinBlocked,
     Sleep,
     Answer,
+    Outcome,
 }
 
 impl EventKind {
     /// Every kind, in tag order.
-    pub const ALL: [EventKind; 25] = [
+    pub const ALL: [EventKind; 26] = [
         EventKind::Start,
         EventKind::Spawn,
         EventKind::Join,
@@ -474,6 +497,7 @@ impl EventKind {
         EventKind::JoinBlocked,
         EventKind::Sleep,
         EventKind::Answer,
+        EventKind::Outcome,
     ];
 
     /// The snake_case name used in text and JSON output.
@@ -504,6 +528,7 @@ impl EventKind {
             EventKind::JoinBlocked => "join_blocked",
             EventKind::Sleep => "sleep",
             EventKind::Answer => "answer",
+            EventKind::Outcome => "outcome",
         }
     }
 }
@@ -543,6 +568,7 @@ impl<R: Repr> Event<R> {
             Event::JoinBlocked { .. } => EventKind::JoinBlocked,
             Event::Sleep { .. } => EventKind::Sleep,
             Event::Answer { .. } => EventKind::Answer,
+            Event::Outcome { .. } => EventKind::Outcome,
         }
     }
 
@@ -568,6 +594,7 @@ impl<R: Repr> Event<R> {
             | Event::JoinBlocked { site, .. }
             | Event::Sleep { site, .. }
             | Event::Answer { site, .. } => site.as_ref(),
+            Event::Outcome { site, .. } => site.as_ref(),
             Event::Start { .. }
             | Event::Exit
             | Event::Panic { .. }
@@ -586,7 +613,8 @@ impl<R: Repr> Event<R> {
             | Event::SemAcquire { object, .. }
             | Event::SemRelease { object, .. }
             | Event::Atomic { object, .. }
-            | Event::Blocked { object, .. } => Some(*object),
+            | Event::Blocked { object, .. }
+            | Event::Outcome { object, .. } => Some(*object),
             Event::Send { channel, .. }
             | Event::Recv { channel, .. }
             | Event::RecvNone { channel, .. }

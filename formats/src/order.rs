@@ -294,6 +294,7 @@ impl<R: Repr> Event<R> {
             | Event::JoinBlocked { .. }
             | Event::Sleep { .. }
             | Event::Answer { .. } => Sync::Local,
+            Event::Outcome { .. } => Sync::Local,
         }
     }
 }

@@ -173,6 +173,31 @@ macro_rules! workloads {
             v
         }
 
+        /// Processes trying one mutex without waiting: each try acquires it or is told it is
+        /// held.
+        pub(crate) fn try_lock_heavy(s: super::Sizes) -> u64 {
+            let shared = Arc::new(Mutex::new(0u64));
+            let handles = (0..s.workers)
+                .map(|i| {
+                    let shared = Arc::clone(&shared);
+                    let n = s.iterations;
+                    spawn(format!("trier-{i}"), move || {
+                        let mut busy = 0u64;
+                        for _ in 0..n {
+                            match shared.try_lock() {
+                                Ok(mut g) => *g = g.wrapping_mul(31).wrapping_add(i + 1),
+                                Err(_) => busy += 1,
+                            }
+                        }
+                        busy
+                    })
+                })
+                .collect();
+            let busy = join_all(handles);
+            let v = *shared.lock().expect("lock");
+            busy ^ v
+        }
+
         /// Processes doing read-modify-writes, loads and stores on two shared atomics.
         pub(crate) fn atomic_heavy(s: super::Sizes) -> u64 {
             let counter = Arc::new(AtomicU64::new(0));
@@ -312,7 +337,7 @@ struct Workload {
     std: fn(Sizes) -> u64,
 }
 
-const WORKLOADS: [Workload; 8] = [
+const WORKLOADS: [Workload; 9] = [
     Workload {
         name: "ping-pong",
         what: "messages",
@@ -336,6 +361,14 @@ const WORKLOADS: [Workload; 8] = [
         processes: |s| 1 + s.workers,
         ppd: with_ppd::lock_heavy,
         std: with_std::lock_heavy,
+    },
+    Workload {
+        name: "try-lock",
+        what: "lock tries",
+        ops: |s| s.workers * s.iterations,
+        processes: |s| 1 + s.workers,
+        ppd: with_ppd::try_lock_heavy,
+        std: with_std::try_lock_heavy,
     },
     Workload {
         name: "atomic-heavy",

@@ -2,11 +2,9 @@
 //!
 //! Write the program against this crate instead of `std` — the API mirrors it, so moving over
 //! is mostly a matter of changing `use` lines — and mark `main` with `#[ppd::main]`. Channel
-//! messages may be any `T: Send`, as in std; their values are logged where the type is known to
-//! be serde (an e-block's channels, or [`sync::log_values`]), and a re-execution that needs a
-//! value that was not logged says which. One requirement goes beyond std: `Mutex` contents must
-//! be `Serialize + DeserializeOwned` (a `Mutex` passed to an e-block also needs `T: Default`),
-//! because the recorder can log them and the emulator rebuilds them.
+//! messages and `Mutex` contents may be any `T: Send`, as in std; their values are logged where
+//! the type is known to be serde (the objects an e-block reaches, or [`sync::log_values`]), and
+//! a re-execution that needs a value that was not logged says which ([`sync::values`]).
 //!
 //! ```no_run
 //! use ppd::sync::mpsc::channel;

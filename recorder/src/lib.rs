@@ -2,9 +2,8 @@
 //!
 //! It mirrors `std` — [`thread`], [`sync`] (channels, mutexes, semaphores, atomics), [`time`],
 //! [`collections`] — plus [`rand`] and [`mark!`], so moving a program over is mostly a matter of
-//! changing `use` lines. Channel messages may be any `T: Send` ([`sync::values`] says when their values are
-//! logged). Not entirely, yet: `Mutex` contents must be `Serialize + DeserializeOwned`, and a
-//! `Mutex` passed to an e-block needs `T: Default` (it is rebuilt from its handle).
+//! changing `use` lines. Channel messages and `Mutex` contents may be any `T: Send`
+//! ([`sync::values`] says when their values are logged).
 //!
 //! Each nondeterministic choice goes through the current process's
 //! [backend](runtime::backend): nothing in pass-through mode, the log in record mode, the log's

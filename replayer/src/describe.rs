@@ -2,7 +2,7 @@
 
 use std::fmt::Display;
 
-use ppd_formats::event::Repr;
+use ppd_formats::event::{Outcome, Repr};
 use ppd_formats::{Event, ObjectId, ProcessId, value};
 
 fn at<S: Display>(site: &Option<S>) -> String {
@@ -180,6 +180,16 @@ where
             at(site)
         ),
         Event::Blocked { object, site } => format!("blocked on {}{}", o(object), at(site)),
+        Event::Outcome {
+            object,
+            outcome: Outcome::WouldBlock,
+            site,
+        } => format!("try_lock found {} held{}", o(object), at(site)),
+        Event::Outcome {
+            object,
+            outcome: Outcome::Acquired,
+            site,
+        } => format!("try_lock acquires {}{}", o(object), at(site)),
         Event::JoinBlocked { child, site } => {
             format!("waits in join for {}{}", p(child), at(site))
         }

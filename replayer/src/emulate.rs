@@ -195,7 +195,8 @@ impl Interval {
                 | Event::Blocked { .. }
                 | Event::Undelivered { .. }
                 | Event::JoinBlocked { .. }
-                | Event::Sleep { .. } => {}
+                | Event::Sleep { .. }
+                | Event::Outcome { .. } => {}
             }
         }
     }
@@ -272,7 +273,8 @@ impl ProcessBackend for Interval {
                     | Event::Blocked { .. }
                     | Event::Undelivered { .. }
                     | Event::JoinBlocked { .. }
-                    | Event::Sleep { .. } => {}
+                    | Event::Sleep { .. }
+                    | Event::Outcome { .. } => {}
                 }
             }
         }
@@ -413,7 +415,8 @@ impl ProcessBackend for Interval {
             | Event::Blocked { .. }
             | Event::Undelivered { .. }
             | Event::JoinBlocked { .. }
-            | Event::Sleep { .. } => {}
+            | Event::Sleep { .. }
+            | Event::Outcome { .. } => {}
         }
     }
 
@@ -678,7 +681,8 @@ fn emulate_instance(
             | Event::Blocked { .. }
             | Event::Undelivered { .. }
             | Event::JoinBlocked { .. }
-            | Event::Sleep { .. },
+            | Event::Sleep { .. }
+            | Event::Outcome { .. },
         )
         | None => (None, logged_panic),
     };

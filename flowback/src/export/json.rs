@@ -69,6 +69,10 @@ fn event_json(trace: &Trace, clocks: &Clocks, e: EventRef, lamport: u32) -> Valu
         Op::RecvNone { channel, .. } => {
             m.insert("object".into(), obj(channel));
         }
+        Op::Outcome { object, outcome } => {
+            m.insert("object".into(), obj(object));
+            m.insert("outcome".into(), json!(outcome));
+        }
         Op::Undelivered { channel, seq } => {
             m.insert("object".into(), obj(channel));
             m.insert("seq".into(), json!(seq));

@@ -188,3 +188,35 @@ fn five_philosophers_with_one_reversed_form_one_five_lock_cycle() {
         Vec::<Vec<_>>::new()
     );
 }
+
+#[test]
+fn an_acquisition_by_try_lock_closes_no_cycle() {
+    // p0 locks m0 then m1; p1 holds m1 and takes m0 with `try_lock`, which never waits.
+    let mut b = Trace::builder();
+    let m: Vec<ObjIdx> = (0..2)
+        .map(|k| b.define_object(ObjectId::new(ProcessId(0), k), ObjectKind::Mutex, 0, None))
+        .collect();
+    let site = b.site("prog.rs", 1, 1);
+    let lock = |object| Op::Lock {
+        object,
+        version: 0,
+        prev: None,
+    };
+    let p0 = b.add_process(ProcessId(0), "p0", None);
+    for op in [lock(m[0]), lock(m[1]), Op::Unlock { object: m[1] }] {
+        b.push(p0, op, site);
+    }
+    let p1 = b.add_process(ProcessId(1), "p1", None);
+    let tried = Op::Outcome {
+        object: m[0],
+        outcome: Outcome::Acquired,
+    };
+    for op in [lock(m[1]), tried, lock(m[0])] {
+        b.push(p1, op, site);
+    }
+    let t = b.build();
+    assert_eq!(cycles(&t), Vec::<Vec<(ObjIdx, ObjIdx)>>::new());
+    // p1's step m1 -> m0 is no edge; with `lock` it would close the cycle of the test above.
+    let (edges, _) = lock_order_edges(&t);
+    assert_eq!(edges.len(), 1, "only p0's step m0 -> m1: {edges:?}");
+}

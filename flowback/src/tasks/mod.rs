@@ -713,7 +713,8 @@ fn locate(trace: &Trace, runs: &Runs, unit: &Unit, u: &UnitEvents, vm: Vm) -> Op
                 | Op::Blocked { .. }
                 | Op::Undelivered { .. }
                 | Op::JoinBlocked { .. }
-                | Op::Sleep { .. } => None,
+                | Op::Sleep { .. }
+                | Op::Outcome { .. } => None,
             });
         if let Some((k, message)) = panic {
             let at = EventRef::new(last.process, last.index + 1 + k as u32);
@@ -799,7 +800,8 @@ fn stopped(
             | Op::Blocked { .. }
             | Op::Undelivered { .. }
             | Op::JoinBlocked { .. }
-            | Op::Sleep { .. } => error(
+            | Op::Sleep { .. }
+            | Op::Outcome { .. } => error(
                 Fault::Process,
                 role,
                 at,

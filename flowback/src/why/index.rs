@@ -249,7 +249,8 @@ fn scan(recording: &Recording, process: ProcessId) -> Result<(PathBuf, Scan)> {
             | Event::Blocked { .. }
             | Event::Undelivered { .. }
             | Event::JoinBlocked { .. }
-            | Event::Sleep { .. } => {}
+            | Event::Sleep { .. }
+            | Event::Outcome { .. } => {}
         }
     }
     found.sends.sort_by_key(|s| (s.channel, s.seq));

@@ -235,7 +235,8 @@ fn find_pattern(
             | Event::Blocked { .. }
             | Event::Undelivered { .. }
             | Event::JoinBlocked { .. }
-            | Event::Sleep { .. } => None,
+            | Event::Sleep { .. }
+            | Event::Outcome { .. } => None,
         };
         let entry_prelog = match &e {
             Event::EblockEnter { prelog, .. } => Some(&prelog[..]),
@@ -262,7 +263,8 @@ fn find_pattern(
             | Event::Blocked { .. }
             | Event::Undelivered { .. }
             | Event::JoinBlocked { .. }
-            | Event::Sleep { .. } => prelog.as_deref(),
+            | Event::Sleep { .. }
+            | Event::Outcome { .. } => prelog.as_deref(),
         };
         if component.holds_after(&e, entry_prelog) {
             seen += 1;

@@ -132,7 +132,8 @@ pub fn state_at(
             | Event::Blocked { .. }
             | Event::Undelivered { .. }
             | Event::JoinBlocked { .. }
-            | Event::Sleep { .. } => {}
+            | Event::Sleep { .. }
+            | Event::Outcome { .. } => {}
         }
     }
     Ok(RestoredState {

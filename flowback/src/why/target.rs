@@ -14,7 +14,7 @@ use ppd_replayer::emulate::STOPPED;
 
 use super::engine::{Engine, Site, Stall};
 use super::place::Place;
-use super::store::InstanceKey;
+use super::store::{InstanceKey, Lookup};
 use super::{did_you_mean, find_process};
 use crate::error::{FlowbackError, Result};
 
@@ -175,6 +175,31 @@ impl Engine<'_, '_> {
             Some(n) => format!(" up to its event {n}"),
             None => String::new(),
         };
+        // A re-execution that stopped (a value the log could not give it) may be why no
+        // definition was found: say where and why rather than that none exists.
+        let stopped: Vec<String> = candidates
+            .iter()
+            .filter_map(|(key, _)| match self.store.trace(*key) {
+                Lookup::Ready(trace) => trace.leaks.first().map(|leak| {
+                    format!(
+                        "re-executing {} (entered at event {}): {}: logged {}, re-executed {}",
+                        trace.eblock, key.enter, leak.what, leak.logged, leak.reproduced
+                    )
+                }),
+                Lookup::Missing | Lookup::Failed(_) => None,
+            })
+            .collect();
+        if let Some(first) = stopped.first() {
+            let more = match stopped.len() - 1 {
+                0 => String::new(),
+                n => format!(" ({n} more of the instances looked at stopped too)"),
+            };
+            return Err(FlowbackError::Emulation(format!(
+                "no e-block instance of {name}{before} defined `{}` before its re-execution \
+                 stopped: {first}{more}",
+                query.var
+            )));
+        }
         Err(FlowbackError::Query(format!(
             "no e-block instance of {name}{before} defined `{}` (looked at the {} latest that could)",
             query.var,

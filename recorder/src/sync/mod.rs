@@ -14,5 +14,5 @@ pub mod values;
 
 pub use mutex::{Mutex, MutexGuard};
 pub use semaphore::Semaphore;
-pub use std::sync::{Arc, LockResult, PoisonError};
+pub use std::sync::{Arc, LockResult, PoisonError, TryLockError, TryLockResult, Weak};
 pub use values::log_values;

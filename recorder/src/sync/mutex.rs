@@ -1,25 +1,29 @@
 //! A mutual-exclusion lock mirroring `std::sync::Mutex`, whose acquisitions are versioned.
 //!
 //! Every acquisition gets the next version of the mutex and logs it with the process that held
-//! the lock before; replay grants the lock in version order. Inside an e-block, the guarded
-//! value is logged at acquisition (the extra prelog of a synchronization unit, Miller & Choi
-//! §5.5) so that re-executing the e-block sees what it saw.
+//! the lock before; replay grants the lock in version order. A `try_lock` logs its answer (an
+//! `Outcome` event), which replay gives back: the lock was held, or it acquired it, and then its
+//! `Lock` follows (the lock-order analysis needs to know: a try never waits). Inside an e-block, the
+//! guarded value is logged at acquisition (the extra prelog of a synchronization unit, Miller &
+//! Choi §5.5) when the mutex's values are known to be serde (`super::values`), so that
+//! re-executing the e-block sees what it saw; an opaque one stops the re-execution, saying why.
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::panic::Location;
-use std::sync::{LockResult, PoisonError, TryLockError};
+use std::sync::{LockResult, PoisonError, TryLockError, TryLockResult};
 
-use ppd_formats::event::ObjectKind;
-use ppd_formats::{Event, EventKind, ObjectId, value};
+use ppd_formats::event::{ObjectKind, Outcome};
+use ppd_formats::{Event, EventKind, ObjectId, ProcessId};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::object::ObjectMeta;
+use super::values::{Carries, Opaque, Values};
 use crate::runtime::backend::{Dependency, Mode, Op, expected};
 use crate::runtime::{self};
 
-/// A mutual-exclusion lock, like `std::sync::Mutex`.
+/// A mutual-exclusion lock, like `std::sync::Mutex`, for any `T: Send`.
 ///
 /// ```
 /// let m = ppd::sync::Mutex::new(5);
@@ -28,7 +32,10 @@ use crate::runtime::{self};
 /// ```
 pub struct Mutex<T> {
     meta: ObjectMeta,
-    inner: std::sync::Mutex<T>,
+    values: Values<T>,
+    /// `None` only in a mutex rebuilt from an e-block's prelog before its first acquisition
+    /// gives it the logged value.
+    inner: std::sync::Mutex<Option<T>>,
 }
 
 impl<T: fmt::Debug> fmt::Debug for Mutex<T> {
@@ -56,10 +63,10 @@ impl<T> Mutex<T> {
     /// ```
     #[track_caller]
     pub fn new(value: T) -> Mutex<T> {
-        Mutex {
-            meta: ObjectMeta::new(ObjectKind::Mutex, 0, None, Location::caller()),
-            inner: std::sync::Mutex::new(value),
-        }
+        Mutex::with_meta(
+            ObjectMeta::new(ObjectKind::Mutex, 0, None, Location::caller()),
+            Some(value),
+        )
     }
 
     /// A new mutex with a name that reports use.
@@ -70,8 +77,16 @@ impl<T> Mutex<T> {
     /// ```
     #[track_caller]
     pub fn named(name: &'static str, value: T) -> Mutex<T> {
+        Mutex::with_meta(
+            ObjectMeta::new(ObjectKind::Mutex, 0, Some(name), Location::caller()),
+            Some(value),
+        )
+    }
+
+    fn with_meta(meta: ObjectMeta, value: Option<T>) -> Mutex<T> {
         Mutex {
-            meta: ObjectMeta::new(ObjectKind::Mutex, 0, Some(name), Location::caller()),
+            meta,
+            values: Values::new(),
             inner: std::sync::Mutex::new(value),
         }
     }
@@ -84,7 +99,11 @@ impl<T> Mutex<T> {
     /// assert_eq!(m.into_inner().unwrap(), 2);
     /// ```
     pub fn get_mut(&mut self) -> LockResult<&mut T> {
-        self.inner.get_mut()
+        let id = self.meta.id;
+        match self.inner.get_mut() {
+            Ok(v) => Ok(present_mut(v, id)),
+            Err(p) => Err(PoisonError::new(present_mut(p.into_inner(), id))),
+        }
     }
 
     /// Consumes the mutex and returns the value.
@@ -94,7 +113,68 @@ impl<T> Mutex<T> {
     /// assert_eq!(m.into_inner().unwrap(), 3);
     /// ```
     pub fn into_inner(self) -> LockResult<T> {
-        self.inner.into_inner()
+        let id = self.meta.id;
+        match self.inner.into_inner() {
+            Ok(v) => Ok(v.unwrap_or_else(|| vacant(id))),
+            Err(p) => Err(PoisonError::new(
+                p.into_inner().unwrap_or_else(|| vacant(id)),
+            )),
+        }
+    }
+
+    /// Whether a holder panicked, as std's: poisoning follows from panics, which replay
+    /// reproduces, so the answer is not logged.
+    ///
+    /// ```
+    /// let m = ppd::sync::Mutex::new(0);
+    /// assert!(!m.is_poisoned());
+    /// ```
+    pub fn is_poisoned(&self) -> bool {
+        self.inner.is_poisoned()
+    }
+
+    /// Forgets that a holder panicked, as std's.
+    ///
+    /// ```
+    /// let m = std::sync::Arc::new(ppd::sync::Mutex::new(0));
+    /// let m2 = m.clone();
+    /// let _ = std::thread::spawn(move || {
+    ///     let _guard = m2.lock().unwrap();
+    ///     panic!("poisons it");
+    /// })
+    /// .join();
+    /// assert!(m.is_poisoned());
+    /// m.clear_poison();
+    /// assert!(!m.is_poisoned());
+    /// ```
+    pub fn clear_poison(&self) {
+        self.inner.clear_poison();
+    }
+}
+
+/// The value of a mutex that has one (every mutex but an emulated one before its first
+/// acquisition).
+fn present_mut<T>(value: &mut Option<T>, id: ObjectId) -> &mut T {
+    match value {
+        Some(v) => v,
+        None => vacant(id),
+    }
+}
+
+/// A re-executed e-block used the value of a mutex it never acquired: the prelog holds only
+/// the mutex's id, so there is no value to give it.
+#[cold]
+fn vacant(id: ObjectId) -> ! {
+    runtime::diverged(&format!(
+        "the value of mutex {id}, which the re-executed e-block used without acquiring it \
+         (the log holds a mutex's value only at its acquisitions)"
+    ))
+}
+
+/// Registers the serde codec of a mutex whose values are serde (see `super::values`).
+impl<T: Serialize + DeserializeOwned> Carries for Mutex<T> {
+    fn register_serde(&self) {
+        self.values.register_serde();
     }
 }
 
@@ -106,17 +186,14 @@ impl<T> Serialize for Mutex<T> {
     }
 }
 
-impl<'de, T: Default> serde::Deserialize<'de> for Mutex<T> {
+impl<'de, T> serde::Deserialize<'de> for Mutex<T> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let id = super::handle::deserialize(deserializer, "mutex")?;
-        Ok(Mutex {
-            meta: ObjectMeta::emulated(id),
-            inner: std::sync::Mutex::new(T::default()),
-        })
+        Ok(Mutex::with_meta(ObjectMeta::emulated(id), None))
     }
 }
 
-impl<T: Serialize + DeserializeOwned> Mutex<T> {
+impl<T> Mutex<T> {
     /// Acquires the lock, blocking until it is free. Like `std`, fails if a holder panicked,
     /// handing the guard over inside the error.
     ///
@@ -132,12 +209,90 @@ impl<T: Serialize + DeserializeOwned> Mutex<T> {
         if !runtime::active() {
             return wrap(self.inner.lock(), self, site);
         }
-        self.lock_logged(site)
+        self.lock_logged(None, site)
     }
 
-    /// `lock` under a backend, out of line so that pass-through inlines to the `std` lock.
+    /// Acquires the lock if it is free now, as std's. Whether it was is a logged choice:
+    /// replay answers `WouldBlock` exactly where the recorded run did.
+    ///
+    /// ```
+    /// use std::sync::TryLockError;
+    /// let m = ppd::sync::Mutex::new(1);
+    /// let held = m.lock().unwrap();
+    /// assert!(matches!(m.try_lock(), Err(TryLockError::WouldBlock)));
+    /// drop(held);
+    /// assert_eq!(*m.try_lock().unwrap(), 1);
+    /// ```
+    #[inline]
+    #[track_caller]
+    pub fn try_lock(&self) -> TryLockResult<MutexGuard<'_, T>> {
+        let site = Location::caller();
+        if !runtime::active() {
+            return match self.inner.try_lock() {
+                Ok(inner) => Ok(MutexGuard {
+                    inner,
+                    mutex: self,
+                    site,
+                }),
+                Err(TryLockError::Poisoned(p)) => {
+                    Err(TryLockError::Poisoned(PoisonError::new(MutexGuard {
+                        inner: p.into_inner(),
+                        mutex: self,
+                        site,
+                    })))
+                }
+                Err(TryLockError::WouldBlock) => Err(TryLockError::WouldBlock),
+            };
+        }
+        self.try_lock_logged(site)
+    }
+
+    /// `try_lock` under a backend: its answer, then, if it acquired, the acquisition.
     #[inline(never)]
-    fn lock_logged(&self, site: &'static Location<'static>) -> LockResult<MutexGuard<'_, T>> {
+    fn try_lock_logged(
+        &self,
+        site: &'static Location<'static>,
+    ) -> TryLockResult<MutexGuard<'_, T>> {
+        let object = self.meta.id;
+        let answer = runtime::expect(Op::on(EventKind::Outcome, object, Some(site)));
+        // None: the lock was held. Some: it acquired, and recording already holds the lock
+        // (the try acquires before anything is logged: its answer comes first).
+        let tried = match answer {
+            Some(Event::Outcome {
+                outcome: Outcome::WouldBlock,
+                ..
+            }) => None,
+            // Replay: the try acquired; the `Lock` logged next says in which turn.
+            Some(_) => Some(None),
+            None => match self.inner.try_lock() {
+                Ok(guard) => Some(Some(Ok(guard))),
+                Err(TryLockError::Poisoned(p)) => Some(Some(Err(p))),
+                Err(TryLockError::WouldBlock) => None,
+            },
+        };
+        let outcome = match tried {
+            Some(_) => Outcome::Acquired,
+            None => Outcome::WouldBlock,
+        };
+        runtime::done(&Event::Outcome {
+            object,
+            outcome,
+            site: Some(site),
+        });
+        match tried {
+            Some(acquired) => self.lock_logged(acquired, site).map_err(TryLockError::from),
+            None => Err(TryLockError::WouldBlock),
+        }
+    }
+
+    /// `lock` under a backend, out of line so that pass-through inlines to the `std` lock;
+    /// also the acquisition of a `try_lock` that got the lock, `tried` when recording.
+    #[inline(never)]
+    fn lock_logged<'a>(
+        &'a self,
+        tried: Option<LockResult<std::sync::MutexGuard<'a, Option<T>>>>,
+        site: &'static Location<'static>,
+    ) -> LockResult<MutexGuard<'a, T>> {
         let object = self.meta.id;
         let logged = runtime::expect(Op::on(EventKind::Lock, object, Some(site)));
         let (acquired, version, prev) = match expected::version(&logged) {
@@ -159,69 +314,96 @@ impl<T: Serialize + DeserializeOwned> Mutex<T> {
                 (acquired, version, prev)
             }
             None => {
-                let acquired = match self.inner.try_lock() {
-                    Ok(guard) => Ok(guard),
-                    Err(TryLockError::Poisoned(p)) => Err(p),
-                    Err(TryLockError::WouldBlock) => {
-                        runtime::done(&Event::Blocked {
-                            object,
-                            site: Some(site),
-                        });
-                        self.inner.lock()
-                    }
+                let acquired = match tried {
+                    Some(acquired) => acquired,
+                    None => match self.inner.try_lock() {
+                        Ok(guard) => Ok(guard),
+                        Err(TryLockError::Poisoned(p)) => Err(p),
+                        Err(TryLockError::WouldBlock) => {
+                            runtime::done(&Event::Blocked {
+                                object,
+                                site: Some(site),
+                            });
+                            self.inner.lock()
+                        }
+                    },
                 };
                 let (version, prev) = self.meta.record_serialized();
                 (acquired, version, prev)
             }
         };
         let mut acquired = acquired;
-        // Re-executing an e-block: the guarded value is the one this acquisition logged.
-        if runtime::mode() == Mode::Emulate
-            && let Some(Event::Lock {
-                value: Some(bytes), ..
-            }) = &logged
-            && let Ok(logged_value) = value::decode_as::<T>(bytes)
-        {
-            match &mut acquired {
-                Ok(g) => **g = logged_value,
-                Err(p) => **p.get_mut() = logged_value,
-            }
+        if runtime::mode() == Mode::Emulate {
+            self.restore(&mut acquired, logged.as_ref(), version, site);
         }
-        finish_lock(self, acquired, object, version, prev, site)
+        self.finish_lock(acquired, version, prev, site)
     }
-}
 
-/// Logs an acquisition and hands out the guard.
-fn finish_lock<'a, T: Serialize>(
-    mutex: &'a Mutex<T>,
-    acquired: LockResult<std::sync::MutexGuard<'a, T>>,
-    object: ppd_formats::ObjectId,
-    version: u64,
-    prev: Option<ppd_formats::ProcessId>,
-    site: &'static Location<'static>,
-) -> LockResult<MutexGuard<'a, T>> {
-    let value = if runtime::wants_payload() {
-        let guard = match &acquired {
-            Ok(g) => &**g,
-            Err(p) => &**p.get_ref(),
+    /// Re-executing an e-block: the guarded value is the one this acquisition logged. A mutex
+    /// the re-execution made itself keeps its own value when none was logged; one rebuilt from
+    /// the prelog has no other, and without a logged value the re-execution stops, saying why.
+    fn restore(
+        &self,
+        acquired: &mut LockResult<std::sync::MutexGuard<'_, Option<T>>>,
+        logged: Option<&Event>,
+        version: u64,
+        site: &'static Location<'static>,
+    ) {
+        let held = match acquired {
+            Ok(g) => &mut **g,
+            Err(p) => &mut **p.get_mut(),
         };
-        value::encode(guard).ok()
-    } else {
-        None
-    };
-    runtime::done(&Event::Lock {
-        object,
-        version,
-        prev,
-        site: Some(site),
-        value: value.as_deref(),
-    });
-    wrap(acquired, mutex, site)
+        let rebuilt = match logged {
+            Some(Event::Lock {
+                value: Some(bytes), ..
+            }) => self.values.decode(bytes),
+            _ if held.is_some() => return,
+            _ if !self.values.known() => Err(Opaque::NotSerde(std::any::type_name::<T>())),
+            _ => Err(Opaque::Undecodable(
+                "the acquisition was logged without it".into(),
+            )),
+        };
+        match rebuilt {
+            Ok(v) => *held = Some(v),
+            Err(why) => runtime::diverged(&format!(
+                "a lock of mutex {} at {site} (acquisition {version}) that needs the locked \
+                 value, which is not in the log: {why}",
+                self.meta.id
+            )),
+        }
+    }
+
+    /// Logs an acquisition and hands out the guard.
+    fn finish_lock<'a>(
+        &'a self,
+        acquired: LockResult<std::sync::MutexGuard<'a, Option<T>>>,
+        version: u64,
+        prev: Option<ProcessId>,
+        site: &'static Location<'static>,
+    ) -> LockResult<MutexGuard<'a, T>> {
+        let value = if runtime::wants_payload() {
+            let held = match &acquired {
+                Ok(g) => &**g,
+                Err(p) => &**p.get_ref(),
+            };
+            held.as_ref().and_then(|v| self.values.encode(v))
+        } else {
+            None
+        };
+        runtime::done(&Event::Lock {
+            object: self.meta.id,
+            version,
+            prev,
+            site: Some(site),
+            value: value.as_deref(),
+        });
+        wrap(acquired, self, site)
+    }
 }
 
 #[inline]
 fn wrap<'a, T>(
-    acquired: LockResult<std::sync::MutexGuard<'a, T>>,
+    acquired: LockResult<std::sync::MutexGuard<'a, Option<T>>>,
     mutex: &'a Mutex<T>,
     site: &'static Location<'static>,
 ) -> LockResult<MutexGuard<'a, T>> {
@@ -246,28 +428,34 @@ fn wrap<'a, T>(
 /// assert_eq!(*m.lock().unwrap(), 9);
 /// ```
 pub struct MutexGuard<'a, T> {
-    inner: std::sync::MutexGuard<'a, T>,
+    inner: std::sync::MutexGuard<'a, Option<T>>,
     mutex: &'a Mutex<T>,
     site: &'static Location<'static>,
 }
 
 impl<T: fmt::Debug> fmt::Debug for MutexGuard<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&*self.inner, f)
+        fmt::Debug::fmt(&**self, f)
     }
 }
 
 impl<T> Deref for MutexGuard<'_, T> {
     type Target = T;
 
+    #[inline]
     fn deref(&self) -> &T {
-        &self.inner
+        match &*self.inner {
+            Some(v) => v,
+            None => vacant(self.mutex.meta.id),
+        }
     }
 }
 
 impl<T> DerefMut for MutexGuard<'_, T> {
+    #[inline]
     fn deref_mut(&mut self) -> &mut T {
-        &mut self.inner
+        let id = self.mutex.meta.id;
+        present_mut(&mut self.inner, id)
     }
 }
 

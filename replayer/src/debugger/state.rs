@@ -189,7 +189,8 @@ impl HaltState {
                     | Event::Blocked { .. }
                     | Event::Undelivered { .. }
                     | Event::JoinBlocked { .. }
-                    | Event::Sleep { .. } => {}
+                    | Event::Sleep { .. }
+                    | Event::Outcome { .. } => {}
                 }
                 if index + 1 == report.events {
                     if last.is_none() {

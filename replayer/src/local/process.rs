@@ -126,7 +126,8 @@ impl ReplayProcess {
             | Event::Blocked { .. }
             | Event::Undelivered { .. }
             | Event::JoinBlocked { .. }
-            | Event::Sleep { .. } => None,
+            | Event::Sleep { .. }
+            | Event::Outcome { .. } => None,
         };
         let holds = match &mut self.intervals {
             Some(intervals) => self
@@ -248,6 +249,18 @@ pub(crate) fn compare(
             },
         ) => (a == b || logged.kind() == EventKind::RecvNone) && oa == ob,
         (Event::Select { index: a, .. }, Event::Select { index: b, .. }) => a == b,
+        (
+            Event::Outcome {
+                object: a,
+                outcome: oa,
+                ..
+            },
+            Event::Outcome {
+                object: b,
+                outcome: ob,
+                ..
+            },
+        ) => a == b && oa == ob,
         (
             Event::Lock {
                 object: a,
@@ -406,7 +419,8 @@ pub(crate) fn compare(
             | Event::Blocked { .. }
             | Event::Undelivered { .. }
             | Event::JoinBlocked { .. }
-            | Event::Sleep { .. },
+            | Event::Sleep { .. }
+            | Event::Outcome { .. },
             _,
         ) => false,
     };
@@ -509,7 +523,8 @@ impl ProcessBackend for ReplayProcess {
                 | Event::Blocked { .. }
                 | Event::Undelivered { .. }
                 | Event::JoinBlocked { .. }
-                | Event::Sleep { .. },
+                | Event::Sleep { .. }
+                | Event::Outcome { .. },
             )
             | None => false,
         };

@@ -104,7 +104,8 @@ impl Scope {
             | Event::Blocked { .. }
             | Event::Undelivered { .. }
             | Event::JoinBlocked { .. }
-            | Event::Sleep { .. } => Scope::default(),
+            | Event::Sleep { .. }
+            | Event::Outcome { .. } => Scope::default(),
         }
     }
 
@@ -226,7 +227,8 @@ impl Component {
                 | Event::Blocked { .. }
                 | Event::Undelivered { .. }
                 | Event::JoinBlocked { .. }
-                | Event::Sleep { .. },
+                | Event::Sleep { .. }
+                | Event::Outcome { .. },
             ) => false,
         }
     }

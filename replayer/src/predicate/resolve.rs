@@ -91,7 +91,8 @@ impl Catalog {
                     | Event::Blocked { .. }
                     | Event::Undelivered { .. }
                     | Event::JoinBlocked { .. }
-                    | Event::Sleep { .. } => {}
+                    | Event::Sleep { .. }
+                    | Event::Outcome { .. } => {}
                 }
             }
         }
