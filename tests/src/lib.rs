@@ -143,7 +143,7 @@ pub fn assert_replays(cwd: &Path, dir: &Path, printed: &str) {
     }
 }
 
-/// `ppd races --json DIR` finds no race, deadlock cycle or potential deadlock.
+/// `ppd races --json DIR` finds no race, deadlock cycle, blocked process or potential deadlock.
 pub fn assert_no_races(cwd: &Path, dir: &Path) {
     let out = ppd(cwd, &["races", dir.to_str().expect("utf-8 path"), "--json"]);
     let (stdout, stderr) = output_text(&out);
@@ -153,6 +153,7 @@ pub fn assert_no_races(cwd: &Path, dir: &Path) {
     let none = serde_json::Value::Array(vec![]);
     assert_eq!(report["races"], none, "{report:#}");
     assert_eq!(report["deadlocks"]["cycles"], none, "{report:#}");
+    assert_eq!(report["deadlocks"]["blocked"], none, "{report:#}");
     assert_eq!(report["potential_deadlocks"], none, "{report:#}");
 }
 

@@ -7,7 +7,6 @@ use std::process::Command;
 use ppd_formats::event::Outcome;
 use ppd_formats::{Event, Recording};
 use ppd_tests::{ppd, record_program};
-use serde_json::Value;
 
 fn locks() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_locks"))
@@ -45,22 +44,6 @@ fn replay_verifies(work: &Path, dir: &Path) {
         stderr.contains("every event and logged value matched the recording"),
         "{stderr}"
     );
-}
-
-/// `ppd races` finds no data race, no deadlock, nothing blocked and no potential deadlock.
-fn no_races_or_deadlocks(work: &Path, dir: &Path) {
-    let out = ppd(work, &["races", "--json", dir.to_str().unwrap()]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    let empty = Value::Array(vec![]);
-    assert_eq!(report["races"], empty, "{report:#}");
-    assert_eq!(report["deadlocks"]["cycles"], empty, "{report:#}");
-    assert_eq!(report["deadlocks"]["blocked"], empty, "{report:#}");
-    assert_eq!(report["potential_deadlocks"], empty, "{report:#}");
 }
 
 /// The events of process `name`.
@@ -156,7 +139,7 @@ fn try_lock_answers_are_logged_and_replay_gives_each_back() {
     replay_verifies(work.path(), &dir);
     // `nester` took `gate` after `other` by `try_lock`, against `main`'s order: not a potential
     // deadlock.
-    no_races_or_deadlocks(work.path(), &dir);
+    ppd_tests::assert_no_races(work.path(), &dir);
 }
 
 #[test]
@@ -168,7 +151,7 @@ fn a_poisoned_mutex_behaves_as_std_recorded_replayed_and_unrecorded() {
     let (dir, stdout) = record_case(work.path(), "poison");
     assert_eq!(stdout, expected);
     replay_verifies(work.path(), &dir);
-    no_races_or_deadlocks(work.path(), &dir);
+    ppd_tests::assert_no_races(work.path(), &dir);
 }
 
 #[test]
@@ -179,7 +162,7 @@ fn a_mutex_of_boxed_closures_records_replays_and_why_names_the_opaque_value() {
     let (dir, stdout) = record_case(work.path(), "jobs");
     assert_eq!(stdout, expected);
     replay_verifies(work.path(), &dir);
-    no_races_or_deadlocks(work.path(), &dir);
+    ppd_tests::assert_no_races(work.path(), &dir);
 
     // `answer` depends on the job taken from the queue, a value the log cannot hold.
     let out = ppd(
@@ -190,7 +173,7 @@ fn a_mutex_of_boxed_closures_records_replays_and_why_names_the_opaque_value() {
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     let lock_line = source_line("let job = queue.lock()");
     for needed in [
-        "re-executing locks::take_job".to_owned(),
+        "locks::take_job of worker-1".to_owned(),
         format!("a lock of mutex #0.0 at tests/src/bin/locks.rs:{lock_line}:"),
         "that needs the locked value, which is not in the log".to_owned(),
         "its type `alloc::vec::Vec<alloc::boxed::Box<dyn core::ops::function::FnOnce() -> u64 + \

@@ -26,6 +26,14 @@ fn why(work: &Path, name: &str, args: &[&str]) -> String {
     stdout
 }
 
+/// The 1-based line of `source` that holds `needle`.
+fn source_line(source: &str, needle: &str) -> usize {
+    1 + source
+        .lines()
+        .position(|l| l.contains(needle))
+        .unwrap_or_else(|| panic!("{needle} is not in the source"))
+}
+
 #[test]
 fn word_count_replays_and_why_follows_the_report_through_the_table_lock_to_a_counter() {
     let work = tempfile::tempdir().unwrap();
@@ -42,7 +50,14 @@ fn word_count_replays_and_why_follows_the_report_through_the_table_lock_to_a_cou
         .lines()
         .find(|l| l.contains("via lock table"))
         .unwrap_or_else(|| panic!("no step through the table's lock:\n{chain}"));
-    assert!(crossing.contains("word_count.rs:45"), "{crossing}");
+    let write = source_line(
+        include_str!("../../examples/word_count.rs"),
+        "*table.entry(word).or_insert(0) += n;",
+    );
+    assert!(
+        crossing.contains(&format!("word_count.rs:{write}")),
+        "{crossing}"
+    );
     assert!(crossing.contains("counter"), "{crossing}");
     assert!(crossing.contains("word_count::merge"), "{crossing}");
 }
