@@ -539,7 +539,28 @@ impl fmt::Display for EventKind {
     }
 }
 
+/// How an event changes its process's e-block nesting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Nesting {
+    /// An e-block instance begins (`EblockEnter`).
+    Enter,
+    /// The innermost open instance ends (`EblockExit`).
+    Exit,
+    /// Every other kind.
+    Flat,
+}
+
 impl<R: Repr> Event<R> {
+    /// How the event changes the e-block nesting: what the walkers that only track nesting
+    /// match on, so that a new kind is decided once, in [`Event::kind`].
+    pub fn nesting(&self) -> Nesting {
+        match self.kind() {
+            EventKind::EblockEnter => Nesting::Enter,
+            EventKind::EblockExit => Nesting::Exit,
+            _ => Nesting::Flat,
+        }
+    }
+
     /// The event's kind.
     pub fn kind(&self) -> EventKind {
         match self {

@@ -22,7 +22,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use ppd_formats::event::Owned;
+use ppd_formats::event::{Nesting, Owned};
 use ppd_formats::reader::Events;
 use ppd_formats::trace::{Captured, EblockInfo, Leak, MessageRef, RecordKind, Trace};
 use ppd_formats::value;
@@ -169,34 +169,14 @@ impl Interval {
         let mut depth = 0u32;
         loop {
             let (_, e) = self.next_event()?;
-            match &e {
-                Event::Panic { .. } => return Some(e),
-                Event::EblockEnter { .. } => depth += 1,
-                Event::EblockExit { .. } if depth == 0 => return Some(e),
-                Event::EblockExit { .. } => depth -= 1,
-                Event::Start { .. }
-                | Event::Spawn { .. }
-                | Event::Join { .. }
-                | Event::Exit
-                | Event::Create { .. }
-                | Event::Send { .. }
-                | Event::Recv { .. }
-                | Event::RecvNone { .. }
-                | Event::Select { .. }
-                | Event::Lock { .. }
-                | Event::Unlock { .. }
-                | Event::SemAcquire { .. }
-                | Event::SemRelease { .. }
-                | Event::Atomic { .. }
-                | Event::Clock { .. }
-                | Event::Random { .. }
-                | Event::Answer { .. }
-                | Event::Mark { .. }
-                | Event::Blocked { .. }
-                | Event::Undelivered { .. }
-                | Event::JoinBlocked { .. }
-                | Event::Sleep { .. }
-                | Event::Outcome { .. } => {}
+            if let Event::Panic { .. } = e {
+                return Some(e);
+            }
+            match e.nesting() {
+                Nesting::Enter => depth += 1,
+                Nesting::Exit if depth == 0 => return Some(e),
+                Nesting::Exit => depth -= 1,
+                Nesting::Flat => {}
             }
         }
     }
@@ -232,49 +212,28 @@ impl ProcessBackend for Interval {
                     );
                     self.stop();
                 };
-                match &e {
-                    Event::Panic {
-                        message,
-                        file,
-                        line,
-                    } if self.depth == 0 => {
-                        // The recorded instance panicked where this run returned.
-                        self.findings().logged_panic = Some(panic_outcome(message, file, *line));
-                        return None;
-                    }
-                    Event::EblockEnter { .. } => depth += 1,
-                    Event::EblockExit { .. } if depth == 0 => {
+                if let Event::Panic {
+                    message,
+                    file,
+                    line,
+                } = &e
+                    && self.depth == 0
+                {
+                    // The recorded instance panicked where this run returned.
+                    self.findings().logged_panic = Some(panic_outcome(message, file, *line));
+                    return None;
+                }
+                match e.nesting() {
+                    Nesting::Enter => depth += 1,
+                    Nesting::Exit if depth == 0 => {
                         if self.depth == 0 {
                             self.findings().exit = Some(index);
                         }
                         self.current = Some((index, e.clone()));
                         return Some(e);
                     }
-                    Event::EblockExit { .. } => depth -= 1,
-                    Event::Start { .. }
-                    | Event::Spawn { .. }
-                    | Event::Join { .. }
-                    | Event::Exit
-                    | Event::Panic { .. }
-                    | Event::Create { .. }
-                    | Event::Send { .. }
-                    | Event::Recv { .. }
-                    | Event::RecvNone { .. }
-                    | Event::Select { .. }
-                    | Event::Lock { .. }
-                    | Event::Unlock { .. }
-                    | Event::SemAcquire { .. }
-                    | Event::SemRelease { .. }
-                    | Event::Atomic { .. }
-                    | Event::Clock { .. }
-                    | Event::Random { .. }
-                    | Event::Answer { .. }
-                    | Event::Mark { .. }
-                    | Event::Blocked { .. }
-                    | Event::Undelivered { .. }
-                    | Event::JoinBlocked { .. }
-                    | Event::Sleep { .. }
-                    | Event::Outcome { .. } => {}
+                    Nesting::Exit => depth -= 1,
+                    Nesting::Flat => {}
                 }
             }
         }

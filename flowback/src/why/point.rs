@@ -12,6 +12,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use ppd_formats::event::Nesting;
 use ppd_formats::{Event, ProcessId, Recording};
 use ppd_replayer::predicate::{self, Catalog, Predicate};
 
@@ -207,64 +208,17 @@ fn find_pattern(
     let mut seen = 0;
     for item in reader.events() {
         let (k, e) = item?;
-        let prelog = match &e {
-            Event::EblockEnter { prelog, .. } => {
+        let prelog = match (&e, e.nesting()) {
+            (Event::EblockEnter { prelog, .. }, _) => {
                 prelogs.push(prelog.clone());
                 None
             }
-            Event::EblockExit { .. } => prelogs.pop(),
-            Event::Start { .. }
-            | Event::Spawn { .. }
-            | Event::Join { .. }
-            | Event::Exit
-            | Event::Panic { .. }
-            | Event::Create { .. }
-            | Event::Send { .. }
-            | Event::Recv { .. }
-            | Event::RecvNone { .. }
-            | Event::Select { .. }
-            | Event::Lock { .. }
-            | Event::Unlock { .. }
-            | Event::SemAcquire { .. }
-            | Event::SemRelease { .. }
-            | Event::Atomic { .. }
-            | Event::Clock { .. }
-            | Event::Random { .. }
-            | Event::Answer { .. }
-            | Event::Mark { .. }
-            | Event::Blocked { .. }
-            | Event::Undelivered { .. }
-            | Event::JoinBlocked { .. }
-            | Event::Sleep { .. }
-            | Event::Outcome { .. } => None,
+            (_, Nesting::Exit) => prelogs.pop(),
+            (_, Nesting::Enter | Nesting::Flat) => None,
         };
         let entry_prelog = match &e {
             Event::EblockEnter { prelog, .. } => Some(&prelog[..]),
-            Event::Start { .. }
-            | Event::Spawn { .. }
-            | Event::Join { .. }
-            | Event::Exit
-            | Event::Panic { .. }
-            | Event::Create { .. }
-            | Event::Send { .. }
-            | Event::Recv { .. }
-            | Event::RecvNone { .. }
-            | Event::Select { .. }
-            | Event::Lock { .. }
-            | Event::Unlock { .. }
-            | Event::SemAcquire { .. }
-            | Event::SemRelease { .. }
-            | Event::Atomic { .. }
-            | Event::Clock { .. }
-            | Event::Random { .. }
-            | Event::Answer { .. }
-            | Event::EblockExit { .. }
-            | Event::Mark { .. }
-            | Event::Blocked { .. }
-            | Event::Undelivered { .. }
-            | Event::JoinBlocked { .. }
-            | Event::Sleep { .. }
-            | Event::Outcome { .. } => prelog.as_deref(),
+            _ => prelog.as_deref(),
         };
         if component.holds_after(&e, entry_prelog) {
             seen += 1;
