@@ -1,6 +1,7 @@
 //! The clippy configuration of `docs/porting.md` flags every std item it lists: the snippet is
 //! read from the guide, a crate that uses each listed item is linted with it, and clippy must
-//! name each one (a path that names nothing, or a typo, would go unreported).
+//! name each one (a path that names nothing, or a typo, would go unreported). The crate depends
+//! on crossbeam-channel, whose items the snippet lists too.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -169,6 +170,83 @@ fn usages() -> BTreeMap<&'static str, &'static str> {
             "std::sync::atomic::compiler_fence",
             "std::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);",
         ),
+        (
+            "std::sync::MutexGuard",
+            "let _: Option<std::sync::MutexGuard<'_, u8>> = None;",
+        ),
+        (
+            "std::sync::RwLock",
+            "let _: Option<std::sync::RwLock<u8>> = None;",
+        ),
+        (
+            "std::sync::RwLockReadGuard",
+            "let _: Option<std::sync::RwLockReadGuard<'_, u8>> = None;",
+        ),
+        (
+            "std::sync::RwLockWriteGuard",
+            "let _: Option<std::sync::RwLockWriteGuard<'_, u8>> = None;",
+        ),
+        (
+            "std::sync::Condvar",
+            "let _: Option<std::sync::Condvar> = None;",
+        ),
+        (
+            "std::sync::Barrier",
+            "let _: Option<std::sync::Barrier> = None;",
+        ),
+        ("std::sync::Once", "let _: Option<std::sync::Once> = None;"),
+        (
+            "std::sync::OnceLock",
+            "let _: Option<std::sync::OnceLock<u8>> = None;",
+        ),
+        (
+            "std::sync::LazyLock",
+            "let _: Option<std::sync::LazyLock<u8>> = None;",
+        ),
+        (
+            "std::sync::mpsc::SyncSender",
+            "let _: Option<std::sync::mpsc::SyncSender<u8>> = None;",
+        ),
+        (
+            "crossbeam_channel::Sender",
+            "let _: Option<crossbeam_channel::Sender<u8>> = None;",
+        ),
+        (
+            "crossbeam_channel::Receiver",
+            "let _: Option<crossbeam_channel::Receiver<u8>> = None;",
+        ),
+        (
+            "crossbeam_channel::Select",
+            "let _: Option<crossbeam_channel::Select<'_>> = None;",
+        ),
+        (
+            "std::sync::mpsc::sync_channel",
+            "let _ = std::sync::mpsc::sync_channel::<u8>(0);",
+        ),
+        (
+            "crossbeam_channel::unbounded",
+            "let _ = crossbeam_channel::unbounded::<u8>();",
+        ),
+        (
+            "crossbeam_channel::bounded",
+            "let _ = crossbeam_channel::bounded::<u8>(1);",
+        ),
+        (
+            "crossbeam_channel::after",
+            "let _ = crossbeam_channel::after(core::time::Duration::ZERO);",
+        ),
+        (
+            "crossbeam_channel::tick",
+            "let _ = crossbeam_channel::tick(core::time::Duration::from_secs(1));",
+        ),
+        (
+            "crossbeam_channel::never",
+            "let _ = crossbeam_channel::never::<u8>();",
+        ),
+        (
+            "crossbeam_channel::select",
+            "let (_tx, rx) = crossbeam_channel::unbounded::<u8>(); crossbeam_channel::select! { recv(rx) -> _m => (), default => () }",
+        ),
     ])
 }
 
@@ -190,7 +268,8 @@ fn the_guides_clippy_configuration_flags_every_std_item_it_lists() {
     let krate = tempfile::tempdir().expect("temp dir");
     std::fs::write(
         krate.path().join("Cargo.toml"),
-        "[package]\nname = \"port\"\nversion = \"0.0.0\"\nedition = \"2024\"\n\n[workspace]\n",
+        "[package]\nname = \"port\"\nversion = \"0.0.0\"\nedition = \"2024\"\n\n\
+         [dependencies]\ncrossbeam-channel = \"0.5\"\n\n[workspace]\n",
     )
     .unwrap();
     std::fs::create_dir(krate.path().join("src")).unwrap();
@@ -211,7 +290,8 @@ fn the_guides_clippy_configuration_flags_every_std_item_it_lists() {
     for path in &listed {
         assert!(
             report.contains(&format!("disallowed type `{path}`"))
-                || report.contains(&format!("disallowed method `{path}`")),
+                || report.contains(&format!("disallowed method `{path}`"))
+                || report.contains(&format!("disallowed macro `{path}`")),
             "clippy did not flag {path}:\n{report}"
         );
     }
