@@ -67,6 +67,21 @@ impl<T: LazyObject + ?Sized> LazyObject for std::sync::Arc<T> {
     }
 }
 
+/// A pair or triple of such objects registers them in order: the first takes the binding's
+/// name, as when they were created in order.
+macro_rules! lazy_tuple {
+    ($($part:ident . $index:tt),+) => {
+        impl<$($part: LazyObject),+> LazyObject for ($($part,)+) {
+            fn register_now(&self) {
+                $(self.$index.register_now();)+
+            }
+        }
+    };
+}
+
+lazy_tuple!(A.0, B.1);
+lazy_tuple!(A.0, B.1, C.2);
+
 /// The variable a `let` in `#[ppd::main]` bound, handed to [`RegisterBound`] or [`SkipBound`].
 #[derive(Debug)]
 pub struct Bound<'a, T: ?Sized>(pub &'a T);
