@@ -103,7 +103,9 @@ fn who_initializes_a_raced_once_lock_replays() {
         .to_owned();
     for i in 0..4 {
         assert!(
-            printed.contains(&format!("worker-{i} saw the cell initialized by {winner}\n")),
+            printed.contains(&format!(
+                "worker-{i} saw the cell initialized by {winner}\n"
+            )),
             "{printed}"
         );
     }
