@@ -330,7 +330,7 @@ macro_rules! workloads {
             let handles = (0..s.workers)
                 .map(|i| {
                     let barrier = Arc::clone(&barrier);
-                    let n = barrier_generations(s);
+                    let n = super::barrier_generations(s);
                     spawn(format!("party-{i}"), move || {
                         (0..n).map(|_| u64::from(barrier.wait().is_leader())).sum()
                     })
