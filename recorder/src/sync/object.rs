@@ -130,6 +130,9 @@ impl ObjectMeta {
         if word < REGISTERING {
             return ObjectId(word);
         }
+        if !runtime::active() {
+            return ObjectId(0);
+        }
         self.register()
     }
 
@@ -150,9 +153,6 @@ impl ObjectMeta {
     #[cold]
     #[inline(never)]
     fn register(&self) -> ObjectId {
-        if !runtime::active() {
-            return ObjectId(0);
-        }
         let Creation {
             kind,
             init,
@@ -171,7 +171,7 @@ impl ObjectMeta {
             Mode::Replay | Mode::Emulate => match runtime::next_logged() {
                 // This process logged the creation: it registers the object, with the id the
                 // log checks (replay) or gives (emulation).
-                Some(Event::Create { .. }) if self.claim() => {
+                Some(e) if self.is_my_creation(&e) && self.claim() => {
                     self.publish(runtime::create(kind, init, name, site))
                 }
                 // Re-executing an e-block, nothing else runs: the object is the one the next
@@ -180,9 +180,11 @@ impl ObjectMeta {
                     Some(id) if self.claim() => self.publish(id),
                     _ => self.await_registration(),
                 },
-                // Another process registers it: wait for its `Create` to be replayed.
+                // Another process registers it: wait for its `Create` to be replayed. (The
+                // next event is this object's unless it is the creation of another: then
+                // which process registers this one is not known here.)
                 Some(e) => {
-                    if let Some(id) = e.object() {
+                    if let Some(id) = e.object().filter(|_| !matches!(e, Event::Create { .. })) {
                         runtime::waiting_for(Dependency::Version {
                             object: id,
                             version: 0,
@@ -197,6 +199,20 @@ impl ObjectMeta {
                     self.await_registration()
                 }
             },
+        }
+    }
+
+    /// Whether `logged` is this object's `Create`: its kind, made at its site.
+    fn is_my_creation(&self, logged: &Event) -> bool {
+        let here = self.creation.site;
+        match logged {
+            Event::Create { kind, site, .. } => {
+                *kind == self.creation.kind
+                    && site.as_ref().is_none_or(|s| {
+                        s.file == here.file() && s.line == here.line() && s.column == here.column()
+                    })
+            }
+            _ => false,
         }
     }
 

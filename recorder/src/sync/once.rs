@@ -232,14 +232,34 @@ impl<T> OnceLock<T> {
     #[inline]
     #[track_caller]
     pub fn get(&self) -> Option<&T> {
+        if !runtime::active() {
+            // Pass-through: `filled` alone publishes the value, as std's state word does.
+            return self.filled_value();
+        }
+        self.get_logged(Location::caller())
+    }
+
+    /// The value if it is in this process's memory, read as std's fast path reads it.
+    #[inline]
+    fn filled_value(&self) -> Option<&T> {
+        // SAFETY: filled with `Release` after the value was written.
+        self.filled
+            .load(Ordering::Acquire)
+            .then(|| unsafe { (*self.value.get()).assume_init_ref() })
+    }
+
+    /// `get` under a backend: the logged load of the state orders the caller after the
+    /// initializer and is what replay reproduces.
+    #[inline(never)]
+    #[track_caller]
+    fn get_logged(&self, site: &'static Location<'static>) -> Option<&T> {
         if !self.once.is_completed() {
             return None;
         }
-        if !self.filled.load(Ordering::Acquire) {
-            self.vacant(Location::caller());
+        match self.filled_value() {
+            Some(v) => Some(v),
+            None => self.vacant(site),
         }
-        // SAFETY: complete and filled: the value was written before `filled` was set.
-        Some(unsafe { (*self.value.get()).assume_init_ref() })
     }
 
     /// The value, mutably, if the cell is initialized.
@@ -286,6 +306,11 @@ impl<T> OnceLock<T> {
     /// ```
     #[track_caller]
     pub fn get_or_init<F: FnOnce() -> T>(&self, f: F) -> &T {
+        if !runtime::active()
+            && let Some(v) = self.filled_value()
+        {
+            return v;
+        }
         if self.once.is_completed() {
             if !self.filled.load(Ordering::Acquire) {
                 // Re-executing an e-block: the logged run found the cell initialized by
