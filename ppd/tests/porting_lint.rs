@@ -65,6 +65,19 @@ fn usages() -> BTreeMap<&'static str, &'static str> {
             "std::sync::Mutex",
             "let _: Option<std::sync::Mutex<u8>> = None;",
         ),
+        ("std::sync::Once", "let _: Option<std::sync::Once> = None;"),
+        (
+            "std::sync::OnceLock",
+            "let _: Option<std::sync::OnceLock<u8>> = None;",
+        ),
+        (
+            "std::sync::LazyLock",
+            "let _: Option<std::sync::LazyLock<u8>> = None;",
+        ),
+        (
+            "std::sync::Barrier",
+            "let _: Option<std::sync::Barrier> = None;",
+        ),
         (
             "std::sync::mpsc::Sender",
             "let _: Option<std::sync::mpsc::Sender<u8>> = None;",
