@@ -60,20 +60,30 @@ fn name_bindings(block: Block) -> Block {
     let mut stmts = Vec::with_capacity(block.stmts.len());
     for stmt in block.stmts {
         let named = match &stmt {
-            Stmt::Local(local) if local.init.is_some() => bound_name(&local.pat).map(|name| {
+            Stmt::Local(local) if local.init.is_some() => bound_name(&local.pat).map(|var| {
+                let name = var.to_string();
                 let first = quote_spanned! {local.let_token.span=> ::core::line!()};
                 let last = quote_spanned! {local.semi_token.span=> ::core::line!()};
-                parse_quote! {
+                let open: Stmt = parse_quote! {
                     let __ppd_binding =
                         ::ppd::__private::name_objects(#name, ::core::file!(), #first, #last);
-                }
+                };
+                (open, var)
             }),
             _ => None,
         };
         match named {
-            Some(open) => {
+            Some((open, var)) => {
                 stmts.push(open);
                 stmts.push(stmt);
+                // Objects created at their first use are registered here, under the name.
+                stmts.push(parse_quote! {
+                    {
+                        #[allow(unused_imports)]
+                        use ::ppd::__private::{RegisterBound as _, SkipBound as _};
+                        (&&::ppd::__private::Bound(&#var)).register_bound();
+                    }
+                });
                 stmts.push(parse_quote! { ::core::mem::drop(__ppd_binding); });
             }
             None => stmts.push(stmt),
@@ -86,9 +96,9 @@ fn name_bindings(block: Block) -> Block {
 }
 
 /// The variable a `let` pattern binds, when it binds exactly one by name.
-fn bound_name(pat: &Pat) -> Option<String> {
+fn bound_name(pat: &Pat) -> Option<syn::Ident> {
     match pat {
-        Pat::Ident(i) if i.subpat.is_none() => Some(i.ident.to_string()),
+        Pat::Ident(i) if i.subpat.is_none() => Some(i.ident.clone()),
         Pat::Type(t) => bound_name(&t.pat),
         _ => None,
     }

@@ -303,14 +303,61 @@ macro_rules! workloads {
                 .collect();
             join_all(handles)
         }
+
+        /// Processes reading an initialized `OnceLock` (its fast path: the cell is complete).
+        pub(crate) fn once_get(s: super::Sizes) -> u64 {
+            let cell = Arc::new(OnceLock::new());
+            cell.get_or_init(|| 7u64);
+            let handles = (0..s.workers)
+                .map(|i| {
+                    let cell = Arc::clone(&cell);
+                    let n = super::once_gets(s);
+                    spawn(format!("reader-{i}"), move || {
+                        let mut sum = 0u64;
+                        for _ in 0..n {
+                            sum = sum.wrapping_add(*cell.get().expect("initialized"));
+                        }
+                        sum
+                    })
+                })
+                .collect();
+            join_all(handles)
+        }
+
+        /// Processes passing a barrier together, generation after generation.
+        pub(crate) fn barrier(s: super::Sizes) -> u64 {
+            let barrier = Arc::new(Barrier::new(s.workers as usize));
+            let handles = (0..s.workers)
+                .map(|i| {
+                    let barrier = Arc::clone(&barrier);
+                    let n = super::barrier_generations(s);
+                    spawn(format!("party-{i}"), move || {
+                        (0..n).map(|_| u64::from(barrier.wait().is_leader())).sum()
+                    })
+                })
+                .collect();
+            join_all(handles)
+        }
     };
+}
+
+/// Gets per process of the once-get workload: a get costs a fraction of a lock acquisition, so
+/// it takes more of them to measure it above the cost of spawning.
+fn once_gets(s: Sizes) -> u64 {
+    s.iterations * 8
+}
+
+/// Generations the barrier workload runs: a barrier passage costs a few hundred lock-heavy
+/// iterations' worth of wake-ups.
+fn barrier_generations(s: Sizes) -> u64 {
+    (s.iterations / 25).max(1)
 }
 
 mod with_ppd {
     use ppd::collections::HashMap;
-    use ppd::sync::Mutex;
     use ppd::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
     use ppd::sync::mpsc;
+    use ppd::sync::{Barrier, Mutex, OnceLock};
     use ppd::thread;
 
     workloads!();
@@ -318,9 +365,9 @@ mod with_ppd {
 
 mod with_std {
     use std::collections::HashMap;
-    use std::sync::Mutex;
     use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
     use std::sync::mpsc;
+    use std::sync::{Barrier, Mutex, OnceLock};
     use std::thread;
 
     workloads!();
@@ -337,7 +384,7 @@ struct Workload {
     std: fn(Sizes) -> u64,
 }
 
-const WORKLOADS: [Workload; 9] = [
+const WORKLOADS: [Workload; 11] = [
     Workload {
         name: "ping-pong",
         what: "messages",
@@ -409,6 +456,22 @@ const WORKLOADS: [Workload; 9] = [
         processes: |s| 1 + s.workers,
         ppd: with_ppd::hash_map,
         std: with_std::hash_map,
+    },
+    Workload {
+        name: "once-get",
+        what: "OnceLock gets",
+        ops: |s| s.workers * once_gets(s),
+        processes: |s| 1 + s.workers,
+        ppd: with_ppd::once_get,
+        std: with_std::once_get,
+    },
+    Workload {
+        name: "barrier",
+        what: "barrier waits",
+        ops: |s| s.workers * barrier_generations(s),
+        processes: |s| 1 + s.workers,
+        ppd: with_ppd::barrier,
+        std: with_std::barrier,
     },
 ];
 

@@ -4,7 +4,7 @@
 
 use ppd::collections::HashMap;
 use ppd::sync::atomic::{AtomicU64, Ordering};
-use ppd::sync::{Arc, Mutex, mpsc};
+use ppd::sync::{Arc, Barrier, LazyLock, Mutex, Once, OnceLock, mpsc};
 use ppd::thread;
 
 #[ppd::eblock]
@@ -56,4 +56,17 @@ fn main() {
     println!("mutex type {}", std::any::type_name::<Mutex<u64>>());
     println!("thread type {}", std::any::type_name::<thread::Thread>());
     println!("map type {}", std::any::type_name::<HashMap<u8, u8>>());
+    static CONFIG: OnceLock<u64> = OnceLock::new();
+    static SQUARE: LazyLock<u64> = LazyLock::new(|| 4);
+    static INIT: Once = Once::new();
+    static HITS: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+    INIT.call_once(|| HITS.lock().unwrap().push(1));
+    println!(
+        "once {} lazy {} leader {} hits {:?} cell type {}",
+        CONFIG.get_or_init(|| 5),
+        *SQUARE,
+        Barrier::new(1).wait().is_leader(),
+        *HITS.lock().unwrap(),
+        std::any::type_name::<OnceLock<u8>>()
+    );
 }

@@ -84,6 +84,7 @@ fn without_record_a_ppd_program_runs_on_std() {
         "mutex type std::sync::",
         "thread type std::thread::",
         "map type std::collections::",
+        "once 5 lazy 4 leader true hits [1] cell type std::sync::",
     ] {
         assert!(printed.contains(line), "{line:?} not in:\n{printed}");
     }

@@ -268,6 +268,13 @@ impl ProcessBackend for Interval {
         }
     }
 
+    fn next_logged(&mut self) -> Option<Event<Owned>> {
+        match self.events.peek() {
+            Some(Ok((_, e))) => Some(e.clone()),
+            _ => None,
+        }
+    }
+
     fn done(&mut self, event: &Event<Borrowed<'_>>) {
         let Some((index, logged)) = self.current.take() else {
             return;

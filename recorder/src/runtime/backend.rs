@@ -104,6 +104,14 @@ pub trait ProcessBackend: Send {
     /// that finds its receiver gone.
     fn expect_if(&mut self, op: Op) -> Option<Event>;
 
+    /// The next logged event, without consuming it (replay and emulation; `None` when
+    /// recording, at the end of the log, or where it is damaged). An object registered at its
+    /// first use asks it whether this process logged the object's creation there
+    /// (`sync::object`).
+    fn next_logged(&mut self) -> Option<Event> {
+        None
+    }
+
     /// Called after every operation with what it did.
     fn done(&mut self, event: &Event<Borrowed<'_>>);
 

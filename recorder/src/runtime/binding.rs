@@ -6,6 +6,14 @@
 //! spans; an unnamed object created while it is open, at a site within those lines (so not in
 //! a function the initializer calls), takes the name. Only the first does: in
 //! `let pair = (Mutex::new(0), Mutex::new(1))` the second keeps its id.
+//!
+//! Objects whose constructors are `const` (mutexes, atomics, semaphores, `Once`, `OnceLock`,
+//! `LazyLock`, `Barrier`) are created only at their first use (`sync::object`), which may come
+//! after the statement. So the attribute also hands the bound variable to [`Bound`] while the
+//! scope is open: a variable that is such an object (or an `Arc` of one) is registered there,
+//! and takes the name; any other is left alone. The choice is made by the variable's type at
+//! compile time (autoref specialization: [`RegisterBound`] applies to `&Bound<T>` for
+//! [`LazyObject`]s, [`SkipBound`] to every `Bound<T>`).
 
 use std::cell::Cell;
 use std::panic::Location;
@@ -45,6 +53,60 @@ impl Drop for BindingScope {
     fn drop(&mut self) {
         BINDING.with(|b| b.set(self.previous));
     }
+}
+
+/// An object created at its first use, which a binding registers at once.
+pub trait LazyObject {
+    /// Registers the object now, as its first use would (logging its creation when recording).
+    fn register_now(&self);
+}
+
+impl<T: LazyObject + ?Sized> LazyObject for std::sync::Arc<T> {
+    fn register_now(&self) {
+        (**self).register_now();
+    }
+}
+
+/// A pair or triple of such objects registers them in order: the first takes the binding's
+/// name, as when they were created in order.
+macro_rules! lazy_tuple {
+    ($($part:ident . $index:tt),+) => {
+        impl<$($part: LazyObject),+> LazyObject for ($($part,)+) {
+            fn register_now(&self) {
+                $(self.$index.register_now();)+
+            }
+        }
+    };
+}
+
+lazy_tuple!(A.0, B.1);
+lazy_tuple!(A.0, B.1, C.2);
+
+/// The variable a `let` in `#[ppd::main]` bound, handed to [`RegisterBound`] or [`SkipBound`].
+#[derive(Debug)]
+pub struct Bound<'a, T: ?Sized>(pub &'a T);
+
+/// Registers a bound [`LazyObject`]: `(&&Bound(&x)).register_bound()` picks this impl when the
+/// type allows, [`SkipBound`]'s otherwise.
+pub trait RegisterBound {
+    /// Registers the bound object while its binding's scope is open.
+    fn register_bound(&self);
+}
+
+impl<T: LazyObject + ?Sized> RegisterBound for &Bound<'_, T> {
+    fn register_bound(&self) {
+        self.0.register_now();
+    }
+}
+
+/// Leaves a bound variable that is not a [`LazyObject`] alone.
+pub trait SkipBound {
+    /// Does nothing.
+    fn register_bound(&self);
+}
+
+impl<T: ?Sized> SkipBound for Bound<'_, T> {
+    fn register_bound(&self) {}
 }
 
 /// The name of the binding an object created at `site` belongs to, used up.

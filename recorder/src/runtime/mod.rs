@@ -257,6 +257,14 @@ pub fn expect_if(op: Op) -> Option<Event> {
     with_process(|p| p.backend.expect_if(op)).flatten()
 }
 
+/// The current process's next logged event, not consumed (replay and emulation).
+pub fn next_logged() -> Option<Event> {
+    if matches!(mode(), Mode::PassThrough | Mode::Record) {
+        return None;
+    }
+    with_process(|p| p.backend.next_logged()).flatten()
+}
+
 /// Step 3 of an operation: what it did.
 #[inline]
 pub fn done(event: &Event<Borrowed<'_>>) {

@@ -64,7 +64,7 @@ fn logged_access_slow<R>(
     site: &'static Location<'static>,
     access: impl FnOnce(Option<u64>) -> (R, Option<u64>, AtomicOp),
 ) -> R {
-    let object = meta.id;
+    let object = meta.id();
     let logged = runtime::expect(Op::on(ppd_formats::EventKind::Atomic, object, Some(site)));
     let forced = match (runtime::mode(), expected::atomic_value(&logged)) {
         (Mode::Emulate, Some((_, value))) => value,
@@ -122,9 +122,15 @@ macro_rules! atomic_int {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 // Reads without logging: printing must not add events to the run.
                 f.debug_struct(stringify!($name))
-                    .field("object", &self.meta.id)
+                    .field("object", &self.meta.known_id())
                     .field("value", &self.inner)
                     .finish()
+            }
+        }
+
+        impl crate::runtime::binding::LazyObject for $name {
+            fn register_now(&self) {
+                self.meta.register_now();
             }
         }
 
@@ -139,7 +145,7 @@ macro_rules! atomic_int {
         /// each access read is what it logged.
         impl serde::Serialize for $name {
             fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                super::handle::serialize(self.meta.id, serializer)
+                super::handle::serialize(self.meta.id(), serializer)
             }
         }
 
@@ -161,7 +167,7 @@ macro_rules! atomic_int {
             #[doc = concat!("assert_eq!(a.into_inner(), ", $doc_value, ");")]
             /// ```
             #[track_caller]
-            pub fn new(value: $int) -> $name {
+            pub const fn new(value: $int) -> $name {
                 $name {
                     meta: ObjectMeta::new(ObjectKind::Atomic, value as u64, None, Location::caller()),
                     inner: std::sync::atomic::$name::new(value),
@@ -175,7 +181,7 @@ macro_rules! atomic_int {
             #[doc = concat!("assert_eq!(a.into_inner(), 0);")]
             /// ```
             #[track_caller]
-            pub fn named(name: &'static str, value: $int) -> $name {
+            pub const fn named(name: &'static str, value: $int) -> $name {
                 $name {
                     meta: ObjectMeta::new(ObjectKind::Atomic, value as u64, Some(name), Location::caller()),
                     inner: std::sync::atomic::$name::new(value),
@@ -471,9 +477,15 @@ pub struct AtomicBool {
 impl fmt::Debug for AtomicBool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AtomicBool")
-            .field("object", &self.meta.id)
+            .field("object", &self.meta.known_id())
             .field("value", &self.inner)
             .finish()
+    }
+}
+
+impl crate::runtime::binding::LazyObject for AtomicBool {
+    fn register_now(&self) {
+        self.meta.register_now();
     }
 }
 
@@ -487,7 +499,7 @@ impl Default for AtomicBool {
 /// Logged as its id (it can be an e-block argument).
 impl serde::Serialize for AtomicBool {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        super::handle::serialize(self.meta.id, serializer)
+        super::handle::serialize(self.meta.id(), serializer)
     }
 }
 
@@ -518,14 +530,9 @@ impl AtomicBool {
     /// assert!(f.into_inner());
     /// ```
     #[track_caller]
-    pub fn new(value: bool) -> AtomicBool {
+    pub const fn new(value: bool) -> AtomicBool {
         AtomicBool {
-            meta: ObjectMeta::new(
-                ObjectKind::Atomic,
-                u64::from(value),
-                None,
-                Location::caller(),
-            ),
+            meta: ObjectMeta::new(ObjectKind::Atomic, value as u64, None, Location::caller()),
             inner: std::sync::atomic::AtomicBool::new(value),
         }
     }
@@ -537,11 +544,11 @@ impl AtomicBool {
     /// assert!(!f.into_inner());
     /// ```
     #[track_caller]
-    pub fn named(name: &'static str, value: bool) -> AtomicBool {
+    pub const fn named(name: &'static str, value: bool) -> AtomicBool {
         AtomicBool {
             meta: ObjectMeta::new(
                 ObjectKind::Atomic,
-                u64::from(value),
+                value as u64,
                 Some(name),
                 Location::caller(),
             ),
@@ -720,9 +727,15 @@ impl<T> fmt::Debug for AtomicPtr<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Reads without logging: printing must not add events to the run.
         f.debug_struct("AtomicPtr")
-            .field("object", &self.meta.id)
+            .field("object", &self.meta.known_id())
             .field("value", &self.inner)
             .finish()
+    }
+}
+
+impl<T> crate::runtime::binding::LazyObject for AtomicPtr<T> {
+    fn register_now(&self) {
+        self.meta.register_now();
     }
 }
 
@@ -749,7 +762,7 @@ impl<T> AtomicPtr<T> {
     /// assert!(p.into_inner().is_null());
     /// ```
     #[track_caller]
-    pub fn new(p: *mut T) -> AtomicPtr<T> {
+    pub const fn new(p: *mut T) -> AtomicPtr<T> {
         AtomicPtr {
             meta: ObjectMeta::new(ObjectKind::Atomic, 0, None, Location::caller()),
             inner: std::sync::atomic::AtomicPtr::new(p),
@@ -763,7 +776,7 @@ impl<T> AtomicPtr<T> {
     /// assert!(p.into_inner().is_null());
     /// ```
     #[track_caller]
-    pub fn named(name: &'static str, p: *mut T) -> AtomicPtr<T> {
+    pub const fn named(name: &'static str, p: *mut T) -> AtomicPtr<T> {
         AtomicPtr {
             meta: ObjectMeta::new(ObjectKind::Atomic, 0, Some(name), Location::caller()),
             inner: std::sync::atomic::AtomicPtr::new(p),

@@ -41,7 +41,7 @@ pub struct Mutex<T> {
 impl<T: fmt::Debug> fmt::Debug for Mutex<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Mutex")
-            .field("object", &self.meta.id)
+            .field("object", &self.meta.known_id())
             .field("inner", &self.inner)
             .finish()
     }
@@ -62,7 +62,7 @@ impl<T> Mutex<T> {
     /// assert_eq!(m.lock().unwrap().as_str(), "ann");
     /// ```
     #[track_caller]
-    pub fn new(value: T) -> Mutex<T> {
+    pub const fn new(value: T) -> Mutex<T> {
         Mutex::with_meta(
             ObjectMeta::new(ObjectKind::Mutex, 0, None, Location::caller()),
             Some(value),
@@ -76,14 +76,14 @@ impl<T> Mutex<T> {
     /// assert_eq!(m.lock().unwrap().len(), 4);
     /// ```
     #[track_caller]
-    pub fn named(name: &'static str, value: T) -> Mutex<T> {
+    pub const fn named(name: &'static str, value: T) -> Mutex<T> {
         Mutex::with_meta(
             ObjectMeta::new(ObjectKind::Mutex, 0, Some(name), Location::caller()),
             Some(value),
         )
     }
 
-    fn with_meta(meta: ObjectMeta, value: Option<T>) -> Mutex<T> {
+    const fn with_meta(meta: ObjectMeta, value: Option<T>) -> Mutex<T> {
         Mutex {
             meta,
             values: Values::new(),
@@ -99,7 +99,7 @@ impl<T> Mutex<T> {
     /// assert_eq!(m.into_inner().unwrap(), 2);
     /// ```
     pub fn get_mut(&mut self) -> LockResult<&mut T> {
-        let id = self.meta.id;
+        let id = self.meta.id();
         match self.inner.get_mut() {
             Ok(v) => Ok(present_mut(v, id)),
             Err(p) => Err(PoisonError::new(present_mut(p.into_inner(), id))),
@@ -113,7 +113,7 @@ impl<T> Mutex<T> {
     /// assert_eq!(m.into_inner().unwrap(), 3);
     /// ```
     pub fn into_inner(self) -> LockResult<T> {
-        let id = self.meta.id;
+        let id = self.meta.id();
         match self.inner.into_inner() {
             Ok(v) => Ok(v.unwrap_or_else(|| vacant(id))),
             Err(p) => Err(PoisonError::new(
@@ -171,6 +171,12 @@ fn vacant(id: ObjectId) -> ! {
     ))
 }
 
+impl<T> crate::runtime::binding::LazyObject for Mutex<T> {
+    fn register_now(&self) {
+        self.meta.register_now();
+    }
+}
+
 /// Registers the serde codec of a mutex whose values are serde (see `super::values`).
 impl<T: Serialize + DeserializeOwned> Carries for Mutex<T> {
     fn register_serde(&self) {
@@ -182,7 +188,7 @@ impl<T: Serialize + DeserializeOwned> Carries for Mutex<T> {
 /// value at each acquisition is the one the acquisition logged.
 impl<T> Serialize for Mutex<T> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        super::handle::serialize(self.meta.id, serializer)
+        super::handle::serialize(self.meta.id(), serializer)
     }
 }
 
@@ -253,7 +259,7 @@ impl<T> Mutex<T> {
         &self,
         site: &'static Location<'static>,
     ) -> TryLockResult<MutexGuard<'_, T>> {
-        let object = self.meta.id;
+        let object = self.meta.id();
         let answer = runtime::expect(Op::on(EventKind::Outcome, object, Some(site)));
         // None: the lock was held. Some: it acquired, and recording already holds the lock
         // (the try acquires before anything is logged: its answer comes first).
@@ -293,7 +299,7 @@ impl<T> Mutex<T> {
         tried: Option<LockResult<std::sync::MutexGuard<'a, Option<T>>>>,
         site: &'static Location<'static>,
     ) -> LockResult<MutexGuard<'a, T>> {
-        let object = self.meta.id;
+        let object = self.meta.id();
         let logged = runtime::expect(Op::on(EventKind::Lock, object, Some(site)));
         let (acquired, version, prev) = match expected::version(&logged) {
             Some((version, prev)) => {
@@ -368,7 +374,7 @@ impl<T> Mutex<T> {
             Err(why) => runtime::diverged(&format!(
                 "a lock of mutex {} at {site} (acquisition {version}) that needs the locked \
                  value, which is not in the log: {why}",
-                self.meta.id
+                self.meta.id()
             )),
         }
     }
@@ -391,7 +397,7 @@ impl<T> Mutex<T> {
             None
         };
         runtime::done(&Event::Lock {
-            object: self.meta.id,
+            object: self.meta.id(),
             version,
             prev,
             site: Some(site),
@@ -446,7 +452,7 @@ impl<T> Deref for MutexGuard<'_, T> {
     fn deref(&self) -> &T {
         match &*self.inner {
             Some(v) => v,
-            None => vacant(self.mutex.meta.id),
+            None => vacant(self.mutex.meta.id()),
         }
     }
 }
@@ -454,7 +460,7 @@ impl<T> Deref for MutexGuard<'_, T> {
 impl<T> DerefMut for MutexGuard<'_, T> {
     #[inline]
     fn deref_mut(&mut self) -> &mut T {
-        let id = self.mutex.meta.id;
+        let id = self.mutex.meta.id();
         present_mut(&mut self.inner, id)
     }
 }
@@ -464,7 +470,7 @@ impl<T> Drop for MutexGuard<'_, T> {
     fn drop(&mut self) {
         if runtime::active() {
             // Logged while the lock is still held: the release precedes the next acquisition.
-            log_unlock(self.mutex.meta.id, self.site);
+            log_unlock(self.mutex.meta.id(), self.site);
         }
     }
 }

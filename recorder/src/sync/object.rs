@@ -15,22 +15,48 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 
 use ppd_formats::event::ObjectKind;
-use ppd_formats::{ObjectId, ProcessId};
+use ppd_formats::{Event, ObjectId, ProcessId};
 
-use crate::runtime::{self, backend::Dependency};
+use crate::runtime::backend::{Dependency, Mode};
+use crate::runtime::{self};
+
+/// What an object's `Create` event says about it, kept until its first use logs it.
+#[derive(Debug, Clone, Copy)]
+struct Creation {
+    kind: ObjectKind,
+    init: u64,
+    name: Option<&'static str>,
+    site: &'static Location<'static>,
+}
 
 /// Id and access versions of a shared object.
+///
+/// An object is registered lazily, so that constructors can be `const` as std's are (a
+/// `static` mutex or atomic): it gets its id and logs its `Create` at its first use, in the
+/// process that uses it first ([`ObjectMeta::id`]). Which process that is, is a choice of the
+/// run: replay makes the process whose next logged event is the `Create` register it, and any
+/// other process that reaches the object first waits for that (`Dependency::Version` of access
+/// 0, the creation).
 #[derive(Debug)]
 pub(crate) struct ObjectMeta {
-    pub(crate) id: ObjectId,
+    /// The object's id, or [`UNREGISTERED`] / [`REGISTERING`].
+    registered: AtomicU64,
+    creation: Creation,
     /// Recording: twice the accesses so far, plus one while an access of an atomic holds it.
     stamp: AtomicU64,
     /// Recording: who made the last access, as [`encode_process`] writes it.
     last: AtomicU64,
-    /// Replay: how many versions have happened, and the wait for the next.
+    /// Replay: how many versions have happened, and the wait for the next (also the wait for
+    /// the registration).
     access: Mutex<u64>,
     turn: Condvar,
 }
+
+/// The id word of an object nobody has used yet. Ids of unmanaged threads' objects count up
+/// from `ObjectId::new(ProcessId(u32::MAX), 0)` and never reach these two.
+const UNREGISTERED: u64 = u64::MAX;
+/// The id word while the first user logs the creation.
+const REGISTERING: u64 = u64::MAX - 1;
 
 /// Spins on a held version word before yielding the CPU to its holder.
 const SPINS_BEFORE_YIELD: u32 = 64;
@@ -44,15 +70,29 @@ fn decode_process(v: u64) -> Option<ProcessId> {
 }
 
 impl ObjectMeta {
-    /// Creates the bookkeeping of a new object, logging its creation.
-    pub(crate) fn new(
+    /// The bookkeeping of a new object, not yet registered: its first use gives it its id and
+    /// logs its creation (`kind`, `init`, `name`, made at `site`).
+    pub(crate) const fn new(
         kind: ObjectKind,
         init: u64,
         name: Option<&'static str>,
         site: &'static Location<'static>,
     ) -> ObjectMeta {
+        ObjectMeta::with_word(
+            UNREGISTERED,
+            Creation {
+                kind,
+                init,
+                name,
+                site,
+            },
+        )
+    }
+
+    const fn with_word(word: u64, creation: Creation) -> ObjectMeta {
         ObjectMeta {
-            id: runtime::create(kind, init, name, site),
+            registered: AtomicU64::new(word),
+            creation,
             stamp: AtomicU64::new(0),
             last: AtomicU64::new(0),
             access: Mutex::new(0),
@@ -62,20 +102,149 @@ impl ObjectMeta {
 
     /// The bookkeeping of an object rebuilt for re-executing an e-block: its logged id, no
     /// creation event, and no turns to wait for (nothing else runs).
+    #[track_caller]
     pub(crate) fn emulated(id: ObjectId) -> ObjectMeta {
-        ObjectMeta {
-            id,
-            stamp: AtomicU64::new(0),
-            last: AtomicU64::new(0),
-            access: Mutex::new(0),
-            turn: Condvar::new(),
-        }
+        ObjectMeta::with_word(
+            id.0,
+            Creation {
+                kind: ObjectKind::Atomic,
+                init: 0,
+                name: None,
+                site: Location::caller(),
+            },
+        )
     }
 
     /// The bookkeeping of an object a process has without creating it (its parker): a fixed
     /// id derived from the process, and no creation event to log.
+    #[track_caller]
     pub(crate) fn implicit(id: ObjectId) -> ObjectMeta {
         ObjectMeta::emulated(id)
+    }
+
+    /// The object's id, registering the object if this is its first use (see the type's
+    /// docs). Pass-through objects are all `ObjectId(0)` and never registered.
+    #[inline]
+    pub(crate) fn id(&self) -> ObjectId {
+        let word = self.registered.load(Ordering::Acquire);
+        if word < REGISTERING {
+            return ObjectId(word);
+        }
+        if !runtime::active() {
+            return ObjectId(0);
+        }
+        self.register()
+    }
+
+    /// The id if the object has been used: for printing it, which must not log anything.
+    pub(crate) fn known_id(&self) -> Option<ObjectId> {
+        let word = self.registered.load(Ordering::Acquire);
+        (word < REGISTERING).then_some(ObjectId(word))
+    }
+
+    /// Registers the object now, as its first use would: a `let` in `#[ppd::main]` does, so
+    /// that the object is created where it is bound and takes the binding's name.
+    pub(crate) fn register_now(&self) {
+        if runtime::active() {
+            self.id();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn register(&self) -> ObjectId {
+        let Creation {
+            kind,
+            init,
+            name,
+            site,
+        } = self.creation;
+        match runtime::mode() {
+            Mode::PassThrough => ObjectId(0),
+            Mode::Record => {
+                if self.claim() {
+                    self.publish(runtime::create(kind, init, name, site))
+                } else {
+                    self.await_registration()
+                }
+            }
+            Mode::Replay | Mode::Emulate => match runtime::next_logged() {
+                // This process logged the creation: it registers the object, with the id the
+                // log checks (replay) or gives (emulation).
+                Some(e) if self.is_my_creation(&e) && self.claim() => {
+                    self.publish(runtime::create(kind, init, name, site))
+                }
+                // Re-executing an e-block, nothing else runs: the object is the one the next
+                // logged event acts on, created outside the instance.
+                Some(e) if runtime::mode() == Mode::Emulate => match e.object() {
+                    Some(id) if self.claim() => self.publish(id),
+                    _ => self.await_registration(),
+                },
+                // Another process registers it: wait for its `Create` to be replayed. (The
+                // next event is this object's unless it is the creation of another: then
+                // which process registers this one is not known here.)
+                Some(e) => {
+                    if let Some(id) = e.object().filter(|_| !matches!(e, Event::Create { .. })) {
+                        runtime::waiting_for(Dependency::Version {
+                            object: id,
+                            version: 0,
+                            by: id.creator(),
+                        });
+                    }
+                    self.await_registration()
+                }
+                // The end of the log (or damage): `create` reports the divergence.
+                None => {
+                    runtime::create(kind, init, name, site);
+                    self.await_registration()
+                }
+            },
+        }
+    }
+
+    /// Whether `logged` is this object's `Create`: its kind, made at its site.
+    fn is_my_creation(&self, logged: &Event) -> bool {
+        let here = self.creation.site;
+        match logged {
+            Event::Create { kind, site, .. } => {
+                *kind == self.creation.kind
+                    && site.as_ref().is_none_or(|s| {
+                        s.file == here.file() && s.line == here.line() && s.column == here.column()
+                    })
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether this process is the one to register the object.
+    fn claim(&self) -> bool {
+        self.registered
+            .compare_exchange(
+                UNREGISTERED,
+                REGISTERING,
+                Ordering::Acquire,
+                Ordering::Acquire,
+            )
+            .is_ok()
+    }
+
+    fn publish(&self, id: ObjectId) -> ObjectId {
+        self.registered.store(id.0, Ordering::Release);
+        // Under the lock the waiters check the word under: none misses the wake-up.
+        drop(self.lock());
+        self.turn.notify_all();
+        id
+    }
+
+    /// Waits until another process has registered the object.
+    fn await_registration(&self) -> ObjectId {
+        let mut state = self.lock();
+        loop {
+            if let Some(id) = self.known_id() {
+                return id;
+            }
+            state = self.turn.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, u64> {
@@ -154,7 +323,7 @@ impl ObjectMeta {
             if !asked {
                 if let Some(by) = prev {
                     runtime::waiting_for(Dependency::Version {
-                        object: self.id,
+                        object: self.id(),
                         version: version - 1,
                         by,
                     });

@@ -32,15 +32,21 @@ pub struct Semaphore {
 impl fmt::Debug for Semaphore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Semaphore")
-            .field("object", &self.meta.id)
+            .field("object", &self.meta.known_id())
             .finish_non_exhaustive()
+    }
+}
+
+impl crate::runtime::binding::LazyObject for Semaphore {
+    fn register_now(&self) {
+        self.meta.register_now();
     }
 }
 
 /// Logged as its id (it can be an e-block argument).
 impl serde::Serialize for Semaphore {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        super::handle::serialize(self.meta.id, serializer)
+        super::handle::serialize(self.meta.id(), serializer)
     }
 }
 
@@ -64,7 +70,7 @@ impl Semaphore {
     /// s.acquire();
     /// ```
     #[track_caller]
-    pub fn new(permits: u64) -> Semaphore {
+    pub const fn new(permits: u64) -> Semaphore {
         Semaphore {
             meta: ObjectMeta::new(ObjectKind::Semaphore, permits, None, Location::caller()),
             count: Mutex::new(permits),
@@ -79,7 +85,7 @@ impl Semaphore {
     /// s.acquire();
     /// ```
     #[track_caller]
-    pub fn named(name: &'static str, permits: u64) -> Semaphore {
+    pub const fn named(name: &'static str, permits: u64) -> Semaphore {
         Semaphore {
             meta: ObjectMeta::new(
                 ObjectKind::Semaphore,
@@ -108,7 +114,7 @@ impl Semaphore {
     #[track_caller]
     pub fn acquire(&self) {
         let site = Location::caller();
-        let object = self.meta.id;
+        let object = self.meta.id();
         let logged = runtime::expect(Op::on(EventKind::SemAcquire, object, Some(site)));
         let log = |version: u64, prev: Option<ProcessId>| {
             runtime::done(&Event::SemAcquire {
@@ -165,7 +171,7 @@ impl Semaphore {
     #[track_caller]
     pub fn release(&self) {
         let site = Location::caller();
-        let object = self.meta.id;
+        let object = self.meta.id();
         let logged = runtime::expect(Op::on(EventKind::SemRelease, object, Some(site)));
         let log = |version: u64, prev: Option<ProcessId>| {
             runtime::done(&Event::SemRelease {

@@ -19,7 +19,7 @@
 //! tuples of pairwise concurrent events, so a process may be halted right after a send whose
 //! receipt another process has executed.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Instant;
@@ -81,6 +81,9 @@ struct Produced {
     held: HashMap<ObjectId, u64>,
     exits: HashMap<ProcessId, Vec<Tick>>,
     spawns: HashMap<ProcessId, Vec<Tick>>,
+    /// Objects whose `Create` was replayed: access 0 of an object registered at its first use
+    /// (`ppd_recorder::sync`), which another process reaching it first waits for.
+    created: HashSet<ObjectId>,
 }
 
 impl Produced {
@@ -89,6 +92,9 @@ impl Produced {
             Need::Dep(Dependency::Message { channel, seq, .. }) => {
                 self.messages.contains_key(&(channel, seq))
             }
+            Need::Dep(Dependency::Version {
+                object, version: 0, ..
+            }) => self.created.contains(&object) || self.versions.contains_key(&object),
             Need::Dep(Dependency::Version {
                 object, version, ..
             }) => self
@@ -539,6 +545,9 @@ impl Controller {
             }
         };
         let produced = &mut st.produced;
+        if let Event::Create { object, .. } = event {
+            produced.created.insert(*object);
+        }
         let sync = event.sync();
         let version = sync.version().map_or(0, |(_, v)| v);
         match sync.rule(p, Order::Replay) {

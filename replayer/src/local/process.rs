@@ -465,6 +465,10 @@ impl ProcessBackend for ReplayProcess {
         }
     }
 
+    fn next_logged(&mut self) -> Option<Event<Owned>> {
+        self.peek()?.ok()
+    }
+
     fn done(&mut self, event: &Event<Borrowed<'_>>) {
         let logged = match self.current.take() {
             Some(e) => e,

@@ -604,7 +604,8 @@ const CAS_VS_RELAXED_STORE: Scenario = Scenario {
     },
 };
 
-/// An unnamed `AtomicBool`, the first object `main` creates: reported by its id.
+/// An unnamed `AtomicBool`, the first object `main` uses (objects are registered at their first
+/// use): reported by its id.
 const RELAXED_BOOL: Scenario = Scenario {
     name: "relaxed_bool",
     tag: "rb",
@@ -613,6 +614,7 @@ const RELAXED_BOOL: Scenario = Scenario {
     potential_deadlocks: &[],
     run: || {
         let b = Arc::new(AtomicBool::new(false));
+        assert!(!b.load(Relaxed), "main uses it first: its id is main's");
         let (b1, b2) = (b.clone(), b);
         join(vec![
             spawn("a", move || b1.store(true, Relaxed)), // @rb.a
@@ -1569,6 +1571,7 @@ const SCENARIOS: &[Scenario] = &[
     SINGLE_PROCESS_INVERSION,
     DEADLOCK_LOCKS,
     DEADLOCK_MESSAGES,
+    ONCE_LOCK_PUBLICATION,
 ];
 
 /// An expected race with its markers resolved to lines.
@@ -1691,3 +1694,31 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// A value published through a `OnceLock`: whichever process initializes it writes `data`
+/// (relaxed) inside the initializer; every process reads `data` (relaxed) after `get_or_init`
+/// returns. Only the cell orders the write before the reads of the others.
+const ONCE_LOCK_PUBLICATION: Scenario = Scenario {
+    name: "once_lock_publication",
+    tag: "",
+    races: &[],
+    hangs: false,
+    potential_deadlocks: &[],
+    run: || {
+        static CELL: ppd::sync::OnceLock<u64> = ppd::sync::OnceLock::new();
+        let data = shared("data");
+        let readers = (0..3)
+            .map(|i| {
+                let data = data.clone();
+                spawn(&format!("reader-{i}"), move || {
+                    let token = CELL.get_or_init(|| {
+                        data.store(10 + i, Relaxed);
+                        i
+                    });
+                    assert_eq!(data.load(Relaxed), 10 + token);
+                })
+            })
+            .collect();
+        join(readers);
+    },
+};
