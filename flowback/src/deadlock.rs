@@ -8,7 +8,9 @@
 //! * a message: the live processes that have sent on the channel (they hold a sender); if none
 //!   has, the channel's creator, which held the only sender at first;
 //! * a semaphore permit: the live processes holding permits (more P than V), else those that
-//!   did V operations, else the creator;
+//!   did V operations, else the creator; a process that has never done a V on it (a sender
+//!   waiting for room in a bounded channel) waits for the live ones that did V operations
+//!   first (its receivers);
 //! * the end of a process, for a `join` (its last event is `JoinBlocked`): that process.
 //!
 //! The deadlocked processes are the largest set of blocked processes none of which waits for a
@@ -260,6 +262,22 @@ pub fn deadlocks(trace: &Trace) -> Deadlocks {
                     .unwrap_or_default(),
             )),
             WaitKind::Exit => unreachable!("a join is handled above"),
+            // A process that only ever takes permits (a sender waiting for room in a bounded
+            // channel) waits for those that give them (its receivers), not for the other
+            // takers holding permits they never give back.
+            WaitKind::Permit
+                if !releasers
+                    .get(&object)
+                    .is_some_and(|givers| givers.contains(&p))
+                    && releasers
+                        .get(&object)
+                        .is_some_and(|givers| givers.iter().any(|&q| q != p && live(q))) =>
+            {
+                (
+                    others(releasers[&object].iter().copied().collect()),
+                    false,
+                )
+            }
             WaitKind::Permit => {
                 let holding: Vec<u32> = net_permits
                     .iter()

@@ -104,10 +104,11 @@ pub enum RecvOutcome {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
-    /// A `try_lock` found the lock held by another process (std's `WouldBlock`).
+    /// A `try_lock` found the lock held by another process (std's `WouldBlock`), or a
+    /// bounded channel's `try_send` found no room (`Full`; the object is the channel's room).
     WouldBlock,
-    /// A `try_lock` acquired the lock: the acquisition logged next did not wait, so it is no
-    /// step of a deadlock.
+    /// A `try_lock` acquired the lock, or a `try_send` took room in its channel: the
+    /// acquisition logged next did not wait, so it is no step of a deadlock.
     Acquired,
 }
 

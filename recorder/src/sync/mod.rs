@@ -5,6 +5,7 @@
 //! recorded order.
 
 pub mod atomic;
+mod bound;
 mod handle;
 pub mod mpsc;
 mod mutex;

@@ -23,8 +23,13 @@ use ppd_formats::{Event, EventKind, ObjectId, ProcessId};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-pub use std::sync::mpsc::{RecvError, RecvTimeoutError, SendError, TryRecvError};
+pub use std::sync::mpsc::{RecvError, RecvTimeoutError, SendError, TryRecvError, TrySendError};
 
+mod bounded;
+
+pub use bounded::{SyncSender, named_sync_channel, sync_channel};
+
+use super::bound::Bound;
 use super::values::{Carries, Opaque, Values};
 use crate::runtime::backend::{Dependency, Mode, Op};
 use crate::runtime::{self, diverged};
@@ -38,10 +43,13 @@ struct Envelope<T> {
 /// What every end of a channel shares: its id, its send counter and its codec slot (so a
 /// registration through one end serves every clone of both).
 #[derive(Debug)]
-struct ChannelMeta<T> {
+pub(crate) struct ChannelMeta<T> {
     id: ObjectId,
     next_seq: SeqCounter,
     values: Values<T>,
+    /// The capacity of a bounded channel under a backend (without one, the carrier channel
+    /// is bounded itself).
+    bound: Option<Arc<Bound>>,
 }
 
 impl<T> ChannelMeta<T> {
@@ -50,6 +58,7 @@ impl<T> ChannelMeta<T> {
             id,
             next_seq: SeqCounter(AtomicU64::new(0)),
             values: Values::new(),
+            bound: None,
         })
     }
 
@@ -79,7 +88,7 @@ struct SeqCounter(AtomicU64);
 /// ```
 #[track_caller]
 pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
-    make(None, Location::caller())
+    make(None, Location::caller(), None)
 }
 
 /// Creates a channel with a name that predicates (`recv requests`) and reports use.
@@ -91,25 +100,45 @@ pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
 /// ```
 #[track_caller]
 pub fn named_channel<T>(name: &'static str) -> (Sender<T>, Receiver<T>) {
-    make(Some(name), Location::caller())
+    make(Some(name), Location::caller(), None)
 }
 
-fn make<T>(
+/// Makes a channel with room for `capacity` messages (`None`: unbounded).
+pub(crate) fn make<T>(
     name: Option<&'static str>,
     site: &'static Location<'static>,
+    capacity: Option<usize>,
 ) -> (Sender<T>, Receiver<T>) {
+    if !runtime::active() {
+        let (tx, rx) = match capacity {
+            Some(n) => cc::bounded(n),
+            None => cc::unbounded(),
+        };
+        let meta = ChannelMeta::new(ObjectId(0));
+        return (
+            Sender {
+                inner: tx,
+                meta: Arc::clone(&meta),
+            },
+            Receiver::new(rx, meta),
+        );
+    }
+    // The channel and its hidden semaphores all carry the name of the binding it is made in.
+    let name = name.or_else(|| runtime::binding::take(site));
     let (tx, rx) = cc::unbounded();
-    let meta = ChannelMeta::new(runtime::create(ObjectKind::Channel, 0, name, site));
+    let id = runtime::create(ObjectKind::Channel, 0, name, site);
+    let meta = Arc::new(ChannelMeta {
+        id,
+        next_seq: SeqCounter(AtomicU64::new(0)),
+        values: Values::new(),
+        bound: capacity.map(|n| Arc::new(Bound::new(n, name, site))),
+    });
     (
         Sender {
             inner: tx,
             meta: Arc::clone(&meta),
         },
-        Receiver {
-            inner: rx,
-            meta,
-            stash: RefCell::new(HashMap::new()),
-        },
+        Receiver::new(rx, meta),
     )
 }
 
@@ -215,7 +244,90 @@ impl<T: Send> Sender<T> {
     }
 }
 
+impl<T: Send> Sender<T> {
+    /// A send that waits for room in a bounded channel: the room's P, then the send (a
+    /// rendezvous send then waits until its message is taken).
+    pub(crate) fn send_bounded(
+        &self,
+        value: T,
+        site: &'static Location<'static>,
+    ) -> Result<(), SendError<T>> {
+        if !runtime::active() {
+            return self.send_plain(value);
+        }
+        let Some(bound) = self.meta.bound.as_deref() else {
+            return self.send_logged(value, site);
+        };
+        bound.enter(site);
+        match self.send_logged(value, site) {
+            Ok(()) => {
+                bound.sent(site);
+                Ok(())
+            }
+            Err(e) => {
+                bound.abandoned(site);
+                Err(e)
+            }
+        }
+    }
+
+    /// A send that does not wait: `Full` when the channel has no room (a rendezvous channel:
+    /// no receive waiting), `Disconnected` when every receiver is gone.
+    pub(crate) fn try_send_bounded(
+        &self,
+        value: T,
+        site: &'static Location<'static>,
+    ) -> Result<(), TrySendError<T>> {
+        if !runtime::active() {
+            let envelope = Envelope {
+                sender: ProcessId(0),
+                seq: 0,
+                value,
+            };
+            return self.inner.try_send(envelope).map_err(|e| match e {
+                cc::TrySendError::Full(env) => TrySendError::Full(env.value),
+                cc::TrySendError::Disconnected(env) => TrySendError::Disconnected(env.value),
+            });
+        }
+        let Some(bound) = self.meta.bound.as_deref() else {
+            return self
+                .send_logged(value, site)
+                .map_err(|e| TrySendError::Disconnected(e.0));
+        };
+        if !bound.try_enter(site) {
+            return Err(TrySendError::Full(value));
+        }
+        match self.send_logged(value, site) {
+            Ok(()) => {
+                bound.sent(site);
+                Ok(())
+            }
+            Err(e) => {
+                bound.abandoned(site);
+                Err(TrySendError::Disconnected(e.0))
+            }
+        }
+    }
+
+    /// Pass-through: the carrier's own send (which waits for room in a bounded one).
+    #[inline]
+    fn send_plain(&self, value: T) -> Result<(), SendError<T>> {
+        self.inner
+            .send(Envelope {
+                sender: ProcessId(0),
+                seq: 0,
+                value,
+            })
+            .map_err(|e| SendError(e.0.value))
+    }
+}
+
 impl<T> Sender<T> {
+    /// The channel's capacity, when it is bounded under a backend.
+    pub(crate) fn bound(&self) -> Option<&Bound> {
+        self.meta.bound.as_deref()
+    }
+
     /// A sender rebuilt for re-executing an e-block: its sends are checked against the log.
     fn emulated(id: ObjectId) -> Sender<T> {
         let (inner, _) = cc::unbounded();
@@ -254,6 +366,19 @@ pub struct Receiver<T> {
     /// order too, so the message a receive wants is the oldest its sender has here: kept in
     /// queues, held-back messages cost a push and a pop, not a hash of every sequence number.
     stash: RefCell<HashMap<ProcessId, VecDeque<Envelope<T>>>>,
+    /// Declared after `inner`, so that it is dropped after the carrier's receiving end: the
+    /// senders it wakes find the channel disconnected.
+    _closer: Option<Closer>,
+}
+
+/// Tells a bounded channel's room that a receiver has gone, when dropped.
+#[derive(Debug)]
+struct Closer(Arc<Bound>);
+
+impl Drop for Closer {
+    fn drop(&mut self) {
+        self.0.receiver_dropped();
+    }
 }
 
 impl<T> fmt::Debug for Receiver<T> {
@@ -265,14 +390,20 @@ impl<T> fmt::Debug for Receiver<T> {
 }
 
 impl<T> Receiver<T> {
+    fn new(inner: cc::Receiver<Envelope<T>>, meta: Arc<ChannelMeta<T>>) -> Receiver<T> {
+        let closer = meta.bound.clone().map(Closer);
+        Receiver {
+            inner,
+            meta,
+            stash: RefCell::new(HashMap::new()),
+            _closer: closer,
+        }
+    }
+
     /// A receiver rebuilt for re-executing an e-block: it gets the logged payloads.
     fn emulated(id: ObjectId) -> Receiver<T> {
         let (_, inner) = cc::unbounded();
-        Receiver {
-            inner,
-            meta: ChannelMeta::new(id),
-            stash: RefCell::new(HashMap::new()),
-        }
+        Receiver::new(inner, ChannelMeta::new(id))
     }
 }
 
@@ -473,10 +604,12 @@ impl<T: Send> Receiver<T> {
                 Wait::Try => Err(RecvOutcome::Empty),
                 Wait::Block => {
                     self.log_blocked(site);
+                    let _waiting = self.meta.bound.as_ref().map(|b| b.receiver_waits());
                     self.inner.recv().map_err(|_| RecvOutcome::Disconnected)
                 }
                 Wait::Timeout(d) => {
                     self.log_blocked(site);
+                    let _waiting = self.meta.bound.as_ref().map(|b| b.receiver_waits());
                     self.inner.recv_timeout(d).map_err(|e| match e {
                         cc::RecvTimeoutError::Timeout => RecvOutcome::Timeout,
                         cc::RecvTimeoutError::Disconnected => RecvOutcome::Disconnected,
@@ -588,6 +721,9 @@ impl<T: Send> Receiver<T> {
             site: Some(site),
             payload: payload.as_deref(),
         });
+        if let Some(bound) = &self.meta.bound {
+            bound.taken(site);
+        }
         env.value
     }
 

@@ -9,7 +9,7 @@ use std::fmt;
 use std::panic::Location;
 use std::sync::{Condvar, Mutex, MutexGuard};
 
-use ppd_formats::event::ObjectKind;
+use ppd_formats::event::{ObjectKind, Outcome};
 use ppd_formats::{Event, EventKind, ProcessId};
 
 use super::object::ObjectMeta;
@@ -92,6 +92,20 @@ impl Semaphore {
         }
     }
 
+    /// A semaphore ppd makes for an object built on it (a bounded channel's room), created
+    /// at the object's site under the object's name.
+    pub(crate) fn hidden(
+        permits: u64,
+        name: &'static str,
+        site: &'static Location<'static>,
+    ) -> Semaphore {
+        Semaphore {
+            meta: ObjectMeta::new(ObjectKind::Semaphore, permits, Some(name), site),
+            count: Mutex::new(permits),
+            available: Condvar::new(),
+        }
+    }
+
     fn count(&self) -> MutexGuard<'_, u64> {
         self.count.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -107,7 +121,12 @@ impl Semaphore {
     /// ```
     #[track_caller]
     pub fn acquire(&self) {
-        let site = Location::caller();
+        self.acquire_at(Location::caller());
+    }
+
+    /// P on behalf of an operation at `site` (a bounded channel's send waiting for room): the
+    /// `Blocked` marker and the acquisition name the caller's place, not this module.
+    pub(crate) fn acquire_at(&self, site: &'static Location<'static>) {
         let object = self.meta.id;
         let logged = runtime::expect(Op::on(EventKind::SemAcquire, object, Some(site)));
         let log = |version: u64, prev: Option<ProcessId>| {
@@ -164,7 +183,11 @@ impl Semaphore {
     /// ```
     #[track_caller]
     pub fn release(&self) {
-        let site = Location::caller();
+        self.release_at(Location::caller());
+    }
+
+    /// V on behalf of an operation at `site`.
+    pub(crate) fn release_at(&self, site: &'static Location<'static>) {
         let object = self.meta.id;
         let logged = runtime::expect(Op::on(EventKind::SemRelease, object, Some(site)));
         let log = |version: u64, prev: Option<ProcessId>| {
@@ -192,5 +215,58 @@ impl Semaphore {
             }
         }
         self.available.notify_one();
+    }
+
+    /// P without waiting, on behalf of an operation at `site` (a bounded channel's
+    /// `try_send`): takes a permit if one is there and `also` holds. The answer is logged as an
+    /// `Outcome` (`WouldBlock`, or `Acquired` followed by the `SemAcquire`), as a `try_lock`'s
+    /// is, and replay gives it back.
+    pub(crate) fn try_acquire_at(
+        &self,
+        site: &'static Location<'static>,
+        also: impl FnOnce() -> bool,
+    ) -> bool {
+        let object = self.meta.id;
+        let answer = |outcome: Outcome| {
+            runtime::done(&Event::Outcome {
+                object,
+                outcome,
+                site: Some(site),
+            });
+        };
+        let logged = runtime::expect(Op::on(EventKind::Outcome, object, Some(site)));
+        match logged {
+            Some(Event::Outcome {
+                outcome: Outcome::WouldBlock,
+                ..
+            }) => {
+                answer(Outcome::WouldBlock);
+                false
+            }
+            // Replay: it took a permit; the `SemAcquire` logged next says in which turn.
+            Some(_) => {
+                answer(Outcome::Acquired);
+                self.acquire_at(site);
+                true
+            }
+            None => {
+                let mut count = self.count();
+                if *count == 0 || !also() {
+                    answer(Outcome::WouldBlock);
+                    return false;
+                }
+                answer(Outcome::Acquired);
+                *count -= 1;
+                let (version, prev) = self.meta.record_serialized();
+                runtime::done(&Event::SemAcquire {
+                    object,
+                    version,
+                    prev,
+                    site: Some(site),
+                });
+                drop(count);
+                true
+            }
+        }
     }
 }
