@@ -180,6 +180,8 @@ pub enum Question {
     IsFinished,
     /// `thread::available_parallelism`: the count, 0 for an error.
     AvailableParallelism,
+    /// A channel's `len` (and `is_empty`, `is_full`): how many messages it held.
+    ChannelLen,
 }
 
 impl Question {
@@ -192,6 +194,7 @@ impl Question {
                 "available_parallelism: unknown (error)".to_owned()
             }
             Question::AvailableParallelism => format!("available_parallelism: {value}"),
+            Question::ChannelLen => format!("channel len: {value}"),
         }
     }
 }

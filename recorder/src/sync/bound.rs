@@ -18,13 +18,14 @@
 
 use std::panic::Location;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use super::semaphore::Semaphore;
 
 /// The room (and for capacity 0 the handoff) of one bounded channel.
 #[derive(Debug)]
 pub(crate) struct Bound {
-    capacity: usize,
+
     room: Semaphore,
     handoff: Option<Semaphore>,
     /// Receives blocked on the channel now: a rendezvous `try_send` succeeds only when one is
@@ -48,7 +49,6 @@ impl Bound {
     ) -> Bound {
         let slots = capacity.max(1) as u64;
         Bound {
-            capacity,
             room: Semaphore::hidden(slots, name.unwrap_or("room of a bounded channel"), site),
             handoff: (capacity == 0).then(|| {
                 Semaphore::hidden(0, name.unwrap_or("handoff of a rendezvous channel"), site)
@@ -59,11 +59,6 @@ impl Bound {
         }
     }
 
-    /// The channel's capacity.
-    pub(crate) fn capacity(&self) -> usize {
-        self.capacity
-    }
-
     /// Before a send: waits for a free slot.
     pub(crate) fn enter(&self, site: &'static Location<'static>) {
         self.room.acquire_at(site);
@@ -72,9 +67,19 @@ impl Bound {
     /// Before a `try_send`: takes a free slot if there is one (for a rendezvous channel, only
     /// while a receive waits for the message); the answer is logged.
     pub(crate) fn try_enter(&self, site: &'static Location<'static>) -> bool {
-        self.room.try_acquire_at(site, || {
+        self.room.try_acquire_at(site, None, || {
             self.handoff.is_none() || self.waiting_receivers.load(Ordering::Acquire) > 0
         })
+    }
+
+    /// Before a `send_timeout`: waits at most `patience` for a free slot; the answer is
+    /// logged.
+    pub(crate) fn enter_within(
+        &self,
+        site: &'static Location<'static>,
+        patience: Duration,
+    ) -> bool {
+        self.room.try_acquire_at(site, Some(patience), || true)
     }
 
     /// After a send delivered its message: a rendezvous send waits until it is taken.
@@ -114,13 +119,14 @@ impl Bound {
     /// A receiver went away, after its end of the carrier channel: when it was the last, a
     /// sender waiting for room or for its message to be taken wakes, finds the channel
     /// disconnected and passes the wake-up on.
+    ///
+    /// Which receiver is the last is a race between the receivers' processes; the wake-up's V
+    /// in the log is its answer, and replay gives it to the same receiver.
     pub(crate) fn receiver_dropped(&self) {
-        if self.receivers.fetch_sub(1, Ordering::AcqRel) != 1 {
-            return;
-        }
-        self.room.release_at(self.site);
+        let last = self.receivers.fetch_sub(1, Ordering::AcqRel) == 1;
+        self.room.release_if(self.site, last);
         if let Some(handoff) = &self.handoff {
-            handoff.release_at(self.site);
+            handoff.release_if(self.site, last);
         }
     }
 }

@@ -6,7 +6,7 @@
 
 pub mod atomic;
 mod bound;
-mod handle;
+pub(crate) mod handle;
 pub mod mpsc;
 mod mutex;
 mod object;

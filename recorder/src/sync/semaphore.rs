@@ -8,13 +8,14 @@
 use std::fmt;
 use std::panic::Location;
 use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::Duration;
 
 use ppd_formats::event::{ObjectKind, Outcome};
 use ppd_formats::{Event, EventKind, ProcessId};
 
 use super::object::ObjectMeta;
 use crate::runtime;
-use crate::runtime::backend::{Op, expected};
+use crate::runtime::backend::{Mode, Op, expected};
 
 /// A counting semaphore.
 ///
@@ -217,13 +218,33 @@ impl Semaphore {
         self.available.notify_one();
     }
 
-    /// P without waiting, on behalf of an operation at `site` (a bounded channel's
-    /// `try_send`): takes a permit if one is there and `also` holds. The answer is logged as an
-    /// `Outcome` (`WouldBlock`, or `Acquired` followed by the `SemAcquire`), as a `try_lock`'s
-    /// is, and replay gives it back.
+    /// V, on behalf of an operation at `site`, when the run decides it (`live`, recording) or
+    /// the log says it happened next (replay): for a V whose happening is a race of the run,
+    /// as whether a channel's receiver was its last.
+    pub(crate) fn release_if(&self, site: &'static Location<'static>, live: bool) {
+        let happened = match runtime::mode() {
+            Mode::Replay | Mode::Emulate => runtime::expect_if(Op::on(
+                EventKind::SemRelease,
+                self.meta.id,
+                Some(site),
+            ))
+            .is_some(),
+            Mode::PassThrough | Mode::Record => live,
+        };
+        if happened {
+            self.release_at(site);
+        }
+    }
+
+    /// P that waits at most `patience` (none: not at all), on behalf of an operation at `site`
+    /// (a bounded channel's `try_send`, `send_timeout`): takes a permit if one is there (or
+    /// comes in time) and `also` holds. The answer is logged as an `Outcome` (`WouldBlock`, or
+    /// `Acquired` followed by the `SemAcquire`), as a `try_lock`'s is, and replay gives it
+    /// back.
     pub(crate) fn try_acquire_at(
         &self,
         site: &'static Location<'static>,
+        patience: Option<Duration>,
         also: impl FnOnce() -> bool,
     ) -> bool {
         let object = self.meta.id;
@@ -251,6 +272,17 @@ impl Semaphore {
             }
             None => {
                 let mut count = self.count();
+                if let Some(patience) = patience.filter(|_| *count == 0) {
+                    runtime::done(&Event::Blocked {
+                        object,
+                        site: Some(site),
+                    });
+                    count = self
+                        .available
+                        .wait_timeout_while(count, patience, |count| *count == 0)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0;
+                }
                 if *count == 0 || !also() {
                     answer(Outcome::WouldBlock);
                     return false;

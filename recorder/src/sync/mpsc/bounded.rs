@@ -103,7 +103,7 @@ impl<T: Send> SyncSender<T> {
     #[inline]
     #[track_caller]
     pub fn try_send(&self, value: T) -> Result<(), TrySendError<T>> {
-        self.inner.try_send_bounded(value, Location::caller())
+        self.inner.try_send_bounded(value, Location::caller(), None)
     }
 }
 
