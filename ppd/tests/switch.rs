@@ -84,6 +84,8 @@ fn without_record_a_ppd_program_runs_on_std() {
         "mutex type std::sync::",
         "thread type std::thread::",
         "map type std::collections::",
+        "sync channel full true selected 2",
+        "channel type crossbeam_channel::",
     ] {
         assert!(printed.contains(line), "{line:?} not in:\n{printed}");
     }
