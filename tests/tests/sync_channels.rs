@@ -191,3 +191,23 @@ fn a_sender_blocked_on_a_full_channel_forever_is_reported_blocked_at_its_send() 
         + 1;
     assert_eq!(blocked[0]["line"], send_line as u64, "{report:#}");
 }
+
+#[test]
+fn tick_and_after_in_a_select_loop_replay_from_the_log_and_leave_no_false_hang() {
+    let work = tempfile::tempdir().unwrap();
+    let (dir, printed) = record_case(work.path(), "timers");
+    assert_eq!(printed, "received 15, ticked true\n");
+    for _ in 0..2 {
+        assert_replays(work.path(), &dir, &printed);
+    }
+    // Two timers were never received from (one waited on in the select, one by nobody): no
+    // process is reported blocked, and every process ended.
+    assert_no_races(work.path(), &dir);
+    let info = info_json(work.path(), &dir);
+    for (name, process) in processes(&info) {
+        assert_ne!(process["ending"]["how"], "blocked", "{name}: {info:#}");
+    }
+    // The timers are read through the logged clock: replay needs no timing of its own.
+    let main = events(&dir, "main");
+    assert!(count(&main, |e| matches!(e, Event::Clock { .. })) > 3);
+}

@@ -8,12 +8,15 @@
 //! the same hidden semaphore as `sync_channel`'s. What crossbeam answers from the channel's
 //! state (`len`, `is_empty`, `is_full`) is logged as an `Answer` and given back in replay.
 //! [`Select`] and [`select!`](crate::select) choose among receives as the mpsc `Select` does,
-//! logging the choice.
+//! logging the choice. [`after`], [`tick`] and [`never`] are timers read through the logged
+//! clock (`timer`).
 
 mod select;
+mod timer;
 
 use std::fmt;
 use std::panic::Location;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ppd_formats::event::{Question, RecvOutcome};
@@ -25,6 +28,8 @@ pub use crossbeam_channel::{
     SendTimeoutError, TryReadyError, TryRecvError, TrySelectError, TrySendError,
 };
 pub use select::{Select, SelectedOperation};
+
+use timer::Timer;
 
 /// `select!` under the channel module too, where crossbeam-channel has it.
 pub use crate::select;
@@ -84,8 +89,84 @@ fn make<T>(
         Receiver {
             core: rx.into_core(),
             cap,
+            timer: None,
         },
     )
+}
+
+/// A receiver that delivers the time once, `duration` from now, like
+/// `crossbeam_channel::after`; in replay, the logged time.
+///
+/// ```
+/// use std::time::Duration;
+/// let timeout = ppd::channel::after(Duration::from_millis(1));
+/// let fired: ppd::time::Instant = timeout.recv().unwrap();
+/// assert!(timeout.try_recv().is_err(), "once");
+/// # let _ = fired;
+/// ```
+#[track_caller]
+pub fn after(duration: Duration) -> Receiver<crate::time::Instant> {
+    timer(Timer::after(duration), Some(1))
+}
+
+/// A receiver that delivers the time every `duration`, like `crossbeam_channel::tick`.
+///
+/// ```
+/// use std::time::Duration;
+/// let ticks = ppd::channel::tick(Duration::from_millis(1));
+/// let first = ticks.recv().unwrap();
+/// assert!(ticks.recv().unwrap() >= first);
+/// ```
+#[track_caller]
+pub fn tick(duration: Duration) -> Receiver<crate::time::Instant> {
+    timer(Timer::tick(duration), Some(1))
+}
+
+/// A receiver that never delivers, like `crossbeam_channel::never`: in a [`select!`]
+/// arm, an operation that is never chosen.
+///
+/// ```
+/// use std::time::Duration;
+/// let nothing = ppd::channel::never::<u8>();
+/// assert!(nothing.recv_timeout(Duration::from_millis(1)).is_err());
+/// ```
+pub fn never<T>() -> Receiver<T> {
+    Receiver {
+        core: ReceiverCore::unconnected(),
+        cap: Some(0),
+        timer: Some(TimerEnd {
+            timer: Arc::new(Timer::never()),
+            // Never called: a never timer delivers nothing.
+            deliver: |_| unreachable!("a never timer delivered"),
+        }),
+    }
+}
+
+fn timer(timer: Timer, cap: Option<usize>) -> Receiver<crate::time::Instant> {
+    Receiver {
+        core: ReceiverCore::unconnected(),
+        cap,
+        timer: Some(TimerEnd {
+            timer: Arc::new(timer),
+            deliver: |at| at,
+        }),
+    }
+}
+
+/// The time end of a timer's receiver: the timer, and how its instant is the receiver's
+/// message type (the identity, for the `Receiver<Instant>` a timer is).
+struct TimerEnd<T> {
+    timer: Arc<Timer>,
+    deliver: fn(crate::time::Instant) -> T,
+}
+
+impl<T> Clone for TimerEnd<T> {
+    fn clone(&self) -> Self {
+        TimerEnd {
+            timer: Arc::clone(&self.timer),
+            deliver: self.deliver,
+        }
+    }
 }
 
 /// The sending side of a channel, like `crossbeam_channel::Sender`. Clone it for more
@@ -282,6 +363,8 @@ impl<T: Serialize + DeserializeOwned> Carries for Sender<T> {
 pub struct Receiver<T> {
     core: ReceiverCore<T>,
     cap: Option<usize>,
+    /// For [`after`], [`tick`] and [`never`]: the timer it receives from instead of `core`.
+    timer: Option<TimerEnd<T>>,
 }
 
 impl<T> Clone for Receiver<T> {
@@ -289,6 +372,7 @@ impl<T> Clone for Receiver<T> {
         Receiver {
             core: self.core.clone(),
             cap: self.cap,
+            timer: self.timer.clone(),
         }
     }
 }
@@ -314,6 +398,9 @@ impl<T: Send> Receiver<T> {
     #[inline]
     #[track_caller]
     pub fn recv(&self) -> Result<T, RecvError> {
+        if let Some(end) = &self.timer {
+            return end.timer.receive(None).map(end.deliver).ok_or(RecvError);
+        }
         self.core
             .receive(Wait::Block, Location::caller())
             .map_err(|_| RecvError)
@@ -331,6 +418,13 @@ impl<T: Send> Receiver<T> {
     #[inline]
     #[track_caller]
     pub fn try_recv(&self) -> Result<T, TryRecvError> {
+        if let Some(end) = &self.timer {
+            return end
+                .timer
+                .receive(Some(Duration::ZERO))
+                .map(end.deliver)
+                .ok_or(TryRecvError::Empty);
+        }
         self.core
             .receive(Wait::Try, Location::caller())
             .map_err(|outcome| match outcome {
@@ -350,6 +444,13 @@ impl<T: Send> Receiver<T> {
     #[inline]
     #[track_caller]
     pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
+        if let Some(end) = &self.timer {
+            return end
+                .timer
+                .receive(Some(timeout))
+                .map(end.deliver)
+                .ok_or(RecvTimeoutError::Timeout);
+        }
         self.core
             .receive(Wait::Timeout(timeout), Location::caller())
             .map_err(|outcome| match outcome {
@@ -368,13 +469,7 @@ impl<T: Send> Receiver<T> {
     /// ```
     #[track_caller]
     pub fn recv_deadline(&self, deadline: Instant) -> Result<T, RecvTimeoutError> {
-        let left = deadline.saturating_duration_since(Instant::now());
-        self.core
-            .receive(Wait::Timeout(left), Location::caller())
-            .map_err(|outcome| match outcome {
-                RecvOutcome::Disconnected => RecvTimeoutError::Disconnected,
-                RecvOutcome::Empty | RecvOutcome::Timeout => RecvTimeoutError::Timeout,
-            })
+        self.recv_timeout(deadline.saturating_duration_since(Instant::now()))
     }
 
     /// Iterates over messages until every sender is gone.
@@ -409,7 +504,7 @@ impl<T: Send> Receiver<T> {
     /// ```
     #[track_caller]
     pub fn len(&self) -> usize {
-        logged_len(Location::caller(), || self.core.carrier_len())
+        self.held(Location::caller())
     }
 
     /// Whether the channel holds no message (logged, as `len`).
@@ -420,7 +515,20 @@ impl<T: Send> Receiver<T> {
     /// ```
     #[track_caller]
     pub fn is_empty(&self) -> bool {
-        logged_len(Location::caller(), || self.core.carrier_len()) == 0
+        self.held(Location::caller()) == 0
+    }
+
+    /// How many messages the channel holds (a timer: one when it is due, by the logged
+    /// clock).
+    fn held(&self, site: &'static Location<'static>) -> usize {
+        match &self.timer {
+            Some(end) => end
+                .timer
+                .due()
+                .is_some_and(|due| due <= crate::time::Instant::now())
+                .into(),
+            None => logged_len(site, || self.core.carrier_len()),
+        }
     }
 
     /// Whether a bounded channel has no room (logged, as `len`).
@@ -432,9 +540,8 @@ impl<T: Send> Receiver<T> {
     /// ```
     #[track_caller]
     pub fn is_full(&self) -> bool {
-        full(self.cap, || {
-            logged_len(Location::caller(), || self.core.carrier_len())
-        })
+        let site = Location::caller();
+        full(self.cap, || self.held(site))
     }
 
     /// The channel's capacity: `None` for an unbounded one.
@@ -460,6 +567,7 @@ impl<'de, T> serde::Deserialize<'de> for Receiver<T> {
         Ok(Receiver {
             core: ReceiverCore::emulated(id),
             cap: None,
+            timer: None,
         })
     }
 }

@@ -5,12 +5,14 @@
 
 use std::fmt;
 use std::panic::Location;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::{
     ReadyTimeoutError, Receiver, RecvError, SelectTimeoutError, TryReadyError, TrySelectError,
 };
+use super::timer::Timer;
 use crate::sync::mpsc::{self, Wait};
+use crate::time::Instant;
 
 /// Waits on several receive operations and chooses one that can proceed, like
 /// `crossbeam_channel::Select`.
@@ -29,6 +31,25 @@ use crate::sync::mpsc::{self, Wait};
 #[derive(Default)]
 pub struct Select<'a> {
     inner: mpsc::Select<'a>,
+    /// Each operation, in the order added.
+    ops: Vec<Slot<'a>>,
+}
+
+/// An operation of a [`Select`].
+enum Slot<'a> {
+    /// A receive from a channel: its index in the mpsc selection.
+    Channel(usize),
+    /// A receive from a timer, which the selection reads through the logged clock.
+    Timer(&'a Timer),
+}
+
+/// What a choice among the operations asks of a timer that is due.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Due {
+    /// Take its delivery (`select`).
+    Take,
+    /// Only say it is due; the receive that follows takes it (`ready`).
+    Peek,
 }
 
 impl fmt::Debug for Select<'_> {
@@ -46,6 +67,7 @@ impl<'a> Select<'a> {
     pub fn new() -> Select<'a> {
         Select {
             inner: mpsc::Select::new(),
+            ops: Vec::new(),
         }
     }
 
@@ -57,7 +79,113 @@ impl<'a> Select<'a> {
     /// assert_eq!(sel.recv(&r), 0);
     /// ```
     pub fn recv<T>(&mut self, r: &'a Receiver<T>) -> usize {
-        self.inner.recv_core(&r.core)
+        let slot = match &r.timer {
+            Some(end) => Slot::Timer(&end.timer),
+            None => Slot::Channel(self.inner.recv_core(&r.core)),
+        };
+        self.ops.push(slot);
+        self.ops.len() - 1
+    }
+
+    /// The index of the operation that is the mpsc selection's `inner`-th.
+    fn outer(&self, inner: usize) -> usize {
+        self.ops
+            .iter()
+            .position(|slot| matches!(slot, Slot::Channel(i) if *i == inner))
+            .unwrap_or(inner)
+    }
+
+    /// A timer due at `now`: its index, and the instant it delivers (`Due::Take`: taken).
+    fn due_timer(&self, now: Instant, due: Due) -> Option<(usize, Instant)> {
+        self.ops.iter().enumerate().find_map(|(index, slot)| match slot {
+            Slot::Timer(timer) if due == Due::Take => {
+                timer.take_if_due(now).map(|at| (index, at))
+            }
+            Slot::Timer(timer) => timer
+                .due()
+                .filter(|&at| at <= now)
+                .map(|_| (index, now)),
+            Slot::Channel(_) => None,
+        })
+    }
+
+    /// The choice among channels and timers, waiting as `wait` says: `attempt` chooses among
+    /// the channels (logged by the mpsc selection), the timers are read through the logged
+    /// clock, and the earliest timer bounds how long `attempt` may wait. Every step is
+    /// logged, so replay comes to the same choice.
+    fn decide<R>(
+        &mut self,
+        mut wait: Wait,
+        due: Due,
+        mut attempt: impl FnMut(&mut mpsc::Select<'a>, Wait) -> Result<R, SelectTimeoutError>,
+        channel: impl Fn(&Self, R) -> (usize, Chosen<'a>),
+    ) -> Result<(usize, Chosen<'a>), SelectTimeoutError> {
+        if !self.ops.iter().any(|slot| matches!(slot, Slot::Timer(_))) {
+            return attempt(&mut self.inner, wait).map(|r| channel(self, r));
+        }
+        loop {
+            let now = Instant::now();
+            if let Some((index, at)) = self.due_timer(now, due) {
+                return Ok((index, Chosen::Timer(at)));
+            }
+            let until_timer = self
+                .ops
+                .iter()
+                .filter_map(|slot| match slot {
+                    Slot::Timer(timer) => timer.due(),
+                    Slot::Channel(_) => None,
+                })
+                .min()
+                .map(|at| at.saturating_duration_since(now));
+            let bounded = match (wait, until_timer) {
+                (Wait::Try, _) => Wait::Try,
+                (Wait::Block, None) => Wait::Block,
+                (Wait::Block, Some(left)) => Wait::Timeout(left),
+                (Wait::Timeout(t), Some(left)) => Wait::Timeout(t.min(left)),
+                (Wait::Timeout(t), None) => Wait::Timeout(t),
+            };
+            match attempt(&mut self.inner, bounded) {
+                Ok(r) => return Ok(channel(self, r)),
+                Err(e) => match (wait, until_timer) {
+                    (Wait::Timeout(t), Some(left)) if t > left => wait = Wait::Timeout(t - left),
+                    (Wait::Try | Wait::Timeout(_), _) => {
+                        let now = Instant::now();
+                        return match self.due_timer(now, due) {
+                            Some((index, at)) => Ok((index, Chosen::Timer(at))),
+                            None => Err(e),
+                        };
+                    }
+                    // A timer bounded the wait: it is due now, and the next round takes it.
+                    (Wait::Block, _) => {}
+                },
+            }
+        }
+    }
+
+    /// `decide` for the operations that perform the receive.
+    #[track_caller]
+    fn choose(&mut self, wait: Wait) -> Result<SelectedOperation<'a>, SelectTimeoutError> {
+        let site = Location::caller();
+        self.decide(
+            wait,
+            Due::Take,
+            |inner, wait| inner.choose(wait, site).map_err(|_| SelectTimeoutError),
+            |sel, op| (sel.outer(op.index()), Chosen::Channel(op)),
+        )
+        .map(|(index, chosen)| SelectedOperation { index, chosen })
+    }
+
+    /// `decide` for the operations that only say which is ready.
+    #[track_caller]
+    fn ready_index(&mut self, wait: Wait) -> Result<usize, SelectTimeoutError> {
+        let site = Location::caller();
+        self.decide(
+            wait,
+            Due::Peek,
+            |inner, wait| inner.ready_in(wait, site).map_err(|_| SelectTimeoutError),
+            |sel, index| (sel.outer(index), Chosen::Ready),
+        )
+        .map(|(index, _)| index)
     }
 
     /// Waits until one of the operations can proceed and chooses it.
@@ -72,8 +200,8 @@ impl<'a> Select<'a> {
     #[track_caller]
     pub fn select(&mut self) -> SelectedOperation<'a> {
         loop {
-            if let Ok(op) = self.inner.choose(Wait::Block, Location::caller()) {
-                return SelectedOperation { inner: op };
+            if let Ok(op) = self.choose(Wait::Block) {
+                return op;
             }
         }
     }
@@ -88,10 +216,7 @@ impl<'a> Select<'a> {
     /// ```
     #[track_caller]
     pub fn try_select(&mut self) -> Result<SelectedOperation<'a>, TrySelectError> {
-        self.inner
-            .choose(Wait::Try, Location::caller())
-            .map(|inner| SelectedOperation { inner })
-            .map_err(|_| TrySelectError)
+        self.choose(Wait::Try).map_err(|_| TrySelectError)
     }
 
     /// Like [`select`](Select::select), giving up after `timeout`.
@@ -108,10 +233,7 @@ impl<'a> Select<'a> {
         &mut self,
         timeout: Duration,
     ) -> Result<SelectedOperation<'a>, SelectTimeoutError> {
-        self.inner
-            .choose(Wait::Timeout(timeout), Location::caller())
-            .map(|inner| SelectedOperation { inner })
-            .map_err(|_| SelectTimeoutError)
+        self.choose(Wait::Timeout(timeout))
     }
 
     /// Like [`select`](Select::select), giving up at `deadline`.
@@ -126,13 +248,11 @@ impl<'a> Select<'a> {
     #[track_caller]
     pub fn select_deadline(
         &mut self,
-        deadline: Instant,
+        deadline: std::time::Instant,
     ) -> Result<SelectedOperation<'a>, SelectTimeoutError> {
-        let left = deadline.saturating_duration_since(Instant::now());
-        self.inner
-            .choose(Wait::Timeout(left), Location::caller())
-            .map(|inner| SelectedOperation { inner })
-            .map_err(|_| SelectTimeoutError)
+        self.choose(Wait::Timeout(
+            deadline.saturating_duration_since(std::time::Instant::now()),
+        ))
     }
 
     /// Waits until one of the operations can proceed and returns its index without performing
@@ -149,7 +269,7 @@ impl<'a> Select<'a> {
     #[track_caller]
     pub fn ready(&mut self) -> usize {
         loop {
-            if let Ok(index) = self.inner.ready_in(Wait::Block, Location::caller()) {
+            if let Ok(index) = self.ready_index(Wait::Block) {
                 return index;
             }
         }
@@ -165,9 +285,7 @@ impl<'a> Select<'a> {
     /// ```
     #[track_caller]
     pub fn try_ready(&mut self) -> Result<usize, TryReadyError> {
-        self.inner
-            .ready_in(Wait::Try, Location::caller())
-            .map_err(|_| TryReadyError)
+        self.ready_index(Wait::Try).map_err(|_| TryReadyError)
     }
 
     /// Like [`ready`](Select::ready), giving up after `timeout`.
@@ -181,8 +299,7 @@ impl<'a> Select<'a> {
     /// ```
     #[track_caller]
     pub fn ready_timeout(&mut self, timeout: Duration) -> Result<usize, ReadyTimeoutError> {
-        self.inner
-            .ready_in(Wait::Timeout(timeout), Location::caller())
+        self.ready_index(Wait::Timeout(timeout))
             .map_err(|_| ReadyTimeoutError)
     }
 }
@@ -200,7 +317,19 @@ impl<'a> Select<'a> {
 /// ```
 #[derive(Debug)]
 pub struct SelectedOperation<'a> {
-    inner: mpsc::SelectedOperation<'a>,
+    index: usize,
+    chosen: Chosen<'a>,
+}
+
+/// What a [`Select`] chose.
+#[derive(Debug)]
+enum Chosen<'a> {
+    /// A channel's receive, to complete.
+    Channel(mpsc::SelectedOperation<'a>),
+    /// A timer, and the instant it delivered.
+    Timer(Instant),
+    /// Only which operation is ready (`ready`).
+    Ready,
 }
 
 impl SelectedOperation<'_> {
@@ -216,7 +345,7 @@ impl SelectedOperation<'_> {
     /// op.recv(&r).unwrap();
     /// ```
     pub fn index(&self) -> usize {
-        self.inner.index()
+        self.index
     }
 
     /// Completes the chosen receive; `r` must be the receiver added at this index.
@@ -228,8 +357,16 @@ impl SelectedOperation<'_> {
     /// sel.recv(&r);
     /// assert_eq!(sel.select().recv(&r), Ok(4));
     /// ```
+    ///
+    /// # Panics
+    ///
+    /// When `r` is not the receiver chosen, as crossbeam's does.
     pub fn recv<T: Send>(self, r: &Receiver<T>) -> Result<T, RecvError> {
-        self.inner.recv_core(&r.core).map_err(|_| RecvError)
+        match (self.chosen, &r.timer) {
+            (Chosen::Channel(op), None) => op.recv_core(&r.core).map_err(|_| RecvError),
+            (Chosen::Timer(at), Some(end)) => Ok((end.deliver)(at)),
+            _ => panic!("passed a receiver that wasn't selected"),
+        }
     }
 }
 

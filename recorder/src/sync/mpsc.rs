@@ -494,6 +494,12 @@ impl<T> ReceiverCore<T> {
         ReceiverCore::new(inner, ChannelMeta::new(id))
     }
 
+    /// A receiving end of no channel, which never receives (what a timer's receiver holds
+    /// in place of one); it logs nothing.
+    pub(crate) fn unconnected() -> ReceiverCore<T> {
+        ReceiverCore::emulated(ObjectId(0))
+    }
+
     /// The channel's id.
     pub(crate) fn id(&self) -> ObjectId {
         self.meta.id

@@ -10,7 +10,9 @@
 //!   one receiver), `main` fills it (`try_send` answers `Full`, `len` 4) and collects each
 //!   worker's results;
 //! * `select`: `select!` over two producers' channels with a `default(timeout)` arm, until
-//!   both are disconnected.
+//!   both are disconnected;
+//! * `timers`: `select!` in a loop over a worker's messages, a `tick` and an `after` that
+//!   never fires in time, with another `after` nobody waits on.
 //!
 //! Each prints results that do not depend on the interleaving.
 
@@ -161,6 +163,42 @@ fn select() {
     println!("evens {even_sum}, odds {odd_sum}");
 }
 
+fn timers() {
+    let ticks = ppd::channel::tick(Duration::from_millis(1));
+    let deadline = ppd::channel::after(Duration::from_secs(600));
+    let _nobody_waits = ppd::channel::after(Duration::from_secs(3600));
+    let (tx, rx) = ppd::channel::unbounded::<u64>();
+    let worker = spawn("worker", move || {
+        for i in 1..=5 {
+            ppd::thread::sleep(Duration::from_millis(2));
+            tx.send(i).expect("main receives");
+        }
+    });
+    let (mut received, mut ticked) = (0, 0);
+    let mut last_tick = None;
+    loop {
+        ppd::select! {
+            recv(rx) -> msg => match msg {
+                Ok(n) => received += n,
+                Err(_) => break,
+            },
+            recv(ticks) -> at => {
+                let at = at.expect("ticks never end");
+                assert!(last_tick.is_none_or(|last| at >= last), "ticks go forward");
+                last_tick = Some(at);
+                ticked += 1;
+            }
+            recv(deadline) -> _ => {
+                println!("deadline passed");
+                break;
+            }
+        }
+    }
+    worker.join().expect("worker");
+    // The first tick is due before the first message can come: at least one, every run.
+    println!("received {received}, ticked {}", ticked > 0);
+}
+
 #[ppd::main]
 fn main() {
     match std::env::args().nth(1).as_deref() {
@@ -169,6 +207,7 @@ fn main() {
         Some("hang") => hang(),
         Some("work-queue") => work_queue(),
         Some("select") => select(),
+        Some("timers") => timers(),
         other => {
             eprintln!("unknown case {other:?}");
             std::process::exit(2);
