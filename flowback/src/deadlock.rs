@@ -273,10 +273,7 @@ pub fn deadlocks(trace: &Trace) -> Deadlocks {
                         .get(&object)
                         .is_some_and(|givers| givers.iter().any(|&q| q != p && live(q))) =>
             {
-                (
-                    others(releasers[&object].iter().copied().collect()),
-                    false,
-                )
+                (others(releasers[&object].iter().copied().collect()), false)
             }
             WaitKind::Permit => {
                 let holding: Vec<u32> = net_permits

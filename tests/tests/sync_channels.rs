@@ -34,7 +34,9 @@ fn events(dir: &Path, name: &str) -> Vec<Event> {
         .unwrap_or_else(|| panic!("no process {name}"))
         .clone();
     let log = recording.open_log(&entry).unwrap();
-    (0..log.event_count()).map(|k| log.get(k).unwrap()).collect()
+    (0..log.event_count())
+        .map(|k| log.get(k).unwrap())
+        .collect()
 }
 
 /// The objects of kind `kind` that process `name` created, by name.
@@ -77,9 +79,7 @@ fn a_bounded_pipeline_that_fills_up_replays_its_full_answer_and_every_permit() {
     let gives = |e: &Event| matches!(e, Event::SemRelease { object, .. } if *object == room);
     assert_eq!(count(&producer, takes), 40);
     assert_eq!(count(&main, gives), 41);
-    let full = |e: &Event| {
-        matches!(e, Event::Outcome { object, outcome: Outcome::WouldBlock, .. } if *object == room)
-    };
+    let full = |e: &Event| matches!(e, Event::Outcome { object, outcome: Outcome::WouldBlock, .. } if *object == room);
     assert_eq!(count(&producer, full), 1);
 }
 
@@ -115,9 +115,10 @@ fn a_crossbeam_work_queue_gives_each_job_to_one_worker_and_replays_who_took_whic
     let queue = created(&dir, "main", ObjectKind::Channel)[0].0;
     let taken: usize = (0..3)
         .map(|w| {
-            count(&events(&dir, &format!("worker{w}")), |e| {
-                matches!(e, Event::Recv { channel, .. } if *channel == queue)
-            })
+            count(
+                &events(&dir, &format!("worker{w}")),
+                |e| matches!(e, Event::Recv { channel, .. } if *channel == queue),
+            )
         })
         .sum();
     assert_eq!(taken, 30, "every job is received exactly once");
@@ -146,15 +147,13 @@ fn a_sender_blocked_on_a_full_channel_forever_is_reported_blocked_at_its_send() 
     let mut child = start_recording(work.path(), &dir, program().to_str().unwrap(), &["hang"]);
     let mut polls = 0;
     loop {
-        let last = Recording::open(&dir)
-            .ok()
-            .and_then(|r| {
-                let entry = r.find_process("main")?.clone();
-                let log = r.open_log(&entry).ok()?;
-                log.event_count()
-                    .checked_sub(1)
-                    .and_then(|k| log.get(k).ok())
-            });
+        let last = Recording::open(&dir).ok().and_then(|r| {
+            let entry = r.find_process("main")?.clone();
+            let log = r.open_log(&entry).ok()?;
+            log.event_count()
+                .checked_sub(1)
+                .and_then(|k| log.get(k).ok())
+        });
         if matches!(last, Some(Event::Blocked { .. })) {
             break;
         }

@@ -8,7 +8,7 @@
 //! the same hidden semaphore as `sync_channel`'s. What crossbeam answers from the channel's
 //! state (`len`, `is_empty`, `is_full`) is logged as an `Answer` and given back in replay.
 //! [`Select`] and [`select!`](crate::select) choose among receives as the mpsc `Select` does,
-//! logging the choice. [`after`], [`tick`] and [`never`] are timers read through the logged
+//! logging the choice. [`after`], [`tick`] and [`never()`] are timers read through the logged
 //! clock (`timer`).
 
 mod select;
@@ -363,7 +363,7 @@ impl<T: Serialize + DeserializeOwned> Carries for Sender<T> {
 pub struct Receiver<T> {
     core: ReceiverCore<T>,
     cap: Option<usize>,
-    /// For [`after`], [`tick`] and [`never`]: the timer it receives from instead of `core`.
+    /// For [`after`], [`tick`] and [`never()`]: the timer it receives from instead of `core`.
     timer: Option<TimerEnd<T>>,
 }
 

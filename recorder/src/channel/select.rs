@@ -7,10 +7,10 @@ use std::fmt;
 use std::panic::Location;
 use std::time::Duration;
 
+use super::timer::Timer;
 use super::{
     ReadyTimeoutError, Receiver, RecvError, SelectTimeoutError, TryReadyError, TrySelectError,
 };
-use super::timer::Timer;
 use crate::sync::mpsc::{self, Wait};
 use crate::time::Instant;
 
@@ -97,16 +97,16 @@ impl<'a> Select<'a> {
 
     /// A timer due at `now`: its index, and the instant it delivers (`Due::Take`: taken).
     fn due_timer(&self, now: Instant, due: Due) -> Option<(usize, Instant)> {
-        self.ops.iter().enumerate().find_map(|(index, slot)| match slot {
-            Slot::Timer(timer) if due == Due::Take => {
-                timer.take_if_due(now).map(|at| (index, at))
-            }
-            Slot::Timer(timer) => timer
-                .due()
-                .filter(|&at| at <= now)
-                .map(|_| (index, now)),
-            Slot::Channel(_) => None,
-        })
+        self.ops
+            .iter()
+            .enumerate()
+            .find_map(|(index, slot)| match slot {
+                Slot::Timer(timer) if due == Due::Take => {
+                    timer.take_if_due(now).map(|at| (index, at))
+                }
+                Slot::Timer(timer) => timer.due().filter(|&at| at <= now).map(|_| (index, now)),
+                Slot::Channel(_) => None,
+            })
     }
 
     /// The choice among channels and timers, waiting as `wait` says: `attempt` chooses among

@@ -1,4 +1,4 @@
-//! [`after`], [`tick`] and [`never`]: receivers of time, not of messages.
+//! [`after`], [`tick`] and [`never()`]: receivers of time, not of messages.
 //!
 //! A timer is not a channel another process sends on: nothing but time ends a wait on it. So
 //! it has no carrier and no helper thread; a receive reads the clock through the runtime (a

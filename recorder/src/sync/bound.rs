@@ -25,7 +25,6 @@ use super::semaphore::Semaphore;
 /// The room (and for capacity 0 the handoff) of one bounded channel.
 #[derive(Debug)]
 pub(crate) struct Bound {
-
     room: Semaphore,
     handoff: Option<Semaphore>,
     /// Receives blocked on the channel now: a rendezvous `try_send` succeeds only when one is

@@ -10,12 +10,12 @@
 //! contents.
 
 use std::cell::Cell;
-use std::marker::PhantomData;
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
+use std::marker::PhantomData;
 use std::panic::Location;
-use std::sync::{Arc, Condvar, MutexGuard};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel as cc;
@@ -590,7 +590,8 @@ impl<T: Send> Receiver<T> {
     #[inline]
     #[track_caller]
     pub fn recv(&self) -> Result<T, RecvError> {
-        self.core.receive(Wait::Block, Location::caller())
+        self.core
+            .receive(Wait::Block, Location::caller())
             .map_err(|_| RecvError)
     }
 
@@ -606,7 +607,8 @@ impl<T: Send> Receiver<T> {
     #[inline]
     #[track_caller]
     pub fn try_recv(&self) -> Result<T, TryRecvError> {
-        self.core.receive(Wait::Try, Location::caller())
+        self.core
+            .receive(Wait::Try, Location::caller())
             .map_err(|outcome| match outcome {
                 RecvOutcome::Disconnected => TryRecvError::Disconnected,
                 _ => TryRecvError::Empty,
@@ -624,7 +626,8 @@ impl<T: Send> Receiver<T> {
     #[inline]
     #[track_caller]
     pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
-        self.core.receive(Wait::Timeout(timeout), Location::caller())
+        self.core
+            .receive(Wait::Timeout(timeout), Location::caller())
             .map_err(|outcome| match outcome {
                 RecvOutcome::Disconnected => RecvTimeoutError::Disconnected,
                 _ => RecvTimeoutError::Timeout,
@@ -672,13 +675,13 @@ impl<T: Send> Receiver<T> {
     #[track_caller]
     pub fn recv_deadline(&self, deadline: Instant) -> Result<T, RecvTimeoutError> {
         let left = deadline.saturating_duration_since(Instant::now());
-        self.core.receive(Wait::Timeout(left), Location::caller())
+        self.core
+            .receive(Wait::Timeout(left), Location::caller())
             .map_err(|outcome| match outcome {
                 RecvOutcome::Disconnected => RecvTimeoutError::Disconnected,
                 _ => RecvTimeoutError::Timeout,
             })
     }
-
 }
 
 impl<T: Send> ReceiverCore<T> {

@@ -223,12 +223,10 @@ impl Semaphore {
     /// as whether a channel's receiver was its last.
     pub(crate) fn release_if(&self, site: &'static Location<'static>, live: bool) {
         let happened = match runtime::mode() {
-            Mode::Replay | Mode::Emulate => runtime::expect_if(Op::on(
-                EventKind::SemRelease,
-                self.meta.id,
-                Some(site),
-            ))
-            .is_some(),
+            Mode::Replay | Mode::Emulate => {
+                runtime::expect_if(Op::on(EventKind::SemRelease, self.meta.id, Some(site)))
+                    .is_some()
+            }
             Mode::PassThrough | Mode::Record => live,
         };
         if happened {

@@ -90,7 +90,11 @@ fn work_queue() {
     }
     // Nobody takes jobs yet: full, whatever the timing.
     let full = matches!(jobs.try_send(99), Err(ppd::channel::TrySendError::Full(99)));
-    println!("full: {full}, len {}, is_full {}", jobs.len(), jobs.is_full());
+    println!(
+        "full: {full}, len {}, is_full {}",
+        jobs.len(),
+        jobs.is_full()
+    );
     // One results channel per worker, so that no receive races between two senders.
     let workers: Vec<_> = (0..3)
         .map(|w| {
