@@ -210,3 +210,24 @@ fn tick_and_after_in_a_select_loop_replay_from_the_log_and_leave_no_false_hang()
     let main = events(&dir, "main");
     assert!(count(&main, |e| matches!(e, Event::Clock { .. })) > 3);
 }
+
+#[test]
+fn why_re_executes_an_eblock_receiving_from_a_bounded_channel_through_its_room() {
+    let work = tempfile::tempdir().unwrap();
+    let (dir, printed) = record_case(work.path(), "eblock");
+    // (10·2 + 20) + (30·2 + 40) + (50·2 + 60).
+    assert_eq!(printed, "doubled total 300\n");
+    assert_replays(work.path(), &dir, &printed);
+    // The rebuilt receiver knows no room; the re-execution still serves the room's logged
+    // release after the first receive, gets to the second, and explains the value back to
+    // its send.
+    let out = ppd(
+        work.path(),
+        &["why", dir.to_str().unwrap(), "main", "%0", "--at", "doubled#2"],
+    );
+    let (stdout, stderr) = ppd_tests::output_text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    for part in ["%0 = 100", "got = 30", "next = 40", "message 3 from feeder"] {
+        assert!(stdout.contains(part), "{part:?} missing: {stdout}");
+    }
+}

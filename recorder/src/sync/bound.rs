@@ -20,7 +20,12 @@ use std::panic::Location;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use ppd_formats::event::Outcome;
+use ppd_formats::{Event, EventKind, ObjectId};
+
 use super::semaphore::Semaphore;
+use crate::runtime;
+use crate::runtime::backend::{Mode, Op};
 
 /// The room (and for capacity 0 the handoff) of one bounded channel.
 #[derive(Debug)]
@@ -138,4 +143,63 @@ impl Drop for WaitingReceiver<'_> {
     fn drop(&mut self) {
         self.0.waiting_receivers.fetch_sub(1, Ordering::AcqRel);
     }
+}
+
+/// Re-executing an e-block through a bounded channel's handle rebuilt from its id
+/// (`super::handle`): the handle does not know the channel's room, so the room's operations
+/// the log has at this point are served as they come. The room is the object the channel's
+/// creator made right after the channel, the handoff the one after (`Bound::new`). Returns the
+/// last answer served (a `try_send`'s).
+pub(crate) fn serve_emulated_room(
+    channel: ObjectId,
+    site: &'static Location<'static>,
+) -> Option<Outcome> {
+    if runtime::mode() != Mode::Emulate {
+        return None;
+    }
+    let ours = [ObjectId(channel.0 + 1), ObjectId(channel.0 + 2)];
+    let kinds = [EventKind::Outcome, EventKind::SemAcquire, EventKind::SemRelease];
+    let mut answer = None;
+    while let Some(event) = ours.iter().find_map(|&object| {
+        kinds
+            .iter()
+            .find_map(|&kind| runtime::expect_if(Op::on(kind, object, Some(site))))
+    }) {
+        match event {
+            Event::SemAcquire {
+                object,
+                version,
+                prev,
+                ..
+            } => runtime::done(&Event::SemAcquire {
+                object,
+                version,
+                prev,
+                site: Some(site),
+            }),
+            Event::SemRelease {
+                object,
+                version,
+                prev,
+                ..
+            } => runtime::done(&Event::SemRelease {
+                object,
+                version,
+                prev,
+                site: Some(site),
+            }),
+            Event::Outcome {
+                object, outcome, ..
+            } => {
+                answer = Some(outcome);
+                runtime::done(&Event::Outcome {
+                    object,
+                    outcome,
+                    site: Some(site),
+                });
+            }
+            _ => break,
+        }
+    }
+    answer
 }

@@ -19,7 +19,7 @@ use std::sync::{Arc, Condvar, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel as cc;
-use ppd_formats::event::{ObjectKind, RecvOutcome};
+use ppd_formats::event::{ObjectKind, Outcome, RecvOutcome};
 use ppd_formats::{Event, EventKind, ObjectId, ProcessId};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -30,7 +30,7 @@ mod bounded;
 
 pub use bounded::{SyncSender, named_sync_channel, sync_channel};
 
-use super::bound::Bound;
+use super::bound::{Bound, serve_emulated_room};
 use super::values::{Carries, Opaque, Values};
 use crate::runtime::backend::{Dependency, Mode, Op};
 use crate::runtime::{self, diverged};
@@ -257,7 +257,10 @@ impl<T: Send> Sender<T> {
             return self.send_plain(value);
         }
         let Some(bound) = self.meta.bound.as_deref() else {
-            return self.send_logged(value, site);
+            serve_emulated_room(self.meta.id, site);
+            let sent = self.send_logged(value, site);
+            serve_emulated_room(self.meta.id, site);
+            return sent;
         };
         bound.enter(site);
         match self.send_logged(value, site) {
@@ -305,9 +308,12 @@ impl<T: Send> Sender<T> {
             };
         }
         let Some(bound) = self.meta.bound.as_deref() else {
-            return self
-                .send_logged(value, site)
-                .map_err(|e| TrySendError::Disconnected(e.0));
+            if serve_emulated_room(self.meta.id, site) == Some(Outcome::WouldBlock) {
+                return Err(TrySendError::Full(value));
+            }
+            let sent = self.send_logged(value, site);
+            serve_emulated_room(self.meta.id, site);
+            return sent.map_err(|e| TrySendError::Disconnected(e.0));
         };
         let entered = match patience {
             None => bound.try_enter(site),
@@ -873,8 +879,11 @@ impl<T: Send> ReceiverCore<T> {
             site: Some(site),
             payload: payload.as_deref(),
         });
-        if let Some(bound) = &self.meta.bound {
-            bound.taken(site);
+        match &self.meta.bound {
+            Some(bound) => bound.taken(site),
+            None => {
+                serve_emulated_room(self.meta.id, site);
+            }
         }
         env.value
     }

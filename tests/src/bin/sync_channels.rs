@@ -11,6 +11,8 @@
 //!   worker's results;
 //! * `select`: `select!` over two producers' channels with a `default(timeout)` arm, until
 //!   both are disconnected;
+//! * `eblock`: an e-block receives from a `sync_channel(1)` (so `ppd why` re-executes a
+//!   receive whose room the log has);
 //! * `timers`: `select!` in a loop over a worker's messages, a `tick` and an `after` that
 //!   never fires in time, with another `after` nobody waits on.
 //!
@@ -203,6 +205,25 @@ fn timers() {
     println!("received {received}, ticked {}", ticked > 0);
 }
 
+#[ppd::eblock]
+fn doubled(numbers: &mpsc::Receiver<u64>) -> u64 {
+    let got = numbers.recv().expect("the feeder sends");
+    let next = numbers.recv().expect("the feeder sends");
+    got * 2 + next
+}
+
+fn eblock() {
+    let (feed, numbers) = mpsc::sync_channel::<u64>(1);
+    let feeder = spawn("feeder", move || {
+        for n in 1..=6 {
+            feed.send(n * 10).expect("main receives");
+        }
+    });
+    let total: u64 = (0..3).map(|_| doubled(&numbers)).sum();
+    feeder.join().expect("feeder");
+    println!("doubled total {total}");
+}
+
 #[ppd::main]
 fn main() {
     match std::env::args().nth(1).as_deref() {
@@ -212,6 +233,7 @@ fn main() {
         Some("work-queue") => work_queue(),
         Some("select") => select(),
         Some("timers") => timers(),
+        Some("eblock") => eblock(),
         other => {
             eprintln!("unknown case {other:?}");
             std::process::exit(2);
