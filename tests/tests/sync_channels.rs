@@ -223,7 +223,14 @@ fn why_re_executes_an_eblock_receiving_from_a_bounded_channel_through_its_room()
     // its send.
     let out = ppd(
         work.path(),
-        &["why", dir.to_str().unwrap(), "main", "%0", "--at", "doubled#2"],
+        &[
+            "why",
+            dir.to_str().unwrap(),
+            "main",
+            "%0",
+            "--at",
+            "doubled#2",
+        ],
     );
     let (stdout, stderr) = ppd_tests::output_text(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");

@@ -158,7 +158,11 @@ pub(crate) fn serve_emulated_room(
         return None;
     }
     let ours = [ObjectId(channel.0 + 1), ObjectId(channel.0 + 2)];
-    let kinds = [EventKind::Outcome, EventKind::SemAcquire, EventKind::SemRelease];
+    let kinds = [
+        EventKind::Outcome,
+        EventKind::SemAcquire,
+        EventKind::SemRelease,
+    ];
     let mut answer = None;
     while let Some(event) = ours.iter().find_map(|&object| {
         kinds
