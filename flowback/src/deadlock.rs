@@ -8,7 +8,9 @@
 //! * a message: the live processes that have sent on the channel (they hold a sender); if none
 //!   has, the channel's creator, which held the only sender at first;
 //! * a semaphore permit: the live processes holding permits (more P than V), else those that
-//!   did V operations, else the creator;
+//!   did V operations, else the creator; a process that has never done a V on it (a sender
+//!   waiting for room in a bounded channel) waits for the live ones that did V operations
+//!   first (its receivers);
 //! * the end of a process, for a `join` (its last event is `JoinBlocked`): that process.
 //!
 //! The deadlocked processes are the largest set of blocked processes none of which waits for a
@@ -260,6 +262,19 @@ pub fn deadlocks(trace: &Trace) -> Deadlocks {
                     .unwrap_or_default(),
             )),
             WaitKind::Exit => unreachable!("a join is handled above"),
+            // A process that only ever takes permits (a sender waiting for room in a bounded
+            // channel) waits for those that give them (its receivers), not for the other
+            // takers holding permits they never give back.
+            WaitKind::Permit
+                if !releasers
+                    .get(&object)
+                    .is_some_and(|givers| givers.contains(&p))
+                    && releasers
+                        .get(&object)
+                        .is_some_and(|givers| givers.iter().any(|&q| q != p && live(q))) =>
+            {
+                (others(releasers[&object].iter().copied().collect()), false)
+            }
             WaitKind::Permit => {
                 let holding: Vec<u32> = net_permits
                     .iter()
@@ -468,6 +483,62 @@ mod tests {
         assert_eq!(d.blocked[0].waits_for, vec![right]);
         assert_eq!(d.blocked[1].waits_for, vec![left]);
         assert_eq!(d.cycles, vec![vec![0, 1]]);
+    }
+
+    /// A sender waiting for room in a bounded channel (its room semaphore) waits for the
+    /// receiver that gives permits back, not for the other sender holding permits it never
+    /// returns.
+    #[test]
+    fn a_sender_waiting_for_room_waits_for_its_receiver() {
+        let mut b = Trace::builder();
+        let main = b.add_process(ProcessId(0), "main", None);
+        let first = b.add_process(ProcessId(1), "first", Some(ProcessId(0)));
+        let second = b.add_process(ProcessId(2), "second", Some(ProcessId(0)));
+        let room = b.define_object(
+            ObjectId::new(ProcessId(0), 0),
+            ObjectKind::Semaphore,
+            1,
+            None,
+        );
+        b.push(main, Op::Create { object: room }, NO_SITE);
+        for (child, id) in [(first, 1), (second, 2)] {
+            b.push(
+                main,
+                Op::Spawn {
+                    child: ProcessId(id),
+                },
+                NO_SITE,
+            );
+            b.push(
+                child,
+                Op::Start {
+                    parent: Some(ProcessId(0)),
+                },
+                NO_SITE,
+            );
+        }
+        let take = |version| Op::SemAcquire {
+            object: room,
+            version,
+            prev: None,
+        };
+        b.push(first, take(1), NO_SITE);
+        b.push(
+            main,
+            Op::SemRelease {
+                object: room,
+                version: 2,
+                prev: Some(ProcessId(1)),
+            },
+            NO_SITE,
+        );
+        b.push(first, take(3), NO_SITE);
+        b.push(second, Op::Blocked { object: room }, NO_SITE);
+        let d = deadlocks(&b.build());
+        assert_eq!(d.blocked.len(), 1);
+        assert_eq!(d.blocked[0].kind, WaitKind::Permit);
+        assert_eq!(d.blocked[0].waits_for, vec![main]);
+        assert!(!d.blocked[0].guessed);
     }
 
     /// A receiver waiting for a process that is still running is blocked, not deadlocked.

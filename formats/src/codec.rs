@@ -162,6 +162,7 @@ fn question_code(question: Question) -> u8 {
     match question {
         Question::IsFinished => 0,
         Question::AvailableParallelism => 1,
+        Question::ChannelLen => 2,
     }
 }
 
@@ -954,6 +955,7 @@ impl Decoder {
                 let question = match cur.u8()? {
                     0 => Question::IsFinished,
                     1 => Question::AvailableParallelism,
+                    2 => Question::ChannelLen,
                     q => return cur.fail(format!("unknown question {q}")),
                 };
                 Event::Answer {
@@ -1159,6 +1161,11 @@ mod tests {
             Event::Answer {
                 question: Question::AvailableParallelism,
                 value: 64,
+                site: s,
+            },
+            Event::Answer {
+                question: Question::ChannelLen,
+                value: 3,
                 site: s,
             },
             Event::Outcome {

@@ -104,10 +104,11 @@ pub enum RecvOutcome {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
-    /// A `try_lock` found the lock held by another process (std's `WouldBlock`).
+    /// A `try_lock` found the lock held by another process (std's `WouldBlock`), or a
+    /// bounded channel's `try_send` found no room (`Full`; the object is the channel's room).
     WouldBlock,
-    /// A `try_lock` acquired the lock: the acquisition logged next did not wait, so it is no
-    /// step of a deadlock.
+    /// A `try_lock` acquired the lock, or a `try_send` took room in its channel: the
+    /// acquisition logged next did not wait, so it is no step of a deadlock.
     Acquired,
 }
 
@@ -179,6 +180,8 @@ pub enum Question {
     IsFinished,
     /// `thread::available_parallelism`: the count, 0 for an error.
     AvailableParallelism,
+    /// A channel's `len` (and `is_empty`, `is_full`): how many messages it held.
+    ChannelLen,
 }
 
 impl Question {
@@ -191,6 +194,7 @@ impl Question {
                 "available_parallelism: unknown (error)".to_owned()
             }
             Question::AvailableParallelism => format!("available_parallelism: {value}"),
+            Question::ChannelLen => format!("channel len: {value}"),
         }
     }
 }

@@ -14,7 +14,8 @@
 //! * `recorded`: ppd types, with `PPD_MODE=record` and a fresh recording directory;
 //! * `unrecorded`: the same ppd code without `PPD_MODE` (pass-through);
 //! * `std`: the same program written with `std::thread`, `std::sync::mpsc`, `std::sync::Mutex`
-//!   and `std::sync::atomic`.
+//!   and `std::sync::atomic` (and crossbeam-channel for the `channel-*` workloads, which use
+//!   `ppd::channel`).
 //!
 //! Each round runs every variant once, in an order that rotates from round to round; the report
 //! gives the median of each variant over the rounds, the ratios of the medians, for the
@@ -338,6 +339,115 @@ macro_rules! workloads {
                 .collect();
             join_all(handles)
         }
+
+        /// Ping-pong over bounded channels with room for one message, made by `bounded`.
+        fn bounded_ping_pong<S, R>(
+            s: super::Sizes,
+            bounded: fn() -> (S, R),
+            send: fn(&S, u64),
+            recv: fn(&R) -> u64,
+        ) -> u64
+        where
+            S: Send + 'static,
+            R: Send + 'static,
+        {
+            let mut handles = Vec::new();
+            for pair in 0..s.pairs {
+                let (to_pong, from_ping) = bounded();
+                let (to_ping, from_pong) = bounded();
+                let rounds = s.rounds;
+                handles.push(spawn(format!("ping-{pair}"), move || {
+                    let mut v = 0;
+                    for _ in 0..rounds {
+                        send(&to_pong, v);
+                        v = recv(&from_pong);
+                    }
+                    v
+                }));
+                handles.push(spawn(format!("pong-{pair}"), move || {
+                    for _ in 0..rounds {
+                        let v = recv(&from_ping);
+                        send(&to_ping, v + 1);
+                    }
+                    0
+                }));
+            }
+            join_all(handles)
+        }
+
+        /// All-to-one over a bounded channel with room for 64 messages, made by `bounded`.
+        fn bounded_all_to_one<S, R>(
+            s: super::Sizes,
+            bounded: fn() -> (S, R),
+            send: fn(&S, u64),
+            recv: fn(&R) -> u64,
+        ) -> u64
+        where
+            S: Clone + Send + 'static,
+            R: Send + 'static,
+        {
+            let (tx, rx) = bounded();
+            let total = s.senders * s.per_sender;
+            let mut handles = vec![spawn("sink".into(), move || {
+                let mut sum = 0u64;
+                for _ in 0..total {
+                    sum = sum.wrapping_add(recv(&rx));
+                }
+                sum
+            })];
+            for i in 0..s.senders {
+                let tx = tx.clone();
+                let n = s.per_sender;
+                handles.push(spawn(format!("source-{i}"), move || {
+                    for k in 0..n {
+                        send(&tx, k);
+                    }
+                    0
+                }));
+            }
+            drop(tx);
+            join_all(handles)
+        }
+
+        /// Ping-pong over `sync_channel(1)`s.
+        pub(crate) fn sync_ping_pong(s: super::Sizes) -> u64 {
+            bounded_ping_pong(
+                s,
+                || mpsc::sync_channel::<u64>(1),
+                |tx, v| tx.send(v).expect("send"),
+                |rx| rx.recv().expect("recv"),
+            )
+        }
+
+        /// All-to-one over a `sync_channel(64)`.
+        pub(crate) fn sync_all_to_one(s: super::Sizes) -> u64 {
+            bounded_all_to_one(
+                s,
+                || mpsc::sync_channel::<u64>(64),
+                |tx, v| tx.send(v).expect("send"),
+                |rx| rx.recv().expect("recv"),
+            )
+        }
+
+        /// Ping-pong over crossbeam-style `bounded(1)` channels.
+        pub(crate) fn channel_ping_pong(s: super::Sizes) -> u64 {
+            bounded_ping_pong(
+                s,
+                || channel::bounded::<u64>(1),
+                |tx, v| tx.send(v).expect("send"),
+                |rx| rx.recv().expect("recv"),
+            )
+        }
+
+        /// All-to-one over a crossbeam-style `bounded(64)` channel.
+        pub(crate) fn channel_all_to_one(s: super::Sizes) -> u64 {
+            bounded_all_to_one(
+                s,
+                || channel::bounded::<u64>(64),
+                |tx, v| tx.send(v).expect("send"),
+                |rx| rx.recv().expect("recv"),
+            )
+        }
     };
 }
 
@@ -354,6 +464,7 @@ fn barrier_generations(s: Sizes) -> u64 {
 }
 
 mod with_ppd {
+    use ppd::channel;
     use ppd::collections::HashMap;
     use ppd::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
     use ppd::sync::mpsc;
@@ -364,6 +475,7 @@ mod with_ppd {
 }
 
 mod with_std {
+    use crossbeam_channel as channel;
     use std::collections::HashMap;
     use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
     use std::sync::mpsc;
@@ -384,7 +496,7 @@ struct Workload {
     std: fn(Sizes) -> u64,
 }
 
-const WORKLOADS: [Workload; 11] = [
+const WORKLOADS: &[Workload] = &[
     Workload {
         name: "ping-pong",
         what: "messages",
@@ -472,6 +584,38 @@ const WORKLOADS: [Workload; 11] = [
         processes: |s| 1 + s.workers,
         ppd: with_ppd::barrier,
         std: with_std::barrier,
+    },
+    Workload {
+        name: "sync-ping-pong",
+        what: "messages",
+        ops: |s| s.pairs * s.rounds * 2,
+        processes: |s| 1 + 2 * s.pairs,
+        ppd: with_ppd::sync_ping_pong,
+        std: with_std::sync_ping_pong,
+    },
+    Workload {
+        name: "sync-all-to-one",
+        what: "messages",
+        ops: |s| s.senders * s.per_sender,
+        processes: |s| 2 + s.senders,
+        ppd: with_ppd::sync_all_to_one,
+        std: with_std::sync_all_to_one,
+    },
+    Workload {
+        name: "channel-ping-pong",
+        what: "messages (std column: crossbeam)",
+        ops: |s| s.pairs * s.rounds * 2,
+        processes: |s| 1 + 2 * s.pairs,
+        ppd: with_ppd::channel_ping_pong,
+        std: with_std::channel_ping_pong,
+    },
+    Workload {
+        name: "channel-all-to-one",
+        what: "messages (std column: crossbeam)",
+        ops: |s| s.senders * s.per_sender,
+        processes: |s| 2 + s.senders,
+        ppd: with_ppd::channel_all_to_one,
+        std: with_std::channel_all_to_one,
     },
 ];
 

@@ -47,12 +47,24 @@ fn main() {
         squares[&3],
         started.elapsed() < ppd::time::Duration::from_secs(3600),
     );
-    #[cfg(not(feature = "record"))]
     {
         let (tx, rx) = ppd::channel::bounded(1);
         tx.send(1u8).unwrap();
         println!("channel {}", rx.recv().unwrap());
+        let (sync_tx, sync_rx) = mpsc::sync_channel(1);
+        sync_tx.send(2u8).unwrap();
+        let full = matches!(sync_tx.try_send(3), Err(mpsc::TrySendError::Full(3)));
+        tx.send(sync_rx.recv().unwrap()).unwrap();
+        let chosen = ppd::select! {
+            recv(rx) -> msg => msg.unwrap(),
+            default(ppd::time::Duration::from_secs(1)) => 0,
+        };
+        println!("sync channel full {full} selected {chosen}");
     }
+    println!(
+        "channel type {}",
+        std::any::type_name::<ppd::channel::Sender<u8>>()
+    );
     println!("mutex type {}", std::any::type_name::<Mutex<u64>>());
     println!("thread type {}", std::any::type_name::<thread::Thread>());
     println!("map type {}", std::any::type_name::<HashMap<u8, u8>>());

@@ -30,8 +30,8 @@
 //! # Building without ppd
 //!
 //! With the default `record` feature turned off (`default-features = false`),
-//! `ppd::{thread, sync, time, collections}` are std's modules, `ppd::channel` is
-//! crossbeam-channel, `#[ppd::main]`, `#[ppd::eblock]` and `#[ppd::eblocks]` leave the code as
+//! `ppd::{thread, sync, time, collections}` are std's modules, `ppd::channel` (and
+//! `ppd::select!`) is crossbeam-channel, `#[ppd::main]`, `#[ppd::eblock]` and `#[ppd::eblocks]` leave the code as
 //! it is and `ppd::mark!` does nothing: the build carries no ppd code, as loom's and shuttle's
 //! switches do. Only the std-mirroring surface switches; ppd's own additions (`rand`, `task`,
 //! `Semaphore`, `named` constructors, `current_process`) exist only with `record`.
@@ -39,7 +39,7 @@
 #[cfg(feature = "record")]
 pub use ppd_macros::{eblock, eblocks, main};
 #[cfg(feature = "record")]
-pub use ppd_recorder::{collections, mark, rand, sync, task, thread, time};
+pub use ppd_recorder::{channel, collections, mark, rand, select, sync, task, thread, time};
 
 #[cfg(not(feature = "record"))]
 pub use ppd_macros_off::{eblock, eblocks, main};
@@ -49,6 +49,9 @@ pub use std::{collections, sync, thread, time};
 /// crossbeam-channel itself, in a build without ppd.
 #[cfg(not(feature = "record"))]
 pub use crossbeam_channel as channel;
+/// crossbeam-channel's `select!`, in a build without ppd.
+#[cfg(not(feature = "record"))]
+pub use crossbeam_channel::select;
 
 /// Does nothing in a build without ppd; the arguments are only borrowed, so they still count
 /// as used.

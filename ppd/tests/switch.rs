@@ -85,6 +85,8 @@ fn without_record_a_ppd_program_runs_on_std() {
         "thread type std::thread::",
         "map type std::collections::",
         "once 5 lazy 4 leader true hits [1] cell type std::sync::",
+        "sync channel full true selected 2",
+        "channel type crossbeam_channel::",
     ] {
         assert!(printed.contains(line), "{line:?} not in:\n{printed}");
     }

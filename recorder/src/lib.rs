@@ -11,6 +11,7 @@
 //!
 //! Programs use it through the `ppd` crate, whose `#[ppd::main]` picks the mode.
 
+pub mod channel;
 pub mod collections;
 pub mod eblock;
 mod mark;

@@ -8,7 +8,8 @@
 
 pub mod atomic;
 mod barrier;
-mod handle;
+mod bound;
+pub(crate) mod handle;
 pub mod mpsc;
 mod mutex;
 mod object;

@@ -9,22 +9,28 @@
 //! non-serde messages (boxed closures, handles) logs the order of its messages but not their
 //! contents.
 
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
+use std::marker::PhantomData;
 use std::panic::Location;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel as cc;
-use ppd_formats::event::{ObjectKind, RecvOutcome};
+use ppd_formats::event::{ObjectKind, Outcome, RecvOutcome};
 use ppd_formats::{Event, EventKind, ObjectId, ProcessId};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-pub use std::sync::mpsc::{RecvError, RecvTimeoutError, SendError, TryRecvError};
+pub use std::sync::mpsc::{RecvError, RecvTimeoutError, SendError, TryRecvError, TrySendError};
 
+mod bounded;
+
+pub use bounded::{SyncSender, named_sync_channel, sync_channel};
+
+use super::bound::{Bound, serve_emulated_room};
 use super::values::{Carries, Opaque, Values};
 use crate::runtime::backend::{Dependency, Mode, Op};
 use crate::runtime::{self, diverged};
@@ -38,10 +44,13 @@ struct Envelope<T> {
 /// What every end of a channel shares: its id, its send counter and its codec slot (so a
 /// registration through one end serves every clone of both).
 #[derive(Debug)]
-struct ChannelMeta<T> {
+pub(crate) struct ChannelMeta<T> {
     id: ObjectId,
     next_seq: SeqCounter,
     values: Values<T>,
+    /// The capacity of a bounded channel under a backend (without one, the carrier channel
+    /// is bounded itself).
+    bound: Option<Arc<Bound>>,
 }
 
 impl<T> ChannelMeta<T> {
@@ -50,6 +59,7 @@ impl<T> ChannelMeta<T> {
             id,
             next_seq: SeqCounter(AtomicU64::new(0)),
             values: Values::new(),
+            bound: None,
         })
     }
 
@@ -79,7 +89,7 @@ struct SeqCounter(AtomicU64);
 /// ```
 #[track_caller]
 pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
-    make(None, Location::caller())
+    make(None, Location::caller(), None)
 }
 
 /// Creates a channel with a name that predicates (`recv requests`) and reports use.
@@ -91,25 +101,45 @@ pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
 /// ```
 #[track_caller]
 pub fn named_channel<T>(name: &'static str) -> (Sender<T>, Receiver<T>) {
-    make(Some(name), Location::caller())
+    make(Some(name), Location::caller(), None)
 }
 
-fn make<T>(
+/// Makes a channel with room for `capacity` messages (`None`: unbounded).
+pub(crate) fn make<T>(
     name: Option<&'static str>,
     site: &'static Location<'static>,
+    capacity: Option<usize>,
 ) -> (Sender<T>, Receiver<T>) {
+    if !runtime::active() {
+        let (tx, rx) = match capacity {
+            Some(n) => cc::bounded(n),
+            None => cc::unbounded(),
+        };
+        let meta = ChannelMeta::new(ObjectId(0));
+        return (
+            Sender {
+                inner: tx,
+                meta: Arc::clone(&meta),
+            },
+            Receiver::new(rx, meta),
+        );
+    }
+    // The channel and its hidden semaphores all carry the name of the binding it is made in.
+    let name = name.or_else(|| runtime::binding::take(site));
     let (tx, rx) = cc::unbounded();
-    let meta = ChannelMeta::new(runtime::create(ObjectKind::Channel, 0, name, site));
+    let id = runtime::create(ObjectKind::Channel, 0, name, site);
+    let meta = Arc::new(ChannelMeta {
+        id,
+        next_seq: SeqCounter(AtomicU64::new(0)),
+        values: Values::new(),
+        bound: capacity.map(|n| Arc::new(Bound::new(n, name, site))),
+    });
     (
         Sender {
             inner: tx,
             meta: Arc::clone(&meta),
         },
-        Receiver {
-            inner: rx,
-            meta,
-            stash: RefCell::new(HashMap::new()),
-        },
+        Receiver::new(rx, meta),
     )
 }
 
@@ -215,7 +245,119 @@ impl<T: Send> Sender<T> {
     }
 }
 
+impl<T: Send> Sender<T> {
+    /// A send that waits for room in a bounded channel: the room's P, then the send (a
+    /// rendezvous send then waits until its message is taken).
+    pub(crate) fn send_bounded(
+        &self,
+        value: T,
+        site: &'static Location<'static>,
+    ) -> Result<(), SendError<T>> {
+        if !runtime::active() {
+            return self.send_plain(value);
+        }
+        let Some(bound) = self.meta.bound.as_deref() else {
+            serve_emulated_room(self.meta.id, site);
+            let sent = self.send_logged(value, site);
+            serve_emulated_room(self.meta.id, site);
+            return sent;
+        };
+        bound.enter(site);
+        match self.send_logged(value, site) {
+            Ok(()) => {
+                bound.sent(site);
+                Ok(())
+            }
+            Err(e) => {
+                bound.abandoned(site);
+                Err(e)
+            }
+        }
+    }
+
+    /// A send that waits for room at most `patience` (none: not at all): `Full` when the
+    /// channel has no room in time (a rendezvous channel: no receive waiting),
+    /// `Disconnected` when every receiver is gone.
+    pub(crate) fn try_send_bounded(
+        &self,
+        value: T,
+        site: &'static Location<'static>,
+        patience: Option<Duration>,
+    ) -> Result<(), TrySendError<T>> {
+        if !runtime::active() {
+            let envelope = Envelope {
+                sender: ProcessId(0),
+                seq: 0,
+                value,
+            };
+            return match patience {
+                None => self.inner.try_send(envelope).map_err(|e| match e {
+                    cc::TrySendError::Full(env) => TrySendError::Full(env.value),
+                    cc::TrySendError::Disconnected(env) => TrySendError::Disconnected(env.value),
+                }),
+                Some(patience) => {
+                    self.inner
+                        .send_timeout(envelope, patience)
+                        .map_err(|e| match e {
+                            cc::SendTimeoutError::Timeout(env) => TrySendError::Full(env.value),
+                            cc::SendTimeoutError::Disconnected(env) => {
+                                TrySendError::Disconnected(env.value)
+                            }
+                        })
+                }
+            };
+        }
+        let Some(bound) = self.meta.bound.as_deref() else {
+            if serve_emulated_room(self.meta.id, site) == Some(Outcome::WouldBlock) {
+                return Err(TrySendError::Full(value));
+            }
+            let sent = self.send_logged(value, site);
+            serve_emulated_room(self.meta.id, site);
+            return sent.map_err(|e| TrySendError::Disconnected(e.0));
+        };
+        let entered = match patience {
+            None => bound.try_enter(site),
+            Some(patience) => bound.enter_within(site, patience),
+        };
+        if !entered {
+            return Err(TrySendError::Full(value));
+        }
+        match self.send_logged(value, site) {
+            Ok(()) => {
+                bound.sent(site);
+                Ok(())
+            }
+            Err(e) => {
+                bound.abandoned(site);
+                Err(TrySendError::Disconnected(e.0))
+            }
+        }
+    }
+
+    /// Pass-through: the carrier's own send (which waits for room in a bounded one).
+    #[inline]
+    fn send_plain(&self, value: T) -> Result<(), SendError<T>> {
+        self.inner
+            .send(Envelope {
+                sender: ProcessId(0),
+                seq: 0,
+                value,
+            })
+            .map_err(|e| SendError(e.0.value))
+    }
+}
+
 impl<T> Sender<T> {
+    /// The channel's id.
+    pub(crate) fn id(&self) -> ObjectId {
+        self.meta.id
+    }
+
+    /// How many messages the carrier holds now.
+    pub(crate) fn carrier_len(&self) -> usize {
+        self.inner.len()
+    }
+
     /// A sender rebuilt for re-executing an e-block: its sends are checked against the log.
     fn emulated(id: ObjectId) -> Sender<T> {
         let (inner, _) = cc::unbounded();
@@ -247,31 +389,154 @@ impl<'de, T> serde::Deserialize<'de> for Sender<T> {
 /// assert_eq!(rx.recv().unwrap(), "ping");
 /// ```
 pub struct Receiver<T> {
+    core: ReceiverCore<T>,
+    /// std's receiver is not `Sync`: one receiving end, used by one thread at a time.
+    _not_sync: PhantomData<Cell<()>>,
+}
+
+/// What a receiving end is, shared with the multi-consumer receivers of `crate::channel`
+/// (clones of one core).
+pub(crate) struct ReceiverCore<T> {
     inner: cc::Receiver<Envelope<T>>,
     meta: Arc<ChannelMeta<T>>,
-    /// Messages that arrived before their turn during replay, by sender. A channel delivers
-    /// each sender's messages in the order they were sent, and the log receives them in that
-    /// order too, so the message a receive wants is the oldest its sender has here: kept in
-    /// queues, held-back messages cost a push and a pop, not a hash of every sequence number.
-    stash: RefCell<HashMap<ProcessId, VecDeque<Envelope<T>>>>,
+    stash: Arc<Stash<T>>,
+    /// Declared after `inner`, so that it is dropped after the carrier's receiving end: the
+    /// senders it wakes find the channel disconnected.
+    _closer: Option<Closer>,
+}
+
+/// Replay: messages that arrived before their turn, shared by every receiver of the channel
+/// (each receive of a multi-consumer channel is logged by the process that made it, and a
+/// receiver may pull another's message off the carrier).
+struct Stash<T> {
+    state: std::sync::Mutex<StashState<T>>,
+    /// Signalled when a message is held back or a receiver stops pulling.
+    changed: Condvar,
+}
+
+struct StashState<T> {
+    /// By sender. A channel delivers each sender's messages in the order they were sent, and
+    /// the log receives them in that order too, so the message a receive wants is the oldest
+    /// its sender has here: kept in queues, held-back messages cost a push and a pop, not a
+    /// hash of every sequence number.
+    held: HashMap<ProcessId, VecDeque<Envelope<T>>>,
+    /// A receiver is waiting on the carrier: the others wait for what it pulls off.
+    pulling: bool,
+}
+
+impl<T> Stash<T> {
+    fn new() -> Arc<Stash<T>> {
+        Arc::new(Stash {
+            state: std::sync::Mutex::new(StashState {
+                held: HashMap::new(),
+                pulling: false,
+            }),
+            changed: Condvar::new(),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, StashState<T>> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl<T> StashState<T> {
+    /// The held-back message `seq` of `sender`: the front of its queue.
+    fn take(&mut self, seq: u64, sender: ProcessId) -> Option<Envelope<T>> {
+        let queue = self.held.get_mut(&sender)?;
+        // Normally the front; searching keeps a message the log never receives from hiding
+        // the ones behind it.
+        let at = queue.iter().position(|env| env.seq == seq)?;
+        queue.remove(at)
+    }
+}
+
+/// Tells a bounded channel's room that a receiver has gone, when dropped.
+#[derive(Debug)]
+struct Closer(Arc<Bound>);
+
+impl Drop for Closer {
+    fn drop(&mut self) {
+        self.0.receiver_dropped();
+    }
 }
 
 impl<T> fmt::Debug for Receiver<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Receiver")
-            .field("channel", &self.meta.id)
+            .field("channel", &self.core.meta.id)
             .finish()
     }
 }
 
 impl<T> Receiver<T> {
-    /// A receiver rebuilt for re-executing an e-block: it gets the logged payloads.
-    fn emulated(id: ObjectId) -> Receiver<T> {
-        let (_, inner) = cc::unbounded();
+    fn new(inner: cc::Receiver<Envelope<T>>, meta: Arc<ChannelMeta<T>>) -> Receiver<T> {
         Receiver {
+            core: ReceiverCore::new(inner, meta),
+            _not_sync: PhantomData,
+        }
+    }
+
+    /// The shared receiving end, for `crate::channel`'s multi-consumer receivers.
+    pub(crate) fn into_core(self) -> ReceiverCore<T> {
+        self.core
+    }
+}
+
+impl<T> ReceiverCore<T> {
+    fn new(inner: cc::Receiver<Envelope<T>>, meta: Arc<ChannelMeta<T>>) -> ReceiverCore<T> {
+        let closer = meta.bound.clone().map(Closer);
+        ReceiverCore {
             inner,
-            meta: ChannelMeta::new(id),
-            stash: RefCell::new(HashMap::new()),
+            meta,
+            stash: Stash::new(),
+            _closer: closer,
+        }
+    }
+
+    /// A receiver rebuilt for re-executing an e-block: it gets the logged payloads.
+    pub(crate) fn emulated(id: ObjectId) -> ReceiverCore<T> {
+        let (_, inner) = cc::unbounded();
+        ReceiverCore::new(inner, ChannelMeta::new(id))
+    }
+
+    /// A receiving end of no channel, which never receives (what a timer's receiver holds
+    /// in place of one); it logs nothing.
+    pub(crate) fn unconnected() -> ReceiverCore<T> {
+        ReceiverCore::emulated(ObjectId(0))
+    }
+
+    /// The channel's id.
+    pub(crate) fn id(&self) -> ObjectId {
+        self.meta.id
+    }
+
+    /// How many messages the carrier holds now.
+    pub(crate) fn carrier_len(&self) -> usize {
+        self.inner.len()
+    }
+
+    /// Registers the channel's values as serde.
+    pub(crate) fn register_serde(&self)
+    where
+        T: Serialize + DeserializeOwned,
+    {
+        self.meta.values.register_serde();
+    }
+}
+
+/// Another receiving end of the same channel (a multi-consumer receiver's clone).
+impl<T> Clone for ReceiverCore<T> {
+    fn clone(&self) -> Self {
+        let closer = self.meta.bound.clone().map(|bound| {
+            bound.receiver_added();
+            Closer(bound)
+        });
+        ReceiverCore {
+            inner: self.inner.clone(),
+            meta: Arc::clone(&self.meta),
+            stash: Arc::clone(&self.stash),
+            _closer: closer,
         }
     }
 }
@@ -279,13 +544,16 @@ impl<T> Receiver<T> {
 /// A receiver is logged as its channel's id (it can be an e-block argument).
 impl<T> Serialize for Receiver<T> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        super::handle::serialize(self.meta.id, serializer)
+        super::handle::serialize(self.core.meta.id, serializer)
     }
 }
 
 impl<'de, T> serde::Deserialize<'de> for Receiver<T> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        super::handle::deserialize(deserializer, "channel receiver").map(Receiver::emulated)
+        super::handle::deserialize(deserializer, "channel receiver").map(|id| Receiver {
+            core: ReceiverCore::emulated(id),
+            _not_sync: PhantomData,
+        })
     }
 }
 
@@ -299,15 +567,18 @@ impl<T: Serialize + DeserializeOwned> Carries for Sender<T> {
 /// A channel whose messages are serde logs them (through either end, for every clone of both).
 impl<T: Serialize + DeserializeOwned> Carries for Receiver<T> {
     fn register_serde(&self) {
-        self.meta.values.register_serde();
+        self.core.register_serde();
     }
 }
 
 /// How long a receive may wait.
 #[derive(Clone, Copy)]
-enum Wait {
+pub(crate) enum Wait {
+    /// Until a message comes or every sender is gone.
     Block,
+    /// Not at all.
     Try,
+    /// At most this long.
     Timeout(Duration),
 }
 
@@ -325,7 +596,8 @@ impl<T: Send> Receiver<T> {
     #[inline]
     #[track_caller]
     pub fn recv(&self) -> Result<T, RecvError> {
-        self.receive(Wait::Block, Location::caller())
+        self.core
+            .receive(Wait::Block, Location::caller())
             .map_err(|_| RecvError)
     }
 
@@ -341,7 +613,8 @@ impl<T: Send> Receiver<T> {
     #[inline]
     #[track_caller]
     pub fn try_recv(&self) -> Result<T, TryRecvError> {
-        self.receive(Wait::Try, Location::caller())
+        self.core
+            .receive(Wait::Try, Location::caller())
             .map_err(|outcome| match outcome {
                 RecvOutcome::Disconnected => TryRecvError::Disconnected,
                 _ => TryRecvError::Empty,
@@ -359,7 +632,8 @@ impl<T: Send> Receiver<T> {
     #[inline]
     #[track_caller]
     pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
-        self.receive(Wait::Timeout(timeout), Location::caller())
+        self.core
+            .receive(Wait::Timeout(timeout), Location::caller())
             .map_err(|outcome| match outcome {
                 RecvOutcome::Disconnected => RecvTimeoutError::Disconnected,
                 _ => RecvTimeoutError::Timeout,
@@ -407,15 +681,23 @@ impl<T: Send> Receiver<T> {
     #[track_caller]
     pub fn recv_deadline(&self, deadline: Instant) -> Result<T, RecvTimeoutError> {
         let left = deadline.saturating_duration_since(Instant::now());
-        self.receive(Wait::Timeout(left), Location::caller())
+        self.core
+            .receive(Wait::Timeout(left), Location::caller())
             .map_err(|outcome| match outcome {
                 RecvOutcome::Disconnected => RecvTimeoutError::Disconnected,
                 _ => RecvTimeoutError::Timeout,
             })
     }
+}
 
+impl<T: Send> ReceiverCore<T> {
+    /// Receives a message, waiting as `wait` says; the outcome when there is none.
     #[inline]
-    fn receive(&self, wait: Wait, site: &'static Location<'static>) -> Result<T, RecvOutcome> {
+    pub(crate) fn receive(
+        &self,
+        wait: Wait,
+        site: &'static Location<'static>,
+    ) -> Result<T, RecvOutcome> {
         if !runtime::active() {
             return match wait {
                 Wait::Block => self.inner.recv().map_err(|_| RecvOutcome::Disconnected),
@@ -473,10 +755,12 @@ impl<T: Send> Receiver<T> {
                 Wait::Try => Err(RecvOutcome::Empty),
                 Wait::Block => {
                     self.log_blocked(site);
+                    let _waiting = self.meta.bound.as_ref().map(|b| b.receiver_waits());
                     self.inner.recv().map_err(|_| RecvOutcome::Disconnected)
                 }
                 Wait::Timeout(d) => {
                     self.log_blocked(site);
+                    let _waiting = self.meta.bound.as_ref().map(|b| b.receiver_waits());
                     self.inner.recv_timeout(d).map_err(|e| match e {
                         cc::RecvTimeoutError::Timeout => RecvOutcome::Timeout,
                         cc::RecvTimeoutError::Disconnected => RecvOutcome::Disconnected,
@@ -494,49 +778,56 @@ impl<T: Send> Receiver<T> {
     }
 
     /// Replay: the message with sequence number `seq`, holding back others that come first.
+    /// One receiver at a time waits on the carrier; the others wait for what it pulls off.
     fn take_exact(&self, seq: u64, sender: ProcessId) -> Envelope<T> {
-        if let Some(env) = self.unstash(seq, sender) {
-            return env;
-        }
         let mut asked = false;
+        let mut state = self.stash.lock();
         loop {
-            let env = match self.inner.try_recv() {
-                Ok(env) => env,
+            if let Some(env) = state.take(seq, sender) {
+                return env;
+            }
+            if !asked {
+                drop(state);
+                runtime::waiting_for(Dependency::Message {
+                    channel: self.meta.id,
+                    seq,
+                    sender,
+                });
+                asked = true;
+                state = self.stash.lock();
+                continue;
+            }
+            if state.pulling {
+                state = self
+                    .stash
+                    .changed
+                    .wait(state)
+                    .unwrap_or_else(|p| p.into_inner());
+                continue;
+            }
+            let pulled = match self.inner.try_recv() {
+                Ok(env) => Ok(env),
                 Err(cc::TryRecvError::Empty) => {
-                    if !asked {
-                        runtime::waiting_for(Dependency::Message {
-                            channel: self.meta.id,
-                            seq,
-                            sender,
-                        });
-                        asked = true;
-                    }
-                    match self.inner.recv() {
-                        Ok(env) => env,
-                        Err(_) => self.lost(seq, sender),
-                    }
+                    state.pulling = true;
+                    drop(state);
+                    let pulled = self.inner.recv();
+                    state = self.stash.lock();
+                    state.pulling = false;
+                    self.stash.changed.notify_all();
+                    pulled.map_err(|_| ())
                 }
-                Err(cc::TryRecvError::Disconnected) => self.lost(seq, sender),
+                Err(cc::TryRecvError::Disconnected) => Err(()),
+            };
+            let Ok(env) = pulled else {
+                drop(state);
+                self.lost(seq, sender)
             };
             if env.seq == seq {
                 return env;
             }
-            self.stash
-                .borrow_mut()
-                .entry(env.sender)
-                .or_default()
-                .push_back(env);
+            state.held.entry(env.sender).or_default().push_back(env);
+            self.stash.changed.notify_all();
         }
-    }
-
-    /// The held-back message `seq` of `sender`: the front of its queue.
-    fn unstash(&self, seq: u64, sender: ProcessId) -> Option<Envelope<T>> {
-        let mut stash = self.stash.borrow_mut();
-        let queue = stash.get_mut(&sender)?;
-        // Normally the front; searching keeps a message the log never receives from hiding
-        // the ones behind it.
-        let at = queue.iter().position(|env| env.seq == seq)?;
-        queue.remove(at)
     }
 
     /// Re-executing an e-block: the received message, rebuilt from its logged payload, or a
@@ -588,6 +879,12 @@ impl<T: Send> Receiver<T> {
             site: Some(site),
             payload: payload.as_deref(),
         });
+        match &self.meta.bound {
+            Some(bound) => bound.taken(site),
+            None => {
+                serve_emulated_room(self.meta.id, site);
+            }
+        }
         env.value
     }
 
@@ -773,6 +1070,11 @@ impl<'a> Select<'a> {
     /// assert_eq!(sel.recv(&rx), 0);
     /// ```
     pub fn recv<T>(&mut self, receiver: &'a Receiver<T>) -> usize {
+        self.recv_core(&receiver.core)
+    }
+
+    /// Adds a receive from any receiving end.
+    pub(crate) fn recv_core<T>(&mut self, receiver: &'a ReceiverCore<T>) -> usize {
         self.channels.push(receiver.meta.id);
         self.inner.recv(&receiver.inner)
     }
@@ -789,7 +1091,7 @@ impl<'a> Select<'a> {
     #[track_caller]
     pub fn select(&mut self) -> SelectedOperation<'a> {
         let site = Location::caller();
-        match self.choose(None, site) {
+        match self.choose(Wait::Block, site) {
             Ok(op) => op,
             Err(SelectTimeoutError) => unreachable!("select without a timeout cannot time out"),
         }
@@ -809,12 +1111,15 @@ impl<'a> Select<'a> {
         &mut self,
         timeout: Duration,
     ) -> Result<SelectedOperation<'a>, SelectTimeoutError> {
-        self.choose(Some(timeout), Location::caller())
+        self.choose(Wait::Timeout(timeout), Location::caller())
     }
 
-    fn choose(
+    /// Chooses an operation that can proceed, waiting as `wait` says; for `Wait::Try` and
+    /// `Wait::Timeout`, an error when none could. The choice is logged (`Select`, or
+    /// `RecvNone` on the first channel when there was none) and replay makes it again.
+    pub(crate) fn choose(
         &mut self,
-        timeout: Option<Duration>,
+        wait: Wait,
         site: &'static Location<'static>,
     ) -> Result<SelectedOperation<'a>, SelectTimeoutError> {
         let live = |op: cc::SelectedOperation<'a>| SelectedOperation {
@@ -822,15 +1127,58 @@ impl<'a> Select<'a> {
             live: Some(op),
             site,
         };
-        if !runtime::active() {
-            return match timeout {
-                None => Ok(live(self.inner.select())),
-                Some(t) => self
-                    .inner
+        self.decide(
+            wait,
+            site,
+            |sel, wait| match wait {
+                Wait::Block => Ok(live(sel.select())),
+                Wait::Try => sel.try_select().map(live).map_err(|_| SelectTimeoutError),
+                Wait::Timeout(t) => sel
                     .select_timeout(t)
                     .map(live)
                     .map_err(|_| SelectTimeoutError),
-            };
+            },
+            |op| op.index,
+            |index| SelectedOperation {
+                index,
+                live: None,
+                site,
+            },
+        )
+    }
+
+    /// Like [`choose`](Select::choose), but only says which operation can proceed, as
+    /// crossbeam's `ready` does: the caller then performs it (and that is logged on its own).
+    pub(crate) fn ready_in(
+        &mut self,
+        wait: Wait,
+        site: &'static Location<'static>,
+    ) -> Result<usize, SelectTimeoutError> {
+        self.decide(
+            wait,
+            site,
+            |sel, wait| match wait {
+                Wait::Block => Ok(sel.ready()),
+                Wait::Try => sel.try_ready().map_err(|_| SelectTimeoutError),
+                Wait::Timeout(t) => sel.ready_timeout(t).map_err(|_| SelectTimeoutError),
+            },
+            |&index| index,
+            |index| index,
+        )
+    }
+
+    /// The logged choice among the operations: `live` waits on the carriers as told, `index`
+    /// says which operation a live choice is, `replayed` makes a choice from a logged index.
+    fn decide<R>(
+        &mut self,
+        wait: Wait,
+        site: &'static Location<'static>,
+        mut live: impl FnMut(&mut cc::Select<'a>, Wait) -> Result<R, SelectTimeoutError>,
+        index: impl Fn(&R) -> usize,
+        replayed: impl FnOnce(usize) -> R,
+    ) -> Result<R, SelectTimeoutError> {
+        if !runtime::active() {
+            return live(&mut self.inner, wait);
         }
         let first = self.channels.first().copied().unwrap_or(ObjectId(0));
         match runtime::expect(Op::plain(EventKind::Select, Some(site))) {
@@ -839,11 +1187,7 @@ impl<'a> Select<'a> {
                     index,
                     site: Some(site),
                 });
-                return Ok(SelectedOperation {
-                    index: index as usize,
-                    live: None,
-                    site,
-                });
+                return Ok(replayed(index as usize));
             }
             Some(Event::RecvNone { outcome, .. }) => {
                 runtime::done(&Event::RecvNone {
@@ -855,31 +1199,33 @@ impl<'a> Select<'a> {
             }
             _ => {}
         }
-        let chosen = match self.inner.try_select() {
+        let chosen = match live(&mut self.inner, Wait::Try) {
             Ok(op) => Ok(op),
+            Err(e) if matches!(wait, Wait::Try) => Err(e),
             Err(_) => {
                 runtime::done(&Event::Blocked {
                     object: first,
                     site: Some(site),
                 });
-                match timeout {
-                    None => Ok(self.inner.select()),
-                    Some(t) => self.inner.select_timeout(t).map_err(|_| SelectTimeoutError),
-                }
+                live(&mut self.inner, wait)
             }
         };
         match chosen {
             Ok(op) => {
                 runtime::done(&Event::Select {
-                    index: op.index() as u32,
+                    index: index(&op) as u32,
                     site: Some(site),
                 });
-                Ok(live(op))
+                Ok(op)
             }
             Err(e) => {
+                let outcome = match wait {
+                    Wait::Try => RecvOutcome::Empty,
+                    Wait::Block | Wait::Timeout(_) => RecvOutcome::Timeout,
+                };
                 runtime::done(&Event::RecvNone {
                     channel: first,
-                    outcome: RecvOutcome::Timeout,
+                    outcome,
                     site: Some(site),
                 });
                 Err(e)
@@ -939,6 +1285,11 @@ impl SelectedOperation<'_> {
     /// assert_eq!(sel.select().recv(&rx), Ok(4));
     /// ```
     pub fn recv<T: Send>(self, receiver: &Receiver<T>) -> Result<T, RecvError> {
+        self.recv_core(&receiver.core)
+    }
+
+    /// Completes the chosen receive on any receiving end.
+    pub(crate) fn recv_core<T: Send>(self, receiver: &ReceiverCore<T>) -> Result<T, RecvError> {
         let site = self.site;
         match self.live {
             Some(op) if !runtime::active() => op

@@ -8,13 +8,14 @@
 use std::fmt;
 use std::panic::Location;
 use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::Duration;
 
-use ppd_formats::event::ObjectKind;
+use ppd_formats::event::{ObjectKind, Outcome};
 use ppd_formats::{Event, EventKind, ProcessId};
 
 use super::object::ObjectMeta;
 use crate::runtime;
-use crate::runtime::backend::{Op, expected};
+use crate::runtime::backend::{Mode, Op, expected};
 
 /// A counting semaphore.
 ///
@@ -98,6 +99,20 @@ impl Semaphore {
         }
     }
 
+    /// A semaphore ppd makes for an object built on it (a bounded channel's room), created
+    /// at the object's site under the object's name.
+    pub(crate) fn hidden(
+        permits: u64,
+        name: &'static str,
+        site: &'static Location<'static>,
+    ) -> Semaphore {
+        Semaphore {
+            meta: ObjectMeta::new(ObjectKind::Semaphore, permits, Some(name), site),
+            count: Mutex::new(permits),
+            available: Condvar::new(),
+        }
+    }
+
     fn count(&self) -> MutexGuard<'_, u64> {
         self.count.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -113,7 +128,12 @@ impl Semaphore {
     /// ```
     #[track_caller]
     pub fn acquire(&self) {
-        let site = Location::caller();
+        self.acquire_at(Location::caller());
+    }
+
+    /// P on behalf of an operation at `site` (a bounded channel's send waiting for room): the
+    /// `Blocked` marker and the acquisition name the caller's place, not this module.
+    pub(crate) fn acquire_at(&self, site: &'static Location<'static>) {
         let object = self.meta.id();
         let logged = runtime::expect(Op::on(EventKind::SemAcquire, object, Some(site)));
         let log = |version: u64, prev: Option<ProcessId>| {
@@ -170,7 +190,11 @@ impl Semaphore {
     /// ```
     #[track_caller]
     pub fn release(&self) {
-        let site = Location::caller();
+        self.release_at(Location::caller());
+    }
+
+    /// V on behalf of an operation at `site`.
+    pub(crate) fn release_at(&self, site: &'static Location<'static>) {
         let object = self.meta.id();
         let logged = runtime::expect(Op::on(EventKind::SemRelease, object, Some(site)));
         let log = |version: u64, prev: Option<ProcessId>| {
@@ -198,5 +222,87 @@ impl Semaphore {
             }
         }
         self.available.notify_one();
+    }
+
+    /// V, on behalf of an operation at `site`, when the run decides it (`live`, recording) or
+    /// the log says it happened next (replay): for a V whose happening is a race of the run,
+    /// as whether a channel's receiver was its last.
+    pub(crate) fn release_if(&self, site: &'static Location<'static>, live: bool) {
+        let happened = match runtime::mode() {
+            Mode::Replay | Mode::Emulate => {
+                runtime::expect_if(Op::on(EventKind::SemRelease, self.meta.id(), Some(site)))
+                    .is_some()
+            }
+            Mode::PassThrough | Mode::Record => live,
+        };
+        if happened {
+            self.release_at(site);
+        }
+    }
+
+    /// P that waits at most `patience` (none: not at all), on behalf of an operation at `site`
+    /// (a bounded channel's `try_send`, `send_timeout`): takes a permit if one is there (or
+    /// comes in time) and `also` holds. The answer is logged as an `Outcome` (`WouldBlock`, or
+    /// `Acquired` followed by the `SemAcquire`), as a `try_lock`'s is, and replay gives it
+    /// back.
+    pub(crate) fn try_acquire_at(
+        &self,
+        site: &'static Location<'static>,
+        patience: Option<Duration>,
+        also: impl FnOnce() -> bool,
+    ) -> bool {
+        let object = self.meta.id();
+        let answer = |outcome: Outcome| {
+            runtime::done(&Event::Outcome {
+                object,
+                outcome,
+                site: Some(site),
+            });
+        };
+        let logged = runtime::expect(Op::on(EventKind::Outcome, object, Some(site)));
+        match logged {
+            Some(Event::Outcome {
+                outcome: Outcome::WouldBlock,
+                ..
+            }) => {
+                answer(Outcome::WouldBlock);
+                false
+            }
+            // Replay: it took a permit; the `SemAcquire` logged next says in which turn.
+            Some(_) => {
+                answer(Outcome::Acquired);
+                self.acquire_at(site);
+                true
+            }
+            None => {
+                let mut count = self.count();
+                if let Some(patience) = patience.filter(|_| *count == 0) {
+                    runtime::done(&Event::Blocked {
+                        object,
+                        site: Some(site),
+                    });
+                    count = self
+                        .available
+                        .wait_timeout_while(count, patience, |count| *count == 0)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0;
+                }
+                if *count == 0 || !also() {
+                    answer(Outcome::WouldBlock);
+                    return false;
+                }
+                answer(Outcome::Acquired);
+                *count -= 1;
+                let (version, prev) = self.meta.record_serialized();
+                runtime::done(&Event::SemAcquire {
+                    object,
+                    version,
+                    prev,
+                    site: Some(site),
+                });
+                drop(count);
+                true
+            }
+        }
     }
 }

@@ -220,7 +220,11 @@ fn join_logged<R>(
 
 /// Answers `question` through the runtime: the live answer when recording (logged), the logged
 /// one in replay.
-fn answer(question: Question, site: &'static Location<'static>, live: impl FnOnce() -> u64) -> u64 {
+pub(crate) fn answer(
+    question: Question,
+    site: &'static Location<'static>,
+    live: impl FnOnce() -> u64,
+) -> u64 {
     if runtime::current_process().is_none() {
         return live();
     }

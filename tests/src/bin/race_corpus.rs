@@ -1514,6 +1514,61 @@ const DEADLOCK_MESSAGES: Scenario = Scenario {
     },
 };
 
+// A bounded channel's capacity orders a receive before the send it makes room for: with room
+// for one message, the second send returns only after the first receive, so the sender's
+// read after it is ordered after the receiver's write before that receive.
+const BOUNDED_ROOM_ORDERS: Scenario = Scenario {
+    name: "bounded_room_orders",
+    tag: "",
+    races: &[],
+    hangs: false,
+    potential_deadlocks: &[],
+    run: || {
+        let x = shared("x");
+        let (tx, rx) = ppd::sync::mpsc::sync_channel::<u8>(1);
+        let (x1, x2) = (x.clone(), x);
+        join(vec![
+            spawn("receiver", move || {
+                x1.store(5, Relaxed);
+                rx.recv().expect("first");
+                rx.recv().expect("second");
+            }),
+            spawn("sender", move || {
+                tx.send(1).expect("room");
+                tx.send(2).expect("room after the first receive");
+                assert_eq!(x2.load(Relaxed), 5);
+            }),
+        ]);
+    },
+};
+
+// The same with room for two: the second send does not wait for any receive, so nothing
+// orders the receiver's write before the sender's read.
+const BOUNDED_ROOM_TO_SPARE: Scenario = Scenario {
+    name: "bounded_room_to_spare",
+    tag: "brs",
+    races: &[data("x", "brs.write", "brs.read")],
+    hangs: false,
+    potential_deadlocks: &[],
+    run: || {
+        let x = shared("x");
+        let (tx, rx) = ppd::sync::mpsc::sync_channel::<u8>(2);
+        let (x1, x2) = (x.clone(), x);
+        join(vec![
+            spawn("receiver", move || {
+                x1.store(5, Relaxed); // @brs.write
+                rx.recv().expect("first");
+                rx.recv().expect("second");
+            }),
+            spawn("sender", move || {
+                tx.send(1).expect("room");
+                tx.send(2).expect("room");
+                let _ = x2.load(Relaxed); // @brs.read
+            }),
+        ]);
+    },
+};
+
 const SCENARIOS: &[Scenario] = &[
     RELAXED_STORE_STORE,
     RELAXED_LOAD_STORE,
@@ -1572,6 +1627,8 @@ const SCENARIOS: &[Scenario] = &[
     DEADLOCK_LOCKS,
     DEADLOCK_MESSAGES,
     ONCE_LOCK_PUBLICATION,
+    BOUNDED_ROOM_ORDERS,
+    BOUNDED_ROOM_TO_SPARE,
 ];
 
 /// An expected race with its markers resolved to lines.

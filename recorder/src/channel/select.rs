@@ -1,0 +1,481 @@
+//! [`Select`] over [`Receiver`]s and the [`select!`](crate::select) macro, with
+//! crossbeam-channel's API. The choice is the mpsc [`Select`](crate::sync::mpsc::Select)'s:
+//! logged as a `Select` event (or `RecvNone` when nothing was ready in time), made again in
+//! replay; the receive that completes it is logged as every receive is.
+
+use std::fmt;
+use std::panic::Location;
+use std::time::Duration;
+
+use super::timer::Timer;
+use super::{
+    ReadyTimeoutError, Receiver, RecvError, SelectTimeoutError, TryReadyError, TrySelectError,
+};
+use crate::sync::mpsc::{self, Wait};
+use crate::time::Instant;
+
+/// Waits on several receive operations and chooses one that can proceed, like
+/// `crossbeam_channel::Select`.
+///
+/// ```
+/// let (s1, r1) = ppd::channel::unbounded::<u8>();
+/// let (_s2, r2) = ppd::channel::unbounded::<u8>();
+/// s1.send(3).unwrap();
+/// let mut sel = ppd::channel::Select::new();
+/// let first = sel.recv(&r1);
+/// sel.recv(&r2);
+/// let op = sel.select();
+/// assert_eq!(op.index(), first);
+/// assert_eq!(op.recv(&r1), Ok(3));
+/// ```
+#[derive(Default)]
+pub struct Select<'a> {
+    inner: mpsc::Select<'a>,
+    /// Each operation, in the order added.
+    ops: Vec<Slot<'a>>,
+}
+
+/// An operation of a [`Select`].
+enum Slot<'a> {
+    /// A receive from a channel: its index in the mpsc selection.
+    Channel(usize),
+    /// A receive from a timer, which the selection reads through the logged clock.
+    Timer(&'a Timer),
+}
+
+/// What a choice among the operations asks of a timer that is due.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Due {
+    /// Take its delivery (`select`).
+    Take,
+    /// Only say it is due; the receive that follows takes it (`ready`).
+    Peek,
+}
+
+impl fmt::Debug for Select<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.inner.fmt(f)
+    }
+}
+
+impl<'a> Select<'a> {
+    /// An empty selection.
+    ///
+    /// ```
+    /// let _sel = ppd::channel::Select::new();
+    /// ```
+    pub fn new() -> Select<'a> {
+        Select {
+            inner: mpsc::Select::new(),
+            ops: Vec::new(),
+        }
+    }
+
+    /// Adds a receive from `r`; returns the operation's index.
+    ///
+    /// ```
+    /// let (_s, r) = ppd::channel::unbounded::<u8>();
+    /// let mut sel = ppd::channel::Select::new();
+    /// assert_eq!(sel.recv(&r), 0);
+    /// ```
+    pub fn recv<T>(&mut self, r: &'a Receiver<T>) -> usize {
+        let slot = match &r.timer {
+            Some(end) => Slot::Timer(&end.timer),
+            None => Slot::Channel(self.inner.recv_core(&r.core)),
+        };
+        self.ops.push(slot);
+        self.ops.len() - 1
+    }
+
+    /// The index of the operation that is the mpsc selection's `inner`-th.
+    fn outer(&self, inner: usize) -> usize {
+        self.ops
+            .iter()
+            .position(|slot| matches!(slot, Slot::Channel(i) if *i == inner))
+            .unwrap_or(inner)
+    }
+
+    /// A timer due at `now`: its index, and the instant it delivers (`Due::Take`: taken).
+    fn due_timer(&self, now: Instant, due: Due) -> Option<(usize, Instant)> {
+        self.ops
+            .iter()
+            .enumerate()
+            .find_map(|(index, slot)| match slot {
+                Slot::Timer(timer) if due == Due::Take => {
+                    timer.take_if_due(now).map(|at| (index, at))
+                }
+                Slot::Timer(timer) => timer.due().filter(|&at| at <= now).map(|_| (index, now)),
+                Slot::Channel(_) => None,
+            })
+    }
+
+    /// The choice among channels and timers, waiting as `wait` says: `attempt` chooses among
+    /// the channels (logged by the mpsc selection), the timers are read through the logged
+    /// clock, and the earliest timer bounds how long `attempt` may wait. Every step is
+    /// logged, so replay comes to the same choice.
+    fn decide<R>(
+        &mut self,
+        mut wait: Wait,
+        due: Due,
+        mut attempt: impl FnMut(&mut mpsc::Select<'a>, Wait) -> Result<R, SelectTimeoutError>,
+        channel: impl Fn(&Self, R) -> (usize, Chosen<'a>),
+    ) -> Result<(usize, Chosen<'a>), SelectTimeoutError> {
+        if !self.ops.iter().any(|slot| matches!(slot, Slot::Timer(_))) {
+            return attempt(&mut self.inner, wait).map(|r| channel(self, r));
+        }
+        loop {
+            let now = Instant::now();
+            if let Some((index, at)) = self.due_timer(now, due) {
+                return Ok((index, Chosen::Timer(at)));
+            }
+            let until_timer = self
+                .ops
+                .iter()
+                .filter_map(|slot| match slot {
+                    Slot::Timer(timer) => timer.due(),
+                    Slot::Channel(_) => None,
+                })
+                .min()
+                .map(|at| at.saturating_duration_since(now));
+            let bounded = match (wait, until_timer) {
+                (Wait::Try, _) => Wait::Try,
+                (Wait::Block, None) => Wait::Block,
+                (Wait::Block, Some(left)) => Wait::Timeout(left),
+                (Wait::Timeout(t), Some(left)) => Wait::Timeout(t.min(left)),
+                (Wait::Timeout(t), None) => Wait::Timeout(t),
+            };
+            match attempt(&mut self.inner, bounded) {
+                Ok(r) => return Ok(channel(self, r)),
+                Err(e) => match (wait, until_timer) {
+                    (Wait::Timeout(t), Some(left)) if t > left => wait = Wait::Timeout(t - left),
+                    (Wait::Try | Wait::Timeout(_), _) => {
+                        let now = Instant::now();
+                        return match self.due_timer(now, due) {
+                            Some((index, at)) => Ok((index, Chosen::Timer(at))),
+                            None => Err(e),
+                        };
+                    }
+                    // A timer bounded the wait: it is due now, and the next round takes it.
+                    (Wait::Block, _) => {}
+                },
+            }
+        }
+    }
+
+    /// `decide` for the operations that perform the receive.
+    #[track_caller]
+    fn choose(&mut self, wait: Wait) -> Result<SelectedOperation<'a>, SelectTimeoutError> {
+        let site = Location::caller();
+        self.decide(
+            wait,
+            Due::Take,
+            |inner, wait| inner.choose(wait, site).map_err(|_| SelectTimeoutError),
+            |sel, op| (sel.outer(op.index()), Chosen::Channel(op)),
+        )
+        .map(|(index, chosen)| SelectedOperation { index, chosen })
+    }
+
+    /// `decide` for the operations that only say which is ready.
+    #[track_caller]
+    fn ready_index(&mut self, wait: Wait) -> Result<usize, SelectTimeoutError> {
+        let site = Location::caller();
+        self.decide(
+            wait,
+            Due::Peek,
+            |inner, wait| inner.ready_in(wait, site).map_err(|_| SelectTimeoutError),
+            |sel, index| (sel.outer(index), Chosen::Ready),
+        )
+        .map(|(index, _)| index)
+    }
+
+    /// Waits until one of the operations can proceed and chooses it.
+    ///
+    /// ```
+    /// let (s, r) = ppd::channel::unbounded();
+    /// s.send(1u8).unwrap();
+    /// let mut sel = ppd::channel::Select::new();
+    /// sel.recv(&r);
+    /// assert_eq!(sel.select().recv(&r), Ok(1));
+    /// ```
+    #[track_caller]
+    pub fn select(&mut self) -> SelectedOperation<'a> {
+        loop {
+            if let Ok(op) = self.choose(Wait::Block) {
+                return op;
+            }
+        }
+    }
+
+    /// Chooses an operation that can proceed now, if there is one.
+    ///
+    /// ```
+    /// let (_s, r) = ppd::channel::unbounded::<u8>();
+    /// let mut sel = ppd::channel::Select::new();
+    /// sel.recv(&r);
+    /// assert!(sel.try_select().is_err());
+    /// ```
+    #[track_caller]
+    pub fn try_select(&mut self) -> Result<SelectedOperation<'a>, TrySelectError> {
+        self.choose(Wait::Try).map_err(|_| TrySelectError)
+    }
+
+    /// Like [`select`](Select::select), giving up after `timeout`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let (_s, r) = ppd::channel::unbounded::<u8>();
+    /// let mut sel = ppd::channel::Select::new();
+    /// sel.recv(&r);
+    /// assert!(sel.select_timeout(Duration::from_millis(1)).is_err());
+    /// ```
+    #[track_caller]
+    pub fn select_timeout(
+        &mut self,
+        timeout: Duration,
+    ) -> Result<SelectedOperation<'a>, SelectTimeoutError> {
+        self.choose(Wait::Timeout(timeout))
+    }
+
+    /// Like [`select`](Select::select), giving up at `deadline`.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// let (_s, r) = ppd::channel::unbounded::<u8>();
+    /// let mut sel = ppd::channel::Select::new();
+    /// sel.recv(&r);
+    /// assert!(sel.select_deadline(Instant::now()).is_err());
+    /// ```
+    #[track_caller]
+    pub fn select_deadline(
+        &mut self,
+        deadline: std::time::Instant,
+    ) -> Result<SelectedOperation<'a>, SelectTimeoutError> {
+        self.choose(Wait::Timeout(
+            deadline.saturating_duration_since(std::time::Instant::now()),
+        ))
+    }
+
+    /// Waits until one of the operations can proceed and returns its index without performing
+    /// it; the caller then does (a `try_recv`, say), and that is logged on its own.
+    ///
+    /// ```
+    /// let (s, r) = ppd::channel::unbounded();
+    /// s.send(2u8).unwrap();
+    /// let mut sel = ppd::channel::Select::new();
+    /// let i = sel.recv(&r);
+    /// assert_eq!(sel.ready(), i);
+    /// assert_eq!(r.try_recv(), Ok(2));
+    /// ```
+    #[track_caller]
+    pub fn ready(&mut self) -> usize {
+        loop {
+            if let Ok(index) = self.ready_index(Wait::Block) {
+                return index;
+            }
+        }
+    }
+
+    /// The index of an operation that can proceed now, if there is one.
+    ///
+    /// ```
+    /// let (_s, r) = ppd::channel::unbounded::<u8>();
+    /// let mut sel = ppd::channel::Select::new();
+    /// sel.recv(&r);
+    /// assert!(sel.try_ready().is_err());
+    /// ```
+    #[track_caller]
+    pub fn try_ready(&mut self) -> Result<usize, TryReadyError> {
+        self.ready_index(Wait::Try).map_err(|_| TryReadyError)
+    }
+
+    /// Like [`ready`](Select::ready), giving up after `timeout`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let (_s, r) = ppd::channel::unbounded::<u8>();
+    /// let mut sel = ppd::channel::Select::new();
+    /// sel.recv(&r);
+    /// assert!(sel.ready_timeout(Duration::from_millis(1)).is_err());
+    /// ```
+    #[track_caller]
+    pub fn ready_timeout(&mut self, timeout: Duration) -> Result<usize, ReadyTimeoutError> {
+        self.ready_index(Wait::Timeout(timeout))
+            .map_err(|_| ReadyTimeoutError)
+    }
+}
+
+/// The operation a [`Select`] chose; complete it with [`recv`](SelectedOperation::recv).
+///
+/// ```
+/// let (s, r) = ppd::channel::unbounded::<u8>();
+/// s.send(5).unwrap();
+/// let mut sel = ppd::channel::Select::new();
+/// sel.recv(&r);
+/// let op: ppd::channel::SelectedOperation<'_> = sel.select();
+/// assert_eq!(op.index(), 0);
+/// assert_eq!(op.recv(&r), Ok(5));
+/// ```
+#[derive(Debug)]
+pub struct SelectedOperation<'a> {
+    index: usize,
+    chosen: Chosen<'a>,
+}
+
+/// What a [`Select`] chose.
+#[derive(Debug)]
+enum Chosen<'a> {
+    /// A channel's receive, to complete.
+    Channel(mpsc::SelectedOperation<'a>),
+    /// A timer, and the instant it delivered.
+    Timer(Instant),
+    /// Only which operation is ready (`ready`).
+    Ready,
+}
+
+impl SelectedOperation<'_> {
+    /// The index [`Select::recv`] returned for the chosen operation.
+    ///
+    /// ```
+    /// let (s, r) = ppd::channel::unbounded();
+    /// s.send(0u8).unwrap();
+    /// let mut sel = ppd::channel::Select::new();
+    /// let i = sel.recv(&r);
+    /// let op = sel.select();
+    /// assert_eq!(op.index(), i);
+    /// op.recv(&r).unwrap();
+    /// ```
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// Completes the chosen receive; `r` must be the receiver added at this index.
+    ///
+    /// ```
+    /// let (s, r) = ppd::channel::unbounded();
+    /// s.send(4u8).unwrap();
+    /// let mut sel = ppd::channel::Select::new();
+    /// sel.recv(&r);
+    /// assert_eq!(sel.select().recv(&r), Ok(4));
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// When `r` is not the receiver chosen, as crossbeam's does.
+    pub fn recv<T: Send>(self, r: &Receiver<T>) -> Result<T, RecvError> {
+        match (self.chosen, &r.timer) {
+            (Chosen::Channel(op), None) => op.recv_core(&r.core).map_err(|_| RecvError),
+            (Chosen::Timer(at), Some(end)) => Ok((end.deliver)(at)),
+            _ => panic!("passed a receiver that wasn't selected"),
+        }
+    }
+}
+
+/// Waits on several receives at once, like crossbeam-channel's `select!`: arms
+/// `recv(r) -> msg => body`, and at most one of `default => body` (when none is ready now)
+/// or `default(timeout) => body` (when none is ready in time). The arm taken is logged and
+/// replay takes it again.
+///
+/// ```
+/// use std::time::Duration;
+/// let (s1, r1) = ppd::channel::unbounded::<u8>();
+/// let (_s2, r2) = ppd::channel::unbounded::<u8>();
+/// s1.send(7).unwrap();
+/// let got = ppd::select! {
+///     recv(r1) -> msg => msg.unwrap(),
+///     recv(r2) -> msg => msg.unwrap() + 100,
+///     default(Duration::from_millis(10)) => 0,
+/// };
+/// assert_eq!(got, 7);
+/// ```
+#[macro_export]
+macro_rules! select {
+    ($($tokens:tt)*) => {
+        $crate::__select_parse!([] [] $($tokens)*)
+    };
+}
+
+/// Parses `select!`'s arms: receives, then the default. Not a stable interface.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __select_parse {
+    // A receive arm whose body is a block: the comma after it is optional.
+    ([$($recvs:tt)*] [$($default:tt)*]
+        recv($r:expr) -> $res:pat => $body:block $(,)? $($rest:tt)*) => {
+        $crate::__select_parse!([$($recvs)* (($r) ($res) ($body))] [$($default)*] $($rest)*)
+    };
+    ([$($recvs:tt)*] [$($default:tt)*]
+        recv($r:expr) -> $res:pat => $body:expr, $($rest:tt)*) => {
+        $crate::__select_parse!([$($recvs)* (($r) ($res) ($body))] [$($default)*] $($rest)*)
+    };
+    ([$($recvs:tt)*] [$($default:tt)*] recv($r:expr) -> $res:pat => $body:expr) => {
+        $crate::__select_parse!([$($recvs)* (($r) ($res) ($body))] [$($default)*])
+    };
+    ([$($recvs:tt)*] [] default => $body:block $(,)? $($rest:tt)*) => {
+        $crate::__select_parse!([$($recvs)*] [(try) ($body)] $($rest)*)
+    };
+    ([$($recvs:tt)*] [] default => $body:expr $(, $($rest:tt)*)?) => {
+        $crate::__select_parse!([$($recvs)*] [(try) ($body)] $($($rest)*)?)
+    };
+    ([$($recvs:tt)*] [] default($timeout:expr) => $body:block $(,)? $($rest:tt)*) => {
+        $crate::__select_parse!([$($recvs)*] [(timeout $timeout) ($body)] $($rest)*)
+    };
+    ([$($recvs:tt)*] [] default($timeout:expr) => $body:expr $(, $($rest:tt)*)?) => {
+        $crate::__select_parse!([$($recvs)*] [(timeout $timeout) ($body)] $($($rest)*)?)
+    };
+    ([$($recvs:tt)*] [$($default:tt)*]) => {
+        $crate::__select_build!(sel [] [$($recvs)*] [$($default)*])
+    };
+}
+
+/// Builds `select!`'s selection, one receiver at a time, each bound once. Not a stable
+/// interface.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __select_build {
+    ($sel:ident [$($done:tt)*] [(($r:expr) ($res:pat) ($body:expr)) $($rest:tt)*]
+        [$($default:tt)*]) => {{
+        let receiver = &$r;
+        $crate::__select_build!($sel [$($done)* (receiver ($res) ($body))] [$($rest)*]
+            [$($default)*])
+    }};
+    ($sel:ident [$(($receiver:ident ($res:pat) ($body:expr)))*] [] []) => {{
+        let mut $sel = $crate::channel::Select::new();
+        let indexes = [$($sel.recv($receiver)),*];
+        let op = $sel.select();
+        $crate::__select_dispatch!(op indexes 0usize; $(($receiver ($res) ($body)))*)
+    }};
+    ($sel:ident [$(($receiver:ident ($res:pat) ($body:expr)))*] [] [(try) ($default:expr)]) => {{
+        let mut $sel = $crate::channel::Select::new();
+        let indexes = [$($sel.recv($receiver)),*];
+        match $sel.try_select() {
+            Ok(op) => $crate::__select_dispatch!(op indexes 0usize; $(($receiver ($res) ($body)))*),
+            Err(_) => $default,
+        }
+    }};
+    ($sel:ident [$(($receiver:ident ($res:pat) ($body:expr)))*] []
+        [(timeout $timeout:expr) ($default:expr)]) => {{
+        let mut $sel = $crate::channel::Select::new();
+        let indexes = [$($sel.recv($receiver)),*];
+        match $sel.select_timeout($timeout) {
+            Ok(op) => $crate::__select_dispatch!(op indexes 0usize; $(($receiver ($res) ($body)))*),
+            Err(_) => $default,
+        }
+    }};
+}
+
+/// Completes the receive `select!` chose and runs its arm. Not a stable interface.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __select_dispatch {
+    ($op:ident $indexes:ident $at:expr; ($receiver:ident ($res:pat) ($body:expr)) $($rest:tt)*) => {
+        if $op.index() == $indexes[$at] {
+            let $res = $op.recv($receiver);
+            $body
+        } else {
+            $crate::__select_dispatch!($op $indexes $at + 1; $($rest)*)
+        }
+    };
+    ($op:ident $indexes:ident $at:expr;) => {
+        unreachable!("select! chose an operation it did not add")
+    };
+}

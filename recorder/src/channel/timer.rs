@@ -1,0 +1,106 @@
+//! [`after`], [`tick`] and [`never()`]: receivers of time, not of messages.
+//!
+//! A timer is not a channel another process sends on: nothing but time ends a wait on it. So
+//! it has no carrier and no helper thread; a receive reads the clock through the runtime (a
+//! logged `Clock` event, given back in replay), sleeps through `ppd::thread::sleep` until the
+//! timer is due (a logged `Sleep`, which replay passes over without sleeping, and which says,
+//! in a run killed during the wait, that only time would have ended it — never `Blocked`), and
+//! delivers the clock's reading after the sleep. A timer no process waits on leaves nothing in
+//! any log, so a finished run never looks hung because of one.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::time::Instant;
+
+/// When a timer is next due.
+#[derive(Debug)]
+pub(crate) struct Timer {
+    /// The next delivery: `None` once an `after` timer has delivered, and for `never`.
+    next: Mutex<Option<Instant>>,
+    /// A `tick` timer's period.
+    period: Option<Duration>,
+}
+
+impl Timer {
+    /// Due once, `delay` from now.
+    pub(crate) fn after(delay: Duration) -> Timer {
+        Timer {
+            next: Mutex::new(Some(Instant::now() + delay)),
+            period: None,
+        }
+    }
+
+    /// Due every `period`, from `period` from now.
+    pub(crate) fn tick(period: Duration) -> Timer {
+        Timer {
+            next: Mutex::new(Some(Instant::now() + period)),
+            period: Some(period),
+        }
+    }
+
+    /// Never due.
+    pub(crate) fn never() -> Timer {
+        Timer {
+            next: Mutex::new(None),
+            period: None,
+        }
+    }
+
+    fn next(&self) -> std::sync::MutexGuard<'_, Option<Instant>> {
+        self.next.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// When the timer is next due, if ever.
+    pub(crate) fn due(&self) -> Option<Instant> {
+        *self.next()
+    }
+
+    /// Delivers if the timer is due at `now`: the instant delivered, and the timer moves on
+    /// to its next delivery (a tick that fell behind is due again at once, as crossbeam's
+    /// delivers at most one late tick).
+    pub(crate) fn take_if_due(&self, now: Instant) -> Option<Instant> {
+        let mut next = self.next();
+        let due = (*next)?;
+        if due > now {
+            return None;
+        }
+        *next = self.period.map(|period| (due + period).max(now));
+        Some(now)
+    }
+
+    /// Waits at most `patience` (none: for as long as it takes) for the timer to be due, and
+    /// delivers; `None` when it was not due in time.
+    #[track_caller]
+    pub(crate) fn receive(&self, patience: Option<Duration>) -> Option<Instant> {
+        let now = Instant::now();
+        if let Some(at) = self.take_if_due(now) {
+            return Some(at);
+        }
+        let wait = self.due().map(|due| due.saturating_duration_since(now));
+        match (wait, patience) {
+            (Some(wait), Some(patience)) if wait > patience => {
+                if !patience.is_zero() {
+                    crate::thread::sleep(patience);
+                }
+                None
+            }
+            (Some(wait), _) => {
+                crate::thread::sleep(wait);
+                let now = Instant::now();
+                // Another receiver of a clone may have taken this delivery meanwhile.
+                self.take_if_due(now).or_else(|| self.receive(patience))
+            }
+            (None, Some(patience)) => {
+                if !patience.is_zero() {
+                    crate::thread::sleep(patience);
+                }
+                None
+            }
+            // Never due, waited for forever: like crossbeam's, this receive never returns.
+            (None, None) => loop {
+                std::thread::park();
+            },
+        }
+    }
+}

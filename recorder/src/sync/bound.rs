@@ -1,0 +1,217 @@
+//! The capacity of a bounded channel under a backend: hidden semaphores whose permits are the
+//! channel's free slots.
+//!
+//! Run without ppd, a bounded channel is crossbeam's bounded channel and blocks on its own.
+//! Recorded and replayed, its messages travel on an unbounded channel (replay holds messages
+//! back, so the carrier's own capacity would not match the recorded run's) and its capacity is
+//! a ppd [`Semaphore`], `room`, with one permit per slot: a send takes a permit before its
+//! message becomes visible, a receive gives one back. Every choice is then an existing
+//! semaphore operation: a full channel is a P that waits (logging `Blocked` first), a
+//! `try_send` on a full one is the `WouldBlock` answer of a try-P, and the happened-before std
+//! guarantees — the k-th receive happens-before the (k+n)-th send returns — is the
+//! semaphore's edge from a V to the P that takes its permit.
+//!
+//! A rendezvous channel (capacity 0) has one slot in `room`, so one message is in flight at a
+//! time, and a second semaphore, `handoff`, with none: the receive that takes the message gives
+//! `handoff` a permit, and the send returns only after taking it (so the receive
+//! happens-before the send returns), then frees the slot.
+
+use crate::runtime::binding::LazyObject;
+use std::panic::Location;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use ppd_formats::event::Outcome;
+use ppd_formats::{Event, EventKind, ObjectId};
+
+use super::semaphore::Semaphore;
+use crate::runtime;
+use crate::runtime::backend::{Mode, Op};
+
+/// The room (and for capacity 0 the handoff) of one bounded channel.
+#[derive(Debug)]
+pub(crate) struct Bound {
+    room: Semaphore,
+    handoff: Option<Semaphore>,
+    /// Receives blocked on the channel now: a rendezvous `try_send` succeeds only when one is
+    /// waiting to take its message, as std's does.
+    waiting_receivers: AtomicUsize,
+    /// Receivers alive; when the last goes, blocked senders are woken to fail.
+    receivers: AtomicUsize,
+    /// Where the channel was made: the place of the operations no call site stands for (the
+    /// wake-up when the last receiver goes).
+    site: &'static Location<'static>,
+}
+
+impl Bound {
+    /// The bookkeeping of a channel with room for `capacity` messages, its semaphores named
+    /// after the channel (or, for an unnamed one, after what they are) so that a sender
+    /// blocked on one is reported as waiting on that channel.
+    pub(crate) fn new(
+        capacity: usize,
+        name: Option<&'static str>,
+        site: &'static Location<'static>,
+    ) -> Bound {
+        let slots = capacity.max(1) as u64;
+        let bound = Bound {
+            room: Semaphore::hidden(slots, name.unwrap_or("room of a bounded channel"), site),
+            handoff: (capacity == 0).then(|| {
+                Semaphore::hidden(0, name.unwrap_or("handoff of a rendezvous channel"), site)
+            }),
+            waiting_receivers: AtomicUsize::new(0),
+            receivers: AtomicUsize::new(1),
+            site,
+        };
+        // Registered with the channel, not at their first use: a channel is never a `static`,
+        // and re-executing an e-block finds the room as the next objects its creator made.
+        bound.room.register_now();
+        if let Some(handoff) = &bound.handoff {
+            handoff.register_now();
+        }
+        bound
+    }
+
+    /// Before a send: waits for a free slot.
+    pub(crate) fn enter(&self, site: &'static Location<'static>) {
+        self.room.acquire_at(site);
+    }
+
+    /// Before a `try_send`: takes a free slot if there is one (for a rendezvous channel, only
+    /// while a receive waits for the message); the answer is logged.
+    pub(crate) fn try_enter(&self, site: &'static Location<'static>) -> bool {
+        self.room.try_acquire_at(site, None, || {
+            self.handoff.is_none() || self.waiting_receivers.load(Ordering::Acquire) > 0
+        })
+    }
+
+    /// Before a `send_timeout`: waits at most `patience` for a free slot; the answer is
+    /// logged.
+    pub(crate) fn enter_within(
+        &self,
+        site: &'static Location<'static>,
+        patience: Duration,
+    ) -> bool {
+        self.room.try_acquire_at(site, Some(patience), || true)
+    }
+
+    /// After a send delivered its message: a rendezvous send waits until it is taken.
+    pub(crate) fn sent(&self, site: &'static Location<'static>) {
+        if let Some(handoff) = &self.handoff {
+            handoff.acquire_at(site);
+            self.room.release_at(site);
+        }
+    }
+
+    /// After a send that found every receiver gone: its slot goes on to the next sender, which
+    /// fails the same way.
+    pub(crate) fn abandoned(&self, site: &'static Location<'static>) {
+        self.room.release_at(site);
+    }
+
+    /// After a receive took a message: its slot is free again (rendezvous: its sender may
+    /// return).
+    pub(crate) fn taken(&self, site: &'static Location<'static>) {
+        match &self.handoff {
+            Some(handoff) => handoff.release_at(site),
+            None => self.room.release_at(site),
+        }
+    }
+
+    /// A receive is about to block; the guard says when it stops.
+    pub(crate) fn receiver_waits(&self) -> WaitingReceiver<'_> {
+        self.waiting_receivers.fetch_add(1, Ordering::AcqRel);
+        WaitingReceiver(self)
+    }
+
+    /// Another receiver (a clone) shares the channel.
+    pub(crate) fn receiver_added(&self) {
+        self.receivers.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// A receiver went away, after its end of the carrier channel: when it was the last, a
+    /// sender waiting for room or for its message to be taken wakes, finds the channel
+    /// disconnected and passes the wake-up on.
+    ///
+    /// Which receiver is the last is a race between the receivers' processes; the wake-up's V
+    /// in the log is its answer, and replay gives it to the same receiver.
+    pub(crate) fn receiver_dropped(&self) {
+        let last = self.receivers.fetch_sub(1, Ordering::AcqRel) == 1;
+        self.room.release_if(self.site, last);
+        if let Some(handoff) = &self.handoff {
+            handoff.release_if(self.site, last);
+        }
+    }
+}
+
+/// A receive blocked on a bounded channel; see [`Bound::receiver_waits`].
+#[derive(Debug)]
+pub(crate) struct WaitingReceiver<'a>(&'a Bound);
+
+impl Drop for WaitingReceiver<'_> {
+    fn drop(&mut self) {
+        self.0.waiting_receivers.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Re-executing an e-block through a bounded channel's handle rebuilt from its id
+/// (`super::handle`): the handle does not know the channel's room, so the room's operations
+/// the log has at this point are served as they come. The room is the object the channel's
+/// creator made right after the channel, the handoff the one after (`Bound::new`). Returns the
+/// last answer served (a `try_send`'s).
+pub(crate) fn serve_emulated_room(
+    channel: ObjectId,
+    site: &'static Location<'static>,
+) -> Option<Outcome> {
+    if runtime::mode() != Mode::Emulate {
+        return None;
+    }
+    let ours = [ObjectId(channel.0 + 1), ObjectId(channel.0 + 2)];
+    let kinds = [
+        EventKind::Outcome,
+        EventKind::SemAcquire,
+        EventKind::SemRelease,
+    ];
+    let mut answer = None;
+    while let Some(event) = ours.iter().find_map(|&object| {
+        kinds
+            .iter()
+            .find_map(|&kind| runtime::expect_if(Op::on(kind, object, Some(site))))
+    }) {
+        match event {
+            Event::SemAcquire {
+                object,
+                version,
+                prev,
+                ..
+            } => runtime::done(&Event::SemAcquire {
+                object,
+                version,
+                prev,
+                site: Some(site),
+            }),
+            Event::SemRelease {
+                object,
+                version,
+                prev,
+                ..
+            } => runtime::done(&Event::SemRelease {
+                object,
+                version,
+                prev,
+                site: Some(site),
+            }),
+            Event::Outcome {
+                object, outcome, ..
+            } => {
+                answer = Some(outcome);
+                runtime::done(&Event::Outcome {
+                    object,
+                    outcome,
+                    site: Some(site),
+                });
+            }
+            _ => break,
+        }
+    }
+    answer
+}
