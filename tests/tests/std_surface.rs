@@ -159,10 +159,19 @@ fn is_finished_and_available_parallelism_are_logged_answers() {
 fn an_atomic_pointer_is_versioned_without_its_addresses() {
     let work = tempfile::tempdir().unwrap();
     let dir = record_replay_analyze(work.path(), "ptr", &["--payloads"]);
+    // The slot is registered by whichever process uses it first.
+    let slot = ["main", "taker"]
+        .iter()
+        .flat_map(|name| events(&dir, name))
+        .find_map(|e| match e {
+            Event::Create { object, name, .. } if name.as_deref() == Some("slot") => Some(object),
+            _ => None,
+        })
+        .expect("the slot's creation is logged");
     let slot_accesses: Vec<Event> = ["main", "taker"]
         .iter()
         .flat_map(|name| events(&dir, name))
-        .filter(|e| matches!(e, Event::Atomic { object, .. } if object.ordinal() == 0 && object.creator().0 == 0))
+        .filter(|e| matches!(e, Event::Atomic { object, .. } if *object == slot))
         .collect();
     // main's release store, and at least the taker's swap that took the box; with payloads
     // asked for, an integer atomic's accesses would carry their values.

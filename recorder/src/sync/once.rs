@@ -199,9 +199,11 @@ pub struct OnceLock<T> {
     value: UnsafeCell<MaybeUninit<T>>,
 }
 
-// The value is written once, under the `Once`, before it is complete; shared references only
-// read it after seeing it complete, as std's `OnceLock`.
+// SAFETY: the value is written once, under the `Once`, before it is complete; shared
+// references only read it after seeing it filled, as std's `OnceLock`. `Send` is needed
+// because one process may initialize it and another read it.
 unsafe impl<T: Sync + Send> Sync for OnceLock<T> {}
+// SAFETY: the cell owns its value; moving the cell moves the value.
 unsafe impl<T: Send> Send for OnceLock<T> {}
 impl<T: RefUnwindSafe + UnwindSafe> RefUnwindSafe for OnceLock<T> {}
 impl<T: UnwindSafe> UnwindSafe for OnceLock<T> {}
@@ -444,7 +446,8 @@ pub struct LazyLock<T, F = fn() -> T> {
     init: UnsafeCell<Option<F>>,
 }
 
-// As std's: the initializer is taken once, under the cell's `Once`.
+// SAFETY: as std's: the initializer is taken once, under the cell's `Once`, by the one caller
+// that runs it; the value is shared as a `OnceLock`'s is.
 unsafe impl<T: Sync + Send, F: Send> Sync for LazyLock<T, F> {}
 impl<T: RefUnwindSafe + UnwindSafe, F: UnwindSafe> RefUnwindSafe for LazyLock<T, F> {}
 
