@@ -9,10 +9,12 @@ mod handle;
 pub mod mpsc;
 mod mutex;
 mod object;
+mod rwlock;
 mod semaphore;
 pub mod values;
 
 pub use mutex::{Mutex, MutexGuard};
+pub use rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 pub use semaphore::Semaphore;
 pub use std::sync::{Arc, LockResult, PoisonError, TryLockError, TryLockResult, Weak};
 pub use values::log_values;
