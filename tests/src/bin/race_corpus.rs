@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use ppd::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use ppd::sync::mpsc::named_channel;
-use ppd::sync::{Mutex, Semaphore};
+use ppd::sync::{Mutex, RwLock, Semaphore};
 use ppd::thread::JoinHandle;
 use serde::Serialize;
 
@@ -1569,6 +1569,8 @@ const SCENARIOS: &[Scenario] = &[
     SINGLE_PROCESS_INVERSION,
     DEADLOCK_LOCKS,
     DEADLOCK_MESSAGES,
+    RWLOCK_READERS_WRITE,
+    RWLOCK_PROTECTED,
 ];
 
 /// An expected race with its markers resolved to lines.
@@ -1691,3 +1693,69 @@ fn main() -> ExitCode {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Reader-writer locks.
+
+/// Two readers hold the read lock together: it orders neither after the other, so their writes
+/// under it race.
+const RWLOCK_READERS_WRITE: Scenario = Scenario {
+    name: "rwlock_readers_write",
+    tag: "rwr",
+    races: &[data("x", "rwr.a", "rwr.b")],
+    hangs: false,
+    potential_deadlocks: &[],
+    run: || {
+        let x = shared("x");
+        let lock = Arc::new(RwLock::named("config", 0u64));
+        let (x1, x2, l1, l2) = (x.clone(), x, lock.clone(), lock);
+        join(vec![
+            spawn("a", move || {
+                let _r = l1.read().expect("config");
+                x1.store(1, Relaxed); // @rwr.a
+            }),
+            spawn("b", move || {
+                let _r = l2.read().expect("config");
+                x2.store(2, Relaxed); // @rwr.b
+            }),
+        ]);
+    },
+};
+
+/// Writers update under the write lock, readers read under the read lock: every write is
+/// ordered with every other access.
+const RWLOCK_PROTECTED: Scenario = Scenario {
+    name: "rwlock_protected",
+    tag: "",
+    races: &[],
+    hangs: false,
+    potential_deadlocks: &[],
+    run: || {
+        let x = shared("x");
+        let lock = Arc::new(RwLock::named("config", 0u64));
+        let mut workers: Vec<JoinHandle<()>> = (0..2)
+            .map(|i| {
+                let (x, lock) = (x.clone(), lock.clone());
+                spawn(&format!("writer-{i}"), move || {
+                    for _ in 0..10 {
+                        let mut w = lock.write().expect("config");
+                        let v = x.load(Relaxed);
+                        x.store(v + 1, Relaxed);
+                        *w += 1;
+                    }
+                })
+            })
+            .collect();
+        workers.extend((0..2).map(|i| {
+            let (x, lock) = (x.clone(), lock.clone());
+            spawn(&format!("reader-{i}"), move || {
+                for _ in 0..10 {
+                    let r = lock.read().expect("config");
+                    assert!(x.load(Relaxed) == *r);
+                }
+            })
+        }));
+        join(workers);
+        assert_eq!(x.load(Relaxed), 20);
+    },
+};
