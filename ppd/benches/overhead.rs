@@ -303,14 +303,40 @@ macro_rules! workloads {
                 .collect();
             join_all(handles)
         }
+
+        /// Processes mostly reading one `RwLock`ed value, writing it every eighth time.
+        pub(crate) fn rwlock_read_heavy(s: super::Sizes) -> u64 {
+            let shared = Arc::new(RwLock::new(0u64));
+            let handles = (0..s.workers)
+                .map(|i| {
+                    let shared = Arc::clone(&shared);
+                    let n = s.iterations;
+                    spawn(format!("reader-{i}"), move || {
+                        let mut seen = 0u64;
+                        for k in 0..n {
+                            if k % 8 == 0 {
+                                let mut g = shared.write().expect("write");
+                                *g = g.wrapping_mul(31).wrapping_add(i + 1);
+                            } else {
+                                seen = seen.wrapping_add(*shared.read().expect("read"));
+                            }
+                        }
+                        seen
+                    })
+                })
+                .collect();
+            let seen = join_all(handles);
+            let v = *shared.read().expect("read");
+            seen ^ v
+        }
     };
 }
 
 mod with_ppd {
     use ppd::collections::HashMap;
-    use ppd::sync::Mutex;
     use ppd::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
     use ppd::sync::mpsc;
+    use ppd::sync::{Mutex, RwLock};
     use ppd::thread;
 
     workloads!();
@@ -318,9 +344,9 @@ mod with_ppd {
 
 mod with_std {
     use std::collections::HashMap;
-    use std::sync::Mutex;
     use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
     use std::sync::mpsc;
+    use std::sync::{Mutex, RwLock};
     use std::thread;
 
     workloads!();
@@ -337,7 +363,7 @@ struct Workload {
     std: fn(Sizes) -> u64,
 }
 
-const WORKLOADS: [Workload; 9] = [
+const WORKLOADS: [Workload; 10] = [
     Workload {
         name: "ping-pong",
         what: "messages",
@@ -409,6 +435,14 @@ const WORKLOADS: [Workload; 9] = [
         processes: |s| 1 + s.workers,
         ppd: with_ppd::hash_map,
         std: with_std::hash_map,
+    },
+    Workload {
+        name: "rwlock-read-heavy",
+        what: "rwlock holds (7 reads : 1 write)",
+        ops: |s| s.workers * s.iterations,
+        processes: |s| 1 + s.workers,
+        ppd: with_ppd::rwlock_read_heavy,
+        std: with_std::rwlock_read_heavy,
     },
 ];
 

@@ -117,7 +117,7 @@ pub fn event_at(i: u64, payload: &[u8]) -> Event<Borrowed<'_>> {
             object,
             version: i / 9 + 1,
             prev: (i % 4 == 1).then_some(ProcessId(3)),
-            mode: if i % 3 == 0 {
+            mode: if i.is_multiple_of(3) {
                 RwMode::Read
             } else {
                 RwMode::Write
