@@ -1571,6 +1571,7 @@ const SCENARIOS: &[Scenario] = &[
     DEADLOCK_MESSAGES,
     RWLOCK_READERS_WRITE,
     RWLOCK_PROTECTED,
+    DEADLOCK_RWLOCKS,
 ];
 
 /// An expected race with its markers resolved to lines.
@@ -1757,5 +1758,36 @@ const RWLOCK_PROTECTED: Scenario = Scenario {
         }));
         join(workers);
         assert_eq!(x.load(Relaxed), 20);
+    },
+};
+
+/// Each process reads one lock, then wants to write the other: each writer waits for the
+/// other's read hold.
+const DEADLOCK_RWLOCKS: Scenario = Scenario {
+    name: "deadlock_rwlocks",
+    tag: "drw",
+    races: &[],
+    hangs: true,
+    potential_deadlocks: &[],
+    run: || {
+        let r1 = Arc::new(RwLock::named("r1", 0u64));
+        let r2 = Arc::new(RwLock::named("r2", 0u64));
+        let (left_has, right_hears) = named_channel::<()>("left-reads-r1");
+        let (right_has, left_hears) = named_channel::<()>("right-reads-r2");
+        let (a1, a2, b1, b2) = (r1.clone(), r2.clone(), r1, r2);
+        join(vec![
+            spawn("left", move || {
+                let _first = a1.read().expect("r1");
+                left_has.send(()).expect("tell right");
+                left_hears.recv().expect("hear right");
+                let _second = a2.write().expect("r2"); // @drw.left
+            }),
+            spawn("right", move || {
+                let _first = b2.read().expect("r2");
+                right_hears.recv().expect("hear left");
+                right_has.send(()).expect("tell left");
+                let _second = b1.write().expect("r1"); // @drw.right
+            }),
+        ]);
     },
 };
