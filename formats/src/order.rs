@@ -13,8 +13,10 @@
 //!   guarantees: the same message, spawn, join and mutex edges, but an atomic access orders
 //!   only what the C++20/Rust memory model says (a release write heading the release sequence
 //!   an acquire read reads from, to that read; relaxed accesses order nothing), and a semaphore
-//!   P follows only the V whose permit it took. Race detection, lock-order analysis, the
-//!   parallel dynamic graph, `ppd graph` and the pictures use it.
+//!   P follows only the V whose permit it took; a reader-writer lock's read hold follows only
+//!   the last write hold's release (readers are not ordered among themselves), a write hold
+//!   every release before it. Race detection, lock-order analysis, the parallel dynamic graph,
+//!   `ppd graph` and the pictures use it.
 //!
 //! The happened-before is contained in the replay order: every edge of the first is a path of
 //! the second, so two events the analysis orders are ordered the same way in any replay.
