@@ -141,7 +141,9 @@ fn ending(last: Option<Op>) -> (Ending, Option<Waited>) {
             | Op::Mark { .. }
             | Op::Undelivered { .. }
             | Op::Sleep { .. }
-            | Op::Outcome { .. },
+            | Op::Outcome { .. }
+            | Op::RwAcquire { .. }
+            | Op::RwRelease { .. },
         )
         | None => (Ending::Running, None),
     }
@@ -163,6 +165,8 @@ pub fn deadlocks(trace: &Trace) -> Deadlocks {
     let mut senders: HashMap<ObjIdx, BTreeSet<u32>> = HashMap::new();
     let mut net_permits: HashMap<(ObjIdx, u32), i64> = HashMap::new();
     let mut releasers: HashMap<ObjIdx, BTreeSet<u32>> = HashMap::new();
+    // Reader-writer locks: holds per process (a reader may hold more than one).
+    let mut rw_holds: HashMap<(ObjIdx, u32), i64> = HashMap::new();
     for (p, proc) in trace.processes().iter().enumerate() {
         let p = p as u32;
         for ev in &proc.events {
@@ -184,6 +188,8 @@ pub fn deadlocks(trace: &Trace) -> Deadlocks {
                     *net_permits.entry((object, p)).or_default() -= 1;
                     releasers.entry(object).or_default().insert(p);
                 }
+                Rule::RwAcquire { object, .. } => *rw_holds.entry((object, p)).or_default() += 1,
+                Rule::RwRelease { object, .. } => *rw_holds.entry((object, p)).or_default() -= 1,
                 Rule::Local
                 | Rule::Takes(
                     Point::Message { .. }
@@ -235,7 +241,7 @@ pub fn deadlocks(trace: &Trace) -> Deadlocks {
             None => continue,
         };
         let kind = match trace.object(object).kind {
-            Some(ObjectKind::Mutex) => WaitKind::Lock,
+            Some(ObjectKind::Mutex | ObjectKind::RwLock) => WaitKind::Lock,
             Some(ObjectKind::Semaphore) => WaitKind::Permit,
             // Nothing blocks on an atomic; an object whose creation is not in the logs is
             // taken for a channel, the only other kind a process blocks on.
@@ -251,6 +257,21 @@ pub fn deadlocks(trace: &Trace) -> Deadlocks {
             }
         };
         let (waits_for, guessed) = match kind {
+            // A reader-writer lock's waiter waits for every holder: a writer for the readers
+            // or the writer, a reader for the writer holding it or queued before it (which
+            // itself waits for the readers). Readers alone never block a reader.
+            WaitKind::Lock if trace.object(object).kind == Some(ObjectKind::RwLock) => (
+                others(
+                    rw_holds
+                        .iter()
+                        .filter(|((o, _), holds)| *o == object && **holds > 0)
+                        .map(|((_, q), _)| *q)
+                        .collect::<BTreeSet<u32>>()
+                        .into_iter()
+                        .collect(),
+                ),
+                false,
+            ),
             WaitKind::Lock => (
                 others(holder.get(&object).copied().into_iter().collect()),
                 false,

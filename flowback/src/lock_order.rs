@@ -21,7 +21,7 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use ppd_formats::event::Outcome;
+use ppd_formats::event::{Outcome, RwMode};
 
 use crate::trace::{EventRef, ObjIdx, Op, SiteId, Trace};
 
@@ -75,11 +75,21 @@ pub fn lock_order_edges(trace: &Trace) -> (Vec<LockOrderEdge>, LockOrderStats) {
         let mut tried: Option<ObjIdx> = None;
         for (i, ev) in proc.events.iter().enumerate() {
             match ev.op {
-                Op::Lock { object, .. } => {
+                Op::Lock { object, .. } | Op::RwAcquire { object, .. } => {
                     stats.acquisitions += 1;
                     let at = EventRef::new(p, i as u32);
                     // A try never waits: it is no step of a deadlock, though what it holds is.
-                    let waits = tried.take() != Some(object);
+                    // Nor is a read of a reader-writer lock taken here: it waits only for a
+                    // writer, and two readers never block each other, so a cycle through it
+                    // is not reported (what it holds still gates others' steps).
+                    let reads = matches!(
+                        ev.op,
+                        Op::RwAcquire {
+                            mode: RwMode::Read,
+                            ..
+                        }
+                    );
+                    let waits = tried.take() != Some(object) && !reads;
                     if waits && !held.is_empty() {
                         let gates: Vec<ObjIdx> = held
                             .iter()
@@ -107,7 +117,7 @@ pub fn lock_order_edges(trace: &Trace) -> (Vec<LockOrderEdge>, LockOrderStats) {
                     }
                     held.push((object, at));
                 }
-                Op::Unlock { object } => {
+                Op::Unlock { object } | Op::RwRelease { object, .. } => {
                     if let Some(k) = held.iter().rposition(|&(m, _)| m == object) {
                         held.remove(k);
                     }

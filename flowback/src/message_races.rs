@@ -81,7 +81,9 @@ pub fn message_races(trace: &Trace, clocks: &Clocks) -> Vec<MessageRace> {
             | Op::Blocked { .. }
             | Op::JoinBlocked { .. }
             | Op::Sleep { .. }
-            | Op::Outcome { .. } => None,
+            | Op::Outcome { .. }
+            | Op::RwAcquire { .. }
+            | Op::RwRelease { .. } => None,
         })
         .collect();
     for (p, proc) in trace.processes().iter().enumerate() {
@@ -131,7 +133,9 @@ pub fn message_races(trace: &Trace, clocks: &Clocks) -> Vec<MessageRace> {
                 | Op::Undelivered { .. }
                 | Op::JoinBlocked { .. }
                 | Op::Sleep { .. }
-                | Op::Outcome { .. } => {}
+                | Op::Outcome { .. }
+                | Op::RwAcquire { .. }
+                | Op::RwRelease { .. } => {}
             }
         }
     }

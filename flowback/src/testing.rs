@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use ppd_formats::event::{AtomicOp, MemOrdering, ObjectKind};
+use ppd_formats::event::{AtomicOp, MemOrdering, ObjectKind, RwMode};
 
 use crate::trace::{EventRef, ObjIdx, Op, SiteId, Trace};
 
@@ -154,6 +154,12 @@ fn reference_edges(trace: &Trace) -> HashMap<EventRef, Vec<EventRef>> {
                 }
                 | Op::Atomic {
                     object, version, ..
+                }
+                | Op::RwAcquire {
+                    object, version, ..
+                }
+                | Op::RwRelease {
+                    object, version, ..
                 } if object == o => Some((version, r, op)),
                 _ => None,
             })
@@ -187,6 +193,37 @@ fn reference_edges(trace: &Trace) -> HashMap<EventRef, Vec<EventRef>> {
                                 add(r, v);
                             }
                         }
+                    }
+                }
+            }
+            // A read hold starts after the last write hold ended; a write hold after every
+            // hold before it ended.
+            Some(ObjectKind::RwLock) => {
+                let mut write_release: Option<EventRef> = None;
+                let mut read_releases: Vec<EventRef> = Vec::new();
+                for &(_, r, op) in &ops {
+                    match op {
+                        Op::RwAcquire { mode, .. } => {
+                            if let Some(w) = write_release {
+                                add(r, w);
+                            }
+                            if mode == RwMode::Write {
+                                for &rr in &read_releases {
+                                    add(r, rr);
+                                }
+                            }
+                        }
+                        Op::RwRelease {
+                            mode: RwMode::Read, ..
+                        } => read_releases.push(r),
+                        Op::RwRelease {
+                            mode: RwMode::Write,
+                            ..
+                        } => {
+                            write_release = Some(r);
+                            read_releases.clear();
+                        }
+                        _ => {}
                     }
                 }
             }

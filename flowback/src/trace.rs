@@ -9,7 +9,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ppd_formats::event::{AtomicOp, MemOrdering, ObjectKind, Outcome, Question, RecvOutcome};
+use ppd_formats::event::{
+    AtomicOp, MemOrdering, ObjectKind, Outcome, Question, RecvOutcome, RwMode,
+};
 use ppd_formats::order::{Sync, governing_ordering};
 use ppd_formats::{Event, LogState, ObjectId, ProcessId, Recording, Site};
 use serde::{Deserialize, Serialize};
@@ -139,6 +141,17 @@ pub enum Op {
         object: ObjIdx,
         outcome: Outcome,
     },
+    RwAcquire {
+        object: ObjIdx,
+        version: u64,
+        prev: Option<ProcessId>,
+        mode: RwMode,
+    },
+    RwRelease {
+        object: ObjIdx,
+        version: u64,
+        mode: RwMode,
+    },
 }
 
 impl Op {
@@ -171,6 +184,8 @@ impl Op {
             Op::Sleep { .. } => "sleep",
             Op::Answer { .. } => "answer",
             Op::Outcome { .. } => "outcome",
+            Op::RwAcquire { .. } => "rw_acquire",
+            Op::RwRelease { .. } => "rw_release",
         }
     }
 
@@ -184,7 +199,9 @@ impl Op {
             | Op::SemRelease { object, .. }
             | Op::Atomic { object, .. }
             | Op::Blocked { object }
-            | Op::Outcome { object, .. } => Some(object),
+            | Op::Outcome { object, .. }
+            | Op::RwAcquire { object, .. }
+            | Op::RwRelease { object, .. } => Some(object),
             Op::Send { channel, .. }
             | Op::Recv { channel, .. }
             | Op::RecvNone { channel, .. }
@@ -254,6 +271,25 @@ impl Op {
             | Op::JoinBlocked { .. }
             | Op::Sleep { .. }
             | Op::Outcome { .. } => Sync::Local,
+            Op::RwAcquire {
+                object,
+                version,
+                mode,
+                ..
+            } => Sync::RwAcquire {
+                object,
+                version,
+                mode,
+            },
+            Op::RwRelease {
+                object,
+                version,
+                mode,
+            } => Sync::RwRelease {
+                object,
+                version,
+                mode,
+            },
         }
     }
 
@@ -536,6 +572,25 @@ impl Trace {
                 object,
                 outcome: Outcome::Acquired,
             } => format!("try_lock acquires {}", obj(object)),
+            Op::RwAcquire {
+                object,
+                version,
+                mode,
+                ..
+            } => format!(
+                "{} lock {} (operation {version})",
+                rw_mode_name(mode),
+                obj(object)
+            ),
+            Op::RwRelease {
+                object,
+                version,
+                mode,
+            } => format!(
+                "{} unlock {} (operation {version})",
+                rw_mode_name(mode),
+                obj(object)
+            ),
             Op::Undelivered { channel, seq } => {
                 format!(
                     "message {seq} on {} not delivered (receiver gone)",
@@ -565,6 +620,15 @@ pub fn kind_name(kind: ObjectKind) -> &'static str {
         ObjectKind::Mutex => "mutex",
         ObjectKind::Semaphore => "semaphore",
         ObjectKind::Atomic => "atomic",
+        ObjectKind::RwLock => "rwlock",
+    }
+}
+
+/// How a reader-writer lock hold is named in descriptions.
+pub fn rw_mode_name(mode: RwMode) -> &'static str {
+    match mode {
+        RwMode::Read => "read",
+        RwMode::Write => "write",
     }
 }
 
@@ -820,6 +884,28 @@ impl TraceBuilder {
             } => Op::Outcome {
                 object: self.object(*object),
                 outcome: *outcome,
+            },
+            Event::RwAcquire {
+                object,
+                version,
+                prev,
+                mode,
+                ..
+            } => Op::RwAcquire {
+                object: self.object_of_kind(*object, ObjectKind::RwLock),
+                version: *version,
+                prev: *prev,
+                mode: *mode,
+            },
+            Event::RwRelease {
+                object,
+                version,
+                mode,
+                ..
+            } => Op::RwRelease {
+                object: self.object_of_kind(*object, ObjectKind::RwLock),
+                version: *version,
+                mode: *mode,
             },
         };
         self.push(p, op, site);

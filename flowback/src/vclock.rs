@@ -37,7 +37,7 @@ use ppd_formats::ProcessId;
 
 use crate::fasthash::{FastMap, FastSet};
 use crate::hb::SyncKind;
-use ppd_formats::event::{AtomicOp, MemOrdering};
+use ppd_formats::event::{AtomicOp, MemOrdering, RwMode};
 use ppd_formats::order::{Order, Point, Rule, Sequence, Sync};
 
 use crate::trace::{EventRef, ObjIdx, Op, SiteId, Trace};
@@ -382,6 +382,10 @@ struct ObjState {
     permits: VecDeque<Permit>,
     /// Processes waiting for an access or release of this object: `(is release, rank, p)`.
     waiters: Vec<(bool, u64, u32)>,
+    /// Reader-writer lock: the last write hold's release, which readers take, and the read
+    /// holds' releases since, which (with it) the next writer takes.
+    written: Option<Stamp>,
+    read_releases: Vec<Stamp>,
 }
 
 /// What exists somewhere in the logs: events waited for that do not exist are not waited for.
@@ -447,7 +451,9 @@ impl Present {
                     | Rule::Gives(Point::Accessed(_))
                     | Rule::TakesPermit(_)
                     | Rule::GivesPermit(_)
-                    | Rule::Atomic { .. } => {}
+                    | Rule::Atomic { .. }
+                    | Rule::RwAcquire { .. }
+                    | Rule::RwRelease { .. } => {}
                 }
             }
         }
@@ -695,7 +701,9 @@ impl<'t, 'o, O: AccessObserver> Engine<'t, 'o, O> {
             )
             | Rule::TakesPermit(_)
             | Rule::GivesPermit(_)
-            | Rule::Atomic { .. } => None,
+            | Rule::Atomic { .. }
+            | Rule::RwAcquire { .. }
+            | Rule::RwRelease { .. } => None,
         }
     }
 
@@ -815,6 +823,35 @@ impl<'t, 'o, O: AccessObserver> Engine<'t, 'o, O> {
                     self.release_write(&clock, e, object, sequence);
                     let st = &mut self.objects[object as usize];
                     st.done = rank;
+                    self.wake(Key::Done(object, rank));
+                }
+            }
+            Rule::RwAcquire { object, mode } => {
+                if rank > self.objects[object as usize].done {
+                    changed |= self.rw_acquire(&mut clock, e, object, mode);
+                    self.objects[object as usize].done = rank;
+                    self.wake(Key::Done(object, rank));
+                }
+            }
+            Rule::RwRelease { object, mode } => {
+                if rank > self.objects[object as usize].done {
+                    let stamp = self.stamp(e, &clock);
+                    let st = &mut self.objects[object as usize];
+                    let freed = match mode {
+                        RwMode::Read => {
+                            st.read_releases.push(stamp);
+                            Vec::new()
+                        }
+                        // The writer took every read release before it: its release carries
+                        // them.
+                        RwMode::Write => {
+                            let mut freed: Vec<Stamp> = st.read_releases.drain(..).collect();
+                            freed.extend(st.written.replace(stamp));
+                            freed
+                        }
+                    };
+                    self.free.extend(freed.into_iter().map(|s| s.clock));
+                    self.objects[object as usize].done = rank;
                     self.wake(Key::Done(object, rank));
                 }
             }
@@ -940,6 +977,24 @@ impl<'t, 'o, O: AccessObserver> Engine<'t, 'o, O> {
         let st = &mut self.objects[object as usize];
         st.rel = Some(rel);
         st.rel_from = sources;
+        changed
+    }
+
+    /// A reader-writer lock's acquisition in the happened-before: a read takes the last write
+    /// hold's release, a write also every read release since.
+    fn rw_acquire(&mut self, clock: &mut [u32], e: EventRef, object: ObjIdx, mode: RwMode) -> bool {
+        let st = &self.objects[object as usize];
+        let mut taken: Vec<(EventRef, Box<[u32]>)> = Vec::new();
+        if let Some(w) = &st.written {
+            taken.push((w.from, w.clock.clone()));
+        }
+        if mode == RwMode::Write {
+            taken.extend(st.read_releases.iter().map(|r| (r.from, r.clock.clone())));
+        }
+        let mut changed = false;
+        for (from, other) in taken {
+            changed |= self.merge(clock, &other, from, e, SyncKind::Lock);
+        }
         changed
     }
 

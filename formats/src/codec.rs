@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use crate::event::{
     AtomicOp, Borrowed, ClockSource, Event, EventKind, MemOrdering, ObjectKind, Outcome, Owned,
-    Question, RecvOutcome, Site,
+    Question, RecvOutcome, RwMode, Site,
 };
 use crate::ids::{ObjectId, ProcessId};
 
@@ -25,8 +25,14 @@ pub(crate) const TAG_DEF_NAME: u8 = 2;
 pub(crate) const TAG_DEF_OBJECT: u8 = 3;
 /// First event tag: event kind `k` (in [`EventKind::ALL`] order) has tag `TAG_EVENT_BASE + k`.
 pub(crate) const TAG_EVENT_BASE: u8 = 4;
+/// Tag kind of an extended event: a varint extended-kind number `e` follows the tag byte, and
+/// the event is of kind `FIRST_EXTENDED_KIND + e`. The five bits of a tag have room for kinds
+/// 0 to 25 only; every later kind is extended.
+pub(crate) const TAG_EXTENDED: u8 = 30;
 /// Tag of a record too large for one block, continued in the following blocks.
 pub(crate) const TAG_SPAN: u8 = 31;
+/// The first event kind written with [`TAG_EXTENDED`].
+pub(crate) const FIRST_EXTENDED_KIND: usize = (TAG_EXTENDED - TAG_EVENT_BASE) as usize;
 
 const KIND_MASK: u8 = 0x1f;
 /// The event has a source location.
@@ -57,8 +63,17 @@ const _: () = {
     }
 };
 
-fn kind_tag(kind: EventKind) -> u8 {
-    TAG_EVENT_BASE + kind_index(kind) as u8
+/// Writes the tag byte of an event of `kind` with `flags`, and its extended-kind number when
+/// the kind has no tag of its own.
+fn put_tag(out: &mut Vec<u8>, kind: EventKind, flags: u8) {
+    let k = kind_index(kind);
+    match k.checked_sub(FIRST_EXTENDED_KIND) {
+        None => out.push((TAG_EVENT_BASE + k as u8) | flags),
+        Some(extended) => {
+            out.push(TAG_EXTENDED | flags);
+            put_varint(out, extended as u64);
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -100,6 +115,14 @@ fn object_kind_code(kind: ObjectKind) -> u8 {
         ObjectKind::Mutex => 1,
         ObjectKind::Semaphore => 2,
         ObjectKind::Atomic => 3,
+        ObjectKind::RwLock => 4,
+    }
+}
+
+fn rw_mode_code(mode: RwMode) -> u8 {
+    match mode {
+        RwMode::Read => 0,
+        RwMode::Write => 1,
     }
 }
 
@@ -287,7 +310,9 @@ impl Encoder {
         // Definitions go before the event's tag; the event body is assembled after them.
         let site_id = event.site().map(|s| self.site(out, s));
         let site_flag = if site_id.is_some() { FLAG_SITE } else { 0 };
-        let tag = kind_tag(event.kind()) | site_flag;
+        let event_kind = event.kind();
+        // The tag's flag bits; `put_tag` adds the kind.
+        let tag = site_flag;
         let put_site = |out: &mut Vec<u8>| {
             if let Some(id) = site_id {
                 put_varint(out, u64::from(id));
@@ -295,7 +320,11 @@ impl Encoder {
         };
         match event {
             Event::Start { parent } => {
-                out.push(tag | if parent.is_some() { FLAG_A } else { 0 });
+                put_tag(
+                    out,
+                    event_kind,
+                    tag | if parent.is_some() { FLAG_A } else { 0 },
+                );
                 if let Some(p) = parent {
                     put_pid(out, *p);
                 }
@@ -303,17 +332,17 @@ impl Encoder {
             Event::Spawn { child, .. }
             | Event::Join { child, .. }
             | Event::JoinBlocked { child, .. } => {
-                out.push(tag);
+                put_tag(out, event_kind, tag);
                 put_pid(out, *child);
                 put_site(out);
             }
-            Event::Exit => out.push(tag),
+            Event::Exit => put_tag(out, event_kind, tag),
             Event::Panic {
                 message,
                 file,
                 line,
             } => {
-                out.push(tag);
+                put_tag(out, event_kind, tag);
                 put_bytes(out, message.as_bytes());
                 put_bytes(out, file.as_bytes());
                 put_varint(out, u64::from(*line));
@@ -327,7 +356,11 @@ impl Encoder {
             } => {
                 let name_id = name.map(|n| self.name(out, n));
                 let obj = self.object(out, *object);
-                out.push(tag | if name_id.is_some() { FLAG_A } else { 0 });
+                put_tag(
+                    out,
+                    event_kind,
+                    tag | if name_id.is_some() { FLAG_A } else { 0 },
+                );
                 put_varint(out, obj as u64);
                 out.push(object_kind_code(*kind));
                 put_varint(out, *init);
@@ -343,7 +376,11 @@ impl Encoder {
                 ..
             } => {
                 let obj = self.object(out, *channel);
-                out.push(tag | if payload.is_some() { FLAG_A } else { 0 });
+                put_tag(
+                    out,
+                    event_kind,
+                    tag | if payload.is_some() { FLAG_A } else { 0 },
+                );
                 put_varint(out, obj as u64);
                 put_delta(out, &mut self.last_seq[obj], *seq);
                 put_site(out);
@@ -359,7 +396,11 @@ impl Encoder {
                 ..
             } => {
                 let obj = self.object(out, *channel);
-                out.push(tag | if payload.is_some() { FLAG_A } else { 0 });
+                put_tag(
+                    out,
+                    event_kind,
+                    tag | if payload.is_some() { FLAG_A } else { 0 },
+                );
                 put_varint(out, obj as u64);
                 put_pid(out, *sender);
                 put_delta(out, &mut self.last_seq[obj], *seq);
@@ -372,13 +413,13 @@ impl Encoder {
                 channel, outcome, ..
             } => {
                 let obj = self.object(out, *channel);
-                out.push(tag);
+                put_tag(out, event_kind, tag);
                 put_varint(out, obj as u64);
                 out.push(outcome_code(*outcome));
                 put_site(out);
             }
             Event::Select { index, .. } => {
-                out.push(tag);
+                put_tag(out, event_kind, tag);
                 put_varint(out, u64::from(*index));
                 put_site(out);
             }
@@ -392,7 +433,7 @@ impl Encoder {
                 let obj = self.object(out, *object);
                 let flags = if prev.is_some() { FLAG_A } else { 0 }
                     | if value.is_some() { FLAG_B } else { 0 };
-                out.push(tag | flags);
+                put_tag(out, event_kind, tag | flags);
                 put_varint(out, obj as u64);
                 put_delta(out, &mut self.last_version[obj], *version);
                 if let Some(p) = prev {
@@ -405,14 +446,14 @@ impl Encoder {
             }
             Event::Undelivered { channel, seq, .. } => {
                 let obj = self.object(out, *channel);
-                out.push(tag);
+                put_tag(out, event_kind, tag);
                 put_varint(out, obj as u64);
                 put_delta(out, &mut self.last_seq[obj], *seq);
                 put_site(out);
             }
             Event::Unlock { object, .. } | Event::Blocked { object, .. } => {
                 let obj = self.object(out, *object);
-                out.push(tag);
+                put_tag(out, event_kind, tag);
                 put_varint(out, obj as u64);
                 put_site(out);
             }
@@ -429,7 +470,11 @@ impl Encoder {
                 ..
             } => {
                 let obj = self.object(out, *object);
-                out.push(tag | if prev.is_some() { FLAG_A } else { 0 });
+                put_tag(
+                    out,
+                    event_kind,
+                    tag | if prev.is_some() { FLAG_A } else { 0 },
+                );
                 put_varint(out, obj as u64);
                 put_delta(out, &mut self.last_version[obj], *version);
                 if let Some(p) = prev {
@@ -450,7 +495,7 @@ impl Encoder {
                 let obj = self.object(out, *object);
                 let flags = if prev.is_some() { FLAG_A } else { 0 }
                     | if value.is_some() { FLAG_B } else { 0 };
-                out.push(tag | flags);
+                put_tag(out, event_kind, tag | flags);
                 put_varint(out, obj as u64);
                 put_delta(out, &mut self.last_version[obj], *version);
                 out.push(atomic_code(*op, *ordering, *failure));
@@ -463,24 +508,24 @@ impl Encoder {
                 }
             }
             Event::Clock { source, nanos } => {
-                out.push(tag);
+                put_tag(out, event_kind, tag);
                 let code = clock_code(*source);
                 out.push(code as u8);
                 put_delta(out, &mut self.last_clock[code], *nanos);
             }
             Event::Random { value } => {
-                out.push(tag);
+                put_tag(out, event_kind, tag);
                 out.extend_from_slice(&value.to_le_bytes());
             }
             Event::Sleep { nanos, .. } => {
-                out.push(tag);
+                put_tag(out, event_kind, tag);
                 put_varint(out, *nanos);
                 put_site(out);
             }
             Event::Answer {
                 question, value, ..
             } => {
-                out.push(tag);
+                put_tag(out, event_kind, tag);
                 out.push(question_code(*question));
                 put_varint(out, *value);
                 put_site(out);
@@ -489,27 +534,71 @@ impl Encoder {
                 object, outcome, ..
             } => {
                 let obj = self.object(out, *object);
-                out.push(tag);
+                put_tag(out, event_kind, tag);
                 put_varint(out, obj as u64);
                 out.push(answer_code(*outcome));
                 put_site(out);
             }
             Event::EblockEnter { eblock, prelog, .. } => {
                 let name = self.name(out, eblock);
-                out.push(tag);
+                put_tag(out, event_kind, tag);
                 put_varint(out, u64::from(name));
                 put_site(out);
                 put_bytes(out, prelog);
             }
             Event::EblockExit { eblock, postlog } => {
                 let name = self.name(out, eblock);
-                out.push(tag);
+                put_tag(out, event_kind, tag);
                 put_varint(out, u64::from(name));
                 put_bytes(out, postlog);
             }
+            Event::RwAcquire {
+                object,
+                version,
+                prev,
+                mode,
+                value,
+                ..
+            } => {
+                let obj = self.object(out, *object);
+                let flags = if prev.is_some() { FLAG_A } else { 0 }
+                    | if value.is_some() { FLAG_B } else { 0 };
+                put_tag(out, event_kind, tag | flags);
+                put_varint(out, obj as u64);
+                put_delta(out, &mut self.last_version[obj], *version);
+                out.push(rw_mode_code(*mode));
+                if let Some(p) = prev {
+                    put_pid(out, *p);
+                }
+                put_site(out);
+                if let Some(v) = value {
+                    put_bytes(out, v);
+                }
+            }
+            Event::RwRelease {
+                object,
+                version,
+                prev,
+                mode,
+                ..
+            } => {
+                let obj = self.object(out, *object);
+                put_tag(
+                    out,
+                    event_kind,
+                    tag | if prev.is_some() { FLAG_A } else { 0 },
+                );
+                put_varint(out, obj as u64);
+                put_delta(out, &mut self.last_version[obj], *version);
+                out.push(rw_mode_code(*mode));
+                if let Some(p) = prev {
+                    put_pid(out, *p);
+                }
+                put_site(out);
+            }
             Event::Mark { label, value, .. } => {
                 let name = self.name(out, label);
-                out.push(tag);
+                put_tag(out, event_kind, tag);
                 put_varint(out, u64::from(name));
                 put_site(out);
                 put_bytes(out, value);
@@ -756,11 +845,24 @@ impl Decoder {
 
     fn event(&mut self, cur: &mut Cursor<'_>, tag: u8) -> Result<Event<Owned>, DecodeError> {
         let code = tag & KIND_MASK;
-        let Some(&kind) = code
-            .checked_sub(TAG_EVENT_BASE)
-            .and_then(|k| EventKind::ALL.get(k as usize))
-        else {
-            return cur.fail(format!("unknown record tag {tag:#04x}"));
+        let kind = if code == TAG_EXTENDED {
+            let extended = cur.varint()?;
+            let kind = usize::try_from(extended)
+                .ok()
+                .and_then(|e| e.checked_add(FIRST_EXTENDED_KIND))
+                .and_then(|k| EventKind::ALL.get(k));
+            match kind {
+                Some(&kind) => kind,
+                None => return cur.fail(format!("unknown extended event kind {extended}")),
+            }
+        } else {
+            match code
+                .checked_sub(TAG_EVENT_BASE)
+                .and_then(|k| EventKind::ALL.get(k as usize))
+            {
+                Some(&kind) => kind,
+                None => return cur.fail(format!("unknown record tag {tag:#04x}")),
+            }
         };
         let a = tag & FLAG_A != 0;
         let b = tag & FLAG_B != 0;
@@ -793,6 +895,7 @@ impl Decoder {
                     1 => ObjectKind::Mutex,
                     2 => ObjectKind::Semaphore,
                     3 => ObjectKind::Atomic,
+                    4 => ObjectKind::RwLock,
                     k => return cur.fail(format!("unknown object kind {k}")),
                 };
                 let init = cur.varint()?;
@@ -975,6 +1078,36 @@ impl Decoder {
                     object: self.objects[obj],
                     outcome,
                     site: self.site(cur, tag)?,
+                }
+            }
+            EventKind::RwAcquire | EventKind::RwRelease => {
+                let obj = self.object(cur)?;
+                let version = cur.delta(&mut self.last_version[obj])?;
+                let mode = match cur.u8()? {
+                    0 => RwMode::Read,
+                    1 => RwMode::Write,
+                    m => return cur.fail(format!("unknown reader-writer lock mode {m}")),
+                };
+                let prev = Self::opt_pid(cur, a)?;
+                let site = self.site(cur, tag)?;
+                let object = self.objects[obj];
+                if kind == EventKind::RwAcquire {
+                    Event::RwAcquire {
+                        object,
+                        version,
+                        prev,
+                        mode,
+                        site,
+                        value: if b { Some(cur.bytes()?.into()) } else { None },
+                    }
+                } else {
+                    Event::RwRelease {
+                        object,
+                        version,
+                        prev,
+                        mode,
+                        site,
+                    }
                 }
             }
             EventKind::EblockEnter => Event::EblockEnter {
@@ -1178,6 +1311,21 @@ mod tests {
                 outcome: Outcome::Acquired,
                 site: None,
             },
+            Event::RwAcquire {
+                object: ch,
+                version: 9,
+                prev: Some(ProcessId(1)),
+                mode: RwMode::Read,
+                site: s,
+                value: Some(payload),
+            },
+            Event::RwRelease {
+                object: ch,
+                version: 10,
+                prev: None,
+                mode: RwMode::Write,
+                site: None,
+            },
         ]
     }
 
@@ -1198,6 +1346,12 @@ mod tests {
     fn every_event_kind_round_trips_through_a_block() {
         let payload = [1u8, 2, 3, 0xff];
         let events = every_kind(&payload);
+        for kind in EventKind::ALL {
+            assert!(
+                events.iter().any(|e| e.kind() == kind),
+                "{kind} is missing from the test"
+            );
+        }
         let mut enc = Encoder::default();
         let mut buf = Vec::new();
         for e in &events {
@@ -1269,7 +1423,7 @@ mod tests {
         let object = ObjectId::new(ProcessId(small % 4), small % 3);
         let site = [None, Some(sites[0]), Some(sites[1]), Some(sites[2])][(small % 4) as usize];
         let other = ProcessId(small % 5);
-        match kind % 10 {
+        match kind % 12 {
             0 => Event::Send {
                 channel: object,
                 seq: n,
@@ -1341,6 +1495,21 @@ mod tests {
                 kind: ObjectKind::Channel,
                 init: n,
                 name: small.is_multiple_of(2).then_some("requests"),
+                site,
+            },
+            10 => Event::RwAcquire {
+                object,
+                version: n,
+                prev: small.is_multiple_of(3).then_some(other),
+                mode: [RwMode::Read, RwMode::Write][(small % 2) as usize],
+                site,
+                value: small.is_multiple_of(5).then_some(payload),
+            },
+            11 => Event::RwRelease {
+                object,
+                version: n,
+                prev: small.is_multiple_of(3).then_some(other),
+                mode: [RwMode::Read, RwMode::Write][(small / 2 % 2) as usize],
                 site,
             },
             _ => Event::Undelivered {
@@ -1432,6 +1601,37 @@ mod tests {
     }
 
     #[test]
+    fn extended_kinds_are_tag_30_then_their_number() {
+        let mut enc = Encoder::default();
+        let mut buf = Vec::new();
+        let object = ObjectId::new(ProcessId(0), 1);
+        enc.encode(
+            &Event::RwRelease {
+                object,
+                version: 3,
+                prev: None,
+                mode: RwMode::Write,
+                site: None,
+            },
+            &mut buf,
+        );
+        // Object definition (id 1), then: tag 30, extended kind 1 (kind 27), object number 0,
+        // version delta zigzag(3), mode write.
+        assert_eq!(buf, [TAG_DEF_OBJECT, 1, 30, 1, 0, 6, 1]);
+        assert_eq!(FIRST_EXTENDED_KIND, 26);
+        assert_eq!(kind_index(EventKind::RwRelease), FIRST_EXTENDED_KIND + 1);
+    }
+
+    #[test]
+    fn an_unknown_extended_kind_is_named_in_the_error() {
+        let mut dec = Decoder::default();
+        let mut pos = 0;
+        let err = dec.next(&[TAG_EXTENDED, 0x90, 0x4e], &mut pos).unwrap_err();
+        assert_eq!(err.detail, "unknown extended event kind 10000");
+        assert_eq!(err.position, 0);
+    }
+
+    #[test]
     fn decoder_rejects_garbage_without_panicking() {
         let inputs: &[&[u8]] = &[
             &[0],
@@ -1441,6 +1641,12 @@ mod tests {
             &[TAG_DEF_OBJECT, 1, TAG_EVENT_BASE + 6, 0, 0x80],
             &[TAG_DEF_NAME, 2, 0xc3, 0x28, TAG_EVENT_BASE + 17],
             &[TAG_DEF_SITE, 0, 1, 1],
+            // An extended event without its kind number, and one of a kind no build has.
+            &[TAG_EXTENDED],
+            &[TAG_EXTENDED, 0x80],
+            &[TAG_DEF_OBJECT, 1, TAG_EXTENDED, 0x7f, 0, 1, 0],
+            // A reader-writer lock operation of an unknown mode.
+            &[TAG_DEF_OBJECT, 1, TAG_EXTENDED, 0, 0, 2, 9],
         ];
         for input in inputs {
             let mut dec = Decoder::default();

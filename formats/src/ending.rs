@@ -218,7 +218,9 @@ impl ProcessEnding {
             | Event::Mark { .. }
             | Event::Undelivered { .. }
             | Event::Answer { .. } => ProcessEnding::Running { last_event: last },
-            Event::Outcome { .. } => ProcessEnding::Running { last_event: last },
+            Event::Outcome { .. } | Event::RwAcquire { .. } | Event::RwRelease { .. } => {
+                ProcessEnding::Running { last_event: last }
+            }
         })
     }
 
@@ -305,5 +307,6 @@ fn kind_name(kind: ObjectKind) -> &'static str {
         ObjectKind::Mutex => "mutex",
         ObjectKind::Semaphore => "semaphore",
         ObjectKind::Atomic => "atomic",
+        ObjectKind::RwLock => "rwlock",
     }
 }

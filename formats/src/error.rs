@@ -41,15 +41,17 @@ pub enum FormatError {
     },
     /// The file was written by a format version this build cannot read.
     #[error(
-        "{path}: format version {found} is not supported (this build reads version {supported})"
+        "{path}: format version {found} is not supported (this build reads versions {oldest} to {supported})"
     )]
     UnsupportedVersion {
         /// The file.
         path: PathBuf,
         /// Version found in the file.
         found: u32,
-        /// Version this build reads.
+        /// The newest version this build reads (the one it writes).
         supported: u32,
+        /// The oldest version this build reads.
+        oldest: u32,
     },
     /// Bytes whose checksum does not match.
     #[error("{path}: checksum mismatch in {what} at byte offset {offset}")]

@@ -85,6 +85,8 @@ pub enum ObjectKind {
     Semaphore,
     /// An atomic integer or flag; `init` is its initial value.
     Atomic,
+    /// A reader-writer lock.
+    RwLock,
 }
 
 /// Why a receive returned no message.
@@ -110,6 +112,16 @@ pub enum Outcome {
     /// A `try_lock` acquired the lock, or a `try_send` took room in its channel: the
     /// acquisition logged next did not wait, so it is no step of a deadlock.
     Acquired,
+}
+
+/// How a reader-writer lock was held: shared by readers or exclusively by one writer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RwMode {
+    /// `RwLock::read`, `try_read`: shared with other readers.
+    Read,
+    /// `RwLock::write`, `try_write`: exclusive.
+    Write,
 }
 
 /// What an atomic access did.
@@ -438,6 +450,35 @@ pub enum Event<R: Repr = Owned> {
         /// Where the operation was called.
         site: Option<R::Site>,
     },
+    /// A reader-writer lock was acquired, shared or exclusive. Every acquisition and release
+    /// of the lock has a version: replay makes them in the recorded order.
+    RwAcquire {
+        /// The lock.
+        object: ObjectId,
+        /// Operation number, counting acquisitions and releases of this lock from 1.
+        version: u64,
+        /// Who made the previous operation (none for the first).
+        prev: Option<ProcessId>,
+        /// Read or write.
+        mode: RwMode,
+        /// Where `read`/`write` was called.
+        site: Option<R::Site>,
+        /// The guarded value at acquisition, when an e-block needs it.
+        value: Option<R::Bytes>,
+    },
+    /// A reader-writer lock was released (its guard dropped), logged while still held.
+    RwRelease {
+        /// The lock.
+        object: ObjectId,
+        /// Operation number (see `RwAcquire`).
+        version: u64,
+        /// Who made the previous operation.
+        prev: Option<ProcessId>,
+        /// Which hold ended.
+        mode: RwMode,
+        /// Where the guard was acquired.
+        site: Option<R::Site>,
+    },
 }
 
 /// The kind of an event, without its data; used for counting and filtering.
@@ -471,11 +512,13 @@ pub enum EventKind {
     Sleep,
     Answer,
     Outcome,
+    RwAcquire,
+    RwRelease,
 }
 
 impl EventKind {
     /// Every kind, in tag order.
-    pub const ALL: [EventKind; 26] = [
+    pub const ALL: [EventKind; 28] = [
         EventKind::Start,
         EventKind::Spawn,
         EventKind::Join,
@@ -502,6 +545,8 @@ impl EventKind {
         EventKind::Sleep,
         EventKind::Answer,
         EventKind::Outcome,
+        EventKind::RwAcquire,
+        EventKind::RwRelease,
     ];
 
     /// The snake_case name used in text and JSON output.
@@ -533,6 +578,8 @@ impl EventKind {
             EventKind::Sleep => "sleep",
             EventKind::Answer => "answer",
             EventKind::Outcome => "outcome",
+            EventKind::RwAcquire => "rw_acquire",
+            EventKind::RwRelease => "rw_release",
         }
     }
 }
@@ -594,6 +641,8 @@ impl<R: Repr> Event<R> {
             Event::Sleep { .. } => EventKind::Sleep,
             Event::Answer { .. } => EventKind::Answer,
             Event::Outcome { .. } => EventKind::Outcome,
+            Event::RwAcquire { .. } => EventKind::RwAcquire,
+            Event::RwRelease { .. } => EventKind::RwRelease,
         }
     }
 
@@ -619,7 +668,9 @@ impl<R: Repr> Event<R> {
             | Event::JoinBlocked { site, .. }
             | Event::Sleep { site, .. }
             | Event::Answer { site, .. } => site.as_ref(),
-            Event::Outcome { site, .. } => site.as_ref(),
+            Event::Outcome { site, .. }
+            | Event::RwAcquire { site, .. }
+            | Event::RwRelease { site, .. } => site.as_ref(),
             Event::Start { .. }
             | Event::Exit
             | Event::Panic { .. }
@@ -639,7 +690,9 @@ impl<R: Repr> Event<R> {
             | Event::SemRelease { object, .. }
             | Event::Atomic { object, .. }
             | Event::Blocked { object, .. }
-            | Event::Outcome { object, .. } => Some(*object),
+            | Event::Outcome { object, .. }
+            | Event::RwAcquire { object, .. }
+            | Event::RwRelease { object, .. } => Some(*object),
             Event::Send { channel, .. }
             | Event::Recv { channel, .. }
             | Event::RecvNone { channel, .. }

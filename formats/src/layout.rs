@@ -12,8 +12,13 @@ use rkyv::{Archive, Deserialize, Serialize};
 
 /// Magic bytes at the start of every log file.
 pub(crate) const FILE_MAGIC: [u8; 8] = *b"PPDLOG\r\n";
-/// The format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 2;
+/// The format version this build writes. Version 3 added extended event tags (tag 30,
+/// `docs/format.md` §4.2); a reader of version 2 refuses it by its version rather than meeting
+/// tags it cannot decode.
+pub const FORMAT_VERSION: u32 = 3;
+/// The oldest format version this build reads: every version-2 log is a valid version-3 log
+/// that has no extended events.
+pub const OLDEST_READABLE_VERSION: u32 = 2;
 /// Bytes reserved at the start of the file for the header.
 pub(crate) const HEADER_REGION: u64 = 4096;
 /// Offset of the archived header inside the header region: magic, version, length, checksum.

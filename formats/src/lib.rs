@@ -31,7 +31,7 @@ pub mod writer;
 pub use error::{FormatError, Result};
 pub use event::{Borrowed, Event, EventKind, Owned, Site};
 pub use ids::{ObjectId, ProcessId};
-pub use layout::FORMAT_VERSION;
+pub use layout::{FORMAT_VERSION, OLDEST_READABLE_VERSION};
 pub use manifest::Manifest;
 pub use reader::{LogReader, LogState};
 pub use recording::Recording;

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{FormatError, Result};
 use crate::ids::ProcessId;
-use crate::layout::FORMAT_VERSION;
+use crate::layout::{FORMAT_VERSION, OLDEST_READABLE_VERSION};
 
 /// File name of the manifest inside a recording directory.
 pub const MANIFEST_FILE: &str = "manifest.json";
@@ -195,11 +195,12 @@ impl Manifest {
                 path: path.clone(),
                 source,
             })?;
-        if manifest.format_version != FORMAT_VERSION {
+        if !(OLDEST_READABLE_VERSION..=FORMAT_VERSION).contains(&manifest.format_version) {
             return Err(FormatError::UnsupportedVersion {
                 path,
                 found: manifest.format_version,
                 supported: FORMAT_VERSION,
+                oldest: OLDEST_READABLE_VERSION,
             });
         }
         Ok(manifest)

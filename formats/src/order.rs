@@ -5,15 +5,18 @@
 //! * The **replay order** is what replay must enforce to reproduce every choice the run made:
 //!   the receive of a message after its send, a process's first event after its spawn, a join
 //!   after the child's end, and every access to a mutex, semaphore or atomic after the one
-//!   before it in version order (for a mutex: each acquisition after the previous release).
+//!   before it in version order (for a mutex: each acquisition after the previous release;
+//!   for a reader-writer lock: each acquisition and release after the operation before it).
 //!   The replay controller keeps vector clocks in this order; the linked predicates of
 //!   `ppd replay` (`->`) are evaluated on them.
 //! * The **memory-model happened-before** is the order the program's synchronization
 //!   guarantees: the same message, spawn, join and mutex edges, but an atomic access orders
 //!   only what the C++20/Rust memory model says (a release write heading the release sequence
 //!   an acquire read reads from, to that read; relaxed accesses order nothing), and a semaphore
-//!   P follows only the V whose permit it took. Race detection, lock-order analysis, the
-//!   parallel dynamic graph, `ppd graph` and the pictures use it.
+//!   P follows only the V whose permit it took; a reader-writer lock's read hold follows only
+//!   the last write hold's release (readers are not ordered among themselves), a write hold
+//!   every release before it. Race detection, lock-order analysis, the parallel dynamic graph,
+//!   `ppd graph` and the pictures use it.
 //!
 //! The happened-before is contained in the replay order: every edge of the first is a path of
 //! the second, so two events the analysis orders are ordered the same way in any replay.
@@ -23,7 +26,7 @@
 //! its Lamport times through those clocks, the deadlock analysis) dispatches on it, so a new
 //! event kind is added to the table once, and the compiler lists the places that must handle it.
 
-use crate::event::{AtomicOp, Event, MemOrdering, Repr};
+use crate::event::{AtomicOp, Event, MemOrdering, Repr, RwMode};
 use crate::ids::{ObjectId, ProcessId};
 
 /// One component of a vector clock: how many events of a process are at or before the stamped
@@ -113,6 +116,24 @@ pub enum Sync<O> {
         /// The ordering that governed it ([`governing_ordering`]).
         ordering: MemOrdering,
     },
+    /// A reader-writer lock acquired, operation `version`.
+    RwAcquire {
+        /// The lock.
+        object: O,
+        /// Operation number (acquisitions and releases count alike).
+        version: u64,
+        /// Read or write.
+        mode: RwMode,
+    },
+    /// A reader-writer lock released, operation `version`.
+    RwRelease {
+        /// The lock.
+        object: O,
+        /// Operation number.
+        version: u64,
+        /// Which hold ended.
+        mode: RwMode,
+    },
 }
 
 /// Where an edge meets: the event that gives a point and the event that takes it.
@@ -165,6 +186,23 @@ pub enum Rule<O> {
         /// What it does to the release sequence.
         sequence: Sequence,
     },
+    /// A reader-writer lock's acquisition: a read takes the release of the last write hold
+    /// before it; a write takes every release before it (of readers and of the last writer).
+    /// Readers are not ordered among themselves.
+    RwAcquire {
+        /// The lock.
+        object: O,
+        /// Read or write.
+        mode: RwMode,
+    },
+    /// A reader-writer lock's release: gives what the acquisitions after it take (see
+    /// [`Rule::RwAcquire`]).
+    RwRelease {
+        /// The lock.
+        object: O,
+        /// Which hold ended.
+        mode: RwMode,
+    },
 }
 
 /// What an atomic access does to its object's release sequence (C++20 [intro.races]).
@@ -202,9 +240,17 @@ impl<O: Copy> Sync<O> {
             (
                 Sync::SemAcquire { object, .. }
                 | Sync::SemRelease { object, .. }
-                | Sync::Atomic { object, .. },
+                | Sync::Atomic { object, .. }
+                | Sync::RwAcquire { object, .. }
+                | Sync::RwRelease { object, .. },
                 Order::Replay,
             ) => Rule::Chains(Point::Accessed(object)),
+            (Sync::RwAcquire { object, mode, .. }, Order::HappenedBefore) => {
+                Rule::RwAcquire { object, mode }
+            }
+            (Sync::RwRelease { object, mode, .. }, Order::HappenedBefore) => {
+                Rule::RwRelease { object, mode }
+            }
             (Sync::SemAcquire { object, .. }, Order::HappenedBefore) => Rule::TakesPermit(object),
             (Sync::SemRelease { object, .. }, Order::HappenedBefore) => Rule::GivesPermit(object),
             (
@@ -232,6 +278,12 @@ impl<O: Copy> Sync<O> {
             | Sync::SemAcquire { object, version }
             | Sync::SemRelease { object, version }
             | Sync::Atomic {
+                object, version, ..
+            }
+            | Sync::RwAcquire {
+                object, version, ..
+            }
+            | Sync::RwRelease {
                 object, version, ..
             } => Some((object, version)),
             Sync::Local
@@ -295,6 +347,26 @@ impl<R: Repr> Event<R> {
             | Event::Sleep { .. }
             | Event::Answer { .. } => Sync::Local,
             Event::Outcome { .. } => Sync::Local,
+            Event::RwAcquire {
+                object,
+                version,
+                mode,
+                ..
+            } => Sync::RwAcquire {
+                object,
+                version,
+                mode,
+            },
+            Event::RwRelease {
+                object,
+                version,
+                mode,
+                ..
+            } => Sync::RwRelease {
+                object,
+                version,
+                mode,
+            },
         }
     }
 }

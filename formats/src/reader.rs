@@ -24,7 +24,8 @@ use crate::ids::ProcessId;
 use crate::layout::{
     ArchivedBlockInfo, ArchivedFileHeader, ArchivedFooter, ArchivedFrameHeader, ArchivedLogIndex,
     BLOCK_INFO_LEN, BLOCK_MAGIC, FILE_MAGIC, FOOTER_LEN, FOOTER_MAGIC, FORMAT_VERSION,
-    FRAME_HEADER_LEN, FRAME_MAGIC, HEADER_PROLOGUE, HEADER_REGION, SLOT_HEADER, split_crc,
+    FRAME_HEADER_LEN, FRAME_MAGIC, HEADER_PROLOGUE, HEADER_REGION, OLDEST_READABLE_VERSION,
+    SLOT_HEADER, split_crc,
 };
 use crate::writer::LogIdentity;
 
@@ -184,11 +185,12 @@ impl LogReader {
             });
         }
         let version = u32::from_le_bytes(prologue[8..12].try_into().expect("4 bytes"));
-        if version != FORMAT_VERSION {
+        if !(OLDEST_READABLE_VERSION..=FORMAT_VERSION).contains(&version) {
             return Err(FormatError::UnsupportedVersion {
                 path: self.path.clone(),
                 found: version,
                 supported: FORMAT_VERSION,
+                oldest: OLDEST_READABLE_VERSION,
             });
         }
         let len = u32::from_le_bytes(prologue[12..16].try_into().expect("4 bytes")) as usize;
@@ -785,14 +787,13 @@ impl LogReader {
 
     /// Counts the events of each kind (from the index when the log has one, else by reading).
     pub fn kind_counts(&self) -> Result<Vec<(EventKind, u64)>> {
+        // A log of an older build counts fewer kinds: it cannot hold the kinds added since,
+        // so their counts are zero.
         if let Some(t) = &self.totals
-            && t.kind_counts.len() == EventKind::ALL.len()
+            && t.kind_counts.len() <= EventKind::ALL.len()
         {
-            return Ok(EventKind::ALL
-                .iter()
-                .copied()
-                .zip(t.kind_counts.iter().copied())
-                .collect());
+            let counted = t.kind_counts.iter().copied().chain(std::iter::repeat(0));
+            return Ok(EventKind::ALL.iter().copied().zip(counted).collect());
         }
         let mut counts = vec![0u64; EventKind::ALL.len()];
         for item in self.events() {

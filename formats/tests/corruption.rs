@@ -481,24 +481,24 @@ fn truncated_logs() {
     check_corpus(
         "complete.trunc-frame-header.log",
         expect![[r#"
-        Recovered, 250 events
-        damage: Truncated: complete.trunc-frame-header.log: truncated frame header: needed 56 bytes at byte offset 13612, file has 13632
-        read 250 events
-    "#]],
+            Recovered, 250 events
+            damage: Truncated: complete.trunc-frame-header.log: truncated frame header: needed 56 bytes at byte offset 13620, file has 13640
+            read 250 events
+        "#]],
     );
     check_corpus(
         "complete.trunc-frame-payload.log",
         expect![[r#"
-        Recovered, 250 events
-        damage: Truncated: complete.trunc-frame-payload.log: truncated frame: needed 1299 bytes at byte offset 13612, file has 14289
-        read 250 events
-    "#]],
+            Recovered, 250 events
+            damage: Truncated: complete.trunc-frame-payload.log: truncated frame: needed 1279 bytes at byte offset 13620, file has 14287
+            read 250 events
+        "#]],
     );
     check_corpus(
         "complete.trunc-index.log",
         expect![[r#"
             Recovered, 1200 events
-            damage: Corrupt: complete.trunc-index.log: corrupt log index at byte offset 18218: the frames end here and what follows is no frame: the log's index or footer is cut or damaged
+            damage: Corrupt: complete.trunc-index.log: corrupt log index at byte offset 18267: the frames end here and what follows is no frame: the log's index or footer is cut or damaged
             read 1200 events
         "#]],
     );
@@ -506,26 +506,26 @@ fn truncated_logs() {
         "complete.trunc-footer.log",
         expect![[r#"
             Recovered, 1200 events
-            damage: Corrupt: complete.trunc-footer.log: corrupt log index at byte offset 18218: the frames end here and what follows is no frame: the log's index or footer is cut or damaged
+            damage: Corrupt: complete.trunc-footer.log: corrupt log index at byte offset 18267: the frames end here and what follows is no frame: the log's index or footer is cut or damaged
             read 1200 events
         "#]],
     );
     check_corpus(
         "crashed.trunc-ring.log",
         expect![[r#"
-        Recovered, 0 events
-        damage: Truncated: crashed.trunc-ring.log: truncated log ring: needed 8192 bytes at byte offset 4096, file has 4396
-        damage: Corrupt: crashed.trunc-ring.log: corrupt ring block header at byte offset 4104: block 6 (first event 1024) where block 0 (first event 0) was expected
-        read 0 events
-    "#]],
+            Recovered, 0 events
+            damage: Truncated: crashed.trunc-ring.log: truncated log ring: needed 8192 bytes at byte offset 4096, file has 4396
+            damage: Corrupt: crashed.trunc-ring.log: corrupt ring block header at byte offset 4104: block 6 (first event 1017) where block 0 (first event 0) was expected
+            read 0 events
+        "#]],
     );
     check_corpus(
         "crashed.trunc-frame.log",
         expect![[r#"
-        Recovered, 250 events
-        damage: Truncated: crashed.trunc-frame.log: truncated frame: needed 1299 bytes at byte offset 13612, file has 13712
-        read 250 events
-    "#]],
+            Recovered, 250 events
+            damage: Truncated: crashed.trunc-frame.log: truncated frame: needed 1279 bytes at byte offset 13620, file has 13720
+            read 250 events
+        "#]],
     );
 }
 
@@ -541,7 +541,7 @@ fn logs_with_a_flipped_bit() {
         "complete.flip-frame-header.log",
         expect![[r#"
             Complete, 1200 events
-            read 250 events, then Checksum: complete.flip-frame-header.log: checksum mismatch in frame header at byte offset 13612
+            read 250 events, then Checksum: complete.flip-frame-header.log: checksum mismatch in frame header at byte offset 13620
             the last event is readable by seeking
         "#]],
     );
@@ -549,65 +549,63 @@ fn logs_with_a_flipped_bit() {
         "complete.flip-frame-payload.log",
         expect![[r#"
             Complete, 1200 events
-            read 250 events, then Checksum: complete.flip-frame-payload.log: checksum mismatch in frame payload at byte offset 13668
+            read 250 events, then Checksum: complete.flip-frame-payload.log: checksum mismatch in frame payload at byte offset 13676
             the last event is readable by seeking
         "#]],
     );
     check_corpus(
         "complete.flip-index.log",
         expect![[r#"
-        Recovered, 1200 events
-        damage: Checksum: complete.flip-index.log: checksum mismatch in log index at byte offset 18218
-        read 1200 events
-    "#]],
+            Recovered, 1200 events
+            damage: Checksum: complete.flip-index.log: checksum mismatch in log index at byte offset 18267
+            read 1200 events
+        "#]],
     );
     check_corpus(
         "complete.flip-footer.log",
         expect![[r#"
             Recovered, 1200 events
-            damage: Checksum: complete.flip-footer.log: checksum mismatch in log footer at byte offset 18654
+            damage: Checksum: complete.flip-footer.log: checksum mismatch in log footer at byte offset 18735
             read 1200 events
         "#]],
     );
     check_corpus(
         "crashed.flip-ring-info.log",
         expect![[r#"
-        Recovered, 1024 events
-        damage: Checksum: crashed.flip-ring-info.log: checksum mismatch in ring block header at byte offset 4104
-        read 1024 events
-    "#]],
+            Recovered, 1017 events
+            damage: Checksum: crashed.flip-ring-info.log: checksum mismatch in ring block header at byte offset 4104
+            read 1017 events
+        "#]],
     );
     check_corpus(
         "crashed.flip-ring-commit.log",
         expect![[r#"
-            Recovered, 1200 events
-            damage: Record: crashed.flip-ring-commit.log: corrupt event record in block 6 (block at byte offset 4096, byte 1321 of the block's data): the block holds fewer events than the 178 its header counts
-            read 1200 events
+            Recovered, 1198 events
+            damage: Record: crashed.flip-ring-commit.log: corrupt event record in block 6 (block at byte offset 4096, byte 1394 of the block's data): the block holds more events than the 181 its header counts
+            read 1198 events
         "#]],
     );
     check_corpus(
         "crashed.flip-ring-data.log",
         expect![[r#"
-            Recovered, 1025 events
-            damage: Record: crashed.flip-ring-data.log: corrupt event record in block 6 (block at byte offset 4096, byte 2 of the block's data): unknown record tag 0x80
-            read 1025 events
-            undetected (unchecked ring data): event 1024: read Sleep { nanos: 0, site: None }, wrote Clock { source: Monotonic, nanos: 1024000 }
-            undetected (unchecked ring data): get: event 1024: read Sleep { nanos: 0, site: None }, wrote Clock { source: Monotonic, nanos: 1024000 }
+            Recovered, 1017 events
+            damage: Record: crashed.flip-ring-data.log: corrupt event record in block 6 (block at byte offset 4096, byte 0 of the block's data): object 27 is not defined in this block
+            read 1017 events
         "#]],
     );
     check_corpus(
         "crashed.flip-frame-header.log",
         expect![[r#"
-        Recovered, 250 events
-        damage: Checksum: crashed.flip-frame-header.log: checksum mismatch in frame header at byte offset 13241
-        read 250 events
-    "#]],
+            Recovered, 250 events
+            damage: Checksum: crashed.flip-frame-header.log: checksum mismatch in frame header at byte offset 13249
+            read 250 events
+        "#]],
     );
     check_corpus(
         "crashed.flip-frame-payload.log",
         expect![[r#"
             Recovered, 1200 events
-            read 250 events, then Checksum: crashed.flip-frame-payload.log: checksum mismatch in frame payload at byte offset 13297
+            read 250 events, then Checksum: crashed.flip-frame-payload.log: checksum mismatch in frame payload at byte offset 13305
             the last event is readable by seeking
         "#]],
     );
@@ -616,9 +614,9 @@ fn logs_with_a_flipped_bit() {
 #[test]
 fn wrong_version_wrong_magic_and_missing_files() {
     check_corpus(
-        "complete.version-3.log",
+        "complete.version-4.log",
         expect![[r#"
-            open: UnsupportedVersion: complete.version-3.log: format version 3 is not supported (this build reads version 2)
+            open: UnsupportedVersion: complete.version-4.log: format version 4 is not supported (this build reads versions 2 to 3)
         "#]],
     );
     check_corpus(
@@ -720,8 +718,8 @@ fn recordings_with_a_damaged_manifest() {
         open: Manifest: manifest-truncated/manifest.json: invalid manifest: EOF while parsing a string at line 16 column 7
     "#]].assert_eq(&describe_dir("manifest-truncated"));
     expect![[r#"
-        open: UnsupportedVersion: manifest-version-3/manifest.json: format version 3 is not supported (this build reads version 2)
-    "#]].assert_eq(&describe_dir("manifest-version-3"));
+        open: UnsupportedVersion: manifest-version-4/manifest.json: format version 4 is not supported (this build reads versions 2 to 3)
+    "#]].assert_eq(&describe_dir("manifest-version-4"));
     expect![[r#"
         proc-0000.log: 1200 events
         proc-0001.log: Missing: manifest-missing-log/proc-0001.log: missing (open log)
@@ -850,7 +848,7 @@ fn missing_swapped_foreign_and_duplicated_logs_are_damage() {
     // A payload that fails its checksum inside a log whose index and footer are intact: opening
     // does not read payloads, the check does.
     expect![[r#"
-        damage: teller (p2): proc-0002.log: checksum mismatch in frame payload at byte offset 13668
+        damage: teller (p2): proc-0002.log: checksum mismatch in frame payload at byte offset 13676
     "#]]
     .assert_eq(&case(&|d| {
         fs::copy(
@@ -1160,7 +1158,7 @@ fn regenerate_corpus() {
             "crashed.flip-frame-payload.log",
             flip(&crashed, r.frames[1].offset + FRAME_HEADER + 7, 6),
         ),
-        ("complete.version-3.log", next_version),
+        ("complete.version-4.log", next_version),
         ("complete.bad-magic.log", bad_magic),
     ];
     for (name, bytes) in files {
@@ -1179,7 +1177,7 @@ fn regenerate_corpus() {
     };
     let one = sample_manifest(&["proc-0000.log"]);
     write_manifest("manifest-truncated", &one, &|t| t[..t.len() / 2].to_owned());
-    write_manifest("manifest-version-3", &one, &|t| {
+    write_manifest("manifest-version-4", &one, &|t| {
         let this = format!("\"format_version\": {FORMAT_VERSION}");
         let next = format!("\"format_version\": {}", FORMAT_VERSION + 1);
         t.replace(&this, &next)
@@ -1193,4 +1191,17 @@ fn regenerate_corpus() {
     .unwrap();
     fs::create_dir_all(corpus("no-manifest")).unwrap();
     fs::write(corpus("no-manifest/proc-0000.log"), cut(&complete, 100)).unwrap();
+}
+
+/// `version-2.log` is `complete.log` as the last build of format version 2 wrote it (no
+/// extended events): a version-3 reader reads it whole.
+#[test]
+fn a_log_of_the_previous_format_version_still_reads() {
+    let reader = LogReader::open(&corpus("version-2.log")).unwrap();
+    reader.verify_payloads().unwrap();
+    let events = reader.events().collect::<Result<Vec<_>, _>>().unwrap();
+    assert_eq!(events.len(), 1200);
+    let counts = reader.kind_counts().unwrap();
+    let total: u64 = counts.iter().map(|(_, n)| n).sum();
+    assert_eq!(total, 1200, "{counts:?}");
 }

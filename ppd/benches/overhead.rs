@@ -447,6 +447,31 @@ macro_rules! workloads {
                 |tx, v| tx.send(v).expect("send"),
                 |rx| rx.recv().expect("recv"),
             )
+
+        /// Processes mostly reading one `RwLock`ed value, writing it every eighth time.
+        pub(crate) fn rwlock_read_heavy(s: super::Sizes) -> u64 {
+            let shared = Arc::new(RwLock::new(0u64));
+            let handles = (0..s.workers)
+                .map(|i| {
+                    let shared = Arc::clone(&shared);
+                    let n = s.iterations;
+                    spawn(format!("reader-{i}"), move || {
+                        let mut seen = 0u64;
+                        for k in 0..n {
+                            if k % 8 == 0 {
+                                let mut g = shared.write().expect("write");
+                                *g = g.wrapping_mul(31).wrapping_add(i + 1);
+                            } else {
+                                seen = seen.wrapping_add(*shared.read().expect("read"));
+                            }
+                        }
+                        seen
+                    })
+                })
+                .collect();
+            let seen = join_all(handles);
+            let v = *shared.read().expect("read");
+            seen ^ v
         }
     };
 }
@@ -468,7 +493,7 @@ mod with_ppd {
     use ppd::collections::HashMap;
     use ppd::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
     use ppd::sync::mpsc;
-    use ppd::sync::{Barrier, Mutex, OnceLock};
+    use ppd::sync::{Barrier, Mutex, OnceLock, RwLock};
     use ppd::thread;
 
     workloads!();
@@ -479,7 +504,7 @@ mod with_std {
     use std::collections::HashMap;
     use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
     use std::sync::mpsc;
-    use std::sync::{Barrier, Mutex, OnceLock};
+    use std::sync::{Barrier, Mutex, OnceLock, RwLock};
     use std::thread;
 
     workloads!();
@@ -616,6 +641,14 @@ const WORKLOADS: &[Workload] = &[
         processes: |s| 2 + s.senders,
         ppd: with_ppd::channel_all_to_one,
         std: with_std::channel_all_to_one,
+    },
+    Workload {
+        name: "rwlock-read-heavy",
+        what: "rwlock holds (7 reads : 1 write)",
+        ops: |s| s.workers * s.iterations,
+        processes: |s| 1 + s.workers,
+        ppd: with_ppd::rwlock_read_heavy,
+        std: with_std::rwlock_read_heavy,
     },
 ];
 

@@ -124,6 +124,32 @@ where
             at(site)
         ),
         Event::Unlock { object, site } => format!("unlock {}{}", o(object), at(site)),
+        Event::RwAcquire {
+            object,
+            version,
+            mode,
+            site,
+            value,
+            ..
+        } => format!(
+            "{} lock {} (operation {version}){}{}",
+            rw_mode(*mode),
+            o(object),
+            show(value),
+            at(site)
+        ),
+        Event::RwRelease {
+            object,
+            version,
+            mode,
+            site,
+            ..
+        } => format!(
+            "{} unlock {} (operation {version}){}",
+            rw_mode(*mode),
+            o(object),
+            at(site)
+        ),
         Event::SemAcquire {
             object,
             version,
@@ -208,5 +234,12 @@ where
             o(channel),
             at(site)
         ),
+    }
+}
+
+fn rw_mode(mode: ppd_formats::event::RwMode) -> &'static str {
+    match mode {
+        ppd_formats::event::RwMode::Read => "read",
+        ppd_formats::event::RwMode::Write => "write",
     }
 }

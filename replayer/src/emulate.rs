@@ -22,7 +22,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use ppd_formats::event::{Nesting, Owned};
+use ppd_formats::event::{Nesting, Owned, RwMode};
 use ppd_formats::reader::Events;
 use ppd_formats::trace::{Captured, EblockInfo, Leak, MessageRef, RecordKind, Trace};
 use ppd_formats::value;
@@ -346,7 +346,14 @@ impl ProcessBackend for Interval {
             Event::Lock { value, .. } => {
                 tracer::operation(RecordKind::Input, captured(value), None, None, index)
             }
-            Event::Unlock { .. } => tracer::operation(RecordKind::Publish, None, None, None, index),
+            Event::Unlock { .. }
+            | Event::RwRelease {
+                mode: RwMode::Write,
+                ..
+            } => tracer::operation(RecordKind::Publish, None, None, None, index),
+            Event::RwAcquire { value, .. } => {
+                tracer::operation(RecordKind::Input, captured(value), None, None, index)
+            }
             Event::Mark { value, .. } => tracer::operation(
                 RecordKind::Mark,
                 Some(Captured::Value(value.to_vec())),
@@ -382,7 +389,10 @@ impl ProcessBackend for Interval {
             | Event::Undelivered { .. }
             | Event::JoinBlocked { .. }
             | Event::Sleep { .. }
-            | Event::Outcome { .. } => {}
+            | Event::Outcome { .. }
+            | Event::RwRelease {
+                mode: RwMode::Read, ..
+            } => {}
         }
     }
 
@@ -648,7 +658,9 @@ fn emulate_instance(
             | Event::Undelivered { .. }
             | Event::JoinBlocked { .. }
             | Event::Sleep { .. }
-            | Event::Outcome { .. },
+            | Event::Outcome { .. }
+            | Event::RwAcquire { .. }
+            | Event::RwRelease { .. },
         )
         | None => (None, logged_panic),
     };

@@ -75,6 +75,14 @@ impl Lattice {
                     }
                     | Event::Atomic {
                         object, version, ..
+                    }
+                    // A reader-writer lock versions its releases too: each operation after
+                    // the one before it.
+                    | Event::RwAcquire {
+                        object, version, ..
+                    }
+                    | Event::RwRelease {
+                        object, version, ..
                     } => {
                         released.insert((*object, *version), (i, k));
                     }
@@ -104,6 +112,12 @@ impl Lattice {
                                 object, version, ..
                             }
                             | Event::Atomic {
+                                object, version, ..
+                            }
+                            | Event::RwAcquire {
+                                object, version, ..
+                            }
+                            | Event::RwRelease {
                                 object, version, ..
                             } if *version > 1 => released.get(&(*object, version - 1)).copied(),
                             _ => None,

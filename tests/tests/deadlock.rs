@@ -204,3 +204,35 @@ fn two_processes_waiting_for_each_others_message_deadlock() {
         );
     }
 }
+
+#[test]
+fn two_writers_each_waiting_for_the_others_read_hold_deadlock() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record_until_deadlocked(
+        work.path(),
+        "deadlock_rwlocks",
+        &[("left", "r2", 1), ("right", "r1", 1)],
+    );
+    let report = races_json(work.path(), &dir);
+    let listing = scenario("deadlock_rwlocks");
+    let cycle = cycle_of(&report);
+    assert_eq!(cycle.len(), 2, "{report:#}");
+    let by_name = |n: &str| cycle.iter().find(|b| b["process"] == n).cloned().unwrap();
+    let (left, right) = (by_name("left"), by_name("right"));
+    assert_eq!(left["waits_for"], "lock");
+    assert_eq!(left["object"], "r2");
+    assert_eq!(left["by"], serde_json::json!(["right"]));
+    assert_eq!(
+        left["line"].as_u64(),
+        Some(marker_line(&listing, "drw.left"))
+    );
+    assert_eq!(right["object"], "r1");
+    assert_eq!(right["by"], serde_json::json!(["left"]));
+    assert_eq!(
+        right["line"].as_u64(),
+        Some(marker_line(&listing, "drw.right"))
+    );
+    // `ppd info` says where each waits: the killed run ended with both blocked.
+    let info = ppd_tests::info_json(work.path(), &dir);
+    assert_eq!(info["complete"], false, "the run was killed: {info:#}");
+}

@@ -73,6 +73,21 @@ fn event_json(trace: &Trace, clocks: &Clocks, e: EventRef, lamport: u32) -> Valu
             m.insert("object".into(), obj(object));
             m.insert("outcome".into(), json!(outcome));
         }
+        Op::RwAcquire {
+            object,
+            version,
+            mode,
+            ..
+        }
+        | Op::RwRelease {
+            object,
+            version,
+            mode,
+        } => {
+            m.insert("object".into(), obj(object));
+            m.insert("version".into(), json!(version));
+            m.insert("mode".into(), json!(mode));
+        }
         Op::Undelivered { channel, seq } => {
             m.insert("object".into(), obj(channel));
             m.insert("seq".into(), json!(seq));

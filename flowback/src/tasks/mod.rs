@@ -714,7 +714,9 @@ fn locate(trace: &Trace, runs: &Runs, unit: &Unit, u: &UnitEvents, vm: Vm) -> Op
                 | Op::Undelivered { .. }
                 | Op::JoinBlocked { .. }
                 | Op::Sleep { .. }
-                | Op::Outcome { .. } => None,
+                | Op::Outcome { .. }
+                | Op::RwAcquire { .. }
+                | Op::RwRelease { .. } => None,
             });
         if let Some((k, message)) = panic {
             let at = EventRef::new(last.process, last.index + 1 + k as u32);
@@ -801,7 +803,9 @@ fn stopped(
             | Op::Undelivered { .. }
             | Op::JoinBlocked { .. }
             | Op::Sleep { .. }
-            | Op::Outcome { .. } => error(
+            | Op::Outcome { .. }
+            | Op::RwAcquire { .. }
+            | Op::RwRelease { .. } => error(
                 Fault::Process,
                 role,
                 at,

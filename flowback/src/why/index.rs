@@ -250,7 +250,9 @@ fn scan(recording: &Recording, process: ProcessId) -> Result<(PathBuf, Scan)> {
             | Event::Undelivered { .. }
             | Event::JoinBlocked { .. }
             | Event::Sleep { .. }
-            | Event::Outcome { .. } => {}
+            | Event::Outcome { .. }
+            | Event::RwAcquire { .. }
+            | Event::RwRelease { .. } => {}
         }
     }
     found.sends.sort_by_key(|s| (s.channel, s.seq));

@@ -133,7 +133,9 @@ pub fn state_at(
             | Event::Undelivered { .. }
             | Event::JoinBlocked { .. }
             | Event::Sleep { .. }
-            | Event::Outcome { .. } => {}
+            | Event::Outcome { .. }
+            | Event::RwAcquire { .. }
+            | Event::RwRelease { .. } => {}
         }
     }
     Ok(RestoredState {

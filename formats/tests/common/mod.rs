@@ -5,7 +5,7 @@
 
 use std::panic::Location;
 
-use ppd_formats::event::{AtomicOp, ClockSource, MemOrdering, ObjectKind, RecvOutcome};
+use ppd_formats::event::{AtomicOp, ClockSource, MemOrdering, ObjectKind, RecvOutcome, RwMode};
 use ppd_formats::{Borrowed, Event, LogIdentity, ObjectId, ProcessId, WriterOptions};
 
 /// Who the test logs belong to.
@@ -111,6 +111,19 @@ pub fn event_at(i: u64, payload: &[u8]) -> Event<Borrowed<'_>> {
         7 => Event::Clock {
             source: ClockSource::Monotonic,
             nanos: i * 1_000,
+        },
+        // An extended-tag kind (docs/format.md §4.2) every other round.
+        _ if (i / 9) % 2 == 1 => Event::RwAcquire {
+            object,
+            version: i / 9 + 1,
+            prev: (i % 4 == 1).then_some(ProcessId(3)),
+            mode: if i.is_multiple_of(3) {
+                RwMode::Read
+            } else {
+                RwMode::Write
+            },
+            site,
+            value: (!payload.is_empty()).then_some(payload),
         },
         _ => Event::Mark {
             label: "balance",

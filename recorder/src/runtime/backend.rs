@@ -174,13 +174,16 @@ pub mod expected {
         }
     }
 
-    /// The version and previous accessor an expected lock, semaphore or atomic access has.
+    /// The version and previous accessor an expected lock, semaphore, atomic or reader-writer
+    /// lock operation has.
     pub fn version(e: &Option<Event>) -> Option<(u64, Option<ProcessId>)> {
         match e {
             Some(Event::Lock { version, prev, .. })
             | Some(Event::SemAcquire { version, prev, .. })
             | Some(Event::SemRelease { version, prev, .. })
-            | Some(Event::Atomic { version, prev, .. }) => Some((*version, *prev)),
+            | Some(Event::Atomic { version, prev, .. })
+            | Some(Event::RwAcquire { version, prev, .. })
+            | Some(Event::RwRelease { version, prev, .. }) => Some((*version, *prev)),
             _ => None,
         }
     }

@@ -14,12 +14,14 @@ pub mod mpsc;
 mod mutex;
 mod object;
 mod once;
+mod rwlock;
 mod semaphore;
 pub mod values;
 
 pub use barrier::{Barrier, BarrierWaitResult};
 pub use mutex::{Mutex, MutexGuard};
 pub use once::{LazyLock, Once, OnceLock, OnceState};
+pub use rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 pub use semaphore::Semaphore;
 pub use std::sync::{Arc, LockResult, PoisonError, TryLockError, TryLockResult, Weak};
 pub use values::log_values;

@@ -190,7 +190,9 @@ impl HaltState {
                     | Event::Undelivered { .. }
                     | Event::JoinBlocked { .. }
                     | Event::Sleep { .. }
-                    | Event::Outcome { .. } => {}
+                    | Event::Outcome { .. }
+                    | Event::RwAcquire { .. }
+                    | Event::RwRelease { .. } => {}
                 }
                 if index + 1 == report.events {
                     if last.is_none() {

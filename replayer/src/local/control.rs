@@ -269,7 +269,9 @@ fn need_of(event: &Event, me: ProcessId, parents: &[Option<ProcessId>]) -> Optio
         )
         | Rule::TakesPermit(_)
         | Rule::GivesPermit(_)
-        | Rule::Atomic { .. } => None,
+        | Rule::Atomic { .. }
+        | Rule::RwAcquire { .. }
+        | Rule::RwRelease { .. } => None,
     }
 }
 
@@ -519,7 +521,9 @@ impl Controller {
                 | Rule::Chains(_)
                 | Rule::TakesPermit(_)
                 | Rule::GivesPermit(_)
-                | Rule::Atomic { .. } => {
+                | Rule::Atomic { .. }
+                | Rule::RwAcquire { .. }
+                | Rule::RwRelease { .. } => {
                     if self.logged.get(i) == Some(&position) {
                         let mut st = self.lock();
                         self.settle(&mut st);
@@ -607,7 +611,9 @@ impl Controller {
             )
             | Rule::TakesPermit(_)
             | Rule::GivesPermit(_)
-            | Rule::Atomic { .. } => {}
+            | Rule::Atomic { .. }
+            | Rule::RwAcquire { .. }
+            | Rule::RwRelease { .. } => {}
         }
         lc.vclock[i] = own;
         let vclock = lc.vclock.clone();

@@ -127,7 +127,9 @@ impl ReplayProcess {
             | Event::Undelivered { .. }
             | Event::JoinBlocked { .. }
             | Event::Sleep { .. }
-            | Event::Outcome { .. } => None,
+            | Event::Outcome { .. }
+            | Event::RwAcquire { .. }
+            | Event::RwRelease { .. } => None,
         };
         let holds = match &mut self.intervals {
             Some(intervals) => self
@@ -277,6 +279,36 @@ pub(crate) fn compare(
         ) => a == b && va == vb && bytes(xa, xb),
         (Event::Unlock { object: a, .. }, Event::Unlock { object: b, .. }) => a == b,
         (
+            Event::RwAcquire {
+                object: a,
+                version: va,
+                mode: ma,
+                value: xa,
+                ..
+            },
+            Event::RwAcquire {
+                object: b,
+                version: vb,
+                mode: mb,
+                value: xb,
+                ..
+            },
+        ) => a == b && va == vb && ma == mb && bytes(xa, xb),
+        (
+            Event::RwRelease {
+                object: a,
+                version: va,
+                mode: ma,
+                ..
+            },
+            Event::RwRelease {
+                object: b,
+                version: vb,
+                mode: mb,
+                ..
+            },
+        ) => a == b && va == vb && ma == mb,
+        (
             Event::Undelivered {
                 channel: a,
                 seq: sa,
@@ -420,7 +452,9 @@ pub(crate) fn compare(
             | Event::Undelivered { .. }
             | Event::JoinBlocked { .. }
             | Event::Sleep { .. }
-            | Event::Outcome { .. },
+            | Event::Outcome { .. }
+            | Event::RwAcquire { .. }
+            | Event::RwRelease { .. },
             _,
         ) => false,
     };
@@ -504,7 +538,9 @@ impl ProcessBackend for ReplayProcess {
             Some(Event::Send { payload, .. }) | Some(Event::Recv { payload, .. }) => {
                 payload.is_some()
             }
-            Some(Event::Lock { value, .. }) => value.is_some(),
+            Some(Event::Lock { value, .. }) | Some(Event::RwAcquire { value, .. }) => {
+                value.is_some()
+            }
             Some(Event::Atomic { value, .. }) => value.is_some(),
             Some(
                 Event::Start { .. }
@@ -528,7 +564,8 @@ impl ProcessBackend for ReplayProcess {
                 | Event::Undelivered { .. }
                 | Event::JoinBlocked { .. }
                 | Event::Sleep { .. }
-                | Event::Outcome { .. },
+                | Event::Outcome { .. }
+                | Event::RwRelease { .. },
             )
             | None => false,
         };

@@ -105,7 +105,9 @@ impl Scope {
             | Event::Undelivered { .. }
             | Event::JoinBlocked { .. }
             | Event::Sleep { .. }
-            | Event::Outcome { .. } => Scope::default(),
+            | Event::Outcome { .. }
+            | Event::RwAcquire { .. }
+            | Event::RwRelease { .. } => Scope::default(),
         }
     }
 
@@ -228,7 +230,9 @@ impl Component {
                 | Event::Undelivered { .. }
                 | Event::JoinBlocked { .. }
                 | Event::Sleep { .. }
-                | Event::Outcome { .. },
+                | Event::Outcome { .. }
+                | Event::RwAcquire { .. }
+                | Event::RwRelease { .. },
             ) => false,
         }
     }

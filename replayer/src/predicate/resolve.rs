@@ -92,7 +92,9 @@ impl Catalog {
                     | Event::Undelivered { .. }
                     | Event::JoinBlocked { .. }
                     | Event::Sleep { .. }
-                    | Event::Outcome { .. } => {}
+                    | Event::Outcome { .. }
+                    | Event::RwAcquire { .. }
+                    | Event::RwRelease { .. } => {}
                 }
             }
         }

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use ppd::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use ppd::sync::mpsc::named_channel;
-use ppd::sync::{Mutex, Semaphore};
+use ppd::sync::{Mutex, RwLock, Semaphore};
 use ppd::thread::JoinHandle;
 use serde::Serialize;
 
@@ -1629,6 +1629,9 @@ const SCENARIOS: &[Scenario] = &[
     ONCE_LOCK_PUBLICATION,
     BOUNDED_ROOM_ORDERS,
     BOUNDED_ROOM_TO_SPARE,
+    RWLOCK_READERS_WRITE,
+    RWLOCK_PROTECTED,
+    DEADLOCK_RWLOCKS,
 ];
 
 /// An expected race with its markers resolved to lines.
@@ -1777,5 +1780,102 @@ const ONCE_LOCK_PUBLICATION: Scenario = Scenario {
             })
             .collect();
         join(readers);
+    },
+};
+
+// ---------------------------------------------------------------------------------------------
+// Reader-writer locks.
+
+/// Two readers hold the read lock together: it orders neither after the other, so their writes
+/// under it race.
+const RWLOCK_READERS_WRITE: Scenario = Scenario {
+    name: "rwlock_readers_write",
+    tag: "rwr",
+    races: &[data("x", "rwr.a", "rwr.b")],
+    hangs: false,
+    potential_deadlocks: &[],
+    run: || {
+        let x = shared("x");
+        let lock = Arc::new(RwLock::named("config", 0u64));
+        let (x1, x2, l1, l2) = (x.clone(), x, lock.clone(), lock);
+        join(vec![
+            spawn("a", move || {
+                let _r = l1.read().expect("config");
+                x1.store(1, Relaxed); // @rwr.a
+            }),
+            spawn("b", move || {
+                let _r = l2.read().expect("config");
+                x2.store(2, Relaxed); // @rwr.b
+            }),
+        ]);
+    },
+};
+
+/// Writers update under the write lock, readers read under the read lock: every write is
+/// ordered with every other access.
+const RWLOCK_PROTECTED: Scenario = Scenario {
+    name: "rwlock_protected",
+    tag: "",
+    races: &[],
+    hangs: false,
+    potential_deadlocks: &[],
+    run: || {
+        let x = shared("x");
+        let lock = Arc::new(RwLock::named("config", 0u64));
+        let mut workers: Vec<JoinHandle<()>> = (0..2)
+            .map(|i| {
+                let (x, lock) = (x.clone(), lock.clone());
+                spawn(&format!("writer-{i}"), move || {
+                    for _ in 0..10 {
+                        let mut w = lock.write().expect("config");
+                        let v = x.load(Relaxed);
+                        x.store(v + 1, Relaxed);
+                        *w += 1;
+                    }
+                })
+            })
+            .collect();
+        workers.extend((0..2).map(|i| {
+            let (x, lock) = (x.clone(), lock.clone());
+            spawn(&format!("reader-{i}"), move || {
+                for _ in 0..10 {
+                    let r = lock.read().expect("config");
+                    assert!(x.load(Relaxed) == *r);
+                }
+            })
+        }));
+        join(workers);
+        assert_eq!(x.load(Relaxed), 20);
+    },
+};
+
+/// Each process reads one lock, then wants to write the other: each writer waits for the
+/// other's read hold.
+const DEADLOCK_RWLOCKS: Scenario = Scenario {
+    name: "deadlock_rwlocks",
+    tag: "drw",
+    races: &[],
+    hangs: true,
+    potential_deadlocks: &[],
+    run: || {
+        let r1 = Arc::new(RwLock::named("r1", 0u64));
+        let r2 = Arc::new(RwLock::named("r2", 0u64));
+        let (left_has, right_hears) = named_channel::<()>("left-reads-r1");
+        let (right_has, left_hears) = named_channel::<()>("right-reads-r2");
+        let (a1, a2, b1, b2) = (r1.clone(), r2.clone(), r1, r2);
+        join(vec![
+            spawn("left", move || {
+                let _first = a1.read().expect("r1");
+                left_has.send(()).expect("tell right");
+                left_hears.recv().expect("hear right");
+                let _second = a2.write().expect("r2"); // @drw.left
+            }),
+            spawn("right", move || {
+                let _first = b2.read().expect("r2");
+                right_hears.recv().expect("hear left");
+                right_has.send(()).expect("tell left");
+                let _second = b1.write().expect("r1"); // @drw.right
+            }),
+        ]);
     },
 };

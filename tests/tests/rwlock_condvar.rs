@@ -1,0 +1,205 @@
+//! ppd's `RwLock` used as std's is: real programs (`tests/src/bin/rwlock_condvar.rs`) run
+//! unrecorded, recorded, replayed with `--verify` and analysed for races and deadlocks.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use ppd_formats::event::{Outcome, RwMode};
+use ppd_formats::{Event, Recording};
+use ppd_tests::{assert_no_races, assert_replays, record_program};
+
+fn program() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_rwlock_condvar"))
+}
+
+/// Runs case `case` without ppd around it (pass-through); its standard output.
+fn run_plain(case: &str) -> String {
+    let out = Command::new(program())
+        .arg(case)
+        .output()
+        .expect("run rwlock_condvar");
+    assert!(
+        out.status.success(),
+        "rwlock_condvar {case}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+/// Records case `case` into `<work>/<case>`; the directory and the program's standard output.
+fn record_case(work: &Path, case: &str) -> (PathBuf, String) {
+    let dir = work.join(case);
+    let out = record_program(work, &dir, &program(), &[case], &[]);
+    assert!(
+        out.status.success(),
+        "recording {case} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (dir, String::from_utf8(out.stdout).expect("utf-8"))
+}
+
+/// The events of process `name`.
+fn events_of(dir: &Path, name: &str) -> Vec<Event> {
+    let recording = Recording::open(dir).expect("open the recording");
+    let entry = recording
+        .processes()
+        .iter()
+        .find(|p| p.name == name)
+        .unwrap_or_else(|| panic!("no process {name}"));
+    recording
+        .open_log(entry)
+        .expect("open the log")
+        .events()
+        .map(|e| e.expect("a readable event").1)
+        .collect()
+}
+
+/// The number in `text` after `label`.
+fn number_after(text: &str, label: &str) -> u64 {
+    let rest = &text[text
+        .find(label)
+        .unwrap_or_else(|| panic!("{label} in {text}"))
+        + label.len()..];
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits
+        .parse()
+        .unwrap_or_else(|_| panic!("a number after {label} in {text}"))
+}
+
+fn count(events: &[Event], wanted: impl Fn(&Event) -> bool) -> usize {
+    events.iter().filter(|e| wanted(e)).count()
+}
+
+#[test]
+fn readers_and_a_writer_record_replay_what_each_reader_saw_and_race_nothing() {
+    let plain = run_plain("readers");
+    assert!(plain.ends_with("final version = 20\n"), "{plain}");
+
+    let work = tempfile::tempdir().unwrap();
+    let (dir, stdout) = record_case(work.path(), "readers");
+    assert!(stdout.ends_with("final version = 20\n"), "{stdout}");
+
+    // Every acquisition and release is logged with its mode; one version sequence numbers
+    // them all.
+    let writer = events_of(&dir, "writer");
+    let write_holds = |e: &Event| {
+        matches!(
+            e,
+            Event::RwAcquire {
+                mode: RwMode::Write,
+                ..
+            }
+        )
+    };
+    assert_eq!(count(&writer, write_holds), 20);
+    let reader = events_of(&dir, "reader0");
+    let read_holds = |e: &Event| {
+        matches!(
+            e,
+            Event::RwAcquire {
+                mode: RwMode::Read,
+                ..
+            }
+        )
+    };
+    let read_releases = |e: &Event| {
+        matches!(
+            e,
+            Event::RwRelease {
+                mode: RwMode::Read,
+                ..
+            }
+        )
+    };
+    assert_eq!(count(&reader, read_holds), 50);
+    assert_eq!(count(&reader, read_releases), 50);
+    let mut versions: Vec<u64> = ["main", "writer", "reader0", "reader1", "reader2"]
+        .iter()
+        .flat_map(|p| events_of(&dir, p))
+        .filter_map(|e| match e {
+            Event::RwAcquire { version, .. } | Event::RwRelease { version, .. } => Some(version),
+            _ => None,
+        })
+        .collect();
+    versions.sort_unstable();
+    let expected: Vec<u64> = (1..=versions.len() as u64).collect();
+    assert_eq!(versions, expected, "one gapless version sequence");
+
+    // Replay makes every reader see the versions it saw: the sums are the run's.
+    let sums: String = stdout
+        .lines()
+        .filter(|l| l.starts_with("reader"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_replays(work.path(), &dir, &sums);
+    // Readers are not ordered among themselves, but every access of the config is under the
+    // lock: no race, no deadlock.
+    assert_no_races(work.path(), &dir);
+}
+
+#[test]
+fn try_read_and_try_write_answers_are_logged_and_replay_gives_each_back() {
+    let plain = run_plain("try");
+    assert!(
+        plain.contains("read while written: would block = true"),
+        "{plain}"
+    );
+    assert!(
+        plain.contains("write while read: would block = true, read alongside = true"),
+        "{plain}"
+    );
+    assert!(plain.ends_with("consistent = true\n"), "{plain}");
+
+    let work = tempfile::tempdir().unwrap();
+    let (dir, stdout) = record_case(work.path(), "try");
+    assert!(stdout.ends_with("consistent = true\n"), "{stdout}");
+    let read_failed = number_after(&stdout, "reads failed = ");
+    let write_failed = number_after(&stdout, "writes failed = ");
+    let got = number_after(&stdout, "succeeded = ");
+
+    let prober = events_of(&dir, "prober");
+    let would_block = count(&prober, |e| {
+        matches!(
+            e,
+            Event::Outcome {
+                outcome: Outcome::WouldBlock,
+                ..
+            }
+        )
+    });
+    // The two tries against `main`'s holds, then the contended ones.
+    assert_eq!(
+        would_block as u64,
+        2 + read_failed + write_failed,
+        "{stdout}"
+    );
+    let write_holds = count(&prober, |e| {
+        matches!(
+            e,
+            Event::RwAcquire {
+                mode: RwMode::Write,
+                ..
+            }
+        )
+    });
+    assert_eq!(write_holds as u64, got, "{stdout}");
+
+    // Replay gives each try its recorded answer, so the counts printed are the run's.
+    let counts = stdout
+        .lines()
+        .find(|l| l.starts_with("reads failed"))
+        .expect("the counts line");
+    assert_replays(work.path(), &dir, counts);
+    // A try never waits: no potential deadlock from the prober's tries under its own read.
+    assert_no_races(work.path(), &dir);
+}
+
+#[test]
+fn a_write_panic_poisons_as_std_recorded_replayed_and_unrecorded() {
+    let expected = "poisoned = true, entries = 2, cleared = true\n";
+    assert_eq!(run_plain("poison"), expected);
+    let work = tempfile::tempdir().unwrap();
+    let (dir, stdout) = record_case(work.path(), "poison");
+    assert_eq!(stdout, expected);
+    assert_replays(work.path(), &dir, expected.trim_end());
+}
