@@ -19,7 +19,7 @@
 //! between messages. A send that found the receiver gone (`Undelivered`) never entered the
 //! channel and competes with nothing.
 
-use crate::fasthash::{FastMap, FastSet};
+use crate::fasthash::FastMap;
 
 use crate::trace::{EventRef, ObjIdx, Op, Trace};
 use crate::vclock::Clocks;
@@ -41,9 +41,43 @@ pub struct MessageRace {
 
 #[derive(Default)]
 struct Channel {
-    receives: Vec<(EventRef, u64)>,
+    receives: Vec<Receive>,
     /// Per sending process, its sends (sequence number, event) in program order.
     chains: Vec<(u32, Vec<(u64, EventRef)>)>,
+}
+
+/// A receive and the number of the message it took.
+#[derive(Clone, Copy)]
+struct Receive {
+    event: EventRef,
+    seq: u64,
+}
+
+impl Channel {
+    /// The chain of process `p`, made on its first send.
+    fn chain_of(&mut self, p: u32) -> &mut Vec<(u64, EventRef)> {
+        let c = match self.chains.last() {
+            Some((q, _)) if *q == p => self.chains.len() - 1,
+            _ => match self.chains.iter().position(|(q, _)| *q == p) {
+                Some(c) => c,
+                None => {
+                    self.chains.push((p, Vec::new()));
+                    self.chains.len() - 1
+                }
+            },
+        };
+        &mut self.chains[c].1
+    }
+
+    /// Takes back the send of message `seq` by `p`, which found the receiver gone
+    /// (`Undelivered`, logged right after its send).
+    fn undeliver(&mut self, p: u32, seq: u64) {
+        if let Some((_, chain)) = self.chains.iter_mut().find(|(q, _)| *q == p)
+            && let Some(i) = chain.iter().rposition(|&(s, _)| s == seq)
+        {
+            chain.remove(i);
+        }
+    }
 }
 
 /// Finds the message races of a trace.
@@ -51,61 +85,19 @@ pub fn message_races(trace: &Trace, clocks: &Clocks) -> Vec<MessageRace> {
     // Indexed by object: one slot per object is cheaper than a hash lookup per message.
     let mut channels: Vec<Channel> = Vec::new();
     channels.resize_with(trace.objects().len(), Channel::default);
-    let undelivered: FastSet<(ObjIdx, u64)> = trace
-        .processes()
-        .iter()
-        .flat_map(|p| p.events.iter())
-        .filter_map(|e| match e.op {
-            Op::Undelivered { channel, seq } => Some((channel, seq)),
-            Op::Start { .. }
-            | Op::Spawn { .. }
-            | Op::Join { .. }
-            | Op::Exit
-            | Op::Panic { .. }
-            | Op::Create { .. }
-            | Op::Send { .. }
-            | Op::Recv { .. }
-            | Op::RecvNone { .. }
-            | Op::Select { .. }
-            | Op::Lock { .. }
-            | Op::Unlock { .. }
-            | Op::SemAcquire { .. }
-            | Op::SemRelease { .. }
-            | Op::Atomic { .. }
-            | Op::Clock
-            | Op::Random
-            | Op::Answer { .. }
-            | Op::EblockEnter { .. }
-            | Op::EblockExit { .. }
-            | Op::Mark { .. }
-            | Op::Blocked { .. }
-            | Op::JoinBlocked { .. }
-            | Op::Sleep { .. }
-            | Op::Outcome { .. } => None,
-        })
-        .collect();
     for (p, proc) in trace.processes().iter().enumerate() {
+        let p = p as u32;
         for (k, ev) in proc.events.iter().enumerate() {
-            let r = EventRef::new(p as u32, k as u32);
+            let r = EventRef::new(p, k as u32);
             match ev.op {
-                Op::Send { channel, seq }
-                    if undelivered.is_empty() || !undelivered.contains(&(channel, seq)) =>
-                {
-                    let ch = &mut channels[channel as usize];
-                    let c = match ch.chains.last() {
-                        Some((q, _)) if *q == p as u32 => ch.chains.len() - 1,
-                        _ => match ch.chains.iter().position(|(q, _)| *q == p as u32) {
-                            Some(c) => c,
-                            None => {
-                                ch.chains.push((p as u32, Vec::new()));
-                                ch.chains.len() - 1
-                            }
-                        },
-                    };
-                    ch.chains[c].1.push((seq, r));
+                Op::Send { channel, seq } => {
+                    channels[channel as usize].chain_of(p).push((seq, r));
                 }
+                Op::Undelivered { channel, seq } => channels[channel as usize].undeliver(p, seq),
                 Op::Recv { channel, seq, .. } => {
-                    channels[channel as usize].receives.push((r, seq));
+                    channels[channel as usize]
+                        .receives
+                        .push(Receive { event: r, seq });
                 }
                 Op::Start { .. }
                 | Op::Spawn { .. }
@@ -113,7 +105,6 @@ pub fn message_races(trace: &Trace, clocks: &Clocks) -> Vec<MessageRace> {
                 | Op::Exit
                 | Op::Panic { .. }
                 | Op::Create { .. }
-                | Op::Send { .. }
                 | Op::RecvNone { .. }
                 | Op::Select { .. }
                 | Op::Lock { .. }
@@ -128,7 +119,6 @@ pub fn message_races(trace: &Trace, clocks: &Clocks) -> Vec<MessageRace> {
                 | Op::EblockExit { .. }
                 | Op::Mark { .. }
                 | Op::Blocked { .. }
-                | Op::Undelivered { .. }
                 | Op::JoinBlocked { .. }
                 | Op::Sleep { .. }
                 | Op::Outcome { .. } => {}
@@ -157,27 +147,45 @@ pub fn message_races(trace: &Trace, clocks: &Clocks) -> Vec<MessageRace> {
             .iter()
             .map(|(_, chain)| chain.windows(2).all(|w| w[0].0 < w[1].0))
             .collect();
-        let find = |seq: u64| {
-            ch.chains.iter().enumerate().find_map(|(c, (_, chain))| {
-                let h = if increasing[c] {
-                    chain.binary_search_by_key(&seq, |&(s, _)| s).ok()
-                } else {
-                    chain.iter().position(|&(s, _)| s == seq)
-                };
-                h.map(|h| (chain[h].1, c, h))
-            })
+        let find_in = |c: usize, seq: u64| {
+            let chain = &ch.chains[c].1;
+            if increasing[c] {
+                chain.binary_search_by_key(&seq, |&(s, _)| s).ok()
+            } else {
+                chain.iter().position(|&(s, _)| s == seq)
+            }
         };
+        // The receive names its sender, and a sender's messages arrive in the order it sent
+        // them: the send a receive took is almost always the one after its sender's previous
+        // message, found without a search.
+        let mut expected = vec![0usize; ch.chains.len()];
         let mut taken: Vec<Option<EventRef>> = Vec::with_capacity(ch.receives.len());
-        for (i, &(_, seq)) in ch.receives.iter().enumerate() {
-            let send = find(seq);
-            if let Some((_, c, h)) = send {
+        for (i, rec) in ch.receives.iter().enumerate() {
+            let sender = if let Op::Recv { sender, .. } = trace.event(rec.event).op {
+                trace.index_of(sender)
+            } else {
+                None
+            };
+            let hinted = sender.and_then(|q| ch.chains.iter().position(|(p, _)| *p == q));
+            let send = hinted
+                .and_then(|c| {
+                    let h = expected[c];
+                    match ch.chains[c].1.get(h) {
+                        Some(&(s, _)) if s == rec.seq => Some((c, h)),
+                        _ => find_in(c, rec.seq).map(|h| (c, h)),
+                    }
+                })
+                .or_else(|| (0..ch.chains.len()).find_map(|c| find_in(c, rec.seq).map(|h| (c, h))));
+            if let Some((c, h)) = send {
+                expected[c] = h + 1;
                 let at = &mut received_at[c][h];
                 *at = (*at).min(i);
             }
-            taken.push(send.map(|(s, _, _)| s));
+            taken.push(send.map(|(c, h)| ch.chains[c].1[h].1));
         }
         let mut heads = vec![0usize; ch.chains.len()];
-        for (i, (&(r, _), s)) in ch.receives.iter().zip(&taken).enumerate() {
+        for (i, (rec, s)) in ch.receives.iter().zip(&taken).enumerate() {
+            let r = rec.event;
             let Some(s) = *s else {
                 continue;
             };
@@ -222,25 +230,25 @@ pub fn message_races(trace: &Trace, clocks: &Clocks) -> Vec<MessageRace> {
 
 /// Receives on one channel are ordered by happened-before (one receiver, moved between
 /// processes only along edges); put them in that order.
-fn order_receives(receives: &mut [(EventRef, u64)], clocks: &Clocks) {
+fn order_receives(receives: &mut [Receive], clocks: &Clocks) {
     let one_process = receives
         .windows(2)
-        .all(|w| w[0].0.process == w[1].0.process);
+        .all(|w| w[0].event.process == w[1].event.process);
     if one_process {
         return;
     }
     // The sum of a clock's components grows along every happened-before path: a linear
     // extension of the order.
-    let mut keyed: Vec<(u64, (EventRef, u64))> = receives
+    let mut keyed: Vec<(u64, Receive)> = receives
         .iter()
-        .map(|&(r, seq)| {
+        .map(|&rec| {
             let sum = (0..clocks.width() as u32)
-                .map(|q| u64::from(clocks.component(r, q)))
+                .map(|q| u64::from(clocks.component(rec.event, q)))
                 .sum();
-            (sum, (r, seq))
+            (sum, rec)
         })
         .collect();
-    keyed.sort_by_key(|&(sum, (r, _))| (sum, r));
+    keyed.sort_by_key(|&(sum, rec)| (sum, rec.event));
     for (slot, (_, item)) in receives.iter_mut().zip(keyed) {
         *slot = item;
     }

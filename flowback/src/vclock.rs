@@ -293,6 +293,10 @@ impl Ranks {
         drop(seen);
         let mut sorted: Vec<Option<Vec<u64>>> =
             (0..n).map(|o| (!dense[o]).then(Vec::new)).collect();
+        // Only a log with gaps or duplicates (a crash, damage) needs its versions listed.
+        if dense.iter().all(|&d| d) {
+            return Ranks { sorted };
+        }
         for proc in trace.processes() {
             for ev in &proc.events {
                 if let Some((object, version)) = versioned(&ev.op)
