@@ -253,42 +253,50 @@ pub(crate) struct Ranks {
 impl Ranks {
     pub(crate) fn compute(trace: &Trace) -> Ranks {
         let n = trace.objects().len();
+        // One pass: an object is dense while its versions are distinct, not 0, and (checked at
+        // the end) as many as the largest. One bit per version seen checks distinctness; a
+        // dense object's largest version is at most the number of events, so bits beyond that
+        // (or beyond twice the events over all objects, which only versions from damaged logs
+        // could ask for) are never allocated: such an object is listed and sorted instead.
+        let events = trace.event_count();
+        let mut budget = events.saturating_mul(2).saturating_add(64 * n as u64);
         let mut counts = vec![0u64; n];
         let mut max = vec![0u64; n];
+        let mut seen: Vec<Vec<u64>> = vec![Vec::new(); n];
+        let mut dense = vec![true; n];
         for proc in trace.processes() {
             for ev in &proc.events {
-                if let Some((object, version)) = versioned(&ev.op) {
-                    counts[object as usize] += 1;
-                    max[object as usize] = max[object as usize].max(version);
+                let Some((object, version)) = versioned(&ev.op) else {
+                    continue;
+                };
+                let o = object as usize;
+                counts[o] += 1;
+                max[o] = max[o].max(version);
+                if !dense[o] {
+                    continue;
                 }
+                let word = (version.wrapping_sub(1) / 64) as usize;
+                let grow = (word + 1).saturating_sub(seen[o].len()) as u64 * 64;
+                let fits = version != 0 && version <= events && grow <= budget;
+                if !fits
+                    || seen[o]
+                        .get(word)
+                        .is_some_and(|w| w & (1 << ((version - 1) % 64)) != 0)
+                {
+                    dense[o] = false;
+                    budget += seen[o].len() as u64 * 64;
+                    seen[o] = Vec::new();
+                    continue;
+                }
+                if grow > 0 {
+                    budget -= grow;
+                    seen[o].resize(word + 1, 0);
+                }
+                seen[o][word] |= 1 << ((version - 1) % 64);
             }
         }
-        // Versions 1..=count without duplicates need no sorting: checked with one bit each.
-        let mut seen: Vec<Vec<u64>> = (0..n)
-            .map(|o| {
-                if counts[o] == max[o] {
-                    vec![0u64; (counts[o] as usize).div_ceil(64)]
-                } else {
-                    Vec::new()
-                }
-            })
-            .collect();
-        let mut dense: Vec<bool> = (0..n).map(|o| counts[o] == max[o]).collect();
-        for proc in trace.processes() {
-            for ev in &proc.events {
-                if let Some((object, version)) = versioned(&ev.op) {
-                    let o = object as usize;
-                    if !dense[o] || version == 0 {
-                        dense[o] = false;
-                        continue;
-                    }
-                    let (word, bit) = ((version - 1) as usize / 64, (version - 1) % 64);
-                    if seen[o][word] & (1 << bit) != 0 {
-                        dense[o] = false;
-                    }
-                    seen[o][word] |= 1 << bit;
-                }
-            }
+        for ((d, count), max) in dense.iter_mut().zip(&counts).zip(&max) {
+            *d &= count == max;
         }
         drop(seen);
         let mut sorted: Vec<Option<Vec<u64>>> =
