@@ -39,23 +39,18 @@ pub struct MessageRace {
     pub count: u64,
 }
 
+/// The sends and receives of one channel, as event references only: the sequence numbers
+/// are read from the trace when needed, which keeps 12 bytes per message instead of 40.
 #[derive(Default)]
 struct Channel {
-    receives: Vec<Receive>,
-    /// Per sending process, its sends (sequence number, event) in program order.
-    chains: Vec<(u32, Vec<(u64, EventRef)>)>,
-}
-
-/// A receive and the number of the message it took.
-#[derive(Clone, Copy)]
-struct Receive {
-    event: EventRef,
-    seq: u64,
+    receives: Vec<EventRef>,
+    /// Per sending process (dense index), the indexes of its sends in program order.
+    chains: Vec<(u32, Vec<u32>)>,
 }
 
 impl Channel {
     /// The chain of process `p`, made on its first send.
-    fn chain_of(&mut self, p: u32) -> &mut Vec<(u64, EventRef)> {
+    fn chain_of(&mut self, p: u32) -> &mut Vec<u32> {
         let c = match self.chains.last() {
             Some((q, _)) if *q == p => self.chains.len() - 1,
             _ => match self.chains.iter().position(|(q, _)| *q == p) {
@@ -71,12 +66,23 @@ impl Channel {
 
     /// Takes back the send of message `seq` by `p`, which found the receiver gone
     /// (`Undelivered`, logged right after its send).
-    fn undeliver(&mut self, p: u32, seq: u64) {
+    fn undeliver(&mut self, trace: &Trace, p: u32, seq: u64) {
         if let Some((_, chain)) = self.chains.iter_mut().find(|(q, _)| *q == p)
-            && let Some(i) = chain.iter().rposition(|&(s, _)| s == seq)
+            && let Some(i) = chain
+                .iter()
+                .rposition(|&k| send_seq(trace, EventRef::new(p, k)) == Some(seq))
         {
             chain.remove(i);
         }
+    }
+}
+
+/// The message number of send `e`.
+fn send_seq(trace: &Trace, e: EventRef) -> Option<u64> {
+    if let Op::Send { seq, .. } = trace.event(e).op {
+        Some(seq)
+    } else {
+        None
     }
 }
 
@@ -88,16 +94,15 @@ pub fn message_races(trace: &Trace, clocks: &Clocks) -> Vec<MessageRace> {
     for (p, proc) in trace.processes().iter().enumerate() {
         let p = p as u32;
         for (k, ev) in proc.events.iter().enumerate() {
-            let r = EventRef::new(p, k as u32);
             match ev.op {
-                Op::Send { channel, seq } => {
-                    channels[channel as usize].chain_of(p).push((seq, r));
+                Op::Send { channel, .. } => channels[channel as usize].chain_of(p).push(k as u32),
+                Op::Undelivered { channel, seq } => {
+                    channels[channel as usize].undeliver(trace, p, seq);
                 }
-                Op::Undelivered { channel, seq } => channels[channel as usize].undeliver(p, seq),
-                Op::Recv { channel, seq, .. } => {
+                Op::Recv { channel, .. } => {
                     channels[channel as usize]
                         .receives
-                        .push(Receive { event: r, seq });
+                        .push(EventRef::new(p, k as u32));
                 }
                 Op::Start { .. }
                 | Op::Spawn { .. }
@@ -133,71 +138,73 @@ pub fn message_races(trace: &Trace, clocks: &Clocks) -> Vec<MessageRace> {
             continue;
         }
         order_receives(&mut ch.receives, clocks);
-        // The send each receive took, and where each send of each chain was first received
-        // (`usize::MAX`: never).
-        let mut received_at: Vec<Vec<usize>> = ch
-            .chains
-            .iter()
-            .map(|(_, chain)| vec![usize::MAX; chain.len()])
-            .collect();
+        let chains = &ch.chains;
+        let seq_at =
+            |c: usize, h: usize| send_seq(trace, EventRef::new(chains[c].0, chains[c].1[h]));
         // A process numbers its sends on a channel in increasing order, so its chain is found
         // by binary search; a chain that is not (an inconsistent log) is searched in full.
-        let increasing: Vec<bool> = ch
-            .chains
-            .iter()
-            .map(|(_, chain)| chain.windows(2).all(|w| w[0].0 < w[1].0))
+        let increasing: Vec<bool> = (0..chains.len())
+            .map(|c| (1..chains[c].1.len()).all(|h| seq_at(c, h - 1) < seq_at(c, h)))
             .collect();
         let find_in = |c: usize, seq: u64| {
-            let chain = &ch.chains[c].1;
+            let len = chains[c].1.len();
             if increasing[c] {
-                chain.binary_search_by_key(&seq, |&(s, _)| s).ok()
+                let (mut lo, mut hi) = (0, len);
+                while lo < hi {
+                    let mid = lo + (hi - lo) / 2;
+                    if seq_at(c, mid) < Some(seq) {
+                        lo = mid + 1;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                (lo < len && seq_at(c, lo) == Some(seq)).then_some(lo)
             } else {
-                chain.iter().position(|&(s, _)| s == seq)
+                (0..len).find(|&h| seq_at(c, h) == Some(seq))
             }
         };
+        // Whether each send of each chain was received by the receives met so far.
+        let mut received: Vec<Vec<bool>> = chains
+            .iter()
+            .map(|(_, chain)| vec![false; chain.len()])
+            .collect();
         // The receive names its sender, and a sender's messages arrive in the order it sent
         // them: the send a receive took is almost always the one after its sender's previous
         // message, found without a search.
-        let mut expected = vec![0usize; ch.chains.len()];
-        let mut taken: Vec<Option<EventRef>> = Vec::with_capacity(ch.receives.len());
-        for (i, rec) in ch.receives.iter().enumerate() {
-            let sender = if let Op::Recv { sender, .. } = trace.event(rec.event).op {
-                trace.index_of(sender)
-            } else {
-                None
+        let mut expected = vec![0usize; chains.len()];
+        let mut heads = vec![0usize; chains.len()];
+        for &r in &ch.receives {
+            let Op::Recv { sender, seq, .. } = trace.event(r).op else {
+                continue;
             };
-            let hinted = sender.and_then(|q| ch.chains.iter().position(|(p, _)| *p == q));
+            let hinted = trace
+                .index_of(sender)
+                .and_then(|q| chains.iter().position(|(p, _)| *p == q));
             let send = hinted
                 .and_then(|c| {
                     let h = expected[c];
-                    match ch.chains[c].1.get(h) {
-                        Some(&(s, _)) if s == rec.seq => Some((c, h)),
-                        _ => find_in(c, rec.seq).map(|h| (c, h)),
+                    if h < chains[c].1.len() && seq_at(c, h) == Some(seq) {
+                        Some((c, h))
+                    } else {
+                        find_in(c, seq).map(|h| (c, h))
                     }
                 })
-                .or_else(|| (0..ch.chains.len()).find_map(|c| find_in(c, rec.seq).map(|h| (c, h))));
-            if let Some((c, h)) = send {
-                expected[c] = h + 1;
-                let at = &mut received_at[c][h];
-                *at = (*at).min(i);
-            }
-            taken.push(send.map(|(c, h)| ch.chains[c].1[h].1));
-        }
-        let mut heads = vec![0usize; ch.chains.len()];
-        for (i, (rec, s)) in ch.receives.iter().zip(&taken).enumerate() {
-            let r = rec.event;
-            let Some(s) = *s else {
+                .or_else(|| (0..chains.len()).find_map(|c| find_in(c, seq).map(|h| (c, h))));
+            let Some((sc, sh)) = send else {
                 continue;
             };
-            for (c, (q, chain)) in ch.chains.iter().enumerate() {
+            expected[sc] = sh + 1;
+            received[sc][sh] = true;
+            let s = EventRef::new(chains[sc].0, chains[sc].1[sh]);
+            for (c, (q, chain)) in chains.iter().enumerate() {
                 let head = &mut heads[c];
-                while *head < chain.len() && received_at[c][*head] <= i {
+                while *head < chain.len() && received[c][*head] {
                     *head += 1;
                 }
                 if *q == s.process || *head >= chain.len() {
                     continue;
                 }
-                let other = chain[*head].1;
+                let other = EventRef::new(*q, chain[*head]);
                 let races_here = !clocks.happened_before(s, other)
                     && !clocks.happened_before(other, s)
                     && !clocks.happened_before(r, other);
@@ -230,25 +237,23 @@ pub fn message_races(trace: &Trace, clocks: &Clocks) -> Vec<MessageRace> {
 
 /// Receives on one channel are ordered by happened-before (one receiver, moved between
 /// processes only along edges); put them in that order.
-fn order_receives(receives: &mut [Receive], clocks: &Clocks) {
-    let one_process = receives
-        .windows(2)
-        .all(|w| w[0].event.process == w[1].event.process);
+fn order_receives(receives: &mut [EventRef], clocks: &Clocks) {
+    let one_process = receives.windows(2).all(|w| w[0].process == w[1].process);
     if one_process {
         return;
     }
     // The sum of a clock's components grows along every happened-before path: a linear
     // extension of the order.
-    let mut keyed: Vec<(u64, Receive)> = receives
+    let mut keyed: Vec<(u64, EventRef)> = receives
         .iter()
-        .map(|&rec| {
+        .map(|&r| {
             let sum = (0..clocks.width() as u32)
-                .map(|q| u64::from(clocks.component(rec.event, q)))
+                .map(|q| u64::from(clocks.component(r, q)))
                 .sum();
-            (sum, rec)
+            (sum, r)
         })
         .collect();
-    keyed.sort_by_key(|&(sum, rec)| (sum, rec.event));
+    keyed.sort_unstable();
     for (slot, (_, item)) in receives.iter_mut().zip(keyed) {
         *slot = item;
     }
