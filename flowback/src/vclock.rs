@@ -102,19 +102,33 @@ pub struct Clocks {
     width: usize,
     procs: Vec<ProcClocks>,
     edges: Vec<SyncEdge>,
+    /// How many edges were found: `edges.len()`, unless they were only counted.
+    edge_count: usize,
     notes: Vec<String>,
 }
 
 impl Clocks {
     /// Computes the clocks of every event of `trace`.
     pub fn compute(trace: &Trace) -> Clocks {
-        Engine::new(trace, &mut ()).run()
+        Engine::new(trace, &mut (), true).run()
     }
 
     /// Computes the clocks, telling `observer` about each atomic access as it is stamped
     /// (each object's accesses in version order).
     pub fn compute_observed<O: AccessObserver>(trace: &Trace, observer: &mut O) -> Clocks {
-        Engine::new(trace, observer).run()
+        Engine::new(trace, observer, true).run()
+    }
+
+    /// Like [`Clocks::compute_observed`], but the edges are only counted, not listed:
+    /// [`Clocks::edges`] is empty and [`Clocks::edge_count`] says how many there were. A
+    /// report that prints their number saves 20 bytes per edge (a message-passing run has
+    /// one edge per message). Crate-private so that such clocks never reach a caller that
+    /// draws the edges.
+    pub(crate) fn compute_counting_edges<O: AccessObserver>(
+        trace: &Trace,
+        observer: &mut O,
+    ) -> Clocks {
+        Engine::new(trace, observer, false).run()
     }
 
     /// Number of components: the number of processes.
@@ -160,6 +174,11 @@ impl Clocks {
     /// The synchronization edges between processes, in the order they were found.
     pub fn edges(&self) -> &[SyncEdge] {
         &self.edges
+    }
+
+    /// How many synchronization edges between processes there are.
+    pub fn edge_count(&self) -> usize {
+        self.edge_count
     }
 
     /// What the computation had to work around (events a crash cut off, inconsistencies).
@@ -220,6 +239,7 @@ impl Clocks {
         Some(Clocks {
             width,
             procs,
+            edge_count: edges.len(),
             edges,
             notes,
         })
@@ -494,12 +514,15 @@ struct Engine<'t, 'o, O: AccessObserver> {
     /// Clock buffers of consumed stamps, reused: steady state allocates nothing.
     free: Vec<Box<[u32]>>,
     out: Vec<ProcClocks>,
+    /// Whether `edges` lists the edges; `edge_count` counts them either way.
+    list_edges: bool,
     edges: Vec<SyncEdge>,
+    edge_count: usize,
     notes: Vec<String>,
 }
 
 impl<'t, 'o, O: AccessObserver> Engine<'t, 'o, O> {
-    fn new(trace: &'t Trace, observer: &'o mut O) -> Engine<'t, 'o, O> {
+    fn new(trace: &'t Trace, observer: &'o mut O, list_edges: bool) -> Engine<'t, 'o, O> {
         let width = trace.processes().len();
         let ranks = Ranks::compute(trace);
         let present = Present::scan(trace, &ranks);
@@ -546,7 +569,9 @@ impl<'t, 'o, O: AccessObserver> Engine<'t, 'o, O> {
             held: vec![Vec::new(); width],
             free: Vec::new(),
             out,
+            list_edges,
             edges: Vec::new(),
+            edge_count: 0,
             notes,
         }
     }
@@ -644,6 +669,7 @@ impl<'t, 'o, O: AccessObserver> Engine<'t, 'o, O> {
             width: self.width,
             procs: self.out,
             edges: self.edges,
+            edge_count: self.edge_count,
             notes: self.notes,
         }
     }
@@ -941,7 +967,7 @@ impl<'t, 'o, O: AccessObserver> Engine<'t, 'o, O> {
         // that learns of a release is an edge; later ones are implied by program order.
         for &from in &sources {
             if from.process != e.process && clock[from.process as usize] <= from.index {
-                self.edges.push(SyncEdge {
+                self.add_edge(SyncEdge {
                     from,
                     to: e,
                     kind: SyncKind::Atomic,
@@ -968,8 +994,15 @@ impl<'t, 'o, O: AccessObserver> Engine<'t, 'o, O> {
         if from.process == to.process {
             return false;
         }
-        self.edges.push(SyncEdge { from, to, kind });
+        self.add_edge(SyncEdge { from, to, kind });
         join(clock, other)
+    }
+
+    fn add_edge(&mut self, edge: SyncEdge) {
+        self.edge_count += 1;
+        if self.list_edges {
+            self.edges.push(edge);
+        }
     }
 }
 
