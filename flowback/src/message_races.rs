@@ -258,3 +258,108 @@ fn order_receives(receives: &mut [EventRef], clocks: &Clocks) {
         *slot = item;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::{self, Shape};
+
+    /// The three conditions of the module docs, checked literally: for every receive (in
+    /// program order: each synthetic channel has one receiver), every other sending process's
+    /// oldest send not taken by this or an earlier receive.
+    fn by_definition(trace: &Trace, clocks: &Clocks) -> Vec<MessageRace> {
+        let all: Vec<(EventRef, Op)> = trace
+            .processes()
+            .iter()
+            .enumerate()
+            .flat_map(|(p, proc)| {
+                proc.events
+                    .iter()
+                    .enumerate()
+                    .map(move |(k, ev)| (EventRef::new(p as u32, k as u32), ev.op))
+            })
+            .collect();
+        let mut races: Vec<MessageRace> = Vec::new();
+        for channel in 0..trace.objects().len() as ObjIdx {
+            let sends: Vec<(EventRef, u64)> = all
+                .iter()
+                .filter_map(|&(e, op)| {
+                    if let Op::Send { channel: c, seq } = op
+                        && c == channel
+                    {
+                        Some((e, seq))
+                    } else {
+                        None
+                    }
+                })
+                .collect();
+            let receives: Vec<(EventRef, u64)> = all
+                .iter()
+                .filter_map(|&(e, op)| {
+                    if let Op::Recv {
+                        channel: c, seq, ..
+                    } = op
+                        && c == channel
+                    {
+                        Some((e, seq))
+                    } else {
+                        None
+                    }
+                })
+                .collect();
+            let mut taken: Vec<EventRef> = Vec::new();
+            for &(r, seq) in &receives {
+                let Some(&(s, _)) = sends.iter().find(|&&(_, q)| q == seq) else {
+                    continue;
+                };
+                taken.push(s);
+                for q in 0..trace.processes().len() as u32 {
+                    if q == s.process {
+                        continue;
+                    }
+                    let Some(&(other, _)) = sends
+                        .iter()
+                        .find(|&&(e, _)| e.process == q && !taken.contains(&e))
+                    else {
+                        continue;
+                    };
+                    if !clocks.concurrent(s, other) || clocks.happened_before(r, other) {
+                        continue;
+                    }
+                    let (sa, sb) = (trace.event(s).site, trace.event(other).site);
+                    let same = |m: &MessageRace| {
+                        let (ma, mb) = (trace.event(m.received).site, trace.event(m.other).site);
+                        m.channel == channel && ma.min(mb) == sa.min(sb) && ma.max(mb) == sa.max(sb)
+                    };
+                    match races.iter_mut().find(|m| same(m)) {
+                        Some(m) => m.count += 1,
+                        None => races.push(MessageRace {
+                            channel,
+                            received: s,
+                            other,
+                            receive: r,
+                            count: 1,
+                        }),
+                    }
+                }
+            }
+        }
+        races
+    }
+
+    #[test]
+    fn message_races_are_those_of_the_definition_on_synthetic_runs() {
+        let mut found = 0;
+        for seed in 0..6 {
+            let trace = synth::execution(&Shape::mixed(5, 6_000), seed);
+            let clocks = Clocks::compute(&trace);
+            let expected = by_definition(&trace, &clocks);
+            found += expected.len();
+            assert_eq!(message_races(&trace, &clocks), expected, "seed {seed}");
+        }
+        assert!(
+            found > 0,
+            "the synthetic runs have message races to compare"
+        );
+    }
+}
