@@ -8,8 +8,10 @@
 //!
 //! **Throughput.** Synthetic traces of `PPD_BENCH_EVENTS` events (default 10 000 000) in three
 //! shapes; each timing is the median of `PPD_BENCH_RUNS` runs (default 5), trace generation
-//! excluded. "All race analysis" is timed as one piece: clocks, data races, message races and
-//! lock-order cycles (potential deadlocks), whose own cost is also printed.
+//! excluded. "All race analysis" is timed as one piece, the report `ppd races` prints once the
+//! trace is read (`Analysis::race_report_of`): clocks, data races, message races, deadlocks,
+//! lock-order cycles (potential deadlocks) and the report itself; the parts' own costs are
+//! also printed.
 //!
 //! **Memory.** A counting global allocator measures the bytes each structure keeps alive (the
 //! trace after it is built, the clocks after they are computed) and the peak heap while the
@@ -37,11 +39,11 @@ use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use ppd_flowback::Clocks;
 use ppd_flowback::lock_order::potential_deadlocks;
 use ppd_flowback::message_races::message_races;
 use ppd_flowback::races::clocks_and_races;
 use ppd_flowback::synth::{self, Shape};
+use ppd_flowback::{Analysis, Clocks};
 
 /// The system allocator, counting the bytes live and the peak since the last reset.
 struct Counting;
@@ -149,23 +151,14 @@ fn measure(label: &str, shape: &Shape, seed: u64, runs: usize) {
     let (t_races, (clocks, races, stats)) = timed(runs, || clocks_and_races(&trace));
     let (t_messages, messages) = timed(runs, || message_races(&trace, &clocks));
     let (t_locks, (cycles, lock_stats)) = timed(runs, || potential_deadlocks(&trace));
-    let (t_all, _) = timed(runs, || {
-        let (clocks, races, _) = clocks_and_races(&trace);
-        let messages = message_races(&trace, &clocks);
-        let cycles = potential_deadlocks(&trace);
-        black_box((clocks, races, messages, cycles))
-    });
+    let (t_all, _) = timed(runs, || black_box(Analysis::race_report_of(&trace)));
     drop(clocks);
     let before = live();
     let clocks = Clocks::compute(&trace);
     let clock_bytes = live() - before;
     let checkpoints = clocks.checkpoint_count();
     drop(clocks);
-    let (peak, analysed) = peak_during(|| {
-        let (clocks, races, _) = clocks_and_races(&trace);
-        let messages = message_races(&trace, &clocks);
-        (clocks, races, messages)
-    });
+    let (peak, analysed) = peak_during(|| Analysis::race_report_of(&trace));
     drop(analysed);
     println!(
         "{label}: {events} events, {} processes",

@@ -47,11 +47,26 @@ impl Analysis {
         })
     }
 
-    /// Reads `recording` and computes its clocks, finding the data races in the same pass,
-    /// without the clock cache: race detection replays every atomic access with its clock
-    /// anyway, so stored clocks would only add reading (or writing) them to that work.
-    pub fn open_uncached(recording: &Recording) -> Result<Analysis> {
-        Ok(Analysis::of_trace(Trace::load(recording)?))
+    /// The race and deadlock report of `recording`, as `ppd races` prints it. The clocks are
+    /// computed here without the cache (race detection replays every atomic access with its
+    /// clock anyway, so stored clocks would only add reading them to that work) and without
+    /// listing the synchronization edges, which the report only counts.
+    pub fn race_report(recording: &Recording) -> Result<Report> {
+        Ok(Analysis::race_report_of(&Trace::load(recording)?))
+    }
+
+    /// The race and deadlock report of a trace built in memory, as [`Analysis::race_report`]
+    /// makes it.
+    pub fn race_report_of(trace: &Trace) -> Report {
+        let (clocks, data) = races::clocks_and_races_counting_edges(trace);
+        Report::new(
+            trace,
+            &clocks,
+            &data,
+            &message_races::message_races(trace, &clocks),
+            &deadlock::deadlocks(trace),
+            &lock_order::potential_deadlocks(trace).0,
+        )
     }
 
     /// Analyses a trace built in memory (no cache).

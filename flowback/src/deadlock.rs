@@ -25,6 +25,7 @@ use ppd_formats::ProcessId;
 use ppd_formats::event::ObjectKind;
 use ppd_formats::order::{Order, Point, Rule};
 
+use crate::fasthash::FastMap;
 use crate::trace::{EventRef, ObjIdx, Op, Trace};
 
 /// How a process's log ends.
@@ -161,14 +162,16 @@ pub fn deadlocks(trace: &Trace) -> Deadlocks {
     let live = |p: u32| endings[p as usize] != Ending::Ended;
 
     // Who holds which mutex, who sent on which channel, permits held and given.
-    let mut holder: HashMap<ObjIdx, u32> = HashMap::new();
-    let mut senders: HashMap<ObjIdx, BTreeSet<u32>> = HashMap::new();
-    let mut net_permits: HashMap<(ObjIdx, u32), i64> = HashMap::new();
-    let mut releasers: HashMap<ObjIdx, BTreeSet<u32>> = HashMap::new();
+    let mut holder: FastMap<ObjIdx, u32> = FastMap::default();
+    let mut senders: FastMap<ObjIdx, BTreeSet<u32>> = FastMap::default();
+    let mut net_permits: FastMap<(ObjIdx, u32), i64> = FastMap::default();
+    let mut releasers: FastMap<ObjIdx, BTreeSet<u32>> = FastMap::default();
     // Reader-writer locks: holds per process (a reader may hold more than one).
-    let mut rw_holds: HashMap<(ObjIdx, u32), i64> = HashMap::new();
+    let mut rw_holds: FastMap<(ObjIdx, u32), i64> = FastMap::default();
     for (p, proc) in trace.processes().iter().enumerate() {
         let p = p as u32;
+        // A process mostly sends on the channel it sent on last: already listed.
+        let mut sent_last: Option<ObjIdx> = None;
         for ev in &proc.events {
             // The happened-before edges say who holds, who sends and who gives permits.
             match ev.op.sync().rule(proc.id, Order::HappenedBefore) {
@@ -181,7 +184,10 @@ pub fn deadlocks(trace: &Trace) -> Deadlocks {
                     }
                 }
                 Rule::Gives(Point::Message { channel, .. }) => {
-                    senders.entry(channel).or_default().insert(p);
+                    if sent_last != Some(channel) {
+                        senders.entry(channel).or_default().insert(p);
+                        sent_last = Some(channel);
+                    }
                 }
                 Rule::TakesPermit(object) => *net_permits.entry((object, p)).or_default() += 1,
                 Rule::GivesPermit(object) => {

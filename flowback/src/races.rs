@@ -278,6 +278,15 @@ pub fn clocks_and_races(trace: &Trace) -> (Clocks, Vec<DataRace>, DetectorStats)
     (clocks, races, stats)
 }
 
+/// Like [`clocks_and_races`], with the synchronization edges only counted (see
+/// [`Clocks::compute_counting_edges`]).
+pub(crate) fn clocks_and_races_counting_edges(trace: &Trace) -> (Clocks, Vec<DataRace>) {
+    let mut detector = RaceDetector::new(trace);
+    let clocks = Clocks::compute_counting_edges(trace, &mut detector);
+    let (races, _) = detector.finish(trace, &clocks);
+    (clocks, races)
+}
+
 /// The data races of `trace`.
 pub fn data_races(trace: &Trace) -> Vec<DataRace> {
     clocks_and_races(trace).1

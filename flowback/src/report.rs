@@ -326,7 +326,7 @@ impl Report {
         Report {
             processes: trace.processes().len(),
             events: trace.event_count(),
-            sync_edges: clocks.edges().len(),
+            sync_edges: clocks.edge_count(),
             races,
             deadlocks: deadlock_view(trace, deadlocks),
             potential_deadlocks: potential

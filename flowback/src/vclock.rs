@@ -102,19 +102,33 @@ pub struct Clocks {
     width: usize,
     procs: Vec<ProcClocks>,
     edges: Vec<SyncEdge>,
+    /// How many edges were found: `edges.len()`, unless they were only counted.
+    edge_count: usize,
     notes: Vec<String>,
 }
 
 impl Clocks {
     /// Computes the clocks of every event of `trace`.
     pub fn compute(trace: &Trace) -> Clocks {
-        Engine::new(trace, &mut ()).run()
+        Engine::new(trace, &mut (), true).run()
     }
 
     /// Computes the clocks, telling `observer` about each atomic access as it is stamped
     /// (each object's accesses in version order).
     pub fn compute_observed<O: AccessObserver>(trace: &Trace, observer: &mut O) -> Clocks {
-        Engine::new(trace, observer).run()
+        Engine::new(trace, observer, true).run()
+    }
+
+    /// Like [`Clocks::compute_observed`], but the edges are only counted, not listed:
+    /// [`Clocks::edges`] is empty and [`Clocks::edge_count`] says how many there were. A
+    /// report that prints their number saves 20 bytes per edge (a message-passing run has
+    /// one edge per message). Crate-private so that such clocks never reach a caller that
+    /// draws the edges.
+    pub(crate) fn compute_counting_edges<O: AccessObserver>(
+        trace: &Trace,
+        observer: &mut O,
+    ) -> Clocks {
+        Engine::new(trace, observer, false).run()
     }
 
     /// Number of components: the number of processes.
@@ -160,6 +174,11 @@ impl Clocks {
     /// The synchronization edges between processes, in the order they were found.
     pub fn edges(&self) -> &[SyncEdge] {
         &self.edges
+    }
+
+    /// How many synchronization edges between processes there are.
+    pub fn edge_count(&self) -> usize {
+        self.edge_count
     }
 
     /// What the computation had to work around (events a crash cut off, inconsistencies).
@@ -220,6 +239,7 @@ impl Clocks {
         Some(Clocks {
             width,
             procs,
+            edge_count: edges.len(),
             edges,
             notes,
         })
@@ -253,46 +273,58 @@ pub(crate) struct Ranks {
 impl Ranks {
     pub(crate) fn compute(trace: &Trace) -> Ranks {
         let n = trace.objects().len();
+        // One pass: an object is dense while its versions are distinct, not 0, and (checked at
+        // the end) as many as the largest. One bit per version seen checks distinctness; a
+        // dense object's largest version is at most the number of events, so bits beyond that
+        // (or beyond twice the events over all objects, which only versions from damaged logs
+        // could ask for) are never allocated: such an object is listed and sorted instead.
+        let events = trace.event_count();
+        let mut budget = events.saturating_mul(2).saturating_add(64 * n as u64);
         let mut counts = vec![0u64; n];
         let mut max = vec![0u64; n];
+        let mut seen: Vec<Vec<u64>> = vec![Vec::new(); n];
+        let mut dense = vec![true; n];
         for proc in trace.processes() {
             for ev in &proc.events {
-                if let Some((object, version)) = versioned(&ev.op) {
-                    counts[object as usize] += 1;
-                    max[object as usize] = max[object as usize].max(version);
+                let Some((object, version)) = versioned(&ev.op) else {
+                    continue;
+                };
+                let o = object as usize;
+                counts[o] += 1;
+                max[o] = max[o].max(version);
+                if !dense[o] {
+                    continue;
                 }
+                let word = (version.wrapping_sub(1) / 64) as usize;
+                let grow = (word + 1).saturating_sub(seen[o].len()) as u64 * 64;
+                let fits = version != 0 && version <= events && grow <= budget;
+                if !fits
+                    || seen[o]
+                        .get(word)
+                        .is_some_and(|w| w & (1 << ((version - 1) % 64)) != 0)
+                {
+                    dense[o] = false;
+                    budget += seen[o].len() as u64 * 64;
+                    seen[o] = Vec::new();
+                    continue;
+                }
+                if grow > 0 {
+                    budget -= grow;
+                    seen[o].resize(word + 1, 0);
+                }
+                seen[o][word] |= 1 << ((version - 1) % 64);
             }
         }
-        // Versions 1..=count without duplicates need no sorting: checked with one bit each.
-        let mut seen: Vec<Vec<u64>> = (0..n)
-            .map(|o| {
-                if counts[o] == max[o] {
-                    vec![0u64; (counts[o] as usize).div_ceil(64)]
-                } else {
-                    Vec::new()
-                }
-            })
-            .collect();
-        let mut dense: Vec<bool> = (0..n).map(|o| counts[o] == max[o]).collect();
-        for proc in trace.processes() {
-            for ev in &proc.events {
-                if let Some((object, version)) = versioned(&ev.op) {
-                    let o = object as usize;
-                    if !dense[o] || version == 0 {
-                        dense[o] = false;
-                        continue;
-                    }
-                    let (word, bit) = ((version - 1) as usize / 64, (version - 1) % 64);
-                    if seen[o][word] & (1 << bit) != 0 {
-                        dense[o] = false;
-                    }
-                    seen[o][word] |= 1 << bit;
-                }
-            }
+        for ((d, count), max) in dense.iter_mut().zip(&counts).zip(&max) {
+            *d &= count == max;
         }
         drop(seen);
         let mut sorted: Vec<Option<Vec<u64>>> =
             (0..n).map(|o| (!dense[o]).then(Vec::new)).collect();
+        // Only a log with gaps or duplicates (a crash, damage) needs its versions listed.
+        if dense.iter().all(|&d| d) {
+            return Ranks { sorted };
+        }
         for proc in trace.processes() {
             for ev in &proc.events {
                 if let Some((object, version)) = versioned(&ev.op)
@@ -488,12 +520,15 @@ struct Engine<'t, 'o, O: AccessObserver> {
     /// Clock buffers of consumed stamps, reused: steady state allocates nothing.
     free: Vec<Box<[u32]>>,
     out: Vec<ProcClocks>,
+    /// Whether `edges` lists the edges; `edge_count` counts them either way.
+    list_edges: bool,
     edges: Vec<SyncEdge>,
+    edge_count: usize,
     notes: Vec<String>,
 }
 
 impl<'t, 'o, O: AccessObserver> Engine<'t, 'o, O> {
-    fn new(trace: &'t Trace, observer: &'o mut O) -> Engine<'t, 'o, O> {
+    fn new(trace: &'t Trace, observer: &'o mut O, list_edges: bool) -> Engine<'t, 'o, O> {
         let width = trace.processes().len();
         let ranks = Ranks::compute(trace);
         let present = Present::scan(trace, &ranks);
@@ -540,7 +575,9 @@ impl<'t, 'o, O: AccessObserver> Engine<'t, 'o, O> {
             held: vec![Vec::new(); width],
             free: Vec::new(),
             out,
+            list_edges,
             edges: Vec::new(),
+            edge_count: 0,
             notes,
         }
     }
@@ -638,6 +675,7 @@ impl<'t, 'o, O: AccessObserver> Engine<'t, 'o, O> {
             width: self.width,
             procs: self.out,
             edges: self.edges,
+            edge_count: self.edge_count,
             notes: self.notes,
         }
     }
@@ -966,7 +1004,7 @@ impl<'t, 'o, O: AccessObserver> Engine<'t, 'o, O> {
         // that learns of a release is an edge; later ones are implied by program order.
         for &from in &sources {
             if from.process != e.process && clock[from.process as usize] <= from.index {
-                self.edges.push(SyncEdge {
+                self.add_edge(SyncEdge {
                     from,
                     to: e,
                     kind: SyncKind::Atomic,
@@ -1011,8 +1049,15 @@ impl<'t, 'o, O: AccessObserver> Engine<'t, 'o, O> {
         if from.process == to.process {
             return false;
         }
-        self.edges.push(SyncEdge { from, to, kind });
+        self.add_edge(SyncEdge { from, to, kind });
         join(clock, other)
+    }
+
+    fn add_edge(&mut self, edge: SyncEdge) {
+        self.edge_count += 1;
+        if self.list_edges {
+            self.edges.push(edge);
+        }
     }
 }
 

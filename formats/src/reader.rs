@@ -29,6 +29,25 @@ use crate::layout::{
 };
 use crate::writer::LogIdentity;
 
+thread_local! {
+    /// One zstd decompression context per thread, made at its first frame: creating one per
+    /// block (tens of thousands in a long run) costs as much as decompressing a small block.
+    static DECOMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Decompresses a frame's payload of at most `capacity` bytes with the thread's context.
+fn decompress(payload: &[u8], capacity: usize) -> std::io::Result<Vec<u8>> {
+    DECOMPRESSOR.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let context = match &mut *slot {
+            Some(context) => context,
+            None => slot.insert(zstd::bulk::Decompressor::new()?),
+        };
+        context.decompress(payload, capacity)
+    })
+}
+
 /// How a log ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -651,7 +670,7 @@ impl LogReader {
                     ));
                 }
                 let (payload_offset, payload) = self.checked_frame_payload(offset, &h)?;
-                let data = zstd::bulk::decompress(&payload, h.raw_len as usize).map_err(|e| {
+                let data = decompress(&payload, h.raw_len as usize).map_err(|e| {
                     self.corrupt(payload_offset, "frame payload", format!("zstd: {e}"))
                 })?;
                 if data.len() != h.raw_len as usize {

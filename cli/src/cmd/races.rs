@@ -57,8 +57,7 @@ struct Output<'a> {
 pub(crate) fn run(args: &Args) -> CmdResult {
     // The data races need the clocks computed access by access: the cache would not save that.
     let checked = damage::open(args.rec.as_deref(), args.damage)?;
-    let analysis = Analysis::open_uncached(&checked.recording).map_err(classify)?;
-    let report = analysis.report();
+    let report = Analysis::race_report(&checked.recording).map_err(classify)?;
     let dir = &checked.dir;
     if args.json {
         output::json(&Output {

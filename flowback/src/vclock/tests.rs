@@ -405,3 +405,33 @@ fn ranks_close_version_gaps() {
     assert_eq!([1, 2, 5, 7].map(|v| ranks.rank(a, v)), [1, 2, 3, 4]);
     assert_eq!(ranks.gaps().collect::<Vec<_>>(), vec![(a, 3)]);
 }
+
+/// Versions that number as many as the largest but repeat one (1, 1, 3: version 2 was never
+/// logged) are not taken for the dense 1..=3: the access of version 3 is the second, and one
+/// access is missing.
+#[test]
+fn a_repeated_version_is_no_dense_numbering() {
+    let (mut b, ps) = family(2);
+    let o = object(&mut b, 0, ObjectKind::Atomic, 0);
+    let store = |version| atomic(o, version, AtomicOp::Store, MemOrdering::Relaxed);
+    b.push(ps[1], store(1), NO_SITE);
+    b.push(ps[2], store(1), NO_SITE);
+    b.push(ps[2], store(3), NO_SITE);
+    let ranks = Ranks::compute(&b.build());
+    assert_eq!(ranks.rank(o, 3), 2);
+    assert_eq!(ranks.gaps().collect::<Vec<_>>(), vec![(o, 1)]);
+}
+
+/// Versions 1..=count in any order across processes are dense: the rank is the version.
+#[test]
+fn versions_one_to_count_are_their_own_ranks() {
+    let (mut b, ps) = family(2);
+    let o = object(&mut b, 0, ObjectKind::Atomic, 0);
+    let store = |version| atomic(o, version, AtomicOp::Store, MemOrdering::Relaxed);
+    b.push(ps[1], store(3), NO_SITE);
+    b.push(ps[2], store(1), NO_SITE);
+    b.push(ps[2], store(2), NO_SITE);
+    let ranks = Ranks::compute(&b.build());
+    assert!(ranks.sorted[o as usize].is_none());
+    assert_eq!(ranks.gaps().count(), 0);
+}
