@@ -30,9 +30,7 @@ use std::marker::PhantomData;
 use std::panic::Location;
 use std::sync::{Arc, OnceLock};
 
-use ppd_formats::task::{
-    COMBINE_EBLOCK, SOLVE_EBLOCK, SPLIT_EBLOCK, Step, TaskMark, WORK_EBLOCK,
-};
+use ppd_formats::task::{COMBINE_EBLOCK, SOLVE_EBLOCK, SPLIT_EBLOCK, Step, TaskMark, WORK_EBLOCK};
 use ppd_formats::value;
 use ppd_formats::{Event, EventKind, ProcessId};
 use serde::de::DeserializeOwned;

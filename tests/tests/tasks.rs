@@ -712,9 +712,7 @@ fn rerun_combine_re_executes_a_split_subtasks_combine_from_its_subtasks_results(
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        text.starts_with(
-            "task 0 subtask 1 (divide and conquer): ppd::task::combine on main/"
-        ),
+        text.starts_with("task 0 subtask 1 (divide and conquer): ppd::task::combine on main/"),
         "{text}"
     );
     assert!(
@@ -726,7 +724,10 @@ fn rerun_combine_re_executes_a_split_subtasks_combine_from_its_subtasks_results(
 
     // The task's own combine is the last one, after its subtasks' combines.
     let text = rerun_combine(work.path(), &dir, "0");
-    assert!(text.contains("  r0  entry   input = [32896, 32896]  at "), "{text}");
+    assert!(
+        text.contains("  r0  entry   input = [32896, 32896]  at "),
+        "{text}"
+    );
     assert!(text.ends_with("result: same as logged: 256\n"), "{text}");
 
     // Without --combine, a subtask that split re-executes its split.
@@ -734,17 +735,29 @@ fn rerun_combine_re_executes_a_split_subtasks_combine_from_its_subtasks_results(
     assert!(text.contains("ppd::task::split on dc-worker-"), "{text}");
 
     // A leaf (497..=512) has no combine: bad input, saying so.
-    let out = analyze_with(work.path(), &dir, &["--rerun", "0.1.1.1.1.1", "--combine"], &[]);
+    let out = analyze_with(
+        work.path(),
+        &dir,
+        &["--rerun", "0.1.1.1.1.1", "--combine"],
+        &[],
+    );
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("subtask 1.1.1.1.1 did not split"), "{stderr}");
+    assert!(
+        stderr.contains("subtask 1.1.1.1.1 did not split"),
+        "{stderr}"
+    );
     // --combine alone chooses nothing.
     let out = analyze_with(work.path(), &dir, &["--combine"], &[]);
     assert_eq!(out.status.code(), Some(2));
 
     // --gdb --combine stops at the combine's entry: in the calling process, not on a worker.
     let split = gdb_request(work.path(), &dir, &["--gdb", "0.1", "--dry-run"]);
-    let combine = gdb_request(work.path(), &dir, &["--gdb", "0.1", "--combine", "--dry-run"]);
+    let combine = gdb_request(
+        work.path(),
+        &dir,
+        &["--gdb", "0.1", "--combine", "--dry-run"],
+    );
     assert_ne!(split["task"]["process"], combine["task"]["process"]);
     assert_ne!(split["task"]["enter"], combine["task"]["enter"]);
     assert_eq!(combine["task"]["process"], 0, "{combine}");

@@ -100,7 +100,14 @@ pub(crate) fn run(args: &Args) -> CmdResult {
         (None, None) => None,
     };
     if let Some((unit, debugger)) = debugger {
-        return rerun::debug(recording, &run, (unit, part), binary, debugger, args.dry_run);
+        return rerun::debug(
+            recording,
+            &run,
+            (unit, part),
+            binary,
+            debugger,
+            args.dry_run,
+        );
     }
     if args.combine {
         return Err(input(anyhow::anyhow!(
