@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use ppd_flowback::tasks::TaskRecording;
 use ppd_flowback::trace::Ev;
-use ppd_flowback::{Clocks, SyncEdge, Trace};
+use ppd_flowback::{Clocks, Trace};
 use ppd_formats::event::ObjectKind;
 use ppd_formats::manifest::{Manifest, RecordOptions};
 use ppd_formats::task::{Step, TaskMark};
@@ -291,7 +291,7 @@ fn breakdown(dir: &Path) {
         mib(events * 4),
         mib(clocks.checkpoint_count() * width * 4),
         clocks.checkpoint_count(),
-        mib(clocks.edges().len() * std::mem::size_of::<SyncEdge>()),
+        mib(std::mem::size_of_val(clocks.edges())),
     );
 }
 
