@@ -18,10 +18,14 @@ pub const SPLIT_EBLOCK: &str = "ppd::task::split";
 /// The e-block a divide-and-conquer leaf's solve runs as (`input`: the subproblem; `%0`: its
 /// result).
 pub const SOLVE_EBLOCK: &str = "ppd::task::solve";
+/// The e-block a divide-and-conquer combine runs as, in the process that called
+/// `divide_and_conquer`, just before the split subtask's join mark (`input`: its children's
+/// results, in child order; `%0`: the joined result).
+pub const COMBINE_EBLOCK: &str = "ppd::task::combine";
 
 /// Whether `eblock` is one of the e-blocks a task's computation runs as.
 pub fn is_computation(eblock: &str) -> bool {
-    [WORK_EBLOCK, SPLIT_EBLOCK, SOLVE_EBLOCK].contains(&eblock)
+    [WORK_EBLOCK, SPLIT_EBLOCK, SOLVE_EBLOCK, COMBINE_EBLOCK].contains(&eblock)
 }
 
 /// A step of a task's life, as its mark's label names it.

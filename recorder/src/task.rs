@@ -8,8 +8,8 @@
 //! `ppd analyze tasks` can rebuild each task's event graph from the log and name the task that
 //! failed, where, and in which role (thesis §4.2–4.3).
 //!
-//! Each task's computation (a farm's `work`, a divide-and-conquer `split` or `solve`) runs as
-//! an e-block without annotation: its input is the prelog, its result the postlog. No probe
+//! Each task's computation (a farm's `work`, a divide-and-conquer `split`, `solve` or
+//! `combine`) runs as an e-block without annotation: its input is the prelog, its result the postlog. No probe
 //! for `Serialize` is needed: the types are serde already, because tasks and results travel
 //! over ppd channels, which log them. So phase two (thesis §4.1, left to future work in
 //! §7.2.1) can re-execute one task alone: `ppd analyze tasks --rerun N` runs the recorded
@@ -30,7 +30,7 @@ use std::marker::PhantomData;
 use std::panic::Location;
 use std::sync::{Arc, OnceLock};
 
-use ppd_formats::task::{SOLVE_EBLOCK, SPLIT_EBLOCK, Step, TaskMark, WORK_EBLOCK};
+use ppd_formats::task::{COMBINE_EBLOCK, SOLVE_EBLOCK, SPLIT_EBLOCK, Step, TaskMark, WORK_EBLOCK};
 use ppd_formats::value;
 use ppd_formats::{Event, EventKind, ProcessId};
 use serde::de::DeserializeOwned;
@@ -440,7 +440,10 @@ struct Node<R> {
 /// Divide and conquer (DCVM, thesis §3.3) on `workers` processes: `split(&p)` divides a
 /// problem (`None`: a leaf), `solve` computes a leaf, `combine` joins the results of a split
 /// on the way back. The problem is task 0; its subtasks are numbered by their path from it
-/// (the thesis's SubTid). Splits and leaves run on the workers, combines in the caller.
+/// (the thesis's SubTid). Splits and leaves run on the workers, combines in the caller; each
+/// runs as an e-block (`ppd_formats::task::COMBINE_EBLOCK` for a combine), so phase two can
+/// re-execute any of them alone. A combine that keeps state between calls re-executes
+/// without it, and a different result is reported as such.
 ///
 /// # Panics
 ///
@@ -469,13 +472,15 @@ where
     R: Serialize + DeserializeOwned + Send + 'static,
     S: Fn(&P) -> Option<Vec<P>> + Send + Sync + 'static,
     V: Fn(P) -> R + Send + Sync + 'static,
-    C: FnMut(Vec<R>) -> R,
+    // Send: phase two re-executes a combine on a thread of its own, as any e-block instance.
+    C: FnMut(Vec<R>) -> R + Send,
 {
     let site = Location::caller();
     let vm = next_run();
     rerun_here(vm, &mut |eblock, input| match eblock {
         SPLIT_EBLOCK => result_bytes(&split(&logged(input)?)),
         SOLVE_EBLOCK => result_bytes(&solve(logged(input)?)),
+        COMBINE_EBLOCK => result_bytes(&combine(logged(input)?)),
         other => Err(format!("a divide and conquer runs no {other}")),
     });
     log(Step::Dc, (vm, 0), &[], 1, site);
@@ -521,7 +526,7 @@ where
                 log(Step::Collect, (vm, 0), &path, 0, site);
                 if parts.is_empty() {
                     // Nothing to wait for: the split is its own join.
-                    let joined = combine(Vec::new());
+                    let joined = computation(COMBINE_EBLOCK, site, Vec::new(), &mut combine);
                     log(Step::Join, (vm, 0), &path, 0, site);
                     root = deliver(vm, &mut nodes, &mut combine, path, joined, site).or(root);
                     continue;
@@ -558,7 +563,7 @@ where
 
 /// Hands the result of subtask `path` to its parent, combining every parent whose children are
 /// all in; the root's result when it is complete.
-fn deliver<R>(
+fn deliver<R: Serialize + DeserializeOwned>(
     vm: u64,
     nodes: &mut BTreeMap<SubtaskPath, Node<R>>,
     combine: &mut impl FnMut(Vec<R>) -> R,
@@ -578,7 +583,7 @@ fn deliver<R>(
         let node = nodes.remove(&path)?;
         let parts: Vec<R> = node.results.into_iter().flatten().collect();
         let n = parts.len() as u64;
-        result = combine(parts);
+        result = computation(COMBINE_EBLOCK, site, parts, &mut *combine);
         log(Step::Join, (vm, 0), &path, n, site);
     }
 }

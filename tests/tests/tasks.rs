@@ -420,7 +420,10 @@ fn rerun_of_a_subtask_re_executes_its_split_or_its_solve() {
         "{text}"
     );
     assert!(
-        text.ends_with("result: same as logged: [[51, 75], [76, 100]]\n"),
+        text.ends_with(
+            "result: same as logged: [[51, 75], [76, 100]]\n\
+             (its combine of its subtasks' results: --rerun 0.1 --combine)\n"
+        ),
         "{text}"
     );
 
@@ -672,4 +675,102 @@ fn a_work_function_that_is_an_eblock_stays_a_top_level_instance_for_why() {
         "{text}"
     );
     assert_eq!(lines[3], "result: same as logged: 7", "{text}");
+}
+
+/// The request file a `--gdb UNIT --dry-run` command names, parsed.
+fn gdb_request(work: &Path, dir: &Path, args: &[&str]) -> Value {
+    let out = analyze_with(work, dir, args, &[]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let words = shell_words(text.lines().nth(1).expect("the command"));
+    let request = words
+        .iter()
+        .find_map(|w| w.strip_prefix("PPD_REQUEST="))
+        .expect("PPD_REQUEST");
+    serde_json::from_slice(&std::fs::read(request).expect("read the request")).unwrap()
+}
+
+#[test]
+fn rerun_combine_re_executes_a_split_subtasks_combine_from_its_subtasks_results() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record_case(work.path(), "dc-combine");
+    // The virtual machine did its job: phase one finds nothing wrong with a wrong combine.
+    let text = analyze_text(work.path(), &dir);
+    assert!(verdict(&text).starts_with("success"), "{text}");
+
+    // Subtask 1 (257..=512) joined 257..=384 (41024) and 385..=512 (57408) into 32896: the
+    // combine, re-executed from those logged results in the calling process, does the same.
+    let out = analyze_with(work.path(), &dir, &["--rerun", "0.1", "--combine"], &[]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{}{text}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.starts_with("task 0 subtask 1 (divide and conquer): ppd::task::combine on main/"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  r0  entry   input = [41024, 57408]  at "),
+        "{text}"
+    );
+    assert!(text.contains("combine(input)"), "{text}");
+    assert!(text.ends_with("result: same as logged: 32896\n"), "{text}");
+
+    // The task's own combine is the last one, after its subtasks' combines.
+    let text = rerun_combine(work.path(), &dir, "0");
+    assert!(
+        text.contains("  r0  entry   input = [32896, 32896]  at "),
+        "{text}"
+    );
+    assert!(text.ends_with("result: same as logged: 256\n"), "{text}");
+
+    // Without --combine, a subtask that split re-executes its split.
+    let text = rerun(work.path(), &dir, "0.1", &[]);
+    assert!(text.contains("ppd::task::split on dc-worker-"), "{text}");
+
+    // A leaf (497..=512) has no combine: bad input, saying so.
+    let out = analyze_with(
+        work.path(),
+        &dir,
+        &["--rerun", "0.1.1.1.1.1", "--combine"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("subtask 1.1.1.1.1 did not split"),
+        "{stderr}"
+    );
+    // --combine alone chooses nothing.
+    let out = analyze_with(work.path(), &dir, &["--combine"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+
+    // --gdb --combine stops at the combine's entry: in the calling process, not on a worker.
+    let split = gdb_request(work.path(), &dir, &["--gdb", "0.1", "--dry-run"]);
+    let combine = gdb_request(
+        work.path(),
+        &dir,
+        &["--gdb", "0.1", "--combine", "--dry-run"],
+    );
+    assert_ne!(split["task"]["process"], combine["task"]["process"]);
+    assert_ne!(split["task"]["enter"], combine["task"]["enter"]);
+    assert_eq!(combine["task"]["process"], 0, "{combine}");
+}
+
+/// `ppd analyze tasks DIR --rerun UNIT --combine`: its text output, which must succeed.
+fn rerun_combine(cwd: &Path, dir: &Path, unit: &str) -> String {
+    let out = analyze_with(cwd, dir, &["--rerun", unit, "--combine"], &[]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "--rerun {unit} --combine: {}{text}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
 }

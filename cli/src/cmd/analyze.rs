@@ -7,6 +7,7 @@ mod rerun;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use ppd_flowback::tasks::rerun::Part;
 use ppd_flowback::tasks::{TaskGraph, TaskRecording, TaskReport};
 use ppd_formats::integrity::Integrity;
 use serde::Serialize;
@@ -43,9 +44,14 @@ struct TasksArgs {
     #[arg(long, value_name = "N")]
     task: Option<u64>,
     /// Re-execute task N (N.PATH: a subtask, `0.1.0`) alone from its logged input: its trace
-    /// and its result compared with the logged one.
+    /// and its result compared with the logged one. A subtask that split re-executes its split;
+    /// add --combine for its combine of its subtasks' results.
     #[arg(long, value_name = "N", conflicts_with_all = ["task", "gdb", "lldb"])]
     rerun: Option<rerun::UnitArg>,
+    /// With --rerun, --gdb or --lldb on a divide-and-conquer subtask that split: its combine
+    /// (from its subtasks' logged results) instead of its split.
+    #[arg(long)]
+    combine: bool,
     /// Start the recorded program under gdb, stopped at the entry of task N's computation
     /// (`ppd_task_entry`) with its logged input.
     #[arg(long, value_name = "N", conflicts_with_all = ["task", "lldb", "json"])]
@@ -80,8 +86,13 @@ pub(crate) fn run(args: &Args) -> CmdResult {
     ppd_formats::progress::stage("finding the tasks", None);
     let run = TaskRecording::open(recording).map_err(classify)?;
     let binary = args.binary.as_deref();
+    let part = if args.combine {
+        Part::Combine
+    } else {
+        Part::Compute
+    };
     if let Some(unit) = &args.rerun {
-        return rerun::rerun(dir, recording, &run, unit, binary, args.json);
+        return rerun::rerun(dir, recording, &run, (unit, part), binary, args.json);
     }
     let debugger = match (&args.gdb, &args.lldb) {
         (Some(unit), _) => Some((unit, rerun::Debugger::Gdb)),
@@ -89,7 +100,19 @@ pub(crate) fn run(args: &Args) -> CmdResult {
         (None, None) => None,
     };
     if let Some((unit, debugger)) = debugger {
-        return rerun::debug(recording, &run, unit, binary, debugger, args.dry_run);
+        return rerun::debug(
+            recording,
+            &run,
+            (unit, part),
+            binary,
+            debugger,
+            args.dry_run,
+        );
+    }
+    if args.combine {
+        return Err(input(anyhow::anyhow!(
+            "--combine chooses which computation --rerun, --gdb or --lldb re-executes"
+        )));
     }
     let report = run.report();
     if report.tasks == 0 {

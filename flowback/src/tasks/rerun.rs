@@ -7,14 +7,28 @@
 //! (`ppd_replayer::emulate`) re-executes it against its log interval, as `ppd why` does for
 //! any e-block instance.
 //!
-//! Beyond the thesis: the re-execution is checked against the log (the result compared with
+//! Beyond the thesis: a divide-and-conquer subtask that split has two computations, its split
+//! (on a worker, after its begin mark) and its combine (in the process that called the virtual
+//! machine, just before its join mark); [`Part`] says which one to re-execute. The thesis
+//! re-executes only the task's sequential code on a processor. The re-execution is checked against the log (the result compared with
 //! the logged one, a panic with the recorded panic), so a computation that depends on
 //! something the log does not hold shows as a difference instead of a silently other run.
 
-use ppd_formats::task::is_computation;
+use ppd_formats::task::{COMBINE_EBLOCK, is_computation};
 use ppd_formats::{Event, ProcessId, Recording};
 
 use super::{TaskRecording, Unit, Vm};
+use crate::trace::EventRef;
+
+/// Which of a unit's computations to re-execute.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Part {
+    /// What ran after its begin mark: a farm's work, a subtask's split, a leaf's solve.
+    #[default]
+    Compute,
+    /// A split subtask's combine of its children's results.
+    Combine,
+}
 
 /// A unit's logged computation: what phase two re-executes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -27,7 +41,7 @@ pub struct Computation {
     pub process: ProcessId,
     /// That process's name.
     pub process_name: String,
-    /// The e-block the computation ran as (`ppd::task::work`, `split` or `solve`).
+    /// The e-block the computation ran as (`ppd::task::work`, `split`, `solve` or `combine`).
     pub eblock: String,
     /// Index of its `EblockEnter` event (the prelog) in the process's log.
     pub enter: u64,
@@ -84,19 +98,49 @@ pub enum NoComputation {
         /// What follows instead.
         found: String,
     },
+    /// `--combine` of a unit that is not a split subtask of a divide and conquer.
+    #[error(
+        "task {task} subtask {subtask} did not split (a farm's task or a leaf): it has no \
+         combine to re-execute"
+    )]
+    NotSplit {
+        /// The task.
+        task: u64,
+        /// The subtask path, as printed.
+        subtask: String,
+    },
+    /// A split unit whose combine is not in the log.
+    #[error(
+        "task {task} subtask {subtask}: no combine of it is logged in {process} between its \
+         collection (event {from}) and {until} (its subtasks never all came back, or the \
+         recording predates combines being e-blocks)"
+    )]
+    NotCombined {
+        /// The task.
+        task: u64,
+        /// The subtask path, as printed.
+        subtask: String,
+        /// The process that collected it.
+        process: String,
+        /// Its collection's index.
+        from: u64,
+        /// Its join (`its join, event N`) or `the end of the log`.
+        until: String,
+    },
     /// The generator of the run is not in the recording.
     #[error("the process {0} that started task {1}'s virtual machine is not in the recording")]
     NoGenerator(ProcessId, u64),
 }
 
 impl TaskRecording {
-    /// The logged computation of task `task`'s subtask `path` (empty: the task itself), of the
-    /// first virtual machine run that has it; `recording` is the one this was read from.
+    /// The logged computation `part` of task `task`'s subtask `path` (empty: the task itself),
+    /// of the first virtual machine run that has it; `recording` is the one this was read from.
     pub fn computation(
         &self,
         recording: &Recording,
         task: u64,
         path: &[u32],
+        part: Part,
     ) -> Result<Computation, NoComputation> {
         let unit = self
             .runs
@@ -112,6 +156,9 @@ impl TaskRecording {
         let vm = self.runs.vm_of(&unit);
         if vm == Vm::Hand {
             return Err(NoComputation::ByHand { task });
+        }
+        if part == Part::Combine {
+            return self.combination(recording, unit, vm);
         }
         let begin = self.runs.units[&unit]
             .begin
@@ -141,11 +188,72 @@ impl TaskRecording {
                 });
             }
         };
+        self.located(recording, unit, vm, begin, enter, eblock)
+    }
+
+    /// The logged combine of split unit `unit`: the last combine e-block the collecting process
+    /// entered between the unit's collection and its join (combines of its subtasks that split
+    /// come before it), or, without a join, the combine the log ends inside (it panicked, or
+    /// the run was killed in it).
+    fn combination(
+        &self,
+        recording: &Recording,
+        unit: Unit,
+        vm: Vm,
+    ) -> Result<Computation, NoComputation> {
+        let u = &self.runs.units[&unit];
+        let (Some(_), Some(collected)) = (u.split, u.collects[0]) else {
+            return Err(NoComputation::NotSplit {
+                task: unit.task,
+                subtask: unit.subtask(),
+            });
+        };
+        let until = u.join.filter(|j| j.process == collected.process);
+        let process = self.trace.process(collected.process);
+        let found = recording
+            .process(process.id)
+            .and_then(|entry| recording.open_log(entry).ok())
+            .and_then(|reader| {
+                combine_between(&reader, u64::from(collected.index), until.map(|j| j.index))
+            });
+        let Some(enter) = found else {
+            return Err(NoComputation::NotCombined {
+                task: unit.task,
+                subtask: unit.subtask(),
+                process: self.trace.process_label(collected.process),
+                from: u64::from(collected.index),
+                until: until.map_or_else(
+                    || "the end of the log".to_owned(),
+                    |j| format!("its join, event {}", j.index),
+                ),
+            });
+        };
+        self.located(
+            recording,
+            unit,
+            vm,
+            collected,
+            enter,
+            COMBINE_EBLOCK.to_owned(),
+        )
+    }
+
+    /// The computation of `unit` entered at event `enter` of the process of `at`.
+    fn located(
+        &self,
+        recording: &Recording,
+        unit: Unit,
+        vm: Vm,
+        at: EventRef,
+        enter: u64,
+        eblock: String,
+    ) -> Result<Computation, NoComputation> {
+        let process = self.trace.process(at.process);
         let generator_id = ProcessId((unit.vm >> 32) as u32);
         let generator = recording
             .process(generator_id)
             .map(|p| p.name.clone())
-            .ok_or(NoComputation::NoGenerator(generator_id, task))?;
+            .ok_or(NoComputation::NoGenerator(generator_id, unit.task))?;
         Ok(Computation {
             vm,
             process: process.id,
@@ -157,6 +265,40 @@ impl TaskRecording {
             unit,
         })
     }
+}
+
+/// The combine e-block a split unit ran, from its process's log after its collection (event
+/// `after`): with its join (event `join`), the last top-level combine entered before it; without
+/// one, a top-level combine the log ends inside.
+fn combine_between(reader: &ppd_formats::LogReader, after: u64, join: Option<u32>) -> Option<u64> {
+    let events = reader.events_from(after + 1).ok()?;
+    let mut last = None;
+    let mut open = None;
+    let mut depth = 0u32;
+    for item in events {
+        let Ok((index, event)) = item else { break };
+        if join.is_some_and(|j| index >= u64::from(j)) {
+            return last;
+        }
+        match &event {
+            Event::EblockEnter { eblock, .. } => {
+                if depth == 0 && **eblock == *COMBINE_EBLOCK {
+                    last = Some(index);
+                    open = Some(index);
+                }
+                depth += 1;
+            }
+            Event::EblockExit { .. } => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    open = None;
+                }
+            }
+            _ => {}
+        }
+    }
+    // The log ended before the join: only a combine still open there can be the unit's.
+    if join.is_some() { None } else { open }
 }
 
 /// The last computation e-block a unit ran after its begin mark (event `after`): a leaf of

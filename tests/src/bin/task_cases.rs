@@ -11,6 +11,8 @@
 //! task_cases farm-env     a farm of 8 tasks on 2 workers whose work multiplies by
 //!                         TASK_CASES_SALT, read from the environment, which ppd does not log
 //! task_cases farm-eblock  a farm of 4 tasks on 1 worker whose work is an e-block
+//! task_cases dc-combine   divide and conquer over 1..=512 on 2 workers whose combine adds in
+//!                         16 bits: from subtask 1 (257..=512) up, the sums wrap
 //! ```
 //!
 //! Work that hangs first prints `hanging PID` (the program's process id), and every other work
@@ -177,6 +179,25 @@ fn farm_eblock() -> ExitCode {
     ExitCode::SUCCESS
 }
 
+fn dc_combine() -> ExitCode {
+    // Leaves of 16 numbers; 1..=256 sums to 32896, which fits in 16 bits, 257..=512 to 98432,
+    // which does not: the combine of subtask 1 gives 32896, the root's 256.
+    let sum = ppd::task::divide_and_conquer(
+        2,
+        (1u64, 512u64),
+        split,
+        |(lo, hi)| (lo..=hi).sum::<u64>(),
+        |parts| {
+            let total = parts
+                .iter()
+                .fold(0u16, |total, &part| total.wrapping_add(part as u16));
+            u64::from(total)
+        },
+    );
+    say(&format!("sum {sum}"));
+    ExitCode::SUCCESS
+}
+
 #[ppd::main]
 fn main() -> ExitCode {
     let mode = std::env::args().nth(1).unwrap_or_default();
@@ -188,10 +209,11 @@ fn main() -> ExitCode {
         "clean" => clean(),
         "farm-env" => farm_env(),
         "farm-eblock" => farm_eblock(),
+        "dc-combine" => dc_combine(),
         other => {
             eprintln!(
                 "task_cases: unknown case {other:?} (farm-panic, farm-hang, dc-hang, hand-farm, \
-                 clean, farm-env, farm-eblock)"
+                 clean, farm-env, farm-eblock, dc-combine)"
             );
             ExitCode::from(2)
         }

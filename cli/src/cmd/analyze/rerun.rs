@@ -7,8 +7,9 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use ppd_flowback::tasks::TaskRecording;
-use ppd_flowback::tasks::rerun::Computation;
+use ppd_flowback::tasks::rerun::{Computation, Part};
 use ppd_formats::Recording;
+use ppd_formats::task::SPLIT_EBLOCK;
 use ppd_formats::trace::{Captured, Record, RecordKind, Trace};
 use ppd_formats::value;
 use ppd_replayer::debugger::check_binary;
@@ -78,15 +79,15 @@ impl Debugger {
     }
 }
 
-/// Finds `unit`'s logged computation and prepares the program run that re-executes it.
+/// Finds `unit`'s logged computation `part` and prepares the program run that re-executes it.
 fn prepare(
     recording: &Recording,
     run: &TaskRecording,
-    unit: &UnitArg,
+    (unit, part): (&UnitArg, Part),
     binary: Option<&Path>,
 ) -> Result<(Computation, TaskInvocation), crate::exit::CliError> {
     let computation = run
-        .computation(recording, unit.task, &unit.path)
+        .computation(recording, unit.task, &unit.path, part)
         .map_err(input)?;
     let binary = check_binary(recording, binary).map_err(input)?;
     let invocation = TaskInvocation::new(
@@ -121,7 +122,7 @@ pub(crate) fn rerun(
     dir: &Path,
     recording: &Recording,
     run: &TaskRecording,
-    unit: &UnitArg,
+    unit: (&UnitArg, Part),
     binary: Option<&Path>,
     json: bool,
 ) -> CmdResult {
@@ -169,6 +170,14 @@ pub(crate) fn rerun(
                 leak.logged,
                 leak.reproduced
             );
+        }
+        if c.eblock == SPLIT_EBLOCK {
+            let name = if c.unit.path.is_empty() {
+                c.unit.task.to_string()
+            } else {
+                format!("{}.{}", c.unit.task, c.unit.subtask())
+            };
+            outln!("(its combine of its subtasks' results: --rerun {name} --combine)");
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -242,7 +251,7 @@ fn outcome(trace: &Trace) -> String {
 pub(crate) fn debug(
     recording: &Recording,
     run: &TaskRecording,
-    unit: &UnitArg,
+    unit: (&UnitArg, Part),
     binary: Option<&Path>,
     debugger: Debugger,
     dry_run: bool,
