@@ -447,6 +447,36 @@ macro_rules! workloads {
                 |tx, v| tx.send(v).expect("send"),
                 |rx| rx.recv().expect("recv"),
             )
+        }
+
+        /// Two processes taking turns through a `Mutex<bool>` and a `Condvar`.
+        pub(crate) fn condvar_pong(s: super::Sizes) -> u64 {
+            let turn = Arc::new((Mutex::new(false), Condvar::new()));
+            let rounds = s.parks;
+            let pong = {
+                let turn = Arc::clone(&turn);
+                spawn("pong".into(), move || {
+                    let (lock, wake) = &*turn;
+                    for _ in 0..rounds {
+                        let mut pongs = wake
+                            .wait_while(lock.lock().expect("turn"), |pongs| !*pongs)
+                            .expect("turn");
+                        *pongs = false;
+                        wake.notify_one();
+                    }
+                    0
+                })
+            };
+            let (lock, wake) = &*turn;
+            for _ in 0..rounds {
+                let mut pongs = wake
+                    .wait_while(lock.lock().expect("turn"), |pongs| *pongs)
+                    .expect("turn");
+                *pongs = true;
+                wake.notify_one();
+            }
+            join_all(vec![pong])
+        }
 
         /// Processes mostly reading one `RwLock`ed value, writing it every eighth time.
         pub(crate) fn rwlock_read_heavy(s: super::Sizes) -> u64 {
@@ -493,7 +523,7 @@ mod with_ppd {
     use ppd::collections::HashMap;
     use ppd::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
     use ppd::sync::mpsc;
-    use ppd::sync::{Barrier, Mutex, OnceLock, RwLock};
+    use ppd::sync::{Barrier, Condvar, Mutex, OnceLock, RwLock};
     use ppd::thread;
 
     workloads!();
@@ -504,7 +534,7 @@ mod with_std {
     use std::collections::HashMap;
     use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
     use std::sync::mpsc;
-    use std::sync::{Barrier, Mutex, OnceLock, RwLock};
+    use std::sync::{Barrier, Condvar, Mutex, OnceLock, RwLock};
     use std::thread;
 
     workloads!();
@@ -649,6 +679,14 @@ const WORKLOADS: &[Workload] = &[
         processes: |s| 1 + s.workers,
         ppd: with_ppd::rwlock_read_heavy,
         std: with_std::rwlock_read_heavy,
+    },
+    Workload {
+        name: "condvar-pong",
+        what: "condvar wakes",
+        ops: |s| s.parks * 2,
+        processes: |_| 2,
+        ppd: with_ppd::condvar_pong,
+        std: with_std::condvar_pong,
     },
 ];
 

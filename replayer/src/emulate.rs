@@ -146,6 +146,18 @@ impl Interval {
         }
     }
 
+    /// Passes over the markers a wait left (`Blocked`, `JoinBlocked`, `Sleep`), which
+    /// [`Interval::next_event`] skips too, so that a peek sees the operation that followed.
+    fn skip_wait_markers(&mut self) {
+        while let Some(Ok((
+            _,
+            Event::Blocked { .. } | Event::JoinBlocked { .. } | Event::Sleep { .. },
+        ))) = self.events.peek()
+        {
+            self.events.next();
+        }
+    }
+
     fn findings(&self) -> std::sync::MutexGuard<'_, Findings> {
         self.findings.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -258,6 +270,7 @@ impl ProcessBackend for Interval {
     }
 
     fn expect_if(&mut self, op: Op) -> Option<Event<Owned>> {
+        self.skip_wait_markers();
         match self.events.peek() {
             Some(Ok((_, e))) if matches(&op, e) => {
                 let e = e.clone();
@@ -269,6 +282,7 @@ impl ProcessBackend for Interval {
     }
 
     fn next_logged(&mut self) -> Option<Event<Owned>> {
+        self.skip_wait_markers();
         match self.events.peek() {
             Some(Ok((_, e))) => Some(e.clone()),
             _ => None,

@@ -61,3 +61,63 @@ fn word_count_replays_and_why_follows_the_report_through_the_table_lock_to_a_cou
     assert!(crossing.contains("counter"), "{crossing}");
     assert!(crossing.contains("word_count::merge"), "{crossing}");
 }
+
+#[test]
+fn thread_pool_replays_and_why_follows_an_unbilled_receipt_to_the_worker_that_quoted_it() {
+    let work = tempfile::tempdir().unwrap();
+    let printed = record(work.path(), "thread_pool");
+    // The bug is visible in the output: an order quoted after the price change bills nothing.
+    assert!(printed.contains("was billed nothing"), "{printed}");
+    // Which worker served first, and which orders saw the new prices, are the run's choices;
+    // replay reproduces them.
+    assert_replays(work.path(), &work.path().join("thread_pool"), &printed);
+    // Receipts from several workers race for the collector's receives: that is the design (a
+    // true message race, and why a different order can be unbilled in another run). Nothing
+    // else races or deadlocks.
+    let send = source_line(
+        include_str!("../../examples/thread_pool.rs"),
+        "receipts.send(Receipt { order: order.id, cents }).unwrap();",
+    );
+    let out = ppd(
+        work.path(),
+        &[
+            "races",
+            work.path().join("thread_pool").to_str().unwrap(),
+            "--json",
+        ],
+    );
+    let (stdout, stderr) = output_text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    for race in report["races"].as_array().unwrap() {
+        assert_eq!(race["kind"], "message", "{race:#}");
+        assert_eq!(race["a"]["line"], send, "{race:#}");
+    }
+    assert_eq!(report["deadlocks"]["cycles"], serde_json::json!([]));
+    assert_eq!(report["deadlocks"]["blocked"], serde_json::json!([]));
+    assert_eq!(report["potential_deadlocks"], serde_json::json!([]));
+
+    let chain = why(
+        work.path(),
+        "thread_pool",
+        &["collector", "unbilled", "--depth", "8"],
+    );
+    assert!(chain.starts_with("why collector unbilled"), "{chain}");
+    assert!(!chain.contains("did not reproduce"), "{chain}");
+    // From the collector, across the bounded results channel, to the quote in a worker.
+    let crossing = chain
+        .lines()
+        .find(|l| l.contains("data via message: sent"))
+        .unwrap_or_else(|| panic!("no step across the results channel:\n{chain}"));
+    assert!(
+        crossing.contains(&format!("thread_pool.rs:{send}")),
+        "{crossing}"
+    );
+    assert!(crossing.contains("thread_pool::quote"), "{crossing}");
+    assert!(crossing.contains("worker"), "{crossing}");
+    // ... where the price list read under the lock holds the discount stored as a percentage.
+    assert!(
+        chain.contains("discount_percent: 150"),
+        "the bad price list is not shown:\n{chain}"
+    );
+}

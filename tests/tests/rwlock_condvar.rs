@@ -1,4 +1,4 @@
-//! ppd's `RwLock` used as std's is: real programs (`tests/src/bin/rwlock_condvar.rs`) run
+//! ppd's `RwLock` and `Condvar` used as std's are: real programs (`tests/src/bin/rwlock_condvar.rs`) run
 //! unrecorded, recorded, replayed with `--verify` and analysed for races and deadlocks.
 
 use std::path::{Path, PathBuf};
@@ -202,4 +202,94 @@ fn a_write_panic_poisons_as_std_recorded_replayed_and_unrecorded() {
     let (dir, stdout) = record_case(work.path(), "poison");
     assert_eq!(stdout, expected);
     assert_replays(work.path(), &dir, expected.trim_end());
+}
+
+/// The acquisitions of the mutex named `name` in `events`.
+fn locks_of(recording: &Path, events: &[Event], name: &str) -> usize {
+    let recording = Recording::open(recording).expect("open the recording");
+    let ids: Vec<_> = recording
+        .processes()
+        .iter()
+        .flat_map(|p| {
+            recording
+                .open_log(p)
+                .expect("open the log")
+                .events()
+                .filter_map(|e| match e.expect("a readable event").1 {
+                    Event::Create {
+                        object,
+                        name: Some(n),
+                        ..
+                    } if &*n == name => Some(object),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    count(
+        events,
+        |e| matches!(e, Event::Lock { object, .. } if ids.contains(object)),
+    )
+}
+
+#[test]
+fn a_condvar_queue_replays_which_consumer_took_which_jobs_and_races_nothing() {
+    let plain = run_plain("queue");
+    assert!(plain.ends_with("sum 820\n"), "{plain}");
+    let work = tempfile::tempdir().unwrap();
+    let (dir, stdout) = record_case(work.path(), "queue");
+    assert!(stdout.ends_with("sum 820\n"), "{stdout}");
+    let taken: u64 = (0..2)
+        .map(|c| number_after(&stdout, &format!("consumer{c} took ")))
+        .sum();
+    assert_eq!(taken, 40, "{stdout}");
+    // How the jobs were shared is the run's choice; replay gives the same split.
+    assert_replays(work.path(), &dir, stdout.trim_end());
+    assert_no_races(work.path(), &dir);
+    // The producer's notifies go through the condvar's own queue, a ppd mutex: 41 notifies.
+    let producer = events_of(&dir, "producer");
+    assert!(
+        locks_of(&dir, &producer, "condvar") >= 41,
+        "{:?}",
+        producer.len()
+    );
+}
+
+#[test]
+fn notify_all_wakes_every_waiter_and_the_run_replays() {
+    let expected = "gate opened for 3\n";
+    assert_eq!(run_plain("gate"), expected);
+    let work = tempfile::tempdir().unwrap();
+    let (dir, stdout) = record_case(work.path(), "gate");
+    assert_eq!(stdout, expected);
+    assert_replays(work.path(), &dir, expected.trim_end());
+    assert_no_races(work.path(), &dir);
+}
+
+#[test]
+fn a_timed_wait_times_out_alone_and_not_when_notified_in_every_mode() {
+    let expected = "alone: timed out true\nhelped: timed out false, flag false\n";
+    assert_eq!(run_plain("timeout"), expected);
+    let work = tempfile::tempdir().unwrap();
+    let (dir, stdout) = record_case(work.path(), "timeout");
+    assert_eq!(stdout, expected);
+    // The timeout was decided by logged clock readings, so replay decides it again the same way.
+    let main = events_of(&dir, "main");
+    assert!(count(&main, |e| matches!(e, Event::Clock { .. })) >= 2);
+    assert_replays(work.path(), &dir, expected.trim_end());
+    assert_no_races(work.path(), &dir);
+}
+
+#[test]
+fn one_condvar_with_two_mutexes_panics_as_std() {
+    let out = Command::new(program())
+        .arg("two-mutexes")
+        .output()
+        .expect("run rwlock_condvar");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("attempted to use a condition variable with two mutexes"),
+        "{stderr}"
+    );
 }

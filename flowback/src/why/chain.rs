@@ -251,7 +251,9 @@ impl Engine<'_, '_> {
                             Some(Ok(Event::Atomic { object, .. })) => {
                                 format!("the value of {}, from the log", self.object_name(object))
                             }
-                            Some(Ok(Event::Lock { object, .. })) => {
+                            Some(Ok(
+                                Event::Lock { object, .. } | Event::RwAcquire { object, .. },
+                            )) => {
                                 format!(
                                     "the value under {}, from the log",
                                     self.object_name(object)

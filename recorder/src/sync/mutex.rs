@@ -439,6 +439,13 @@ pub struct MutexGuard<'a, T> {
     site: &'static Location<'static>,
 }
 
+impl<'a, T> MutexGuard<'a, T> {
+    /// The mutex this guard holds, for a condvar that releases and re-acquires it.
+    pub(crate) fn mutex(&self) -> &'a Mutex<T> {
+        self.mutex
+    }
+}
+
 impl<T: fmt::Debug> fmt::Debug for MutexGuard<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&**self, f)
