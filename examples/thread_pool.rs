@@ -63,12 +63,11 @@ fn quote(order: Order, prices: &RwLock<Prices>, receipts: &SyncSender<Receipt>) 
         let gross = order.items * prices.unit_cents;
         gross.saturating_sub(gross * prices.discount_percent / 100)
     };
-    receipts
-        .send(Receipt {
-            order: order.id,
-            cents,
-        })
-        .unwrap();
+    let receipt = Receipt {
+        order: order.id,
+        cents,
+    };
+    receipts.send(receipt).unwrap();
     cents
 }
 

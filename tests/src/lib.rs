@@ -177,3 +177,31 @@ pub fn ppd_with_input(cwd: &Path, args: &[&str], input: &[u8]) -> Output {
         .expect("write ppd's input");
     child.wait_with_output().expect("wait for ppd")
 }
+
+/// The events of process `name`.
+pub fn events_of(dir: &Path, name: &str) -> Vec<ppd_formats::Event> {
+    let recording = ppd_formats::Recording::open(dir).expect("open the recording");
+    let entry = recording
+        .processes()
+        .iter()
+        .find(|p| p.name == name)
+        .unwrap_or_else(|| panic!("no process {name}"));
+    recording
+        .open_log(entry)
+        .expect("open the log")
+        .events()
+        .map(|e| e.expect("a readable event").1)
+        .collect()
+}
+
+/// The number in `text` after `label`.
+pub fn number_after(text: &str, label: &str) -> u64 {
+    let rest = &text[text
+        .find(label)
+        .unwrap_or_else(|| panic!("{label} in {text}"))
+        + label.len()..];
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits
+        .parse()
+        .unwrap_or_else(|_| panic!("a number after {label} in {text}"))
+}

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use ppd_formats::event::Outcome;
-use ppd_formats::{Event, Recording};
-use ppd_tests::{ppd, record_program};
+use ppd_formats::Event;
+use ppd_tests::{events_of, number_after, ppd, record_program};
 
 fn locks() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_locks"))
@@ -44,34 +44,6 @@ fn replay_verifies(work: &Path, dir: &Path) {
         stderr.contains("every event and logged value matched the recording"),
         "{stderr}"
     );
-}
-
-/// The events of process `name`.
-fn events_of(dir: &Path, name: &str) -> Vec<Event> {
-    let recording = Recording::open(dir).expect("open the recording");
-    let entry = recording
-        .processes()
-        .iter()
-        .find(|p| p.name == name)
-        .unwrap_or_else(|| panic!("no process {name}"));
-    recording
-        .open_log(entry)
-        .expect("open the log")
-        .events()
-        .map(|e| e.expect("a readable event").1)
-        .collect()
-}
-
-/// The number in `text` after `label`.
-fn number_after(text: &str, label: &str) -> u64 {
-    let rest = &text[text
-        .find(label)
-        .unwrap_or_else(|| panic!("{label} in {text}"))
-        + label.len()..];
-    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-    digits
-        .parse()
-        .unwrap_or_else(|_| panic!("a number after {label} in {text}"))
 }
 
 /// The line of `tests/src/bin/locks.rs` holding `needle`.

@@ -76,7 +76,7 @@ fn thread_pool_replays_and_why_follows_an_unbilled_receipt_to_the_worker_that_qu
     // else races or deadlocks.
     let send = source_line(
         include_str!("../../examples/thread_pool.rs"),
-        "receipts.send(Receipt { order: order.id, cents }).unwrap();",
+        "receipts.send(receipt).unwrap();",
     );
     let out = ppd(
         work.path(),

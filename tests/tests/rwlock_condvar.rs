@@ -6,7 +6,7 @@ use std::process::Command;
 
 use ppd_formats::event::{Outcome, RwMode};
 use ppd_formats::{Event, Recording};
-use ppd_tests::{assert_no_races, assert_replays, record_program};
+use ppd_tests::{assert_no_races, assert_replays, events_of, number_after, record_program};
 
 fn program() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_rwlock_condvar"))
@@ -36,34 +36,6 @@ fn record_case(work: &Path, case: &str) -> (PathBuf, String) {
         String::from_utf8_lossy(&out.stderr)
     );
     (dir, String::from_utf8(out.stdout).expect("utf-8"))
-}
-
-/// The events of process `name`.
-fn events_of(dir: &Path, name: &str) -> Vec<Event> {
-    let recording = Recording::open(dir).expect("open the recording");
-    let entry = recording
-        .processes()
-        .iter()
-        .find(|p| p.name == name)
-        .unwrap_or_else(|| panic!("no process {name}"));
-    recording
-        .open_log(entry)
-        .expect("open the log")
-        .events()
-        .map(|e| e.expect("a readable event").1)
-        .collect()
-}
-
-/// The number in `text` after `label`.
-fn number_after(text: &str, label: &str) -> u64 {
-    let rest = &text[text
-        .find(label)
-        .unwrap_or_else(|| panic!("{label} in {text}"))
-        + label.len()..];
-    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-    digits
-        .parse()
-        .unwrap_or_else(|_| panic!("a number after {label} in {text}"))
 }
 
 fn count(events: &[Event], wanted: impl Fn(&Event) -> bool) -> usize {
