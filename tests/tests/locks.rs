@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use ppd_formats::event::Outcome;
 use ppd_formats::Event;
+use ppd_formats::event::Outcome;
 use ppd_tests::{events_of, number_after, ppd, record_program};
 
 fn locks() -> PathBuf {
