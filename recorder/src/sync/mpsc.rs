@@ -27,19 +27,15 @@ use serde::de::DeserializeOwned;
 pub use std::sync::mpsc::{RecvError, RecvTimeoutError, SendError, TryRecvError, TrySendError};
 
 mod bounded;
+mod carrier;
 
 pub use bounded::{SyncSender, named_sync_channel, sync_channel};
+use carrier::{CarrierRx, CarrierTx, Envelope};
 
 use super::bound::{Bound, serve_emulated_room};
 use super::values::{Carries, Opaque, Values};
 use crate::runtime::backend::{Dependency, Mode, Op};
 use crate::runtime::{self, diverged};
-
-struct Envelope<T> {
-    sender: ProcessId,
-    seq: u64,
-    value: T,
-}
 
 /// What every end of a channel shares: its id, its send counter and its codec slot (so a
 /// registration through one end serves every clone of both).
@@ -111,10 +107,7 @@ pub(crate) fn make<T>(
     capacity: Option<usize>,
 ) -> (Sender<T>, Receiver<T>) {
     if !runtime::active() {
-        let (tx, rx) = match capacity {
-            Some(n) => cc::bounded(n),
-            None => cc::unbounded(),
-        };
+        let (tx, rx) = carrier::bare(capacity);
         let meta = ChannelMeta::new(ObjectId(0));
         return (
             Sender {
@@ -126,7 +119,7 @@ pub(crate) fn make<T>(
     }
     // The channel and its hidden semaphores all carry the name of the binding it is made in.
     let name = name.or_else(|| runtime::binding::take(site));
-    let (tx, rx) = cc::unbounded();
+    let (tx, rx) = carrier::enveloped();
     let id = runtime::create(ObjectKind::Channel, 0, name, site);
     let meta = Arc::new(ChannelMeta {
         id,
@@ -153,7 +146,7 @@ pub(crate) fn make<T>(
 /// assert_eq!(rx.recv().unwrap() + rx.recv().unwrap(), 3);
 /// ```
 pub struct Sender<T> {
-    inner: cc::Sender<Envelope<T>>,
+    inner: CarrierTx<T>,
     meta: Arc<ChannelMeta<T>>,
 }
 
@@ -186,14 +179,7 @@ impl<T: Send> Sender<T> {
     #[track_caller]
     pub fn send(&self, value: T) -> Result<(), SendError<T>> {
         if !runtime::active() {
-            return self
-                .inner
-                .send(Envelope {
-                    sender: ProcessId(0),
-                    seq: 0,
-                    value,
-                })
-                .map_err(|e| SendError(e.0.value));
+            return self.send_plain(value);
         }
         self.send_logged(value, Location::caller())
     }
@@ -239,7 +225,7 @@ impl<T: Send> Sender<T> {
                     seq,
                     site: Some(site),
                 });
-                Err(SendError(e.0.value))
+                Err(SendError(e.value))
             }
         }
     }
@@ -285,27 +271,15 @@ impl<T: Send> Sender<T> {
         patience: Option<Duration>,
     ) -> Result<(), TrySendError<T>> {
         if !runtime::active() {
-            let envelope = Envelope {
-                sender: ProcessId(0),
-                seq: 0,
-                value,
+            let envelope = Envelope::bare(value);
+            let sent = match patience {
+                None => self.inner.try_send(envelope),
+                Some(patience) => self.inner.send_timeout(envelope, patience),
             };
-            return match patience {
-                None => self.inner.try_send(envelope).map_err(|e| match e {
-                    cc::TrySendError::Full(env) => TrySendError::Full(env.value),
-                    cc::TrySendError::Disconnected(env) => TrySendError::Disconnected(env.value),
-                }),
-                Some(patience) => {
-                    self.inner
-                        .send_timeout(envelope, patience)
-                        .map_err(|e| match e {
-                            cc::SendTimeoutError::Timeout(env) => TrySendError::Full(env.value),
-                            cc::SendTimeoutError::Disconnected(env) => {
-                                TrySendError::Disconnected(env.value)
-                            }
-                        })
-                }
-            };
+            return sent.map_err(|e| match e {
+                cc::TrySendError::Full(env) => TrySendError::Full(env.value),
+                cc::TrySendError::Disconnected(env) => TrySendError::Disconnected(env.value),
+            });
         }
         let Some(bound) = self.meta.bound.as_deref() else {
             if serve_emulated_room(self.meta.id, site) == Some(Outcome::WouldBlock) {
@@ -338,12 +312,8 @@ impl<T: Send> Sender<T> {
     #[inline]
     fn send_plain(&self, value: T) -> Result<(), SendError<T>> {
         self.inner
-            .send(Envelope {
-                sender: ProcessId(0),
-                seq: 0,
-                value,
-            })
-            .map_err(|e| SendError(e.0.value))
+            .send(Envelope::bare(value))
+            .map_err(|env| SendError(env.value))
     }
 }
 
@@ -360,7 +330,7 @@ impl<T> Sender<T> {
 
     /// A sender rebuilt for re-executing an e-block: its sends are checked against the log.
     fn emulated(id: ObjectId) -> Sender<T> {
-        let (inner, _) = cc::unbounded();
+        let (inner, _) = carrier::enveloped();
         Sender {
             inner,
             meta: ChannelMeta::new(id),
@@ -397,7 +367,7 @@ pub struct Receiver<T> {
 /// What a receiving end is, shared with the multi-consumer receivers of `crate::channel`
 /// (clones of one core).
 pub(crate) struct ReceiverCore<T> {
-    inner: cc::Receiver<Envelope<T>>,
+    inner: CarrierRx<T>,
     meta: Arc<ChannelMeta<T>>,
     stash: Arc<Stash<T>>,
     /// Declared after `inner`, so that it is dropped after the carrier's receiving end: the
@@ -470,7 +440,7 @@ impl<T> fmt::Debug for Receiver<T> {
 }
 
 impl<T> Receiver<T> {
-    fn new(inner: cc::Receiver<Envelope<T>>, meta: Arc<ChannelMeta<T>>) -> Receiver<T> {
+    fn new(inner: CarrierRx<T>, meta: Arc<ChannelMeta<T>>) -> Receiver<T> {
         Receiver {
             core: ReceiverCore::new(inner, meta),
             _not_sync: PhantomData,
@@ -484,7 +454,7 @@ impl<T> Receiver<T> {
 }
 
 impl<T> ReceiverCore<T> {
-    fn new(inner: cc::Receiver<Envelope<T>>, meta: Arc<ChannelMeta<T>>) -> ReceiverCore<T> {
+    fn new(inner: CarrierRx<T>, meta: Arc<ChannelMeta<T>>) -> ReceiverCore<T> {
         let closer = meta.bound.clone().map(Closer);
         ReceiverCore {
             inner,
@@ -496,7 +466,7 @@ impl<T> ReceiverCore<T> {
 
     /// A receiver rebuilt for re-executing an e-block: it gets the logged payloads.
     pub(crate) fn emulated(id: ObjectId) -> ReceiverCore<T> {
-        let (_, inner) = cc::unbounded();
+        let (_, inner) = carrier::enveloped();
         ReceiverCore::new(inner, ChannelMeta::new(id))
     }
 
@@ -1076,7 +1046,7 @@ impl<'a> Select<'a> {
     /// Adds a receive from any receiving end.
     pub(crate) fn recv_core<T>(&mut self, receiver: &'a ReceiverCore<T>) -> usize {
         self.channels.push(receiver.meta.id);
-        self.inner.recv(&receiver.inner)
+        receiver.inner.select_recv(&mut self.inner)
     }
 
     /// Blocks until one of the receives can proceed and chooses it.
@@ -1292,11 +1262,12 @@ impl SelectedOperation<'_> {
     pub(crate) fn recv_core<T: Send>(self, receiver: &ReceiverCore<T>) -> Result<T, RecvError> {
         let site = self.site;
         match self.live {
-            Some(op) if !runtime::active() => op
-                .recv(&receiver.inner)
+            Some(op) if !runtime::active() => receiver
+                .inner
+                .complete(op)
                 .map(|env| env.value)
                 .map_err(|_| RecvError),
-            Some(op) => match op.recv(&receiver.inner) {
+            Some(op) => match receiver.inner.complete(op) {
                 Ok(env) => Ok(receiver.log_recv(env, site)),
                 Err(_) => {
                     receiver.log_none(RecvOutcome::Disconnected, site);
