@@ -11,7 +11,11 @@
 //!   did V operations, else the creator; a process that has never done a V on it (a sender
 //!   waiting for room in a bounded channel) waits for the live ones that did V operations
 //!   first (its receivers);
-//! * the end of a process, for a `join` (its last event is `JoinBlocked`): that process.
+//! * the end of a process, for a `join` (its last event is `JoinBlocked`): that process;
+//! * a notify of a condition variable: the condvar's other users (the live processes that
+//!   have taken its queue's lock, to wait or to notify), else every live process;
+//! * an unpark, for a `park`: the live processes that unparked it before, else every live
+//!   process (any of them may hold its `Thread`).
 //!
 //! The deadlocked processes are the largest set of blocked processes none of which waits for a
 //! process outside the set (a process that has ended can no longer help, so it does not
@@ -22,7 +26,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use ppd_formats::ProcessId;
-use ppd_formats::event::ObjectKind;
+use ppd_formats::event::{AtomicOp, ObjectKind};
 use ppd_formats::order::{Order, Point, Rule};
 
 use crate::fasthash::FastMap;
@@ -50,6 +54,10 @@ pub enum WaitKind {
     Permit,
     /// The end of a process it joins.
     Exit,
+    /// A notify of a condition variable.
+    Notify,
+    /// An unpark of its own park token.
+    Unpark,
 }
 
 impl WaitKind {
@@ -60,6 +68,8 @@ impl WaitKind {
             WaitKind::Message => "message",
             WaitKind::Permit => "permit",
             WaitKind::Exit => "the end of",
+            WaitKind::Notify => "a notify of",
+            WaitKind::Unpark => "an unpark of",
         }
     }
 }
@@ -168,6 +178,9 @@ pub fn deadlocks(trace: &Trace) -> Deadlocks {
     let mut releasers: FastMap<ObjIdx, BTreeSet<u32>> = FastMap::default();
     // Reader-writer locks: holds per process (a reader may hold more than one).
     let mut rw_holds: FastMap<(ObjIdx, u32), i64> = FastMap::default();
+    // Condition variables: who took the queue's lock. Park tokens: who unparked them.
+    let mut condvar_users: FastMap<ObjIdx, BTreeSet<u32>> = FastMap::default();
+    let mut unparkers: FastMap<ObjIdx, BTreeSet<u32>> = FastMap::default();
     for (p, proc) in trace.processes().iter().enumerate() {
         let p = p as u32;
         // A process mostly sends on the channel it sent on last: already listed.
@@ -177,6 +190,9 @@ pub fn deadlocks(trace: &Trace) -> Deadlocks {
             match ev.op.sync().rule(proc.id, Order::HappenedBefore) {
                 Rule::Takes(Point::Released(object)) => {
                     holder.insert(object, p);
+                    if trace.object(object).kind == Some(ObjectKind::Condvar) {
+                        condvar_users.entry(object).or_default().insert(p);
+                    }
                 }
                 Rule::Gives(Point::Released(object)) => {
                     if holder.get(&object) == Some(&p) {
@@ -196,6 +212,13 @@ pub fn deadlocks(trace: &Trace) -> Deadlocks {
                 }
                 Rule::RwAcquire { object, .. } => *rw_holds.entry((object, p)).or_default() += 1,
                 Rule::RwRelease { object, .. } => *rw_holds.entry((object, p)).or_default() -= 1,
+                Rule::Atomic {
+                    object,
+                    op: AtomicOp::Store,
+                    ..
+                } if trace.object(object).id.is_park_token() => {
+                    unparkers.entry(object).or_default().insert(p);
+                }
                 Rule::Local
                 | Rule::Takes(
                     Point::Message { .. }
@@ -247,12 +270,17 @@ pub fn deadlocks(trace: &Trace) -> Deadlocks {
             None => continue,
         };
         let kind = match trace.object(object).kind {
+            _ if trace.object(object).id.is_park_token() => WaitKind::Unpark,
             Some(ObjectKind::Mutex | ObjectKind::RwLock) => WaitKind::Lock,
             Some(ObjectKind::Semaphore) => WaitKind::Permit,
-            // Nothing blocks on an atomic; an object whose creation is not in the logs is
-            // taken for a channel, the only other kind a process blocks on.
+            Some(ObjectKind::Condvar) => WaitKind::Notify,
+            // Nothing blocks on an atomic but a park token; an object whose creation is not in
+            // the logs is taken for a channel, the only other kind a process blocks on.
             Some(ObjectKind::Channel | ObjectKind::Atomic) | None => WaitKind::Message,
         };
+        // Every live process but this one: who could wake a process when the log names
+        // nobody in particular.
+        let anyone = || (others((0..n as u32).collect()), true);
         // Who could end the wait, as far as the log shows; when it shows nobody, the object's
         // creator is the guess.
         let known_or_creator = |known: Vec<u32>| -> (Vec<u32>, bool) {
@@ -289,6 +317,24 @@ pub fn deadlocks(trace: &Trace) -> Deadlocks {
                     .unwrap_or_default(),
             )),
             WaitKind::Exit => unreachable!("a join is handled above"),
+            WaitKind::Notify | WaitKind::Unpark => {
+                let known = if kind == WaitKind::Notify {
+                    &condvar_users
+                } else {
+                    &unparkers
+                };
+                let known = others(
+                    known
+                        .get(&object)
+                        .map(|s| s.iter().copied().collect())
+                        .unwrap_or_default(),
+                );
+                if known.is_empty() {
+                    anyone()
+                } else {
+                    (known, false)
+                }
+            }
             // A process that only ever takes permits (a sender waiting for room in a bounded
             // channel) waits for those that give them (its receivers), not for the other
             // takers holding permits they never give back.
@@ -620,5 +666,86 @@ mod tests {
         assert_eq!(d.blocked[1].waits_for, vec![main]);
         assert!(d.any());
         assert_eq!(d.cycles, vec![vec![0, 1]]);
+    }
+
+    /// `main` and `worker` have both used condvar `wake` and `main` waits on it; `worker`
+    /// too when `both_wait`.
+    fn condvar_waiters(both_wait: bool) -> (Trace, u32) {
+        let (mut b, main, worker, _) = main_spawns_a_child_with_a_channel("worker");
+        let cv = b.define_object(
+            ObjectId::new(ProcessId(0), 1),
+            ObjectKind::Condvar,
+            0,
+            Some("wake"),
+        );
+        for (version, p) in [(1, worker), (2, main)] {
+            let lock = Op::Lock {
+                object: cv,
+                version,
+                prev: None,
+            };
+            b.push(p, lock, NO_SITE);
+            b.push(p, Op::Unlock { object: cv }, NO_SITE);
+        }
+        b.push(main, Op::Blocked { object: cv }, NO_SITE);
+        if both_wait {
+            b.push(worker, Op::Blocked { object: cv }, NO_SITE);
+        }
+        (b.build(), worker)
+    }
+
+    /// A condvar waiter waits for the condvar's other users: while one runs it is blocked, not
+    /// deadlocked; once that user waits on the same condvar too, both are deadlocked.
+    #[test]
+    fn a_condvar_waiter_waits_for_the_condvars_other_users() {
+        let (running, worker) = condvar_waiters(false);
+        let d = deadlocks(&running);
+        assert_eq!(d.blocked.len(), 1);
+        assert_eq!(d.blocked[0].kind, WaitKind::Notify);
+        assert_eq!(d.blocked[0].waits_for, vec![worker]);
+        assert!(!d.blocked[0].guessed);
+        assert!(!d.any());
+
+        let (stuck, _) = condvar_waiters(true);
+        let d = deadlocks(&stuck);
+        assert_eq!(d.blocked.len(), 2);
+        assert!(d.blocked.iter().all(|w| w.deadlocked), "{d:?}");
+        assert_eq!(d.cycles.len(), 1);
+    }
+
+    /// `worker` parks with nobody having unparked it; `main` joins it when `main_joins`.
+    fn parked_worker(main_joins: bool) -> (Trace, u32) {
+        let (mut b, main, worker, _) = main_spawns_a_child_with_a_channel("worker");
+        let token = b.define_object(
+            ObjectId::park_token(ProcessId(1)),
+            ObjectKind::Atomic,
+            0,
+            None,
+        );
+        b.push(worker, Op::Blocked { object: token }, NO_SITE);
+        if main_joins {
+            let join = Op::JoinBlocked {
+                child: ProcessId(1),
+            };
+            b.push(main, join, NO_SITE);
+        }
+        (b.build(), main)
+    }
+
+    /// A parked process that nobody has unparked may be woken by anyone: every live process is
+    /// the guess, so it is deadlocked only when they all are.
+    #[test]
+    fn a_parked_process_waits_for_its_unparkers_or_anyone() {
+        let (running, main) = parked_worker(false);
+        let d = deadlocks(&running);
+        assert_eq!(d.blocked[0].kind, WaitKind::Unpark);
+        assert_eq!(d.blocked[0].waits_for, vec![main]);
+        assert!(d.blocked[0].guessed);
+        assert!(!d.any(), "main still runs");
+
+        let (stuck, _) = parked_worker(true);
+        let d = deadlocks(&stuck);
+        assert!(d.any());
+        assert_eq!(d.cycles.len(), 1);
     }
 }

@@ -3,6 +3,7 @@
 //! Each race names both sides with process, source location, access and vector clock, and
 //! says which components show the two are unordered.
 
+use ppd_formats::event::ObjectKind;
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
@@ -11,7 +12,7 @@ use crate::hb::AccessClass;
 use crate::lock_order::PotentialDeadlock;
 use crate::message_races::MessageRace;
 use crate::races::DataRace;
-use crate::trace::{EventRef, Op, Trace, access_name, kind_name, ordering_name};
+use crate::trace::{EventRef, Op, Trace, access_name, ordering_name};
 use crate::vclock::Clocks;
 
 /// A vector clock as reports print it: the non-zero components, in process order, keyed by
@@ -294,7 +295,7 @@ impl Report {
                 kind: "data",
                 var: object.label(),
                 object: object.id.to_string(),
-                object_kind: object.kind.map(kind_name).unwrap_or("atomic"),
+                object_kind: object.kind.map(ObjectKind::name).unwrap_or("atomic"),
                 count: r.count,
                 a: Side::of(trace, clocks, r.a),
                 b: Side::of(trace, clocks, r.b),

@@ -354,10 +354,11 @@ impl Object {
         }
     }
 
-    /// The name reports use: the program's name for it, else its id.
+    /// The name reports use: the program's name for it, else its id (a park token: whose).
     pub fn label(&self) -> String {
         match &self.name {
             Some(n) => n.to_string(),
+            None if self.id.is_park_token() => format!("{}'s park token", self.id.creator()),
             None => self.id.to_string(),
         }
     }
@@ -511,7 +512,11 @@ impl Trace {
             Op::Exit => "exit".to_owned(),
             Op::Panic { message } => format!("panic: {}", self.name(message)),
             Op::Create { object } => {
-                let kind = self.object(object).kind.map(kind_name).unwrap_or("object");
+                let kind = self
+                    .object(object)
+                    .kind
+                    .map(ObjectKind::name)
+                    .unwrap_or("object");
                 format!("create {kind} {}", obj(object))
             }
             Op::Send { channel, seq } => format!("send on {} (message {seq})", obj(channel)),
@@ -610,17 +615,6 @@ impl Trace {
             Some(p) => self.process_label(p),
             None => id.to_string(),
         }
-    }
-}
-
-/// The snake_case name of an object kind.
-pub fn kind_name(kind: ObjectKind) -> &'static str {
-    match kind {
-        ObjectKind::Channel => "channel",
-        ObjectKind::Mutex => "mutex",
-        ObjectKind::Semaphore => "semaphore",
-        ObjectKind::Atomic => "atomic",
-        ObjectKind::RwLock => "rwlock",
     }
 }
 

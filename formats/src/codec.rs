@@ -116,6 +116,7 @@ fn object_kind_code(kind: ObjectKind) -> u8 {
         ObjectKind::Semaphore => 2,
         ObjectKind::Atomic => 3,
         ObjectKind::RwLock => 4,
+        ObjectKind::Condvar => 5,
     }
 }
 
@@ -896,6 +897,7 @@ impl Decoder {
                     2 => ObjectKind::Semaphore,
                     3 => ObjectKind::Atomic,
                     4 => ObjectKind::RwLock,
+                    5 => ObjectKind::Condvar,
                     k => return cur.fail(format!("unknown object kind {k}")),
                 };
                 let init = cur.varint()?;

@@ -14,7 +14,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{FormatError, Result};
-use crate::event::{Event, ObjectKind};
+use crate::event::Event;
 use crate::ids::{ObjectId, ProcessId};
 use crate::manifest::Manifest;
 use crate::reader::LogReader;
@@ -273,8 +273,14 @@ pub fn process_label(recording: &Recording, id: ProcessId) -> String {
 
 /// An object as people know it: its kind and the name it was created with (`channel
 /// requests`), or its kind and id when it has no name. Reads its creator's log up to its
-/// `Create`.
+/// `Create`. A park token, which nobody creates, is named by whose it is.
 pub fn object_label(recording: &Recording, object: ObjectId) -> String {
+    if object.is_park_token() {
+        return format!(
+            "the park token of {}",
+            process_label(recording, object.creator())
+        );
+    }
     let created = recording
         .process(object.creator())
         .and_then(|entry| recording.open_log(entry).ok())
@@ -295,18 +301,8 @@ pub fn object_label(recording: &Recording, object: ObjectId) -> String {
         })
         .flatten();
     match created {
-        Some((kind, Some(name))) => format!("{} {name}", kind_name(kind)),
-        Some((kind, None)) => format!("{} {object}", kind_name(kind)),
+        Some((kind, Some(name))) => format!("{} {name}", kind.name()),
+        Some((kind, None)) => format!("{} {object}", kind.name()),
         None => object.to_string(),
-    }
-}
-
-fn kind_name(kind: ObjectKind) -> &'static str {
-    match kind {
-        ObjectKind::Channel => "channel",
-        ObjectKind::Mutex => "mutex",
-        ObjectKind::Semaphore => "semaphore",
-        ObjectKind::Atomic => "atomic",
-        ObjectKind::RwLock => "rwlock",
     }
 }

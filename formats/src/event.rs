@@ -87,6 +87,23 @@ pub enum ObjectKind {
     Atomic,
     /// A reader-writer lock.
     RwLock,
+    /// A condition variable: the hidden lock over its queue of waiters, whose acquisitions
+    /// are those of a mutex (waits and notifies take it).
+    Condvar,
+}
+
+impl ObjectKind {
+    /// The name reports use.
+    pub fn name(self) -> &'static str {
+        match self {
+            ObjectKind::Channel => "channel",
+            ObjectKind::Mutex => "mutex",
+            ObjectKind::Semaphore => "semaphore",
+            ObjectKind::Atomic => "atomic",
+            ObjectKind::RwLock => "rwlock",
+            ObjectKind::Condvar => "condvar",
+        }
+    }
 }
 
 /// Why a receive returned no message.

@@ -53,6 +53,17 @@ impl ObjectId {
     pub fn ordinal(self) -> u32 {
         self.0 as u32
     }
+
+    /// The park token of `process`: an atomic flag every process has without creating it
+    /// (`unpark` sets it, `park` takes it), numbered past any object it could create.
+    pub fn park_token(process: ProcessId) -> ObjectId {
+        ObjectId::new(process, u32::MAX)
+    }
+
+    /// Whether this is a process's park token.
+    pub fn is_park_token(self) -> bool {
+        self.ordinal() == u32::MAX
+    }
 }
 
 impl fmt::Display for ObjectId {

@@ -34,7 +34,7 @@ impl Drop for Running {
 }
 
 /// What a process's log shows at its end: the name of the object its final `Blocked` waits
-/// on, and how many messages it had received.
+/// on (`park` for its park token), and how many messages it had received.
 fn final_wait(recording: &Recording, name: &str) -> Option<(String, usize)> {
     let mut names: HashMap<ObjectId, String> = HashMap::new();
     for entry in recording.processes() {
@@ -63,6 +63,7 @@ fn final_wait(recording: &Recording, name: &str) -> Option<(String, usize)> {
         .filter(|e| matches!(e, Event::Recv { .. }))
         .count();
     match events.last()? {
+        Event::Blocked { object, .. } if object.is_park_token() => Some(("park".into(), received)),
         Event::Blocked { object, .. } => Some((names.get(object)?.clone(), received)),
         _ => None,
     }
@@ -103,11 +104,15 @@ fn record_until_deadlocked(
         program: None,
     };
     // Wait (polling the live logs) until both processes wait for each other. The deadlock is
-    // certain; if the program ends instead, that is the failure.
+    // certain; if the program ends instead, or its logs never show the waits, that is the
+    // failure.
+    let mut polls = 0;
     while !waiting(&dir, expected) {
         if let Some(status) = running.wrapper.try_wait().expect("poll ppd record") {
             panic!("{name} ended ({status}) instead of deadlocking");
         }
+        polls += 1;
+        assert!(polls < 3000, "{name}: the logs never showed {expected:?}");
         std::thread::sleep(Duration::from_millis(20));
     }
     let manifest = Recording::open(&dir).expect("recording").manifest().clone();
@@ -235,4 +240,77 @@ fn two_writers_each_waiting_for_the_others_read_hold_deadlock() {
     // `ppd info` says where each waits: the killed run ended with both blocked.
     let info = ppd_tests::info_json(work.path(), &dir);
     assert_eq!(info["complete"], false, "the run was killed: {info:#}");
+}
+
+#[test]
+fn two_processes_waiting_on_condvars_only_the_other_notifies_deadlock() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record_until_deadlocked(
+        work.path(),
+        "deadlock_condvars",
+        &[("left", "wake-left", 0), ("right", "wake-right", 0)],
+    );
+    let report = races_json(work.path(), &dir);
+    let listing = scenario("deadlock_condvars");
+    let cycle = cycle_of(&report);
+    assert_eq!(cycle.len(), 2, "{report:#}");
+    for (me, other, condvar) in [
+        ("left", "right", "wake-left"),
+        ("right", "left", "wake-right"),
+    ] {
+        let b = cycle.iter().find(|b| b["process"] == me).unwrap();
+        assert_eq!(b["waits_for"], "a notify of", "{b:#}");
+        assert_eq!(b["object"], condvar);
+        assert_eq!(b["relation"], "owed_by");
+        // The other process used the condvar (it notified it first): known, not a guess.
+        assert_eq!(b["by"], serde_json::json!([other]));
+        assert_eq!(b["guessed"], false);
+        assert_eq!(
+            b["line"].as_u64(),
+            Some(marker_line(&listing, &format!("dcv.{me}"))),
+            "the user's wait: {b:#}"
+        );
+    }
+    let out = ppd_tests::ppd(work.path(), &["races", dir.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("left (p1) waits for a notify of wake-left"),
+        "{text}"
+    );
+    let info = ppd_tests::info_json(work.path(), &dir);
+    let procs = ppd_tests::processes(&info);
+    assert_eq!(procs["left"]["ending"]["how"], "blocked", "{info:#}");
+    assert_eq!(
+        procs["left"]["ending"]["on"], "condvar wake-left",
+        "{info:#}"
+    );
+}
+
+#[test]
+fn a_process_parked_forever_while_main_joins_it_deadlocks_by_guess() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record_until_deadlocked(work.path(), "deadlock_park", &[("sleeper", "park", 0)]);
+    // main's join is logged after the sleeper parks or before: wait for both, then look.
+    let report = races_json(work.path(), &dir);
+    let listing = scenario("deadlock_park");
+    let blocked = report["deadlocks"]["blocked"].as_array().unwrap();
+    let sleeper = blocked
+        .iter()
+        .find(|b| b["process"] == "sleeper")
+        .unwrap_or_else(|| panic!("{report:#}"));
+    assert_eq!(sleeper["waits_for"], "an unpark of", "{sleeper:#}");
+    assert_eq!(sleeper["object"], "p1's park token");
+    // Nobody ever unparked it: any live process could, and the only other one is main.
+    assert_eq!(sleeper["by"], serde_json::json!(["main"]));
+    assert_eq!(sleeper["guessed"], true);
+    assert_eq!(
+        sleeper["line"].as_u64(),
+        Some(marker_line(&listing, "dpk.park"))
+    );
+    let info = ppd_tests::info_json(work.path(), &dir);
+    let procs = ppd_tests::processes(&info);
+    assert_eq!(
+        procs["sleeper"]["ending"]["on"], "the park token of sleeper (p1)",
+        "{info:#}"
+    );
 }

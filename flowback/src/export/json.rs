@@ -15,6 +15,7 @@
 
 use std::io::Write;
 
+use ppd_formats::event::ObjectKind;
 use serde_json::{Map, Value, json};
 
 use super::put;
@@ -22,7 +23,7 @@ use crate::error::Result;
 use crate::lamport::lamport;
 use crate::reads_from::reads_from;
 use crate::report::ClockView;
-use crate::trace::{EventRef, Op, Trace, access_name, kind_name, ordering_name};
+use crate::trace::{EventRef, Op, Trace, access_name, ordering_name};
 use crate::vclock::Clocks;
 
 const WHAT: &str = "the JSON export";
@@ -147,7 +148,7 @@ pub fn write(trace: &Trace, clocks: &Clocks, out: &mut dyn Write) -> Result<()> 
         .iter()
         .map(|o| {
             json!({"id": o.id.to_string(), "name": o.name.as_deref(),
-                   "kind": o.kind.map(kind_name), "init": o.init})
+                   "kind": o.kind.map(ObjectKind::name), "init": o.init})
         })
         .collect();
     let pid = |p: u32| trace.process(p).id.0;

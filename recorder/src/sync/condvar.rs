@@ -21,13 +21,17 @@
 //! The user's mutex is released and re-acquired by its own guard, so its version chain and
 //! lock-order edges are those of ordinary `Unlock`/`Lock` events at the `wait`'s call site.
 //!
-//! What is not modelled: a process parked in `wait` logs no `Blocked` event, so a run killed
-//! there ends with the park (at the `wait`'s site), and the deadlock analysis does not follow a
-//! waiter to the processes that could notify it.
+//! The queue's lock is created as a `condvar` object, and a wait without a timeout logs a
+//! `Blocked` marker on it before it parks: a run that ends while a process waits says that it
+//! waits for a notify of this condvar, at the `wait`'s call site, and the deadlock analysis
+//! takes the condvar's other users for those who could notify it.
 
 use std::collections::VecDeque;
+use std::panic::Location;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
+
+use ppd_formats::event::ObjectKind;
 
 use super::mutex::{Mutex, MutexGuard};
 use super::{LockResult, PoisonError};
@@ -100,9 +104,26 @@ impl Condvar {
     /// A condition variable nobody waits on. `const`, as std's, so it can be a `static`.
     #[track_caller]
     pub const fn new() -> Condvar {
+        Condvar::with_name(None)
+    }
+
+    /// A condition variable with a name that reports use (`waits for a notify of wake`).
+    ///
+    /// ```
+    /// let ready = ppd::sync::Condvar::named("ready");
+    /// ready.notify_all();
+    /// ```
+    #[track_caller]
+    pub const fn named(name: &'static str) -> Condvar {
+        Condvar::with_name(Some(name))
+    }
+
+    #[track_caller]
+    const fn with_name(name: Option<&'static str>) -> Condvar {
         Condvar {
-            waiters: Mutex::named(
-                "condvar",
+            waiters: Mutex::hidden(
+                ObjectKind::Condvar,
+                name,
                 Waiters {
                     next_ticket: 0,
                     queue: VecDeque::new(),
@@ -225,7 +246,9 @@ impl Condvar {
         drop(guard);
         loop {
             match deadline {
-                None => thread::park(),
+                None => {
+                    thread::park::park(None, Some(self.waiters.object_id()), Location::caller())
+                }
                 Some(deadline) => {
                     let left = deadline.saturating_duration_since(Instant::now());
                     if !left.is_zero() {

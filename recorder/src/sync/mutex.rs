@@ -83,6 +83,21 @@ impl<T> Mutex<T> {
         )
     }
 
+    /// A mutex that is the hidden lock of another kind of object (a condvar's queue of
+    /// waiters): its `Create` says which kind, and reports name it as that.
+    #[track_caller]
+    pub(crate) const fn hidden(kind: ObjectKind, name: Option<&'static str>, value: T) -> Mutex<T> {
+        Mutex::with_meta(
+            ObjectMeta::new(kind, 0, name, Location::caller()),
+            Some(value),
+        )
+    }
+
+    /// The mutex's object id (registering it, if this is its first use).
+    pub(crate) fn object_id(&self) -> ObjectId {
+        self.meta.id()
+    }
+
     const fn with_meta(meta: ObjectMeta, value: Option<T>) -> Mutex<T> {
         Mutex {
             meta,

@@ -131,7 +131,7 @@ pub fn current() -> Thread {
 /// ```
 #[track_caller]
 pub fn park() {
-    park::park(None);
+    park::park(None, None, std::panic::Location::caller());
 }
 
 /// Like [`park`], for at most `dur`, like `std::thread::park_timeout`.
@@ -141,5 +141,5 @@ pub fn park() {
 /// ```
 #[track_caller]
 pub fn park_timeout(dur: std::time::Duration) {
-    park::park(Some(dur));
+    park::park(Some(dur), None, std::panic::Location::caller());
 }

@@ -6,7 +6,7 @@
 //! termination are in the recording.
 
 mod current;
-mod park;
+pub(crate) mod park;
 mod scope;
 
 use std::io;

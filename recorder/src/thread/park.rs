@@ -11,13 +11,19 @@
 //! wait ended — `true` when an `unpark` came, `false` when it returned spuriously or
 //! `park_timeout` timed out — and its version is logged, so replay returns the same way without
 //! waiting at all.
+//!
+//! A wait without a timeout is logged first as a `Blocked` marker, on the token (or, for a
+//! condition variable's wait, on the condvar), so that a run that ends while the process waits
+//! says where it waits and for what, and the deadlock analysis can ask who could wake it. A
+//! timed wait logs none: time ends it.
 
 use std::cell::RefCell;
+use std::panic::Location;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use ppd_formats::{ObjectId, ProcessId};
+use ppd_formats::{Event, ObjectId, ProcessId};
 
 use crate::runtime::{self, backend::Mode};
 use crate::sync::atomic::AtomicBool;
@@ -26,13 +32,17 @@ use crate::sync::atomic::AtomicBool;
 #[derive(Debug)]
 pub(crate) struct Parker {
     token: AtomicBool,
+    /// The token's object id, which a wait's `Blocked` marker names.
+    id: ObjectId,
 }
 
 impl Parker {
     /// The token of `process`.
     pub(crate) fn new(process: ProcessId) -> Arc<Parker> {
+        let id = ObjectId::park_token(process);
         Arc::new(Parker {
-            token: AtomicBool::implicit(ObjectId::new(process, u32::MAX)),
+            token: AtomicBool::implicit(id),
+            id,
         })
     }
 
@@ -60,9 +70,14 @@ pub(crate) fn own() -> Option<Arc<Parker>> {
     Some(OWN.with(|own| Arc::clone(own.borrow_mut().get_or_insert_with(|| Parker::new(process)))))
 }
 
-/// Blocks until the token is available or, with `timeout`, that long at most.
+/// Blocks until the token is available or, with `timeout`, that long at most. An untimed wait
+/// is logged as blocked on `on`, or on the token when `on` is `None`, at `site`.
 #[track_caller]
-pub(crate) fn park(timeout: Option<Duration>) {
+pub(crate) fn park(
+    timeout: Option<Duration>,
+    on: Option<ObjectId>,
+    site: &'static Location<'static>,
+) {
     let Some(parker) = own() else {
         wait(timeout);
         return;
@@ -71,8 +86,14 @@ pub(crate) fn park(timeout: Option<Duration>) {
         return;
     }
     // Replay and re-execution do not wait: the next swap's version says when the recorded wait
-    // ended, and replay lets it through only then.
+    // ended, and replay lets it through only then (passing the logged marker on its way).
     if !matches!(runtime::mode(), Mode::Replay | Mode::Emulate) {
+        if timeout.is_none() {
+            runtime::done(&Event::Blocked {
+                object: on.unwrap_or(parker.id),
+                site: Some(site),
+            });
+        }
         wait(timeout);
     }
     parker.token.swap(false, Ordering::Acquire);

@@ -7,15 +7,14 @@
 //! happened-before in every run, whatever the timing; a race-free one orders every conflicting
 //! access in every run.
 //!
-//! `deadlock_locks` and `deadlock_messages` never end: they are for the deadlock tests, which
-//! kill them.
+//! The `deadlock_*` scenarios never end: they are for the deadlock tests, which kill them.
 
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use ppd::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use ppd::sync::mpsc::named_channel;
-use ppd::sync::{Mutex, RwLock, Semaphore};
+use ppd::sync::{Condvar, Mutex, RwLock, Semaphore};
 use ppd::thread::JoinHandle;
 use serde::Serialize;
 
@@ -1632,6 +1631,8 @@ const SCENARIOS: &[Scenario] = &[
     RWLOCK_READERS_WRITE,
     RWLOCK_PROTECTED,
     DEADLOCK_RWLOCKS,
+    DEADLOCK_CONDVARS,
+    DEADLOCK_PARK,
 ];
 
 /// An expected race with its markers resolved to lines.
@@ -1877,5 +1878,65 @@ const DEADLOCK_RWLOCKS: Scenario = Scenario {
                 let _second = b1.write().expect("r1"); // @drw.right
             }),
         ]);
+    },
+};
+
+// Each process first notifies the other's condvar (nobody waits yet), then waits on its own
+// for a flag only the other sets after its own wait: each waits for a notify of a condvar
+// whose only other user waits too.
+const DEADLOCK_CONDVARS: Scenario = Scenario {
+    name: "deadlock_condvars",
+    tag: "dcv",
+    races: &[],
+    hangs: true,
+    potential_deadlocks: &[],
+    run: || {
+        let wake_left = Arc::new((
+            Mutex::named("left-flag", false),
+            Condvar::named("wake-left"),
+        ));
+        let wake_right = Arc::new((
+            Mutex::named("right-flag", false),
+            Condvar::named("wake-right"),
+        ));
+        let (mine_l, theirs_l) = (wake_left.clone(), wake_right.clone());
+        let (mine_r, theirs_r) = (wake_right, wake_left);
+        join(vec![
+            spawn("left", move || {
+                theirs_l.1.notify_one();
+                let (flag, wake) = &*mine_l;
+                let up = wake.wait_while(flag.lock().expect("flag"), |up| !*up); // @dcv.left
+                drop(up);
+                *theirs_l.0.lock().expect("flag") = true;
+                theirs_l.1.notify_one();
+            }),
+            spawn("right", move || {
+                theirs_r.1.notify_one();
+                let (flag, wake) = &*mine_r;
+                let up = wake.wait_while(flag.lock().expect("flag"), |up| !*up); // @dcv.right
+                drop(up);
+                *theirs_r.0.lock().expect("flag") = true;
+                theirs_r.1.notify_one();
+            }),
+        ]);
+    },
+};
+
+// A process parks until a flag is set, and nobody sets it or unparks it; `main` joins it.
+const DEADLOCK_PARK: Scenario = Scenario {
+    name: "deadlock_park",
+    tag: "dpk",
+    races: &[],
+    hangs: true,
+    potential_deadlocks: &[],
+    run: || {
+        let go = Arc::new(AtomicBool::named("go", false));
+        let seen = go.clone();
+        join(vec![spawn("sleeper", move || {
+            while !seen.load(Acquire) {
+                ppd::thread::park(); // @dpk.park
+            }
+        })]);
+        go.store(true, Release);
     },
 };
