@@ -238,3 +238,60 @@ fn why_re_executes_an_eblock_receiving_from_a_bounded_channel_through_its_room()
         assert!(stdout.contains(part), "{part:?} missing: {stdout}");
     }
 }
+
+#[test]
+fn select_with_send_arms_replays_which_worker_got_each_job_and_timers_alone_sleep() {
+    let work = tempfile::tempdir().unwrap();
+    let (dir, printed) = record_case(work.path(), "select-send");
+    // 1² + … + 30², and the timers' selection: `at` fires, `never` times out.
+    let lines: Vec<&str> = printed.lines().collect();
+    assert!(lines[0].starts_with("squares 9455, worker-0 "), "{printed}");
+    assert_eq!(lines[1], "at, timed out, same true true true", "{printed}");
+    // How the jobs were split is the run's; replay gives the same split.
+    assert_replays(work.path(), &dir, &printed);
+    // The two workers' results race on the results channel (that is the program's design);
+    // the job queues' rooms order every send after the receive that made room: no data race.
+    let out = ppd(work.path(), &["races", "--json", dir.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for race in report["races"].as_array().unwrap() {
+        assert_eq!(race["kind"], "message", "{report:#}");
+    }
+    let none = Value::Array(vec![]);
+    assert_eq!(report["deadlocks"]["blocked"], none, "{report:#}");
+    // Thirty jobs went out through send arms: thirty logged choices of a send operation
+    // (index 0 or 1: the receive is 2) and thirty sends.
+    let main = events(&dir, "main");
+    let send_choices = count(&main, |e| matches!(e, Event::Select { index: 0 | 1, .. }));
+    assert_eq!(send_choices, 30, "{main:?}");
+    assert_eq!(count(&main, |e| matches!(e, Event::Send { .. })), 30);
+    // The timers-only selections slept at the user's `select!`, and blocked on no channel.
+    let source = include_str!("../src/bin/sync_channels.rs");
+    let sleeps: Vec<u32> = main
+        .iter()
+        .filter_map(|e| match e {
+            Event::Sleep {
+                site: Some(site), ..
+            } => Some(site.line),
+            _ => None,
+        })
+        .collect();
+    assert!(!sleeps.is_empty(), "{main:?}");
+    for line in sleeps {
+        let text = source.lines().nth(line as usize - 1).unwrap();
+        assert!(
+            text.contains("ppd::select!"),
+            "sleep at line {line}: {text}"
+        );
+    }
+    let blocked_after_jobs = main
+        .iter()
+        .skip_while(|e| !matches!(e, Event::Join { .. }))
+        .filter(|e| matches!(e, Event::Blocked { .. }))
+        .count();
+    assert_eq!(blocked_after_jobs, 0, "{main:?}");
+}

@@ -109,6 +109,20 @@ pub fn after(duration: Duration) -> Receiver<crate::time::Instant> {
     timer(Timer::after(duration), Some(1))
 }
 
+/// A receiver that delivers the time once, at `when`, like `crossbeam_channel::at`; in
+/// replay, the logged time.
+///
+/// ```
+/// use std::time::Duration;
+/// let soon = ppd::time::Instant::now() + Duration::from_millis(1);
+/// let fired = ppd::channel::at(soon).recv().unwrap();
+/// assert!(fired >= soon);
+/// ```
+#[track_caller]
+pub fn at(when: crate::time::Instant) -> Receiver<crate::time::Instant> {
+    timer(Timer::at(when), Some(1))
+}
+
 /// A receiver that delivers the time every `duration`, like `crossbeam_channel::tick`.
 ///
 /// ```
@@ -323,6 +337,18 @@ impl<T: Send> Sender<T> {
     /// ```
     pub fn capacity(&self) -> Option<usize> {
         self.cap
+    }
+
+    /// Whether `self` and `other` send on the same channel, like crossbeam's.
+    ///
+    /// ```
+    /// let (s, _r) = ppd::channel::unbounded::<u8>();
+    /// let (other, _) = ppd::channel::unbounded::<u8>();
+    /// assert!(s.same_channel(&s.clone()));
+    /// assert!(!s.same_channel(&other));
+    /// ```
+    pub fn same_channel(&self, other: &Sender<T>) -> bool {
+        self.inner.same_channel(&other.inner)
     }
 }
 
@@ -551,6 +577,22 @@ impl<T: Send> Receiver<T> {
     /// ```
     pub fn capacity(&self) -> Option<usize> {
         self.cap
+    }
+
+    /// Whether `self` and `other` receive from the same channel (or timer), like crossbeam's.
+    ///
+    /// ```
+    /// let (_s, r) = ppd::channel::unbounded::<u8>();
+    /// assert!(r.same_channel(&r.clone()));
+    /// assert!(!r.same_channel(&ppd::channel::never()));
+    /// assert!(ppd::channel::never::<u8>().same_channel(&ppd::channel::never()));
+    /// ```
+    pub fn same_channel(&self, other: &Receiver<T>) -> bool {
+        match (&self.timer, &other.timer) {
+            (Some(a), Some(b)) => a.timer.same(&b.timer),
+            (None, None) => self.core.same_channel(&other.core),
+            _ => false,
+        }
     }
 }
 

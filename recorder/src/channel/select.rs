@@ -1,7 +1,9 @@
-//! [`Select`] over [`Receiver`]s and the [`select!`](crate::select) macro, with
+//! [`Select`] over receives and sends, and the [`select!`](crate::select) macro, with
 //! crossbeam-channel's API. The choice is the mpsc [`Select`](crate::sync::mpsc::Select)'s:
 //! logged as a `Select` event (or `RecvNone` when nothing was ready in time), made again in
-//! replay; the receive that completes it is logged as every receive is.
+//! replay; the receive or send that completes it is logged as every receive and send is.
+//! Timers are read through the logged clock; a selection of timers alone waits by sleeping
+//! (a logged `Sleep`), never by blocking on a channel.
 
 use std::fmt;
 use std::panic::Location;
@@ -9,7 +11,8 @@ use std::time::Duration;
 
 use super::timer::Timer;
 use super::{
-    ReadyTimeoutError, Receiver, RecvError, SelectTimeoutError, TryReadyError, TrySelectError,
+    ReadyTimeoutError, Receiver, RecvError, SelectTimeoutError, SendError, Sender, TryReadyError,
+    TrySelectError,
 };
 use crate::sync::mpsc::{self, Wait};
 use crate::time::Instant;
@@ -37,7 +40,7 @@ pub struct Select<'a> {
 
 /// An operation of a [`Select`].
 enum Slot<'a> {
-    /// A receive from a channel: its index in the mpsc selection.
+    /// A receive from or a send on a channel: its index in the mpsc selection.
     Channel(usize),
     /// A receive from a timer, which the selection reads through the logged clock.
     Timer(&'a Timer),
@@ -87,6 +90,23 @@ impl<'a> Select<'a> {
         self.ops.len() - 1
     }
 
+    /// Adds a send on `s`; returns the operation's index. The message is given when the
+    /// chosen operation is completed ([`SelectedOperation::send`]).
+    ///
+    /// ```
+    /// let (s, r) = ppd::channel::bounded::<u8>(1);
+    /// let mut sel = ppd::channel::Select::new();
+    /// let i = sel.send(&s);
+    /// let op = sel.select();
+    /// assert_eq!(op.index(), i);
+    /// op.send(&s, 4).unwrap();
+    /// assert_eq!(r.recv(), Ok(4));
+    /// ```
+    pub fn send<T>(&mut self, s: &'a Sender<T>) -> usize {
+        self.ops.push(Slot::Channel(self.inner.send_core(&s.inner)));
+        self.ops.len() - 1
+    }
+
     /// The index of the operation that is the mpsc selection's `inner`-th.
     fn outer(&self, inner: usize) -> usize {
         self.ops
@@ -113,6 +133,7 @@ impl<'a> Select<'a> {
     /// the channels (logged by the mpsc selection), the timers are read through the logged
     /// clock, and the earliest timer bounds how long `attempt` may wait. Every step is
     /// logged, so replay comes to the same choice.
+    #[track_caller]
     fn decide<R>(
         &mut self,
         mut wait: Wait,
@@ -123,6 +144,7 @@ impl<'a> Select<'a> {
         if !self.ops.iter().any(|slot| matches!(slot, Slot::Timer(_))) {
             return attempt(&mut self.inner, wait).map(|r| channel(self, r));
         }
+        let timers_only = !self.ops.iter().any(|slot| matches!(slot, Slot::Channel(_)));
         loop {
             let now = Instant::now();
             if let Some((index, at)) = self.due_timer(now, due) {
@@ -144,6 +166,31 @@ impl<'a> Select<'a> {
                 (Wait::Timeout(t), Some(left)) => Wait::Timeout(t.min(left)),
                 (Wait::Timeout(t), None) => Wait::Timeout(t),
             };
+            if timers_only {
+                // Nothing but time can end the wait: sleep (logged) instead of blocking on no
+                // channel, then look at the timers again.
+                match bounded {
+                    Wait::Try => return Err(SelectTimeoutError),
+                    // Only `never` timers: like crossbeam's, this waits forever.
+                    Wait::Block => loop {
+                        std::thread::park();
+                    },
+                    Wait::Timeout(left) => {
+                        crate::thread::sleep(left);
+                        if let Wait::Timeout(t) = wait {
+                            if t <= left {
+                                // The time is up; a timer due now still wins.
+                                return match self.due_timer(Instant::now(), due) {
+                                    Some((index, at)) => Ok((index, Chosen::Timer(at))),
+                                    None => Err(SelectTimeoutError),
+                                };
+                            }
+                            wait = Wait::Timeout(t - left);
+                        }
+                        continue;
+                    }
+                }
+            }
             match attempt(&mut self.inner, bounded) {
                 Ok(r) => return Ok(channel(self, r)),
                 Err(e) => match (wait, until_timer) {
@@ -368,12 +415,35 @@ impl SelectedOperation<'_> {
             _ => panic!("passed a receiver that wasn't selected"),
         }
     }
+
+    /// Completes the chosen send with `msg`; `s` must be the sender added at this index.
+    ///
+    /// ```
+    /// let (s, r) = ppd::channel::unbounded::<u8>();
+    /// let mut sel = ppd::channel::Select::new();
+    /// sel.send(&s);
+    /// sel.select().send(&s, 9).unwrap();
+    /// assert_eq!(r.recv(), Ok(9));
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// When `s` is not the sender chosen, as crossbeam's does.
+    pub fn send<T: Send>(self, s: &Sender<T>, msg: T) -> Result<(), SendError<T>> {
+        match self.chosen {
+            Chosen::Channel(op) => op
+                .send_core(&s.inner, msg)
+                .map_err(|crate::sync::mpsc::SendError(msg)| SendError(msg)),
+            Chosen::Timer(_) | Chosen::Ready => panic!("passed a sender that wasn't selected"),
+        }
+    }
 }
 
-/// Waits on several receives at once, like crossbeam-channel's `select!`: arms
-/// `recv(r) -> msg => body`, and at most one of `default => body` (when none is ready now)
-/// or `default(timeout) => body` (when none is ready in time). The arm taken is logged and
-/// replay takes it again.
+/// Waits on several operations at once, like crossbeam-channel's `select!`: arms
+/// `recv(r) -> msg => body` and `send(s, message) -> res => body`, and at most one of
+/// `default => body` (when none is ready now) or `default(timeout) => body` (when none is
+/// ready in time). The arm taken is logged and replay takes it again. A send arm's message is
+/// evaluated only when its arm is taken.
 ///
 /// ```
 /// use std::time::Duration;
@@ -386,6 +456,14 @@ impl SelectedOperation<'_> {
 ///     default(Duration::from_millis(10)) => 0,
 /// };
 /// assert_eq!(got, 7);
+///
+/// let (full, _keep) = ppd::channel::bounded::<u8>(0);
+/// let (out, out_r) = ppd::channel::bounded::<u8>(1);
+/// ppd::select! {
+///     send(full, 1) -> _ => unreachable!("nobody receives"),
+///     send(out, 2) -> res => res.unwrap(),
+/// }
+/// assert_eq!(out_r.recv(), Ok(2));
 /// ```
 #[macro_export]
 macro_rules! select {
@@ -394,82 +472,110 @@ macro_rules! select {
     };
 }
 
-/// Parses `select!`'s arms: receives, then the default. Not a stable interface.
+/// Parses `select!`'s arms: receives and sends, then the default. Not a stable interface.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __select_parse {
     // A receive arm whose body is a block: the comma after it is optional.
-    ([$($recvs:tt)*] [$($default:tt)*]
+    ([$($ops:tt)*] [$($default:tt)*]
         recv($r:expr) -> $res:pat => $body:block $(,)? $($rest:tt)*) => {
-        $crate::__select_parse!([$($recvs)* (($r) ($res) ($body))] [$($default)*] $($rest)*)
+        $crate::__select_parse!([$($ops)* (recv ($r) ($res) ($body))] [$($default)*] $($rest)*)
     };
-    ([$($recvs:tt)*] [$($default:tt)*]
+    ([$($ops:tt)*] [$($default:tt)*]
         recv($r:expr) -> $res:pat => $body:expr, $($rest:tt)*) => {
-        $crate::__select_parse!([$($recvs)* (($r) ($res) ($body))] [$($default)*] $($rest)*)
+        $crate::__select_parse!([$($ops)* (recv ($r) ($res) ($body))] [$($default)*] $($rest)*)
     };
-    ([$($recvs:tt)*] [$($default:tt)*] recv($r:expr) -> $res:pat => $body:expr) => {
-        $crate::__select_parse!([$($recvs)* (($r) ($res) ($body))] [$($default)*])
+    ([$($ops:tt)*] [$($default:tt)*] recv($r:expr) -> $res:pat => $body:expr) => {
+        $crate::__select_parse!([$($ops)* (recv ($r) ($res) ($body))] [$($default)*])
     };
-    ([$($recvs:tt)*] [] default => $body:block $(,)? $($rest:tt)*) => {
-        $crate::__select_parse!([$($recvs)*] [(try) ($body)] $($rest)*)
+    ([$($ops:tt)*] [$($default:tt)*]
+        send($s:expr, $m:expr) -> $res:pat => $body:block $(,)? $($rest:tt)*) => {
+        $crate::__select_parse!([$($ops)* (send ($s) ($m) ($res) ($body))] [$($default)*]
+            $($rest)*)
     };
-    ([$($recvs:tt)*] [] default => $body:expr $(, $($rest:tt)*)?) => {
-        $crate::__select_parse!([$($recvs)*] [(try) ($body)] $($($rest)*)?)
+    ([$($ops:tt)*] [$($default:tt)*]
+        send($s:expr, $m:expr) -> $res:pat => $body:expr, $($rest:tt)*) => {
+        $crate::__select_parse!([$($ops)* (send ($s) ($m) ($res) ($body))] [$($default)*]
+            $($rest)*)
     };
-    ([$($recvs:tt)*] [] default($timeout:expr) => $body:block $(,)? $($rest:tt)*) => {
-        $crate::__select_parse!([$($recvs)*] [(timeout $timeout) ($body)] $($rest)*)
+    ([$($ops:tt)*] [$($default:tt)*] send($s:expr, $m:expr) -> $res:pat => $body:expr) => {
+        $crate::__select_parse!([$($ops)* (send ($s) ($m) ($res) ($body))] [$($default)*])
     };
-    ([$($recvs:tt)*] [] default($timeout:expr) => $body:expr $(, $($rest:tt)*)?) => {
-        $crate::__select_parse!([$($recvs)*] [(timeout $timeout) ($body)] $($($rest)*)?)
+    ([$($ops:tt)*] [] default => $body:block $(,)? $($rest:tt)*) => {
+        $crate::__select_parse!([$($ops)*] [(try) ($body)] $($rest)*)
     };
-    ([$($recvs:tt)*] [$($default:tt)*]) => {
-        $crate::__select_build!(sel [] [$($recvs)*] [$($default)*])
+    ([$($ops:tt)*] [] default => $body:expr $(, $($rest:tt)*)?) => {
+        $crate::__select_parse!([$($ops)*] [(try) ($body)] $($($rest)*)?)
+    };
+    ([$($ops:tt)*] [] default($timeout:expr) => $body:block $(,)? $($rest:tt)*) => {
+        $crate::__select_parse!([$($ops)*] [(timeout $timeout) ($body)] $($rest)*)
+    };
+    ([$($ops:tt)*] [] default($timeout:expr) => $body:expr $(, $($rest:tt)*)?) => {
+        $crate::__select_parse!([$($ops)*] [(timeout $timeout) ($body)] $($($rest)*)?)
+    };
+    ([$($ops:tt)*] [$($default:tt)*]) => {
+        $crate::__select_build!(sel [] [$($ops)*] [$($default)*])
     };
 }
 
-/// Builds `select!`'s selection, one receiver at a time, each bound once. Not a stable
+/// Builds `select!`'s selection, one channel end at a time, each bound once. Not a stable
 /// interface.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __select_build {
-    ($sel:ident [$($done:tt)*] [(($r:expr) ($res:pat) ($body:expr)) $($rest:tt)*]
+    ($sel:ident [$($done:tt)*] [(recv ($r:expr) ($res:pat) ($body:expr)) $($rest:tt)*]
         [$($default:tt)*]) => {{
-        let receiver = &$r;
-        $crate::__select_build!($sel [$($done)* (receiver ($res) ($body))] [$($rest)*]
+        let end = &$r;
+        $crate::__select_build!($sel [$($done)* (recv end ($res) ($body))] [$($rest)*]
             [$($default)*])
     }};
-    ($sel:ident [$(($receiver:ident ($res:pat) ($body:expr)))*] [] []) => {{
-        let mut $sel = $crate::channel::Select::new();
-        let indexes = [$($sel.recv($receiver)),*];
-        let op = $sel.select();
-        $crate::__select_dispatch!(op indexes 0usize; $(($receiver ($res) ($body)))*)
+    ($sel:ident [$($done:tt)*] [(send ($s:expr) ($m:expr) ($res:pat) ($body:expr)) $($rest:tt)*]
+        [$($default:tt)*]) => {{
+        let end = &$s;
+        $crate::__select_build!($sel [$($done)* (send end ($m) ($res) ($body))] [$($rest)*]
+            [$($default)*])
     }};
-    ($sel:ident [$(($receiver:ident ($res:pat) ($body:expr)))*] [] [(try) ($default:expr)]) => {{
+    ($sel:ident [$(($kind:ident $end:ident $($arm:tt)*))*] [] []) => {{
         let mut $sel = $crate::channel::Select::new();
-        let indexes = [$($sel.recv($receiver)),*];
+        let indexes = [$($sel.$kind($end)),*];
+        let op = $sel.select();
+        $crate::__select_dispatch!(op indexes 0usize; $(($kind $end $($arm)*))*)
+    }};
+    ($sel:ident [$(($kind:ident $end:ident $($arm:tt)*))*] [] [(try) ($default:expr)]) => {{
+        let mut $sel = $crate::channel::Select::new();
+        let indexes = [$($sel.$kind($end)),*];
         match $sel.try_select() {
-            Ok(op) => $crate::__select_dispatch!(op indexes 0usize; $(($receiver ($res) ($body)))*),
+            Ok(op) => $crate::__select_dispatch!(op indexes 0usize; $(($kind $end $($arm)*))*),
             Err(_) => $default,
         }
     }};
-    ($sel:ident [$(($receiver:ident ($res:pat) ($body:expr)))*] []
+    ($sel:ident [$(($kind:ident $end:ident $($arm:tt)*))*] []
         [(timeout $timeout:expr) ($default:expr)]) => {{
         let mut $sel = $crate::channel::Select::new();
-        let indexes = [$($sel.recv($receiver)),*];
+        let indexes = [$($sel.$kind($end)),*];
         match $sel.select_timeout($timeout) {
-            Ok(op) => $crate::__select_dispatch!(op indexes 0usize; $(($receiver ($res) ($body)))*),
+            Ok(op) => $crate::__select_dispatch!(op indexes 0usize; $(($kind $end $($arm)*))*),
             Err(_) => $default,
         }
     }};
 }
 
-/// Completes the receive `select!` chose and runs its arm. Not a stable interface.
+/// Completes the operation `select!` chose and runs its arm. Not a stable interface.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __select_dispatch {
-    ($op:ident $indexes:ident $at:expr; ($receiver:ident ($res:pat) ($body:expr)) $($rest:tt)*) => {
+    ($op:ident $indexes:ident $at:expr; (recv $end:ident ($res:pat) ($body:expr)) $($rest:tt)*) => {
         if $op.index() == $indexes[$at] {
-            let $res = $op.recv($receiver);
+            let $res = $op.recv($end);
+            $body
+        } else {
+            $crate::__select_dispatch!($op $indexes $at + 1; $($rest)*)
+        }
+    };
+    ($op:ident $indexes:ident $at:expr;
+        (send $end:ident ($m:expr) ($res:pat) ($body:expr)) $($rest:tt)*) => {
+        if $op.index() == $indexes[$at] {
+            let $res = $op.send($end, $m);
             $body
         } else {
             $crate::__select_dispatch!($op $indexes $at + 1; $($rest)*)

@@ -1,4 +1,4 @@
-//! [`after`], [`tick`] and [`never()`]: receivers of time, not of messages.
+//! [`after`], [`at`], [`tick`] and [`never()`]: receivers of time, not of messages.
 //!
 //! A timer is not a channel another process sends on: nothing but time ends a wait on it. So
 //! it has no carrier and no helper thread; a receive reads the clock through the runtime (a
@@ -8,7 +8,7 @@
 //! delivers the clock's reading after the sleep. A timer no process waits on leaves nothing in
 //! any log, so a finished run never looks hung because of one.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::time::Instant;
@@ -20,14 +20,22 @@ pub(crate) struct Timer {
     next: Mutex<Option<Instant>>,
     /// A `tick` timer's period.
     period: Option<Duration>,
+    /// Made by `never`: every such timer is the same channel, as crossbeam's are.
+    never: bool,
 }
 
 impl Timer {
     /// Due once, `delay` from now.
     pub(crate) fn after(delay: Duration) -> Timer {
+        Timer::at(Instant::now() + delay)
+    }
+
+    /// Due once, at `when`.
+    pub(crate) fn at(when: Instant) -> Timer {
         Timer {
-            next: Mutex::new(Some(Instant::now() + delay)),
+            next: Mutex::new(Some(when)),
             period: None,
+            never: false,
         }
     }
 
@@ -36,6 +44,7 @@ impl Timer {
         Timer {
             next: Mutex::new(Some(Instant::now() + period)),
             period: Some(period),
+            never: false,
         }
     }
 
@@ -44,7 +53,14 @@ impl Timer {
         Timer {
             next: Mutex::new(None),
             period: None,
+            never: true,
         }
+    }
+
+    /// Whether `self` and `other` deliver to the same receivers: the same timer, or both
+    /// `never`.
+    pub(crate) fn same(self: &Arc<Self>, other: &Arc<Timer>) -> bool {
+        Arc::ptr_eq(self, other) || (self.never && other.never)
     }
 
     fn next(&self) -> std::sync::MutexGuard<'_, Option<Instant>> {

@@ -15,11 +15,19 @@
 //! time, and a second semaphore, `handoff`, with none: the receive that takes the message gives
 //! `handoff` a permit, and the send returns only after taking it (so the receive
 //! happens-before the send returns), then frees the slot.
+//!
+//! A selection with a send on the channel cannot wait on the room the way it waits on
+//! carriers; it registers a *watcher* (a crossbeam channel of its own) that every change that
+//! could make a send possible pings: a slot freed, a receive starting to wait (rendezvous),
+//! the last receiver gone.
 
 use crate::runtime::binding::LazyObject;
 use std::panic::Location;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
+
+use crossbeam_channel as cc;
 
 use ppd_formats::event::Outcome;
 use ppd_formats::{Event, EventKind, ObjectId};
@@ -41,6 +49,11 @@ pub(crate) struct Bound {
     /// Where the channel was made: the place of the operations no call site stands for (the
     /// wake-up when the last receiver goes).
     site: &'static Location<'static>,
+    /// Selections waiting to send on the channel, by registration number; `watching` says
+    /// whether there are any without taking the lock.
+    watchers: Mutex<Vec<(u64, cc::Sender<()>)>>,
+    watching: AtomicUsize,
+    next_watcher: AtomicU64,
 }
 
 impl Bound {
@@ -61,6 +74,9 @@ impl Bound {
             waiting_receivers: AtomicUsize::new(0),
             receivers: AtomicUsize::new(1),
             site,
+            watchers: Mutex::new(Vec::new()),
+            watching: AtomicUsize::new(0),
+            next_watcher: AtomicU64::new(0),
         };
         // Registered with the channel, not at their first use: a channel is never a `static`,
         // and re-executing an e-block finds the room as the next objects its creator made.
@@ -99,6 +115,7 @@ impl Bound {
         if let Some(handoff) = &self.handoff {
             handoff.acquire_at(site);
             self.room.release_at(site);
+            self.ping_watchers();
         }
     }
 
@@ -106,6 +123,7 @@ impl Bound {
     /// fails the same way.
     pub(crate) fn abandoned(&self, site: &'static Location<'static>) {
         self.room.release_at(site);
+        self.ping_watchers();
     }
 
     /// After a receive took a message: its slot is free again (rendezvous: its sender may
@@ -113,14 +131,52 @@ impl Bound {
     pub(crate) fn taken(&self, site: &'static Location<'static>) {
         match &self.handoff {
             Some(handoff) => handoff.release_at(site),
-            None => self.room.release_at(site),
+            None => {
+                self.room.release_at(site);
+                self.ping_watchers();
+            }
         }
     }
 
     /// A receive is about to block; the guard says when it stops.
     pub(crate) fn receiver_waits(&self) -> WaitingReceiver<'_> {
         self.waiting_receivers.fetch_add(1, Ordering::AcqRel);
+        if self.handoff.is_some() {
+            self.ping_watchers();
+        }
         WaitingReceiver(self)
+    }
+
+    /// Whether a send could proceed now without waiting, as a selection judges it: a slot is
+    /// free (for a rendezvous channel, while a receive waits for the message), or every
+    /// receiver is gone (the send then fails at once). Nothing is logged.
+    pub(crate) fn could_send(&self) -> bool {
+        self.receivers.load(Ordering::Acquire) == 0
+            || (self.room.has_permit()
+                && (self.handoff.is_none() || self.waiting_receivers.load(Ordering::Acquire) > 0))
+    }
+
+    /// Pings `watcher` whenever a send may have become possible, until the guard drops.
+    pub(crate) fn watch(&self, watcher: cc::Sender<()>) -> Watch<'_> {
+        let number = self.next_watcher.fetch_add(1, Ordering::Relaxed);
+        let mut watchers = self.watchers.lock().unwrap_or_else(|p| p.into_inner());
+        watchers.push((number, watcher));
+        self.watching.store(watchers.len(), Ordering::Release);
+        Watch {
+            bound: self,
+            number,
+        }
+    }
+
+    fn ping_watchers(&self) {
+        if self.watching.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let watchers = self.watchers.lock().unwrap_or_else(|p| p.into_inner());
+        for (_, watcher) in watchers.iter() {
+            // Full: a ping is already pending, which says the same.
+            let _ = watcher.try_send(());
+        }
     }
 
     /// Another receiver (a clone) shares the channel.
@@ -140,6 +196,28 @@ impl Bound {
         if let Some(handoff) = &self.handoff {
             handoff.release_if(self.site, last);
         }
+        if last {
+            self.ping_watchers();
+        }
+    }
+}
+
+/// A selection's registration as a watcher of a channel's room; see [`Bound::watch`].
+#[derive(Debug)]
+pub(crate) struct Watch<'a> {
+    bound: &'a Bound,
+    number: u64,
+}
+
+impl Drop for Watch<'_> {
+    fn drop(&mut self) {
+        let mut watchers = self
+            .bound
+            .watchers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        watchers.retain(|(n, _)| *n != self.number);
+        self.bound.watching.store(watchers.len(), Ordering::Release);
     }
 }
 

@@ -28,9 +28,11 @@ pub use std::sync::mpsc::{RecvError, RecvTimeoutError, SendError, TryRecvError, 
 
 mod bounded;
 mod carrier;
+mod select;
 
 pub use bounded::{SyncSender, named_sync_channel, sync_channel};
 use carrier::{CarrierRx, CarrierTx, Envelope};
+pub use select::{Select, SelectTimeoutError, SelectedOperation};
 
 use super::bound::{Bound, serve_emulated_room};
 use super::values::{Carries, Opaque, Values};
@@ -57,6 +59,12 @@ impl<T> ChannelMeta<T> {
             values: Values::new(),
             bound: None,
         })
+    }
+
+    /// Whether `self` and `other` are one channel's: the same bookkeeping, or, under a backend
+    /// (where every channel has its own id), the same id.
+    fn same(self: &Arc<Self>, other: &Arc<ChannelMeta<T>>) -> bool {
+        Arc::ptr_eq(self, other) || (self.id == other.id && self.id != ObjectId(0))
     }
 
     /// The payload to log for `value`, when payloads are wanted and the channel's values are
@@ -323,6 +331,18 @@ impl<T> Sender<T> {
         self.meta.id
     }
 
+    /// Whether both ends are of one channel (handles rebuilt for a re-execution are by id).
+    pub(crate) fn same_channel(&self, other: &Sender<T>) -> bool {
+        self.meta.same(&other.meta)
+    }
+
+    /// Completes a send a selection chose on the carrier (pass-through).
+    fn complete_send(&self, op: cc::SelectedOperation<'_>, value: T) -> Result<(), SendError<T>> {
+        self.inner
+            .complete_send(op, value)
+            .map_err(|env| SendError(env.value))
+    }
+
     /// How many messages the carrier holds now.
     pub(crate) fn carrier_len(&self) -> usize {
         self.inner.len()
@@ -479,6 +499,11 @@ impl<T> ReceiverCore<T> {
     /// The channel's id.
     pub(crate) fn id(&self) -> ObjectId {
         self.meta.id
+    }
+
+    /// Whether both ends are of one channel (handles rebuilt for a re-execution are by id).
+    pub(crate) fn same_channel(&self, other: &ReceiverCore<T>) -> bool {
+        self.meta.same(&other.meta)
     }
 
     /// How many messages the carrier holds now.
@@ -959,322 +984,5 @@ impl<T: Send> IntoIterator for Receiver<T> {
 
     fn into_iter(self) -> IntoIter<T> {
         IntoIter { receiver: self }
-    }
-}
-
-/// Waits on several receivers at once and receives from the one that is ready.
-///
-/// Mirrors `crossbeam_channel::Select`: add receivers with [`recv`](Select::recv), call
-/// [`select`](Select::select), then complete the chosen operation. The choice is logged, and
-/// replay makes the same choice.
-///
-/// ```
-/// use ppd::sync::mpsc::{channel, Select};
-/// let (tx1, rx1) = channel::<u8>();
-/// let (_tx2, rx2) = channel::<u8>();
-/// tx1.send(9).unwrap();
-/// let mut sel = Select::new();
-/// let a = sel.recv(&rx1);
-/// let _b = sel.recv(&rx2);
-/// let op = sel.select();
-/// assert_eq!(op.index(), a);
-/// assert_eq!(op.recv(&rx1).unwrap(), 9);
-/// ```
-pub struct Select<'a> {
-    inner: cc::Select<'a>,
-    channels: Vec<ObjectId>,
-}
-
-impl fmt::Debug for Select<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Select")
-            .field("channels", &self.channels)
-            .finish()
-    }
-}
-
-impl Default for Select<'_> {
-    fn default() -> Self {
-        Select::new()
-    }
-}
-
-/// `select_timeout` ran out of time.
-///
-/// ```
-/// use std::time::{Duration, Instant};
-/// let (_tx, rx) = ppd::sync::mpsc::channel::<u8>();
-/// let mut select = ppd::sync::mpsc::Select::new();
-/// select.recv(&rx);
-/// assert!(select.select_timeout(Duration::from_millis(1)).is_err());
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SelectTimeoutError;
-
-impl fmt::Display for SelectTimeoutError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("timed out waiting on select")
-    }
-}
-
-impl std::error::Error for SelectTimeoutError {}
-
-impl<'a> Select<'a> {
-    /// An empty selection.
-    ///
-    /// ```
-    /// let _sel = ppd::sync::mpsc::Select::new();
-    /// ```
-    pub fn new() -> Select<'a> {
-        Select {
-            inner: cc::Select::new(),
-            channels: Vec::new(),
-        }
-    }
-
-    /// Adds a receive from `receiver`; returns the operation's index.
-    ///
-    /// ```
-    /// let (_tx, rx) = ppd::sync::mpsc::channel::<u8>();
-    /// let mut sel = ppd::sync::mpsc::Select::new();
-    /// assert_eq!(sel.recv(&rx), 0);
-    /// ```
-    pub fn recv<T>(&mut self, receiver: &'a Receiver<T>) -> usize {
-        self.recv_core(&receiver.core)
-    }
-
-    /// Adds a receive from any receiving end.
-    pub(crate) fn recv_core<T>(&mut self, receiver: &'a ReceiverCore<T>) -> usize {
-        self.channels.push(receiver.meta.id);
-        receiver.inner.select_recv(&mut self.inner)
-    }
-
-    /// Blocks until one of the receives can proceed and chooses it.
-    ///
-    /// ```
-    /// let (tx, rx) = ppd::sync::mpsc::channel();
-    /// tx.send(1u8).unwrap();
-    /// let mut sel = ppd::sync::mpsc::Select::new();
-    /// sel.recv(&rx);
-    /// assert_eq!(sel.select().recv(&rx).unwrap(), 1);
-    /// ```
-    #[track_caller]
-    pub fn select(&mut self) -> SelectedOperation<'a> {
-        let site = Location::caller();
-        match self.choose(Wait::Block, site) {
-            Ok(op) => op,
-            Err(SelectTimeoutError) => unreachable!("select without a timeout cannot time out"),
-        }
-    }
-
-    /// Like [`select`](Select::select), giving up after `timeout`.
-    ///
-    /// ```
-    /// use std::time::{Duration, Instant};
-    /// let (_tx, rx) = ppd::sync::mpsc::channel::<u8>();
-    /// let mut sel = ppd::sync::mpsc::Select::new();
-    /// sel.recv(&rx);
-    /// assert!(sel.select_timeout(Duration::from_millis(5)).is_err());
-    /// ```
-    #[track_caller]
-    pub fn select_timeout(
-        &mut self,
-        timeout: Duration,
-    ) -> Result<SelectedOperation<'a>, SelectTimeoutError> {
-        self.choose(Wait::Timeout(timeout), Location::caller())
-    }
-
-    /// Chooses an operation that can proceed, waiting as `wait` says; for `Wait::Try` and
-    /// `Wait::Timeout`, an error when none could. The choice is logged (`Select`, or
-    /// `RecvNone` on the first channel when there was none) and replay makes it again.
-    pub(crate) fn choose(
-        &mut self,
-        wait: Wait,
-        site: &'static Location<'static>,
-    ) -> Result<SelectedOperation<'a>, SelectTimeoutError> {
-        let live = |op: cc::SelectedOperation<'a>| SelectedOperation {
-            index: op.index(),
-            live: Some(op),
-            site,
-        };
-        self.decide(
-            wait,
-            site,
-            |sel, wait| match wait {
-                Wait::Block => Ok(live(sel.select())),
-                Wait::Try => sel.try_select().map(live).map_err(|_| SelectTimeoutError),
-                Wait::Timeout(t) => sel
-                    .select_timeout(t)
-                    .map(live)
-                    .map_err(|_| SelectTimeoutError),
-            },
-            |op| op.index,
-            |index| SelectedOperation {
-                index,
-                live: None,
-                site,
-            },
-        )
-    }
-
-    /// Like [`choose`](Select::choose), but only says which operation can proceed, as
-    /// crossbeam's `ready` does: the caller then performs it (and that is logged on its own).
-    pub(crate) fn ready_in(
-        &mut self,
-        wait: Wait,
-        site: &'static Location<'static>,
-    ) -> Result<usize, SelectTimeoutError> {
-        self.decide(
-            wait,
-            site,
-            |sel, wait| match wait {
-                Wait::Block => Ok(sel.ready()),
-                Wait::Try => sel.try_ready().map_err(|_| SelectTimeoutError),
-                Wait::Timeout(t) => sel.ready_timeout(t).map_err(|_| SelectTimeoutError),
-            },
-            |&index| index,
-            |index| index,
-        )
-    }
-
-    /// The logged choice among the operations: `live` waits on the carriers as told, `index`
-    /// says which operation a live choice is, `replayed` makes a choice from a logged index.
-    fn decide<R>(
-        &mut self,
-        wait: Wait,
-        site: &'static Location<'static>,
-        mut live: impl FnMut(&mut cc::Select<'a>, Wait) -> Result<R, SelectTimeoutError>,
-        index: impl Fn(&R) -> usize,
-        replayed: impl FnOnce(usize) -> R,
-    ) -> Result<R, SelectTimeoutError> {
-        if !runtime::active() {
-            return live(&mut self.inner, wait);
-        }
-        let first = self.channels.first().copied().unwrap_or(ObjectId(0));
-        match runtime::expect(Op::plain(EventKind::Select, Some(site))) {
-            Some(Event::Select { index, .. }) => {
-                runtime::done(&Event::Select {
-                    index,
-                    site: Some(site),
-                });
-                return Ok(replayed(index as usize));
-            }
-            Some(Event::RecvNone { outcome, .. }) => {
-                runtime::done(&Event::RecvNone {
-                    channel: first,
-                    outcome,
-                    site: Some(site),
-                });
-                return Err(SelectTimeoutError);
-            }
-            _ => {}
-        }
-        let chosen = match live(&mut self.inner, Wait::Try) {
-            Ok(op) => Ok(op),
-            Err(e) if matches!(wait, Wait::Try) => Err(e),
-            Err(_) => {
-                runtime::done(&Event::Blocked {
-                    object: first,
-                    site: Some(site),
-                });
-                live(&mut self.inner, wait)
-            }
-        };
-        match chosen {
-            Ok(op) => {
-                runtime::done(&Event::Select {
-                    index: index(&op) as u32,
-                    site: Some(site),
-                });
-                Ok(op)
-            }
-            Err(e) => {
-                let outcome = match wait {
-                    Wait::Try => RecvOutcome::Empty,
-                    Wait::Block | Wait::Timeout(_) => RecvOutcome::Timeout,
-                };
-                runtime::done(&Event::RecvNone {
-                    channel: first,
-                    outcome,
-                    site: Some(site),
-                });
-                Err(e)
-            }
-        }
-    }
-}
-
-/// The operation a [`Select`] chose; complete it with [`recv`](SelectedOperation::recv).
-///
-/// ```
-/// let (tx, rx) = ppd::sync::mpsc::channel::<u8>();
-/// tx.send(5).unwrap();
-/// let mut select = ppd::sync::mpsc::Select::new();
-/// select.recv(&rx);
-/// let chosen: ppd::sync::mpsc::SelectedOperation<'_> = select.select();
-/// assert_eq!(chosen.index(), 0);
-/// assert_eq!(chosen.recv(&rx), Ok(5));
-/// ```
-pub struct SelectedOperation<'a> {
-    index: usize,
-    live: Option<cc::SelectedOperation<'a>>,
-    site: &'static Location<'static>,
-}
-
-impl fmt::Debug for SelectedOperation<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SelectedOperation")
-            .field("index", &self.index)
-            .finish()
-    }
-}
-
-impl SelectedOperation<'_> {
-    /// The index [`Select::recv`] returned for the chosen receive.
-    ///
-    /// ```
-    /// let (tx, rx) = ppd::sync::mpsc::channel();
-    /// tx.send(0u8).unwrap();
-    /// let mut sel = ppd::sync::mpsc::Select::new();
-    /// let i = sel.recv(&rx);
-    /// let op = sel.select();
-    /// assert_eq!(op.index(), i);
-    /// op.recv(&rx).unwrap();
-    /// ```
-    pub fn index(&self) -> usize {
-        self.index
-    }
-
-    /// Completes the chosen receive; `receiver` must be the one added at this index.
-    ///
-    /// ```
-    /// let (tx, rx) = ppd::sync::mpsc::channel();
-    /// tx.send(4u8).unwrap();
-    /// let mut sel = ppd::sync::mpsc::Select::new();
-    /// sel.recv(&rx);
-    /// assert_eq!(sel.select().recv(&rx), Ok(4));
-    /// ```
-    pub fn recv<T: Send>(self, receiver: &Receiver<T>) -> Result<T, RecvError> {
-        self.recv_core(&receiver.core)
-    }
-
-    /// Completes the chosen receive on any receiving end.
-    pub(crate) fn recv_core<T: Send>(self, receiver: &ReceiverCore<T>) -> Result<T, RecvError> {
-        let site = self.site;
-        match self.live {
-            Some(op) if !runtime::active() => receiver
-                .inner
-                .complete(op)
-                .map(|env| env.value)
-                .map_err(|_| RecvError),
-            Some(op) => match receiver.inner.complete(op) {
-                Ok(env) => Ok(receiver.log_recv(env, site)),
-                Err(_) => {
-                    receiver.log_none(RecvOutcome::Disconnected, site);
-                    Err(RecvError)
-                }
-            },
-            None => receiver.receive(Wait::Block, site).map_err(|_| RecvError),
-        }
     }
 }

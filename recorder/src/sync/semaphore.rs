@@ -117,6 +117,12 @@ impl Semaphore {
         self.count.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Whether a permit is free now: a look that is not an operation (nothing is logged), for
+    /// a selection deciding whether a send could proceed.
+    pub(crate) fn has_permit(&self) -> bool {
+        *self.count() > 0
+    }
+
     /// P: takes a permit, waiting until one is available.
     ///
     /// ```

@@ -14,7 +14,10 @@
 //! * `eblock`: an e-block receives from a `sync_channel(1)` (so `ppd why` re-executes a
 //!   receive whose room the log has);
 //! * `timers`: `select!` in a loop over a worker's messages, a `tick` and an `after` that
-//!   never fires in time, with another `after` nobody waits on.
+//!   never fires in time, with another `after` nobody waits on;
+//! * `select-send`: a dispatcher's `select!` sends jobs on two workers' `bounded(1)` queues
+//!   (whichever has room) and receives their results, until every job is done; then a
+//!   `select!` of timers alone (`at`, `after`, `never`) and `same_channel`.
 //!
 //! Each prints results that do not depend on the interleaving.
 
@@ -205,6 +208,80 @@ fn timers() {
     println!("received {received}, ticked {}", ticked > 0);
 }
 
+fn select_send() {
+    let jobs: Vec<u64> = (1..=30).collect();
+    let (done_tx, done) = ppd::channel::unbounded::<(usize, u64)>();
+    let mut queues = Vec::new();
+    let mut workers = Vec::new();
+    for w in 0..2 {
+        let (tx, rx) = ppd::channel::bounded::<u64>(1);
+        let done_tx = done_tx.clone();
+        workers.push(spawn(&format!("worker-{w}"), move || {
+            for job in rx {
+                done_tx
+                    .send((w, job * job))
+                    .expect("the dispatcher collects");
+            }
+        }));
+        queues.push(tx);
+    }
+    drop(done_tx);
+    let (mut next, mut collected, mut squares) = (0, 0, 0u64);
+    let mut by_worker = [0u64; 2];
+    // Jobs go to whichever worker has room; a worker with a job waiting holds up nobody.
+    while collected < jobs.len() {
+        let mut collect = |result: Result<(usize, u64), _>| {
+            let (w, square) = result.expect("workers send results");
+            by_worker[w] += 1;
+            squares += square;
+            collected += 1;
+        };
+        match jobs.get(next).copied() {
+            Some(job) => ppd::select! {
+                send(queues[0], job) -> sent => {
+                    sent.expect("worker-0 receives");
+                    next += 1;
+                }
+                send(queues[1], job) -> sent => {
+                    sent.expect("worker-1 receives");
+                    next += 1;
+                }
+                recv(done) -> result => collect(result),
+            },
+            None => collect(done.recv()),
+        }
+    }
+    drop(queues);
+    for worker in workers {
+        worker.join().expect("worker");
+    }
+    // Who got how many jobs is the run's choice; replay gives the same split.
+    println!(
+        "squares {squares}, worker-0 {} worker-1 {}",
+        by_worker[0], by_worker[1]
+    );
+    let soon = ppd::time::Instant::now() + Duration::from_millis(3);
+    let at = ppd::channel::at(soon);
+    let late = ppd::channel::after(Duration::from_secs(600));
+    let never = ppd::channel::never::<ppd::time::Instant>();
+    let fired = ppd::select! {
+        recv(late) -> _ => "after",
+        recv(never) -> _ => "never",
+        recv(at) -> when => if when.expect("at delivers") >= soon { "at" } else { "early" },
+    };
+    let timed_out = ppd::select! {
+        recv(never) -> _ => "never",
+        default(Duration::from_millis(2)) => "timed out",
+    };
+    let (s, r) = ppd::channel::unbounded::<u8>();
+    println!(
+        "{fired}, {timed_out}, same {} {} {}",
+        s.same_channel(&s.clone()),
+        r.same_channel(&r.clone()),
+        never.same_channel(&ppd::channel::never())
+    );
+}
+
 #[ppd::eblock]
 fn doubled(numbers: &mpsc::Receiver<u64>) -> u64 {
     let got = numbers.recv().expect("the feeder sends");
@@ -233,6 +310,7 @@ fn main() {
         Some("work-queue") => work_queue(),
         Some("select") => select(),
         Some("timers") => timers(),
+        Some("select-send") => select_send(),
         Some("eblock") => eblock(),
         other => {
             eprintln!("unknown case {other:?}");

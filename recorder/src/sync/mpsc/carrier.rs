@@ -144,6 +144,30 @@ impl<T> CarrierTx<T> {
             CarrierTx::Enveloped(tx) => tx.len(),
         }
     }
+
+    /// Adds a send on this carrier to a crossbeam selection; its index there.
+    pub(crate) fn select_send<'a>(&'a self, select: &mut cc::Select<'a>) -> usize {
+        match self {
+            CarrierTx::Bare(tx) => select.send(tx),
+            CarrierTx::Enveloped(tx) => select.send(tx),
+        }
+    }
+
+    /// Completes a selected send on this carrier; the envelope back if every receiver is gone.
+    pub(crate) fn complete_send(
+        &self,
+        op: cc::SelectedOperation<'_>,
+        value: T,
+    ) -> Result<(), Envelope<T>> {
+        match self {
+            CarrierTx::Bare(tx) => op
+                .send(tx, value)
+                .map_err(|cc::SendError(value)| Envelope::bare(value)),
+            CarrierTx::Enveloped(tx) => op
+                .send(tx, Envelope::bare(value))
+                .map_err(|cc::SendError(env)| env),
+        }
+    }
 }
 
 impl<T> CarrierRx<T> {

@@ -1,0 +1,525 @@
+//! [`Select`]: waiting on several channel operations at once, the choice logged.
+//!
+//! Receives are judged ready by the carriers themselves. A send is too without a backend (the
+//! carrier of a bounded channel is bounded then); under one, carriers are unbounded and a
+//! bounded channel's room is a hidden semaphore (`super::super::bound`), so the selection asks
+//! the room whether the send could proceed, and waits for it through a watcher the room pings.
+//! Whatever was chosen is logged as the operation's index (`Select`), or that none was ready
+//! in time (`RecvNone` on the first channel); replay takes the logged choice without looking
+//! at the channels, and the operation that completes it is logged on its own.
+
+use std::fmt;
+use std::panic::Location;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel as cc;
+use ppd_formats::event::RecvOutcome;
+use ppd_formats::{Event, EventKind, ObjectId};
+
+use super::{Receiver, ReceiverCore, RecvError, SendError, Sender, Wait};
+use crate::runtime;
+use crate::runtime::backend::Op;
+use crate::sync::bound::Bound;
+
+/// Waits on several receivers at once and receives from the one that is ready.
+///
+/// Mirrors `crossbeam_channel::Select`: add receivers with [`recv`](Select::recv), call
+/// [`select`](Select::select), then complete the chosen operation. The choice is logged, and
+/// replay makes the same choice.
+///
+/// ```
+/// use ppd::sync::mpsc::{channel, Select};
+/// let (tx1, rx1) = channel::<u8>();
+/// let (_tx2, rx2) = channel::<u8>();
+/// tx1.send(9).unwrap();
+/// let mut sel = Select::new();
+/// let a = sel.recv(&rx1);
+/// let _b = sel.recv(&rx2);
+/// let op = sel.select();
+/// assert_eq!(op.index(), a);
+/// assert_eq!(op.recv(&rx1).unwrap(), 9);
+/// ```
+pub struct Select<'a> {
+    /// Every operation, under the index it was added with: the carriers' selection.
+    inner: cc::Select<'a>,
+    /// Each operation, in the order added.
+    ops: Vec<SelectOp<'a>>,
+}
+
+/// An operation of a [`Select`].
+#[derive(Clone, Copy)]
+enum SelectOp<'a> {
+    /// A receive from `channel`.
+    Recv { channel: ObjectId },
+    /// A send on `channel`. Under a backend, `bound` is its room (none: unbounded, always
+    /// ready), and the carriers' selection does not judge it.
+    Send {
+        channel: ObjectId,
+        bound: Option<&'a Bound>,
+    },
+}
+
+impl SelectOp<'_> {
+    fn channel(&self) -> ObjectId {
+        match *self {
+            SelectOp::Recv { channel } | SelectOp::Send { channel, .. } => channel,
+        }
+    }
+}
+
+impl fmt::Debug for Select<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let channels: Vec<ObjectId> = self.ops.iter().map(SelectOp::channel).collect();
+        f.debug_struct("Select")
+            .field("channels", &channels)
+            .finish()
+    }
+}
+
+impl Default for Select<'_> {
+    fn default() -> Self {
+        Select::new()
+    }
+}
+
+/// `select_timeout` ran out of time.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// let (_tx, rx) = ppd::sync::mpsc::channel::<u8>();
+/// let mut select = ppd::sync::mpsc::Select::new();
+/// select.recv(&rx);
+/// assert!(select.select_timeout(Duration::from_millis(1)).is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SelectTimeoutError;
+
+impl fmt::Display for SelectTimeoutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("timed out waiting on select")
+    }
+}
+
+impl std::error::Error for SelectTimeoutError {}
+
+impl<'a> Select<'a> {
+    /// An empty selection.
+    ///
+    /// ```
+    /// let _sel = ppd::sync::mpsc::Select::new();
+    /// ```
+    pub fn new() -> Select<'a> {
+        Select {
+            inner: cc::Select::new(),
+            ops: Vec::new(),
+        }
+    }
+
+    /// Adds a receive from `receiver`; returns the operation's index.
+    ///
+    /// ```
+    /// let (_tx, rx) = ppd::sync::mpsc::channel::<u8>();
+    /// let mut sel = ppd::sync::mpsc::Select::new();
+    /// assert_eq!(sel.recv(&rx), 0);
+    /// ```
+    pub fn recv<T>(&mut self, receiver: &'a Receiver<T>) -> usize {
+        self.recv_core(&receiver.core)
+    }
+
+    /// Adds a receive from any receiving end.
+    pub(crate) fn recv_core<T>(&mut self, receiver: &'a ReceiverCore<T>) -> usize {
+        self.ops.push(SelectOp::Recv {
+            channel: receiver.meta.id,
+        });
+        receiver.inner.select_recv(&mut self.inner)
+    }
+
+    /// Adds a send on any sending end.
+    pub(crate) fn send_core<T>(&mut self, sender: &'a Sender<T>) -> usize {
+        self.ops.push(SelectOp::Send {
+            channel: sender.meta.id,
+            bound: sender.meta.bound.as_deref(),
+        });
+        sender.inner.select_send(&mut self.inner)
+    }
+
+    /// Blocks until one of the receives can proceed and chooses it.
+    ///
+    /// ```
+    /// let (tx, rx) = ppd::sync::mpsc::channel();
+    /// tx.send(1u8).unwrap();
+    /// let mut sel = ppd::sync::mpsc::Select::new();
+    /// sel.recv(&rx);
+    /// assert_eq!(sel.select().recv(&rx).unwrap(), 1);
+    /// ```
+    #[track_caller]
+    pub fn select(&mut self) -> SelectedOperation<'a> {
+        let site = Location::caller();
+        match self.choose(Wait::Block, site) {
+            Ok(op) => op,
+            Err(SelectTimeoutError) => unreachable!("select without a timeout cannot time out"),
+        }
+    }
+
+    /// Like [`select`](Select::select), giving up after `timeout`.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// let (_tx, rx) = ppd::sync::mpsc::channel::<u8>();
+    /// let mut sel = ppd::sync::mpsc::Select::new();
+    /// sel.recv(&rx);
+    /// assert!(sel.select_timeout(Duration::from_millis(5)).is_err());
+    /// ```
+    #[track_caller]
+    pub fn select_timeout(
+        &mut self,
+        timeout: Duration,
+    ) -> Result<SelectedOperation<'a>, SelectTimeoutError> {
+        self.choose(Wait::Timeout(timeout), Location::caller())
+    }
+
+    /// Chooses an operation that can proceed, waiting as `wait` says; for `Wait::Try` and
+    /// `Wait::Timeout`, an error when none could. The choice is logged (`Select`, or
+    /// `RecvNone` on the first channel when there was none) and replay makes it again.
+    pub(crate) fn choose(
+        &mut self,
+        wait: Wait,
+        site: &'static Location<'static>,
+    ) -> Result<SelectedOperation<'a>, SelectTimeoutError> {
+        let live = |op: cc::SelectedOperation<'a>| SelectedOperation {
+            index: op.index(),
+            live: Some(op),
+            site,
+            op: None,
+        };
+        self.decide(
+            wait,
+            site,
+            |sel, wait| match wait {
+                Wait::Block => Ok(live(sel.select())),
+                Wait::Try => sel.try_select().map(live).map_err(|_| SelectTimeoutError),
+                Wait::Timeout(t) => sel
+                    .select_timeout(t)
+                    .map(live)
+                    .map_err(|_| SelectTimeoutError),
+            },
+            |op| op.index,
+            |index| SelectedOperation {
+                index,
+                live: None,
+                site,
+                op: None,
+            },
+        )
+        .map(|mut chosen| {
+            chosen.op = self.ops.get(chosen.index).copied();
+            chosen
+        })
+    }
+
+    /// Like [`choose`](Select::choose), but only says which operation can proceed, as
+    /// crossbeam's `ready` does: the caller then performs it (and that is logged on its own).
+    pub(crate) fn ready_in(
+        &mut self,
+        wait: Wait,
+        site: &'static Location<'static>,
+    ) -> Result<usize, SelectTimeoutError> {
+        self.decide(
+            wait,
+            site,
+            |sel, wait| match wait {
+                Wait::Block => Ok(sel.ready()),
+                Wait::Try => sel.try_ready().map_err(|_| SelectTimeoutError),
+                Wait::Timeout(t) => sel.ready_timeout(t).map_err(|_| SelectTimeoutError),
+            },
+            |&index| index,
+            |index| index,
+        )
+    }
+
+    /// The logged choice among the operations: `live` waits on the carriers as told, `index`
+    /// says which operation a live choice is, `replayed` makes a choice from a logged index
+    /// (or from a send the rooms judged ready).
+    fn decide<R>(
+        &mut self,
+        wait: Wait,
+        site: &'static Location<'static>,
+        mut live: impl FnMut(&mut cc::Select<'a>, Wait) -> Result<R, SelectTimeoutError>,
+        index: impl Fn(&R) -> usize,
+        replayed: impl FnOnce(usize) -> R,
+    ) -> Result<R, SelectTimeoutError> {
+        if !runtime::active() {
+            return live(&mut self.inner, wait);
+        }
+        let first = self.ops.first().map_or(ObjectId(0), SelectOp::channel);
+        match runtime::expect(Op::plain(EventKind::Select, Some(site))) {
+            Some(Event::Select { index, .. }) => {
+                runtime::done(&Event::Select {
+                    index,
+                    site: Some(site),
+                });
+                return Ok(replayed(index as usize));
+            }
+            Some(Event::RecvNone { outcome, .. }) => {
+                log_none(first, outcome, site);
+                return Err(SelectTimeoutError);
+            }
+            _ => {}
+        }
+        let chosen = if self
+            .ops
+            .iter()
+            .any(|op| matches!(op, SelectOp::Send { .. }))
+        {
+            match self.choose_with_sends(wait, first, site, &mut live) {
+                Ok(Chosen::Live(r)) => Ok(r),
+                Ok(Chosen::Send(i)) => {
+                    log_choice(i, site);
+                    return Ok(replayed(i));
+                }
+                Err(e) => Err(e),
+            }
+        } else {
+            match live(&mut self.inner, Wait::Try) {
+                Ok(op) => Ok(op),
+                Err(e) if matches!(wait, Wait::Try) => Err(e),
+                Err(_) => {
+                    log_blocked(first, site);
+                    live(&mut self.inner, wait)
+                }
+            }
+        };
+        match chosen {
+            Ok(op) => {
+                log_choice(index(&op), site);
+                Ok(op)
+            }
+            Err(e) => {
+                let outcome = match wait {
+                    Wait::Try => RecvOutcome::Empty,
+                    Wait::Block | Wait::Timeout(_) => RecvOutcome::Timeout,
+                };
+                log_none(first, outcome, site);
+                Err(e)
+            }
+        }
+    }
+
+    /// Record, with sends among the operations: the first send whose room has space, or a
+    /// receive the carriers have ready, waiting as `wait` says for either (on the carriers,
+    /// and on a watcher every room pings when a send may have become possible). Logs
+    /// `Blocked` before it waits; the caller logs the choice.
+    fn choose_with_sends<R>(
+        &mut self,
+        wait: Wait,
+        first: ObjectId,
+        site: &'static Location<'static>,
+        live: &mut impl FnMut(&mut cc::Select<'a>, Wait) -> Result<R, SelectTimeoutError>,
+    ) -> Result<Chosen<R>, SelectTimeoutError> {
+        let deadline = match wait {
+            Wait::Timeout(t) => Instant::now().checked_add(t),
+            Wait::Block | Wait::Try => None,
+        };
+        // The receives alone: a send's carrier is unbounded here and always looks ready.
+        let mut receives = self.inner.clone();
+        for (i, op) in self.ops.iter().enumerate() {
+            if matches!(op, SelectOp::Send { .. }) {
+                receives.remove(i);
+            }
+        }
+        // Watching before looking: a room that frees after the look still wakes the wait.
+        let (ping, pinged) = cc::bounded(1);
+        let _watches: Vec<_> = self
+            .ops
+            .iter()
+            .filter_map(|op| match op {
+                SelectOp::Send {
+                    bound: Some(bound), ..
+                } => Some(bound.watch(ping.clone())),
+                _ => None,
+            })
+            .collect();
+        // Crossbeam chooses at random among ready operations; this takes turns instead, so
+        // that a loop over one selection neither starves a send nor the receives.
+        let turn = TURN.with(|t| {
+            let turn = t.get();
+            t.set(turn.wrapping_add(1));
+            turn
+        });
+        let n = self.ops.len();
+        let mut blocked = false;
+        loop {
+            let ready_send = (0..n).map(|k| (turn + k) % n).find(|&i| match self.ops[i] {
+                SelectOp::Send { bound, .. } => bound.is_none_or(|b| b.could_send()),
+                SelectOp::Recv { .. } => false,
+            });
+            let receives_first = turn.is_multiple_of(2);
+            if receives_first && let Ok(r) = live(&mut receives, Wait::Try) {
+                return Ok(Chosen::Live(r));
+            }
+            if let Some(i) = ready_send {
+                return Ok(Chosen::Send(i));
+            }
+            if !receives_first && let Ok(r) = live(&mut receives, Wait::Try) {
+                return Ok(Chosen::Live(r));
+            }
+            if matches!(wait, Wait::Try) || deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(SelectTimeoutError);
+            }
+            if !blocked {
+                log_blocked(first, site);
+                blocked = true;
+            }
+            let mut waiting = receives.clone();
+            let woken = waiting.recv(&pinged);
+            let ready = match deadline {
+                Some(deadline) => waiting.ready_deadline(deadline).ok(),
+                None => Some(waiting.ready()),
+            };
+            if ready == Some(woken) {
+                let _ = pinged.try_recv();
+            }
+        }
+    }
+}
+
+thread_local! {
+    /// Which operation a selection with sends looks at first, advanced by every selection.
+    static TURN: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// What [`Select::choose_with_sends`] found.
+enum Chosen<R> {
+    /// A receive the carriers completed (or only judged ready).
+    Live(R),
+    /// The send with this index, judged ready by its room.
+    Send(usize),
+}
+
+fn log_choice(index: usize, site: &'static Location<'static>) {
+    runtime::done(&Event::Select {
+        index: index as u32,
+        site: Some(site),
+    });
+}
+
+fn log_none(channel: ObjectId, outcome: RecvOutcome, site: &'static Location<'static>) {
+    runtime::done(&Event::RecvNone {
+        channel,
+        outcome,
+        site: Some(site),
+    });
+}
+
+fn log_blocked(object: ObjectId, site: &'static Location<'static>) {
+    runtime::done(&Event::Blocked {
+        object,
+        site: Some(site),
+    });
+}
+
+/// The operation a [`Select`] chose; complete it with [`recv`](SelectedOperation::recv).
+///
+/// ```
+/// let (tx, rx) = ppd::sync::mpsc::channel::<u8>();
+/// tx.send(5).unwrap();
+/// let mut select = ppd::sync::mpsc::Select::new();
+/// select.recv(&rx);
+/// let chosen: ppd::sync::mpsc::SelectedOperation<'_> = select.select();
+/// assert_eq!(chosen.index(), 0);
+/// assert_eq!(chosen.recv(&rx), Ok(5));
+/// ```
+pub struct SelectedOperation<'a> {
+    index: usize,
+    live: Option<cc::SelectedOperation<'a>>,
+    site: &'static Location<'static>,
+    /// The operation chosen (filled in once chosen; without a backend crossbeam checks the
+    /// end passed to complete it).
+    op: Option<SelectOp<'a>>,
+}
+
+impl fmt::Debug for SelectedOperation<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SelectedOperation")
+            .field("index", &self.index)
+            .finish()
+    }
+}
+
+impl SelectedOperation<'_> {
+    /// The index [`Select::recv`] returned for the chosen receive.
+    ///
+    /// ```
+    /// let (tx, rx) = ppd::sync::mpsc::channel();
+    /// tx.send(0u8).unwrap();
+    /// let mut sel = ppd::sync::mpsc::Select::new();
+    /// let i = sel.recv(&rx);
+    /// let op = sel.select();
+    /// assert_eq!(op.index(), i);
+    /// op.recv(&rx).unwrap();
+    /// ```
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// Completes the chosen receive; `receiver` must be the one added at this index.
+    ///
+    /// ```
+    /// let (tx, rx) = ppd::sync::mpsc::channel();
+    /// tx.send(4u8).unwrap();
+    /// let mut sel = ppd::sync::mpsc::Select::new();
+    /// sel.recv(&rx);
+    /// assert_eq!(sel.select().recv(&rx), Ok(4));
+    /// ```
+    pub fn recv<T: Send>(self, receiver: &Receiver<T>) -> Result<T, RecvError> {
+        self.recv_core(&receiver.core)
+    }
+
+    /// Completes the chosen receive on any receiving end.
+    ///
+    /// # Panics
+    ///
+    /// When the chosen operation is not a receive from `receiver`'s channel, as crossbeam's.
+    pub(crate) fn recv_core<T: Send>(self, receiver: &ReceiverCore<T>) -> Result<T, RecvError> {
+        if runtime::active()
+            && !matches!(self.op, Some(SelectOp::Recv { channel }) if channel == receiver.meta.id)
+        {
+            panic!("passed a receiver that wasn't selected");
+        }
+        let site = self.site;
+        match self.live {
+            Some(op) if !runtime::active() => receiver
+                .inner
+                .complete(op)
+                .map(|env| env.value)
+                .map_err(|_| RecvError),
+            Some(op) => match receiver.inner.complete(op) {
+                Ok(env) => Ok(receiver.log_recv(env, site)),
+                Err(_) => {
+                    receiver.log_none(RecvOutcome::Disconnected, site);
+                    Err(RecvError)
+                }
+            },
+            None => receiver.receive(Wait::Block, site).map_err(|_| RecvError),
+        }
+    }
+
+    /// Completes the chosen send on any sending end. Without a backend, the carrier's; under
+    /// one, the channel's send as `send` makes it (its room's P, which the room said it could
+    /// take at once, then the logged send).
+    ///
+    /// # Panics
+    ///
+    /// When the chosen operation is not a send on `sender`'s channel, as crossbeam's.
+    pub(crate) fn send_core<T: Send>(self, sender: &Sender<T>, msg: T) -> Result<(), SendError<T>> {
+        if runtime::active()
+            && !matches!(self.op, Some(SelectOp::Send { channel, .. }) if channel == sender.meta.id)
+        {
+            panic!("passed a sender that wasn't selected");
+        }
+        match self.live {
+            Some(op) => sender.complete_send(op, msg),
+            None => sender.send_bounded(msg, self.site),
+        }
+    }
+}
