@@ -63,7 +63,7 @@ fn word_count_replays_and_why_follows_the_report_through_the_table_lock_to_a_cou
 }
 
 #[test]
-fn thread_pool_replays_and_why_follows_an_unbilled_receipt_to_the_worker_that_quoted_it() {
+fn thread_pool_replays_and_why_follows_an_unbilled_receipt_to_the_price_change_that_caused_it() {
     let work = tempfile::tempdir().unwrap();
     let printed = record(work.path(), "thread_pool");
     // The bug is visible in the output: an order quoted after the price change bills nothing.
@@ -115,9 +115,28 @@ fn thread_pool_replays_and_why_follows_an_unbilled_receipt_to_the_worker_that_qu
     );
     assert!(crossing.contains("thread_pool::quote"), "{crossing}");
     assert!(crossing.contains("worker"), "{crossing}");
-    // ... where the price list read under the lock holds the discount stored as a percentage.
+    // ... where the price list read under the lock holds the discount stored as a percentage,
+    // ... which the reader-writer lock leads back to: the write hold in the price change that
+    // stored the discount in cents as a percentage.
     assert!(
         chain.contains("discount_percent: 150"),
         "the bad price list is not shown:\n{chain}"
     );
+    let bug = source_line(
+        include_str!("../../examples/thread_pool.rs"),
+        "prices.discount_percent = change.discount_cents;",
+    );
+    let through_lock = chain
+        .lines()
+        .find(|l| l.contains("data via lock prices:"))
+        .unwrap_or_else(|| panic!("no step through the price list's lock:\n{chain}"));
+    assert!(
+        through_lock.contains(&format!("thread_pool.rs:{bug}")),
+        "{through_lock}"
+    );
+    assert!(
+        through_lock.contains("thread_pool::reprice"),
+        "{through_lock}"
+    );
+    assert!(through_lock.contains("= 150"), "{through_lock}");
 }

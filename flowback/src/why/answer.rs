@@ -61,7 +61,8 @@ pub enum Via {
     Parameter,
     /// The state an earlier instance of the process left (its postlog).
     EarlierInstance,
-    /// A mutex: the critical section that last wrote what an acquisition found.
+    /// A mutex or reader-writer lock: the critical section that last wrote what an
+    /// acquisition found.
     Lock,
     /// An atomic: the write a load or read-modify-write read.
     Atomic,

@@ -5,9 +5,12 @@
 //! The log orders every object's accesses by version, and each access names the process of
 //! the access before it (`prev`). Acquisition `v` of a mutex reads what the critical section of
 //! acquisition `v − 1` left at its release; if that section wrote nothing through its guard,
-//! what the one before left, and so on back to the mutex's initial value. An atomic access
-//! that reads reads the latest write before it in version order. Both are found by walking
-//! back along versions, reading each process's accesses to the object once.
+//! what the one before left, and so on back to the mutex's initial value. A reader-writer
+//! lock's versions count acquisitions and releases alike, and only write holds can change the
+//! value: a hold reads what the last write hold before it left, so the walk passes over
+//! releases and read holds. An atomic access that reads reads the latest write before it in
+//! version order. All are found by walking back along versions, reading each process's accesses
+//! to the object once.
 //!
 //! Beyond the paper: a critical section is matched to its e-block instance's trace (the
 //! acquisition's input record, the variable its guard was bound to, the release's record),
@@ -17,7 +20,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-use ppd_formats::event::{AtomicOp, Site as EventSite};
+use ppd_formats::event::{AtomicOp, RwMode, Site as EventSite};
 use ppd_formats::trace::{Record, RecordKind, Trace};
 use ppd_formats::{Event, ObjectId, ProcessId, Recording};
 
@@ -32,7 +35,7 @@ const WALK_LIMIT: u64 = 100_000;
 /// How many earlier critical sections are re-executed along with the one a walk needs.
 const PREFETCH: usize = 16;
 
-/// One logged access to a mutex or an atomic.
+/// One logged access to a mutex, a reader-writer lock or an atomic.
 #[derive(Debug, Clone)]
 pub(super) struct Access {
     /// The process that made it.
@@ -41,12 +44,36 @@ pub(super) struct Access {
     pub(super) event: u64,
     /// The process of the access before it.
     pub(super) prev: Option<ProcessId>,
-    /// An atomic access: what it did; `None` for a lock acquisition.
-    pub(super) op: Option<AtomicOp>,
+    /// What it was.
+    pub(super) kind: AccessKind,
     /// Where it was made.
     pub(super) site: Option<Arc<EventSite>>,
-    /// A lock acquisition: the event that released it, if the log has it.
+    /// A hold that could write (a mutex's, a reader-writer lock's write hold): the event that
+    /// released it, if the log has it.
     pub(super) release: Option<u64>,
+}
+
+/// What an access did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum AccessKind {
+    /// A mutex acquisition.
+    Lock,
+    /// A reader-writer lock acquisition.
+    RwAcquire(RwMode),
+    /// A reader-writer lock release (it has a version of its own).
+    RwRelease,
+    /// An atomic access.
+    Atomic(AtomicOp),
+}
+
+impl AccessKind {
+    /// Whether the hold this access begins may have written the guarded value.
+    fn holds_for_writing(self) -> bool {
+        matches!(
+            self,
+            AccessKind::Lock | AccessKind::RwAcquire(RwMode::Write)
+        )
+    }
 }
 
 /// Where an object was created, and with what.
@@ -134,7 +161,7 @@ impl Histories {
                             process,
                             event: k,
                             prev,
-                            op: None,
+                            kind: AccessKind::Lock,
                             site,
                             release: None,
                         },
@@ -144,6 +171,53 @@ impl Histories {
                     if let Some(access) = held.take().and_then(|v| found.get_mut(&v)) {
                         access.release = Some(k);
                     }
+                }
+                Event::RwAcquire {
+                    object: o,
+                    version,
+                    prev,
+                    mode,
+                    site,
+                    ..
+                } if o == object => {
+                    if mode == RwMode::Write {
+                        held = Some(version);
+                    }
+                    found.insert(
+                        version,
+                        Access {
+                            process,
+                            event: k,
+                            prev,
+                            kind: AccessKind::RwAcquire(mode),
+                            site,
+                            release: None,
+                        },
+                    );
+                }
+                Event::RwRelease {
+                    object: o,
+                    version,
+                    prev,
+                    mode,
+                    site,
+                } if o == object => {
+                    if mode == RwMode::Write
+                        && let Some(access) = held.take().and_then(|v| found.get_mut(&v))
+                    {
+                        access.release = Some(k);
+                    }
+                    found.insert(
+                        version,
+                        Access {
+                            process,
+                            event: k,
+                            prev,
+                            kind: AccessKind::RwRelease,
+                            site,
+                            release: None,
+                        },
+                    );
                 }
                 Event::Atomic {
                     object: o,
@@ -159,7 +233,7 @@ impl Histories {
                             process,
                             event: k,
                             prev,
-                            op: Some(op),
+                            kind: AccessKind::Atomic(op),
                             site,
                             release: None,
                         },
@@ -199,6 +273,12 @@ impl Engine<'_, '_> {
                 version,
                 prev,
                 ..
+            }
+            | Event::RwAcquire {
+                object,
+                version,
+                prev,
+                ..
             } => Ok(vec![self.lock_writer(object, version, prev, value)?]),
             Event::Atomic {
                 object,
@@ -230,8 +310,9 @@ impl Engine<'_, '_> {
         })
     }
 
-    /// The critical section that last wrote what acquisition `version` of mutex `object` found:
-    /// walking back through the holders, the first whose section wrote through its guard.
+    /// The critical section that last wrote what acquisition `version` of mutex or
+    /// reader-writer lock `object` found: walking back through the holders that could write,
+    /// the first whose section wrote through its guard.
     fn lock_writer(
         &mut self,
         object: ObjectId,
@@ -246,6 +327,10 @@ impl Engine<'_, '_> {
                 Earlier::Initial => return self.initial(object, value, Via::Lock),
                 Earlier::Lost(why) => return Ok(self.lost(object, &why, value, Via::Lock)),
             };
+            if !access.kind.holds_for_writing() {
+                (version, by) = (held, access.prev);
+                continue;
+            }
             let section = match self.critical_section(held, &access) {
                 // Sections that wrote nothing are common (checks): the holders before this one
                 // are re-executed in the same run, so a walk back costs one run, not one each.
@@ -274,8 +359,8 @@ impl Engine<'_, '_> {
         ))
     }
 
-    /// The instances of the [`PREFETCH`] critical sections before acquisition `version` of
-    /// `object` (made by `by`) that ran inside e-blocks.
+    /// The instances of the [`PREFETCH`] critical sections that could write before acquisition
+    /// `version` of `object` (made by `by`) that ran inside e-blocks.
     fn holders_before(
         &mut self,
         object: ObjectId,
@@ -284,10 +369,17 @@ impl Engine<'_, '_> {
     ) -> Try<BTreeSet<InstanceKey>> {
         let (mut version, mut by) = (version, by);
         let mut keys = BTreeSet::new();
-        for _ in 0..PREFETCH {
+        for _ in 0..WALK_LIMIT {
+            if keys.len() >= PREFETCH {
+                break;
+            }
             let Earlier::Access(held, access) = self.before(object, version, by)? else {
                 break;
             };
+            if !access.kind.holds_for_writing() {
+                (version, by) = (held, access.prev);
+                continue;
+            }
             match self.containing(access.process, access.event)? {
                 Some(key) => keys.insert(key),
                 // The walk stops at a holder outside e-blocks.
@@ -313,7 +405,7 @@ impl Engine<'_, '_> {
                 Earlier::Initial => return self.initial(object, value, Via::Atomic),
                 Earlier::Lost(why) => return Ok(self.lost(object, &why, value, Via::Atomic)),
             };
-            if access.op.is_some_and(AtomicOp::writes) {
+            if matches!(access.kind, AccessKind::Atomic(op) if op.writes()) {
                 let site = self.store_site(object, v, &access, value)?;
                 return Ok(self.crossing(Via::Atomic, object, site));
             }
@@ -504,9 +596,9 @@ impl Engine<'_, '_> {
         value: Option<String>,
     ) -> Site {
         let name = self.object_name(object);
-        let what = match access.op {
-            None => "released",
-            Some(_) => "stored into",
+        let what = match access.kind {
+            AccessKind::Lock | AccessKind::RwAcquire(_) | AccessKind::RwRelease => "released",
+            AccessKind::Atomic(_) => "stored into",
         };
         Site::Outside(Box::new(Outside {
             process: access.process,
