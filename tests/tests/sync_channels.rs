@@ -295,3 +295,30 @@ fn select_with_send_arms_replays_which_worker_got_each_job_and_timers_alone_slee
         .count();
     assert_eq!(blocked_after_jobs, 0, "{main:?}");
 }
+
+#[test]
+fn why_re_executes_an_eblock_with_an_unbounded_channel_and_the_semaphore_made_after_it() {
+    let work = tempfile::tempdir().unwrap();
+    let (dir, printed) = record_case(work.path(), "eblock-unbounded");
+    assert_eq!(printed, "released total 63\n");
+    assert_replays(work.path(), &dir, &printed);
+    // The semaphore is the object made right after the channel, where a bounded channel's
+    // room would be: its release, at its own line, is the e-block's, not the channel's.
+    let out = ppd(
+        work.path(),
+        &[
+            "why",
+            dir.to_str().unwrap(),
+            "main",
+            "%0",
+            "--at",
+            "received_then_released#2",
+        ],
+    );
+    let (stdout, stderr) = ppd_tests::output_text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    for part in ["%0 = 21", "got = 20", "message 2 from feeder"] {
+        assert!(stdout.contains(part), "{part:?} missing: {stdout}");
+    }
+    assert!(!stdout.contains("leak"), "{stdout}");
+}

@@ -234,8 +234,10 @@ impl Drop for WaitingReceiver<'_> {
 /// Re-executing an e-block through a bounded channel's handle rebuilt from its id
 /// (`super::handle`): the handle does not know the channel's room, so the room's operations
 /// the log has at this point are served as they come. The room is the object the channel's
-/// creator made right after the channel, the handoff the one after (`Bound::new`). Returns the
-/// last answer served (a `try_send`'s).
+/// creator made right after the channel, the handoff the one after (`Bound::new`), and their
+/// operations are logged at the channel operation's own call site: an operation of another
+/// object made after an unbounded channel (a user's semaphore) is told apart by its site, and
+/// left to its own operation. Returns the last answer served (a `try_send`'s).
 pub(crate) fn serve_emulated_room(
     channel: ObjectId,
     site: &'static Location<'static>,
@@ -249,12 +251,20 @@ pub(crate) fn serve_emulated_room(
         EventKind::SemAcquire,
         EventKind::SemRelease,
     ];
+    let at_this_call = |logged: Option<&std::sync::Arc<ppd_formats::event::Site>>| {
+        logged.is_some_and(|s| {
+            s.file == site.file() && s.line == site.line() && s.column == site.column()
+        })
+    };
     let mut answer = None;
-    while let Some(event) = ours.iter().find_map(|&object| {
-        kinds
-            .iter()
-            .find_map(|&kind| runtime::expect_if(Op::on(kind, object, Some(site))))
-    }) {
+    while let Some(event) = runtime::next_logged()
+        .filter(|next| {
+            next.object().is_some_and(|o| ours.contains(&o))
+                && kinds.contains(&next.kind())
+                && at_this_call(next.site())
+        })
+        .and_then(|next| runtime::expect_if(Op::on(next.kind(), next.object()?, Some(site))))
+    {
         match event {
             Event::SemAcquire {
                 object,

@@ -13,6 +13,8 @@
 //!   both are disconnected;
 //! * `eblock`: an e-block receives from a `sync_channel(1)` (so `ppd why` re-executes a
 //!   receive whose room the log has);
+//! * `eblock-unbounded`: an e-block receives from an unbounded channel and releases a
+//!   semaphore made right after it (where a bounded channel's room would be);
 //! * `timers`: `select!` in a loop over a worker's messages, a `tick` and an `after` that
 //!   never fires in time, with another `after` nobody waits on;
 //! * `select-send`: a dispatcher's `select!` sends jobs on two workers' `bounded(1)` queues
@@ -289,6 +291,32 @@ fn doubled(numbers: &mpsc::Receiver<u64>) -> u64 {
     got * 2 + next
 }
 
+#[ppd::eblock]
+fn received_then_released(numbers: &mpsc::Receiver<u64>, done: &ppd::sync::Semaphore) -> u64 {
+    let got = numbers.recv().expect("the feeder sends");
+    done.release();
+    got + 1
+}
+
+fn eblock_unbounded() {
+    let (feed, numbers) = mpsc::channel::<u64>();
+    let done = Arc::new(ppd::sync::Semaphore::new(0));
+    let feeder = spawn("feeder", {
+        let done = Arc::clone(&done);
+        move || {
+            for n in 1..=3 {
+                feed.send(n * 10).expect("main receives");
+                done.acquire();
+            }
+        }
+    });
+    let total: u64 = (0..3)
+        .map(|_| received_then_released(&numbers, &done))
+        .sum();
+    feeder.join().expect("feeder");
+    println!("released total {total}");
+}
+
 fn eblock() {
     let (feed, numbers) = mpsc::sync_channel::<u64>(1);
     let feeder = spawn("feeder", move || {
@@ -312,6 +340,7 @@ fn main() {
         Some("timers") => timers(),
         Some("select-send") => select_send(),
         Some("eblock") => eblock(),
+        Some("eblock-unbounded") => eblock_unbounded(),
         other => {
             eprintln!("unknown case {other:?}");
             std::process::exit(2);
