@@ -21,7 +21,7 @@ use std::fmt;
 use std::mem::MaybeUninit;
 use std::ops::Deref;
 use std::panic::{Location, RefUnwindSafe, UnwindSafe};
-use std::sync::atomic::AtomicBool as PlainFlag;
+use std::sync::atomic::AtomicU8 as PlainU8;
 
 use super::atomic::{AtomicU8, Ordering};
 use super::mutex::Mutex;
@@ -183,6 +183,55 @@ impl Drop for Running<'_> {
     }
 }
 
+/// Whether a cell's value is in this process's memory, and, once it is, whether a `get` may
+/// read it without the runtime: set without a backend, a filled cell is read in one load, as
+/// std's; set under one, every `get` is a logged access.
+#[derive(Debug)]
+struct Fill(PlainU8);
+
+/// Not filled.
+const EMPTY: u8 = 0;
+/// Filled without a backend.
+const FILLED_PLAIN: u8 = 1;
+/// Filled under a backend: reads go through the runtime.
+const FILLED_LOGGED: u8 = 2;
+
+impl Fill {
+    const fn empty() -> Fill {
+        Fill(PlainU8::new(EMPTY))
+    }
+
+    /// Filled, and readable without the runtime (an acquire load, pairing with [`set`]).
+    ///
+    /// [`set`]: Fill::set
+    #[inline]
+    fn for_plain_reads(&self) -> bool {
+        self.0.load(Ordering::Acquire) == FILLED_PLAIN
+    }
+
+    fn is_filled(&self) -> bool {
+        self.0.load(Ordering::Acquire) != EMPTY
+    }
+
+    fn is_filled_mut(&mut self) -> bool {
+        *self.0.get_mut() != EMPTY
+    }
+
+    /// Marks the value written (a release store, after the write).
+    fn set(&self) {
+        let state = if runtime::active() {
+            FILLED_LOGGED
+        } else {
+            FILLED_PLAIN
+        };
+        self.0.store(state, Ordering::Release);
+    }
+
+    fn clear_mut(&mut self) {
+        *self.0.get_mut() = EMPTY;
+    }
+}
+
 /// A cell written once, like `std::sync::OnceLock`.
 ///
 /// ```
@@ -195,7 +244,7 @@ pub struct OnceLock<T> {
     once: Once,
     /// Whether `value` holds a value in this process's memory: always when `once` is complete,
     /// except re-executing an e-block, where the logged run may have initialized it elsewhere.
-    filled: PlainFlag,
+    filled: Fill,
     value: UnsafeCell<MaybeUninit<T>>,
 }
 
@@ -219,7 +268,7 @@ impl<T> OnceLock<T> {
     pub const fn new() -> OnceLock<T> {
         OnceLock {
             once: Once::hidden("once_lock", INCOMPLETE),
-            filled: PlainFlag::new(false),
+            filled: Fill::empty(),
             value: UnsafeCell::new(MaybeUninit::uninit()),
         }
     }
@@ -234,9 +283,11 @@ impl<T> OnceLock<T> {
     #[inline]
     #[track_caller]
     pub fn get(&self) -> Option<&T> {
-        if !runtime::active() {
-            // Pass-through: `filled` alone publishes the value, as std's state word does.
-            return self.filled_value();
+        // Pass-through: one load of the fill state publishes the value, as std's state word
+        // does.
+        if self.filled.for_plain_reads() {
+            // SAFETY: filled with `Release` after the value was written.
+            return Some(unsafe { (*self.value.get()).assume_init_ref() });
         }
         self.get_logged(Location::caller())
     }
@@ -246,7 +297,7 @@ impl<T> OnceLock<T> {
     fn filled_value(&self) -> Option<&T> {
         // SAFETY: filled with `Release` after the value was written.
         self.filled
-            .load(Ordering::Acquire)
+            .is_filled()
             .then(|| unsafe { (*self.value.get()).assume_init_ref() })
     }
 
@@ -255,7 +306,7 @@ impl<T> OnceLock<T> {
     #[inline(never)]
     #[track_caller]
     fn get_logged(&self, site: &'static Location<'static>) -> Option<&T> {
-        if !self.once.is_completed() {
+        if !runtime::active() || !self.once.is_completed() {
             return None;
         }
         match self.filled_value() {
@@ -272,7 +323,7 @@ impl<T> OnceLock<T> {
     /// assert_eq!(cell.get(), Some(&2));
     /// ```
     pub fn get_mut(&mut self) -> Option<&mut T> {
-        if self.once.completed_mut() && *self.filled.get_mut() {
+        if self.once.completed_mut() && self.filled.is_filled_mut() {
             // SAFETY: filled, and borrowed exclusively.
             Some(unsafe { self.value.get_mut().assume_init_mut() })
         } else {
@@ -314,7 +365,7 @@ impl<T> OnceLock<T> {
             return v;
         }
         if self.once.is_completed() {
-            if !self.filled.load(Ordering::Acquire) {
+            if !self.filled.is_filled() {
                 // Re-executing an e-block: the logged run found the cell initialized by
                 // someone else; rebuild the value by running the initializer here.
                 self.fill(f());
@@ -327,7 +378,7 @@ impl<T> OnceLock<T> {
             let f = f.take().expect("the initializer runs at most once");
             self.fill(f());
         });
-        if !self.filled.load(Ordering::Acquire)
+        if !self.filled.is_filled()
             && let Some(f) = f
         {
             // As above: the logged run saw another process complete it under the lock.
@@ -342,7 +393,7 @@ impl<T> OnceLock<T> {
     fn fill(&self, value: T) {
         // SAFETY: exclusive: under the `Once`'s lock before completion, or alone in emulation.
         unsafe { (*self.value.get()).write(value) };
-        self.filled.store(true, Ordering::Release);
+        self.filled.set();
     }
 
     /// Consumes the cell, returning its value if it was initialized.
@@ -363,11 +414,11 @@ impl<T> OnceLock<T> {
     /// assert_eq!(cell.get(), None);
     /// ```
     pub fn take(&mut self) -> Option<T> {
-        if !(self.once.completed_mut() && *self.filled.get_mut()) {
+        if !(self.once.completed_mut() && self.filled.is_filled_mut()) {
             return None;
         }
         *self.once.state.get_mut() = INCOMPLETE;
-        *self.filled.get_mut() = false;
+        self.filled.clear_mut();
         // SAFETY: it was filled, and is marked empty now, so it is read out once.
         Some(unsafe { self.value.get_mut().assume_init_read() })
     }
@@ -403,7 +454,7 @@ impl<T> From<T> for OnceLock<T> {
     fn from(value: T) -> Self {
         let cell = OnceLock {
             once: Once::hidden("once_lock", COMPLETE),
-            filled: PlainFlag::new(false),
+            filled: Fill::empty(),
             value: UnsafeCell::new(MaybeUninit::uninit()),
         };
         cell.fill(value);
@@ -458,7 +509,7 @@ impl<T, F: FnOnce() -> T> LazyLock<T, F> {
         LazyLock {
             cell: OnceLock {
                 once: Once::hidden("lazy_lock", INCOMPLETE),
-                filled: PlainFlag::new(false),
+                filled: Fill::empty(),
                 value: UnsafeCell::new(MaybeUninit::uninit()),
             },
             init: UnsafeCell::new(Some(f)),
