@@ -195,7 +195,7 @@ impl From<std::sync::atomic::Ordering> for MemOrdering {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ClockSource {
-    /// `Instant::now()`: nanoseconds since the recording's monotonic epoch.
+    /// `Instant::now()`: nanoseconds of the monotonic clock (Linux's `CLOCK_MONOTONIC`, since boot).
     Monotonic,
     /// `SystemTime::now()`: nanoseconds since the Unix epoch.
     Wall,

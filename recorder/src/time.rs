@@ -2,7 +2,6 @@
 //! logged value, so code that measures time behaves the same way again.
 
 use std::ops::{Add, AddAssign, Sub, SubAssign};
-use std::sync::OnceLock;
 
 pub use std::time::{Duration, SystemTimeError};
 
@@ -12,10 +11,17 @@ use ppd_formats::{Event, EventKind};
 use crate::runtime;
 use crate::runtime::backend::{Op, expected};
 
-/// The monotonic epoch of the run: `Instant`s are nanoseconds since it.
-fn epoch() -> std::time::Instant {
-    static EPOCH: OnceLock<std::time::Instant> = OnceLock::new();
-    *EPOCH.get_or_init(std::time::Instant::now)
+/// The monotonic clock in nanoseconds (since boot): what an `Instant` holds.
+fn monotonic_nanos() -> u64 {
+    // The clock std's `Instant` reads on Linux, read without the conversions `Instant` needs:
+    // in pass-through this read is all `now` costs, as std's.
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `now` is a valid timespec to write; CLOCK_MONOTONIC is always readable.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
 }
 
 /// Reads a clock through the runtime: the live reading when recording, the logged one when
@@ -49,9 +55,7 @@ impl Instant {
     /// let _now = ppd::time::Instant::now();
     /// ```
     pub fn now() -> Instant {
-        let nanos = read_clock(ClockSource::Monotonic, || {
-            epoch().elapsed().as_nanos() as u64
-        });
+        let nanos = read_clock(ClockSource::Monotonic, monotonic_nanos);
         Instant { nanos }
     }
 
@@ -188,7 +192,7 @@ impl SystemTime {
         let nanos = read_clock(ClockSource::Wall, || {
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
+                .map(|d| d.as_secs() * 1_000_000_000 + u64::from(d.subsec_nanos()))
                 .unwrap_or(0)
         });
         SystemTime(std::time::UNIX_EPOCH + Duration::from_nanos(nanos))

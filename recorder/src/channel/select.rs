@@ -9,6 +9,8 @@ use std::fmt;
 use std::panic::Location;
 use std::time::Duration;
 
+use smallvec::SmallVec;
+
 use super::timer::Timer;
 use super::{
     ReadyTimeoutError, Receiver, RecvError, SelectTimeoutError, SendError, Sender, TryReadyError,
@@ -34,8 +36,8 @@ use crate::time::Instant;
 #[derive(Default)]
 pub struct Select<'a> {
     inner: mpsc::Select<'a>,
-    /// Each operation, in the order added.
-    ops: Vec<Slot<'a>>,
+    /// Each operation, in the order added (inline, as the mpsc selection's).
+    ops: SmallVec<[Slot<'a>; 4]>,
 }
 
 /// An operation of a [`Select`].
@@ -70,7 +72,7 @@ impl<'a> Select<'a> {
     pub fn new() -> Select<'a> {
         Select {
             inner: mpsc::Select::new(),
-            ops: Vec::new(),
+            ops: SmallVec::new(),
         }
     }
 

@@ -9,6 +9,7 @@
 //! re-executing the e-block sees what it saw; an opaque one stops the re-execution, saying why.
 
 use std::fmt;
+use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
 use std::panic::Location;
 use std::sync::{LockResult, PoisonError, TryLockError, TryLockResult};
@@ -114,10 +115,10 @@ impl<T> Mutex<T> {
     /// assert_eq!(m.into_inner().unwrap(), 2);
     /// ```
     pub fn get_mut(&mut self) -> LockResult<&mut T> {
-        let id = self.meta.id();
+        let meta = &self.meta;
         match self.inner.get_mut() {
-            Ok(v) => Ok(present_mut(v, id)),
-            Err(p) => Err(PoisonError::new(present_mut(p.into_inner(), id))),
+            Ok(v) => Ok(present_mut(v, meta)),
+            Err(p) => Err(PoisonError::new(present_mut(p.into_inner(), meta))),
         }
     }
 
@@ -169,10 +170,13 @@ impl<T> Mutex<T> {
 
 /// The value of a mutex that has one (every mutex but an emulated one before its first
 /// acquisition).
-fn present_mut<T>(value: &mut Option<T>, id: ObjectId) -> &mut T {
+/// The value of a mutex that has one: every mutex but one rebuilt for a re-execution before
+/// its first acquisition. The id is asked for only then (asking registers the object).
+#[inline]
+fn present_mut<'v, T>(value: &'v mut Option<T>, mutex: &ObjectMeta) -> &'v mut T {
     match value {
         Some(v) => v,
-        None => vacant(id),
+        None => vacant(mutex.id()),
     }
 }
 
@@ -227,10 +231,14 @@ impl<T> Mutex<T> {
     #[track_caller]
     pub fn lock(&self) -> LockResult<MutexGuard<'_, T>> {
         let site = Location::caller();
-        if !runtime::active() {
-            return wrap(self.inner.lock(), self, site);
-        }
-        self.lock_logged(None, site)
+        // The guard is made here, on either path, from std's: a pass-through caller keeps it
+        // in registers as it keeps std's.
+        let acquired = if runtime::active() {
+            self.lock_logged(None, site)
+        } else {
+            self.inner.lock()
+        };
+        wrap(acquired, self, site)
     }
 
     /// Acquires the lock if it is free now, as std's. Whether it was is a logged choice:
@@ -248,24 +256,19 @@ impl<T> Mutex<T> {
     #[track_caller]
     pub fn try_lock(&self) -> TryLockResult<MutexGuard<'_, T>> {
         let site = Location::caller();
-        if !runtime::active() {
-            return match self.inner.try_lock() {
-                Ok(inner) => Ok(MutexGuard {
-                    inner,
-                    mutex: self,
-                    site,
-                }),
-                Err(TryLockError::Poisoned(p)) => {
-                    Err(TryLockError::Poisoned(PoisonError::new(MutexGuard {
-                        inner: p.into_inner(),
-                        mutex: self,
-                        site,
-                    })))
-                }
-                Err(TryLockError::WouldBlock) => Err(TryLockError::WouldBlock),
-            };
+        // As in `lock`: the guard is made once, from std's, on either path.
+        let tried = if runtime::active() {
+            self.try_lock_logged(site)
+        } else {
+            self.inner.try_lock()
+        };
+        match tried {
+            Ok(inner) => Ok(MutexGuard::new(inner, self, site)),
+            Err(TryLockError::Poisoned(p)) => Err(TryLockError::Poisoned(PoisonError::new(
+                MutexGuard::new(p.into_inner(), self, site),
+            ))),
+            Err(TryLockError::WouldBlock) => Err(TryLockError::WouldBlock),
         }
-        self.try_lock_logged(site)
     }
 
     /// `try_lock` under a backend: its answer, then, if it acquired, the acquisition.
@@ -273,7 +276,7 @@ impl<T> Mutex<T> {
     fn try_lock_logged(
         &self,
         site: &'static Location<'static>,
-    ) -> TryLockResult<MutexGuard<'_, T>> {
+    ) -> TryLockResult<std::sync::MutexGuard<'_, Option<T>>> {
         let object = self.meta.id();
         let answer = runtime::expect(Op::on(EventKind::Outcome, object, Some(site)));
         // None: the lock was held. Some: it acquired, and recording already holds the lock
@@ -313,7 +316,7 @@ impl<T> Mutex<T> {
         &'a self,
         tried: Option<LockResult<std::sync::MutexGuard<'a, Option<T>>>>,
         site: &'static Location<'static>,
-    ) -> LockResult<MutexGuard<'a, T>> {
+    ) -> LockResult<std::sync::MutexGuard<'a, Option<T>>> {
         let object = self.meta.id();
         let logged = runtime::expect(Op::on(EventKind::Lock, object, Some(site)));
         let (acquired, version, prev) = match expected::version(&logged) {
@@ -401,7 +404,7 @@ impl<T> Mutex<T> {
         version: u64,
         prev: Option<ProcessId>,
         site: &'static Location<'static>,
-    ) -> LockResult<MutexGuard<'a, T>> {
+    ) -> LockResult<std::sync::MutexGuard<'a, Option<T>>> {
         let value = if runtime::wants_payload() {
             let held = match &acquired {
                 Ok(g) => &**g,
@@ -418,23 +421,23 @@ impl<T> Mutex<T> {
             site: Some(site),
             value: value.as_deref(),
         });
-        wrap(acquired, self, site)
+        acquired
     }
 }
 
-#[inline]
+#[inline(always)]
 fn wrap<'a, T>(
     acquired: LockResult<std::sync::MutexGuard<'a, Option<T>>>,
     mutex: &'a Mutex<T>,
     site: &'static Location<'static>,
 ) -> LockResult<MutexGuard<'a, T>> {
     match acquired {
-        Ok(inner) => Ok(MutexGuard { inner, mutex, site }),
-        Err(p) => Err(PoisonError::new(MutexGuard {
-            inner: p.into_inner(),
+        Ok(inner) => Ok(MutexGuard::new(inner, mutex, site)),
+        Err(p) => Err(PoisonError::new(MutexGuard::new(
+            p.into_inner(),
             mutex,
             site,
-        })),
+        ))),
     }
 }
 
@@ -449,12 +452,27 @@ fn wrap<'a, T>(
 /// assert_eq!(*m.lock().unwrap(), 9);
 /// ```
 pub struct MutexGuard<'a, T> {
-    inner: std::sync::MutexGuard<'a, Option<T>>,
+    /// Dropped by hand, after the release is logged: one drop function, which inlines into
+    /// a pass-through caller's loop as std's guard's does.
+    inner: ManuallyDrop<std::sync::MutexGuard<'a, Option<T>>>,
     mutex: &'a Mutex<T>,
     site: &'static Location<'static>,
 }
 
 impl<'a, T> MutexGuard<'a, T> {
+    #[inline]
+    fn new(
+        inner: std::sync::MutexGuard<'a, Option<T>>,
+        mutex: &'a Mutex<T>,
+        site: &'static Location<'static>,
+    ) -> MutexGuard<'a, T> {
+        MutexGuard {
+            inner: ManuallyDrop::new(inner),
+            mutex,
+            site,
+        }
+    }
+
     /// The mutex this guard holds, for a condvar that releases and re-acquires it.
     pub(crate) fn mutex(&self) -> &'a Mutex<T> {
         self.mutex
@@ -472,7 +490,7 @@ impl<T> Deref for MutexGuard<'_, T> {
 
     #[inline]
     fn deref(&self) -> &T {
-        match &*self.inner {
+        match &**self.inner {
             Some(v) => v,
             None => vacant(self.mutex.meta.id()),
         }
@@ -482,18 +500,19 @@ impl<T> Deref for MutexGuard<'_, T> {
 impl<T> DerefMut for MutexGuard<'_, T> {
     #[inline]
     fn deref_mut(&mut self) -> &mut T {
-        let id = self.mutex.meta.id();
-        present_mut(&mut self.inner, id)
+        present_mut(&mut *self.inner, &self.mutex.meta)
     }
 }
 
 impl<T> Drop for MutexGuard<'_, T> {
-    #[inline]
+    #[inline(always)]
     fn drop(&mut self) {
         if runtime::active() {
             // Logged while the lock is still held: the release precedes the next acquisition.
             log_unlock(self.mutex.meta.id(), self.site);
         }
+        // SAFETY: dropped once, here, and never used again.
+        unsafe { ManuallyDrop::drop(&mut self.inner) };
     }
 }
 

@@ -12,6 +12,7 @@
 //! e-block, the guarded value is logged at acquisition when it is serde (`super::values`).
 
 use std::fmt;
+use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
 use std::panic::Location;
 use std::sync::{LockResult, PoisonError, TryLockError, TryLockResult};
@@ -200,16 +201,18 @@ impl<T> RwLock<T> {
     #[track_caller]
     pub fn read(&self) -> LockResult<RwLockReadGuard<'_, T>> {
         let site = Location::caller();
-        if !runtime::active() {
-            return wrap_read(self.inner.read(), self, site);
-        }
-        let acquired = self.acquire_logged(
-            RwMode::Read,
-            None,
-            site,
-            || self.inner.read(),
-            || self.inner.try_read(),
-        );
+        // The guard is made once, from std's, on either path (as `Mutex::lock`'s).
+        let acquired = if runtime::active() {
+            self.acquire_logged(
+                RwMode::Read,
+                None,
+                site,
+                || self.inner.read(),
+                || self.inner.try_read(),
+            )
+        } else {
+            self.inner.read()
+        };
         wrap_read(acquired, self, site)
     }
 
@@ -218,16 +221,17 @@ impl<T> RwLock<T> {
     #[track_caller]
     pub fn write(&self) -> LockResult<RwLockWriteGuard<'_, T>> {
         let site = Location::caller();
-        if !runtime::active() {
-            return wrap_write(self.inner.write(), self, site);
-        }
-        let acquired = self.acquire_logged(
-            RwMode::Write,
-            None,
-            site,
-            || self.inner.write(),
-            || self.inner.try_write(),
-        );
+        let acquired = if runtime::active() {
+            self.acquire_logged(
+                RwMode::Write,
+                None,
+                site,
+                || self.inner.write(),
+                || self.inner.try_write(),
+            )
+        } else {
+            self.inner.write()
+        };
         wrap_write(acquired, self, site)
     }
 
@@ -247,10 +251,8 @@ impl<T> RwLock<T> {
     pub fn try_read(&self) -> TryLockResult<RwLockReadGuard<'_, T>> {
         let site = Location::caller();
         if !runtime::active() {
-            return try_wrap(self.inner.try_read(), |g| RwLockReadGuard {
-                inner: g,
-                lock: self,
-                site,
+            return try_wrap(self.inner.try_read(), |g| {
+                RwLockReadGuard::new(g, self, site)
             });
         }
         let Some(tried) = self.try_logged(site, || self.inner.try_read()) else {
@@ -281,10 +283,8 @@ impl<T> RwLock<T> {
     pub fn try_write(&self) -> TryLockResult<RwLockWriteGuard<'_, T>> {
         let site = Location::caller();
         if !runtime::active() {
-            return try_wrap(self.inner.try_write(), |g| RwLockWriteGuard {
-                inner: g,
-                lock: self,
-                site,
+            return try_wrap(self.inner.try_write(), |g| {
+                RwLockWriteGuard::new(g, self, site)
             });
         }
         let Some(tried) = self.try_logged(site, || self.inner.try_write()) else {
@@ -457,33 +457,35 @@ fn log_release(meta: &ObjectMeta, mode: RwMode, site: &'static Location<'static>
     }
 }
 
+#[inline(always)]
 fn wrap_read<'a, T>(
     acquired: LockResult<StdRead<'a, T>>,
     lock: &'a RwLock<T>,
     site: &'static Location<'static>,
 ) -> LockResult<RwLockReadGuard<'a, T>> {
     match acquired {
-        Ok(inner) => Ok(RwLockReadGuard { inner, lock, site }),
-        Err(p) => Err(PoisonError::new(RwLockReadGuard {
-            inner: p.into_inner(),
+        Ok(inner) => Ok(RwLockReadGuard::new(inner, lock, site)),
+        Err(p) => Err(PoisonError::new(RwLockReadGuard::new(
+            p.into_inner(),
             lock,
             site,
-        })),
+        ))),
     }
 }
 
+#[inline(always)]
 fn wrap_write<'a, T>(
     acquired: LockResult<StdWrite<'a, T>>,
     lock: &'a RwLock<T>,
     site: &'static Location<'static>,
 ) -> LockResult<RwLockWriteGuard<'a, T>> {
     match acquired {
-        Ok(inner) => Ok(RwLockWriteGuard { inner, lock, site }),
-        Err(p) => Err(PoisonError::new(RwLockWriteGuard {
-            inner: p.into_inner(),
+        Ok(inner) => Ok(RwLockWriteGuard::new(inner, lock, site)),
+        Err(p) => Err(PoisonError::new(RwLockWriteGuard::new(
+            p.into_inner(),
             lock,
             site,
-        })),
+        ))),
     }
 }
 
@@ -499,16 +501,40 @@ fn try_wrap<G, W>(tried: TryLockResult<G>, wrap: impl FnOnce(G) -> W) -> TryLock
 
 /// Shared access to the locked value; the read hold ends when the guard is dropped.
 pub struct RwLockReadGuard<'a, T> {
-    inner: StdRead<'a, T>,
+    /// Dropped by hand, after the release is logged (see `MutexGuard`).
+    inner: ManuallyDrop<StdRead<'a, T>>,
     lock: &'a RwLock<T>,
     site: &'static Location<'static>,
 }
 
 /// Exclusive access to the locked value; the write hold ends when the guard is dropped.
 pub struct RwLockWriteGuard<'a, T> {
-    inner: StdWrite<'a, T>,
+    /// Dropped by hand, after the release is logged.
+    inner: ManuallyDrop<StdWrite<'a, T>>,
     lock: &'a RwLock<T>,
     site: &'static Location<'static>,
+}
+
+impl<'a, T> RwLockReadGuard<'a, T> {
+    #[inline]
+    fn new(inner: StdRead<'a, T>, lock: &'a RwLock<T>, site: &'static Location<'static>) -> Self {
+        RwLockReadGuard {
+            inner: ManuallyDrop::new(inner),
+            lock,
+            site,
+        }
+    }
+}
+
+impl<'a, T> RwLockWriteGuard<'a, T> {
+    #[inline]
+    fn new(inner: StdWrite<'a, T>, lock: &'a RwLock<T>, site: &'static Location<'static>) -> Self {
+        RwLockWriteGuard {
+            inner: ManuallyDrop::new(inner),
+            lock,
+            site,
+        }
+    }
 }
 
 impl<T> Deref for RwLockReadGuard<'_, T> {
@@ -516,7 +542,7 @@ impl<T> Deref for RwLockReadGuard<'_, T> {
 
     #[inline]
     fn deref(&self) -> &T {
-        match &*self.inner {
+        match &**self.inner {
             Some(v) => v,
             None => vacant(self.lock.meta.id()),
         }
@@ -528,7 +554,7 @@ impl<T> Deref for RwLockWriteGuard<'_, T> {
 
     #[inline]
     fn deref(&self) -> &T {
-        match &*self.inner {
+        match &**self.inner {
             Some(v) => v,
             None => vacant(self.lock.meta.id()),
         }
@@ -538,8 +564,10 @@ impl<T> Deref for RwLockWriteGuard<'_, T> {
 impl<T> DerefMut for RwLockWriteGuard<'_, T> {
     #[inline]
     fn deref_mut(&mut self) -> &mut T {
-        let id = self.lock.meta.id();
-        present_mut(&mut self.inner, id)
+        match &mut **self.inner {
+            Some(v) => v,
+            None => vacant(self.lock.meta.id()),
+        }
     }
 }
 
@@ -568,19 +596,23 @@ impl<T: fmt::Display> fmt::Display for RwLockWriteGuard<'_, T> {
 }
 
 impl<T> Drop for RwLockReadGuard<'_, T> {
-    #[inline]
+    #[inline(always)]
     fn drop(&mut self) {
         if runtime::active() {
             log_release(&self.lock.meta, RwMode::Read, self.site);
         }
+        // SAFETY: dropped once, here, and never used again.
+        unsafe { ManuallyDrop::drop(&mut self.inner) };
     }
 }
 
 impl<T> Drop for RwLockWriteGuard<'_, T> {
-    #[inline]
+    #[inline(always)]
     fn drop(&mut self) {
         if runtime::active() {
             log_release(&self.lock.meta, RwMode::Write, self.site);
         }
+        // SAFETY: dropped once, here, and never used again.
+        unsafe { ManuallyDrop::drop(&mut self.inner) };
     }
 }

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel as cc;
 use ppd_formats::event::RecvOutcome;
 use ppd_formats::{Event, EventKind, ObjectId};
+use smallvec::SmallVec;
 
 use super::{Receiver, ReceiverCore, RecvError, SendError, Sender, Wait};
 use crate::runtime;
@@ -42,8 +43,9 @@ use crate::sync::bound::Bound;
 pub struct Select<'a> {
     /// Every operation, under the index it was added with: the carriers' selection.
     inner: cc::Select<'a>,
-    /// Each operation, in the order added.
-    ops: Vec<SelectOp<'a>>,
+    /// Each operation, in the order added (inline: a selection is made per choice, and most
+    /// have a few operations).
+    ops: SmallVec<[SelectOp<'a>; 4]>,
 }
 
 /// An operation of a [`Select`].
@@ -111,7 +113,7 @@ impl<'a> Select<'a> {
     pub fn new() -> Select<'a> {
         Select {
             inner: cc::Select::new(),
-            ops: Vec::new(),
+            ops: SmallVec::new(),
         }
     }
 
