@@ -15,7 +15,10 @@
 //! * a notify of a condition variable: the condvar's other users (the live processes that
 //!   have taken its queue's lock, to wait or to notify), else every live process;
 //! * an unpark, for a `park`: the live processes that unparked it before, else every live
-//!   process (any of them may hold its `Thread`).
+//!   process (any of them may hold its `Thread`);
+//! * bytes on a socket: the live processes that used the other end of its connection; when
+//!   the other end is in no log of the recording (a peer outside it), the wait can end at any
+//!   time, and the process is blocked, never deadlocked.
 //!
 //! The deadlocked processes are the largest set of blocked processes none of which waits for a
 //! process outside the set (a process that has ended can no longer help, so it does not
@@ -58,6 +61,8 @@ pub enum WaitKind {
     Notify,
     /// An unpark of its own park token.
     Unpark,
+    /// Bytes (or a connection, or a datagram) on a socket.
+    Bytes,
 }
 
 impl WaitKind {
@@ -70,6 +75,7 @@ impl WaitKind {
             WaitKind::Exit => "the end of",
             WaitKind::Notify => "a notify of",
             WaitKind::Unpark => "an unpark of",
+            WaitKind::Bytes => "bytes on",
         }
     }
 }
@@ -154,7 +160,11 @@ fn ending(last: Option<Op>) -> (Ending, Option<Waited>) {
             | Op::Sleep { .. }
             | Op::Outcome { .. }
             | Op::RwAcquire { .. }
-            | Op::RwRelease { .. },
+            | Op::RwRelease { .. }
+            | Op::NetOpen { .. }
+            | Op::NetWrite { .. }
+            | Op::NetRead { .. }
+            | Op::NetFail { .. },
         )
         | None => (Ending::Running, None),
     }
@@ -181,11 +191,20 @@ pub fn deadlocks(trace: &Trace) -> Deadlocks {
     // Condition variables: who took the queue's lock. Park tokens: who unparked them.
     let mut condvar_users: FastMap<ObjIdx, BTreeSet<u32>> = FastMap::default();
     let mut unparkers: FastMap<ObjIdx, BTreeSet<u32>> = FastMap::default();
+    // Sockets: who used each (the other end's users could send to a reader of this one).
+    let mut socket_users: FastMap<ObjIdx, BTreeSet<u32>> = FastMap::default();
     for (p, proc) in trace.processes().iter().enumerate() {
         let p = p as u32;
         // A process mostly sends on the channel it sent on last: already listed.
         let mut sent_last: Option<ObjIdx> = None;
         for ev in &proc.events {
+            if let Op::NetOpen { socket }
+            | Op::NetWrite { socket, .. }
+            | Op::NetRead { socket, .. }
+            | Op::NetFail { socket } = ev.op
+            {
+                socket_users.entry(socket).or_default().insert(p);
+            }
             // The happened-before edges say who holds, who sends and who gives permits.
             match ev.op.sync().rule(proc.id, Order::HappenedBefore) {
                 Rule::Takes(Point::Released(object)) => {
@@ -274,6 +293,7 @@ pub fn deadlocks(trace: &Trace) -> Deadlocks {
             Some(ObjectKind::Mutex | ObjectKind::RwLock) => WaitKind::Lock,
             Some(ObjectKind::Semaphore) => WaitKind::Permit,
             Some(ObjectKind::Condvar) => WaitKind::Notify,
+            Some(ObjectKind::Socket) => WaitKind::Bytes,
             // Nothing blocks on an atomic but a park token; an object whose creation is not in
             // the logs is taken for a channel, the only other kind a process blocks on.
             Some(ObjectKind::Channel | ObjectKind::Atomic) | None => WaitKind::Message,
@@ -317,6 +337,31 @@ pub fn deadlocks(trace: &Trace) -> Deadlocks {
                     .unwrap_or_default(),
             )),
             WaitKind::Exit => unreachable!("a join is handled above"),
+            WaitKind::Bytes => match trace.peer_socket(object) {
+                Some(peer) => (
+                    others(
+                        socket_users
+                            .get(&peer)
+                            .map(|s| s.iter().copied().collect())
+                            .unwrap_or_default(),
+                    ),
+                    false,
+                ),
+                // A peer outside the recording can end the wait any time.
+                None => {
+                    blocked.push(BlockedProcess {
+                        process: p,
+                        event,
+                        object: Some(object),
+                        joins: None,
+                        kind,
+                        waits_for: Vec::new(),
+                        guessed: false,
+                        deadlocked: false,
+                    });
+                    continue;
+                }
+            },
             WaitKind::Notify | WaitKind::Unpark => {
                 let known = if kind == WaitKind::Notify {
                     &condvar_users

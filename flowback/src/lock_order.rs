@@ -144,6 +144,10 @@ pub fn lock_order_edges(trace: &Trace) -> (Vec<LockOrderEdge>, LockOrderStats) {
                 | Op::Blocked { .. }
                 | Op::Undelivered { .. }
                 | Op::JoinBlocked { .. }
+                | Op::NetOpen { .. }
+                | Op::NetWrite { .. }
+                | Op::NetRead { .. }
+                | Op::NetFail { .. }
                 | Op::Sleep { .. } => {}
                 Op::Outcome { object, outcome } => {
                     tried = (outcome == Outcome::Acquired).then_some(object);

@@ -128,7 +128,11 @@ pub fn message_races(trace: &Trace, clocks: &Clocks) -> Vec<MessageRace> {
                 | Op::Sleep { .. }
                 | Op::Outcome { .. }
                 | Op::RwAcquire { .. }
-                | Op::RwRelease { .. } => {}
+                | Op::RwRelease { .. }
+                | Op::NetOpen { .. }
+                | Op::NetWrite { .. }
+                | Op::NetRead { .. }
+                | Op::NetFail { .. } => {}
             }
         }
     }

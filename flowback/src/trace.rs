@@ -13,7 +13,7 @@ use ppd_formats::event::{
     AtomicOp, MemOrdering, ObjectKind, Outcome, Question, RecvOutcome, RwMode,
 };
 use ppd_formats::order::{Sync, governing_ordering};
-use ppd_formats::{Event, LogState, ObjectId, ProcessId, Recording, Site};
+use ppd_formats::{Event, LogState, ObjectId, ProcessId, Recording, Site, net};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
@@ -152,7 +152,33 @@ pub enum Op {
         version: u64,
         mode: RwMode,
     },
+    /// A socket made (`NetOpen`).
+    NetOpen {
+        socket: ObjIdx,
+    },
+    /// A stream write or a datagram sent: message `seq` of its socket.
+    NetWrite {
+        socket: ObjIdx,
+        seq: u64,
+        datagram: bool,
+    },
+    /// A stream read or a datagram received: when the recording holds the other end, `peer`
+    /// is its socket and `seq` the write (or datagram) the bytes read end with; else `peer`
+    /// is [`NO_OBJECT`].
+    NetRead {
+        socket: ObjIdx,
+        peer: ObjIdx,
+        seq: u64,
+        datagram: bool,
+    },
+    /// A socket operation failed (`NetFail`).
+    NetFail {
+        socket: ObjIdx,
+    },
 }
+
+/// The object of a reference that names none: a socket read whose writer is not recorded.
+pub const NO_OBJECT: ObjIdx = u32::MAX;
 
 impl Op {
     /// The snake_case name of the event kind.
@@ -186,6 +212,16 @@ impl Op {
             Op::Outcome { .. } => "outcome",
             Op::RwAcquire { .. } => "rw_acquire",
             Op::RwRelease { .. } => "rw_release",
+            Op::NetOpen { .. } => "net_open",
+            Op::NetWrite {
+                datagram: false, ..
+            } => "net_write",
+            Op::NetWrite { datagram: true, .. } => "net_send_to",
+            Op::NetRead {
+                datagram: false, ..
+            } => "net_read",
+            Op::NetRead { datagram: true, .. } => "net_recv_from",
+            Op::NetFail { .. } => "net_fail",
         }
     }
 
@@ -202,6 +238,10 @@ impl Op {
             | Op::Outcome { object, .. }
             | Op::RwAcquire { object, .. }
             | Op::RwRelease { object, .. } => Some(object),
+            Op::NetOpen { socket }
+            | Op::NetWrite { socket, .. }
+            | Op::NetRead { socket, .. }
+            | Op::NetFail { socket } => Some(socket),
             Op::Send { channel, .. }
             | Op::Recv { channel, .. }
             | Op::RecvNone { channel, .. }
@@ -290,6 +330,12 @@ impl Op {
                 version,
                 mode,
             },
+            Op::NetWrite { socket, seq, .. } => Sync::Send {
+                channel: socket,
+                seq,
+            },
+            Op::NetRead { peer, seq, .. } if peer != NO_OBJECT => Sync::Recv { channel: peer, seq },
+            Op::NetRead { .. } | Op::NetOpen { .. } | Op::NetFail { .. } => Sync::Local,
         }
     }
 
@@ -373,9 +419,16 @@ pub struct Trace {
     names: Vec<Arc<str>>,
     by_pid: FastMap<ProcessId, u32>,
     by_object: FastMap<ObjectId, ObjIdx>,
+    /// Each stream socket's other end, where the recording holds both.
+    socket_peers: FastMap<ObjIdx, ObjIdx>,
 }
 
 impl Trace {
+    /// The other end of stream socket `socket`'s connection, when the recording holds it.
+    pub fn peer_socket(&self, socket: ObjIdx) -> Option<ObjIdx> {
+        self.socket_peers.get(&socket).copied()
+    }
+
     /// Reads every event of every process of `recording`.
     ///
     /// A damaged log contributes the events before its damage, and the damage is listed in
@@ -393,6 +446,7 @@ impl Trace {
         let mut b = TraceBuilder::default();
         for entry in recording.processes() {
             let p = b.add_process(entry.id, &entry.name, entry.parent);
+            b.set_os_pid(p, entry.os_pid);
             let reader = match recording.open_log(entry) {
                 Ok(r) => r,
                 Err(e) => {
@@ -602,6 +656,15 @@ impl Trace {
                     obj(channel)
                 )
             }
+            Op::NetOpen { socket } => format!("open {}", obj(socket)),
+            Op::NetWrite { socket, seq, .. } => format!("write to {} (write {seq})", obj(socket)),
+            Op::NetRead { socket, peer, .. } if peer == NO_OBJECT => {
+                format!("read from {} (from outside the recording)", obj(socket))
+            }
+            Op::NetRead {
+                socket, peer, seq, ..
+            } => format!("read from {} (write {seq} of {})", obj(socket), obj(peer)),
+            Op::NetFail { socket } => format!("failed on {}", obj(socket)),
         };
         match self.site(ev.site) {
             Some(site) => format!("{what} at {site}"),
@@ -647,11 +710,27 @@ pub fn ordering_name(o: MemOrdering) -> &'static str {
     }
 }
 
+/// What [`TraceBuilder::build`] pairs sockets' reads with their writes from.
+#[derive(Debug, Default)]
+struct NetTables {
+    ends: Vec<net::End>,
+    writes: FastMap<ObjIdx, net::Writes>,
+    /// Stream reads: the event, its socket and the offset of the last byte it read.
+    reads: Vec<(EventRef, ObjIdx, u64)>,
+    /// Datagrams sent: socket, number, destination, digest.
+    sends: Vec<(ObjIdx, u64, String, u64)>,
+    /// Datagrams received: event, socket, source, digest.
+    receipts: Vec<(EventRef, ObjIdx, String, u64)>,
+}
+
 /// Builds a [`Trace`]: from a recording's events, or by hand (tests, benchmarks, synthetic
 /// executions).
 #[derive(Debug, Default)]
 pub struct TraceBuilder {
     trace: Trace,
+    /// Each process's OS process, and the sockets' ends, writes and reads, for pairing.
+    os_pids: Vec<u32>,
+    net: NetTables,
     site_by_ptr: FastMap<usize, SiteId>,
     site_by_value: HashMap<Site, SiteId>,
     name_by_ptr: FastMap<usize, NameId>,
@@ -901,8 +980,127 @@ impl TraceBuilder {
                 version: *version,
                 mode: *mode,
             },
+            Event::NetOpen {
+                socket,
+                kind,
+                how,
+                from,
+                local,
+                peer,
+                peer_pid,
+                unix_ns,
+                ..
+            } => {
+                let o = self.object_of_kind(*socket, ObjectKind::Socket);
+                let label = match (local.is_empty(), peer.is_empty()) {
+                    (_, true) => format!("{} {local}", kind.name()),
+                    (true, false) => format!("{} to {peer}", kind.name()),
+                    (false, false) => format!("{} {local} <-> {peer}", kind.name()),
+                };
+                let name = self.intern_name_value(&label);
+                let obj = &mut self.trace.objects[o as usize];
+                obj.name = Some(Arc::clone(&self.trace.names[name as usize]));
+                self.net.ends.push(net::End {
+                    socket: *socket,
+                    kind: *kind,
+                    how: *how,
+                    from: *from,
+                    local: local.to_string(),
+                    peer: peer.to_string(),
+                    peer_pid: *peer_pid,
+                    os_pid: self.os_pids.get(p as usize).copied().unwrap_or(0),
+                    unix_ns: *unix_ns,
+                });
+                Op::NetOpen { socket: o }
+            }
+            Event::NetWrite {
+                socket,
+                seq,
+                offset,
+                len,
+                ..
+            } => {
+                let o = self.object_of_kind(*socket, ObjectKind::Socket);
+                self.net
+                    .writes
+                    .entry(o)
+                    .or_default()
+                    .push(*seq, *offset, *len);
+                Op::NetWrite {
+                    socket: o,
+                    seq: *seq,
+                    datagram: false,
+                }
+            }
+            Event::NetRead {
+                socket,
+                offset,
+                peek,
+                data,
+                ..
+            } => {
+                let o = self.object_of_kind(*socket, ObjectKind::Socket);
+                let at = EventRef::new(p, self.trace.processes[p as usize].events.len() as u32);
+                if !*peek && !data.is_empty() {
+                    let end = offset + data.len() as u64;
+                    self.net.reads.push((at, o, end - 1));
+                }
+                Op::NetRead {
+                    socket: o,
+                    peer: NO_OBJECT,
+                    seq: 0,
+                    datagram: false,
+                }
+            }
+            Event::NetSendTo {
+                socket,
+                seq,
+                to,
+                digest,
+                ..
+            } => {
+                let o = self.object_of_kind(*socket, ObjectKind::Socket);
+                self.net.sends.push((o, *seq, to.to_string(), *digest));
+                Op::NetWrite {
+                    socket: o,
+                    seq: *seq,
+                    datagram: true,
+                }
+            }
+            Event::NetRecvFrom {
+                socket,
+                from,
+                peek,
+                data,
+                ..
+            } => {
+                let o = self.object_of_kind(*socket, ObjectKind::Socket);
+                let at = EventRef::new(p, self.trace.processes[p as usize].events.len() as u32);
+                if !*peek {
+                    let digest = ppd_formats::event::datagram_digest(data);
+                    self.net.receipts.push((at, o, from.to_string(), digest));
+                }
+                Op::NetRead {
+                    socket: o,
+                    peer: NO_OBJECT,
+                    seq: 0,
+                    datagram: true,
+                }
+            }
+            Event::NetFail { socket, .. } => Op::NetFail {
+                socket: self.object_of_kind(*socket, ObjectKind::Socket),
+            },
         };
         self.push(p, op, site);
+    }
+
+    /// Notes the OS process process `p` ran in: what pairs its Unix sockets with their peers.
+    pub fn set_os_pid(&mut self, p: u32, os_pid: u32) {
+        let p = p as usize;
+        if self.os_pids.len() <= p {
+            self.os_pids.resize(p + 1, 0);
+        }
+        self.os_pids[p] = os_pid;
     }
 
     /// Number of objects so far.
@@ -910,9 +1108,80 @@ impl TraceBuilder {
         self.trace.objects.len()
     }
 
-    /// The trace.
-    pub fn build(self) -> Trace {
+    /// The trace, with every socket read paired with the write its bytes end with (where the
+    /// recording holds the other end; `ppd_formats::net`).
+    pub fn build(mut self) -> Trace {
+        self.pair_net();
         self.trace
+    }
+
+    fn pair_net(&mut self) {
+        let net = std::mem::take(&mut self.net);
+        if net.ends.is_empty() && net.sends.is_empty() {
+            return;
+        }
+        let index = |id: ObjectId| self.trace.by_object.get(&id).copied();
+        let mut peer: FastMap<ObjIdx, ObjIdx> = FastMap::default();
+        for (a, b) in net::pair_streams(&net.ends) {
+            if let (Some(a), Some(b)) = (index(net.ends[a].socket), index(net.ends[b].socket)) {
+                peer.insert(a, b);
+                peer.insert(b, a);
+            }
+        }
+        self.trace.socket_peers = peer.clone();
+        let mut resolved: Vec<(EventRef, ObjIdx, u64)> = Vec::new();
+        for &(at, socket, last_byte) in &net.reads {
+            let Some(&writer) = peer.get(&socket) else {
+                continue;
+            };
+            if let Some(seq) = net.writes.get(&writer).and_then(|w| w.holding(last_byte)) {
+                resolved.push((at, writer, seq));
+            }
+        }
+        // Datagrams: addressed by the sockets' local addresses.
+        let local: FastMap<ObjIdx, &str> = net
+            .ends
+            .iter()
+            .filter_map(|e| Some((index(e.socket)?, e.local.as_str())))
+            .collect();
+        let address = |o: ObjIdx| local.get(&o).copied().unwrap_or("").to_owned();
+        let sends: Vec<net::Datagram> = net
+            .sends
+            .iter()
+            .map(|(o, _, to, digest)| net::Datagram {
+                from: address(*o),
+                to: to.clone(),
+                digest: *digest,
+            })
+            .collect();
+        let receipts: Vec<net::Datagram> = net
+            .receipts
+            .iter()
+            .map(|(_, o, from, digest)| net::Datagram {
+                from: from.clone(),
+                to: address(*o),
+                digest: *digest,
+            })
+            .collect();
+        for (r, send) in net::pair_datagrams(&sends, &receipts)
+            .into_iter()
+            .enumerate()
+        {
+            if let Some(s) = send {
+                let (sender, seq) = (net.sends[s].0, net.sends[s].1);
+                resolved.push((net.receipts[r].0, sender, seq));
+            }
+        }
+        for (at, writer, seq) in resolved {
+            let ev = &mut self.trace.processes[at.process as usize].events[at.index as usize];
+            if let Op::NetRead {
+                peer: p, seq: s, ..
+            } = &mut ev.op
+            {
+                *p = writer;
+                *s = seq;
+            }
+        }
     }
 
     /// The object, guessing its kind from its use when its creation is not (yet) known.

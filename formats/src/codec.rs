@@ -12,8 +12,8 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use crate::event::{
-    AtomicOp, Borrowed, ClockSource, Event, EventKind, MemOrdering, ObjectKind, Outcome, Owned,
-    Question, RecvOutcome, RwMode, Site,
+    AtomicOp, Borrowed, ClockSource, Event, EventKind, MemOrdering, NetError, NetOp, ObjectKind,
+    OpenHow, Outcome, Owned, Question, RecvOutcome, RwMode, Site, SocketKind,
 };
 use crate::ids::{ObjectId, ProcessId};
 
@@ -117,6 +117,40 @@ fn object_kind_code(kind: ObjectKind) -> u8 {
         ObjectKind::Atomic => 3,
         ObjectKind::RwLock => 4,
         ObjectKind::Condvar => 5,
+        ObjectKind::Socket => 6,
+    }
+}
+
+fn socket_kind_code(kind: SocketKind) -> u8 {
+    match kind {
+        SocketKind::TcpListener => 0,
+        SocketKind::TcpStream => 1,
+        SocketKind::UdpSocket => 2,
+        SocketKind::UnixListener => 3,
+        SocketKind::UnixStream => 4,
+        SocketKind::UnixDatagram => 5,
+    }
+}
+
+fn open_how_code(how: OpenHow) -> u8 {
+    match how {
+        OpenHow::Bind => 0,
+        OpenHow::Connect => 1,
+        OpenHow::Accept => 2,
+        OpenHow::Pair => 3,
+    }
+}
+
+fn net_op_code(op: NetOp) -> u8 {
+    match op {
+        NetOp::Bind => 0,
+        NetOp::Connect => 1,
+        NetOp::Accept => 2,
+        NetOp::Read => 3,
+        NetOp::Write => 4,
+        NetOp::SendTo => 5,
+        NetOp::RecvFrom => 6,
+        NetOp::Shutdown => 7,
     }
 }
 
@@ -604,6 +638,113 @@ impl Encoder {
                 put_site(out);
                 put_bytes(out, value);
             }
+            Event::NetOpen {
+                socket,
+                kind,
+                how,
+                from,
+                local,
+                peer,
+                peer_pid,
+                unix_ns,
+                ..
+            } => {
+                let from = from.map(|f| self.object(out, f));
+                let obj = self.object(out, *socket);
+                let flags = if from.is_some() { FLAG_A } else { 0 }
+                    | if peer_pid.is_some() { FLAG_B } else { 0 };
+                put_tag(out, event_kind, tag | flags);
+                put_varint(out, obj as u64);
+                out.push(socket_kind_code(*kind));
+                out.push(open_how_code(*how));
+                put_bytes(out, local.as_bytes());
+                put_bytes(out, peer.as_bytes());
+                put_varint(out, *unix_ns);
+                if let Some(f) = from {
+                    put_varint(out, f as u64);
+                }
+                if let Some(p) = peer_pid {
+                    put_varint(out, u64::from(*p));
+                }
+                put_site(out);
+            }
+            Event::NetWrite {
+                socket,
+                seq,
+                offset,
+                len,
+                ..
+            } => {
+                let obj = self.object(out, *socket);
+                put_tag(out, event_kind, tag);
+                put_varint(out, obj as u64);
+                put_delta(out, &mut self.last_seq[obj], *seq);
+                put_delta(out, &mut self.last_version[obj], *offset);
+                put_varint(out, *len);
+                put_site(out);
+            }
+            Event::NetRead {
+                socket,
+                offset,
+                peek,
+                data,
+                ..
+            } => {
+                let obj = self.object(out, *socket);
+                put_tag(out, event_kind, tag | if *peek { FLAG_A } else { 0 });
+                put_varint(out, obj as u64);
+                put_delta(out, &mut self.last_version[obj], *offset);
+                put_site(out);
+                put_bytes(out, data);
+            }
+            Event::NetSendTo {
+                socket,
+                seq,
+                to,
+                len,
+                digest,
+                ..
+            } => {
+                let obj = self.object(out, *socket);
+                put_tag(out, event_kind, tag);
+                put_varint(out, obj as u64);
+                put_delta(out, &mut self.last_seq[obj], *seq);
+                put_bytes(out, to.as_bytes());
+                put_varint(out, *len);
+                out.extend_from_slice(&digest.to_le_bytes());
+                put_site(out);
+            }
+            Event::NetRecvFrom {
+                socket,
+                from,
+                peek,
+                data,
+                ..
+            } => {
+                let obj = self.object(out, *socket);
+                put_tag(out, event_kind, tag | if *peek { FLAG_A } else { 0 });
+                put_varint(out, obj as u64);
+                put_bytes(out, from.as_bytes());
+                put_site(out);
+                put_bytes(out, data);
+            }
+            Event::NetFail {
+                socket, op, error, ..
+            } => {
+                let obj = self.object(out, *socket);
+                put_tag(
+                    out,
+                    event_kind,
+                    tag | if error.os.is_some() { FLAG_A } else { 0 },
+                );
+                put_varint(out, obj as u64);
+                out.push(net_op_code(*op));
+                out.push(error.kind);
+                if let Some(code) = error.os {
+                    put_varint(out, zigzag(i64::from(code)));
+                }
+                put_site(out);
+            }
         }
     }
 }
@@ -898,6 +1039,7 @@ impl Decoder {
                     3 => ObjectKind::Atomic,
                     4 => ObjectKind::RwLock,
                     5 => ObjectKind::Condvar,
+                    6 => ObjectKind::Socket,
                     k => return cur.fail(format!("unknown object kind {k}")),
                 };
                 let init = cur.varint()?;
@@ -1126,6 +1268,124 @@ impl Decoder {
                 site: self.site(cur, tag)?,
                 value: cur.bytes()?.into(),
             },
+            EventKind::NetOpen => {
+                let obj = self.object(cur)?;
+                let kind = match cur.u8()? {
+                    0 => SocketKind::TcpListener,
+                    1 => SocketKind::TcpStream,
+                    2 => SocketKind::UdpSocket,
+                    3 => SocketKind::UnixListener,
+                    4 => SocketKind::UnixStream,
+                    5 => SocketKind::UnixDatagram,
+                    k => return cur.fail(format!("unknown socket kind {k}")),
+                };
+                let how = match cur.u8()? {
+                    0 => OpenHow::Bind,
+                    1 => OpenHow::Connect,
+                    2 => OpenHow::Accept,
+                    3 => OpenHow::Pair,
+                    h => return cur.fail(format!("unknown way of opening a socket {h}")),
+                };
+                let local = cur.text()?.into();
+                let peer = cur.text()?.into();
+                let unix_ns = cur.varint()?;
+                let from = if a {
+                    Some(self.objects[self.object(cur)?])
+                } else {
+                    None
+                };
+                let peer_pid = if b {
+                    Some(cur.varint_u32("peer OS pid")?)
+                } else {
+                    None
+                };
+                Event::NetOpen {
+                    socket: self.objects[obj],
+                    kind,
+                    how,
+                    from,
+                    local,
+                    peer,
+                    peer_pid,
+                    unix_ns,
+                    site: self.site(cur, tag)?,
+                }
+            }
+            EventKind::NetWrite => {
+                let obj = self.object(cur)?;
+                let seq = cur.delta(&mut self.last_seq[obj])?;
+                let offset = cur.delta(&mut self.last_version[obj])?;
+                Event::NetWrite {
+                    socket: self.objects[obj],
+                    seq,
+                    offset,
+                    len: cur.varint()?,
+                    site: self.site(cur, tag)?,
+                }
+            }
+            EventKind::NetRead => {
+                let obj = self.object(cur)?;
+                let offset = cur.delta(&mut self.last_version[obj])?;
+                Event::NetRead {
+                    socket: self.objects[obj],
+                    offset,
+                    peek: a,
+                    site: self.site(cur, tag)?,
+                    data: cur.bytes()?.into(),
+                }
+            }
+            EventKind::NetSendTo => {
+                let obj = self.object(cur)?;
+                let seq = cur.delta(&mut self.last_seq[obj])?;
+                Event::NetSendTo {
+                    socket: self.objects[obj],
+                    seq,
+                    to: cur.text()?.into(),
+                    len: cur.varint()?,
+                    digest: u64::from_le_bytes(cur.array8()?),
+                    site: self.site(cur, tag)?,
+                }
+            }
+            EventKind::NetRecvFrom => {
+                let obj = self.object(cur)?;
+                Event::NetRecvFrom {
+                    socket: self.objects[obj],
+                    from: cur.text()?.into(),
+                    peek: a,
+                    site: self.site(cur, tag)?,
+                    data: cur.bytes()?.into(),
+                }
+            }
+            EventKind::NetFail => {
+                let obj = self.object(cur)?;
+                let op = match cur.u8()? {
+                    0 => NetOp::Bind,
+                    1 => NetOp::Connect,
+                    2 => NetOp::Accept,
+                    3 => NetOp::Read,
+                    4 => NetOp::Write,
+                    5 => NetOp::SendTo,
+                    6 => NetOp::RecvFrom,
+                    7 => NetOp::Shutdown,
+                    o => return cur.fail(format!("unknown socket operation {o}")),
+                };
+                let kind = cur.u8()?;
+                let os = if a {
+                    let raw = unzigzag(cur.varint()?);
+                    Some(
+                        i32::try_from(raw)
+                            .or_else(|_| cur.fail(format!("OS error {raw} out of range")))?,
+                    )
+                } else {
+                    None
+                };
+                Event::NetFail {
+                    socket: self.objects[obj],
+                    op,
+                    error: NetError { kind, os },
+                    site: self.site(cur, tag)?,
+                }
+            }
         };
         Ok(event)
     }
@@ -1326,6 +1586,82 @@ mod tests {
                 version: 10,
                 prev: None,
                 mode: RwMode::Write,
+                site: None,
+            },
+            Event::NetOpen {
+                socket: ObjectId::new(ProcessId(1), 9),
+                kind: SocketKind::TcpStream,
+                how: OpenHow::Accept,
+                from: Some(ch),
+                local: "127.0.0.1:5000",
+                peer: "127.0.0.1:41234",
+                peer_pid: None,
+                unix_ns: 1_700_000_000_000_000_000,
+                site: s,
+            },
+            Event::NetOpen {
+                socket: ObjectId::new(ProcessId(1), 10),
+                kind: SocketKind::UnixStream,
+                how: OpenHow::Connect,
+                from: None,
+                local: "",
+                peer: "/tmp/ppd.sock",
+                peer_pid: Some(4242),
+                unix_ns: 7,
+                site: None,
+            },
+            Event::NetWrite {
+                socket: ObjectId::new(ProcessId(1), 9),
+                seq: 3,
+                offset: 4096,
+                len: 17,
+                site: s,
+            },
+            Event::NetRead {
+                socket: ObjectId::new(ProcessId(1), 9),
+                offset: 12,
+                peek: true,
+                data: payload,
+                site: s,
+            },
+            Event::NetRead {
+                socket: ObjectId::new(ProcessId(1), 9),
+                offset: 12,
+                peek: false,
+                data: &[],
+                site: None,
+            },
+            Event::NetSendTo {
+                socket: ObjectId::new(ProcessId(1), 11),
+                seq: 1,
+                to: "10.0.0.2:9000",
+                len: 3,
+                digest: crate::event::datagram_digest(b"abc"),
+                site: s,
+            },
+            Event::NetRecvFrom {
+                socket: ObjectId::new(ProcessId(1), 11),
+                from: "10.0.0.2:9000",
+                peek: false,
+                data: payload,
+                site: s,
+            },
+            Event::NetFail {
+                socket: ObjectId::new(ProcessId(1), 12),
+                op: NetOp::Connect,
+                error: NetError {
+                    kind: NetError::kind_code(std::io::ErrorKind::ConnectionRefused),
+                    os: Some(111),
+                },
+                site: s,
+            },
+            Event::NetFail {
+                socket: ObjectId::new(ProcessId(1), 12),
+                op: NetOp::Read,
+                error: NetError {
+                    kind: NetError::kind_code(std::io::ErrorKind::WouldBlock),
+                    os: None,
+                },
                 site: None,
             },
         ]

@@ -217,6 +217,12 @@ impl ProcessEnding {
             | Event::EblockExit { .. }
             | Event::Mark { .. }
             | Event::Undelivered { .. }
+            | Event::NetOpen { .. }
+            | Event::NetWrite { .. }
+            | Event::NetRead { .. }
+            | Event::NetSendTo { .. }
+            | Event::NetRecvFrom { .. }
+            | Event::NetFail { .. }
             | Event::Answer { .. } => ProcessEnding::Running { last_event: last },
             Event::Outcome { .. } | Event::RwAcquire { .. } | Event::RwRelease { .. } => {
                 ProcessEnding::Running { last_event: last }

@@ -90,6 +90,8 @@ pub enum ObjectKind {
     /// A condition variable: the hidden lock over its queue of waiters, whose acquisitions
     /// are those of a mutex (waits and notifies take it).
     Condvar,
+    /// A socket (`ppd::net`); its creation is a `NetOpen`, never a `Create`.
+    Socket,
 }
 
 impl ObjectKind {
@@ -102,6 +104,7 @@ impl ObjectKind {
             ObjectKind::Atomic => "atomic",
             ObjectKind::RwLock => "rwlock",
             ObjectKind::Condvar => "condvar",
+            ObjectKind::Socket => "socket",
         }
     }
 }
@@ -224,6 +227,179 @@ impl Question {
             }
             Question::AvailableParallelism => format!("available_parallelism: {value}"),
             Question::ChannelLen => format!("channel len: {value}"),
+        }
+    }
+}
+
+/// What kind of socket a [`Event::NetOpen`] made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SocketKind {
+    /// `TcpListener`.
+    TcpListener,
+    /// `TcpStream`.
+    TcpStream,
+    /// `UdpSocket`.
+    UdpSocket,
+    /// `UnixListener`.
+    UnixListener,
+    /// `UnixStream`.
+    UnixStream,
+    /// `UnixDatagram`.
+    UnixDatagram,
+}
+
+impl SocketKind {
+    /// Whether it carries a byte stream (reads and writes by offset) rather than datagrams or
+    /// connections.
+    pub fn is_stream(self) -> bool {
+        matches!(self, SocketKind::TcpStream | SocketKind::UnixStream)
+    }
+
+    /// The name reports use.
+    pub fn name(self) -> &'static str {
+        match self {
+            SocketKind::TcpListener => "tcp listener",
+            SocketKind::TcpStream => "tcp",
+            SocketKind::UdpSocket => "udp",
+            SocketKind::UnixListener => "unix listener",
+            SocketKind::UnixStream => "unix",
+            SocketKind::UnixDatagram => "unix datagram",
+        }
+    }
+}
+
+/// How a [`Event::NetOpen`] made its socket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpenHow {
+    /// Bound to a local address (a listener, a datagram socket).
+    Bind,
+    /// Connected to a peer: a client's stream.
+    Connect,
+    /// Accepted from a listener (`from`).
+    Accept,
+    /// One of two connected ends made together (`UnixStream::pair`): `from` is the other.
+    Pair,
+}
+
+/// A socket operation, as a [`Event::NetFail`] names the one that failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NetOp {
+    /// Binding a listener or datagram socket.
+    Bind,
+    /// Connecting.
+    Connect,
+    /// Accepting.
+    Accept,
+    /// Reading (or peeking) a stream.
+    Read,
+    /// Writing a stream.
+    Write,
+    /// Sending a datagram.
+    SendTo,
+    /// Receiving (or peeking) a datagram.
+    RecvFrom,
+    /// Shutting a stream down.
+    Shutdown,
+}
+
+impl NetOp {
+    /// The name reports use.
+    pub fn name(self) -> &'static str {
+        match self {
+            NetOp::Bind => "bind",
+            NetOp::Connect => "connect",
+            NetOp::Accept => "accept",
+            NetOp::Read => "read",
+            NetOp::Write => "write",
+            NetOp::SendTo => "send_to",
+            NetOp::RecvFrom => "recv_from",
+            NetOp::Shutdown => "shutdown",
+        }
+    }
+}
+
+/// An I/O error as the log keeps it: std's error kind, and the OS error number when there was
+/// one (replay rebuilds the same `io::Error` from it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct NetError {
+    /// `std::io::ErrorKind`, as [`NetError::kind_code`] numbers it.
+    pub kind: u8,
+    /// The raw OS error, when the error came from the OS.
+    pub os: Option<i32>,
+}
+
+/// The error kinds a log names by number; any other is `Other` (code 0).
+const ERROR_KINDS: [std::io::ErrorKind; 22] = {
+    use std::io::ErrorKind as K;
+    [
+        K::Other,
+        K::NotFound,
+        K::PermissionDenied,
+        K::ConnectionRefused,
+        K::ConnectionReset,
+        K::ConnectionAborted,
+        K::NotConnected,
+        K::AddrInUse,
+        K::AddrNotAvailable,
+        K::BrokenPipe,
+        K::AlreadyExists,
+        K::WouldBlock,
+        K::InvalidInput,
+        K::InvalidData,
+        K::TimedOut,
+        K::WriteZero,
+        K::Interrupted,
+        K::Unsupported,
+        K::UnexpectedEof,
+        K::OutOfMemory,
+        K::HostUnreachable,
+        K::NetworkUnreachable,
+    ]
+};
+
+impl NetError {
+    /// The log's number for an error kind.
+    pub fn kind_code(kind: std::io::ErrorKind) -> u8 {
+        ERROR_KINDS
+            .iter()
+            .position(|k| *k == kind)
+            .map_or(0, |i| i as u8)
+    }
+
+    /// How the log keeps `error`.
+    pub fn of(error: &std::io::Error) -> NetError {
+        NetError {
+            kind: NetError::kind_code(error.kind()),
+            os: error.raw_os_error(),
+        }
+    }
+
+    /// The error kind (`Other` for a number the log does not know).
+    pub fn kind(self) -> std::io::ErrorKind {
+        ERROR_KINDS
+            .get(usize::from(self.kind))
+            .copied()
+            .unwrap_or(std::io::ErrorKind::Other)
+    }
+
+    /// The error again: from the OS number when there was one (same kind and message), else
+    /// from the kind.
+    pub fn to_io(self) -> std::io::Error {
+        match self.os {
+            Some(code) => std::io::Error::from_raw_os_error(code),
+            None => std::io::Error::new(self.kind(), "error logged by ppd"),
+        }
+    }
+}
+
+impl fmt::Display for NetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.os {
+            Some(code) => write!(f, "{}", std::io::Error::from_raw_os_error(code)),
+            None => write!(f, "{}", self.kind()),
         }
     }
 }
@@ -496,6 +672,109 @@ pub enum Event<R: Repr = Owned> {
         /// Where the guard was acquired.
         site: Option<R::Site>,
     },
+    /// A socket was made (`ppd::net`): bound, connected, accepted or paired. It is the
+    /// socket's creation; its addresses are what the analysis pairs the two ends of a
+    /// connection by, across OS processes and hosts.
+    NetOpen {
+        /// The socket.
+        socket: ObjectId,
+        /// What it is.
+        kind: SocketKind,
+        /// How it was made.
+        how: OpenHow,
+        /// The listener it was accepted from, or the other end of a pair.
+        from: Option<ObjectId>,
+        /// Its local address (`""`: unnamed).
+        local: R::Text,
+        /// Its peer's address (`""`: none, or unnamed).
+        peer: R::Text,
+        /// A Unix socket's peer OS process (`SO_PEERCRED`), when known.
+        peer_pid: Option<u32>,
+        /// When, Unix nanoseconds: orders connections that reuse the same addresses.
+        unix_ns: u64,
+        /// Where the program made it.
+        site: Option<R::Site>,
+    },
+    /// A stream write: `len` bytes at stream offset `offset` (the bytes this end wrote
+    /// before), the `seq`-th write of this end. The bytes are logged where they are read.
+    NetWrite {
+        /// The socket.
+        socket: ObjectId,
+        /// Which write of this end, from 1.
+        seq: u64,
+        /// Bytes this end wrote before.
+        offset: u64,
+        /// Bytes written.
+        len: u64,
+        /// Where `write` was called.
+        site: Option<R::Site>,
+    },
+    /// A stream read: the bytes read (none at the end of the stream), from stream offset
+    /// `offset` (the bytes this end read before). A peek reads without consuming.
+    NetRead {
+        /// The socket.
+        socket: ObjectId,
+        /// Bytes this end read before.
+        offset: u64,
+        /// Whether it was a peek (the bytes stay to be read).
+        peek: bool,
+        /// What it read.
+        data: R::Bytes,
+        /// Where `read` was called.
+        site: Option<R::Site>,
+    },
+    /// A datagram sent to `to`: its length and a digest of its bytes (the receiver logs the
+    /// bytes), the `seq`-th datagram of this socket.
+    NetSendTo {
+        /// The socket.
+        socket: ObjectId,
+        /// Which datagram of this socket, from 1.
+        seq: u64,
+        /// Where it went.
+        to: R::Text,
+        /// Its length.
+        len: u64,
+        /// FNV-1a of its bytes ([`datagram_digest`]): pairs it with its receipt.
+        digest: u64,
+        /// Where `send_to` was called.
+        site: Option<R::Site>,
+    },
+    /// A datagram received from `from`: its bytes. A peek leaves it to be received.
+    NetRecvFrom {
+        /// The socket.
+        socket: ObjectId,
+        /// Where it came from.
+        from: R::Text,
+        /// Whether it was a peek.
+        peek: bool,
+        /// What it received.
+        data: R::Bytes,
+        /// Where it was received.
+        site: Option<R::Site>,
+    },
+    /// A socket operation failed, or could not go on now (`WouldBlock`, a timeout): replay
+    /// returns the same error.
+    NetFail {
+        /// The socket (for a connect that failed, the one it would have been).
+        socket: ObjectId,
+        /// Which operation.
+        op: NetOp,
+        /// The error.
+        error: NetError,
+        /// Where it was called.
+        site: Option<R::Site>,
+    },
+}
+
+/// The digest a [`Event::NetSendTo`] logs of its datagram: 64-bit FNV-1a, which pairs a
+/// received datagram with its send without logging the bytes twice.
+pub fn datagram_digest(bytes: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash
 }
 
 /// The kind of an event, without its data; used for counting and filtering.
@@ -531,11 +810,17 @@ pub enum EventKind {
     Outcome,
     RwAcquire,
     RwRelease,
+    NetOpen,
+    NetWrite,
+    NetRead,
+    NetSendTo,
+    NetRecvFrom,
+    NetFail,
 }
 
 impl EventKind {
     /// Every kind, in tag order.
-    pub const ALL: [EventKind; 28] = [
+    pub const ALL: [EventKind; 34] = [
         EventKind::Start,
         EventKind::Spawn,
         EventKind::Join,
@@ -564,6 +849,12 @@ impl EventKind {
         EventKind::Outcome,
         EventKind::RwAcquire,
         EventKind::RwRelease,
+        EventKind::NetOpen,
+        EventKind::NetWrite,
+        EventKind::NetRead,
+        EventKind::NetSendTo,
+        EventKind::NetRecvFrom,
+        EventKind::NetFail,
     ];
 
     /// The snake_case name used in text and JSON output.
@@ -597,6 +888,12 @@ impl EventKind {
             EventKind::Outcome => "outcome",
             EventKind::RwAcquire => "rw_acquire",
             EventKind::RwRelease => "rw_release",
+            EventKind::NetOpen => "net_open",
+            EventKind::NetWrite => "net_write",
+            EventKind::NetRead => "net_read",
+            EventKind::NetSendTo => "net_send_to",
+            EventKind::NetRecvFrom => "net_recv_from",
+            EventKind::NetFail => "net_fail",
         }
     }
 }
@@ -660,6 +957,12 @@ impl<R: Repr> Event<R> {
             Event::Outcome { .. } => EventKind::Outcome,
             Event::RwAcquire { .. } => EventKind::RwAcquire,
             Event::RwRelease { .. } => EventKind::RwRelease,
+            Event::NetOpen { .. } => EventKind::NetOpen,
+            Event::NetWrite { .. } => EventKind::NetWrite,
+            Event::NetRead { .. } => EventKind::NetRead,
+            Event::NetSendTo { .. } => EventKind::NetSendTo,
+            Event::NetRecvFrom { .. } => EventKind::NetRecvFrom,
+            Event::NetFail { .. } => EventKind::NetFail,
         }
     }
 
@@ -687,7 +990,13 @@ impl<R: Repr> Event<R> {
             | Event::Answer { site, .. } => site.as_ref(),
             Event::Outcome { site, .. }
             | Event::RwAcquire { site, .. }
-            | Event::RwRelease { site, .. } => site.as_ref(),
+            | Event::RwRelease { site, .. }
+            | Event::NetOpen { site, .. }
+            | Event::NetWrite { site, .. }
+            | Event::NetRead { site, .. }
+            | Event::NetSendTo { site, .. }
+            | Event::NetRecvFrom { site, .. }
+            | Event::NetFail { site, .. } => site.as_ref(),
             Event::Start { .. }
             | Event::Exit
             | Event::Panic { .. }
@@ -710,6 +1019,12 @@ impl<R: Repr> Event<R> {
             | Event::Outcome { object, .. }
             | Event::RwAcquire { object, .. }
             | Event::RwRelease { object, .. } => Some(*object),
+            Event::NetOpen { socket, .. }
+            | Event::NetWrite { socket, .. }
+            | Event::NetRead { socket, .. }
+            | Event::NetSendTo { socket, .. }
+            | Event::NetRecvFrom { socket, .. }
+            | Event::NetFail { socket, .. } => Some(*socket),
             Event::Send { channel, .. }
             | Event::Recv { channel, .. }
             | Event::RecvNone { channel, .. }

@@ -17,6 +17,7 @@ pub mod integrity;
 mod layout;
 pub mod manifest;
 pub mod names;
+pub mod net;
 pub mod order;
 pub mod private;
 pub mod progress;

@@ -367,6 +367,20 @@ impl<R: Repr> Event<R> {
                 version,
                 mode,
             },
+            // A write gives its bytes as message `seq` of its socket; the read that consumes
+            // them is on the other end's socket, which only the pairing of the two ends knows
+            // (`crate::net`): a read is local here, and the consumers that know the pairing
+            // (the analysis, the replay controller) give it that message's `Recv`.
+            Event::NetWrite { socket, seq, .. } | Event::NetSendTo { socket, seq, .. } => {
+                Sync::Send {
+                    channel: socket,
+                    seq,
+                }
+            }
+            Event::NetOpen { .. }
+            | Event::NetRead { .. }
+            | Event::NetRecvFrom { .. }
+            | Event::NetFail { .. } => Sync::Local,
         }
     }
 }

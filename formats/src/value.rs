@@ -21,6 +21,19 @@ pub fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, ValueError> {
     rmp_serde::to_vec_named(value).map_err(|e| ValueError(e.to_string()))
 }
 
+/// Raw bytes (what a socket read) as a value: a string when they are UTF-8, so that traces and
+/// answers show text as text; binary otherwise.
+pub fn encode_raw(bytes: &[u8]) -> Vec<u8> {
+    let value = match std::str::from_utf8(bytes) {
+        Ok(text) => Value::from(text),
+        Err(_) => Value::Binary(bytes.to_vec()),
+    };
+    let mut out = Vec::new();
+    // Writing into a Vec cannot fail.
+    let _ = rmpv::encode::write_value(&mut out, &value);
+    out
+}
+
 /// Writes a map from names to values, entry by entry: how prelogs and postlogs are built
 /// without collecting their heterogeneous values first.
 #[derive(Debug)]

@@ -2,7 +2,7 @@
 
 use std::fmt::Display;
 
-use ppd_formats::event::{Outcome, Repr};
+use ppd_formats::event::{OpenHow, Outcome, Repr};
 use ppd_formats::{Event, ObjectId, ProcessId, value};
 
 fn at<S: Display>(site: &Option<S>) -> String {
@@ -234,7 +234,113 @@ where
             o(channel),
             at(site)
         ),
+        Event::NetOpen {
+            socket,
+            kind,
+            how,
+            local,
+            peer,
+            site,
+            ..
+        } => {
+            let (local, peer) = (local.as_ref(), peer.as_ref());
+            let what = match how {
+                OpenHow::Bind => format!("bind {} {local}", kind.name()),
+                OpenHow::Connect => format!("connect {} to {peer}", kind.name()),
+                OpenHow::Accept => format!("accept {} from {}", kind.name(), unnamed(peer)),
+                OpenHow::Pair => format!("open a {} pair", kind.name()),
+            };
+            format!("{what} as {}{}", o(socket), at(site))
+        }
+        Event::NetWrite {
+            socket,
+            offset,
+            len,
+            site,
+            ..
+        } => format!(
+            "write {len} bytes to {} (stream bytes {offset}..{}){}",
+            o(socket),
+            offset + len,
+            at(site)
+        ),
+        Event::NetRead {
+            socket,
+            offset,
+            peek,
+            data,
+            site,
+        } => {
+            let data = data.as_ref();
+            let verb = if *peek { "peek" } else { "read" };
+            if data.is_empty() && !*peek {
+                format!("read the end of {}'s stream{}", o(socket), at(site))
+            } else {
+                format!(
+                    "{verb} {} from {} (stream bytes {offset}..{}){}",
+                    show_data(data),
+                    o(socket),
+                    offset + data.len() as u64,
+                    at(site)
+                )
+            }
+        }
+        Event::NetSendTo {
+            socket,
+            to,
+            len,
+            site,
+            ..
+        } => format!(
+            "send a datagram of {len} bytes from {} to {}{}",
+            o(socket),
+            to.as_ref(),
+            at(site)
+        ),
+        Event::NetRecvFrom {
+            socket,
+            from,
+            peek,
+            data,
+            site,
+        } => format!(
+            "{} {} on {} from {}{}",
+            if *peek { "peek" } else { "receive" },
+            show_data(data.as_ref()),
+            o(socket),
+            unnamed(from.as_ref()),
+            at(site)
+        ),
+        Event::NetFail {
+            socket,
+            op,
+            error,
+            site,
+        } => format!("{} on {} failed: {error}{}", op.name(), o(socket), at(site)),
     }
+}
+
+/// A socket address as reports show it: an unnamed one says so.
+fn unnamed(address: &str) -> &str {
+    if address.is_empty() {
+        "an unnamed socket"
+    } else {
+        address
+    }
+}
+
+/// Bytes read from a socket, as reports show them: escaped, the first 48 at most, and their
+/// count.
+fn show_data(bytes: &[u8]) -> String {
+    const SHOWN: usize = 48;
+    let shown: String = bytes
+        .iter()
+        .take(SHOWN)
+        .flat_map(|b| b.escape_ascii())
+        .map(char::from)
+        .collect();
+    let more = if bytes.len() > SHOWN { "…" } else { "" };
+    format!("\"{shown}{more}\" ({} bytes)", bytes.len())
 }
 
 fn rw_mode(mode: ppd_formats::event::RwMode) -> &'static str {

@@ -305,6 +305,55 @@ impl ProcessBackend for Interval {
             |bytes: &Option<Box<[u8]>>| bytes.as_ref().map(|b| Captured::Value(b.to_vec()));
         let input = |v: u64| Some(Captured::Value(value::encode(&v).unwrap_or_default()));
         match &logged {
+            // A socket read is a receive whose message is its bytes; the reading socket and
+            // the stream offset say which bytes (the analysis pairs them with the writes).
+            Event::NetRead {
+                socket,
+                offset,
+                data,
+                ..
+            } => tracer::operation(
+                RecordKind::Recv,
+                Some(Captured::Value(value::encode_raw(data))),
+                Some(MessageRef {
+                    channel: *socket,
+                    seq: *offset,
+                    sender: self.process,
+                }),
+                None,
+                index,
+            ),
+            Event::NetRecvFrom { socket, data, .. } => tracer::operation(
+                RecordKind::Recv,
+                Some(Captured::Value(value::encode_raw(data))),
+                Some(MessageRef {
+                    channel: *socket,
+                    seq: 0,
+                    sender: self.process,
+                }),
+                None,
+                index,
+            ),
+            Event::NetWrite { socket, seq, .. } | Event::NetSendTo { socket, seq, .. } => {
+                tracer::operation(
+                    RecordKind::Send,
+                    None,
+                    Some(MessageRef {
+                        channel: *socket,
+                        seq: *seq,
+                        sender: self.process,
+                    }),
+                    None,
+                    index,
+                )
+            }
+            Event::NetFail { error, .. } => tracer::operation(
+                RecordKind::Input,
+                input(u64::from(error.kind)),
+                None,
+                None,
+                index,
+            ),
             Event::Recv {
                 channel,
                 sender,
@@ -404,6 +453,7 @@ impl ProcessBackend for Interval {
             | Event::JoinBlocked { .. }
             | Event::Sleep { .. }
             | Event::Outcome { .. }
+            | Event::NetOpen { .. }
             | Event::RwRelease {
                 mode: RwMode::Read, ..
             } => {}
@@ -674,7 +724,13 @@ fn emulate_instance(
             | Event::Sleep { .. }
             | Event::Outcome { .. }
             | Event::RwAcquire { .. }
-            | Event::RwRelease { .. },
+            | Event::RwRelease { .. }
+            | Event::NetOpen { .. }
+            | Event::NetWrite { .. }
+            | Event::NetRead { .. }
+            | Event::NetSendTo { .. }
+            | Event::NetRecvFrom { .. }
+            | Event::NetFail { .. },
         )
         | None => (None, logged_panic),
     };

@@ -93,6 +93,22 @@ fn event_json(trace: &Trace, clocks: &Clocks, e: EventRef, lamport: u32) -> Valu
             m.insert("object".into(), obj(channel));
             m.insert("seq".into(), json!(seq));
         }
+        Op::NetOpen { socket } | Op::NetFail { socket } => {
+            m.insert("object".into(), obj(socket));
+        }
+        Op::NetWrite { socket, seq, .. } => {
+            m.insert("object".into(), obj(socket));
+            m.insert("seq".into(), json!(seq));
+        }
+        Op::NetRead {
+            socket, peer, seq, ..
+        } => {
+            m.insert("object".into(), obj(socket));
+            if peer != crate::trace::NO_OBJECT {
+                m.insert("from".into(), obj(peer));
+                m.insert("seq".into(), json!(seq));
+            }
+        }
         Op::Lock {
             object, version, ..
         }

@@ -716,7 +716,11 @@ fn locate(trace: &Trace, runs: &Runs, unit: &Unit, u: &UnitEvents, vm: Vm) -> Op
                 | Op::Sleep { .. }
                 | Op::Outcome { .. }
                 | Op::RwAcquire { .. }
-                | Op::RwRelease { .. } => None,
+                | Op::RwRelease { .. }
+                | Op::NetOpen { .. }
+                | Op::NetWrite { .. }
+                | Op::NetRead { .. }
+                | Op::NetFail { .. } => None,
             });
         if let Some((k, message)) = panic {
             let at = EventRef::new(last.process, last.index + 1 + k as u32);
@@ -805,7 +809,11 @@ fn stopped(
             | Op::Sleep { .. }
             | Op::Outcome { .. }
             | Op::RwAcquire { .. }
-            | Op::RwRelease { .. } => error(
+            | Op::RwRelease { .. }
+            | Op::NetOpen { .. }
+            | Op::NetWrite { .. }
+            | Op::NetRead { .. }
+            | Op::NetFail { .. } => error(
                 Fault::Process,
                 role,
                 at,

@@ -252,7 +252,13 @@ fn scan(recording: &Recording, process: ProcessId) -> Result<(PathBuf, Scan)> {
             | Event::Sleep { .. }
             | Event::Outcome { .. }
             | Event::RwAcquire { .. }
-            | Event::RwRelease { .. } => {}
+            | Event::RwRelease { .. }
+            | Event::NetOpen { .. }
+            | Event::NetWrite { .. }
+            | Event::NetRead { .. }
+            | Event::NetSendTo { .. }
+            | Event::NetRecvFrom { .. }
+            | Event::NetFail { .. } => {}
         }
     }
     found.sends.sort_by_key(|s| (s.channel, s.seq));

@@ -135,7 +135,13 @@ pub fn state_at(
             | Event::Sleep { .. }
             | Event::Outcome { .. }
             | Event::RwAcquire { .. }
-            | Event::RwRelease { .. } => {}
+            | Event::RwRelease { .. }
+            | Event::NetOpen { .. }
+            | Event::NetWrite { .. }
+            | Event::NetRead { .. }
+            | Event::NetSendTo { .. }
+            | Event::NetRecvFrom { .. }
+            | Event::NetFail { .. } => {}
         }
     }
     Ok(RestoredState {

@@ -68,7 +68,7 @@ pub struct LogIdentity {
 }
 
 /// What a writer did, reported when it closes.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WriterStats {
     /// Events written.
     pub events: u64,
@@ -84,6 +84,20 @@ pub struct WriterStats {
     pub stall_time: Duration,
     /// Events by kind, in [`EventKind::ALL`] order.
     pub kind_counts: [u64; EventKind::ALL.len()],
+}
+
+impl Default for WriterStats {
+    fn default() -> Self {
+        WriterStats {
+            events: 0,
+            raw_bytes: 0,
+            compressed_bytes: 0,
+            blocks: 0,
+            stalls: 0,
+            stall_time: Duration::ZERO,
+            kind_counts: [0; EventKind::ALL.len()],
+        }
+    }
 }
 
 /// State shared between a writer and the compressor thread.

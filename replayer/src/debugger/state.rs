@@ -192,7 +192,13 @@ impl HaltState {
                     | Event::Sleep { .. }
                     | Event::Outcome { .. }
                     | Event::RwAcquire { .. }
-                    | Event::RwRelease { .. } => {}
+                    | Event::RwRelease { .. }
+                    | Event::NetOpen { .. }
+                    | Event::NetWrite { .. }
+                    | Event::NetRead { .. }
+                    | Event::NetSendTo { .. }
+                    | Event::NetRecvFrom { .. }
+                    | Event::NetFail { .. } => {}
                 }
                 if index + 1 == report.events {
                     if last.is_none() {

@@ -129,7 +129,13 @@ impl ReplayProcess {
             | Event::Sleep { .. }
             | Event::Outcome { .. }
             | Event::RwAcquire { .. }
-            | Event::RwRelease { .. } => None,
+            | Event::RwRelease { .. }
+            | Event::NetOpen { .. }
+            | Event::NetWrite { .. }
+            | Event::NetRead { .. }
+            | Event::NetSendTo { .. }
+            | Event::NetRecvFrom { .. }
+            | Event::NetFail { .. } => None,
         };
         let holds = match &mut self.intervals {
             Some(intervals) => self
@@ -321,6 +327,96 @@ pub(crate) fn compare(
             },
         ) => a == b && sa == sb,
         (
+            Event::NetOpen {
+                socket: a,
+                kind: ka,
+                how: ha,
+                ..
+            },
+            Event::NetOpen {
+                socket: b,
+                kind: kb,
+                how: hb,
+                ..
+            },
+        ) => a == b && ka == kb && ha == hb,
+        (
+            Event::NetWrite {
+                socket: a,
+                seq: sa,
+                offset: oa,
+                len: la,
+                ..
+            },
+            Event::NetWrite {
+                socket: b,
+                seq: sb,
+                offset: ob,
+                len: lb,
+                ..
+            },
+        ) => a == b && sa == sb && oa == ob && la == lb,
+        (
+            Event::NetRead {
+                socket: a,
+                offset: oa,
+                peek: pa,
+                data: da,
+                ..
+            },
+            Event::NetRead {
+                socket: b,
+                offset: ob,
+                peek: pb,
+                data: db,
+                ..
+            },
+        ) => a == b && oa == ob && pa == pb && (!verify || **da == **db),
+        (
+            Event::NetSendTo {
+                socket: a,
+                seq: sa,
+                len: la,
+                digest: da,
+                ..
+            },
+            Event::NetSendTo {
+                socket: b,
+                seq: sb,
+                len: lb,
+                digest: db,
+                ..
+            },
+        ) => a == b && sa == sb && la == lb && (!verify || da == db),
+        (
+            Event::NetRecvFrom {
+                socket: a,
+                peek: pa,
+                data: da,
+                ..
+            },
+            Event::NetRecvFrom {
+                socket: b,
+                peek: pb,
+                data: db,
+                ..
+            },
+        ) => a == b && pa == pb && (!verify || **da == **db),
+        (
+            Event::NetFail {
+                socket: a,
+                op: oa,
+                error: ea,
+                ..
+            },
+            Event::NetFail {
+                socket: b,
+                op: ob,
+                error: eb,
+                ..
+            },
+        ) => a == b && oa == ob && ea == eb,
+        (
             Event::SemAcquire {
                 object: a,
                 version: va,
@@ -454,7 +550,13 @@ pub(crate) fn compare(
             | Event::Sleep { .. }
             | Event::Outcome { .. }
             | Event::RwAcquire { .. }
-            | Event::RwRelease { .. },
+            | Event::RwRelease { .. }
+            | Event::NetOpen { .. }
+            | Event::NetWrite { .. }
+            | Event::NetRead { .. }
+            | Event::NetSendTo { .. }
+            | Event::NetRecvFrom { .. }
+            | Event::NetFail { .. },
             _,
         ) => false,
     };
@@ -565,7 +667,13 @@ impl ProcessBackend for ReplayProcess {
                 | Event::JoinBlocked { .. }
                 | Event::Sleep { .. }
                 | Event::Outcome { .. }
-                | Event::RwRelease { .. },
+                | Event::RwRelease { .. }
+                | Event::NetOpen { .. }
+                | Event::NetWrite { .. }
+                | Event::NetRead { .. }
+                | Event::NetSendTo { .. }
+                | Event::NetRecvFrom { .. }
+                | Event::NetFail { .. },
             )
             | None => false,
         };

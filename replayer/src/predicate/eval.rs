@@ -107,7 +107,13 @@ impl Scope {
             | Event::Sleep { .. }
             | Event::Outcome { .. }
             | Event::RwAcquire { .. }
-            | Event::RwRelease { .. } => Scope::default(),
+            | Event::RwRelease { .. }
+            | Event::NetOpen { .. }
+            | Event::NetWrite { .. }
+            | Event::NetRead { .. }
+            | Event::NetSendTo { .. }
+            | Event::NetRecvFrom { .. }
+            | Event::NetFail { .. } => Scope::default(),
         }
     }
 
@@ -232,7 +238,13 @@ impl Component {
                 | Event::Sleep { .. }
                 | Event::Outcome { .. }
                 | Event::RwAcquire { .. }
-                | Event::RwRelease { .. },
+                | Event::RwRelease { .. }
+                | Event::NetOpen { .. }
+                | Event::NetWrite { .. }
+                | Event::NetRead { .. }
+                | Event::NetSendTo { .. }
+                | Event::NetRecvFrom { .. }
+                | Event::NetFail { .. },
             ) => false,
         }
     }

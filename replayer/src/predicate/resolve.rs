@@ -94,7 +94,13 @@ impl Catalog {
                     | Event::Sleep { .. }
                     | Event::Outcome { .. }
                     | Event::RwAcquire { .. }
-                    | Event::RwRelease { .. } => {}
+                    | Event::RwRelease { .. }
+                    | Event::NetOpen { .. }
+                    | Event::NetWrite { .. }
+                    | Event::NetRead { .. }
+                    | Event::NetSendTo { .. }
+                    | Event::NetRecvFrom { .. }
+                    | Event::NetFail { .. } => {}
                 }
             }
         }
