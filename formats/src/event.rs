@@ -766,6 +766,73 @@ pub enum Event<R: Repr = Owned> {
     },
 }
 
+impl<R: Repr> Event<R> {
+    /// The event as a recording of several OS processes numbers it: every process id, and the
+    /// creator of every object id, moved up by `base`, the first id of the node whose log
+    /// holds it ([`ProcessId::NODE_SHIFT`]).
+    pub fn rebase(&mut self, base: u32) {
+        if base == 0 {
+            return;
+        }
+        let pid = |p: &mut ProcessId| p.0 += base;
+        let opt = |p: &mut Option<ProcessId>| {
+            if let Some(p) = p {
+                p.0 += base;
+            }
+        };
+        let obj = |o: &mut ObjectId| *o = o.rebased(base);
+        match self {
+            Event::Start { parent } => opt(parent),
+            Event::Spawn { child, .. }
+            | Event::Join { child, .. }
+            | Event::JoinBlocked { child, .. } => pid(child),
+            Event::Exit
+            | Event::Panic { .. }
+            | Event::Select { .. }
+            | Event::Clock { .. }
+            | Event::Random { .. }
+            | Event::EblockEnter { .. }
+            | Event::EblockExit { .. }
+            | Event::Mark { .. }
+            | Event::Sleep { .. }
+            | Event::Answer { .. } => {}
+            Event::Create { object, .. }
+            | Event::Unlock { object, .. }
+            | Event::Blocked { object, .. }
+            | Event::Outcome { object, .. } => obj(object),
+            Event::Send { channel, .. }
+            | Event::RecvNone { channel, .. }
+            | Event::Undelivered { channel, .. } => obj(channel),
+            Event::Recv {
+                channel, sender, ..
+            } => {
+                obj(channel);
+                pid(sender);
+            }
+            Event::Lock { object, prev, .. }
+            | Event::SemAcquire { object, prev, .. }
+            | Event::SemRelease { object, prev, .. }
+            | Event::Atomic { object, prev, .. }
+            | Event::RwAcquire { object, prev, .. }
+            | Event::RwRelease { object, prev, .. } => {
+                obj(object);
+                opt(prev);
+            }
+            Event::NetOpen { socket, from, .. } => {
+                obj(socket);
+                if let Some(f) = from {
+                    obj(f);
+                }
+            }
+            Event::NetWrite { socket, .. }
+            | Event::NetRead { socket, .. }
+            | Event::NetSendTo { socket, .. }
+            | Event::NetRecvFrom { socket, .. }
+            | Event::NetFail { socket, .. } => obj(socket),
+        }
+    }
+}
+
 /// The digest a [`Event::NetSendTo`] logs of its datagram: 64-bit FNV-1a, which pairs a
 /// received datagram with its send without logging the bytes twice.
 pub fn datagram_digest(bytes: &[u8]) -> u64 {

@@ -18,15 +18,39 @@ impl ProcessId {
     /// The process that runs `main`.
     pub const MAIN: ProcessId = ProcessId(0);
 
+    /// The low bits that number a process within its OS process (its node, in a recording of
+    /// several): a node records at most `2^20 - 1` logical processes, and the recording
+    /// numbers node `k`'s processes from `k << NODE_SHIFT`.
+    pub const NODE_SHIFT: u32 = 20;
+
     /// The id as an index into per-process tables.
     pub fn index(self) -> usize {
         self.0 as usize
     }
+
+    /// Process `local` of node `node`.
+    pub fn on_node(node: u32, local: u32) -> ProcessId {
+        ProcessId((node << ProcessId::NODE_SHIFT) | local)
+    }
+
+    /// The node (OS process) it ran in, 0 in a recording of one.
+    pub fn node(self) -> u32 {
+        self.0 >> ProcessId::NODE_SHIFT
+    }
+
+    /// Its number within its node, as its node's log numbers it.
+    pub fn local(self) -> ProcessId {
+        ProcessId(self.0 & ((1 << ProcessId::NODE_SHIFT) - 1))
+    }
 }
 
+/// `p3`; a process of node `k > 0` of a recording of several OS processes is `pk.3`.
 impl fmt::Display for ProcessId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "p{}", self.0)
+        match self.node() {
+            0 => write!(f, "p{}", self.0),
+            node => write!(f, "p{node}.{}", self.local().0),
+        }
     }
 }
 
@@ -52,6 +76,12 @@ impl ObjectId {
     /// How many objects the creator had created before this one.
     pub fn ordinal(self) -> u32 {
         self.0 as u32
+    }
+
+    /// The same object as a recording of several OS processes names it: its creator moved
+    /// up by `base` (see [`ProcessId::NODE_SHIFT`]).
+    pub fn rebased(self, base: u32) -> ObjectId {
+        ObjectId::new(ProcessId(self.creator().0 + base), self.ordinal())
     }
 
     /// The park token of `process`: an atomic flag every process has without creating it

@@ -29,6 +29,10 @@ pub struct Manifest {
     pub cwd: PathBuf,
     /// Host name of the machine it ran on.
     pub host: String,
+    /// The node's name, in a recording of several OS processes (`ppd record` of a launcher,
+    /// or `PPD_NODE`); absent in older recordings, whose node is named after the program.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
     /// Its OS process id.
     pub os_pid: u32,
     /// When it started, Unix nanoseconds.
@@ -106,8 +110,12 @@ pub struct ProcessEntry {
     pub host: String,
     /// OS process it ran in.
     pub os_pid: u32,
-    /// Its log, relative to the recording directory.
+    /// Its log, a file in its node's directory.
     pub log: String,
+    /// Which node (OS process) of the recording it ran in: the index into
+    /// [`Recording::nodes`](crate::Recording::nodes). Not stored: the recording's layout says it.
+    #[serde(skip)]
+    pub node: usize,
 }
 
 /// How the run ended.
@@ -150,6 +158,7 @@ impl Manifest {
             argv: vec![program.into()],
             cwd: ".".into(),
             host: "host".into(),
+            node: None,
             os_pid: 1,
             start_unix_ns: 0,
             start_time: Manifest::rfc3339(0),
@@ -163,6 +172,7 @@ impl Manifest {
                     host: "host".into(),
                     os_pid: 1,
                     log: Manifest::log_name(id),
+                    node: 0,
                 })
                 .collect(),
             end: None,
@@ -230,6 +240,7 @@ mod tests {
             argv: vec!["bank".into()],
             cwd: "/tmp".into(),
             host: "h".into(),
+            node: None,
             os_pid: 1,
             start_unix_ns: 1_700_000_000_000_000_000,
             start_time: Manifest::rfc3339(1_700_000_000_000_000_000),
@@ -246,6 +257,7 @@ mod tests {
                 host: "h".into(),
                 os_pid: 1,
                 log: Manifest::log_name(ProcessId(0)),
+                node: 0,
             }],
             end: None,
             stopped: None,

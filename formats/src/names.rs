@@ -1,6 +1,8 @@
 //! The one rule every command uses to find a process the user named: an exact process name
-//! first; `p<N>` (or `N`) as a process id only when no process has that name; an error listing
-//! the candidates when the name is ambiguous or unknown.
+//! first; in a recording of several OS processes, whose processes are named `NODE/NAME`, a
+//! `NAME` that only one node has; `p<N>` (or `N`, or `p<NODE>.<N>`) as a process id only when
+//! no process has that name; an error listing the candidates when the name is ambiguous or
+//! unknown.
 
 use crate::ids::ProcessId;
 
@@ -40,6 +42,17 @@ pub fn resolve_process<'a>(
         .filter(|(_, n)| *n == name)
         .map(|(id, _)| id)
         .collect();
+    let named = if named.is_empty() && !name.contains('/') {
+        let suffix = format!("/{name}");
+        processes
+            .clone()
+            .into_iter()
+            .filter(|(_, n)| n.ends_with(&suffix))
+            .map(|(id, _)| id)
+            .collect()
+    } else {
+        named
+    };
     match named.as_slice() {
         [id] => return Ok(*id),
         [_, _, ..] => {
@@ -50,12 +63,16 @@ pub fn resolve_process<'a>(
         }
         [] => {}
     }
-    let id = name
-        .strip_prefix('p')
-        .unwrap_or(name)
-        .parse::<u32>()
-        .ok()
-        .map(ProcessId);
+    let number = name.strip_prefix('p').unwrap_or(name);
+    let id = match number.split_once('.') {
+        Some((node, local)) => node
+            .parse::<u32>()
+            .ok()
+            .zip(local.parse::<u32>().ok())
+            .filter(|&(_, local)| local < 1 << ProcessId::NODE_SHIFT)
+            .map(|(node, local)| ProcessId::on_node(node, local)),
+        None => number.parse::<u32>().ok().map(ProcessId),
+    };
     if let Some(id) = id
         && processes.clone().into_iter().any(|(p, _)| p == id)
     {
@@ -105,5 +122,31 @@ mod tests {
             "no process `p9` in the recording (its processes: main (p0), p2 (p1), worker (p2), \
              worker (p3))"
         );
+    }
+
+    #[test]
+    fn a_process_of_several_nodes_is_found_by_its_name_within_its_node_when_unique() {
+        let nodes = vec![
+            (ProcessId(0), "server-1/main"),
+            (ProcessId::on_node(1, 0), "client-1/main"),
+            (ProcessId::on_node(1, 1), "client-1/sender"),
+        ];
+        assert_eq!(
+            resolve_process("client-1/main", nodes.clone()),
+            Ok(ProcessId::on_node(1, 0))
+        );
+        assert_eq!(
+            resolve_process("sender", nodes.clone()),
+            Ok(ProcessId::on_node(1, 1))
+        );
+        assert!(matches!(
+            resolve_process("main", nodes.clone()),
+            Err(ProcessNameError::Ambiguous { .. })
+        ));
+        assert_eq!(
+            resolve_process("p1.1", nodes.clone()),
+            Ok(ProcessId::on_node(1, 1))
+        );
+        assert_eq!(ProcessId::on_node(1, 1).to_string(), "p1.1");
     }
 }

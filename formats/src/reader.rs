@@ -118,6 +118,9 @@ pub struct LogReader {
     footer_frames_end: Option<u64>,
     /// The blocks [`get`](Self::get) decoded last, most recent first.
     recent: Mutex<Vec<(usize, Arc<[Event]>)>>,
+    /// Added to every process id the log's events name (and to every object's creator): the
+    /// first id of the node the log is from, in a recording of several OS processes.
+    base: u32,
 }
 
 /// How many decoded blocks [`LogReader::get`] keeps: lookups of nearby events (an instance's
@@ -157,6 +160,7 @@ impl LogReader {
             raw_bytes: 0,
             footer_frames_end: None,
             recent: Mutex::new(Vec::new()),
+            base: 0,
         };
         reader.read_header()?;
         if !reader.read_index() {
@@ -738,6 +742,22 @@ impl LogReader {
         &self.identity
     }
 
+    /// Numbers the log's processes from `base` on: from now on its identity and every event
+    /// it returns name process `base + p` for the `p` the log holds (and objects so created).
+    /// What a recording of several OS processes does with each node's logs.
+    pub fn rebase(&mut self, base: u32) {
+        let shift = base - self.base;
+        self.identity.process_id.0 += shift;
+        if let Some(parent) = &mut self.identity.parent {
+            parent.0 += shift;
+        }
+        self.base = base;
+        self.recent
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+    }
+
     /// When the writer created the log (Unix nanoseconds).
     pub fn created_unix_ns(&self) -> u64 {
         self.created_unix_ns
@@ -1161,6 +1181,8 @@ impl Iterator for Events<'_> {
                 self.skip -= 1;
                 continue;
             }
+            let mut event = event;
+            event.rebase(self.reader.base);
             return Some(Ok((index, event)));
         }
     }

@@ -21,63 +21,111 @@ pub const LATEST: &str = "latest";
 /// Sub-directory for derived data (vector clocks, traces), safe to delete.
 pub const CACHE_DIR: &str = "cache";
 
+/// Sub-directory holding the nodes after the first, in a recording of several OS processes.
+pub const NODES_DIR: &str = "nodes";
+
+/// One OS process of a recording: the first program that starts records into the recording's
+/// directory, every other one into `nodes/NAME/` under it, each with its own manifest and logs.
+#[derive(Debug, Clone)]
+pub struct Node {
+    /// Its name: the manifest's, else the program's file name.
+    pub name: String,
+    /// Its directory.
+    pub dir: PathBuf,
+    /// Its manifest.
+    pub manifest: Manifest,
+    /// The id its logs' process 0 has in the recording (`k << ProcessId::NODE_SHIFT` for
+    /// node `k`): each node numbers its processes from 0, the recording keeps them apart.
+    pub base: u32,
+}
+
 /// An open recording.
 #[derive(Debug, Clone)]
 pub struct Recording {
     dir: PathBuf,
-    manifest: Manifest,
+    nodes: Vec<Node>,
+    /// Every logical process of every node, with the ids and names the recording gives them.
     processes: Vec<ProcessEntry>,
+    /// The same processes as their own node's manifest and logs number and name them.
+    locals: Vec<ProcessEntry>,
 }
 
 impl Recording {
-    /// Opens the recording in `dir`.
+    /// Opens the recording in `dir`: its first node there and the others under `nodes/`.
     ///
-    /// Processes are those of the manifest plus any log file the manifest does not list yet
-    /// (a program killed between creating a log and rewriting the manifest).
+    /// A node's processes are those of its manifest plus any log file the manifest does not
+    /// list yet (a program killed between creating a log and rewriting the manifest). In a
+    /// recording of several nodes, processes are named `NODE/NAME`.
     pub fn open(dir: &Path) -> Result<Recording> {
-        let manifest = Manifest::read(dir)?;
-        let mut processes = manifest.processes.clone();
-        for entry in &processes {
-            check_log_name(dir, &entry.log)?;
-        }
-        let listing = fs::read_dir(dir).map_err(|e| FormatError::io(dir, "list recording", e))?;
-        let mut extra = Vec::new();
-        for item in listing {
-            let item = item.map_err(|e| FormatError::io(dir, "list recording", e))?;
-            let name = item.file_name().to_string_lossy().into_owned();
-            let is_log = name.starts_with("proc-") && name.ends_with(".log");
-            if is_log && !processes.iter().any(|p| p.log == name) {
-                extra.push(name);
+        let mut nodes = vec![dir.to_owned()];
+        let nested = dir.join(NODES_DIR);
+        if nested.is_dir() {
+            let listing =
+                fs::read_dir(&nested).map_err(|e| FormatError::io(&nested, "list nodes", e))?;
+            let mut more = Vec::new();
+            for item in listing {
+                let item = item.map_err(|e| FormatError::io(&nested, "list nodes", e))?;
+                let path = item.path();
+                if path.join(crate::manifest::MANIFEST_FILE).exists() {
+                    more.push(path);
+                }
             }
+            more.sort();
+            nodes.extend(more);
         }
-        extra.sort();
-        for name in extra {
-            let reader = LogReader::open(&dir.join(&name))?;
-            let id = reader.identity();
-            processes.push(ProcessEntry {
-                id: id.process_id,
-                name: id.name.clone(),
-                parent: id.parent,
-                host: manifest.host.clone(),
-                os_pid: id.os_pid,
-                log: name,
-            });
-        }
-        processes.sort_by_key(|p| p.id);
-        if let Some(twice) = processes.windows(2).find(|w| w[0].id == w[1].id) {
-            return Err(FormatError::NotARecording {
-                path: dir.to_owned(),
-                detail: format!(
-                    "the manifest lists process {} twice (logs {} and {})",
-                    twice[0].id, twice[0].log, twice[1].log
-                ),
-            });
-        }
-        Ok(Recording {
+        let mut recording = Recording {
             dir: dir.to_owned(),
-            manifest,
-            processes,
-        })
+            nodes: Vec::new(),
+            processes: Vec::new(),
+            locals: Vec::new(),
+        };
+        let several = nodes.len() > 1;
+        for (k, node_dir) in nodes.into_iter().enumerate() {
+            let (manifest, locals) = open_node(&node_dir)?;
+            let base = u32::try_from(k)
+                .ok()
+                .and_then(|k| k.checked_shl(ProcessId::NODE_SHIFT))
+                .filter(|_| k < (1 << (32 - ProcessId::NODE_SHIFT)))
+                .ok_or_else(|| FormatError::NotARecording {
+                    path: dir.to_owned(),
+                    detail: "more nodes than process ids can tell apart".into(),
+                })?;
+            let name = manifest.node.clone().unwrap_or_else(|| {
+                manifest
+                    .program
+                    .path
+                    .file_name()
+                    .map_or_else(|| format!("node{k}"), |n| n.to_string_lossy().into_owned())
+            });
+            for local in locals {
+                if local.id.0 >= 1 << ProcessId::NODE_SHIFT {
+                    return Err(FormatError::NotARecording {
+                        path: node_dir.clone(),
+                        detail: format!(
+                            "process {} is numbered past the {} a node can hold",
+                            local.id.0,
+                            1u32 << ProcessId::NODE_SHIFT
+                        ),
+                    });
+                }
+                let mut entry = local.clone();
+                entry.id = ProcessId(local.id.0 + base);
+                entry.parent = local.parent.map(|p| ProcessId(p.0 + base));
+                entry.node = k;
+                if several {
+                    entry.name = format!("{name}/{}", local.name);
+                }
+                recording.processes.push(entry);
+                recording.locals.push(ProcessEntry { node: k, ..local });
+            }
+            recording.nodes.push(Node {
+                name,
+                dir: node_dir,
+                manifest,
+                base,
+            });
+        }
+        Ok(recording)
     }
 
     /// The directory.
@@ -85,9 +133,24 @@ impl Recording {
         &self.dir
     }
 
-    /// The manifest.
+    /// The manifest of the first node (the only one, in a recording of one OS process).
     pub fn manifest(&self) -> &Manifest {
-        &self.manifest
+        &self.nodes[0].manifest
+    }
+
+    /// The OS processes the recording holds, the first one first.
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    /// The node `process` ran in.
+    pub fn node_of(&self, process: &ProcessEntry) -> &Node {
+        &self.nodes[process.node]
+    }
+
+    /// Whether the recording holds several OS processes.
+    pub fn is_distributed(&self) -> bool {
+        self.nodes.len() > 1
     }
 
     /// The logical processes, in id order.
@@ -123,7 +186,7 @@ impl Recording {
 
     /// Path of a process's log.
     pub fn log_path(&self, process: &ProcessEntry) -> PathBuf {
-        self.dir.join(&process.log)
+        self.node_of(process).dir.join(&process.log)
     }
 
     /// Opens a process's log and checks that its header belongs to this process of this run:
@@ -131,45 +194,17 @@ impl Recording {
     /// while the run went on. A log swapped with another process's, or copied from another
     /// run, is refused.
     pub fn open_log(&self, process: &ProcessEntry) -> Result<LogReader> {
-        let reader = LogReader::open(&self.log_path(process))?;
-        self.check_identity(process, &reader)?;
+        let mut reader = LogReader::open(&self.log_path(process))?;
+        let local = self
+            .processes
+            .iter()
+            .position(|p| p.id == process.id)
+            .map(|i| &self.locals[i])
+            .unwrap_or(process);
+        let node = self.node_of(process);
+        check_identity(&node.manifest, local, &reader)?;
+        reader.rebase(node.base);
         Ok(reader)
-    }
-
-    fn check_identity(&self, process: &ProcessEntry, reader: &LogReader) -> Result<()> {
-        let id = reader.identity();
-        let foreign = |detail: String| FormatError::Foreign {
-            path: reader.path().to_owned(),
-            detail,
-        };
-        if (id.process_id, id.name.as_str(), id.parent)
-            != (process.id, process.name.as_str(), process.parent)
-        {
-            return Err(foreign(format!(
-                "the log's header is process {} {:?} (parent {}), the manifest expects process \
-                 {} {:?} (parent {}) here: logs swapped or copied in",
-                id.process_id,
-                id.name,
-                show_parent(id.parent),
-                process.id,
-                process.name,
-                show_parent(process.parent)
-            )));
-        }
-        let manifest = &self.manifest;
-        let created = reader.created_unix_ns();
-        let ended = manifest.end.as_ref().map_or(u64::MAX, |e| e.unix_ns);
-        if id.os_pid != process.os_pid || created < manifest.start_unix_ns || created > ended {
-            return Err(foreign(format!(
-                "the log was written by OS process {} at {}, not by this run (OS process {}, \
-                 started {}): a log from another run",
-                id.os_pid,
-                Manifest::rfc3339(created),
-                process.os_pid,
-                manifest.start_time
-            )));
-        }
-        Ok(())
     }
 
     /// The cache directory, created (private) on first use; a `cache` that is not a real
@@ -179,6 +214,87 @@ impl Recording {
         crate::private::ensure_dir(&path)?;
         Ok(path)
     }
+}
+
+/// Checks that `reader`'s header belongs to `process` (as its node's manifest and logs number
+/// it) of the run `manifest` describes.
+fn check_identity(manifest: &Manifest, process: &ProcessEntry, reader: &LogReader) -> Result<()> {
+    let id = reader.identity();
+    let foreign = |detail: String| FormatError::Foreign {
+        path: reader.path().to_owned(),
+        detail,
+    };
+    if (id.process_id, id.name.as_str(), id.parent)
+        != (process.id, process.name.as_str(), process.parent)
+    {
+        return Err(foreign(format!(
+            "the log's header is process {} {:?} (parent {}), the manifest expects process \
+             {} {:?} (parent {}) here: logs swapped or copied in",
+            id.process_id,
+            id.name,
+            show_parent(id.parent),
+            process.id,
+            process.name,
+            show_parent(process.parent)
+        )));
+    }
+    let created = reader.created_unix_ns();
+    let ended = manifest.end.as_ref().map_or(u64::MAX, |e| e.unix_ns);
+    if id.os_pid != process.os_pid || created < manifest.start_unix_ns || created > ended {
+        return Err(foreign(format!(
+            "the log was written by OS process {} at {}, not by this run (OS process {}, \
+             started {}): a log from another run",
+            id.os_pid,
+            Manifest::rfc3339(created),
+            process.os_pid,
+            manifest.start_time
+        )));
+    }
+    Ok(())
+}
+
+/// Reads one node's manifest and lists its processes as its own logs number and name them.
+fn open_node(dir: &Path) -> Result<(Manifest, Vec<ProcessEntry>)> {
+    let manifest = Manifest::read(dir)?;
+    let mut processes = manifest.processes.clone();
+    for entry in &processes {
+        check_log_name(dir, &entry.log)?;
+    }
+    let listing = fs::read_dir(dir).map_err(|e| FormatError::io(dir, "list recording", e))?;
+    let mut extra = Vec::new();
+    for item in listing {
+        let item = item.map_err(|e| FormatError::io(dir, "list recording", e))?;
+        let name = item.file_name().to_string_lossy().into_owned();
+        let is_log = name.starts_with("proc-") && name.ends_with(".log");
+        if is_log && !processes.iter().any(|p| p.log == name) {
+            extra.push(name);
+        }
+    }
+    extra.sort();
+    for name in extra {
+        let reader = LogReader::open(&dir.join(&name))?;
+        let id = reader.identity();
+        processes.push(ProcessEntry {
+            id: id.process_id,
+            name: id.name.clone(),
+            parent: id.parent,
+            host: manifest.host.clone(),
+            os_pid: id.os_pid,
+            log: name,
+            node: 0,
+        });
+    }
+    processes.sort_by_key(|p| p.id);
+    if let Some(twice) = processes.windows(2).find(|w| w[0].id == w[1].id) {
+        return Err(FormatError::NotARecording {
+            path: dir.to_owned(),
+            detail: format!(
+                "the manifest lists process {} twice (logs {} and {})",
+                twice[0].id, twice[0].log, twice[1].log
+            ),
+        });
+    }
+    Ok((manifest, processes))
 }
 
 fn show_parent(parent: Option<ProcessId>) -> String {

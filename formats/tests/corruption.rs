@@ -1033,6 +1033,7 @@ fn sample_manifest(logs: &[&str]) -> Manifest {
         argv: vec!["bank".into()],
         cwd: "/".into(),
         host: "host".into(),
+        node: None,
         os_pid: 4242,
         start_unix_ns: 1_700_000_000_000_000_000,
         start_time: Manifest::rfc3339(1_700_000_000_000_000_000),
@@ -1057,6 +1058,7 @@ fn sample_manifest(logs: &[&str]) -> Manifest {
                 host: "host".into(),
                 os_pid: 4242,
                 log: (*log).to_owned(),
+                node: 0,
             })
             .collect(),
         end: None,

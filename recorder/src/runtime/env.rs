@@ -8,6 +8,9 @@
 pub const MODE: &str = "PPD_MODE";
 /// The recording directory.
 pub const DIR: &str = "PPD_DIR";
+/// The name of this OS process's node in a recording of several (default: the program's
+/// name and a number).
+pub const NODE: &str = "PPD_NODE";
 /// `1`: log message payloads (`ppd record --payloads`).
 pub const PAYLOADS: &str = "PPD_PAYLOADS";
 /// `1`: fsync frames before their ring slot is reused (`ppd record --fsync`).

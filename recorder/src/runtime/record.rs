@@ -87,16 +87,22 @@ impl RecordRuntime {
         RecordRuntime::new(&dir, options, writer)
     }
 
-    /// Builds a record runtime writing into `dir`.
+    /// Builds a record runtime writing into `dir`: into `dir` itself if this program is the
+    /// first to record there, else into a node directory of its own under it (a recording of
+    /// several OS processes: a launcher's children, a program that starts another).
     pub fn new(
         dir: &Path,
         options: RecordOptions,
         writer: WriterOptions,
     ) -> Result<RecordRuntime, String> {
-        claim(dir)?;
-        reserve_space(dir);
         let exe =
             std::env::current_exe().map_err(|e| format!("cannot find own executable: {e}"))?;
+        let program = exe
+            .file_name()
+            .map_or_else(|| "node".to_owned(), |n| n.to_string_lossy().into_owned());
+        let (dir, node) = claim(dir, &program)?;
+        let dir = dir.as_path();
+        reserve_space(dir);
         let size = std::fs::metadata(&exe).map(|m| m.len()).unwrap_or(0);
         // Before the run, not beside it: a program killed early must still leave the hash that
         // lets it be replayed.
@@ -119,6 +125,7 @@ impl RecordRuntime {
                 .collect(),
             cwd: std::env::current_dir().unwrap_or_default(),
             host: host.clone(),
+            node: Some(node),
             os_pid,
             start_unix_ns: start,
             start_time: Manifest::rfc3339(start),
@@ -130,6 +137,7 @@ impl RecordRuntime {
                 host: host.clone(),
                 os_pid,
                 log: Manifest::log_name(ProcessId::MAIN),
+                node: 0,
             }],
             end: None,
             stopped: None,
@@ -176,24 +184,89 @@ fn reserve_space(dir: &Path) {
     }
 }
 
-/// Takes the recording directory for this program; a second program started with the same
-/// environment (a ppd program spawning another) is refused rather than mixed in.
-fn claim(dir: &Path) -> Result<(), String> {
+/// Takes a place in the recording for this program, a node of it, and names the node:
+/// `PPD_NODE`, else the program's name and a number (`server-1`). The first program to claim
+/// `dir` records into it; every later one (another program a launcher started under the same
+/// `ppd record`) into `nodes/NAME/` under it. Names are taken atomically (a marker file each),
+/// so programs starting together get different ones. Returns the node's directory and name.
+fn claim(dir: &Path, program: &str) -> Result<(PathBuf, String), String> {
+    let node = take_node_name(dir, program)?;
     let owner = dir.join(OWNER_FILE);
-    let mut file =
-        ppd_formats::private::create_file(&owner, "claim the recording").map_err(|e| match e {
-            ppd_formats::FormatError::Io { source, .. }
-                if source.kind() == std::io::ErrorKind::AlreadyExists =>
-            {
-                format!(
-                    "{} is already being recorded into by another program",
-                    dir.display()
-                )
-            }
-            e => format!("cannot record into {}: {e}", dir.display()),
-        })?;
-    let _ = writeln!(file, "{}", std::process::id());
-    Ok(())
+    let node_dir = match ppd_formats::private::create_file(&owner, "claim the recording") {
+        Ok(mut file) => {
+            let _ = writeln!(file, "{}", std::process::id());
+            dir.to_owned()
+        }
+        Err(ppd_formats::FormatError::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::AlreadyExists =>
+        {
+            let nodes = dir.join(ppd_formats::recording::NODES_DIR);
+            ppd_formats::private::ensure_dir(&nodes)
+                .map_err(|e| format!("cannot record into {}: {e}", dir.display()))?;
+            let node_dir = nodes.join(&node);
+            ppd_formats::private::ensure_dir(&node_dir)
+                .map_err(|e| format!("cannot record into {}: {e}", node_dir.display()))?;
+            let mut file =
+                ppd_formats::private::create_file(&node_dir.join(OWNER_FILE), "claim the node")
+                    .map_err(|e| format!("cannot record into {}: {e}", node_dir.display()))?;
+            let _ = writeln!(file, "{}", std::process::id());
+            node_dir
+        }
+        Err(e) => return Err(format!("cannot record into {}: {e}", dir.display())),
+    };
+    Ok((node_dir, node))
+}
+
+/// Directory of the markers that reserve node names.
+const NAMES_DIR: &str = ".node-names";
+
+/// A node name nobody in the recording has: `PPD_NODE` as given if free, else with `-2`,
+/// `-3`, ... after it; without `PPD_NODE`, `program-1`, `program-2`, ...
+fn take_node_name(dir: &Path, program: &str) -> Result<String, String> {
+    let names = dir.join(NAMES_DIR);
+    ppd_formats::private::ensure_dir(&names)
+        .map_err(|e| format!("cannot record into {}: {e}", dir.display()))?;
+    let wanted = std::env::var(env::NODE).ok().filter(|n| valid_node_name(n));
+    if let Some(bad) = std::env::var(env::NODE)
+        .ok()
+        .filter(|n| !valid_node_name(n))
+    {
+        eprintln!(
+            "ppd: {}={bad:?} is not a node name (letters, digits, `-`, `_` and `.`, not              starting with `.`); naming the node after the program",
+            env::NODE
+        );
+    }
+    let stem: String = match &wanted {
+        Some(name) => name.clone(),
+        None => program
+            .chars()
+            .map(|c| if valid_node_char(c) { c } else { '_' })
+            .collect(),
+    };
+    for n in 1..=100_000u32 {
+        let name = match (&wanted, n) {
+            (Some(_), 1) => stem.clone(),
+            _ => format!("{stem}-{n}"),
+        };
+        match ppd_formats::private::create_file(&names.join(&name), "name the node") {
+            Ok(_) => return Ok(name),
+            Err(ppd_formats::FormatError::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(format!("cannot record into {}: {e}", dir.display())),
+        }
+    }
+    Err(format!(
+        "cannot record into {}: every name for a node of {stem} is taken",
+        dir.display()
+    ))
+}
+
+fn valid_node_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')
+}
+
+fn valid_node_name(name: &str) -> bool {
+    !name.is_empty() && !name.starts_with('.') && name.chars().all(valid_node_char)
 }
 
 impl Shared {
@@ -266,6 +339,7 @@ impl Shared {
             host: self.host.clone(),
             os_pid: std::process::id(),
             log: Manifest::log_name(id),
+            node: 0,
         });
         // Rewriting the whole manifest on every spawn is quadratic; past a few hundred
         // processes do it now and then — readers also find logs the manifest does not list.
@@ -302,6 +376,15 @@ impl Runtime for RecordRuntime {
         };
         // A process started after the cut has no log, and the manifest does not list it.
         if shared.recording_stopped() {
+            return unrecorded(shared);
+        }
+        // Ids past what a recording of several OS processes can tell apart: the node records
+        // no more processes (`ProcessId::NODE_SHIFT`).
+        if id.0 >= 1 << ProcessId::NODE_SHIFT {
+            shared.stop(format!(
+                "process {name} is the {}th of this OS process, more than a recording holds",
+                id.0
+            ));
             return unrecorded(shared);
         }
         let path = shared.dir.join(Manifest::log_name(id));
