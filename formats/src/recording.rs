@@ -100,7 +100,7 @@ impl Recording {
             for local in locals {
                 if local.id.0 >= 1 << ProcessId::NODE_SHIFT {
                     return Err(FormatError::NotARecording {
-                        path: node_dir.clone(),
+                        path: node_dir,
                         detail: format!(
                             "process {} is numbered past the {} a node can hold",
                             local.id.0,
