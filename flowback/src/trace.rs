@@ -164,12 +164,13 @@ pub enum Op {
     },
     /// A stream read or a datagram received: when the recording holds the other end, `peer`
     /// is its socket and `seq` the write (or datagram) the bytes read end with; else `peer`
-    /// is [`NO_OBJECT`].
+    /// is [`NO_OBJECT`] (and `end` says whether it read the end of the stream).
     NetRead {
         socket: ObjIdx,
         peer: ObjIdx,
         seq: u64,
         datagram: bool,
+        end: bool,
     },
     /// A socket operation failed (`NetFail`).
     NetFail {
@@ -658,6 +659,9 @@ impl Trace {
             }
             Op::NetOpen { socket } => format!("open {}", obj(socket)),
             Op::NetWrite { socket, seq, .. } => format!("write to {} (write {seq})", obj(socket)),
+            Op::NetRead {
+                socket, end: true, ..
+            } => format!("read the end of {}'s stream", obj(socket)),
             Op::NetRead { socket, peer, .. } if peer == NO_OBJECT => {
                 format!("read from {} (from outside the recording)", obj(socket))
             }
@@ -1050,6 +1054,7 @@ impl TraceBuilder {
                     peer: NO_OBJECT,
                     seq: 0,
                     datagram: false,
+                    end: data.is_empty() && !*peek,
                 }
             }
             Event::NetSendTo {
@@ -1085,6 +1090,7 @@ impl TraceBuilder {
                     peer: NO_OBJECT,
                     seq: 0,
                     datagram: true,
+                    end: false,
                 }
             }
             Event::NetFail { socket, .. } => Op::NetFail {

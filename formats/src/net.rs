@@ -6,7 +6,7 @@
 //! what the operating system says about it: its address and its peer's, and for a Unix socket
 //! the peer's OS process. Reading the logs, the ends pair up:
 //!
-//! * a pair made together (`UnixStream::pair`) names the other end;
+//! * of a pair made together (`UnixStream::pair`), the second end names the first;
 //! * a TCP connection's ends see the same two addresses from either side: the connecting end's
 //!   local address is the accepting end's peer, and the other way round;
 //! * a Unix connection's ends see the listener's path, and each the other's OS process
@@ -58,12 +58,12 @@ pub fn pair_streams(ends: &[End]) -> Vec<(usize, usize)> {
         .enumerate()
         .map(|(i, e)| (e.socket, i))
         .collect();
-    // Made together: each names the other; take each pair once.
-    for (i, end) in ends.iter().enumerate() {
+    // Made together: the second names the first.
+    for (j, end) in ends.iter().enumerate() {
         if end.how == OpenHow::Pair
-            && let Some(&j) = end.from.and_then(|other| by_socket.get(&other))
-            && i < j
-            && ends[j].from == Some(end.socket)
+            && let Some(&i) = end.from.and_then(|other| by_socket.get(&other))
+            && ends[i].how == OpenHow::Pair
+            && i != j
         {
             pairs.push((i, j));
         }
@@ -298,10 +298,9 @@ mod tests {
     }
 
     #[test]
-    fn a_pair_made_together_names_each_other() {
-        let mut a = end(0, SocketKind::UnixStream, OpenHow::Pair, "", "");
+    fn the_second_end_of_a_pair_names_the_first() {
+        let a = end(0, SocketKind::UnixStream, OpenHow::Pair, "", "");
         let mut b = end(1, SocketKind::UnixStream, OpenHow::Pair, "", "");
-        a.from = Some(b.socket);
         b.from = Some(a.socket);
         assert_eq!(pair_streams(&[a, b]), vec![(0, 1)]);
     }

@@ -39,12 +39,22 @@
 #[cfg(feature = "record")]
 pub use ppd_macros::{eblock, eblocks, main};
 #[cfg(feature = "record")]
-pub use ppd_recorder::{channel, collections, mark, rand, select, sync, task, thread, time};
+pub use ppd_recorder::{channel, collections, mark, net, rand, select, sync, task, thread, time};
 
 #[cfg(not(feature = "record"))]
 pub use ppd_macros_off::{eblock, eblocks, main};
 #[cfg(not(feature = "record"))]
 pub use std::{collections, sync, thread, time};
+
+/// std's networking, in a build without ppd: `std::net`, and `std::os::unix::net` as `unix`.
+#[cfg(not(feature = "record"))]
+pub mod net {
+    pub use std::net::*;
+    /// `std::os::unix::net`.
+    pub mod unix {
+        pub use std::os::unix::net::*;
+    }
+}
 
 /// crossbeam-channel itself, in a build without ppd.
 #[cfg(not(feature = "record"))]

@@ -15,6 +15,7 @@ pub mod channel;
 pub mod collections;
 pub mod eblock;
 mod mark;
+pub mod net;
 pub mod rand;
 pub mod runtime;
 pub mod sync;

@@ -198,8 +198,12 @@ impl Interval {
 /// starts in the middle of its process, so the objects it creates do not get their logged ids
 /// from a count and may differ from them.
 fn matches(op: &Op, e: &Event) -> bool {
+    // Objects made in the instance take the ids logged: a process re-executed from the middle
+    // of its run has not counted the objects it made before.
     crate::local::op_matches(op, e)
         || (op.kind == EventKind::Create && e.kind() == EventKind::Create)
+        || (op.kind == EventKind::NetOpen
+            && matches!(e.kind(), EventKind::NetOpen | EventKind::NetFail))
 }
 
 impl ProcessBackend for Interval {

@@ -345,6 +345,20 @@ pub fn create(
     object
 }
 
+/// The next object id of the current process, for an object whose creation is logged by its
+/// own event (a socket's `NetOpen`) rather than a `Create`. `None` outside a logical process
+/// (and in pass-through mode).
+pub fn allocate_object() -> Option<ObjectId> {
+    if !active() {
+        return None;
+    }
+    with_process(|p| {
+        let id = ObjectId::new(p.id, p.next_object);
+        p.next_object += 1;
+        id
+    })
+}
+
 /// The name and ordinal a child of the current process gets by default.
 pub fn next_child_name() -> Option<String> {
     with_process(|p| {

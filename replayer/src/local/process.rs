@@ -169,7 +169,16 @@ impl ReplayProcess {
 pub(crate) fn op_matches(op: &Op, e: &Event) -> bool {
     let kind_ok = op.kind == e.kind()
         || (matches!(op.kind, EventKind::Recv | EventKind::Select)
-            && e.kind() == EventKind::RecvNone);
+            && e.kind() == EventKind::RecvNone)
+        // A socket operation may have failed instead.
+        || (matches!(
+            op.kind,
+            EventKind::NetOpen
+                | EventKind::NetWrite
+                | EventKind::NetRead
+                | EventKind::NetSendTo
+                | EventKind::NetRecvFrom
+        ) && e.kind() == EventKind::NetFail);
     let object_ok = match (op.object, e.object()) {
         (Some(a), Some(b)) => a == b || op.kind == EventKind::Select,
         _ => true,

@@ -1,0 +1,208 @@
+//! Programs that talk over sockets with `ppd::net`, chosen by the first argument:
+//!
+//! * `echo`: `server` accepts one TCP connection on a loopback port and echoes each line it
+//!   reads; `main` connects, writes three lines and prints what comes back;
+//! * `unix`: the same over a Unix socket at the path given as the second argument;
+//! * `udp`: `main` sends three datagrams to `answerer`, which answers each with its length;
+//! * `outside ADDR`: `main` talks to the echo server at ADDR, which is not recorded
+//!   (`plain-echo-server`, a std program): its replies come from outside the recording;
+//! * `refused`: a connect to a port nobody listens on fails, and the error is printed;
+//! * `shared`: `main` and `writer` write to one connection (a clone each), `server` reads
+//!   what they wrote; the writes are ordered by a lock, the reader sees both.
+
+use std::io::{BufRead, BufReader, Read, Write};
+
+use ppd::net::unix::{UnixListener, UnixStream};
+use ppd::net::{TcpListener, TcpStream, UdpSocket};
+use ppd::sync::{Arc, Mutex};
+
+fn spawn<F: FnOnce() + Send + 'static>(name: &str, f: F) -> ppd::thread::JoinHandle<()> {
+    ppd::thread::Builder::new()
+        .name(name.to_owned())
+        .spawn(f)
+        .expect("spawn")
+}
+
+/// Echoes every line of `stream` back until it closes.
+fn echo_lines(stream: impl Read + Write + Clone) {
+    let mut out = stream.clone();
+    for line in BufReader::new(stream).lines() {
+        let line = line.expect("a line");
+        writeln!(out, "{line}").expect("echo");
+    }
+}
+
+/// Writes three lines to `stream` and prints the lines that come back.
+fn talk(stream: impl Read + Write + Clone) {
+    let mut out = stream.clone();
+    let mut replies = BufReader::new(stream).lines();
+    for word in ["alpha", "beta", "gamma"] {
+        writeln!(out, "{word}").expect("write");
+        let reply = replies.next().expect("a reply").expect("readable");
+        println!("sent {word}, got {reply}");
+    }
+}
+
+/// Shared references to a stream are streams too (as `&TcpStream` is in std).
+struct Shared<'a, S>(&'a S);
+
+impl<S> Clone for Shared<'_, S> {
+    fn clone(&self) -> Self {
+        Shared(self.0)
+    }
+}
+
+impl<S> Read for Shared<'_, S>
+where
+    for<'b> &'b S: Read,
+{
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        (&mut &*self.0).read(buf)
+    }
+}
+
+impl<S> Write for Shared<'_, S>
+where
+    for<'b> &'b S: Write,
+{
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        (&mut &*self.0).write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        (&mut &*self.0).flush()
+    }
+}
+
+fn echo() {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("address");
+    let server = spawn("server", move || {
+        let (stream, _) = listener.accept().expect("accept");
+        echo_lines(Shared(&stream));
+    });
+    let stream = TcpStream::connect(addr).expect("connect");
+    talk(Shared(&stream));
+    drop(stream);
+    server.join().expect("server");
+}
+
+fn unix(path: &str) {
+    let _ = std::fs::remove_file(path);
+    let listener = UnixListener::bind(path).expect("bind");
+    let server = spawn("server", move || {
+        let (stream, _) = listener.accept().expect("accept");
+        echo_lines(Shared(&stream));
+    });
+    let stream = UnixStream::connect(path).expect("connect");
+    talk(Shared(&stream));
+    drop(stream);
+    server.join().expect("server");
+    let _ = std::fs::remove_file(path);
+}
+
+fn udp() {
+    let answerer_socket = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    let to = answerer_socket.local_addr().expect("address");
+    let answerer = spawn("answerer", move || {
+        let mut buf = [0u8; 64];
+        for _ in 0..3 {
+            let (n, from) = answerer_socket.recv_from(&mut buf).expect("receive");
+            answerer_socket
+                .send_to(format!("{n}").as_bytes(), from)
+                .expect("answer");
+        }
+    });
+    let socket = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    let mut buf = [0u8; 64];
+    for word in ["one", "three", "seventeen"] {
+        socket.send_to(word.as_bytes(), to).expect("send");
+        let (n, _) = socket.recv_from(&mut buf).expect("answer");
+        println!("{word}: {}", String::from_utf8_lossy(&buf[..n]));
+    }
+    answerer.join().expect("answerer");
+}
+
+fn outside(addr: &str) {
+    let stream = TcpStream::connect(addr).expect("connect");
+    talk(Shared(&stream));
+}
+
+/// An echo server that is not recorded: std's sockets, no `ppd record` around it. It prints
+/// its address, serves one connection (upper-casing each line) and exits.
+fn plain_echo_server() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    println!("{}", listener.local_addr().expect("address"));
+    let (stream, _) = listener.accept().expect("accept");
+    let mut out = stream.try_clone().expect("clone");
+    for line in BufReader::new(stream).lines() {
+        let line = line.expect("a line");
+        writeln!(out, "{}", line.to_uppercase()).expect("echo");
+    }
+}
+
+fn refused() {
+    // Bind and drop: nobody listens on the port any more.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    match TcpStream::connect(("127.0.0.1", port)) {
+        Ok(_) => println!("connected?"),
+        Err(e) => println!("refused: {:?}", e.kind()),
+    }
+}
+
+fn shared() {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("address");
+    let server = spawn("server", move || {
+        let (mut stream, _) = listener.accept().expect("accept");
+        let mut all = String::new();
+        stream.read_to_string(&mut all).expect("read");
+        let mut lines: Vec<&str> = all.lines().collect();
+        lines.sort_unstable();
+        println!("server read {}", lines.join(" "));
+    });
+    let stream = TcpStream::connect(addr).expect("connect");
+    let turn = Arc::new(Mutex::new(stream));
+    let writer = {
+        let turn = Arc::clone(&turn);
+        spawn("writer", move || {
+            let stream = turn.lock().expect("turn");
+            writeln!(&*stream, "from-writer").expect("write");
+        })
+    };
+    {
+        let stream = turn.lock().expect("turn");
+        writeln!(&*stream, "from-main").expect("write");
+    }
+    writer.join().expect("writer");
+    let stream = turn.lock().expect("turn");
+    stream
+        .shutdown(std::net::Shutdown::Write)
+        .expect("shutdown");
+    drop(stream);
+    server.join().expect("server");
+}
+
+#[ppd::main]
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    match args.get(1).map(String::as_str) {
+        Some("echo") => echo(),
+        Some("unix") => unix(
+            args.get(2)
+                .map_or("/tmp/ppd-net-cases.sock", String::as_str),
+        ),
+        Some("udp") => udp(),
+        Some("outside") => outside(args.get(2).map_or("127.0.0.1:1", String::as_str)),
+        Some("plain-echo-server") => plain_echo_server(),
+        Some("refused") => refused(),
+        Some("shared") => shared(),
+        other => {
+            eprintln!("unknown case {other:?}");
+            std::process::exit(2);
+        }
+    }
+}

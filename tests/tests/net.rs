@@ -1,0 +1,152 @@
+//! `ppd::net` end to end (`tests/src/bin/net_cases.rs`): real sockets on loopback and Unix
+//! paths, recorded, replayed with `--verify` (no socket opened), and analysed: each read is
+//! paired with the write its bytes came from, across processes.
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use ppd_tests::{assert_no_races, assert_replays, output_text, ppd, record_program};
+use serde_json::Value;
+
+fn program() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_net_cases"))
+}
+
+/// Records case `args[0]` into `work/NAME`; the directory and what the program printed.
+fn record_case(work: &Path, name: &str, args: &[&str]) -> (PathBuf, String) {
+    let dir = work.join(name);
+    let out = record_program(work, &dir, &program(), args, &[]);
+    let (stdout, stderr) = output_text(&out);
+    assert!(out.status.success(), "recording {args:?} failed: {stderr}");
+    (dir, stdout)
+}
+
+/// Every event of the run as `ppd export --format json` gives it.
+fn exported_events(work: &Path, dir: &Path) -> Vec<Value> {
+    let out_file = work.join(format!(
+        "{}.json",
+        dir.file_name().unwrap().to_string_lossy()
+    ));
+    let out = ppd(
+        work,
+        &[
+            "export",
+            dir.to_str().unwrap(),
+            "--format",
+            "json",
+            "-o",
+            out_file.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", output_text(&out).1);
+    let json: Value = serde_json::from_slice(&std::fs::read(out_file).unwrap()).unwrap();
+    json["events"].as_array().unwrap().clone()
+}
+
+/// The texts of the events of kind `kind`.
+fn texts(events: &[Value], kind: &str) -> Vec<String> {
+    events
+        .iter()
+        .filter(|e| e["kind"] == kind)
+        .map(|e| e["text"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+const TALK: &str = "sent alpha, got alpha\nsent beta, got beta\nsent gamma, got gamma\n";
+
+#[test]
+fn a_tcp_conversation_replays_without_a_socket_and_every_read_names_its_write() {
+    let work = tempfile::tempdir().unwrap();
+    let (dir, printed) = record_case(work.path(), "echo", &["echo"]);
+    assert_eq!(printed, TALK);
+    assert_replays(work.path(), &dir, &printed);
+    assert_no_races(work.path(), &dir);
+    let events = exported_events(work.path(), &dir);
+    let reads = texts(&events, "net_read");
+    // Three lines each way, then the server's end of stream.
+    assert!(reads.len() >= 7, "{reads:#?}");
+    let ends = reads.iter().filter(|r| r.contains("the end of")).count();
+    assert_eq!(ends, 1, "{reads:#?}");
+    for read in reads.iter().filter(|r| !r.contains("the end of")) {
+        assert!(
+            read.contains("(write "),
+            "a read not paired with a write: {read}"
+        );
+    }
+}
+
+#[test]
+fn a_unix_socket_conversation_pairs_its_ends_by_path_and_process() {
+    let work = tempfile::tempdir().unwrap();
+    let path = work.path().join("echo.sock");
+    let (dir, printed) = record_case(work.path(), "unix", &["unix", path.to_str().unwrap()]);
+    assert_eq!(printed, TALK);
+    assert_replays(work.path(), &dir, &printed);
+    assert_no_races(work.path(), &dir);
+    let reads = texts(&exported_events(work.path(), &dir), "net_read");
+    assert!(
+        reads.iter().filter(|r| r.contains("(write ")).count() >= 6,
+        "{reads:#?}"
+    );
+}
+
+#[test]
+fn datagrams_pair_with_their_sends_by_address_and_digest() {
+    let work = tempfile::tempdir().unwrap();
+    let (dir, printed) = record_case(work.path(), "udp", &["udp"]);
+    assert_eq!(printed, "one: 3\nthree: 5\nseventeen: 9\n");
+    assert_replays(work.path(), &dir, &printed);
+    assert_no_races(work.path(), &dir);
+    let receipts = texts(&exported_events(work.path(), &dir), "net_recv_from");
+    assert_eq!(receipts.len(), 6, "{receipts:#?}");
+    for receipt in receipts {
+        assert!(receipt.contains("(write "), "unpaired: {receipt}");
+    }
+}
+
+#[test]
+fn a_peer_that_is_not_recorded_is_read_from_the_log_in_replay_while_it_is_gone() {
+    let work = tempfile::tempdir().unwrap();
+    let mut server = Command::new(program())
+        .arg("plain-echo-server")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start the plain server");
+    let mut address = String::new();
+    std::io::BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut address)
+        .unwrap();
+    let (dir, printed) = record_case(work.path(), "outside", &["outside", address.trim()]);
+    assert_eq!(
+        printed,
+        "sent alpha, got ALPHA\nsent beta, got BETA\nsent gamma, got GAMMA\n"
+    );
+    // The peer is gone: replay does not need it.
+    assert!(server.wait().unwrap().success());
+    assert_replays(work.path(), &dir, &printed);
+    let reads = texts(&exported_events(work.path(), &dir), "net_read");
+    assert!(
+        reads
+            .iter()
+            .all(|r| r.contains("from outside the recording")),
+        "{reads:#?}"
+    );
+}
+
+#[test]
+fn a_refused_connection_is_logged_and_refused_again_in_replay() {
+    let work = tempfile::tempdir().unwrap();
+    let (dir, printed) = record_case(work.path(), "refused", &["refused"]);
+    assert_eq!(printed, "refused: ConnectionRefused\n");
+    assert_replays(work.path(), &dir, &printed);
+}
+
+#[test]
+fn two_processes_writing_one_connection_under_a_lock_race_on_nothing() {
+    let work = tempfile::tempdir().unwrap();
+    let (dir, printed) = record_case(work.path(), "shared", &["shared"]);
+    assert_eq!(printed, "server read from-main from-writer\n");
+    assert_replays(work.path(), &dir, &printed);
+    assert_no_races(work.path(), &dir);
+}
