@@ -62,6 +62,10 @@ pub struct ProgramExit {
     pub code: Option<i32>,
     /// The signal that killed it, when one did.
     pub signal: Option<i32>,
+    /// Its OS process id: the exit is the node's only when its program is the one `ppd record`
+    /// ran (a launcher script's exit is not its children's). Absent in older recordings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
 }
 
 impl ProgramExit {
@@ -112,7 +116,9 @@ pub enum RunEnding {
 impl RunEnding {
     /// How the run recorded in `dir` with `manifest` ended.
     pub fn of(dir: &Path, manifest: &Manifest) -> RunEnding {
-        match (&manifest.end, ProgramExit::read(dir)) {
+        let seen =
+            ProgramExit::read(dir).filter(|exit| exit.pid.is_none_or(|pid| pid == manifest.os_pid));
+        match (&manifest.end, seen) {
             (Some(end), _) if end.panicked => RunEnding::Panicked,
             (Some(end), _) => RunEnding::Exited {
                 code: end.exit_code,
@@ -300,15 +306,36 @@ pub fn object_label(recording: &Recording, object: ObjectId) -> String {
                         name,
                         ..
                     },
-                )) if o == object => Some(Some((kind, name))),
+                )) if o == object => Some(Some((kind.name().to_owned(), name))),
+                Ok((
+                    _,
+                    Event::NetOpen {
+                        socket,
+                        kind,
+                        local,
+                        peer,
+                        ..
+                    },
+                )) if socket == object => {
+                    let ends = match (local.is_empty(), peer.is_empty()) {
+                        (false, false) => Some(format!("{local} → {peer}")),
+                        (false, true) => Some(local.to_string()),
+                        (true, false) => Some(format!("→ {peer}")),
+                        (true, true) => None,
+                    };
+                    Some(Some((
+                        format!("{} socket", kind.name()),
+                        ends.map(Into::into),
+                    )))
+                }
                 Ok(_) => None,
                 Err(_) => Some(None),
             })
         })
         .flatten();
     match created {
-        Some((kind, Some(name))) => format!("{} {name}", kind.name()),
-        Some((kind, None)) => format!("{} {object}", kind.name()),
+        Some((kind, Some(name))) => format!("{kind} {name}"),
+        Some((kind, None)) => format!("{kind} {object}"),
         None => object.to_string(),
     }
 }

@@ -96,9 +96,14 @@ impl ObjectId {
     }
 }
 
+/// `#3.7`: the 7th object process 3 made; `#2.3.7` when process 3 is of node 2.
 impl fmt::Display for ObjectId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "#{}.{}", self.creator().0, self.ordinal())
+        let creator = self.creator();
+        match creator.node() {
+            0 => write!(f, "#{}.{}", creator.0, self.ordinal()),
+            node => write!(f, "#{node}.{}.{}", creator.local().0, self.ordinal()),
+        }
     }
 }
 
@@ -112,5 +117,7 @@ mod tests {
         assert_eq!(id.creator(), ProcessId(7));
         assert_eq!(id.ordinal(), 42);
         assert_eq!(id.to_string(), "#7.42");
+        let remote = ObjectId::new(ProcessId::on_node(2, 3), 7);
+        assert_eq!(remote.to_string(), "#2.3.7");
     }
 }

@@ -57,9 +57,19 @@ impl Recording {
     /// list yet (a program killed between creating a log and rewriting the manifest). In a
     /// recording of several nodes, processes are named `NODE/NAME`.
     pub fn open(dir: &Path) -> Result<Recording> {
+        Recording::open_nodes(dir, true)
+    }
+
+    /// Opens only the node recorded in `dir`, as its own program sees it: its processes as its
+    /// logs number and name them. What a node's replay (and a re-execution in it) reads.
+    pub fn open_node(dir: &Path) -> Result<Recording> {
+        Recording::open_nodes(dir, false)
+    }
+
+    fn open_nodes(dir: &Path, with_nested: bool) -> Result<Recording> {
         let mut nodes = vec![dir.to_owned()];
         let nested = dir.join(NODES_DIR);
-        if nested.is_dir() {
+        if with_nested && nested.is_dir() {
             let listing =
                 fs::read_dir(&nested).map_err(|e| FormatError::io(&nested, "list nodes", e))?;
             let mut more = Vec::new();

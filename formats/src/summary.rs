@@ -42,6 +42,35 @@ pub struct RecordingSummary {
     pub stopped: Option<String>,
     /// Per process.
     pub processes: Vec<ProcessSummary>,
+    /// Per OS process, in a recording of several (empty otherwise: the fields above are the
+    /// one program's).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<NodeSummary>,
+}
+
+/// Summary of one OS process of a recording of several.
+#[derive(Debug, Clone, Serialize)]
+pub struct NodeSummary {
+    /// Its name (`server-1`), which prefixes its processes' names.
+    pub name: String,
+    /// Its directory.
+    pub dir: PathBuf,
+    /// Its program.
+    pub program: PathBuf,
+    /// Its OS process id.
+    pub os_pid: u32,
+    /// When it started, RFC 3339.
+    pub start_time: String,
+    /// How it ended.
+    pub run_ending: RunEnding,
+    /// How it ended, in words.
+    pub run_ending_text: String,
+    /// Its logical processes.
+    pub processes: usize,
+    /// Every log of it closed cleanly, undamaged, and its end was recorded.
+    pub complete: bool,
+    /// Why its recording stopped before it ended, if it did.
+    pub stopped: Option<String>,
 }
 
 /// Summary of one process's log.
@@ -88,9 +117,15 @@ pub enum Payloads {
 
 /// Reads every log of `recording` and summarizes it.
 pub fn summarize(recording: &Recording, payloads: Payloads) -> Result<RecordingSummary> {
-    let run_ending = RunEnding::of(recording.dir(), recording.manifest());
+    let node_endings: Vec<RunEnding> = recording
+        .nodes()
+        .iter()
+        .map(|node| RunEnding::of(&node.dir, &node.manifest))
+        .collect();
     let mut processes = Vec::new();
     for entry in recording.processes() {
+        let node = recording.node_of(entry);
+        let run_ending = node_endings[entry.node];
         let mut summary = ProcessSummary {
             id: entry.id,
             name: entry.name.clone(),
@@ -108,7 +143,7 @@ pub fn summarize(recording: &Recording, payloads: Payloads) -> Result<RecordingS
         };
         let reader = match recording.open_log(entry) {
             Ok(r) => r,
-            Err(FormatError::Missing { .. }) if recording.manifest().stopped.is_some() => {
+            Err(FormatError::Missing { .. }) if node.manifest.stopped.is_some() => {
                 summary.state = "not recorded (recording stopped)".into();
                 processes.push(summary);
                 continue;
@@ -124,7 +159,7 @@ pub fn summarize(recording: &Recording, payloads: Payloads) -> Result<RecordingS
         summary.bytes_compressed = reader.frame_bytes() + reader.ring_bytes();
         summary.state = match (reader.state(), run_ending) {
             (LogState::Complete, _) => "complete".into(),
-            (LogState::Recovered, _) if recording.manifest().stopped.is_some() => {
+            (LogState::Recovered, _) if node.manifest.stopped.is_some() => {
                 "recording stopped".into()
             }
             (LogState::Recovered, run) if run.cut_short() => "recovered after crash".into(),
@@ -151,7 +186,8 @@ pub fn summarize(recording: &Recording, payloads: Payloads) -> Result<RecordingS
         summary.stalls = reader.totals().map_or(0, |t| t.stalls);
         match ProcessEnding::of(recording, &reader) {
             Ok(ending) => {
-                summary.ending_text = ending.describe(run_ending, entry.id == ProcessId::MAIN);
+                summary.ending_text =
+                    ending.describe(run_ending, entry.id.local() == ProcessId::MAIN);
                 summary.ending = Some(ending);
             }
             Err(e) => summary.damage.push(e.to_string()),
@@ -163,6 +199,44 @@ pub fn summarize(recording: &Recording, payloads: Payloads) -> Result<RecordingS
     let bytes_raw: u64 = processes.iter().map(|p| p.bytes_raw).sum();
     let bytes_compressed: u64 = processes.iter().map(|p| p.bytes_compressed).sum();
     let manifest = recording.manifest();
+    let run_ending = node_endings[0];
+    let node_complete = |n: usize| {
+        let node = &recording.nodes()[n];
+        node.manifest.end.is_some()
+            && node.manifest.stopped.is_none()
+            && recording
+                .processes()
+                .iter()
+                .zip(&processes)
+                .filter(|(entry, _)| entry.node == n)
+                .all(|(_, p)| p.complete)
+    };
+    let nodes: Vec<NodeSummary> = if recording.is_distributed() {
+        recording
+            .nodes()
+            .iter()
+            .enumerate()
+            .map(|(n, node)| NodeSummary {
+                name: node.name.clone(),
+                dir: node.dir.clone(),
+                program: node.manifest.program.path.clone(),
+                os_pid: node.manifest.os_pid,
+                start_time: node.manifest.start_time.clone(),
+                run_ending: node_endings[n],
+                run_ending_text: node_endings[n].to_string(),
+                processes: recording.processes().iter().filter(|e| e.node == n).count(),
+                complete: node_complete(n),
+                stopped: node.manifest.stopped.as_ref().map(|s| s.reason.clone()),
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let stopped = recording
+        .nodes()
+        .iter()
+        .find_map(|node| node.manifest.stopped.as_ref())
+        .map(|s| s.reason.clone());
     Ok(RecordingSummary {
         recording: recording.dir().to_owned(),
         program: manifest.program.path.clone(),
@@ -178,12 +252,10 @@ pub fn summarize(recording: &Recording, payloads: Payloads) -> Result<RecordingS
         } else {
             bytes_raw as f64 / bytes_compressed as f64
         },
-        complete: manifest.end.is_some()
-            && manifest.stopped.is_none()
-            && !processes.is_empty()
-            && processes.iter().all(|p| p.complete),
+        complete: !processes.is_empty() && (0..recording.nodes().len()).all(node_complete),
         stalls: processes.iter().map(|p| p.stalls).sum(),
-        stopped: manifest.stopped.as_ref().map(|s| s.reason.clone()),
+        stopped,
         processes,
+        nodes,
     })
 }

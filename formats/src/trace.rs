@@ -120,6 +120,24 @@ pub struct Trace {
     pub panicked: Option<String>,
 }
 
+impl Trace {
+    /// The trace as a recording of several OS processes numbers it: a node's re-execution
+    /// names its processes and objects as the node's logs do, and the recording moves them up
+    /// by the node's `base` (see `ProcessId::NODE_SHIFT`).
+    pub fn rebase(&mut self, base: u32) {
+        if base == 0 {
+            return;
+        }
+        self.process.0 += base;
+        for record in &mut self.records {
+            if let Some(m) = &mut record.message {
+                m.channel = m.channel.rebased(base);
+                m.sender.0 += base;
+            }
+        }
+    }
+}
+
 /// A value re-execution did not reproduce.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Leak {

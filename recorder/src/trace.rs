@@ -164,6 +164,15 @@ pub fn def_if_changed(
     }
 }
 
+/// A place a statement lent mutably to a call (`&mut line`), if the call changed it: like
+/// [`binding`], it shares the statement's inputs with the other places and bindings the
+/// statement defines (`let n = stream.read(&mut buf)?` defines both from the read).
+pub fn lent(site: &'static Site, var: &str, before: &Captured, after: Captured, uses: &[&str]) {
+    if *before != after {
+        binding(site, var, after, uses);
+    }
+}
+
 /// A branch condition was evaluated to `value`; returns the branch's record for [`scope`].
 pub fn branch(site: &'static Site, value: Captured, uses: &[&str]) -> u32 {
     with(|t| {

@@ -922,7 +922,7 @@ fn run() -> Result<(), String> {
         let dir = std::env::var_os(env::DIR)
             .map(PathBuf::from)
             .ok_or_else(|| format!("{} is not set", env::DIR))?;
-        let recording = Recording::open(&dir).map_err(|e| e.to_string())?;
+        let recording = Recording::open_node(&dir).map_err(|e| e.to_string())?;
         // The re-executed code's panics are expected (a recorded panic, a divergence stopped):
         // they are reported in the traces, not printed. The runtime's hook, installed over this
         // one, still keeps each panic's message and place.
@@ -987,7 +987,7 @@ fn serve_task(compute: &mut Compute<'_>) -> Result<(), String> {
     let dir = std::env::var_os(env::DIR)
         .map(PathBuf::from)
         .ok_or_else(|| format!("{} is not set", env::DIR))?;
-    let recording = Recording::open(&dir).map_err(|e| e.to_string())?;
+    let recording = Recording::open_node(&dir).map_err(|e| e.to_string())?;
     std::panic::set_hook(Box::new(|_| {}));
     runtime::install(Box::new(EmulateRuntime));
     let mut response = Response {

@@ -50,11 +50,39 @@ pub(crate) fn run(rec: Option<&Path>, json: bool, damage: DamageArgs) -> CmdResu
 
 fn print_text(s: &RecordingSummary) {
     outln!("recording {}", s.recording.display());
-    outln!("  program  {}", s.program.display());
-    outln!("  started  {}", s.start_time);
-    outln!("  ended    {}", s.run_ending_text);
+    if s.nodes.is_empty() {
+        outln!("  program  {}", s.program.display());
+        outln!("  started  {}", s.start_time);
+        outln!("  ended    {}", s.run_ending_text);
+    } else {
+        outln!("  {} OS processes (nodes)", s.nodes.len());
+        outln!("  started  {}", s.start_time);
+    }
     if let Some(reason) = &s.stopped {
         outln!("  recording stopped early: {reason}");
+    }
+    if !s.nodes.is_empty() {
+        outln!();
+        outln!(
+            "  {:<16} {:>8} {:>9}  program, ending",
+            "node",
+            "os pid",
+            "processes"
+        );
+        for n in &s.nodes {
+            let program = n.program.file_name().unwrap_or(n.program.as_os_str());
+            outln!(
+                "  {:<16} {:>8} {:>9}  {}, {}",
+                n.name,
+                n.os_pid,
+                n.processes,
+                program.to_string_lossy(),
+                n.run_ending_text
+            );
+            if let Some(reason) = &n.stopped {
+                outln!("  {:<16} recording stopped early: {reason}", "");
+            }
+        }
     }
     outln!();
     outln!(

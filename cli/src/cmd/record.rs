@@ -102,9 +102,13 @@ pub(crate) fn run(args: &Args) -> CmdResult {
         .env(env::DIR, &dir)
         .env(env::PAYLOADS, if args.payloads { "1" } else { "0" })
         .env(env::FSYNC, if args.fsync { "1" } else { "0" });
-    let status = command
-        .status()
+    let mut child = command
+        .spawn()
         .with_context(|| format!("cannot run {}", args.command[0]))
+        .map_err(failure)?;
+    let status = child
+        .wait()
+        .with_context(|| format!("cannot wait for {}", args.command[0]))
         .map_err(failure)?;
     let (code, how) = match (status.code(), status.signal()) {
         (Some(code), _) => (code, format!("exited with code {code}")),
@@ -117,6 +121,7 @@ pub(crate) fn run(args: &Args) -> CmdResult {
         let seen = ProgramExit {
             code: status.code(),
             signal: status.signal(),
+            pid: Some(child.id()),
         };
         if let Err(e) = seen.write(&dir) {
             eprintln!("ppd: {e}");
@@ -147,10 +152,18 @@ pub(crate) fn run(args: &Args) -> CmdResult {
                 .iter()
                 .filter(|p| p.ending.as_ref().is_some_and(ProcessEnding::alive))
                 .count();
+            let unended: Vec<String> = s
+                .nodes
+                .iter()
+                .filter(|n| n.run_ending.cut_short())
+                .map(|n| format!("{} {}", n.name, n.run_ending))
+                .collect();
             let state = if let Some(reason) = &s.stopped {
                 format!("recording stopped early: {reason}")
             } else if s.complete {
                 "complete".to_owned()
+            } else if !unended.is_empty() {
+                format!("recovered: {}", unended.join("; "))
             } else if !s.run_ending.cut_short() {
                 let processes = if alive == 1 { "process" } else { "processes" };
                 format!("the program {how} with {alive} {processes} still alive")
@@ -158,8 +171,12 @@ pub(crate) fn run(args: &Args) -> CmdResult {
                 format!("recovered after the program {how}")
             };
             eprintln!(
-                "ppd: recorded {} processes, {} events, {} in {} ({state})",
+                "ppd: recorded {} processes{}, {} events, {} in {} ({state})",
                 s.processes.len(),
+                match s.nodes.len() {
+                    0 => String::new(),
+                    n => format!(" in {n} OS processes"),
+                },
                 s.events,
                 output::bytes(s.bytes_compressed),
                 dir.display()

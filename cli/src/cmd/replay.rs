@@ -8,6 +8,7 @@ use anyhow::anyhow;
 use ppd_formats::ending::ProcessEnding;
 use ppd_formats::integrity::Integrity;
 use ppd_formats::order::Tick;
+use ppd_formats::recording::Node;
 use ppd_formats::summary::{Payloads, RecordingSummary, summarize};
 use ppd_formats::{ProcessId, Recording};
 use ppd_replayer::debugger::{HaltState, Launch, ProgramOutput, Session};
@@ -54,6 +55,10 @@ pub(crate) struct Args {
     /// Replay this binary instead of the recorded path (it must be the same build).
     #[arg(long, value_name = "PATH")]
     binary: Option<PathBuf>,
+    /// In a recording of several OS processes, replay only these nodes (comma-separated
+    /// names, as `ppd info` lists them).
+    #[arg(long, value_name = "NODE,...")]
+    only: Option<String>,
     #[command(flatten)]
     damage: DamageArgs,
 }
@@ -118,9 +123,116 @@ impl Context {
 
 pub(crate) fn run(args: &Args) -> CmdResult {
     let checked = damage::open(args.rec.as_deref(), args.damage)?;
-    let mut ctx = Context {
-        recording: checked.recording,
-        integrity: checked.integrity,
+    let nodes = chosen_nodes(&checked.recording, args.only.as_deref())?;
+    let halts = args.stop.is_some() || args.trace.is_some() || args.to.is_some();
+    if nodes.len() > 1 && (halts || args.interactive) {
+        return Err(input(anyhow!(
+            "halting, tracing and stepping a replay across OS processes is not supported yet: \
+             replay one node with --only NODE (nodes: {})",
+            node_names(&checked.recording)
+        )));
+    }
+    if checked.recording.is_distributed() {
+        // Each node replays alone, from its own logs: its reads are served from what they
+        // logged, so no node waits for another.
+        if halts || args.interactive {
+            let node = &nodes[0];
+            let recording = Recording::open_node(&node.dir)?;
+            return run_one(args, recording, checked.integrity);
+        }
+        return replay_nodes(args, &nodes, checked.integrity);
+    }
+    run_one(args, checked.recording, checked.integrity)
+}
+
+/// The nodes `--only` names (all of them without it).
+fn chosen_nodes(recording: &Recording, only: Option<&str>) -> Result<Vec<Node>, CliError> {
+    let Some(only) = only else {
+        return Ok(recording.nodes().to_vec());
+    };
+    only.split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .map(|name| {
+            recording
+                .nodes()
+                .iter()
+                .find(|n| n.name == name)
+                .cloned()
+                .ok_or_else(|| {
+                    input(anyhow!(
+                        "no node `{name}` in the recording (its nodes: {})",
+                        node_names(recording)
+                    ))
+                })
+        })
+        .collect()
+}
+
+fn node_names(recording: &Recording) -> String {
+    recording
+        .nodes()
+        .iter()
+        .map(|n| n.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Replays each of `nodes` alone, one after the other, and says how each went.
+fn replay_nodes(args: &Args, nodes: &[Node], integrity: Integrity) -> CmdResult {
+    let mut summaries = Vec::new();
+    for node in nodes {
+        let recording = Recording::open_node(&node.dir)?;
+        let mut ctx = context(args, recording, integrity.clone());
+        if !args.json {
+            eprintln!("ppd: node {}:", node.name);
+        }
+        let summary = replay_summary(&mut ctx)?;
+        if !args.json {
+            print_summary(&summary);
+        }
+        summaries.push((node.name.clone(), summary));
+    }
+    let reproduced = summaries.iter().all(|(_, s)| s.outcome == "reproduced");
+    if args.json {
+        let nodes: Vec<serde_json::Value> = summaries
+            .iter()
+            .map(|(name, s)| {
+                let mut v = serde_json::to_value(s).unwrap_or_default();
+                v["node"] = serde_json::json!(name);
+                v
+            })
+            .collect();
+        output::json(&serde_json::json!({
+            "outcome": if reproduced { "reproduced" } else { "not reproduced" },
+            "events": summaries.iter().map(|(_, s)| s.events).sum::<u64>(),
+            "logged": summaries.iter().map(|(_, s)| s.logged).sum::<u64>(),
+            "verified": args.verify,
+            "nodes": nodes,
+        }));
+    } else if summaries.len() > 1 {
+        let events: u64 = summaries.iter().map(|(_, s)| s.events).sum();
+        eprintln!(
+            "ppd: {} nodes {}: {events} events replayed",
+            summaries.len(),
+            if reproduced {
+                "reproduced"
+            } else {
+                "not all reproduced"
+            }
+        );
+    }
+    Ok(if reproduced {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn context(args: &Args, recording: Recording, integrity: Integrity) -> Context {
+    Context {
+        recording,
+        integrity,
         catalog: None,
         launch: Launch {
             binary: args.binary.clone(),
@@ -131,7 +243,12 @@ pub(crate) fn run(args: &Args) -> CmdResult {
             },
         },
         verify: args.verify,
-    };
+    }
+}
+
+/// `ppd replay` of a recording of one OS process (or of one node of several).
+fn run_one(args: &Args, recording: Recording, integrity: Integrity) -> CmdResult {
+    let mut ctx = context(args, recording, integrity);
     if let (Some(pred), Some(print)) = (&args.trace, &args.print) {
         return trace(&mut ctx, pred, print, args.json);
     }
@@ -260,6 +377,21 @@ fn announce_bad_ending(summary: &RecordingSummary) {
 }
 
 fn replay_whole(ctx: &mut Context, json: bool) -> CmdResult {
+    let summary = replay_summary(ctx)?;
+    if json {
+        output::json(&summary);
+    } else {
+        print_summary(&summary);
+    }
+    Ok(if summary.outcome == "reproduced" {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// Replays the whole run of `ctx`'s recording; how it went.
+fn replay_summary(ctx: &mut Context) -> Result<ReplaySummary, CliError> {
     let started = Instant::now();
     // Every payload passed the damage gate when the recording was opened.
     let recorded = summarize(&ctx.recording, Payloads::AlreadyVerified)?;
@@ -369,16 +501,7 @@ fn replay_whole(ctx: &mut Context, json: bool) -> CmdResult {
         session.quit().map_err(failure)?;
     }
     summary.seconds = started.elapsed().as_secs_f64();
-    if json {
-        output::json(&summary);
-    } else {
-        print_summary(&summary);
-    }
-    Ok(if summary.outcome == "reproduced" {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(summary)
 }
 
 fn print_summary(s: &ReplaySummary) {

@@ -231,12 +231,36 @@ impl Engine<'_, '_> {
                     _ => shown_place,
                 };
                 step.note = match r.kind {
-                    RecordKind::Recv => r
-                        .message
-                        .map(|m| format!("message {} from {}", m.seq, self.process_name(m.sender))),
-                    RecordKind::Send => r
-                        .message
-                        .map(|m| format!("message {} on {}", m.seq, self.object_name(m.channel))),
+                    RecordKind::Recv => match r.event.map(|k| self.store.event(inst.process, k)) {
+                        Some(Ok(Event::NetRead {
+                            socket,
+                            offset,
+                            data,
+                            ..
+                        })) => Some(format!(
+                            "bytes {offset}..{} read from {}",
+                            offset + data.len() as u64,
+                            self.object_name(socket)
+                        )),
+                        _ => r.message.map(|m| {
+                            format!("message {} from {}", m.seq, self.process_name(m.sender))
+                        }),
+                    },
+                    RecordKind::Send => match r.event.map(|k| self.store.event(inst.process, k)) {
+                        Some(Ok(Event::NetWrite {
+                            socket,
+                            offset,
+                            len,
+                            ..
+                        })) => Some(format!(
+                            "bytes {offset}..{} written to {}",
+                            offset + len,
+                            self.object_name(socket)
+                        )),
+                        _ => r.message.map(|m| {
+                            format!("message {} on {}", m.seq, self.object_name(m.channel))
+                        }),
+                    },
                     RecordKind::Input => {
                         Some(match r.event.map(|k| self.store.event(inst.process, k)) {
                             Some(Ok(Event::Random { .. })) => {

@@ -186,6 +186,8 @@ pub(super) struct Engine<'s, 'r> {
     pub(super) shared: Histories,
     /// The object each node reached through shared memory was reached through.
     pub(super) through: HashMap<Site, ObjectId>,
+    /// The recording's connections, read when a query first meets a socket read.
+    wire: Option<super::wire::Wire>,
 }
 
 impl<'s, 'r> Engine<'s, 'r> {
@@ -197,6 +199,7 @@ impl<'s, 'r> Engine<'s, 'r> {
             objects: std::cell::RefCell::new(HashMap::new()),
             shared: Histories::default(),
             through: HashMap::new(),
+            wire: None,
         }
     }
 
@@ -470,7 +473,7 @@ impl<'s, 'r> Engine<'s, 'r> {
                 let r = &trace.records[*rec as usize];
                 let mut deps = match r.kind {
                     RecordKind::Entry => self.entry_source(*inst, &trace, *rec, place.as_ref())?,
-                    RecordKind::Recv => self.message_source(r)?,
+                    RecordKind::Recv => self.message_source(inst.process, r)?,
                     RecordKind::Call => self.returned_by(*inst, r)?,
                     RecordKind::Input => self.shared_source(*inst, r)?,
                     RecordKind::Def
@@ -724,10 +727,48 @@ impl<'s, 'r> Engine<'s, 'r> {
     }
 
     /// The send of a received message, in the sender's instance.
-    fn message_source(&mut self, r: &Record) -> Try<Vec<Dep>> {
-        let Some(m) = r.message else {
+    fn message_source(&mut self, receiver: ProcessId, r: &Record) -> Try<Vec<Dep>> {
+        let Some(mut m) = r.message else {
             return Ok(Vec::new());
         };
+        // A socket read names its own socket and stream offset: the write its bytes came from
+        // is found through the other end of the connection.
+        if let Some(k) = r.event
+            && let Event::NetRead {
+                socket,
+                offset,
+                data,
+                ..
+            } = self.store.event(receiver, k)?
+        {
+            if self.wire.is_none() {
+                self.wire = Some(super::wire::Wire::load(self.store.recording())?);
+            }
+            let wire = self.wire.as_ref().expect("loaded above");
+            match wire.source(socket, offset, data.len() as u64) {
+                Some(source) => {
+                    m.channel = source.socket;
+                    m.seq = source.seq;
+                    m.sender = source.process;
+                }
+                None => {
+                    return Ok(vec![(
+                        Dependence::Data,
+                        Some(Via::Message),
+                        Site::Outside(Box::new(Outside {
+                            process: m.sender,
+                            inst: None,
+                            var: None,
+                            value: shown(r.value.as_ref()),
+                            file: String::new(),
+                            line: 0,
+                            text: format!("read from {}", self.object_name(socket)),
+                            note: "the bytes came from a peer outside the recording".into(),
+                        })),
+                    )]);
+                }
+            }
+        }
         let sender = m.sender;
         let index = self.store.index(sender)?;
         let from = self.process_name(sender);

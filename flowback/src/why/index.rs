@@ -220,7 +220,13 @@ fn scan(recording: &Recording, process: ProcessId) -> Result<(PathBuf, Scan)> {
                     }
                 }
             }
-            Event::Send { channel, seq, .. } if !open.is_empty() => {
+            // A socket write is message `seq` of its socket, as its reader's pairing names it.
+            Event::Send { channel, seq, .. }
+            | Event::NetWrite {
+                socket: channel,
+                seq,
+                ..
+            } if !open.is_empty() => {
                 found.sends.push(SendAt {
                     channel: channel.0,
                     seq,

@@ -12,7 +12,8 @@
 //! * [`engine`]: the backward search over the dynamic program dependence graph: definitions
 //!   and dependences; [`target`](mod@target) finds where a query starts and [`chain`] follows it;
 //!   `shared` follows a value read under a lock or from an atomic to the write that made it,
-//!   in whichever process (§6.3);
+//!   in whichever process (§6.3), and `wire` one read from a socket to the write its bytes
+//!   came from, in whichever OS process;
 //! * [`render`]: the answer as a tree or a Graphviz graph;
 //! * [`restore`]: a process's state from accumulated logs, and what-if re-execution (§5.7).
 
@@ -33,6 +34,7 @@ pub mod restore;
 mod shared;
 pub mod store;
 pub mod target;
+mod wire;
 
 pub use answer::{Answer, Dependence, LeakReport, NodeKind, Query, Step, Via};
 pub use engine::ask;

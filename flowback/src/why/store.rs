@@ -207,12 +207,22 @@ impl<'r> TraceStore<'r> {
         }
     }
 
-    /// The e-blocks the recorded binary has.
+    /// The e-blocks the recorded binary has (in a recording of several OS processes, those of
+    /// every node's program).
     pub fn registry(&mut self) -> Result<Arc<Vec<EblockInfo>>> {
         if let Some(registry) = &self.registry {
             return Ok(Arc::clone(registry));
         }
-        let program = self.recording.manifest().program.blake3.clone();
+        // The programs of every node: what the cached registry is valid for.
+        let program = self
+            .recording
+            .nodes()
+            .iter()
+            .map(|n| n.manifest.program.blake3.as_str())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect::<Vec<_>>()
+            .join("+");
         let path = self.recording.cache_dir()?.join("eblocks.json");
         let cached = fs::read(&path)
             .ok()
@@ -244,17 +254,80 @@ impl<'r> TraceStore<'r> {
         Ok(registry)
     }
 
+    /// Runs `request` in the recorded binary. In a recording of several OS processes, each
+    /// node's instances re-execute in that node's binary, against that node's logs and with
+    /// the ids they number processes by; their traces come back numbered as the recording
+    /// numbers them.
     fn run(&mut self, request: Request) -> Result<emulate::Response> {
-        let binary = match &self.checked {
-            Some(b) => b.clone(),
-            None => {
-                let b = check_binary(self.recording, self.program.as_deref())?;
-                self.checked = Some(b.clone());
-                b
+        if !self.recording.is_distributed() {
+            let binary = match &self.checked {
+                Some(b) => b.clone(),
+                None => {
+                    let b = check_binary(self.recording, self.program.as_deref())?;
+                    self.checked = Some(b.clone());
+                    b
+                }
+            };
+            self.work.runs += 1;
+            return Ok(emulate::drive(self.recording, &binary, &request)?);
+        }
+        let mut by_node: std::collections::BTreeMap<u32, Vec<(ProcessId, u64)>> =
+            std::collections::BTreeMap::new();
+        for &(process, enter) in &request.instances {
+            by_node
+                .entry(process.node())
+                .or_default()
+                .push((process.local(), enter));
+        }
+        if request.describe {
+            // Every program of the recording, once each.
+            let mut seen = BTreeSet::new();
+            for (k, node) in self.recording.nodes().iter().enumerate() {
+                if seen.insert(node.manifest.program.blake3.clone()) {
+                    by_node.entry(k as u32).or_default();
+                }
             }
+        }
+        let mut merged = emulate::Response {
+            traces: Vec::new(),
+            errors: Vec::new(),
+            eblocks: Vec::new(),
         };
-        self.work.runs += 1;
-        Ok(emulate::drive(self.recording, &binary, &request)?)
+        for (node, instances) in by_node {
+            let Some(node) = self.recording.nodes().get(node as usize) else {
+                merged
+                    .errors
+                    .push(format!("no node {node} in the recording"));
+                continue;
+            };
+            let recording = Recording::open_node(&node.dir)?;
+            let binary = check_binary(&recording, None)?;
+            self.work.runs += 1;
+            let response = emulate::drive(
+                &recording,
+                &binary,
+                &Request {
+                    instances,
+                    ..request.clone()
+                },
+            )?;
+            for mut trace in response.traces {
+                trace.rebase(node.base);
+                merged.traces.push(trace);
+            }
+            merged.errors.extend(
+                response
+                    .errors
+                    .into_iter()
+                    .map(|e| format!("node {}: {e}", node.name)),
+            );
+            for info in response.eblocks {
+                if !merged.eblocks.contains(&info) {
+                    merged.eblocks.push(info);
+                }
+            }
+        }
+        Ok(merged)
     }
 
     fn trace_path(&self, key: InstanceKey) -> Result<PathBuf> {

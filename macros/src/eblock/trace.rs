@@ -2,7 +2,7 @@
 //!
 //! A copy of the body is rewritten so that, when ppd re-executes an instance, it records every
 //! `let` (and `let ... else`), assignment (compound and field assignments included), place a
-//! mutating method changed, `if`/`while` condition, loop iteration, `match` arm, and return,
+//! mutating method changed, place lent as `&mut` to a call that changed it, `if`/`while` condition, loop iteration, `match` arm, and return,
 //! each with its value, the variables it was computed from, and the branch it is control
 //! dependent on. Statements are announced before they run, so the runtime can attribute the
 //! receives, sends and calls they perform. Closures, `async` blocks and nested items are left
@@ -245,8 +245,11 @@ impl Tracer {
             }};
             **diverge = guarded;
         }
+        let binds = uses::bindings(&local.pat);
+        let (lent_before, lent_after) = self.lent(&site, &init.expr, &used, &binds);
         let mut out =
             vec![parse_quote! { ::ppd::__private::trace::statement(#site, #used_tokens); }];
+        out.extend(lent_before);
         let refutable = traced.init.as_ref().is_some_and(|i| i.diverge.is_some());
         out.push(Stmt::Local(traced));
         if refutable {
@@ -259,8 +262,39 @@ impl Tracer {
                 let _ppd_rest = ::ppd::__private::trace::scope(__ppd_matched);
             });
         }
-        out.extend(self.defs(&site, &uses::bindings(&local.pat), &used));
+        out.extend(lent_after);
+        out.extend(self.defs(&site, &binds, &used));
         out
+    }
+
+    /// Statements around one that lends places mutably (`read_line(&mut line)`): each place's
+    /// value before it, and a record of each the statement changed, holding its inputs.
+    /// Places whose variable the statement itself binds are left out: after it, their name
+    /// is the new binding's.
+    fn lent(
+        &mut self,
+        site: &TokenStream,
+        expr: &Expr,
+        used: &[String],
+        bound: &[String],
+    ) -> (Vec<Stmt>, Vec<Stmt>) {
+        let used = strs(used);
+        let mut before = Vec::new();
+        let mut after = Vec::new();
+        let places = uses::lent_mutably(expr)
+            .into_iter()
+            .filter(|p| uses::place_root(p).is_none_or(|root| !bound.contains(&root)));
+        for (i, place) in places.enumerate() {
+            let name = uses::place_name(&place);
+            self.defines.insert(name.clone());
+            let saved = syn::Ident::new(&format!("__ppd_lent_{i}"), Span::call_site());
+            before.push(parse_quote! { let #saved = ::ppd::__private::capture!(#place); });
+            after.push(parse_quote! {
+                ::ppd::__private::trace::lent(
+                    #site, #name, &#saved, ::ppd::__private::capture!(#place), #used);
+            });
+        }
+        (before, after)
     }
 
     /// The function's final expression: traced, then recorded as the return value. When it is
@@ -338,6 +372,18 @@ impl Tracer {
                             #used_tokens);
                     },
                 ]
+            }
+            _ if semi => {
+                let used = head_uses(expr);
+                let (before, after) = self.lent(&site, expr, &used, &[]);
+                let mut out = vec![announce(&used)];
+                out.extend(before);
+                out.push(Stmt::Expr(traced, semi_token));
+                if !after.is_empty() {
+                    out.extend(after);
+                    out.push(parse_quote! { ::ppd::__private::trace::end_bindings(); });
+                }
+                out
             }
             _ => vec![announce(&head_uses(expr)), Stmt::Expr(traced, semi_token)],
         }

@@ -145,10 +145,94 @@ impl<'ast> Visit<'ast> for Uses {
                 .map(|a| a.into_iter().collect())
                 .unwrap_or_default(),
         };
+        let formats = m
+            .path
+            .segments
+            .last()
+            .is_some_and(|s| FORMAT_MACROS.contains(&s.ident.to_string().as_str()));
         for a in &args {
-            self.visit_expr(a);
+            match a {
+                Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Str(text),
+                    ..
+                }) if formats => {
+                    for name in inline_format_args(&text.value()) {
+                        if self.is_free_variable(&name) {
+                            self.names.insert(name);
+                        }
+                    }
+                }
+                _ => self.visit_expr(a),
+            }
         }
     }
+}
+
+/// Macros whose string literals are format strings: `{name}` in one reads `name`.
+const FORMAT_MACROS: &[&str] = &[
+    "format",
+    "format_args",
+    "print",
+    "println",
+    "eprint",
+    "eprintln",
+    "write",
+    "writeln",
+    "panic",
+    "assert",
+    "assert_eq",
+    "assert_ne",
+    "debug_assert",
+    "debug_assert_eq",
+    "debug_assert_ne",
+    "unreachable",
+    "todo",
+    "unimplemented",
+];
+
+/// The variables a format string captures: `name` in `{name}`, `{name:?}`, and `width` in
+/// `{:width$}`; not positions (`{0}`) or escaped braces (`{{`).
+fn inline_format_args(format: &str) -> Vec<String> {
+    let is_name = |s: &str| {
+        s.chars()
+            .next()
+            .is_some_and(|c| c.is_alphabetic() || c == '_')
+            && s.chars().all(|c| c.is_alphanumeric() || c == '_')
+    };
+    let mut names = Vec::new();
+    let mut rest = format;
+    while let Some(open) = rest.find(['{', '}']) {
+        let after = &rest[open + 1..];
+        if rest[open..].starts_with("{{") || rest[open..].starts_with("}}") {
+            rest = &after[1..];
+            continue;
+        }
+        if rest.as_bytes()[open] == b'}' {
+            rest = after;
+            continue;
+        }
+        let Some(close) = after.find('}') else { break };
+        let (argument, spec) = after[..close]
+            .split_once(':')
+            .unwrap_or((&after[..close], ""));
+        names.extend(
+            Some(argument.trim())
+                .filter(|a| is_name(a))
+                .map(str::to_owned),
+        );
+        for piece in spec.split('$').rev().skip(1) {
+            let start = piece
+                .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .map_or(0, |i| i + 1);
+            names.extend(
+                Some(&piece[start..])
+                    .filter(|a| is_name(a))
+                    .map(str::to_owned),
+            );
+        }
+        rest = &after[close + 1..];
+    }
+    names
 }
 
 /// The variables `expr` reads.
@@ -230,6 +314,38 @@ pub(crate) fn is_place(expr: &Expr) -> bool {
     }
 }
 
+/// The places an expression lends mutably (`line` in `reader.read_line(&mut line)?`): a
+/// callee may have written them. Closures and blocks are not looked into: they run at
+/// another time, or are traced as statements of their own.
+pub(crate) fn lent_mutably(expr: &Expr) -> Vec<Expr> {
+    #[derive(Default)]
+    struct Lent(Vec<Expr>, BTreeSet<String>);
+    impl<'ast> Visit<'ast> for Lent {
+        fn visit_expr(&mut self, e: &'ast Expr) {
+            match e {
+                Expr::Closure(_)
+                | Expr::Async(_)
+                | Expr::Block(_)
+                | Expr::Unsafe(_)
+                | Expr::If(_)
+                | Expr::Match(_)
+                | Expr::Loop(_)
+                | Expr::While(_)
+                | Expr::ForLoop(_) => {}
+                Expr::Reference(r) if r.mutability.is_some() && is_place(&r.expr) => {
+                    if self.1.insert(place_name(&r.expr)) {
+                        self.0.push((*r.expr).clone());
+                    }
+                }
+                _ => syn::visit::visit_expr(self, e),
+            }
+        }
+    }
+    let mut lent = Lent::default();
+    lent.visit_expr(expr);
+    lent.0
+}
+
 /// Tokens as compact text: no spaces except between words, after commas and around braces.
 pub(crate) fn compact(tokens: TokenStream) -> String {
     let text = tokens.to_string();
@@ -280,6 +396,11 @@ mod tests {
         );
         assert_eq!(uses("v.iter().map(|a| a + k).sum()"), ["k", "v"]);
         assert_eq!(uses("format!(\"{} {}\", a, b.c)"), ["a", "b.c"]);
+        assert_eq!(
+            uses("format!(\"{{x}} {name} {0:>w$} {n:?} {}\", a)"),
+            ["a", "n", "name", "w"]
+        );
+        assert_eq!(uses("vec![\"{x}\"]"), Vec::<String>::new());
         assert_eq!(
             uses("self.total + Some(n).unwrap_or(0)"),
             ["n", "self.total"]

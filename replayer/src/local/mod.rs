@@ -179,7 +179,7 @@ pub fn install_from_env() -> Result<(), String> {
     let socket = std::env::var_os(env::CONTROL)
         .map(PathBuf::from)
         .ok_or_else(|| format!("{} is not set", env::CONTROL))?;
-    let recording = Recording::open(&dir).map_err(|e| e.to_string())?;
+    let recording = Recording::open_node(&dir).map_err(|e| e.to_string())?;
     let stream = UnixStream::connect(&socket)
         .map_err(|e| format!("cannot reach the debugger at {}: {e}", socket.display()))?;
     let mut writer = stream

@@ -8,7 +8,15 @@
 //!   (`plain-echo-server`, a std program): its replies come from outside the recording;
 //! * `refused`: a connect to a port nobody listens on fails, and the error is printed;
 //! * `shared`: `main` and `writer` write to one connection (a clone each), `server` reads
-//!   what they wrote; the writes are ordered by a lock, the reader sees both.
+//!   what they wrote; the writes are ordered by a lock, the reader sees both;
+//! * `total-server tcp|tcp-any|unix PORTFILE CLIENTS`: a server in an OS process of its own:
+//!   it listens on a loopback port, a port of every address, or the Unix socket
+//!   `PORTFILE.sock`, writes its address to
+//!   PORTFILE, serves CLIENTS connections (a process each), adds what each asks to a total
+//!   under a lock, answers with the total and prints the final total;
+//! * `total-client ADDR NAME AMOUNT`: a client in an OS process of its own: asks the server
+//!   at ADDR (a Unix socket path if it starts with `/`) to add ten times AMOUNT for NAME and
+//!   prints the answer.
 
 use std::io::{BufRead, BufReader, Read, Write};
 
@@ -186,6 +194,133 @@ fn shared() {
     server.join().expect("server");
 }
 
+/// A connection of the total server or a client: over TCP or a Unix socket.
+#[derive(serde::Serialize, serde::Deserialize)]
+enum Conn {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Read for &Conn {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Conn::Tcp(s) => (&*s).read(buf),
+            Conn::Unix(s) => (&*s).read(buf),
+        }
+    }
+}
+
+impl Write for &Conn {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Conn::Tcp(s) => (&*s).write(buf),
+            Conn::Unix(s) => (&*s).write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Where the total server listens: a loopback port, or a Unix socket path.
+enum Listening {
+    Tcp(TcpListener),
+    Unix(UnixListener),
+}
+
+impl Listening {
+    fn accept(&self) -> Conn {
+        match self {
+            Listening::Tcp(l) => Conn::Tcp(l.accept().expect("accept").0),
+            Listening::Unix(l) => Conn::Unix(l.accept().expect("accept").0),
+        }
+    }
+}
+
+fn total_server(transport: &str, port_file: &str, clients: usize) {
+    let (listener, addr) = match transport {
+        "unix" => {
+            let path = format!("{port_file}.sock");
+            let listener = UnixListener::bind(&path).expect("bind");
+            (Listening::Unix(listener), path)
+        }
+        "tcp-any" => {
+            let listener = TcpListener::bind("0.0.0.0:0").expect("bind");
+            let addr = listener.local_addr().expect("address").to_string();
+            (Listening::Tcp(listener), addr)
+        }
+        _ => {
+            let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+            let addr = listener.local_addr().expect("address").to_string();
+            (Listening::Tcp(listener), addr)
+        }
+    };
+    // Written where a launcher waits for it (rename: it appears whole).
+    let part = format!("{port_file}.part");
+    std::fs::write(&part, addr).expect("write the address");
+    std::fs::rename(&part, port_file).expect("publish the address");
+    let total = Arc::new(Mutex::new(0u64));
+    let handlers: Vec<_> = (0..clients)
+        .map(|k| {
+            let conn = listener.accept();
+            let total = Arc::clone(&total);
+            spawn(&format!("handler-{k}"), move || {
+                handle(&conn, &total);
+            })
+        })
+        .collect();
+    for h in handlers {
+        h.join().expect("handler");
+    }
+    println!("final total {}", *total.lock().expect("total"));
+}
+
+/// Serves one request `add NAME AMOUNT`: adds the amount to `total` and answers with the total
+/// after it, which it returns.
+#[ppd::eblock]
+fn handle(conn: &Conn, total: &Mutex<u64>) -> u64 {
+    let mut line = String::new();
+    BufReader::new(conn)
+        .read_line(&mut line)
+        .expect("a request");
+    let amount: u64 = line
+        .split_whitespace()
+        .nth(2)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(0);
+    let mut total = total.lock().expect("total");
+    *total += amount;
+    let answer = *total;
+    writeln!(&*conn, "total {answer}").expect("answer");
+    answer
+}
+
+/// Connects to the total server at ADDR (a Unix socket path if it starts with `/`), asks it
+/// to add AMOUNT for NAME, and prints the answer.
+fn total_client(addr: &str, name: &str, amount: u64) {
+    let conn = if addr.starts_with('/') {
+        Conn::Unix(UnixStream::connect(addr).expect("connect"))
+    } else {
+        Conn::Tcp(TcpStream::connect(addr).expect("connect"))
+    };
+    let answer = request(&conn, name.to_owned(), amount);
+    println!("{name}: {}", answer.trim());
+}
+
+/// Asks the server on `conn` to add ten times `amount` for `name`; its answer.
+#[ppd::eblock]
+fn request(conn: &Conn, name: String, amount: u64) -> String {
+    let asked = amount * 10;
+    let line = format!("add {name} {asked}\n");
+    (&*conn).write_all(line.as_bytes()).expect("request");
+    let mut answer = String::new();
+    BufReader::new(conn)
+        .read_line(&mut answer)
+        .expect("an answer");
+    answer
+}
+
 #[ppd::main]
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -200,6 +335,16 @@ fn main() {
         Some("plain-echo-server") => plain_echo_server(),
         Some("refused") => refused(),
         Some("shared") => shared(),
+        Some("total-server") => total_server(
+            args.get(2).map_or("tcp", String::as_str),
+            args.get(3).map_or("port", String::as_str),
+            args.get(4).and_then(|n| n.parse().ok()).unwrap_or(1),
+        ),
+        Some("total-client") => total_client(
+            args.get(2).map_or("127.0.0.1:1", String::as_str),
+            args.get(3).map_or("client", String::as_str),
+            args.get(4).and_then(|n| n.parse().ok()).unwrap_or(1),
+        ),
         other => {
             eprintln!("unknown case {other:?}");
             std::process::exit(2);

@@ -1,0 +1,288 @@
+//! Recordings of several OS processes (`tests/scripts/*.sh`, launchers as users write them):
+//! a total server and two clients (`net_cases total-server` / `total-client`), each an OS
+//! process, recorded by wrapping the launcher in `ppd record`; replayed with `--verify`, one
+//! node alone, after the server was killed, and between two network namespaces acting as two
+//! hosts; and `why` followed from a value the server computed to the client statement that
+//! computed what it received.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use ppd_tests::{info_json, output_text, ppd, processes};
+use serde_json::Value;
+
+fn net_cases() -> String {
+    env!("CARGO_BIN_EXE_net_cases").to_owned()
+}
+
+fn script(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scripts")
+        .join(name)
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// `ppd record -o work/rec -- COMMAND...`: the recording, and what the run printed to stdout
+/// and what ppd said on stderr.
+fn record(work: &Path, command: &[&str]) -> (PathBuf, String, String) {
+    let dir = work.join("rec");
+    let mut args = vec!["record", "-o", dir.to_str().unwrap(), "--"];
+    args.extend_from_slice(command);
+    let out = ppd(work, &args);
+    let (stdout, stderr) = output_text(&out);
+    assert!(
+        out.status.success(),
+        "recording failed:\n{stdout}\n{stderr}"
+    );
+    (dir, stdout, stderr)
+}
+
+/// `ppd ARGS` that must succeed: its stdout and stderr.
+fn ppd_ok(work: &Path, args: &[&str]) -> (String, String) {
+    let out = ppd(work, args);
+    let (stdout, stderr) = output_text(&out);
+    assert!(
+        out.status.success(),
+        "ppd {args:?} failed:\n{stdout}\n{stderr}"
+    );
+    (stdout, stderr)
+}
+
+/// Each node of `ppd info --json`: its name and how it ended.
+fn nodes(info: &Value) -> Vec<(String, Value)> {
+    info["nodes"]
+        .as_array()
+        .expect("a recording of several OS processes lists its nodes")
+        .iter()
+        .map(|n| (n["name"].as_str().unwrap().to_owned(), n.clone()))
+        .collect()
+}
+
+/// `ppd why` on a handler's answer: the chain of a value the server computed from a request.
+fn why_handler(work: &Path, dir: &Path, handler: &str) -> String {
+    ppd_ok(
+        work,
+        &["why", dir.to_str().unwrap(), handler, "%0", "--depth", "14"],
+    )
+    .0
+}
+
+/// The chain reaches, in a client's OS process, the statement that computed the amount the
+/// client sent, through the read in the server and the write in the client.
+fn assert_crosses_the_wire(chain: &str, transport: &str) {
+    for step in [
+        format!("read from {transport} socket"),
+        format!("written to {transport} socket"),
+        "let asked = amount * 10;".to_owned(),
+    ] {
+        assert!(chain.contains(&step), "no `{step}` in:\n{chain}");
+    }
+    assert!(
+        chain.contains("alice/main net_cases::request")
+            || chain.contains("bob/main net_cases::request"),
+        "the write is not in a client's OS process:\n{chain}"
+    );
+}
+
+fn lines_sorted(text: &str) -> Vec<&str> {
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.sort_unstable();
+    lines
+}
+
+#[test]
+fn a_server_and_two_clients_over_tcp_record_as_three_nodes_that_replay_and_why_crosses_the_wire() {
+    let work = tempfile::tempdir().unwrap();
+    let cluster = script("cluster.sh");
+    let address_dir = work.path().to_str().unwrap();
+    let (dir, printed, said) = record(
+        work.path(),
+        &["sh", &cluster, &net_cases(), "tcp", address_dir],
+    );
+    let printed = lines_sorted(&printed);
+    assert_eq!(printed.len(), 3, "{printed:?}");
+    assert!(printed[0].starts_with("alice: total "), "{printed:?}");
+    assert!(printed[1].starts_with("bob: total "), "{printed:?}");
+    assert_eq!(printed[2], "final total 30");
+    assert!(
+        said.contains("5 processes in 3 OS processes") && said.contains("(complete)"),
+        "{said}"
+    );
+
+    let info = info_json(work.path(), &dir);
+    assert_eq!(info["complete"], true, "{info:#}");
+    let nodes = nodes(&info);
+    let names: Vec<&str> = nodes.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["server", "alice", "bob"]);
+    let mut pids: Vec<u64> = nodes
+        .iter()
+        .map(|(_, n)| n["os_pid"].as_u64().unwrap())
+        .collect();
+    pids.dedup();
+    assert_eq!(
+        pids.len(),
+        3,
+        "each node is an OS process of its own: {pids:?}"
+    );
+    for (name, node) in &nodes {
+        assert_eq!(node["run_ending"]["how"], "exited", "{name}: {node:#}");
+        assert_eq!(node["complete"], true, "{name}: {node:#}");
+    }
+    let named: Vec<String> = processes(&info).into_keys().collect();
+    assert_eq!(
+        named,
+        [
+            "alice/main",
+            "bob/main",
+            "server/handler-0",
+            "server/handler-1",
+            "server/main"
+        ]
+    );
+
+    let d = dir.to_str().unwrap();
+    let (_, replayed) = ppd_ok(work.path(), &["replay", d, "--verify"]);
+    assert!(replayed.contains("3 nodes reproduced"), "{replayed}");
+    assert_eq!(
+        replayed
+            .matches("every event and logged value matched")
+            .count(),
+        3,
+        "{replayed}"
+    );
+
+    // One client alone: its reads come from the log, the server need not run.
+    let (alone, said) = ppd_ok(work.path(), &["replay", d, "--verify", "--only", "alice"]);
+    assert!(alone.starts_with("alice: total "), "{alone}");
+    assert!(
+        said.contains("node alice:") && !said.contains("node server"),
+        "{said}"
+    );
+    assert_eq!(
+        said.matches("every event and logged value matched").count(),
+        1,
+        "{said}"
+    );
+
+    for handler in ["server/handler-0", "server/handler-1"] {
+        assert_crosses_the_wire(&why_handler(work.path(), &dir, handler), "tcp");
+    }
+}
+
+#[test]
+fn unix_sockets_between_os_processes_pair_their_ends_and_why_crosses_them() {
+    let work = tempfile::tempdir().unwrap();
+    let cluster = script("cluster.sh");
+    let address_dir = work.path().to_str().unwrap();
+    let (dir, printed, _) = record(
+        work.path(),
+        &["sh", &cluster, &net_cases(), "unix", address_dir],
+    );
+    assert!(printed.contains("final total 30"), "{printed}");
+    let (_, replayed) = ppd_ok(work.path(), &["replay", dir.to_str().unwrap(), "--verify"]);
+    assert!(replayed.contains("3 nodes reproduced"), "{replayed}");
+    assert_crosses_the_wire(&why_handler(work.path(), &dir, "server/handler-0"), "unix");
+}
+
+#[test]
+fn a_server_killed_mid_run_leaves_a_recording_whose_every_node_replays() {
+    let work = tempfile::tempdir().unwrap();
+    let kill = script("kill-server.sh");
+    let address_dir = work.path().to_str().unwrap();
+    let (dir, printed, said) = record(work.path(), &["sh", &kill, &net_cases(), address_dir]);
+    assert!(printed.contains("alice: total 10"), "{printed}");
+    assert!(!printed.contains("bob: total"), "{printed}");
+    assert!(said.contains("recovered: server cut short"), "{said}");
+
+    let info = info_json(work.path(), &dir);
+    assert_eq!(info["complete"], false, "{info:#}");
+    let nodes = nodes(&info);
+    let how: Vec<(&str, &str)> = nodes
+        .iter()
+        .map(|(name, n)| (name.as_str(), n["run_ending"]["how"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        how,
+        [
+            ("server", "cut_short"),
+            ("alice", "exited"),
+            // Nobody listened any more: its connect failed and it panicked.
+            ("bob", "panicked"),
+        ]
+    );
+    let server_main = &processes(&info)["server/main"];
+    assert!(
+        server_main["ending_text"]
+            .as_str()
+            .unwrap()
+            .contains("blocked on tcp listener"),
+        "{server_main:#}"
+    );
+
+    let d = dir.to_str().unwrap();
+    let (_, replayed) = ppd_ok(work.path(), &["replay", d, "--verify"]);
+    assert!(replayed.contains("3 nodes reproduced"), "{replayed}");
+    assert!(replayed.contains("Connection refused"), "{replayed}");
+
+    // The killed server's prefix is there to ask about: alice's answer came from it.
+    let (chain, _) = ppd_ok(work.path(), &["why", d, "alice/main", "%0", "--depth", "6"]);
+    for step in [
+        "read from tcp socket",
+        "server/handler-0 net_cases::handle",
+        "let answer = *total;",
+    ] {
+        assert!(chain.contains(step), "no `{step}` in:\n{chain}");
+    }
+}
+
+/// Whether this machine lets an unprivileged user make network namespaces and veth pairs.
+fn namespaces_available() -> bool {
+    Command::new("unshare")
+        .args([
+            "-rn", "ip", "link", "add", "a", "type", "veth", "peer", "name", "b",
+        ])
+        .output()
+        .is_ok_and(|out| out.status.success())
+}
+
+#[test]
+fn a_server_and_clients_in_two_network_namespaces_acting_as_two_hosts() {
+    if !namespaces_available() {
+        assert!(
+            std::env::var_os("PPD_REQUIRE_NETNS").is_none(),
+            "PPD_REQUIRE_NETNS is set, but network namespaces cannot be made here \
+             (`unshare -rn ip link add ... type veth` failed)"
+        );
+        eprintln!(
+            "skipped: network namespaces cannot be made here (set PPD_REQUIRE_NETNS to fail \
+             instead)"
+        );
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let two_hosts = script("two-hosts.sh");
+    let address_dir = work.path().to_str().unwrap();
+    let (dir, printed, _) = record(
+        work.path(),
+        &[
+            "unshare",
+            "-rn",
+            "sh",
+            &two_hosts,
+            &net_cases(),
+            address_dir,
+        ],
+    );
+    assert!(printed.contains("final total 30"), "{printed}");
+    let d = dir.to_str().unwrap();
+    let (_, replayed) = ppd_ok(work.path(), &["replay", d, "--verify"]);
+    assert!(replayed.contains("3 nodes reproduced"), "{replayed}");
+    let chain = why_handler(work.path(), &dir, "server/handler-1");
+    assert_crosses_the_wire(&chain, "tcp");
+    // The two ends are on the two hosts' addresses.
+    assert!(
+        chain.contains("10.77.0.1:") && chain.contains("→ 10.77.0.2:"),
+        "{chain}"
+    );
+}
