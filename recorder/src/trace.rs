@@ -115,6 +115,38 @@ pub fn statement(site: &'static Site, uses: &'static [&'static str]) {
     });
 }
 
+/// A `for` loop's iterator, which announces the loop's head before each step: what a step
+/// receives (`for line in reader.lines()` reads a socket) is the head's doing, not that of
+/// the last statement of the body before it.
+pub fn announced<I: IntoIterator>(
+    site: &'static Site,
+    uses: &'static [&'static str],
+    iter: I,
+) -> Announced<I::IntoIter> {
+    Announced {
+        site,
+        uses,
+        inner: iter.into_iter(),
+    }
+}
+
+/// See [`announced`].
+#[derive(Debug)]
+pub struct Announced<I> {
+    site: &'static Site,
+    uses: &'static [&'static str],
+    inner: I,
+}
+
+impl<I: Iterator> Iterator for Announced<I> {
+    type Item = I::Item;
+
+    fn next(&mut self) -> Option<I::Item> {
+        statement(self.site, self.uses);
+        self.inner.next()
+    }
+}
+
 /// A function or method is about to be called with arguments computed from `args`: if it is
 /// an e-block, its call record maps its parameters to them. Used as `(call_args(..), f(a)).1`,
 /// which evaluates like `f(a)`.

@@ -127,6 +127,11 @@ struct Interval {
     /// Enter event of the nested call being substituted.
     nested: Vec<u64>,
     findings: Arc<Mutex<Findings>>,
+    /// The re-execution stopped (a leak, or the log ran out) and is unwinding: the operations
+    /// drops perform on the way out (a guard's unlock) are not checked against the log, which
+    /// no longer describes them, and must not stop it a second time (a panic in a drop while
+    /// unwinding aborts the program).
+    stopped: bool,
 }
 
 impl Interval {
@@ -170,7 +175,8 @@ impl Interval {
         });
     }
 
-    fn stop(&self) -> ! {
+    fn stop(&mut self) -> ! {
+        self.stopped = true;
         std::panic::resume_unwind(Box::new(Stopped))
     }
 
@@ -208,6 +214,9 @@ fn matches(op: &Op, e: &Event) -> bool {
 
 impl ProcessBackend for Interval {
     fn expect(&mut self, op: Op) -> Option<Event<Owned>> {
+        if self.stopped {
+            return None;
+        }
         if op.kind == EventKind::Panic {
             return self.logged_outcome();
         }
@@ -274,6 +283,9 @@ impl ProcessBackend for Interval {
     }
 
     fn expect_if(&mut self, op: Op) -> Option<Event<Owned>> {
+        if self.stopped {
+            return None;
+        }
         self.skip_wait_markers();
         match self.events.peek() {
             Some(Ok((_, e))) if matches(&op, e) => {
@@ -467,6 +479,9 @@ impl ProcessBackend for Interval {
     fn waiting_for(&mut self, _dependency: Dependency) {}
 
     fn diverged(&mut self, detail: &str) {
+        if self.stopped {
+            return;
+        }
         let logged = self
             .current
             .as_ref()
@@ -817,6 +832,7 @@ fn run_instance(
         depth: 0,
         nested: Vec::new(),
         findings: Arc::clone(findings),
+        stopped: false,
     };
     runtime::adopt_process(process, name, Box::new(interval));
     tracer::start();

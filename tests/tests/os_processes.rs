@@ -286,3 +286,78 @@ fn a_server_and_clients_in_two_network_namespaces_acting_as_two_hosts() {
         "{chain}"
     );
 }
+
+/// The README's walk-through of `examples/kvstore.rs`, step by step.
+#[test]
+fn the_replicated_store_example_records_replays_halts_at_the_stale_update_and_explains_it() {
+    let work = tempfile::tempdir().unwrap();
+    let launcher = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/kvstore.sh")
+        .to_string_lossy()
+        .into_owned();
+    let kvstore = ppd_tests::example_bin("kvstore");
+    let dir = work.path().join("rec");
+    let out = ppd(
+        work.path(),
+        &[
+            "record",
+            "-o",
+            dir.to_str().unwrap(),
+            "--",
+            "sh",
+            &launcher,
+            kvstore.to_str().unwrap(),
+        ],
+    );
+    let (printed, said) = output_text(&out);
+    // The client finds the backup stale and says so with its exit code.
+    assert_eq!(out.status.code(), Some(1), "{printed}\n{said}");
+    assert_eq!(
+        printed,
+        "primary: hits = 12\nbackup:  hits = 9\nthe backup is stale\n"
+    );
+    assert!(said.contains("in 3 OS processes"), "{said}");
+
+    let d = dir.to_str().unwrap();
+    let (_, replayed) = ppd_ok(work.path(), &["replay", d, "--verify"]);
+    assert!(replayed.contains("3 nodes reproduced"), "{replayed}");
+
+    let (halted, _) = ppd_ok(
+        work.path(),
+        &[
+            "replay",
+            d,
+            "--only",
+            "backup",
+            "--stop",
+            "replication: mark ignored",
+        ],
+    );
+    assert!(
+        halted.contains(r#"mark ignored = "put hits 10 10""#),
+        "{halted}"
+    );
+
+    let (chain, _) = ppd_ok(
+        work.path(),
+        &[
+            "why",
+            d,
+            "backup/replication",
+            "newer",
+            "--at",
+            "mark ignored",
+        ],
+    );
+    for step in [
+        "newer = false",
+        "let newer = version.as_str() > current;",
+        r#"data: current = "9""#,
+        r#"data: version = "10""#,
+        r#"received "put hits 10 10""#,
+        "primary/session kvstore::serve",
+        r#"let acknowledged = ask(&replica, &format!("put {key} {version} {value}"));"#,
+    ] {
+        assert!(chain.contains(step), "no `{step}` in:\n{chain}");
+    }
+}

@@ -54,8 +54,17 @@ fn program_name(command: &[String]) -> String {
             }
         }
     }
+    // A launcher script run by a shell (`sh start-cluster.sh`) names the run, not the shell.
+    if SHELLS.contains(&base.as_str())
+        && let Some(script) = command.get(1).filter(|a| !a.starts_with('-'))
+        && let Some(stem) = Path::new(script).file_stem()
+    {
+        return stem.to_string_lossy().into_owned();
+    }
     base
 }
+
+const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh"];
 
 extern "C" fn ignore_signal(_: libc::c_int) {}
 
@@ -279,5 +288,10 @@ mod tests {
             "x"
         );
         assert_eq!(program_name(&v(&["cargo", "test"])), "cargo");
+        assert_eq!(
+            program_name(&v(&["sh", "examples/kvstore.sh", "x"])),
+            "kvstore"
+        );
+        assert_eq!(program_name(&v(&["bash", "-c", "true"])), "bash");
     }
 }

@@ -567,6 +567,11 @@ impl VisitMut for Tracer {
                 let site = site(f.for_token.span, &text_of(&quote!(for #pat in #iter {})));
                 let used = uses::of_expr(&f.expr);
                 self.visit_expr_mut(&mut f.expr);
+                let iter = &f.expr;
+                let used_tokens = strs(&used);
+                *f.expr = parse_quote! {
+                    ::ppd::__private::trace::announced(#site, #used_tokens, #iter)
+                };
                 let binds = uses::bindings(&f.pat);
                 f.body = self.chosen(
                     &site,

@@ -97,6 +97,18 @@ pub(crate) fn from_log() -> bool {
     matches!(runtime::mode(), Mode::Replay | Mode::Emulate)
 }
 
+/// Where a write taken from the log stands in its end's stream: `(writes before, bytes
+/// before)`. Replay counts them itself from the start, so that the check of each write against
+/// the log verifies the count; a re-executed instance starts in the middle of the stream with a
+/// handle that counted nothing, and continues from the logged write `(seq, offset)`.
+fn in_stream(counted: (u64, u64), (seq, offset): (u64, u64)) -> (u64, u64) {
+    if runtime::mode() == Mode::Emulate {
+        (seq.saturating_sub(1), offset)
+    } else {
+        counted
+    }
+}
+
 impl Core {
     fn new(id: ObjectId, local: String, peer: String) -> Core {
         Core {
@@ -309,10 +321,15 @@ impl Core {
         live: impl FnOnce(&[u8]) -> io::Result<usize>,
     ) -> io::Result<usize> {
         let mut cursor = self.writes.lock().unwrap_or_else(|p| p.into_inner());
-        let (seq, offset) = *cursor;
         if from_log() {
             return match runtime::expect(Op::on(EventKind::NetWrite, self.id, Some(site))) {
-                Some(Event::NetWrite { len, .. }) if len as usize <= buf.len() => {
+                Some(Event::NetWrite {
+                    len,
+                    seq: logged_seq,
+                    offset: logged_offset,
+                    ..
+                }) if len as usize <= buf.len() => {
+                    let (seq, offset) = in_stream(*cursor, (logged_seq, logged_offset));
                     log(&Event::NetWrite {
                         socket: self.id,
                         seq: seq + 1,
@@ -336,6 +353,7 @@ impl Core {
                 )),
             };
         }
+        let (seq, offset) = *cursor;
         match live(buf) {
             Ok(n) => {
                 log(&Event::NetWrite {
@@ -364,10 +382,16 @@ impl Core {
         live: impl FnOnce(&[u8]) -> io::Result<(usize, String)>,
     ) -> io::Result<usize> {
         let mut cursor = self.writes.lock().unwrap_or_else(|p| p.into_inner());
-        let seq = cursor.0 + 1;
+        let mut seq = cursor.0 + 1;
         let sent = if from_log() {
             match runtime::expect(Op::on(EventKind::NetSendTo, self.id, Some(site))) {
-                Some(Event::NetSendTo { len, to, .. }) if len as usize <= buf.len() => {
+                Some(Event::NetSendTo {
+                    len,
+                    to,
+                    seq: logged_seq,
+                    ..
+                }) if len as usize <= buf.len() => {
+                    seq = in_stream(*cursor, (logged_seq, 0)).0 + 1;
                     Ok((len as usize, to.into()))
                 }
                 Some(Event::NetFail { error, .. }) => Err(error.to_io()),

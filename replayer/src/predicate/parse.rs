@@ -69,7 +69,7 @@ impl fmt::Display for Tok {
 }
 
 fn ident_char(c: char) -> bool {
-    c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '#' | '%')
+    c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '#' | '%' | '/')
 }
 
 fn tokenize(input: &str) -> Result<Vec<(usize, Tok)>, ParseError> {
