@@ -658,13 +658,42 @@ impl Trace {
                 )
             }
             Op::NetOpen { socket } => format!("open {}", obj(socket)),
-            Op::NetWrite { socket, seq, .. } => format!("write to {} (write {seq})", obj(socket)),
+            Op::NetWrite {
+                socket,
+                seq,
+                datagram: false,
+            } => format!("write to {} (write {seq})", obj(socket)),
+            Op::NetWrite { socket, seq, .. } => {
+                format!("send a datagram from {} (datagram {seq})", obj(socket))
+            }
             Op::NetRead {
                 socket, end: true, ..
             } => format!("read the end of {}'s stream", obj(socket)),
-            Op::NetRead { socket, peer, .. } if peer == NO_OBJECT => {
-                format!("read from {} (from outside the recording)", obj(socket))
-            }
+            Op::NetRead {
+                socket,
+                peer,
+                datagram,
+                ..
+            } if peer == NO_OBJECT => format!(
+                "{} {} (from outside the recording)",
+                if datagram {
+                    "receive a datagram on"
+                } else {
+                    "read from"
+                },
+                obj(socket)
+            ),
+            Op::NetRead {
+                socket,
+                peer,
+                seq,
+                datagram: true,
+                ..
+            } => format!(
+                "receive a datagram on {} (datagram {seq} of {})",
+                obj(socket),
+                obj(peer)
+            ),
             Op::NetRead {
                 socket, peer, seq, ..
             } => format!("read from {} (write {seq} of {})", obj(socket), obj(peer)),

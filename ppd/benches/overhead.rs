@@ -15,7 +15,12 @@
 //! * `unrecorded`: the same ppd code without `PPD_MODE` (pass-through);
 //! * `std`: the same program written with `std::thread`, `std::sync::mpsc`, `std::sync::Mutex`
 //!   and `std::sync::atomic` (and crossbeam-channel for the `channel-*` workloads, which use
-//!   `ppd::channel`).
+//!   `ppd::channel`, and `std::net` for the `tcp-*` ones, which use `ppd::net`).
+//!
+//! The `tcp-*` workloads run between two OS processes: the child starts this binary again as
+//! its peer (`peer ROLE KIND ADDR`), which connects back over loopback and, recorded, records
+//! as a second node of the same recording. Their time runs from the first byte written to the
+//! last byte read back, after the peer has connected; their cpu time is the child's only.
 //!
 //! Each round runs every variant once, in an order that rotates from round to round; the report
 //! gives the median of each variant over the rounds, the ratios of the medians, for the
@@ -50,6 +55,10 @@ struct Sizes {
     parks: u64,
     /// Hash-map: entries each process inserts into its own map, then iterates over.
     entries: u64,
+    /// TCP round trips of one message between two OS processes.
+    tcp_round_trips: u64,
+    /// TCP streaming: writes of [`STREAM_CHUNK`] bytes from one OS process to another.
+    stream_chunks: u64,
 }
 
 const FULL: Sizes = Sizes {
@@ -62,6 +71,8 @@ const FULL: Sizes = Sizes {
     scopes: 250,
     parks: 20_000,
     entries: 250_000,
+    tcp_round_trips: 20_000,
+    stream_chunks: 4096,
 };
 
 const SMOKE: Sizes = Sizes {
@@ -74,6 +85,8 @@ const SMOKE: Sizes = Sizes {
     scopes: 5,
     parks: 100,
     entries: 500,
+    tcp_round_trips: 100,
+    stream_chunks: 16,
 };
 
 /// Rounds per workload in a full run.
@@ -506,6 +519,149 @@ macro_rules! workloads {
     };
 }
 
+/// The message of a TCP round trip, bytes.
+const TCP_MESSAGE: usize = 64;
+/// A streaming write, bytes.
+const STREAM_CHUNK: usize = 64 * 1024;
+
+/// Writes the workloads between two OS processes over TCP against the `net` in scope: once for
+/// ppd, once for std. `$kind` names the module for the peer process (`peer ROLE KIND ADDR`).
+macro_rules! tcp_workloads {
+    ($kind:literal) => {
+        use std::io::{Read, Write};
+
+        /// Starts this benchmark again as the peer OS process of a TCP workload, which connects
+        /// to a listener here: the connection and the peer. Under `PPD_MODE=record` the peer
+        /// records too, as a node of the same recording.
+        fn start_peer(role: &str) -> (net::TcpStream, std::process::Child) {
+            let listener = net::TcpListener::bind("127.0.0.1:0").expect("bind");
+            let addr = listener
+                .local_addr()
+                .expect("the bound address")
+                .to_string();
+            let exe = std::env::current_exe().expect("the benchmark knows its own path");
+            let peer = std::process::Command::new(exe)
+                .args(["peer", role, $kind, &addr])
+                .spawn()
+                .expect("start the peer process");
+            let (stream, _) = listener.accept().expect("the peer connects");
+            stream.set_nodelay(true).expect("nodelay");
+            (stream, peer)
+        }
+
+        fn wait_for(mut peer: std::process::Child) {
+            let status = peer.wait().expect("wait for the peer process");
+            assert!(status.success(), "the peer process failed: {status}");
+        }
+
+        /// Round trips of a [`super::TCP_MESSAGE`]-byte message to an echoing peer.
+        pub(crate) fn tcp_round_trips(s: super::Sizes) -> u64 {
+            let (mut stream, peer) = start_peer("echo");
+            let mut message = [0u8; super::TCP_MESSAGE];
+            let mut sum = 0u64;
+            super::clock::start();
+            for k in 0..s.tcp_round_trips {
+                message[..8].copy_from_slice(&k.to_le_bytes());
+                stream.write_all(&message).expect("send");
+                stream.read_exact(&mut message).expect("receive the echo");
+                sum = sum.wrapping_add(u64::from(message[0]));
+            }
+            super::clock::stop();
+            drop(stream);
+            wait_for(peer);
+            sum
+        }
+
+        /// Writes of [`super::STREAM_CHUNK`] pseudo-random bytes to a peer that reads them all
+        /// and answers with their count.
+        pub(crate) fn tcp_stream(s: super::Sizes) -> u64 {
+            let (mut stream, peer) = start_peer("sink");
+            let chunk = super::incompressible(super::STREAM_CHUNK);
+            super::clock::start();
+            for _ in 0..s.stream_chunks {
+                stream.write_all(&chunk).expect("stream");
+            }
+            stream
+                .shutdown(std::net::Shutdown::Write)
+                .expect("end the stream");
+            let mut count = [0u8; 8];
+            stream.read_exact(&mut count).expect("the peer's count");
+            super::clock::stop();
+            wait_for(peer);
+            let count = u64::from_le_bytes(count);
+            assert_eq!(count, s.stream_chunks * super::STREAM_CHUNK as u64);
+            count
+        }
+
+        /// The echoing peer: returns every message until the stream ends.
+        pub(crate) fn echo_peer(addr: &str) {
+            let mut stream = net::TcpStream::connect(addr).expect("connect");
+            stream.set_nodelay(true).expect("nodelay");
+            let mut message = [0u8; super::TCP_MESSAGE];
+            while stream.read_exact(&mut message).is_ok() {
+                stream.write_all(&message).expect("echo");
+            }
+        }
+
+        /// The sink peer: reads to the end of the stream, then writes how many bytes it read.
+        pub(crate) fn sink_peer(addr: &str) {
+            let mut stream = net::TcpStream::connect(addr).expect("connect");
+            let mut buf = vec![0u8; super::STREAM_CHUNK];
+            let mut count = 0u64;
+            loop {
+                match stream.read(&mut buf).expect("read the stream") {
+                    0 => break,
+                    n => count += n as u64,
+                }
+            }
+            stream.write_all(&count.to_le_bytes()).expect("answer");
+        }
+    };
+}
+
+/// `n` bytes no compressor can shrink (xorshift), so that the bytes a recorded read logs cost
+/// what real payloads would.
+fn incompressible(n: usize) -> Vec<u8> {
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 32) as u8
+        })
+        .collect()
+}
+
+/// The measured interval of a workload that sets one up first (a peer process to start): by
+/// default the whole workload.
+mod clock {
+    use std::sync::Mutex;
+    use std::time::{Duration, Instant};
+
+    /// The wall clock and the CPU time used so far, at a mark.
+    type Mark = Option<(Instant, Duration)>;
+
+    /// The start and the end.
+    static MARKS: Mutex<(Mark, Mark)> = Mutex::new((None, None));
+
+    pub(crate) fn start() {
+        MARKS.lock().expect("clock").0 = Some((Instant::now(), super::cpu_time()));
+    }
+
+    pub(crate) fn stop() {
+        MARKS.lock().expect("clock").1 = Some((Instant::now(), super::cpu_time()));
+    }
+
+    /// The marks the workload set, if it set both.
+    pub(crate) fn marked() -> Option<(Duration, Duration)> {
+        match *MARKS.lock().expect("clock") {
+            (Some((t0, c0)), Some((t1, c1))) => Some((t1 - t0, c1 - c0)),
+            _ => None,
+        }
+    }
+}
+
 /// Gets per process of the once-get workload: a get costs a fraction of a lock acquisition, so
 /// it takes more of them to measure it above the cost of spawning.
 fn once_gets(s: Sizes) -> u64 {
@@ -524,9 +680,10 @@ mod with_ppd {
     use ppd::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
     use ppd::sync::mpsc;
     use ppd::sync::{Barrier, Condvar, Mutex, OnceLock, RwLock};
-    use ppd::thread;
+    use ppd::{net, thread};
 
     workloads!();
+    tcp_workloads!("ppd");
 }
 
 mod with_std {
@@ -535,9 +692,10 @@ mod with_std {
     use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
     use std::sync::mpsc;
     use std::sync::{Barrier, Condvar, Mutex, OnceLock, RwLock};
-    use std::thread;
+    use std::{net, thread};
 
     workloads!();
+    tcp_workloads!("std");
 }
 
 /// A workload: its name, what it does, how many operations (messages, lock acquisitions,
@@ -681,6 +839,22 @@ const WORKLOADS: &[Workload] = &[
         std: with_std::rwlock_read_heavy,
     },
     Workload {
+        name: "tcp-round-trip",
+        what: "64-byte round trips, 2 OS processes",
+        ops: |s| s.tcp_round_trips,
+        processes: |_| 2,
+        ppd: with_ppd::tcp_round_trips,
+        std: with_std::tcp_round_trips,
+    },
+    Workload {
+        name: "tcp-stream",
+        what: "64 KiB writes, 2 OS processes",
+        ops: |s| s.stream_chunks,
+        processes: |_| 2,
+        ppd: with_ppd::tcp_stream,
+        std: with_std::tcp_stream,
+    },
+    Workload {
         name: "condvar-pong",
         what: "condvar wakes",
         ops: |s| s.parks * 2,
@@ -735,8 +909,7 @@ fn child(workload: &str, variant: &str, smoke: bool) -> ExitCode {
         let cpu = cpu_time();
         let started = Instant::now();
         let result = body(s);
-        let elapsed = started.elapsed();
-        let cpu = cpu_time() - cpu;
+        let (elapsed, cpu) = clock::marked().unwrap_or((started.elapsed(), cpu_time() - cpu));
         std::hint::black_box(result);
         println!(
             "{ELAPSED} {} {} {}",
@@ -943,11 +1116,27 @@ fn median_mib(kib: &[u64]) -> f64 {
     v.get(v.len() / 2).copied().unwrap_or(0) as f64 / 1024.0
 }
 
+/// The peer OS process of a TCP workload.
+fn peer(role: &str, kind: &str, addr: &str) -> ExitCode {
+    let body: fn(&str) = match (role, kind) {
+        ("echo", "ppd") => with_ppd::echo_peer,
+        ("echo", _) => with_std::echo_peer,
+        ("sink", "ppd") => with_ppd::sink_peer,
+        (_, _) => with_std::sink_peer,
+    };
+    ppd::__private::main(|| body(addr))
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let smoke_flag = args.iter().any(|a| a == "--smoke");
     if args.first().map(String::as_str) == Some("child") && args.len() >= 3 {
         return child(&args[1], &args[2], smoke_flag);
+    }
+    if let [first, role, kind, addr] = &args[..]
+        && first == "peer"
+    {
+        return peer(role, kind, addr);
     }
     // `cargo bench` passes --bench; anything else (`cargo test --benches`) is a quick check.
     let smoke = smoke_flag || !args.iter().any(|a| a == "--bench");

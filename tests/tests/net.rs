@@ -101,7 +101,7 @@ fn datagrams_pair_with_their_sends_by_address_and_digest() {
     let receipts = texts(&exported_events(work.path(), &dir), "net_recv_from");
     assert_eq!(receipts.len(), 6, "{receipts:#?}");
     for receipt in receipts {
-        assert!(receipt.contains("(write "), "unpaired: {receipt}");
+        assert!(receipt.contains("(datagram "), "unpaired: {receipt}");
     }
 }
 

@@ -361,3 +361,100 @@ fn the_replicated_store_example_records_replays_halts_at_the_stale_update_and_ex
         assert!(chain.contains(step), "no `{step}` in:\n{chain}");
     }
 }
+
+#[test]
+fn datagrams_between_os_processes_pair_with_their_sends_whatever_was_lost_and_interleaved() {
+    let work = tempfile::tempdir().unwrap();
+    let datagrams = script("datagrams.sh");
+    let address_dir = work.path().to_str().unwrap();
+    let count = 400;
+    let (dir, printed, _) = record(
+        work.path(),
+        &[
+            "sh",
+            &datagrams,
+            &net_cases(),
+            address_dir,
+            &count.to_string(),
+        ],
+    );
+    let received = ppd_tests::number_after(&printed, "received ");
+    let switches = ppd_tests::number_after(&printed, "sender switched ");
+    assert!(received > 0, "{printed}");
+    // What the kernel dropped and how the two senders interleaved vary from run to run; the
+    // pairing must hold whatever they were.
+    eprintln!(
+        "{received} of {} datagrams arrived; the sender changed {switches} times",
+        2 * count
+    );
+    let d = dir.to_str().unwrap();
+    let (_, replayed) = ppd_ok(work.path(), &["replay", d, "--verify"]);
+    assert!(replayed.contains("3 nodes reproduced"), "{replayed}");
+
+    // Every receipt is paired with one send, and no send with two receipts.
+    let export = work.path().join("export.json");
+    ppd_ok(
+        work.path(),
+        &[
+            "export",
+            d,
+            "--format",
+            "json",
+            "-o",
+            export.to_str().unwrap(),
+        ],
+    );
+    let json: Value = serde_json::from_slice(&std::fs::read(export).unwrap()).unwrap();
+    let kind_of = |pid: &Value, event: &Value| -> String {
+        json["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| &e["pid"] == pid && &e["event"] == event)
+            .map(|e| e["kind"].as_str().unwrap().to_owned())
+            .unwrap_or_default()
+    };
+    let mut senders = std::collections::BTreeSet::new();
+    let mut paired = 0;
+    for edge in json["edges"].as_array().unwrap() {
+        let (from, to) = (&edge["from"], &edge["to"]);
+        if kind_of(&to["pid"], &to["event"]) == "net_recv_from" {
+            assert_eq!(kind_of(&from["pid"], &from["event"]), "net_send_to");
+            assert!(
+                senders.insert((from["pid"].to_string(), from["event"].to_string())),
+                "a send paired twice: {edge}"
+            );
+            paired += 1;
+        }
+    }
+    assert_eq!(
+        paired, received,
+        "every datagram received is paired with its send"
+    );
+
+    // A received value leads to the statement that computed it, in the sender's OS process.
+    let (chain, _) = ppd_ok(
+        work.path(),
+        &[
+            "why",
+            d,
+            "collector/main",
+            "%0",
+            "--at",
+            "collect#1",
+            "--depth",
+            "8",
+        ],
+    );
+    for step in [
+        "a datagram from 127.0.0.1:",
+        "net_cases::send_one",
+        r#"let text = format!("{name} {k} {value} {:>1000}", "");"#,
+    ] {
+        assert!(chain.contains(step), "no `{step}` in:\n{chain}");
+    }
+    assert!(
+        chain.contains("alice/main") || chain.contains("bob/main"),
+        "{chain}"
+    );
+}

@@ -242,6 +242,10 @@ impl Engine<'_, '_> {
                             offset + data.len() as u64,
                             self.object_name(socket)
                         )),
+                        Some(Ok(Event::NetRecvFrom { socket, from, .. })) => Some(format!(
+                            "a datagram from {from}, received on {}",
+                            self.object_name(socket)
+                        )),
                         _ => r.message.map(|m| {
                             format!("message {} from {}", m.seq, self.process_name(m.sender))
                         }),
@@ -255,6 +259,12 @@ impl Engine<'_, '_> {
                         })) => Some(format!(
                             "bytes {offset}..{} written to {}",
                             offset + len,
+                            self.object_name(socket)
+                        )),
+                        Some(Ok(Event::NetSendTo {
+                            socket, seq, to, ..
+                        })) => Some(format!(
+                            "datagram {seq} sent to {to} from {}",
                             self.object_name(socket)
                         )),
                         _ => r.message.map(|m| {

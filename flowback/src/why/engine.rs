@@ -732,20 +732,31 @@ impl<'s, 'r> Engine<'s, 'r> {
             return Ok(Vec::new());
         };
         // A socket read names its own socket and stream offset: the write its bytes came from
-        // is found through the other end of the connection.
-        if let Some(k) = r.event
-            && let Event::NetRead {
-                socket,
-                offset,
-                data,
-                ..
-            } = self.store.event(receiver, k)?
-        {
+        // is found through the other end of the connection. A datagram's send is found by its
+        // addresses and bytes.
+        let received = match r.event {
+            Some(k) => match self.store.event(receiver, k)? {
+                Event::NetRead {
+                    socket,
+                    offset,
+                    data,
+                    ..
+                } => Some((socket, Some((offset, data.len() as u64)), k)),
+                Event::NetRecvFrom { socket, .. } => Some((socket, None, k)),
+                _ => None,
+            },
+            None => None,
+        };
+        if let Some((socket, bytes, k)) = received {
             if self.wire.is_none() {
                 self.wire = Some(super::wire::Wire::load(self.store.recording())?);
             }
             let wire = self.wire.as_ref().expect("loaded above");
-            match wire.source(socket, offset, data.len() as u64) {
+            let source = match bytes {
+                Some((offset, len)) => wire.source(socket, offset, len),
+                None => wire.datagram_source(receiver, k),
+            };
+            match source {
                 Some(source) => {
                     m.channel = source.socket;
                     m.seq = source.seq;

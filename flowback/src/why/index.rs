@@ -220,9 +220,15 @@ fn scan(recording: &Recording, process: ProcessId) -> Result<(PathBuf, Scan)> {
                     }
                 }
             }
-            // A socket write is message `seq` of its socket, as its reader's pairing names it.
+            // A socket write (a datagram's send) is message `seq` of its socket, as its reader's
+            // pairing names it.
             Event::Send { channel, seq, .. }
             | Event::NetWrite {
+                socket: channel,
+                seq,
+                ..
+            }
+            | Event::NetSendTo {
                 socket: channel,
                 seq,
                 ..

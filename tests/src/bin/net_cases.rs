@@ -16,7 +16,10 @@
 //!   under a lock, answers with the total and prints the final total;
 //! * `total-client ADDR NAME AMOUNT`: a client in an OS process of its own: asks the server
 //!   at ADDR (a Unix socket path if it starts with `/`) to add ten times AMOUNT for NAME and
-//!   prints the answer.
+//!   prints the answer;
+//! * `udp-collector PORTFILE`: collects datagrams from any senders, starting late, until none
+//!   comes for a second, and prints how many it got;
+//! * `udp-sender ADDR NAME COUNT`: sends COUNT kilobyte datagrams to ADDR.
 
 use std::io::{BufRead, BufReader, Read, Write};
 
@@ -321,6 +324,67 @@ fn request(conn: &Conn, name: String, amount: u64) -> String {
     answer
 }
 
+/// Collects the datagrams `NAME K VALUE PADDING` any number of senders send until none comes
+/// for a second. It starts reading late: what does not fit in its receive buffer meanwhile is
+/// dropped by the kernel. Prints how many it received and how often the sender changed from one
+/// datagram to the next.
+fn udp_collector(port_file: &str) {
+    let socket = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    let part = format!("{port_file}.part");
+    let addr = socket.local_addr().expect("address").to_string();
+    std::fs::write(&part, addr).expect("write the address");
+    std::fs::rename(&part, port_file).expect("publish the address");
+    ppd::thread::sleep(std::time::Duration::from_millis(300));
+    socket
+        .set_read_timeout(Some(std::time::Duration::from_secs(1)))
+        .expect("timeout");
+    let mut received = 0;
+    let mut switches = 0;
+    let mut last = String::new();
+    while let Some((name, _, _)) = collect(&socket) {
+        received += 1;
+        if !last.is_empty() && name != last {
+            switches += 1;
+        }
+        last = name;
+    }
+    println!("received {received}, sender switched {switches} times");
+}
+
+/// Receives one datagram: who sent it, its number and its value; `None` once none came for the
+/// read timeout.
+#[ppd::eblock]
+fn collect(socket: &UdpSocket) -> Option<(String, u64, u64)> {
+    let mut buf = vec![0u8; 2048];
+    let (n, _) = socket.recv_from(&mut buf).ok()?;
+    let text = String::from_utf8_lossy(&buf[..n]).into_owned();
+    let mut words = text.split_whitespace();
+    let name = words.next()?.to_owned();
+    let k: u64 = words.next()?.parse().ok()?;
+    let value: u64 = words.next()?.parse().ok()?;
+    Some((name, k, value))
+}
+
+/// Sends COUNT datagrams of a kilobyte to ADDR, a little apart.
+fn udp_sender(addr: &str, name: &str, count: u64) {
+    let socket = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    for k in 0..count {
+        send_one(&socket, addr.to_owned(), name.to_owned(), k);
+        if k % 16 == 0 {
+            ppd::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+    println!("{name} sent {count}");
+}
+
+/// Sends datagram `k` of `name`: its value, padded to a kilobyte.
+#[ppd::eblock]
+fn send_one(socket: &UdpSocket, to: String, name: String, k: u64) -> usize {
+    let value = k * 7 + 1;
+    let text = format!("{name} {k} {value} {:>1000}", "");
+    socket.send_to(text.as_bytes(), to.as_str()).expect("send")
+}
+
 #[ppd::main]
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -338,6 +402,12 @@ fn main() {
         Some("total-server") => total_server(
             args.get(2).map_or("tcp", String::as_str),
             args.get(3).map_or("port", String::as_str),
+            args.get(4).and_then(|n| n.parse().ok()).unwrap_or(1),
+        ),
+        Some("udp-collector") => udp_collector(args.get(2).map_or("port", String::as_str)),
+        Some("udp-sender") => udp_sender(
+            args.get(2).map_or("127.0.0.1:1", String::as_str),
+            args.get(3).map_or("sender", String::as_str),
             args.get(4).and_then(|n| n.parse().ok()).unwrap_or(1),
         ),
         Some("total-client") => total_client(
