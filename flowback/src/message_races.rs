@@ -18,10 +18,16 @@
 //! `try_recv` and timeouts that found nothing are not receives here: they did not choose
 //! between messages. A send that found the receiver gone (`Undelivered`) never entered the
 //! channel and competes with nothing.
+//!
+//! Sockets are channels too. A datagram socket's receipts are receives on it, and the sends
+//! they pair with are its sends (a datagram nobody received went nowhere the log can tell, so
+//! it competes with nothing). A stream's writes are sends on the writing end, and a read is a
+//! receive of the write holding its last byte; the stream is FIFO across every process writing
+//! to it, so a read takes every write numbered up to that one.
 
 use crate::fasthash::FastMap;
 
-use crate::trace::{EventRef, ObjIdx, Op, Trace};
+use crate::trace::{EventRef, NO_OBJECT, ObjIdx, Op, Trace};
 use crate::vclock::Clocks;
 
 /// A message race, deduplicated by the sites of its two sends.
@@ -86,6 +92,70 @@ fn send_seq(trace: &Trace, e: EventRef) -> Option<u64> {
     }
 }
 
+/// The write (or datagram) number of socket send `e`.
+fn net_seq(trace: &Trace, e: EventRef) -> Option<u64> {
+    if let Op::NetWrite { seq, .. } = trace.event(e).op {
+        Some(seq)
+    } else {
+        None
+    }
+}
+
+/// The sends and receives of sockets, as channels: a stream's on its writing end, a datagram
+/// socket's on the receiving socket. Returns each socket send by `(socket, seq)`.
+fn socket_channels(trace: &Trace, channels: &mut [Channel]) -> FastMap<(ObjIdx, u64), EventRef> {
+    let mut sends: FastMap<(ObjIdx, u64), EventRef> = FastMap::default();
+    // Where each received datagram went: `(sending socket, seq)` to the receiving socket.
+    let mut delivered: FastMap<(ObjIdx, u64), ObjIdx> = FastMap::default();
+    for (p, proc) in trace.processes().iter().enumerate() {
+        for (k, ev) in proc.events.iter().enumerate() {
+            let at = EventRef::new(p as u32, k as u32);
+            match ev.op {
+                Op::NetWrite { socket, seq, .. } => {
+                    sends.insert((socket, seq), at);
+                }
+                Op::NetRead {
+                    socket,
+                    peer,
+                    seq,
+                    datagram,
+                    end: false,
+                } if peer != NO_OBJECT => {
+                    let channel = if datagram {
+                        delivered.insert((peer, seq), socket);
+                        socket
+                    } else {
+                        peer
+                    };
+                    channels[channel as usize].receives.push(at);
+                }
+                _ => {}
+            }
+        }
+    }
+    for (p, proc) in trace.processes().iter().enumerate() {
+        for (k, ev) in proc.events.iter().enumerate() {
+            if let Op::NetWrite {
+                socket,
+                seq,
+                datagram,
+            } = ev.op
+            {
+                let channel = if datagram {
+                    match delivered.get(&(socket, seq)) {
+                        Some(&to) => to,
+                        None => continue,
+                    }
+                } else {
+                    socket
+                };
+                channels[channel as usize].chain_of(p as u32).push(k as u32);
+            }
+        }
+    }
+    sends
+}
+
 /// Finds the message races of a trace.
 pub fn message_races(trace: &Trace, clocks: &Clocks) -> Vec<MessageRace> {
     // Indexed by object: one slot per object is cheaper than a hash lookup per message.
@@ -136,6 +206,7 @@ pub fn message_races(trace: &Trace, clocks: &Clocks) -> Vec<MessageRace> {
             }
         }
     }
+    let socket_sends = socket_channels(trace, &mut channels);
     let mut races = Vec::new();
     let mut index: FastMap<(ObjIdx, u32, u32), usize> = FastMap::default();
     for (channel, ch) in channels.iter_mut().enumerate() {
@@ -180,22 +251,48 @@ pub fn message_races(trace: &Trace, clocks: &Clocks) -> Vec<MessageRace> {
         let mut expected = vec![0usize; chains.len()];
         let mut heads = vec![0usize; chains.len()];
         for &r in &ch.receives {
-            let Op::Recv { sender, seq, .. } = trace.event(r).op else {
-                continue;
-            };
-            let hinted = trace
-                .index_of(sender)
-                .and_then(|q| chains.iter().position(|(p, _)| *p == q));
-            let send = hinted
-                .and_then(|c| {
-                    let h = expected[c];
-                    if h < chains[c].1.len() && seq_at(c, h) == Some(seq) {
-                        Some((c, h))
-                    } else {
-                        find_in(c, seq).map(|h| (c, h))
+            let send = match trace.event(r).op {
+                Op::Recv { sender, seq, .. } => {
+                    let hinted = trace
+                        .index_of(sender)
+                        .and_then(|q| chains.iter().position(|(p, _)| *p == q));
+                    hinted
+                        .and_then(|c| {
+                            let h = expected[c];
+                            if h < chains[c].1.len() && seq_at(c, h) == Some(seq) {
+                                Some((c, h))
+                            } else {
+                                find_in(c, seq).map(|h| (c, h))
+                            }
+                        })
+                        .or_else(|| (0..chains.len()).find_map(|c| find_in(c, seq).map(|h| (c, h))))
+                }
+                // A socket send is found by its number; a chain lists its process's sends in
+                // program order.
+                Op::NetRead {
+                    peer,
+                    seq,
+                    datagram,
+                    ..
+                } => socket_sends.get(&(peer, seq)).and_then(|s| {
+                    let c = chains.iter().position(|(p, _)| *p == s.process)?;
+                    let h = chains[c].1.binary_search(&s.index).ok()?;
+                    if !datagram {
+                        // The stream's earlier writes, whoever made them, were read by now.
+                        for (c, (q, chain)) in chains.iter().enumerate() {
+                            let mut h = heads[c];
+                            while h < chain.len()
+                                && net_seq(trace, EventRef::new(*q, chain[h])) < Some(seq)
+                            {
+                                received[c][h] = true;
+                                h += 1;
+                            }
+                        }
                     }
-                })
-                .or_else(|| (0..chains.len()).find_map(|c| find_in(c, seq).map(|h| (c, h))));
+                    Some((c, h))
+                }),
+                _ => None,
+            };
             let Some((sc, sh)) = send else {
                 continue;
             };
@@ -351,6 +448,119 @@ mod tests {
             }
         }
         races
+    }
+
+    /// Processes `names`, and socket sends and receipts pushed as the trace would hold them
+    /// after pairing; the races found.
+    fn socket_races(
+        build: impl FnOnce(&mut crate::trace::TraceBuilder, &[u32]),
+        names: &[&str],
+    ) -> Vec<MessageRace> {
+        let mut b = Trace::builder();
+        let ps: Vec<u32> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| b.add_process(ppd_formats::ProcessId(i as u32), n, None))
+            .collect();
+        build(&mut b, &ps);
+        let trace = b.build();
+        let clocks = Clocks::compute(&trace);
+        message_races(&trace, &clocks)
+    }
+
+    fn write(b: &mut crate::trace::TraceBuilder, p: u32, socket: ObjIdx, seq: u64, datagram: bool) {
+        b.push(
+            p,
+            Op::NetWrite {
+                socket,
+                seq,
+                datagram,
+            },
+            crate::trace::NO_SITE,
+        );
+    }
+
+    fn read(
+        b: &mut crate::trace::TraceBuilder,
+        p: u32,
+        at: ObjIdx,
+        from: (ObjIdx, u64),
+        datagram: bool,
+    ) {
+        b.push(
+            p,
+            Op::NetRead {
+                socket: at,
+                peer: from.0,
+                seq: from.1,
+                datagram,
+                end: false,
+            },
+            crate::trace::NO_SITE,
+        );
+    }
+
+    fn socket(b: &mut crate::trace::TraceBuilder, n: u32) -> ObjIdx {
+        b.object(ppd_formats::ObjectId::new(ppd_formats::ProcessId(9), n))
+    }
+
+    #[test]
+    fn datagrams_from_two_senders_race_at_the_receiving_socket() {
+        let races = socket_races(
+            |b, p| {
+                let (sa, sb, r) = (socket(b, 0), socket(b, 1), socket(b, 2));
+                write(b, p[0], sa, 1, true);
+                write(b, p[1], sb, 1, true);
+                read(b, p[2], r, (sa, 1), true);
+                read(b, p[2], r, (sb, 1), true);
+            },
+            &["a", "b", "c"],
+        );
+        assert_eq!(races.len(), 1, "{races:?}");
+        assert_eq!(races[0].channel, 2);
+        assert_eq!((races[0].received.process, races[0].other.process), (0, 1));
+    }
+
+    #[test]
+    fn a_stream_with_one_writer_races_on_nothing_however_its_reads_cut_it() {
+        let races = socket_races(
+            |b, p| {
+                let (s, r) = (socket(b, 0), socket(b, 1));
+                for seq in 1..=3 {
+                    write(b, p[0], s, seq, false);
+                }
+                read(b, p[1], r, (s, 2), false);
+                read(b, p[1], r, (s, 3), false);
+            },
+            &["writer", "reader"],
+        );
+        assert_eq!(races, []);
+    }
+
+    #[test]
+    fn a_stream_two_processes_write_unordered_races_unless_one_read_took_both() {
+        let two_reads = socket_races(
+            |b, p| {
+                let (s, r) = (socket(b, 0), socket(b, 1));
+                write(b, p[0], s, 1, false);
+                write(b, p[1], s, 2, false);
+                read(b, p[2], r, (s, 1), false);
+                read(b, p[2], r, (s, 2), false);
+            },
+            &["a", "b", "reader"],
+        );
+        assert_eq!(two_reads.len(), 1, "{two_reads:?}");
+        // One read holding both writes: the stream is FIFO, the earlier write was read with it.
+        let one_read = socket_races(
+            |b, p| {
+                let (s, r) = (socket(b, 0), socket(b, 1));
+                write(b, p[0], s, 1, false);
+                write(b, p[1], s, 2, false);
+                read(b, p[2], r, (s, 2), false);
+            },
+            &["a", "b", "reader"],
+        );
+        assert_eq!(one_read, []);
     }
 
     #[test]

@@ -309,7 +309,7 @@ impl Report {
                 kind: "message",
                 var: object.label(),
                 object: object.id.to_string(),
-                object_kind: "channel",
+                object_kind: object.kind.map(ObjectKind::name).unwrap_or("channel"),
                 count: r.count,
                 a: Side::of(trace, clocks, r.received),
                 b: Side::of(trace, clocks, r.other),

@@ -432,6 +432,26 @@ fn datagrams_between_os_processes_pair_with_their_sends_whatever_was_lost_and_in
         "every datagram received is paired with its send"
     );
 
+    // Two senders that never talk to each other race for the collector's socket: when its
+    // receipts switched between them, the race is reported on that socket.
+    let (races, _) = ppd_ok(work.path(), &["races", d, "--json"]);
+    let races: Value = serde_json::from_str(&races).unwrap();
+    let on_socket: Vec<&Value> = races["races"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["kind"] == "message" && r["object_kind"] == "socket")
+        .collect();
+    if switches > 0 {
+        assert_eq!(on_socket.len(), 1, "{races:#}");
+        let mut sides = [
+            on_socket[0]["a"]["process"].as_str().unwrap(),
+            on_socket[0]["b"]["process"].as_str().unwrap(),
+        ];
+        sides.sort_unstable();
+        assert_eq!(sides, ["alice/main", "bob/main"], "{races:#}");
+    }
+
     // A received value leads to the statement that computed it, in the sender's OS process.
     let (chain, _) = ppd_ok(
         work.path(),

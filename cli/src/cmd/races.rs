@@ -1,5 +1,6 @@
 //! `ppd races`: the data races, message races and deadlocks of a recorded run.
 
+use ppd_formats::ProcessId;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -77,9 +78,9 @@ fn side_line(tag: &str, s: &Side) -> String {
         None => s.access.clone(),
     };
     format!(
-        "  {tag}: {} (p{}) {what} at {}\n     clock {}",
+        "  {tag}: {} ({}) {what} at {}\n     clock {}",
         s.process,
-        s.pid,
+        ProcessId(s.pid),
         s.location(),
         s.clock
     )
@@ -102,10 +103,10 @@ fn print_race(r: &Race) {
     outln!("{}", side_line("b", &r.b));
     if let Some(recv) = &r.receive {
         outln!(
-            "  the receive at {} by {} (p{}) took a's message; b's could have come first",
+            "  the receive at {} by {} ({}) took a's message; b's could have come first",
             recv.location(),
             recv.process,
-            recv.pid
+            ProcessId(recv.pid)
         );
     }
     outln!("  unordered: {}", r.unordered);
@@ -147,9 +148,9 @@ fn print_text(dir: &Path, report: &Report) {
                 _ => String::new(),
             };
             outln!(
-                "  {} (p{}) waits for {} {}{at}, {relation} {}{}",
+                "  {} ({}) waits for {} {}{at}, {relation} {}{}",
                 b.process,
-                b.pid,
+                ProcessId(b.pid),
                 b.waits_for,
                 b.object,
                 b.by.join(", "),
@@ -172,9 +173,9 @@ fn print_text(dir: &Path, report: &Report) {
                 _ => "?".to_owned(),
             };
             outln!(
-                "  {} (p{}) holds {} (locked at {}) and locks {} at {}",
+                "  {} ({}) holds {} (locked at {}) and locks {} at {}",
                 s.process,
-                s.pid,
+                ProcessId(s.pid),
                 s.holds,
                 at(&s.held_file, s.held_line),
                 s.acquires,
@@ -197,9 +198,9 @@ fn print_text(dir: &Path, report: &Report) {
                 format!("waiting for {}", b.by.join(", "))
             };
             outln!(
-                "  {} (p{}) on {} {}: {who}{}",
+                "  {} ({}) on {} {}: {who}{}",
                 b.process,
-                b.pid,
+                ProcessId(b.pid),
                 b.waits_for,
                 b.object,
                 if b.deadlocked { " (deadlocked)" } else { "" }

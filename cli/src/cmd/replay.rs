@@ -553,7 +553,7 @@ fn print_summary(s: &ReplaySummary) {
         };
         eprintln!(
             "  {:<16} {replayed:>10} of {:<10} {}{missing}",
-            format!("{} (p{})", p.process, p.id),
+            format!("{} ({})", p.process, ProcessId(p.id)),
             p.logged,
             p.ending
         );

@@ -2,6 +2,7 @@
 //! collapsed runs chained left to right, synchronization edges between clusters, races as
 //! dashed red edges that do not constrain the layout, events after the halt cut greyed.
 
+use ppd_formats::ProcessId;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
@@ -95,7 +96,7 @@ pub fn render(d: &Diagram) -> String {
         let _ = writeln!(
             s,
             "    label={}; color=\"#9aa3ad\";",
-            quote(&format!("{} (p{})", lane.name, lane.pid))
+            quote(&format!("{} ({})", lane.name, ProcessId(lane.pid)))
         );
         for (_, id, attrs) in items.iter() {
             let _ = writeln!(s, "    {id} [{attrs}];");

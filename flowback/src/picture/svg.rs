@@ -1,5 +1,6 @@
 //! The diagram as a standalone SVG image (no script; every element carries a tooltip).
 
+use ppd_formats::ProcessId;
 use std::fmt::Write as _;
 
 use super::{Diagram, escape};
@@ -46,21 +47,21 @@ pub fn render(d: &Diagram) -> String {
         let y = Diagram::y(i as u32);
         let _ = writeln!(
             s,
-            r#"<line class="proc-line" x1="{:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" data-pid="{}"><title>{} (p{}): {} events, {}</title></line>"#,
+            r#"<line class="proc-line" x1="{:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" data-pid="{}"><title>{} ({}): {} events, {}</title></line>"#,
             Diagram::x(-0.5),
             w - 20.0,
             lane.pid,
             escape(&lane.name),
-            lane.pid,
+            ProcessId(lane.pid),
             lane.events,
             lane.ending
         );
         let _ = writeln!(
             s,
-            r#"<text class="proc-label" x="8" y="{:.1}">{} (p{})</text>"#,
+            r#"<text class="proc-label" x="8" y="{:.1}">{} ({})</text>"#,
             y + 4.0,
             escape(&lane.name),
-            lane.pid
+            ProcessId(lane.pid)
         );
     }
     for r in &d.runs {
