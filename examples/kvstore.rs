@@ -19,7 +19,7 @@
 //! ignores it, while acknowledging it. The client then reads 9 from the backup and 12 from the
 //! primary.
 //!
-//! Try it (README, "A distributed program"): `ppd record -- sh examples/kvstore.sh`, then
+//! Try it (README, "Several OS processes and hosts"): `ppd record -- sh examples/kvstore.sh`, then
 //! `ppd replay --only backup --stop 'replication: mark ignored'` and
 //! `ppd why backup/replication newer --at 'mark ignored'`.
 

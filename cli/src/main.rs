@@ -51,6 +51,8 @@ enum Command {
     Export(cmd::export::Args),
     /// Analyses of a run against a model: `tasks` (which task failed, where, why).
     Analyze(cmd::analyze::Args),
+    /// One recording from recordings of one run made apart (`ppd record --join ID`).
+    Merge(cmd::merge::Args),
 }
 
 /// Output into a closed pipe (`ppd info | head`) ends `ppd` quietly, as it does other Unix
@@ -75,6 +77,7 @@ fn main() -> ExitCode {
         Command::Graph(args) => cmd::graph::run(&args),
         Command::Export(args) => cmd::export::run(&args),
         Command::Analyze(args) => cmd::analyze::run(&args),
+        Command::Merge(args) => cmd::merge::run(&args),
     };
     progress::clear();
     let code = match result {

@@ -19,7 +19,7 @@ impl ProcessId {
     pub const MAIN: ProcessId = ProcessId(0);
 
     /// The low bits that number a process within its OS process (its node, in a recording of
-    /// several): a node records at most `2^20 - 1` logical processes, and the recording
+    /// several): a node records at most `2^20` logical processes, and the recording
     /// numbers node `k`'s processes from `k << NODE_SHIFT`.
     pub const NODE_SHIFT: u32 = 20;
 

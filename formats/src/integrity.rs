@@ -62,9 +62,14 @@ pub fn check(recording: &Recording) -> Integrity {
             ),
         });
     }
-    let stopped = recording.manifest().stopped.as_ref();
-    out.stopped = stopped.map(|s| s.reason.clone());
+    out.stopped = recording
+        .nodes()
+        .iter()
+        .find_map(|node| node.manifest.stopped.as_ref())
+        .map(|s| s.reason.clone());
     for entry in recording.processes() {
+        // Each OS process stops recording on its own: what its node's manifest says.
+        let stopped = recording.node_of(entry).manifest.stopped.as_ref();
         let finding = |detail: String| Finding {
             process: entry.id,
             name: entry.name.clone(),

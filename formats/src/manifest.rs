@@ -33,6 +33,11 @@ pub struct Manifest {
     /// or `PPD_NODE`); absent in older recordings, whose node is named after the program.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
+    /// The run it belongs to: every OS process of one run records the same id (`ppd record`
+    /// makes one and hands it down; `ppd record --join ID` joins a run recorded elsewhere), so
+    /// recordings made apart can be merged (`ppd merge`) and nothing else can be.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
     /// Its OS process id.
     pub os_pid: u32,
     /// When it started, Unix nanoseconds.
@@ -159,6 +164,7 @@ impl Manifest {
             cwd: ".".into(),
             host: "host".into(),
             node: None,
+            run: None,
             os_pid: 1,
             start_unix_ns: 0,
             start_time: Manifest::rfc3339(0),
@@ -241,6 +247,7 @@ mod tests {
             cwd: "/tmp".into(),
             host: "h".into(),
             node: None,
+            run: None,
             os_pid: 1,
             start_unix_ns: 1_700_000_000_000_000_000,
             start_time: Manifest::rfc3339(1_700_000_000_000_000_000),

@@ -369,8 +369,9 @@ impl<R: Repr> Event<R> {
             },
             // A write gives its bytes as message `seq` of its socket; the read that consumes
             // them is on the other end's socket, which only the pairing of the two ends knows
-            // (`crate::net`): a read is local here, and the consumers that know the pairing
-            // (the analysis, the replay controller) give it that message's `Recv`.
+            // (`crate::net`): a read is local here, and the analysis, which pairs the ends,
+            // gives it that message's `Recv`. Replay serves a read from its log without waiting
+            // for the write, so the replay order (`->`, `--first`) does not hold this edge.
             Event::NetWrite { socket, seq, .. } | Event::NetSendTo { socket, seq, .. } => {
                 Sync::Send {
                     channel: socket,

@@ -1034,6 +1034,7 @@ fn sample_manifest(logs: &[&str]) -> Manifest {
         cwd: "/".into(),
         host: "host".into(),
         node: None,
+        run: None,
         os_pid: 4242,
         start_unix_ns: 1_700_000_000_000_000_000,
         start_time: Manifest::rfc3339(1_700_000_000_000_000_000),

@@ -102,6 +102,7 @@ fn main() {
         cwd: "/".into(),
         host: "host".into(),
         node: None,
+        run: None,
         os_pid: 1,
         start_unix_ns: 1_700_000_000_000_000_000,
         start_time: Manifest::rfc3339(1_700_000_000_000_000_000),

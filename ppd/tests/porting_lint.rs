@@ -39,6 +39,30 @@ fn paths(snippet: &str) -> Vec<String> {
 fn usages() -> BTreeMap<&'static str, &'static str> {
     BTreeMap::from([
         (
+            "std::net::TcpListener",
+            "let _: Option<std::net::TcpListener> = None;",
+        ),
+        (
+            "std::net::TcpStream",
+            "let _: Option<std::net::TcpStream> = None;",
+        ),
+        (
+            "std::net::UdpSocket",
+            "let _: Option<std::net::UdpSocket> = None;",
+        ),
+        (
+            "std::os::unix::net::UnixListener",
+            "let _: Option<std::os::unix::net::UnixListener> = None;",
+        ),
+        (
+            "std::os::unix::net::UnixStream",
+            "let _: Option<std::os::unix::net::UnixStream> = None;",
+        ),
+        (
+            "std::os::unix::net::UnixDatagram",
+            "let _: Option<std::os::unix::net::UnixDatagram> = None;",
+        ),
+        (
             "std::thread::Builder",
             "let _: Option<std::thread::Builder> = None;",
         ),

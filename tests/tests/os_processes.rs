@@ -240,7 +240,7 @@ fn a_server_killed_mid_run_leaves_a_recording_whose_every_node_replays() {
 fn namespaces_available() -> bool {
     Command::new("unshare")
         .args([
-            "-rn", "ip", "link", "add", "a", "type", "veth", "peer", "name", "b",
+            "-rn", "ip", "link", "add", "name", "ppd-a", "type", "veth", "peer", "name", "ppd-b",
         ])
         .output()
         .is_ok_and(|out| out.status.success())
@@ -285,6 +285,105 @@ fn a_server_and_clients_in_two_network_namespaces_acting_as_two_hosts() {
         chain.contains("10.77.0.1:") && chain.contains("→ 10.77.0.2:"),
         "{chain}"
     );
+}
+
+#[test]
+fn recordings_made_apart_on_two_hosts_merge_into_one_that_replays_and_why_crosses_them() {
+    if !namespaces_available() {
+        assert!(
+            std::env::var_os("PPD_REQUIRE_NETNS").is_none(),
+            "PPD_REQUIRE_NETNS is set, but network namespaces cannot be made here"
+        );
+        eprintln!("skipped: network namespaces cannot be made here");
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let apart = script("two-hosts-apart.sh");
+    let w = work.path().to_str().unwrap();
+    let ppd_bin = ppd_tests::ppd_bin();
+    let out = Command::new("unshare")
+        .args([
+            "-rn",
+            "sh",
+            &apart,
+            ppd_bin.to_str().unwrap(),
+            &net_cases(),
+            w,
+            "run-7",
+        ])
+        .output()
+        .unwrap();
+    let (printed, said) = output_text(&out);
+    assert!(
+        out.status.success(),
+        "{printed}
+{said}"
+    );
+    assert!(printed.contains("final total 30"), "{printed}");
+
+    let merged = work.path().join("merged");
+    let m = merged.to_str().unwrap();
+    let (_, said) = ppd_ok(
+        work.path(),
+        &[
+            "merge",
+            "-o",
+            m,
+            &format!("{w}/server-host"),
+            &format!("{w}/client-host"),
+        ],
+    );
+    assert!(
+        said.contains("merged 3 nodes (5 processes) of run run-7"),
+        "{said}"
+    );
+    let info = info_json(work.path(), &merged);
+    let names: Vec<String> = nodes(&info).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["server", "alice", "bob"]);
+    let (_, replayed) = ppd_ok(work.path(), &["replay", m, "--verify"]);
+    assert!(replayed.contains("3 nodes reproduced"), "{replayed}");
+    let chain = why_handler(work.path(), &merged, "server/handler-0");
+    assert_crosses_the_wire(&chain, "tcp");
+
+    // Merging checks that the parts are of one run, and each there once.
+    let other = work.path().join("other");
+    let o = other.to_str().unwrap();
+    let out = ppd(
+        work.path(),
+        &[
+            "record",
+            "--join",
+            "run-8",
+            "-o",
+            o,
+            "--",
+            &net_cases(),
+            "echo",
+        ],
+    );
+    assert!(out.status.success(), "{}", output_text(&out).1);
+    for (inputs, complaint) in [
+        (
+            vec![format!("{w}/server-host"), o.to_owned()],
+            "different runs (run-7 and run-8)",
+        ),
+        (
+            vec![format!("{w}/server-host"), format!("{w}/server-host")],
+            "the same OS process",
+        ),
+    ] {
+        let target = work.path().join(format!("refused-{}", inputs[1].len()));
+        let mut args = vec!["merge", "-o", target.to_str().unwrap()];
+        args.extend(inputs.iter().map(String::as_str));
+        let out = ppd(work.path(), &args);
+        let (_, said) = output_text(&out);
+        assert_eq!(out.status.code(), Some(2), "{said}");
+        assert!(said.contains(complaint), "{said}");
+        assert!(
+            !target.join("manifest.json").exists(),
+            "a refused merge wrote {target:?}"
+        );
+    }
 }
 
 /// The README's walk-through of `examples/kvstore.rs`, step by step.

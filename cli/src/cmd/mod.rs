@@ -5,6 +5,7 @@ pub(crate) mod debugger;
 pub(crate) mod export;
 pub(crate) mod graph;
 pub(crate) mod info;
+pub(crate) mod merge;
 pub(crate) mod races;
 pub(crate) mod record;
 pub(crate) mod replay;

@@ -30,6 +30,11 @@ pub(crate) struct Args {
     /// Make every sealed log block durable (fdatasync) before its buffer is reused.
     #[arg(long)]
     fsync: bool,
+    /// Record as part of run ID, recorded elsewhere too (other hosts, other launchers), so that
+    /// `ppd merge` can combine the recordings. Without it the run gets a new id (or keeps the
+    /// PPD_RUN it was started with).
+    #[arg(long, value_name = "ID")]
+    join: Option<String>,
     /// The program and its arguments.
     #[arg(
         required = true,
@@ -103,11 +108,25 @@ pub(crate) fn run(args: &Args) -> CmdResult {
         .map_err(|e| input(FormatError::io(&dir, "resolve recording directory", e)))?;
     warn_if_short_of_space(&dir);
 
+    let run = match &args.join {
+        Some(id) if env::valid_run_id(id) => id.clone(),
+        Some(id) => {
+            return Err(input(anyhow!(
+                "--join {id:?}: a run id is 1 to 64 letters, digits, `-`, `_` and `.`"
+            )));
+        }
+        None => std::env::var(env::RUN)
+            .ok()
+            .filter(|id| env::valid_run_id(id))
+            .unwrap_or_else(new_run_id),
+    };
+
     shield_from_signals();
     let mut command = Command::new(&args.command[0]);
     command
         .args(&args.command[1..])
         .env(env::MODE, "record")
+        .env(env::RUN, &run)
         .env(env::DIR, &dir)
         .env(env::PAYLOADS, if args.payloads { "1" } else { "0" })
         .env(env::FSYNC, if args.fsync { "1" } else { "0" });
@@ -196,6 +215,21 @@ pub(crate) fn run(args: &Args) -> CmdResult {
     Ok(exit)
 }
 
+/// A run id no other run has: 16 random bytes, hex.
+fn new_run_id() -> String {
+    use std::io::Read;
+    let mut bytes = [0u8; 16];
+    let random = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes));
+    if random.is_err() {
+        // No randomness to be had: this host, process and moment.
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        bytes = (now ^ (u128::from(std::process::id()) << 64)).to_le_bytes();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// Processes whose rings should fit on the disk before `ppd record` stays quiet about space.
 const PROCESSES_TO_FIT: u64 = 8;
 
@@ -230,7 +264,7 @@ fn warn_if_short_of_space(dir: &Path) {
 }
 
 /// `-o DIR`: created if missing, refused if it already holds something.
-fn prepare_output(dir: &Path) -> Result<PathBuf, crate::exit::CliError> {
+pub(crate) fn prepare_output(dir: &Path) -> Result<PathBuf, crate::exit::CliError> {
     use std::os::unix::fs::DirBuilderExt;
     if dir.exists() {
         let empty = std::fs::read_dir(dir)

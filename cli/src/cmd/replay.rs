@@ -150,6 +150,12 @@ fn chosen_nodes(recording: &Recording, only: Option<&str>) -> Result<Vec<Node>, 
     let Some(only) = only else {
         return Ok(recording.nodes().to_vec());
     };
+    if only.split(',').all(|n| n.trim().is_empty()) {
+        return Err(input(anyhow!(
+            "--only names no node (its nodes: {})",
+            node_names(recording)
+        )));
+    }
     only.split(',')
         .map(str::trim)
         .filter(|n| !n.is_empty())

@@ -52,7 +52,7 @@ use super::place::Place;
 use crate::error::{FlowbackError, Result};
 
 const MAGIC: &[u8; 8] = b"PPDWHYIX";
-const VERSION: u32 = 3;
+const VERSION: u32 = 4;
 const HEADER: usize = 64;
 const ENTRY: usize = 24;
 const CHUNK: usize = 1024;

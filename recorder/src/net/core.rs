@@ -295,13 +295,18 @@ impl Core {
                 fail(self.id, NetOp::Read, &error.to_io(), site);
                 Err(error.to_io())
             }
-            Some(Event::NetRead { data, .. }) => diverged(&format!(
-                "read at most {} bytes from {} at {}:{}, where the log has a {} of {} bytes",
+            Some(Event::NetRead {
+                data,
+                peek: logged_peek,
+                ..
+            }) => diverged(&format!(
+                "{} at most {} bytes from {} at {}:{}, where the log has a {} of {} bytes",
+                if peek { "peeked" } else { "read" },
                 buf.len(),
                 self.id,
                 site.file(),
                 site.line(),
-                if peek { "read" } else { "peek" },
+                if logged_peek { "peek" } else { "read" },
                 data.len()
             )),
             _ => diverged(&format!(
@@ -478,21 +483,24 @@ impl Core {
 
     /// A `shutdown`: `live` shuts the OS socket down when recording; its error, if any, is
     /// logged and replay gives it back.
-    pub(crate) fn shutdown(
+    /// An operation that chooses nothing when it succeeds (a shutdown, a datagram socket's
+    /// connect): logged only when it fails, and replayed as failing only where it did.
+    pub(crate) fn unless_failed(
         &self,
+        op: NetOp,
         site: Site,
         live: impl FnOnce() -> io::Result<()>,
     ) -> io::Result<()> {
         if from_log() {
             return match runtime::expect_if(Op::on(EventKind::NetFail, self.id, Some(site))) {
                 Some(Event::NetFail { error, .. }) => {
-                    fail(self.id, NetOp::Shutdown, &error.to_io(), site);
+                    fail(self.id, op, &error.to_io(), site);
                     Err(error.to_io())
                 }
                 _ => Ok(()),
             };
         }
-        live().inspect_err(|e| fail(self.id, NetOp::Shutdown, e, site))
+        live().inspect_err(|e| fail(self.id, op, e, site))
     }
 
     pub(crate) fn set_nonblocking(&self, nonblocking: bool) {

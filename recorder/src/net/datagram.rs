@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ppd_formats::ObjectId;
-use ppd_formats::event::{OpenHow, SocketKind};
+use ppd_formats::event::{NetOp, OpenHow, SocketKind};
 
 use super::core::{Core, Opened, Site};
 use super::stream::check_timeout;
@@ -182,15 +182,17 @@ impl<D: OsDatagram> Datagram<D> {
     }
 
     /// Sets the peer `send` sends to and `recv` receives from; its error is std's.
-    pub(crate) fn connect(&self, to: io::Result<D::Addr>) -> io::Result<()> {
+    /// Sets the peer. Only a failure is logged; replayed, the address (resolved again, it names
+    /// no choice of the run) is what `peer_addr` answers.
+    pub(crate) fn connect(&self, to: io::Result<D::Addr>, site: Site) -> io::Result<()> {
         match self {
             Datagram::Plain(os) => os.os_connect(&to?),
             Datagram::Logged(l) => {
-                if super::core::from_log() {
-                    return Ok(());
-                }
                 let to = to?;
-                Self::os_of(l)?.os_connect(&to)?;
+                l.core.unless_failed(NetOp::Connect, site, || match &l.os {
+                    Some(os) => os.os_connect(&to),
+                    None => Err(io::Error::other("ppd: no socket to connect")),
+                })?;
                 *l.peer.lock().unwrap_or_else(|p| p.into_inner()) = D::show(&to);
                 Ok(())
             }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ppd_formats::ObjectId;
-use ppd_formats::event::{OpenHow, SocketKind};
+use ppd_formats::event::{NetOp, OpenHow, SocketKind};
 
 use super::core::{Core, Opened, Site};
 
@@ -163,7 +163,7 @@ impl<S: OsStream> Stream<S> {
     pub(crate) fn shutdown(&self, how: Shutdown, site: Site) -> io::Result<()> {
         match self {
             Stream::Plain(s) => s.os_shutdown(how),
-            Stream::Logged(l) => l.core.shutdown(site, || match &l.os {
+            Stream::Logged(l) => l.core.unless_failed(NetOp::Shutdown, site, || match &l.os {
                 Some(os) => os.os_shutdown(how),
                 None => Ok(()),
             }),

@@ -361,7 +361,7 @@ impl TcpListener {
         Incoming { listener: self }
     }
 
-    /// Sets the IP time-to-live of accepted connections.
+    /// Sets the IP time-to-live of the listening socket.
     pub fn set_ttl(&self, ttl: u32) -> io::Result<()> {
         self.inner.os().map_or(Ok(()), |os| os.set_ttl(ttl))
     }

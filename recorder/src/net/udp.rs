@@ -141,13 +141,9 @@ impl UdpSocket {
     }
 
     /// Sets the peer that `send` sends to and `recv` receives from.
+    #[track_caller]
     pub fn connect<A: ToSocketAddrs>(&self, addr: A) -> io::Result<()> {
-        let to = if super::core::from_log() {
-            Err(io::Error::other("replayed: the peer is logged"))
-        } else {
-            first_address(addr)
-        };
-        self.inner.connect(to)
+        self.inner.connect(first_address(addr), Location::caller())
     }
 
     /// Sends to the connected peer.

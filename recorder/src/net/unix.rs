@@ -498,8 +498,10 @@ impl UnixDatagram {
     }
 
     /// Sets the socket that `send` sends to and `recv` receives from.
+    #[track_caller]
     pub fn connect<P: AsRef<Path>>(&self, path: P) -> io::Result<()> {
-        self.inner.connect(SocketAddr::from_pathname(path))
+        self.inner
+            .connect(SocketAddr::from_pathname(path), Location::caller())
     }
 
     /// Sends a datagram to the socket at `path`.

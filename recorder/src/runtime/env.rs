@@ -11,6 +11,8 @@ pub const DIR: &str = "PPD_DIR";
 /// The name of this OS process's node in a recording of several (default: the program's
 /// name and a number).
 pub const NODE: &str = "PPD_NODE";
+/// The id of the run being recorded, the same in every OS process of it (`ppd record --join`).
+pub const RUN: &str = "PPD_RUN";
 /// `1`: log message payloads (`ppd record --payloads`).
 pub const PAYLOADS: &str = "PPD_PAYLOADS";
 /// `1`: fsync frames before their ring slot is reused (`ppd record --fsync`).
@@ -27,4 +29,12 @@ pub const REQUEST: &str = "PPD_REQUEST";
 /// Reads a boolean flag: set and not `0`.
 pub fn flag(name: &str) -> bool {
     std::env::var_os(name).is_some_and(|v| v != "0" && !v.is_empty())
+}
+
+/// Whether `id` can name a run: 1 to 64 letters, digits, `-`, `_` and `.`.
+pub fn valid_run_id(id: &str) -> bool {
+    (1..=64).contains(&id.len())
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }

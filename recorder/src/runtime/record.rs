@@ -126,6 +126,9 @@ impl RecordRuntime {
             cwd: std::env::current_dir().unwrap_or_default(),
             host: host.clone(),
             node: Some(node),
+            run: std::env::var(env::RUN)
+                .ok()
+                .filter(|r| env::valid_run_id(r)),
             os_pid,
             start_unix_ns: start,
             start_time: Manifest::rfc3339(start),
@@ -232,7 +235,8 @@ fn take_node_name(dir: &Path, program: &str) -> Result<String, String> {
         .filter(|n| !valid_node_name(n))
     {
         eprintln!(
-            "ppd: {}={bad:?} is not a node name (letters, digits, `-`, `_` and `.`, not              starting with `.`); naming the node after the program",
+            "ppd: {}={bad:?} is not a node name (letters, digits, `-`, `_` and `.`, not \
+             starting with `.`); naming the node after the program",
             env::NODE
         );
     }
