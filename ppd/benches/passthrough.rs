@@ -225,6 +225,37 @@ macro_rules! loops {
                 .map(|i| thread::spawn(move || i * 2).join().unwrap())
                 .fold(0, u64::wrapping_add)
         }
+
+        /// A 64-byte write on one end of a loopback TCP connection and its read on the other,
+        /// on one thread: the socket layer alone, without the scheduling of a round trip.
+        pub(crate) fn tcp_write_read(n: u64) -> u64 {
+            use std::io::{Read, Write};
+            let listener = net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let mut a = net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+            let (mut b, _) = listener.accept().unwrap();
+            let mut message = [7u8; 64];
+            let mut sum = 0u64;
+            for _ in 0..n {
+                a.write_all(&message).unwrap();
+                b.read_exact(&mut message).unwrap();
+                sum = sum.wrapping_add(u64::from(message[0]));
+            }
+            sum
+        }
+
+        /// A 64-byte datagram sent to a loopback socket and received there, on one thread.
+        pub(crate) fn udp_send_recv(n: u64) -> u64 {
+            let socket = net::UdpSocket::bind("127.0.0.1:0").unwrap();
+            let to = socket.local_addr().unwrap();
+            let mut message = [7u8; 64];
+            let mut sum = 0u64;
+            for _ in 0..n {
+                socket.send_to(&message, to).unwrap();
+                let (got, _) = socket.recv_from(&mut message).unwrap();
+                sum = sum.wrapping_add(got as u64);
+            }
+            sum
+        }
     };
 }
 
@@ -235,7 +266,7 @@ mod with_std {
     use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
     use std::sync::mpsc;
     use std::sync::{Barrier, Condvar, Mutex, OnceLock, RwLock};
-    use std::{thread, time};
+    use std::{net, thread, time};
 
     loops!();
 }
@@ -246,7 +277,7 @@ mod with_ppd {
     use ppd::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
     use ppd::sync::mpsc;
     use ppd::sync::{Barrier, Condvar, Mutex, OnceLock, RwLock};
-    use ppd::{thread, time};
+    use ppd::{net, thread, time};
     use std::hint::black_box;
 
     loops!();
@@ -288,6 +319,8 @@ const LOOPS: &[Loop] = table![
     "unpark-park" "std" unpark_park,
     "hash-map" "std" hash_map_insert_get,
     "spawn-join" "std" spawn_join,
+    "tcp-write-read" "std" tcp_write_read,
+    "udp-send-recv" "std" udp_send_recv,
 ];
 
 /// Iterations that make `f` run for about `target`.
