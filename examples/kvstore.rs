@@ -20,7 +20,7 @@
 //! primary.
 //!
 //! Try it (README, "Several OS processes and hosts"): `ppd record -- sh examples/kvstore.sh`, then
-//! `ppd replay --only backup --stop 'replication: mark ignored'` and
+//! `ppd replay --stop 'backup/replication: mark ignored'` and
 //! `ppd why backup/replication newer --at 'mark ignored'`.
 
 use std::collections::BTreeMap;

@@ -437,6 +437,79 @@ fn the_replicated_store_example_records_replays_halts_at_the_stale_update_and_ex
         "{halted}"
     );
 
+    // The same breakpoint on the whole recording: the backup halts there, and the primary
+    // and the client at the least consistent state that contains it — the client inside its
+    // count of 10 (its put of 10 is what the backup received), the primary after forwarding it.
+    let (halted, _) = ppd_ok(
+        work.path(),
+        &[
+            "replay",
+            d,
+            "--stop",
+            "backup/replication: mark ignored",
+            "--json",
+        ],
+    );
+    let halted: Value = serde_json::from_str(&halted).unwrap();
+    let process = |node: &str, name: &str| -> Value {
+        halted["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["node"] == node)
+            .and_then(|n| {
+                n["state"]["processes"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|p| p["name"] == name)
+                    .cloned()
+            })
+            .unwrap_or_else(|| panic!("no {node}/{name} in {halted:#}"))
+    };
+    assert!(
+        process("backup", "replication")["holds"]
+            .to_string()
+            .contains("mark ignored"),
+        "{halted:#}"
+    );
+    let client = process("client", "main");
+    assert_eq!(client["eblock"], "kvstore::count", "{client:#}");
+    assert_eq!(client["eblock_args"]["n"], 10, "{client:#}");
+    let session = process("primary", "session");
+    assert_eq!(session["eblock"], "kvstore::serve", "{session:#}");
+    assert_eq!(session["kind"], "net_write", "{session:#}");
+    // A cut named on one node takes the others as far as it needs them.
+    let (cut, _) = ppd_ok(
+        work.path(),
+        &["replay", d, "--to", "client/main=20", "--json"],
+    );
+    let cut: Value = serde_json::from_str(&cut).unwrap();
+    let events = |node: &str| -> u64 {
+        cut["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|n| n["node"] == node)
+            .flat_map(|n| n["state"]["processes"].as_array().unwrap().clone())
+            .map(|p| p["events"].as_u64().unwrap())
+            .sum()
+    };
+    assert_eq!(events("client"), 20, "{cut:#}");
+    assert!(events("primary") > 0 && events("backup") > 0, "{cut:#}");
+    // A breakpoint over two OS processes is refused, naming them.
+    let out = ppd(
+        work.path(),
+        &[
+            "replay",
+            d,
+            "--stop",
+            "backup/replication: mark ignored & primary/session: recv",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(output_text(&out).1.contains("(backup and primary)"));
+
     let (chain, _) = ppd_ok(
         work.path(),
         &[

@@ -4,6 +4,7 @@ pub(crate) mod analyze;
 pub(crate) mod debugger;
 pub(crate) mod export;
 pub(crate) mod graph;
+pub(crate) mod halt_nodes;
 pub(crate) mod info;
 pub(crate) mod merge;
 pub(crate) mod races;

@@ -32,10 +32,10 @@ pub(crate) struct Args {
     verify: bool,
     /// Print JSON.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
     /// Halt at the first global state satisfying PRED and print it.
     #[arg(long, value_name = "PRED", conflicts_with = "trace")]
-    stop: Option<String>,
+    pub(crate) stop: Option<String>,
     /// With a disjunctive --stop: replay twice to halt exactly at a first satisfying state.
     #[arg(long, requires = "stop")]
     first: bool,
@@ -48,7 +48,7 @@ pub(crate) struct Args {
     print: Option<String>,
     /// Replay to this consistent global state: PROCESS=EVENTS,... (others stay at 0).
     #[arg(long, value_name = "CUT", conflicts_with_all = ["stop", "trace"])]
-    to: Option<String>,
+    pub(crate) to: Option<String>,
     /// After halting (or from the start), take debugger commands: step, continue, back, ...
     #[arg(short, long)]
     interactive: bool,
@@ -125,10 +125,20 @@ pub(crate) fn run(args: &Args) -> CmdResult {
     let checked = damage::open(args.rec.as_deref(), args.damage)?;
     let nodes = chosen_nodes(&checked.recording, args.only.as_deref())?;
     let halts = args.stop.is_some() || args.trace.is_some() || args.to.is_some();
+    if nodes.len() > 1 && (args.stop.is_some() || args.to.is_some()) && args.only.is_none() {
+        if args.interactive || args.first {
+            return Err(input(anyhow!(
+                "stepping (-i) and --first across OS processes are not supported yet: replay \
+                 one node with --only NODE (nodes: {})",
+                node_names(&checked.recording)
+            )));
+        }
+        return super::halt_nodes::run(args, &checked.recording, &checked.integrity);
+    }
     if nodes.len() > 1 && (halts || args.interactive) {
         return Err(input(anyhow!(
-            "halting, tracing and stepping a replay across OS processes is not supported yet: \
-             replay one node with --only NODE (nodes: {})",
+            "tracing and stepping a replay across OS processes is not supported yet: replay \
+             one node with --only NODE (nodes: {})",
             node_names(&checked.recording)
         )));
     }
@@ -235,7 +245,7 @@ fn replay_nodes(args: &Args, nodes: &[Node], integrity: Integrity) -> CmdResult 
     })
 }
 
-fn context(args: &Args, recording: Recording, integrity: Integrity) -> Context {
+pub(crate) fn context(args: &Args, recording: Recording, integrity: Integrity) -> Context {
     Context {
         recording,
         integrity,
