@@ -733,9 +733,11 @@ impl<'s, 'r> Engine<'s, 'r> {
         };
         // A socket read names its own socket and stream offset: the write its bytes came from
         // is found through the other end of the connection. A datagram's send is found by its
-        // addresses and bytes.
+        // addresses and bytes. Its record names the reader as the sender (re-execution cannot
+        // know the writer); a channel receive names the sending process, which is another one
+        // but for a process's messages to itself: only then is the logged event read.
         let received = match r.event {
-            Some(k) => match self.store.event(receiver, k)? {
+            Some(k) if m.sender == receiver => match self.store.event(receiver, k)? {
                 Event::NetRead {
                     socket,
                     offset,
@@ -745,7 +747,7 @@ impl<'s, 'r> Engine<'s, 'r> {
                 Event::NetRecvFrom { socket, .. } => Some((socket, None, k)),
                 _ => None,
             },
-            None => None,
+            _ => None,
         };
         if let Some((socket, bytes, k)) = received {
             if self.wire.is_none() {
