@@ -1016,12 +1016,8 @@ impl TraceBuilder {
             Event::NetOpen {
                 socket,
                 kind,
-                how,
-                from,
                 local,
                 peer,
-                peer_pid,
-                unix_ns,
                 ..
             } => {
                 let o = self.object_of_kind(*socket, ObjectKind::Socket);
@@ -1033,17 +1029,8 @@ impl TraceBuilder {
                 let name = self.intern_name_value(&label);
                 let obj = &mut self.trace.objects[o as usize];
                 obj.name = Some(Arc::clone(&self.trace.names[name as usize]));
-                self.net.ends.push(net::End {
-                    socket: *socket,
-                    kind: *kind,
-                    how: *how,
-                    from: *from,
-                    local: local.to_string(),
-                    peer: peer.to_string(),
-                    peer_pid: *peer_pid,
-                    os_pid: self.os_pids.get(p as usize).copied().unwrap_or(0),
-                    unix_ns: *unix_ns,
-                });
+                let os_pid = self.os_pids.get(p as usize).copied().unwrap_or(0);
+                self.net.ends.extend(net::End::opened(event, os_pid));
                 Op::NetOpen { socket: o }
             }
             Event::NetWrite {

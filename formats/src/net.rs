@@ -23,7 +23,7 @@
 
 use std::collections::HashMap;
 
-use crate::event::{OpenHow, SocketKind};
+use crate::event::{Event, OpenHow, SocketKind};
 use crate::ids::ObjectId;
 
 /// One end of a connection, as its `NetOpen` and its process's log describe it.
@@ -47,6 +47,37 @@ pub struct End {
     pub os_pid: u32,
     /// When it was opened, Unix nanoseconds.
     pub unix_ns: u64,
+}
+
+impl End {
+    /// The end a `NetOpen` made in OS process `os_pid`; `None` for any other event.
+    pub fn opened(event: &Event, os_pid: u32) -> Option<End> {
+        let Event::NetOpen {
+            socket,
+            kind,
+            how,
+            from,
+            local,
+            peer,
+            peer_pid,
+            unix_ns,
+            ..
+        } = event
+        else {
+            return None;
+        };
+        Some(End {
+            socket: *socket,
+            kind: *kind,
+            how: *how,
+            from: *from,
+            local: local.to_string(),
+            peer: peer.to_string(),
+            peer_pid: *peer_pid,
+            os_pid,
+            unix_ns: *unix_ns,
+        })
+    }
 }
 
 /// The ends of stream connections that `ends` holds both of, as pairs of indexes into `ends`

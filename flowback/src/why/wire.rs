@@ -65,28 +65,11 @@ impl Wire {
             let reader = recording.open_log(entry)?;
             for item in reader.events() {
                 let (k, event) = item?;
+                if let Some(end) = End::opened(&event, entry.os_pid) {
+                    ends.push(end);
+                    continue;
+                }
                 match event {
-                    Event::NetOpen {
-                        socket,
-                        kind,
-                        how,
-                        from,
-                        local,
-                        peer,
-                        peer_pid,
-                        unix_ns,
-                        ..
-                    } => ends.push(End {
-                        socket,
-                        kind,
-                        how,
-                        from,
-                        local: local.into(),
-                        peer: peer.into(),
-                        peer_pid,
-                        os_pid: entry.os_pid,
-                        unix_ns,
-                    }),
                     Event::NetWrite {
                         socket,
                         seq,

@@ -1,18 +1,16 @@
 //! A datagram socket, UDP or Unix, as one generic wrapper (see `stream`).
 
 use std::io;
-use std::os::fd::AsRawFd;
 use std::sync::Arc;
-use std::time::Duration;
 
 use ppd_formats::ObjectId;
 use ppd_formats::event::{NetOp, OpenHow, SocketKind};
 
 use super::core::{Core, Opened, Site};
-use super::stream::check_timeout;
+use super::options::{Options, OsTimeouts};
 
 /// What ppd needs of a std datagram socket (`UdpSocket`, `UnixDatagram`).
-pub(crate) trait OsDatagram: AsRawFd + Sized + Send + Sync + 'static {
+pub(crate) trait OsDatagram: OsTimeouts {
     /// What a `NetOpen` calls it.
     const KIND: SocketKind;
     /// Its address type.
@@ -26,13 +24,6 @@ pub(crate) trait OsDatagram: AsRawFd + Sized + Send + Sync + 'static {
     fn os_recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, Self::Addr)>;
     fn os_peek_from(&self, buf: &mut [u8]) -> io::Result<(usize, Self::Addr)>;
     fn os_connect(&self, to: &Self::Addr) -> io::Result<()>;
-    fn os_set_nonblocking(&self, nonblocking: bool) -> io::Result<()>;
-    fn os_set_read_timeout(&self, t: Option<Duration>) -> io::Result<()>;
-    fn os_set_write_timeout(&self, t: Option<Duration>) -> io::Result<()>;
-    fn os_read_timeout(&self) -> io::Result<Option<Duration>>;
-    fn os_write_timeout(&self) -> io::Result<Option<Duration>>;
-    fn os_take_error(&self) -> io::Result<Option<io::Error>>;
-    fn os_try_clone(&self) -> io::Result<Self>;
 }
 
 /// A datagram socket under a backend.
@@ -219,58 +210,11 @@ impl<D: OsDatagram> Datagram<D> {
         }
     }
 
-    pub(crate) fn set_nonblocking(&self, nonblocking: bool) -> io::Result<()> {
+    /// Its non-blocking switch, pending error and timeouts.
+    pub(crate) fn options(&self) -> Options<'_, D> {
         match self {
-            Datagram::Plain(os) => os.os_set_nonblocking(nonblocking),
-            Datagram::Logged(l) => {
-                l.core.set_nonblocking(nonblocking);
-                l.os.as_ref()
-                    .map_or(Ok(()), |os| os.os_set_nonblocking(nonblocking))
-            }
-        }
-    }
-
-    pub(crate) fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        match self {
-            Datagram::Plain(os) => os.os_set_read_timeout(t),
-            Datagram::Logged(l) => {
-                check_timeout(t)?;
-                l.core.set_read_timeout(t);
-                l.os.as_ref().map_or(Ok(()), |os| os.os_set_read_timeout(t))
-            }
-        }
-    }
-
-    pub(crate) fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        match self {
-            Datagram::Plain(os) => os.os_set_write_timeout(t),
-            Datagram::Logged(l) => {
-                check_timeout(t)?;
-                l.core.set_write_timeout(t);
-                l.os.as_ref()
-                    .map_or(Ok(()), |os| os.os_set_write_timeout(t))
-            }
-        }
-    }
-
-    pub(crate) fn read_timeout(&self) -> io::Result<Option<Duration>> {
-        match self {
-            Datagram::Plain(os) => os.os_read_timeout(),
-            Datagram::Logged(l) => Ok(l.core.timeouts().0),
-        }
-    }
-
-    pub(crate) fn write_timeout(&self) -> io::Result<Option<Duration>> {
-        match self {
-            Datagram::Plain(os) => os.os_write_timeout(),
-            Datagram::Logged(l) => Ok(l.core.timeouts().1),
-        }
-    }
-
-    pub(crate) fn take_error(&self) -> io::Result<Option<io::Error>> {
-        match self {
-            Datagram::Plain(os) => os.os_take_error(),
-            Datagram::Logged(l) => l.os.as_ref().map_or(Ok(None), D::os_take_error),
+            Datagram::Plain(os) => Options::Plain(os),
+            Datagram::Logged(l) => Options::Logged(&l.core, l.os.as_ref()),
         }
     }
 

@@ -1,25 +1,22 @@
 //! A listening socket, TCP or Unix, as one generic wrapper (see `stream`).
 
 use std::io;
-use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
 use ppd_formats::event::{OpenHow, SocketKind};
 
 use super::core::{Core, Opened, Site};
+use super::options::{Options, OsSocket};
 use super::stream::{OsStream, Stream};
 
 /// What ppd needs of a std listener (`TcpListener`, `UnixListener`).
-pub(crate) trait OsListener: AsRawFd + Sized + Send + Sync + 'static {
+pub(crate) trait OsListener: OsSocket {
     /// What a `NetOpen` calls it.
     const KIND: SocketKind;
     /// The streams it accepts.
     type Stream: OsStream;
     fn local(&self) -> io::Result<<Self::Stream as OsStream>::Addr>;
     fn os_accept(&self) -> io::Result<(Self::Stream, <Self::Stream as OsStream>::Addr)>;
-    fn os_set_nonblocking(&self, nonblocking: bool) -> io::Result<()>;
-    fn os_take_error(&self) -> io::Result<Option<io::Error>>;
-    fn os_try_clone(&self) -> io::Result<Self>;
 }
 
 /// A listener under a backend: std's listener when recording (none when replaying), the core.
@@ -115,21 +112,11 @@ impl<L: OsListener> Listener<L> {
         }
     }
 
-    pub(crate) fn set_nonblocking(&self, nonblocking: bool) -> io::Result<()> {
+    /// Its non-blocking switch and pending error.
+    pub(crate) fn options(&self) -> Options<'_, L> {
         match self {
-            Listener::Plain(os) => os.os_set_nonblocking(nonblocking),
-            Listener::Logged(l) => {
-                l.core.set_nonblocking(nonblocking);
-                l.os.as_ref()
-                    .map_or(Ok(()), |os| os.os_set_nonblocking(nonblocking))
-            }
-        }
-    }
-
-    pub(crate) fn take_error(&self) -> io::Result<Option<io::Error>> {
-        match self {
-            Listener::Plain(os) => os.os_take_error(),
-            Listener::Logged(l) => l.os.as_ref().map_or(Ok(None), L::os_take_error),
+            Listener::Plain(os) => Options::Plain(os),
+            Listener::Logged(l) => Options::Logged(&l.core, l.os.as_ref()),
         }
     }
 

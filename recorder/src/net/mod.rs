@@ -22,6 +22,7 @@
 mod core;
 mod datagram;
 mod listener;
+mod options;
 mod stream;
 mod tcp;
 mod udp;

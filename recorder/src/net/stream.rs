@@ -5,15 +5,15 @@ use std::io;
 use std::net::Shutdown;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
-use std::time::Duration;
 
 use ppd_formats::ObjectId;
 use ppd_formats::event::{NetOp, OpenHow, SocketKind};
 
 use super::core::{Core, Opened, Site};
+use super::options::{Options, OsTimeouts};
 
 /// What ppd needs of a std stream socket (`TcpStream`, `UnixStream`).
-pub(crate) trait OsStream: AsRawFd + Sized + Send + Sync + 'static {
+pub(crate) trait OsStream: OsTimeouts {
     /// What a `NetOpen` calls it.
     const KIND: SocketKind;
     /// Its address type.
@@ -25,13 +25,6 @@ pub(crate) trait OsStream: AsRawFd + Sized + Send + Sync + 'static {
     /// An address from the log.
     fn parse(addr: &str) -> io::Result<Self::Addr>;
     fn os_shutdown(&self, how: Shutdown) -> io::Result<()>;
-    fn os_set_nonblocking(&self, nonblocking: bool) -> io::Result<()>;
-    fn os_set_read_timeout(&self, t: Option<Duration>) -> io::Result<()>;
-    fn os_set_write_timeout(&self, t: Option<Duration>) -> io::Result<()>;
-    fn os_read_timeout(&self) -> io::Result<Option<Duration>>;
-    fn os_write_timeout(&self) -> io::Result<Option<Duration>>;
-    fn os_take_error(&self) -> io::Result<Option<io::Error>>;
-    fn os_try_clone(&self) -> io::Result<Self>;
     fn os_peek(&self, buf: &mut [u8]) -> io::Result<usize>;
     /// Reads and writes through a shared reference, as std's sockets allow
     /// (`Read for &TcpStream`): clones of a logged stream share one socket.
@@ -190,63 +183,11 @@ impl<S: OsStream> Stream<S> {
         }
     }
 
-    pub(crate) fn set_nonblocking(&self, nonblocking: bool) -> io::Result<()> {
+    /// Its non-blocking switch, pending error and timeouts.
+    pub(crate) fn options(&self) -> Options<'_, S> {
         match self {
-            Stream::Plain(s) => s.os_set_nonblocking(nonblocking),
-            Stream::Logged(l) => {
-                l.core.set_nonblocking(nonblocking);
-                l.os.as_ref()
-                    .map_or(Ok(()), |os| os.os_set_nonblocking(nonblocking))
-            }
-        }
-    }
-
-    pub(crate) fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        match self {
-            Stream::Plain(s) => s.os_set_read_timeout(t),
-            Stream::Logged(l) => {
-                check_timeout(t)?;
-                l.core.set_read_timeout(t);
-                l.os.as_ref().map_or(Ok(()), |os| os.os_set_read_timeout(t))
-            }
-        }
-    }
-
-    pub(crate) fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        match self {
-            Stream::Plain(s) => s.os_set_write_timeout(t),
-            Stream::Logged(l) => {
-                check_timeout(t)?;
-                l.core.set_write_timeout(t);
-                l.os.as_ref()
-                    .map_or(Ok(()), |os| os.os_set_write_timeout(t))
-            }
-        }
-    }
-
-    pub(crate) fn read_timeout(&self) -> io::Result<Option<Duration>> {
-        match self {
-            Stream::Plain(s) => s.os_read_timeout(),
-            Stream::Logged(l) => Ok(l.core.timeouts().0),
-        }
-    }
-
-    pub(crate) fn write_timeout(&self) -> io::Result<Option<Duration>> {
-        match self {
-            Stream::Plain(s) => s.os_write_timeout(),
-            Stream::Logged(l) => Ok(l.core.timeouts().1),
-        }
-    }
-
-    /// The socket's pending error: std's when recording; replaying, none (an error that
-    /// matters shows up in the logged operation that met it).
-    pub(crate) fn take_error(&self) -> io::Result<Option<io::Error>> {
-        match self {
-            Stream::Plain(s) => s.os_take_error(),
-            Stream::Logged(l) => match &l.os {
-                Some(os) => os.os_take_error(),
-                None => Ok(None),
-            },
+            Stream::Plain(s) => Options::Plain(s),
+            Stream::Logged(l) => Options::Logged(&l.core, l.os.as_ref()),
         }
     }
 
@@ -268,13 +209,46 @@ impl<S: OsStream> Stream<S> {
     }
 }
 
-/// std refuses a zero timeout; so does ppd, in every mode.
-pub(crate) fn check_timeout(t: Option<Duration>) -> io::Result<()> {
-    if t == Some(Duration::ZERO) {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "cannot set a 0 duration timeout",
-        ));
-    }
-    Ok(())
+/// `Read` and `Write` for a public stream type (with its `Stream` as `inner`) and for a shared
+/// reference to it, as std has them for its streams.
+macro_rules! read_write {
+    ($stream:ty) => {
+        impl std::io::Read for $stream {
+            #[track_caller]
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                self.inner.read(buf, std::panic::Location::caller())
+            }
+        }
+
+        impl std::io::Read for &$stream {
+            #[track_caller]
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                self.inner.read(buf, std::panic::Location::caller())
+            }
+        }
+
+        impl std::io::Write for $stream {
+            #[track_caller]
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.inner.write(buf, std::panic::Location::caller())
+            }
+
+            fn flush(&mut self) -> std::io::Result<()> {
+                self.inner.flush()
+            }
+        }
+
+        impl std::io::Write for &$stream {
+            #[track_caller]
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.inner.write(buf, std::panic::Location::caller())
+            }
+
+            fn flush(&mut self) -> std::io::Result<()> {
+                self.inner.flush()
+            }
+        }
+    };
 }
+
+pub(crate) use read_write;

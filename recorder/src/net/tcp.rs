@@ -38,34 +38,6 @@ impl OsStream for std::net::TcpStream {
         self.shutdown(how)
     }
 
-    fn os_set_nonblocking(&self, nonblocking: bool) -> io::Result<()> {
-        self.set_nonblocking(nonblocking)
-    }
-
-    fn os_set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        self.set_read_timeout(t)
-    }
-
-    fn os_set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        self.set_write_timeout(t)
-    }
-
-    fn os_read_timeout(&self) -> io::Result<Option<Duration>> {
-        self.read_timeout()
-    }
-
-    fn os_write_timeout(&self) -> io::Result<Option<Duration>> {
-        self.write_timeout()
-    }
-
-    fn os_take_error(&self) -> io::Result<Option<io::Error>> {
-        self.take_error()
-    }
-
-    fn os_try_clone(&self) -> io::Result<Self> {
-        self.try_clone()
-    }
-
     fn os_peek(&self, buf: &mut [u8]) -> io::Result<usize> {
         self.peek(buf)
     }
@@ -94,23 +66,11 @@ impl OsListener for std::net::TcpListener {
     fn os_accept(&self) -> io::Result<(std::net::TcpStream, SocketAddr)> {
         self.accept()
     }
-
-    fn os_set_nonblocking(&self, nonblocking: bool) -> io::Result<()> {
-        self.set_nonblocking(nonblocking)
-    }
-
-    fn os_take_error(&self) -> io::Result<Option<io::Error>> {
-        self.take_error()
-    }
-
-    fn os_try_clone(&self) -> io::Result<Self> {
-        self.try_clone()
-    }
 }
 
 /// Socket options a replay keeps for its getters, having no socket to ask.
 #[derive(Debug, Default)]
-struct Options {
+struct Remembered {
     nodelay: Option<bool>,
     ttl: Option<u32>,
 }
@@ -129,7 +89,7 @@ struct Options {
 /// ```
 pub struct TcpStream {
     inner: Stream<std::net::TcpStream>,
-    options: Mutex<Options>,
+    remembered: Mutex<Remembered>,
 }
 
 impl fmt::Debug for TcpStream {
@@ -144,7 +104,7 @@ impl TcpStream {
     fn new(inner: Stream<std::net::TcpStream>) -> TcpStream {
         TcpStream {
             inner,
-            options: Mutex::new(Options::default()),
+            remembered: Mutex::new(Remembered::default()),
         }
     }
 
@@ -187,22 +147,22 @@ impl TcpStream {
 
     /// Sets the read timeout; a read that times out returns std's error, logged.
     pub fn set_read_timeout(&self, dur: Option<Duration>) -> io::Result<()> {
-        self.inner.set_read_timeout(dur)
+        self.inner.options().set_read_timeout(dur)
     }
 
     /// Sets the write timeout.
     pub fn set_write_timeout(&self, dur: Option<Duration>) -> io::Result<()> {
-        self.inner.set_write_timeout(dur)
+        self.inner.options().set_write_timeout(dur)
     }
 
     /// The read timeout.
     pub fn read_timeout(&self) -> io::Result<Option<Duration>> {
-        self.inner.read_timeout()
+        self.inner.options().read_timeout()
     }
 
     /// The write timeout.
     pub fn write_timeout(&self) -> io::Result<Option<Duration>> {
-        self.inner.write_timeout()
+        self.inner.options().write_timeout()
     }
 
     /// Reads without consuming, as std's; what it saw is logged like a read.
@@ -213,7 +173,7 @@ impl TcpStream {
 
     /// Sets `TCP_NODELAY`.
     pub fn set_nodelay(&self, nodelay: bool) -> io::Result<()> {
-        self.options
+        self.remembered
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .nodelay = Some(nodelay);
@@ -225,7 +185,7 @@ impl TcpStream {
         match self.inner.os() {
             Some(os) => os.nodelay(),
             None => Ok(self
-                .options
+                .remembered
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .nodelay
@@ -235,7 +195,10 @@ impl TcpStream {
 
     /// Sets the IP time-to-live.
     pub fn set_ttl(&self, ttl: u32) -> io::Result<()> {
-        self.options.lock().unwrap_or_else(|p| p.into_inner()).ttl = Some(ttl);
+        self.remembered
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .ttl = Some(ttl);
         self.inner.os().map_or(Ok(()), |os| os.set_ttl(ttl))
     }
 
@@ -244,7 +207,7 @@ impl TcpStream {
         match self.inner.os() {
             Some(os) => os.ttl(),
             None => Ok(self
-                .options
+                .remembered
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .ttl
@@ -255,51 +218,17 @@ impl TcpStream {
     /// The socket's pending error (replayed: none; an error that mattered is in the logged
     /// operation that met it).
     pub fn take_error(&self) -> io::Result<Option<io::Error>> {
-        self.inner.take_error()
+        self.inner.options().take_error()
     }
 
     /// Switches reads to non-blocking: a read with nothing to read returns `WouldBlock`,
     /// logged like any other result.
     pub fn set_nonblocking(&self, nonblocking: bool) -> io::Result<()> {
-        self.inner.set_nonblocking(nonblocking)
+        self.inner.options().set_nonblocking(nonblocking)
     }
 }
 
-impl Read for TcpStream {
-    #[track_caller]
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.inner.read(buf, Location::caller())
-    }
-}
-
-impl Read for &TcpStream {
-    #[track_caller]
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.inner.read(buf, Location::caller())
-    }
-}
-
-impl Write for TcpStream {
-    #[track_caller]
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.inner.write(buf, Location::caller())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
-    }
-}
-
-impl Write for &TcpStream {
-    #[track_caller]
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.inner.write(buf, Location::caller())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
-    }
-}
+super::stream::read_write!(TcpStream);
 
 /// A stream is logged as its socket's id (it can be an e-block argument).
 impl serde::Serialize for TcpStream {
@@ -373,13 +302,13 @@ impl TcpListener {
 
     /// The socket's pending error (replayed: none).
     pub fn take_error(&self) -> io::Result<Option<io::Error>> {
-        self.inner.take_error()
+        self.inner.options().take_error()
     }
 
     /// Switches `accept` to non-blocking: with no connection waiting it returns
     /// `WouldBlock`, logged.
     pub fn set_nonblocking(&self, nonblocking: bool) -> io::Result<()> {
-        self.inner.set_nonblocking(nonblocking)
+        self.inner.options().set_nonblocking(nonblocking)
     }
 }
 

@@ -51,34 +51,6 @@ impl OsDatagram for std::net::UdpSocket {
     fn os_connect(&self, to: &SocketAddr) -> io::Result<()> {
         self.connect(to)
     }
-
-    fn os_set_nonblocking(&self, nonblocking: bool) -> io::Result<()> {
-        self.set_nonblocking(nonblocking)
-    }
-
-    fn os_set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        self.set_read_timeout(t)
-    }
-
-    fn os_set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        self.set_write_timeout(t)
-    }
-
-    fn os_read_timeout(&self) -> io::Result<Option<Duration>> {
-        self.read_timeout()
-    }
-
-    fn os_write_timeout(&self) -> io::Result<Option<Duration>> {
-        self.write_timeout()
-    }
-
-    fn os_take_error(&self) -> io::Result<Option<io::Error>> {
-        self.take_error()
-    }
-
-    fn os_try_clone(&self) -> io::Result<Self> {
-        self.try_clone()
-    }
 }
 
 /// The first address `addr` resolves to, as std's `send_to` takes it.
@@ -185,22 +157,22 @@ impl UdpSocket {
 
     /// Sets the read timeout; a receipt that times out returns std's error, logged.
     pub fn set_read_timeout(&self, dur: Option<Duration>) -> io::Result<()> {
-        self.inner.set_read_timeout(dur)
+        self.inner.options().set_read_timeout(dur)
     }
 
     /// Sets the write timeout.
     pub fn set_write_timeout(&self, dur: Option<Duration>) -> io::Result<()> {
-        self.inner.set_write_timeout(dur)
+        self.inner.options().set_write_timeout(dur)
     }
 
     /// The read timeout.
     pub fn read_timeout(&self) -> io::Result<Option<Duration>> {
-        self.inner.read_timeout()
+        self.inner.options().read_timeout()
     }
 
     /// The write timeout.
     pub fn write_timeout(&self) -> io::Result<Option<Duration>> {
-        self.inner.write_timeout()
+        self.inner.options().write_timeout()
     }
 
     /// Sets `SO_BROADCAST`.
@@ -217,13 +189,13 @@ impl UdpSocket {
 
     /// The socket's pending error (replayed: none).
     pub fn take_error(&self) -> io::Result<Option<io::Error>> {
-        self.inner.take_error()
+        self.inner.options().take_error()
     }
 
     /// Switches receipts to non-blocking: with no datagram waiting they return `WouldBlock`,
     /// logged.
     pub fn set_nonblocking(&self, nonblocking: bool) -> io::Result<()> {
-        self.inner.set_nonblocking(nonblocking)
+        self.inner.options().set_nonblocking(nonblocking)
     }
 }
 

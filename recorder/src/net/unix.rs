@@ -68,34 +68,6 @@ impl OsStream for std_unix::UnixStream {
         self.shutdown(how)
     }
 
-    fn os_set_nonblocking(&self, nonblocking: bool) -> io::Result<()> {
-        self.set_nonblocking(nonblocking)
-    }
-
-    fn os_set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        self.set_read_timeout(t)
-    }
-
-    fn os_set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        self.set_write_timeout(t)
-    }
-
-    fn os_read_timeout(&self) -> io::Result<Option<Duration>> {
-        self.read_timeout()
-    }
-
-    fn os_write_timeout(&self) -> io::Result<Option<Duration>> {
-        self.write_timeout()
-    }
-
-    fn os_take_error(&self) -> io::Result<Option<io::Error>> {
-        self.take_error()
-    }
-
-    fn os_try_clone(&self) -> io::Result<Self> {
-        self.try_clone()
-    }
-
     fn os_peek(&self, buf: &mut [u8]) -> io::Result<usize> {
         // `UnixStream::peek` is not stable; MSG_PEEK through recv is what it does.
         use std::os::fd::AsRawFd;
@@ -143,18 +115,6 @@ impl OsListener for std_unix::UnixListener {
     fn os_accept(&self) -> io::Result<(std_unix::UnixStream, SocketAddr)> {
         self.accept()
     }
-
-    fn os_set_nonblocking(&self, nonblocking: bool) -> io::Result<()> {
-        self.set_nonblocking(nonblocking)
-    }
-
-    fn os_take_error(&self) -> io::Result<Option<io::Error>> {
-        self.take_error()
-    }
-
-    fn os_try_clone(&self) -> io::Result<Self> {
-        self.try_clone()
-    }
 }
 
 impl OsDatagram for std_unix::UnixDatagram {
@@ -196,34 +156,6 @@ impl OsDatagram for std_unix::UnixDatagram {
 
     fn os_connect(&self, to: &SocketAddr) -> io::Result<()> {
         self.connect_addr(to)
-    }
-
-    fn os_set_nonblocking(&self, nonblocking: bool) -> io::Result<()> {
-        self.set_nonblocking(nonblocking)
-    }
-
-    fn os_set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        self.set_read_timeout(t)
-    }
-
-    fn os_set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        self.set_write_timeout(t)
-    }
-
-    fn os_read_timeout(&self) -> io::Result<Option<Duration>> {
-        self.read_timeout()
-    }
-
-    fn os_write_timeout(&self) -> io::Result<Option<Duration>> {
-        self.write_timeout()
-    }
-
-    fn os_take_error(&self) -> io::Result<Option<io::Error>> {
-        self.take_error()
-    }
-
-    fn os_try_clone(&self) -> io::Result<Self> {
-        self.try_clone()
     }
 }
 
@@ -296,70 +228,36 @@ impl UnixStream {
 
     /// Sets the read timeout.
     pub fn set_read_timeout(&self, dur: Option<Duration>) -> io::Result<()> {
-        self.inner.set_read_timeout(dur)
+        self.inner.options().set_read_timeout(dur)
     }
 
     /// Sets the write timeout.
     pub fn set_write_timeout(&self, dur: Option<Duration>) -> io::Result<()> {
-        self.inner.set_write_timeout(dur)
+        self.inner.options().set_write_timeout(dur)
     }
 
     /// The read timeout.
     pub fn read_timeout(&self) -> io::Result<Option<Duration>> {
-        self.inner.read_timeout()
+        self.inner.options().read_timeout()
     }
 
     /// The write timeout.
     pub fn write_timeout(&self) -> io::Result<Option<Duration>> {
-        self.inner.write_timeout()
+        self.inner.options().write_timeout()
     }
 
     /// The socket's pending error (replayed: none).
     pub fn take_error(&self) -> io::Result<Option<io::Error>> {
-        self.inner.take_error()
+        self.inner.options().take_error()
     }
 
     /// Switches reads to non-blocking.
     pub fn set_nonblocking(&self, nonblocking: bool) -> io::Result<()> {
-        self.inner.set_nonblocking(nonblocking)
+        self.inner.options().set_nonblocking(nonblocking)
     }
 }
 
-impl Read for UnixStream {
-    #[track_caller]
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.inner.read(buf, Location::caller())
-    }
-}
-
-impl Read for &UnixStream {
-    #[track_caller]
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.inner.read(buf, Location::caller())
-    }
-}
-
-impl Write for UnixStream {
-    #[track_caller]
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.inner.write(buf, Location::caller())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
-    }
-}
-
-impl Write for &UnixStream {
-    #[track_caller]
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.inner.write(buf, Location::caller())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
-    }
-}
+super::stream::read_write!(UnixStream);
 
 impl serde::Serialize for UnixStream {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -421,12 +319,12 @@ impl UnixListener {
 
     /// Switches `accept` to non-blocking.
     pub fn set_nonblocking(&self, nonblocking: bool) -> io::Result<()> {
-        self.inner.set_nonblocking(nonblocking)
+        self.inner.options().set_nonblocking(nonblocking)
     }
 
     /// The socket's pending error (replayed: none).
     pub fn take_error(&self) -> io::Result<Option<io::Error>> {
-        self.inner.take_error()
+        self.inner.options().take_error()
     }
 }
 
@@ -548,31 +446,31 @@ impl UnixDatagram {
 
     /// Sets the read timeout.
     pub fn set_read_timeout(&self, dur: Option<Duration>) -> io::Result<()> {
-        self.inner.set_read_timeout(dur)
+        self.inner.options().set_read_timeout(dur)
     }
 
     /// Sets the write timeout.
     pub fn set_write_timeout(&self, dur: Option<Duration>) -> io::Result<()> {
-        self.inner.set_write_timeout(dur)
+        self.inner.options().set_write_timeout(dur)
     }
 
     /// The read timeout.
     pub fn read_timeout(&self) -> io::Result<Option<Duration>> {
-        self.inner.read_timeout()
+        self.inner.options().read_timeout()
     }
 
     /// The write timeout.
     pub fn write_timeout(&self) -> io::Result<Option<Duration>> {
-        self.inner.write_timeout()
+        self.inner.options().write_timeout()
     }
 
     /// Switches receipts to non-blocking.
     pub fn set_nonblocking(&self, nonblocking: bool) -> io::Result<()> {
-        self.inner.set_nonblocking(nonblocking)
+        self.inner.options().set_nonblocking(nonblocking)
     }
 
     /// The socket's pending error (replayed: none).
     pub fn take_error(&self) -> io::Result<Option<io::Error>> {
-        self.inner.take_error()
+        self.inner.options().take_error()
     }
 }
