@@ -175,6 +175,14 @@ impl Interval {
         });
     }
 
+    /// The log ends inside the instance: its process died, or stopped recording, while the
+    /// instance ran (a log that ends with the process's exit cannot be run past without a
+    /// mismatch first; an unreadable one was reported as it was read). The re-execution ends
+    /// where the recorded run did, and what it traced up to there stands.
+    fn log_ended(&mut self) -> ! {
+        self.stop()
+    }
+
     fn stop(&mut self) -> ! {
         self.stopped = true;
         std::panic::resume_unwind(Box::new(Stopped))
@@ -230,12 +238,7 @@ impl ProcessBackend for Interval {
                         // The recorded instance never ended: the log stops inside it.
                         return None;
                     }
-                    self.leak(
-                        "the log",
-                        "the e-block's exit".into(),
-                        "the end of the log".into(),
-                    );
-                    self.stop();
+                    self.log_ended();
                 };
                 if let Event::Panic {
                     message,
@@ -263,12 +266,7 @@ impl ProcessBackend for Interval {
             }
         }
         let Some((index, e)) = self.next_event() else {
-            self.leak(
-                &format!("{} after the end of the log", op.kind),
-                "nothing".into(),
-                crate::local::describe_op(&op),
-            );
-            self.stop();
+            self.log_ended();
         };
         if !matches(&op, &e) {
             self.leak(

@@ -386,6 +386,57 @@ fn recordings_made_apart_on_two_hosts_merge_into_one_that_replays_and_why_crosse
     }
 }
 
+/// An e-block instance its OS process never finished (the process was killed inside it) is
+/// re-executed up to where its log ends, and a `why` through it is no nondeterminism leak.
+#[test]
+fn why_through_an_instance_of_a_killed_process_stops_where_its_log_does() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("rec");
+    let d = dir.to_str().unwrap();
+    let kvstore = ppd_tests::example_bin("kvstore");
+    let kill = script("kill-primary.sh");
+    let out = ppd(
+        work.path(),
+        &[
+            "record",
+            "-o",
+            d,
+            "--",
+            "sh",
+            &kill,
+            kvstore.to_str().unwrap(),
+            d,
+        ],
+    );
+    let (_, said) = output_text(&out);
+    assert!(said.contains("primary cut short"), "{said}");
+    let info = info_json(work.path(), &dir);
+    let session = &processes(&info)["primary/session"];
+    assert!(
+        session["ending_text"]
+            .as_str()
+            .unwrap()
+            .contains("when the run was cut short"),
+        "{session:#}"
+    );
+    let (_, replayed) = ppd_ok(work.path(), &["replay", d, "--verify"]);
+    assert!(replayed.contains("3 nodes reproduced"), "{replayed}");
+
+    // The client's first answer came from the primary's serve, which never returned.
+    let out = ppd(
+        work.path(),
+        &["why", d, "client/main", "%0", "--at", "count#1"],
+    );
+    let (chain, said) = output_text(&out);
+    assert_eq!(out.status.code(), Some(0), "{chain}\n{said}");
+    assert!(chain.contains("primary/session kvstore::serve"), "{chain}");
+    assert!(!chain.contains("did not reproduce the log"), "{chain}");
+    assert!(
+        chain.contains("answered from a log that ends early: primary/session"),
+        "{chain}"
+    );
+}
+
 /// The README's walk-through of `examples/kvstore.rs`, step by step.
 #[test]
 fn the_replicated_store_example_records_replays_halts_at_the_stale_update_and_explains_it() {
