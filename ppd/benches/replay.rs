@@ -4,9 +4,11 @@
 //! cargo bench -p ppd --bench replay
 //! ```
 //!
-//! The program is this binary in child mode (`child WORKLOAD`), message-heavy: `ping-pong`
-//! (4 pairs bouncing a counter, 1 M messages) and `all-to-one` (7 senders, one receiver, 1 M
-//! messages); half-way through, one process marks `half`. Each round:
+//! The program is this binary in child mode (`child WORKLOAD`), 1 M operations each:
+//! message-heavy `ping-pong` (4 pairs bouncing a counter) and `all-to-one` (7 senders, one
+//! receiver); shared-memory-heavy `lock-heavy` (4 processes taking turns on one mutex) and
+//! `atomic-heavy` (4 processes doing a read-modify-write, a load and a store on two atomics).
+//! Half-way through, one process marks `half`. Each round:
 //!
 //! * **record**: the child run with `PPD_MODE=record`, whole-process wall time (spawn to exit);
 //! * **replay**: the recording replayed to the end under the global debugger with every logged
@@ -25,15 +27,16 @@ use std::path::Path;
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
-use ppd::sync::mpsc;
+use ppd::sync::atomic::{AtomicU64, Ordering};
+use ppd::sync::{Arc, Mutex, mpsc};
 use ppd::thread;
 use ppd_formats::Recording;
 use ppd_replayer::debugger::{Launch, ProgramOutput, Session};
 use ppd_replayer::predicate::{self, Catalog};
 use ppd_replayer::protocol::{Goal, Report, Setup};
 
-const MESSAGES: u64 = 1_000_000;
-const SMOKE_MESSAGES: u64 = 2_000;
+const OPERATIONS: u64 = 1_000_000;
+const SMOKE_OPERATIONS: u64 = 2_000;
 const ROUNDS: usize = 5;
 
 fn spawn(name: String, f: impl FnOnce() + Send + 'static) -> thread::JoinHandle<()> {
@@ -104,6 +107,58 @@ fn all_to_one(messages: u64) {
     sink.join().expect("the sink panicked");
 }
 
+/// Four processes taking turns on one mutex, `ops` acquisitions in all.
+fn lock_heavy(ops: u64) {
+    let shared = Arc::new(Mutex::new(0u64));
+    let each = ops / 4;
+    let workers: Vec<_> = (0..4u64)
+        .map(|i| {
+            let shared = Arc::clone(&shared);
+            spawn(format!("locker-{i}"), move || {
+                for n in 0..each {
+                    let mut g = shared.lock().expect("lock");
+                    *g = g.wrapping_mul(31).wrapping_add(i + 1);
+                    if i == 0 && n == each / 2 {
+                        ppd::mark!("half", *g);
+                    }
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().expect("a locker panicked");
+    }
+}
+
+/// Four processes each doing a read-modify-write, a load and a store on two shared atomics,
+/// `ops` accesses in all.
+fn atomic_heavy(ops: u64) {
+    let counter = Arc::new(AtomicU64::new(0));
+    let last = Arc::new(AtomicU64::new(0));
+    let each = ops / 12;
+    let workers: Vec<_> = (0..4u64)
+        .map(|i| {
+            let counter = Arc::clone(&counter);
+            let last = Arc::clone(&last);
+            spawn(format!("atomic-{i}"), move || {
+                let mut seen = 0u64;
+                for n in 0..each {
+                    if i == 0 && n == each / 2 {
+                        ppd::mark!("half", seen);
+                    }
+                    let c = counter.fetch_add(1, Ordering::AcqRel);
+                    seen = seen.wrapping_add(last.load(Ordering::Acquire));
+                    last.store(c ^ i, Ordering::Release);
+                }
+                std::hint::black_box(seen);
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().expect("an atomic worker panicked");
+    }
+}
+
 /// A workload: its name, its body, and the process that marks `half`.
 struct Workload {
     name: &'static str,
@@ -111,7 +166,7 @@ struct Workload {
     marker: &'static str,
 }
 
-const WORKLOADS: [Workload; 2] = [
+const WORKLOADS: [Workload; 4] = [
     Workload {
         name: "ping-pong",
         run: ping_pong,
@@ -122,13 +177,23 @@ const WORKLOADS: [Workload; 2] = [
         run: all_to_one,
         marker: "sink",
     },
+    Workload {
+        name: "lock-heavy",
+        run: lock_heavy,
+        marker: "locker-0",
+    },
+    Workload {
+        name: "atomic-heavy",
+        run: atomic_heavy,
+        marker: "atomic-0",
+    },
 ];
 
-fn record(workload: &str, messages: u64, dir: &Path) -> Duration {
+fn record(workload: &str, operations: u64, dir: &Path) -> Duration {
     let exe = std::env::current_exe().expect("the benchmark knows its own path");
     let start = Instant::now();
     let status = Command::new(exe)
-        .args(["child", workload, &messages.to_string()])
+        .args(["child", workload, &operations.to_string()])
         .env("PPD_MODE", "record")
         .env("PPD_DIR", dir)
         .status()
@@ -208,18 +273,18 @@ fn main() -> ExitCode {
             eprintln!("unknown workload {:?}", args[1]);
             return ExitCode::from(2);
         };
-        let messages: u64 = args[2].parse().expect("a number of messages");
-        return ppd::__private::main(|| (w.run)(messages));
+        let operations: u64 = args[2].parse().expect("a number of operations");
+        return ppd::__private::main(|| (w.run)(operations));
     }
     let full = args.iter().any(|a| a == "--bench");
-    let (messages, rounds) = if full {
-        (MESSAGES, ROUNDS)
+    let (operations, rounds) = if full {
+        (OPERATIONS, ROUNDS)
     } else {
-        (SMOKE_MESSAGES, 1)
+        (SMOKE_OPERATIONS, 1)
     };
     println!(
-        "replay / record, message-heavy, {messages} messages, median of {rounds} round(s); \
-         halting latency of `--stop 'PROCESS: mark half'`"
+        "replay / record, {operations} operations (messages, lock acquisitions, atomic accesses), \
+         median of {rounds} round(s); halting latency of `--stop 'PROCESS: mark half'`"
     );
     println!(
         "{:<12} {:>10} {:>10} {:>8} {:>12} {:>22}",
@@ -232,7 +297,7 @@ fn main() -> ExitCode {
         let mut latencies = Vec::new();
         for _ in 0..rounds {
             let dir = tempfile::tempdir().expect("a scratch directory");
-            recorded.push(record(w.name, messages, dir.path()));
+            recorded.push(record(w.name, operations, dir.path()));
             let recording = Recording::open(dir.path()).expect("the recording opens");
             replayed.push(replay(&recording));
             let (wall, latency) = halt(&recording, w.marker);

@@ -118,6 +118,13 @@ pub trait ProcessBackend: Send {
     /// Called when the operation is about to wait for another process.
     fn waiting_for(&mut self, dependency: Dependency);
 
+    /// Whether the other processes run on their own (a replay to the end), not only when a
+    /// debugger lets them: then a wait for one of them mostly ends by itself soon, and is
+    /// worth watching for a moment before telling the backend about it.
+    fn others_run_freely(&self) -> bool {
+        true
+    }
+
     /// The program did something the log does not allow; `detail` says what. Reports it and
     /// does not return while the report is pending (the process cannot go on).
     fn diverged(&mut self, detail: &str);

@@ -276,6 +276,11 @@ pub fn done(event: &Event<Borrowed<'_>>) {
     }
 }
 
+/// Whether the other processes run on their own ([`ProcessBackend::others_run_freely`]).
+pub fn others_run_freely() -> bool {
+    with_process(|p| p.backend.others_run_freely()).unwrap_or(true)
+}
+
 /// Step 2, when the operation is about to block on another process.
 pub fn waiting_for(dependency: Dependency) {
     if active() {

@@ -412,6 +412,10 @@ struct StashState<T> {
     held: HashMap<ProcessId, VecDeque<Envelope<T>>>,
     /// A receiver is waiting on the carrier: the others wait for what it pulls off.
     pulling: bool,
+    /// Receivers asleep on `changed`. Notifying a condition variable is a system call even
+    /// when nobody waits, and a lone receiver pulls a held-back message for almost every
+    /// receive of a busy fan-in: it notifies only when a clone waits.
+    sleeping: u32,
 }
 
 impl<T> Stash<T> {
@@ -420,6 +424,7 @@ impl<T> Stash<T> {
             state: std::sync::Mutex::new(StashState {
                 held: HashMap::new(),
                 pulling: false,
+                sleeping: 0,
             }),
             changed: Condvar::new(),
         })
@@ -427,6 +432,21 @@ impl<T> Stash<T> {
 
     fn lock(&self) -> MutexGuard<'_, StashState<T>> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Sleeps until another receiver changes the stash.
+    fn wait<'a>(&'a self, mut state: MutexGuard<'a, StashState<T>>) -> MutexGuard<'a, StashState<T>> {
+        state.sleeping += 1;
+        state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
+        state.sleeping -= 1;
+        state
+    }
+
+    /// Wakes the receivers asleep in [`Stash::wait`], if any.
+    fn changed(&self, state: &StashState<T>) {
+        if state.sleeping > 0 {
+            self.changed.notify_all();
+        }
     }
 }
 
@@ -781,37 +801,43 @@ impl<T: Send> ReceiverCore<T> {
             if let Some(env) = state.take(seq, sender) {
                 return env;
             }
-            if !asked {
-                drop(state);
-                runtime::waiting_for(Dependency::Message {
-                    channel: self.meta.id,
-                    seq,
-                    sender,
-                });
-                asked = true;
-                state = self.stash.lock();
-                continue;
-            }
-            if state.pulling {
-                state = self
-                    .stash
-                    .changed
-                    .wait(state)
-                    .unwrap_or_else(|p| p.into_inner());
-                continue;
-            }
-            let pulled = match self.inner.try_recv() {
-                Ok(env) => Ok(env),
-                Err(cc::TryRecvError::Empty) => {
+            let pulled = if state.pulling {
+                None
+            } else {
+                match self.inner.try_recv() {
+                    Ok(env) => Some(Ok(env)),
+                    Err(cc::TryRecvError::Empty) => None,
+                    Err(cc::TryRecvError::Disconnected) => Some(Err(())),
+                }
+            };
+            let pulled = match pulled {
+                Some(pulled) => pulled,
+                // About to wait: tell the runtime first (only now, as telling costs its
+                // controller's lock), then look again, as the stash may have changed.
+                None if !asked => {
+                    drop(state);
+                    runtime::waiting_for(Dependency::Message {
+                        channel: self.meta.id,
+                        seq,
+                        sender,
+                    });
+                    asked = true;
+                    state = self.stash.lock();
+                    continue;
+                }
+                None if state.pulling => {
+                    state = self.stash.wait(state);
+                    continue;
+                }
+                None => {
                     state.pulling = true;
                     drop(state);
                     let pulled = self.inner.recv();
                     state = self.stash.lock();
                     state.pulling = false;
-                    self.stash.changed.notify_all();
+                    self.stash.changed(&state);
                     pulled.map_err(|_| ())
                 }
-                Err(cc::TryRecvError::Disconnected) => Err(()),
             };
             let Ok(env) = pulled else {
                 drop(state);
@@ -821,7 +847,7 @@ impl<T: Send> ReceiverCore<T> {
                 return env;
             }
             state.held.entry(env.sender).or_default().push_back(env);
-            self.stash.changed.notify_all();
+            self.stash.changed(&state);
         }
     }
 

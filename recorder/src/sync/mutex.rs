@@ -19,7 +19,7 @@ use ppd_formats::{Event, EventKind, ObjectId, ProcessId};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::object::ObjectMeta;
+use super::object::{ObjectMeta, another_process};
 use super::values::{Carries, Opaque, Values};
 use crate::runtime::backend::{Dependency, Mode, Op, expected};
 use crate::runtime::{self};
@@ -323,7 +323,7 @@ impl<T> Mutex<T> {
             Some((version, prev)) => {
                 // Acquisition `version` needs the release of the one before: say so before
                 // blocking on it, so a debugger holding the holder knows who waits.
-                if let Some(by) = prev.filter(|_| version > 1) {
+                if let Some(by) = another_process(prev).filter(|_| version > 1) {
                     runtime::waiting_for(Dependency::Version {
                         object,
                         version: version - 1,

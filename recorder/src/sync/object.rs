@@ -13,6 +13,9 @@
 use std::panic::Location;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
+use std::thread::Thread;
+
+use crossbeam_utils::Backoff;
 
 use ppd_formats::event::ObjectKind;
 use ppd_formats::{Event, ObjectId, ProcessId};
@@ -48,9 +51,27 @@ pub(crate) struct ObjectMeta {
     last: AtomicU64,
     /// Replay: how many versions have happened, and the wait for the next (also the wait for
     /// the registration).
-    access: Mutex<u64>,
+    access: Mutex<Turns>,
     turn: Condvar,
+    /// Replay: `access.happened` as of its last change, for a process whose turn is near to
+    /// watch without the lock.
+    happened_hint: AtomicU64,
 }
+
+/// Replay: the versions of an object that have happened, and the accesses asleep until their
+/// turn. Each access wakes only the one whose turn comes next, if it sleeps: waking every
+/// sleeper (a condition variable's broadcast) made each access a system call and sent the
+/// others straight back to sleep.
+#[derive(Debug)]
+struct Turns {
+    happened: u64,
+    /// The version each sleeping access waits to follow, and its thread.
+    asleep: Vec<(u64, Thread)>,
+}
+
+/// How many back-off steps (spins, then yields) a replayed access watches for its turn before
+/// it sleeps.
+const TURN_WATCH_STEPS: u32 = 200;
 
 /// The id word of an object nobody has used yet. Ids of unmanaged threads' objects count up
 /// from `ObjectId::new(ProcessId(u32::MAX), 0)` and never reach these two.
@@ -58,8 +79,12 @@ const UNREGISTERED: u64 = u64::MAX;
 /// The id word while the first user logs the creation.
 const REGISTERING: u64 = u64::MAX - 1;
 
-/// Spins on a held version word before yielding the CPU to its holder.
-const SPINS_BEFORE_YIELD: u32 = 64;
+/// The process that made an object's previous access, if not the current one: replay waits
+/// only for another process (its own earlier accesses came before in program order), and
+/// telling the runtime about a wait costs its controller's lock.
+pub(crate) fn another_process(prev: Option<ProcessId>) -> Option<ProcessId> {
+    prev.filter(|&p| Some(p) != runtime::current_process())
+}
 
 fn encode_process(p: Option<ProcessId>) -> u64 {
     p.map_or(0, |p| u64::from(p.0) + 1)
@@ -95,8 +120,12 @@ impl ObjectMeta {
             creation,
             stamp: AtomicU64::new(0),
             last: AtomicU64::new(0),
-            access: Mutex::new(0),
+            access: Mutex::new(Turns {
+                happened: 0,
+                asleep: Vec::new(),
+            }),
             turn: Condvar::new(),
+            happened_hint: AtomicU64::new(0),
         }
     }
 
@@ -247,8 +276,25 @@ impl ObjectMeta {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, u64> {
+    fn lock(&self) -> MutexGuard<'_, Turns> {
         self.access.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Replay: sleeps until the access before `version` wakes this thread (or it wakes
+    /// spuriously: the caller checks its turn again).
+    fn sleep_until_turn<'a>(
+        &'a self,
+        mut state: MutexGuard<'a, Turns>,
+        version: u64,
+    ) -> MutexGuard<'a, Turns> {
+        let me = std::thread::current();
+        state.asleep.push((version, me.clone()));
+        drop(state);
+        // An unpark between the drop and here makes this return at once.
+        std::thread::park();
+        let mut state = self.lock();
+        state.asleep.retain(|(_, t)| t.id() != me.id());
+        state
     }
 
     /// Record, for an access the caller's lock on the object serializes (held from before the
@@ -285,7 +331,7 @@ impl ObjectMeta {
     /// Takes the version word's lock bit; the guard gives it back, with the version it holds
     /// then.
     fn hold_stamp(&self) -> HeldStamp<'_> {
-        let mut spins = 0;
+        let backoff = Backoff::new();
         loop {
             let stamp = self.stamp.load(Ordering::Relaxed);
             if stamp & 1 == 0
@@ -296,13 +342,23 @@ impl ObjectMeta {
             {
                 return HeldStamp { meta: self, stamp };
             }
-            // The holder may be descheduled (more processes than cores): let it run.
-            if spins < SPINS_BEFORE_YIELD {
-                spins += 1;
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
+            // Spins a little, then yields: the holder may be descheduled (more processes than
+            // cores) and needs the CPU to finish its access.
+            backoff.snooze();
+        }
+    }
+
+    /// Replay: watches for access `version`'s turn for a short back-off, without the lock or
+    /// telling the runtime: in a busy object the turn mostly comes sooner than a sleep and
+    /// a wake-up would take. Only while the other processes run freely: a debugger holding
+    /// the one whose access comes first lets it go only once told of the wait.
+    fn watch_for_turn(&self, version: u64) {
+        let backoff = Backoff::new();
+        for _ in 0..TURN_WATCH_STEPS {
+            if self.happened_hint.load(Ordering::Acquire) + 1 >= version {
+                return;
             }
+            backoff.snooze();
         }
     }
 
@@ -316,10 +372,16 @@ impl ObjectMeta {
         access: impl FnOnce() -> R,
         log: impl FnOnce(&R),
     ) -> R {
+        let alone = runtime::mode() == crate::runtime::backend::Mode::Emulate;
+        if !alone
+            && self.happened_hint.load(Ordering::Acquire) + 1 < version
+            && runtime::others_run_freely()
+        {
+            self.watch_for_turn(version);
+        }
         let mut state = self.lock();
         let mut asked = false;
-        let alone = runtime::mode() == crate::runtime::backend::Mode::Emulate;
-        while *state + 1 < version && !alone {
+        while state.happened + 1 < version && !alone {
             if !asked {
                 if let Some(by) = prev {
                     runtime::waiting_for(Dependency::Version {
@@ -330,13 +392,25 @@ impl ObjectMeta {
                 }
                 asked = true;
             }
-            state = self.turn.wait(state).unwrap_or_else(|p| p.into_inner());
+            state = self.sleep_until_turn(state, version);
         }
         let result = access();
         log(&result);
-        *state = (*state).max(version);
+        state.happened = state.happened.max(version);
+        self.happened_hint.store(state.happened, Ordering::Release);
+        let next = state.happened + 1;
+        let mut turn_come = Vec::new();
+        state.asleep.retain(|(v, t)| {
+            let woken = *v <= next;
+            if woken {
+                turn_come.push(t.clone());
+            }
+            !woken
+        });
         drop(state);
-        self.turn.notify_all();
+        for t in turn_come {
+            t.unpark();
+        }
         result
     }
 }

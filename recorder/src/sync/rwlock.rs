@@ -22,7 +22,7 @@ use ppd_formats::{Event, EventKind, ObjectId};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::object::ObjectMeta;
+use super::object::{ObjectMeta, another_process};
 use super::values::{Carries, Opaque, Values};
 use crate::runtime::backend::{Dependency, Mode, Op, expected};
 use crate::runtime::{self};
@@ -375,7 +375,7 @@ impl<T> RwLock<T> {
                 if runtime::mode() == Mode::Emulate {
                     self.restore(logged.as_ref(), version, site);
                 }
-                if let Some(by) = prev.filter(|_| version > 1) {
+                if let Some(by) = another_process(prev).filter(|_| version > 1) {
                     runtime::waiting_for(Dependency::Version {
                         object,
                         version: version - 1,

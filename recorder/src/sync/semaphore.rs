@@ -4,11 +4,18 @@
 //!
 //! Both operations are versioned: replay performs them in the recorded order, so every P is
 //! satisfied by the same V as in the recorded run.
+//!
+//! A recorded P that finds no permit backs off (spinning, then yielding) before it sleeps, and
+//! a V wakes a sleeper only when there is one: a bounded channel whose senders keep it full
+//! would otherwise pay two context switches per message.
 
 use std::fmt;
 use std::panic::Location;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
+
+use crossbeam_utils::Backoff;
 
 use ppd_formats::event::{ObjectKind, Outcome};
 use ppd_formats::{Event, EventKind, ProcessId};
@@ -26,8 +33,23 @@ use crate::runtime::backend::{Mode, Op, expected};
 /// ```
 pub struct Semaphore {
     meta: ObjectMeta,
-    count: Mutex<u64>,
+    count: Mutex<Permits>,
+    /// `count.free` as of its last change, for a backing-off P to look at without the lock.
+    free_hint: AtomicU64,
     available: Condvar,
+}
+
+/// The free permits, and how many recorded P's sleep on `available` waiting for one.
+#[derive(Debug)]
+struct Permits {
+    free: u64,
+    sleepers: u64,
+}
+
+impl Permits {
+    const fn new(free: u64) -> Permits {
+        Permits { free, sleepers: 0 }
+    }
 }
 
 impl fmt::Debug for Semaphore {
@@ -56,7 +78,8 @@ impl<'de> serde::Deserialize<'de> for Semaphore {
         let id = super::handle::deserialize(deserializer, "semaphore")?;
         Ok(Semaphore {
             meta: ObjectMeta::emulated(id),
-            count: Mutex::new(0),
+            count: Mutex::new(Permits::new(0)),
+            free_hint: AtomicU64::new(0),
             available: Condvar::new(),
         })
     }
@@ -74,7 +97,8 @@ impl Semaphore {
     pub const fn new(permits: u64) -> Semaphore {
         Semaphore {
             meta: ObjectMeta::new(ObjectKind::Semaphore, permits, None, Location::caller()),
-            count: Mutex::new(permits),
+            count: Mutex::new(Permits::new(permits)),
+            free_hint: AtomicU64::new(permits),
             available: Condvar::new(),
         }
     }
@@ -94,7 +118,8 @@ impl Semaphore {
                 Some(name),
                 Location::caller(),
             ),
-            count: Mutex::new(permits),
+            count: Mutex::new(Permits::new(permits)),
+            free_hint: AtomicU64::new(permits),
             available: Condvar::new(),
         }
     }
@@ -108,19 +133,60 @@ impl Semaphore {
     ) -> Semaphore {
         Semaphore {
             meta: ObjectMeta::new(ObjectKind::Semaphore, permits, Some(name), site),
-            count: Mutex::new(permits),
+            count: Mutex::new(Permits::new(permits)),
+            free_hint: AtomicU64::new(permits),
             available: Condvar::new(),
         }
     }
 
-    fn count(&self) -> MutexGuard<'_, u64> {
+    fn count(&self) -> MutexGuard<'_, Permits> {
         self.count.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The permits once one is free or a short back-off has passed without one: most waits
+    /// for room in a busy channel are shorter than falling asleep and being woken.
+    fn count_after_backoff(&self) -> MutexGuard<'_, Permits> {
+        let backoff = Backoff::new();
+        loop {
+            // Looked at without the lock, so that the waiters leave it to the V's.
+            if self.free_hint.load(Ordering::Relaxed) > 0 || backoff.is_completed() {
+                let count = self.count();
+                if count.free > 0 || backoff.is_completed() {
+                    return count;
+                }
+            }
+            backoff.snooze();
+        }
+    }
+
+    /// Returns `count` once it has a free permit, asleep on `available` until then (at most
+    /// `patience`, if given).
+    fn sleep_for_permit<'a>(
+        &'a self,
+        mut count: MutexGuard<'a, Permits>,
+        patience: Option<Duration>,
+    ) -> MutexGuard<'a, Permits> {
+        count.sleepers += 1;
+        count = match patience {
+            None => self
+                .available
+                .wait_while(count, |count| count.free == 0)
+                .unwrap_or_else(|p| p.into_inner()),
+            Some(patience) => {
+                self.available
+                    .wait_timeout_while(count, patience, |count| count.free == 0)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0
+            }
+        };
+        count.sleepers -= 1;
+        count
     }
 
     /// Whether a permit is free now: a look that is not an operation (nothing is logged), for
     /// a selection deciding whether a send could proceed.
     pub(crate) fn has_permit(&self) -> bool {
-        *self.count() > 0
+        self.count().free > 0
     }
 
     /// P: takes a permit, waiting until one is available.
@@ -158,26 +224,23 @@ impl Semaphore {
                     prev,
                     || {
                         let mut count = self.count();
-                        *count = count.saturating_sub(1);
+                        count.free = count.free.saturating_sub(1);
+                        self.free_hint.store(count.free, Ordering::Relaxed);
                     },
                     |_| log(version, prev),
                 );
             }
             None => {
-                let mut count = self.count();
-                if *count == 0 {
+                let mut count = self.count_after_backoff();
+                if count.free == 0 {
                     runtime::done(&Event::Blocked {
                         object,
                         site: Some(site),
                     });
-                    while *count == 0 {
-                        count = self
-                            .available
-                            .wait(count)
-                            .unwrap_or_else(|p| p.into_inner());
-                    }
+                    count = self.sleep_for_permit(count, None);
                 }
-                *count -= 1;
+                count.free -= 1;
+                self.free_hint.store(count.free, Ordering::Relaxed);
                 // Logged before the permit count is released: in version order (see
                 // `ObjectMeta::record_logged`).
                 let (version, prev) = self.meta.record_serialized();
@@ -211,23 +274,32 @@ impl Semaphore {
                 site: Some(site),
             });
         };
-        match expected::version(&logged) {
+        let wake = match expected::version(&logged) {
+            // Replayed P's wait for their turn, not for a permit: nobody sleeps here.
             Some((version, prev)) => {
-                self.meta
-                    .replay(version, prev, || *self.count() += 1, |_| log(version, prev));
+                let put_back = || {
+                    let mut count = self.count();
+                    count.free += 1;
+                    self.free_hint.store(count.free, Ordering::Relaxed);
+                };
+                self.meta.replay(version, prev, put_back, |_| log(version, prev));
+                false
             }
             None => {
                 // Count before version, as in `acquire`: one lock order for both.
                 let mut count = self.count();
-                *count += 1;
+                count.free += 1;
+                self.free_hint.store(count.free, Ordering::Relaxed);
                 // Logged before the permit count is released: in version order (see
                 // `ObjectMeta::record_logged`).
                 let (version, prev) = self.meta.record_serialized();
                 log(version, prev);
-                drop(count);
+                count.sleepers > 0
             }
+        };
+        if wake {
+            self.available.notify_one();
         }
-        self.available.notify_one();
     }
 
     /// V, on behalf of an operation at `site`, when the run decides it (`live`, recording) or
@@ -282,23 +354,20 @@ impl Semaphore {
             }
             None => {
                 let mut count = self.count();
-                if let Some(patience) = patience.filter(|_| *count == 0) {
+                if let Some(patience) = patience.filter(|_| count.free == 0) {
                     runtime::done(&Event::Blocked {
                         object,
                         site: Some(site),
                     });
-                    count = self
-                        .available
-                        .wait_timeout_while(count, patience, |count| *count == 0)
-                        .unwrap_or_else(|p| p.into_inner())
-                        .0;
+                    count = self.sleep_for_permit(count, Some(patience));
                 }
-                if *count == 0 || !also() {
+                if count.free == 0 || !also() {
                     answer(Outcome::WouldBlock);
                     return false;
                 }
                 answer(Outcome::Acquired);
-                *count -= 1;
+                count.free -= 1;
+                self.free_hint.store(count.free, Ordering::Relaxed);
                 let (version, prev) = self.meta.record_serialized();
                 runtime::done(&Event::SemAcquire {
                     object,

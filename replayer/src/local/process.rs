@@ -636,6 +636,10 @@ impl ProcessBackend for ReplayProcess {
             .request(self.id, Need::Dep(dependency));
     }
 
+    fn others_run_freely(&self) -> bool {
+        !self.shared.controller.debugging()
+    }
+
     fn diverged(&mut self, detail: &str) {
         let expected = match &self.current {
             Some(e) => describe(e),
