@@ -70,8 +70,10 @@ fn logged_access_slow<R>(
         (Mode::Emulate, Some((_, value))) => value,
         _ => None,
     };
+    // Asked before the access: the log call runs while the access holds the object.
+    let payloads = runtime::wants_payload();
     let log = |version: u64, prev: Option<ProcessId>, op: AtomicOp, read: Option<u64>| {
-        let value = if runtime::wants_payload() { read } else { None };
+        let value = if payloads { read } else { None };
         runtime::done(&Event::Atomic {
             object,
             version,

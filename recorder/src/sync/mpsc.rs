@@ -435,7 +435,10 @@ impl<T> Stash<T> {
     }
 
     /// Sleeps until another receiver changes the stash.
-    fn wait<'a>(&'a self, mut state: MutexGuard<'a, StashState<T>>) -> MutexGuard<'a, StashState<T>> {
+    fn wait<'a>(
+        &'a self,
+        mut state: MutexGuard<'a, StashState<T>>,
+    ) -> MutexGuard<'a, StashState<T>> {
         state.sleeping += 1;
         state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
         state.sleeping -= 1;

@@ -305,8 +305,16 @@ impl ObjectMeta {
         // The caller's lock orders these with every other access: relaxed is enough.
         let stamp = self.stamp.load(Ordering::Relaxed) + 2;
         self.stamp.store(stamp, Ordering::Relaxed);
-        let prev = self.last.swap(encode_process(me), Ordering::Relaxed);
-        (stamp / 2, decode_process(prev))
+        (stamp / 2, self.take_last(me))
+    }
+
+    /// Record, while this access holds the object (its lock or its version word): who made the
+    /// previous access, with `me` now the last. A load and a store, not a swap: nobody else
+    /// writes the word meanwhile, and a locked exchange would lengthen every access.
+    fn take_last(&self, me: Option<ProcessId>) -> Option<ProcessId> {
+        let prev = self.last.load(Ordering::Relaxed);
+        self.last.store(encode_process(me), Ordering::Relaxed);
+        decode_process(prev)
     }
 
     /// Record: performs `access` as the object's next version and `log`s it before the next
@@ -321,9 +329,9 @@ impl ObjectMeta {
         let me = runtime::current_process();
         let mut held = self.hold_stamp();
         let result = access();
-        let prev = self.last.swap(encode_process(me), Ordering::Relaxed);
+        let prev = self.take_last(me);
         let version = held.stamp / 2 + 1;
-        log(&result, version, decode_process(prev));
+        log(&result, version, prev);
         held.stamp += 2;
         result
     }

@@ -282,7 +282,8 @@ impl Semaphore {
                     count.free += 1;
                     self.free_hint.store(count.free, Ordering::Relaxed);
                 };
-                self.meta.replay(version, prev, put_back, |_| log(version, prev));
+                self.meta
+                    .replay(version, prev, put_back, |_| log(version, prev));
                 false
             }
             None => {

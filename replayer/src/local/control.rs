@@ -24,6 +24,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
+use crossbeam_utils::CachePadded;
+
 use ppd_formats::order::{Order, Point, Rule, Tick};
 use ppd_formats::{Event, ObjectId, ProcessId};
 use ppd_recorder::runtime::backend::Dependency;
@@ -275,6 +277,15 @@ fn need_of(event: &Event, me: ProcessId, parents: &[Option<ProcessId>]) -> Optio
     }
 }
 
+/// What a process's controller publishes of it without the lock.
+#[derive(Debug, Default)]
+struct Progress {
+    /// Events it has executed.
+    position: AtomicU64,
+    /// Whether it is blocked inside an operation.
+    blocked: AtomicBool,
+}
+
 /// Shared by the processes of the replayed program and the command thread.
 pub(crate) struct Controller {
     state: Mutex<State>,
@@ -283,10 +294,9 @@ pub(crate) struct Controller {
     debugging: AtomicBool,
     /// A halt command arrived during a plain run: processes must stop at their next event.
     halt_requested: AtomicBool,
-    /// Events executed per process, readable without the lock.
-    positions: Vec<AtomicU64>,
-    /// Whether each process is blocked inside an operation, readable without the lock.
-    blocked: Vec<AtomicBool>,
+    /// Each process's progress, readable without the lock; each on a cache line of its own,
+    /// as every process writes its own at every event.
+    progress: Vec<CachePadded<Progress>>,
     /// Events in each process's log: the run is over only when every process that can still
     /// move has replayed them all.
     logged: Vec<u64>,
@@ -324,8 +334,9 @@ impl Controller {
             conds: (0..n).map(|_| Condvar::new()).collect(),
             debugging: AtomicBool::new(debugging),
             halt_requested: AtomicBool::new(false),
-            positions: (0..n).map(|_| AtomicU64::new(0)).collect(),
-            blocked: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            progress: (0..n)
+                .map(|_| CachePadded::new(Progress::default()))
+                .collect(),
             logged,
             over: Condvar::new(),
             names,
@@ -464,7 +475,9 @@ impl Controller {
         if st.produced.has(need) && self.debugging() {
             return;
         }
-        self.blocked[p.index()].store(true, Ordering::Release);
+        self.progress[p.index()]
+            .blocked
+            .store(true, Ordering::Release);
         st.lcs[p.index()].waiting = Some(need);
         if self.debugging() {
             self.send_control(&mut st, need);
@@ -497,8 +510,8 @@ impl Controller {
     /// The process executed `event`; `holds` are the components that hold in its new state.
     pub(crate) fn executed(&self, p: ProcessId, event: &Event, holds: &[usize]) {
         let i = p.index();
-        let position = self.positions[i].fetch_add(1, Ordering::Relaxed) + 1;
-        self.blocked[i].store(false, Ordering::Release);
+        let position = self.progress[i].position.fetch_add(1, Ordering::Relaxed) + 1;
+        self.progress[i].blocked.store(false, Ordering::Release);
         if !self.debugging() {
             match event.sync().rule(p, Order::Replay) {
                 Rule::Gives(Point::Ended(_)) => {
@@ -792,7 +805,7 @@ impl Controller {
             let lc = &st.lcs[i];
             match lc.life {
                 Life::Running => {
-                    self.positions[i].load(Ordering::Relaxed)
+                    self.progress[i].position.load(Ordering::Relaxed)
                         < self.logged.get(i).copied().unwrap_or(0)
                 }
                 Life::NotStarted => {
@@ -807,11 +820,7 @@ impl Controller {
         }
         st.reported = true;
         let report = Report::Finished {
-            events: self
-                .positions
-                .iter()
-                .map(|p| p.load(Ordering::Relaxed))
-                .sum(),
+            events: self.progress(),
             processes: self.process_reports(st),
         };
         self.finish_run(st, report);
@@ -961,13 +970,13 @@ impl Controller {
                     Life::Finished => "finished",
                     Life::LogEnded => "log ended",
                     Life::Diverged => "diverged",
-                    Life::Running if self.blocked[i].load(Ordering::Acquire) => "waiting",
+                    Life::Running if self.progress[i].blocked.load(Ordering::Acquire) => "waiting",
                     Life::Running => "held",
                 };
                 let position = if self.debugging() {
                     lc.position
                 } else {
-                    self.positions[i].load(Ordering::Relaxed)
+                    self.progress[i].position.load(Ordering::Relaxed)
                 };
                 ProcessReport {
                     id: ProcessId(i as u32),
@@ -975,7 +984,7 @@ impl Controller {
                     status: status.into(),
                     waiting_for: lc
                         .waiting
-                        .filter(|_| self.blocked[i].load(Ordering::Acquire))
+                        .filter(|_| self.progress[i].blocked.load(Ordering::Acquire))
                         .map(|need| {
                             need.describe(&|p: ProcessId| format!("{} ({p})", self.name(p.index())))
                         }),
@@ -1071,9 +1080,9 @@ impl Controller {
 
     /// Events executed by each process, without the lock (for the watchdog).
     pub(crate) fn progress(&self) -> u64 {
-        self.positions
+        self.progress
             .iter()
-            .map(|p| p.load(Ordering::Relaxed))
+            .map(|p| p.position.load(Ordering::Relaxed))
             .sum()
     }
 
@@ -1087,7 +1096,7 @@ impl Controller {
         let live: Vec<usize> = (0..st.lcs.len())
             .filter(|&i| st.lcs[i].life == Life::Running)
             .collect();
-        let blocked = |i: usize| self.blocked[i].load(Ordering::Acquire);
+        let blocked = |i: usize| self.progress[i].blocked.load(Ordering::Acquire);
         let someone_blocked = live.iter().any(|&i| blocked(i));
         if someone_blocked && live.iter().all(|&i| blocked(i) || st.lcs[i].parked) {
             st.reported = true;
