@@ -35,7 +35,8 @@ use crate::vclock::{Clocks, SyncEdge};
 pub const CLOCKS_FILE: &str = "clocks.bin";
 const MAGIC: &[u8; 8] = b"PPDCLOCK";
 /// Version of the layout and of the happened-before rules; bump when either changes.
-pub const CACHE_VERSION: u32 = 1;
+/// (2: a stream write read in pieces gives its edge to every read that ends in it.)
+pub const CACHE_VERSION: u32 = 2;
 
 /// How the clocks were obtained.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -512,6 +512,9 @@ struct Engine<'t, 'o, O: AccessObserver> {
     stack: Vec<u32>,
     waiting: FastMap<Key, u32>,
     messages: FastMap<(ObjIdx, u64), Stamp>,
+    /// Per stream socket, the last write a read of it took: a write read in pieces is taken
+    /// by several reads, so its stamp stays parked until a read takes a later write.
+    stream_taken: FastMap<ObjIdx, u64>,
     spawned: FastMap<ProcessId, Stamp>,
     ended: FastMap<ProcessId, Stamp>,
     objects: Vec<ObjState>,
@@ -569,6 +572,7 @@ impl<'t, 'o, O: AccessObserver> Engine<'t, 'o, O> {
             stack: Vec::new(),
             waiting: FastMap::default(),
             messages: FastMap::default(),
+            stream_taken: FastMap::default(),
             spawned: FastMap::default(),
             ended: FastMap::default(),
             objects,
@@ -745,6 +749,24 @@ impl<'t, 'o, O: AccessObserver> Engine<'t, 'o, O> {
         }
     }
 
+    /// The stamp of write `seq` of stream socket `socket`, for a read that ends in its bytes: a
+    /// copy, as later reads may end in the same write (it was read in pieces). The writes
+    /// before it are read through by now (a stream is read in order), so their stamps go.
+    fn take_stream_write(&mut self, socket: ObjIdx, seq: u64) -> Option<Stamp> {
+        let first_unread = self.stream_taken.get(&socket).copied().unwrap_or(1);
+        if first_unread < seq {
+            for earlier in first_unread..seq {
+                if let Some(old) = self.messages.remove(&(socket, earlier)) {
+                    self.recycle(old.clock);
+                }
+            }
+        }
+        self.stream_taken.insert(socket, seq.max(first_unread));
+        let parked = self.messages.get(&(socket, seq))?;
+        let (from, clock) = (parked.from, parked.clock.clone());
+        Some(Stamp { from, clock })
+    }
+
     /// The rank of a versioned event's version (0 for any other event).
     fn rank(&self, sync: Sync<ObjIdx>) -> u64 {
         sync.version()
@@ -779,7 +801,19 @@ impl<'t, 'o, O: AccessObserver> Engine<'t, 'o, O> {
                 }
             }
             Rule::Takes(Point::Message { channel, seq }) => {
-                if let Some(s) = self.messages.remove(&(channel, seq)) {
+                let op = self.trace.process(p).events[k as usize].op;
+                let taken = if matches!(
+                    op,
+                    Op::NetRead {
+                        datagram: false,
+                        ..
+                    }
+                ) {
+                    self.take_stream_write(channel, seq)
+                } else {
+                    self.messages.remove(&(channel, seq))
+                };
+                if let Some(s) = taken {
                     changed |= self.merge(&mut clock, &s.clock, s.from, e, SyncKind::Message);
                     self.recycle(s.clock);
                 }

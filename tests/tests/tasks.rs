@@ -1,8 +1,9 @@
 //! `ppd analyze tasks` end to end: task-oriented programs (tests/src/bin/task_cases.rs) with
 //! one injected failure each — a panicking task, a hung worker in a farm and in divide and
-//! conquer (the run killed with SIGKILL), a hand-written farm labelled with `enter` — are
-//! recorded by `ppd record`, and the first line of the error list must name the failed task,
-//! subtask, process and role, with the frontier's `file:line`. A clean run is a success.
+//! conquer (the run killed with SIGKILL), a hand-written farm labelled with `enter`, a farm
+//! over OS processes whose worker node is killed with SIGKILL — are recorded by `ppd record`,
+//! and the first line of the error list must name the failed task, subtask, process and role,
+//! with the frontier's `file:line`. A clean run is a success.
 //!
 //! Phase two: `--rerun N` re-executes one task's computation alone from its logged input and
 //! compares its result with the log; `--gdb N` stops the recorded program at that
@@ -202,6 +203,80 @@ fn a_farm_whose_worker_hangs_and_is_killed_names_the_task_as_a_process_fault() {
     assert!(verdict(&text).starts_with("failure"), "{text}");
     let json = analyze_json(work.path(), &dir);
     assert_eq!(json["errors"][0]["overtaken"], true, "{json:#}");
+}
+
+#[test]
+fn a_farm_over_os_processes_whose_worker_node_is_killed_names_the_task_as_a_node_fault() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("farm-nodes");
+    let launcher = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/task-nodes.sh");
+    let args = [
+        launcher.to_str().unwrap(),
+        CASES,
+        work.path().to_str().unwrap(),
+    ];
+    let mut child = start_recording(work.path(), &dir, "sh", &args);
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    // The other nodes may compute before, while or after the hung one says so.
+    let mut computed = 0;
+    let pid = loop {
+        let line = lines
+            .next()
+            .expect("the run ended before a worker hung")
+            .unwrap();
+        if let Some(p) = line.strip_prefix("hanging ") {
+            break p.parse::<i32>().expect("a pid");
+        }
+        computed += usize::from(line == "computed");
+    };
+    assert_ne!(pid as u32, child.id(), "kill the worker node, not ppd");
+    // SAFETY: kill only sends a signal.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    // The farm goes on with the other two nodes, then fails naming the task.
+    computed += lines
+        .map_while(Result::ok)
+        .filter(|l| l == "computed")
+        .count();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(computed, 29, "{err}");
+    assert!(err.contains("farm_nodes: failed: task 0"), "{err}");
+    assert!(err.contains("in 4 OS processes"), "{err}");
+
+    let text = analyze_text(work.path(), &dir);
+    let first = first_error(&text);
+    assert_eq!(first[..3], ["NODE", "0", "-"], "{text}");
+    assert!(first[3].starts_with("worker-"), "{text}");
+    assert_eq!(first[4], "computing", "{text}");
+    // The frontier is where the worker node began the task: its `serve` call.
+    let line = source_line("ppd::task::serve(address");
+    assert_eq!(first[5], format!("{SOURCE}:{line}"), "{text}");
+    assert!(
+        verdict(&text).starts_with("failure: 1 error in 30 tasks"),
+        "{text}"
+    );
+    // The socket edges give every task's events their order across the OS processes: the
+    // clocks need no forcing.
+    assert!(
+        !text.contains("waits for an event that never happens"),
+        "{text}"
+    );
+    let json = analyze_json(work.path(), &dir);
+    assert_eq!(json["errors"][0]["fault"], "NODE", "{json:#}");
+    let detail = json["errors"][0]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("died while the process was in the task"),
+        "{detail}"
+    );
+    // Phase two re-executes in the OS process that handed the task out: a worker node's task
+    // is refused, naming the node, rather than run where its work does not exist.
+    let rerun = analyze_with(work.path(), &dir, &["--rerun", "5"], &[]);
+    let said = String::from_utf8_lossy(&rerun.stderr);
+    assert_eq!(rerun.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("computed by the worker node of worker-"),
+        "{said}"
+    );
 }
 
 #[test]

@@ -17,15 +17,18 @@
 //!   the latter (§5.4.2); ppd does the same, unit by unit: a *unit* is a task or one subtask,
 //!   and its expected life is give → begin → (split | end) → collect (→ join, for a split).
 //! * The fault is named, not only located: a computation that panicked (the process's `Panic`
-//!   event follows the unit's begin, and gives the `file:line`), a process that stopped inside
-//!   a unit (hung or killed: its log ends there), a result lost between worker and collector,
+//!   event follows the unit's begin, and gives the `file:line`), an OS process (node) that died
+//!   inside a unit while the node that handed it out went on (deTrEK's NODE fault: the
+//!   recording says how each node ended), a process that stopped inside a unit (hung or
+//!   killed: its log ends there), a result lost between worker and collector,
 //!   a result collected twice, subtasks that all came back but were never joined.
 //! * The list is ranked: by fault (a panic is a cause, a lost result usually a consequence),
 //!   then units that the run overtook (a unit handed out later came back while this one did
 //!   not) before units merely in flight when the run stopped, then by happened-before (a
 //!   linear extension: the sum of the vector clock).
-//! * deTrEK's NODE is a processor; ppd's is the logical process that holds the unit, which is
-//!   where a sequential debugger would be attached.
+//! * deTrEK's NODE column is a processor; ppd's is the logical process that holds the unit
+//!   (`NODE/THREAD` when the recording has several OS processes), which is where a sequential
+//!   debugger would be attached. The NODE *fault* is deTrEK's: the unit's OS process died.
 //! * Each error carries a `ppd replay --stop` predicate that halts where its unit began, for
 //!   the whole run's state there; phase two, re-executing the unit alone, is [`rerun`].
 
@@ -33,6 +36,7 @@ pub mod graph;
 pub mod rerun;
 pub mod synth;
 
+use ppd_formats::ending::RunEnding;
 use ppd_formats::task::{Step, TaskMark};
 use ppd_formats::{Event, ProcessId, Recording};
 use serde::Serialize;
@@ -168,6 +172,9 @@ impl Vm {
 pub enum Fault {
     /// The unit's computation panicked.
     Panic,
+    /// The OS process (node) working on the unit died in it, while the one that handed it out
+    /// went on: killed, crashed, or its host gone.
+    Node,
     /// The process working on the unit stopped in it: hung, or killed.
     Process,
     /// The subtasks all came back, but were never joined.
@@ -183,6 +190,7 @@ impl Fault {
     pub fn name(self) -> &'static str {
         match self {
             Fault::Panic => "PANIC",
+            Fault::Node => "NODE",
             Fault::Process => "PROCESS",
             Fault::Unjoined => "UNJOINED",
             Fault::Lost => "LOST",
@@ -402,15 +410,42 @@ pub fn analyse(
     clocks: &Clocks,
     events: impl IntoIterator<Item = TaskEvent>,
 ) -> TaskReport {
-    analyse_runs(trace, clocks, &Runs::new(events))
+    analyse_runs(trace, clocks, &Runs::new(events), &DeadNodes::default())
 }
 
-fn analyse_runs(trace: &Trace, clocks: &Clocks, runs: &Runs) -> TaskReport {
+/// The nodes (OS processes) of a recording that died before they could record their end, by
+/// node number: each one's name and how it ended.
+#[derive(Debug, Default, Clone)]
+pub struct DeadNodes(Vec<Option<(String, String)>>);
+
+impl DeadNodes {
+    /// The dead nodes of `recording`.
+    pub fn of(recording: &Recording) -> DeadNodes {
+        DeadNodes(
+            recording
+                .nodes()
+                .iter()
+                .map(|node| {
+                    let ending = RunEnding::of(&node.dir, &node.manifest);
+                    matches!(ending, RunEnding::Killed { .. } | RunEnding::CutShort)
+                        .then(|| (node.name.clone(), ending.to_string()))
+                })
+                .collect(),
+        )
+    }
+
+    /// The name and ending of `pid`'s node, if it died.
+    fn of_process(&self, pid: ProcessId) -> Option<&(String, String)> {
+        self.0.get(pid.node() as usize)?.as_ref()
+    }
+}
+
+fn analyse_runs(trace: &Trace, clocks: &Clocks, runs: &Runs, dead: &DeadNodes) -> TaskReport {
     let mut errors = Vec::new();
     let overtaken = Overtaken::new(trace, runs);
     for (unit, u) in &runs.units {
         let vm = runs.vm_of(unit);
-        if let Some(mut e) = locate(trace, runs, unit, u, vm) {
+        if let Some(mut e) = locate(trace, runs, unit, u, vm, dead) {
             let first = u.first().unwrap_or(EventRef::new(0, 0));
             e.overtaken = u.first().is_some_and(|f| overtaken.check(clocks, f));
             e.rank = (e.fault, !e.overtaken, clock_sum(clocks, first));
@@ -474,6 +509,7 @@ pub struct TaskRecording {
     /// Their vector clocks.
     pub clocks: Clocks,
     runs: Runs,
+    dead: DeadNodes,
     notes: Vec<String>,
 }
 
@@ -497,13 +533,14 @@ impl TaskRecording {
             trace,
             clocks,
             runs,
+            dead: DeadNodes::of(recording),
             notes,
         })
     }
 
     /// The error list and verdict.
     pub fn report(&self) -> TaskReport {
-        let mut report = analyse_runs(&self.trace, &self.clocks, &self.runs);
+        let mut report = analyse_runs(&self.trace, &self.clocks, &self.runs, &self.dead);
         report.notes.extend(self.notes.iter().cloned());
         report
     }
@@ -598,7 +635,14 @@ fn site_of(trace: &Trace, e: EventRef) -> Option<String> {
 
 /// The fatal error of one unit, located at its frontier event (thesis §4.3), or `None` if the
 /// unit completed or its failure shows in a subtask instead.
-fn locate(trace: &Trace, runs: &Runs, unit: &Unit, u: &UnitEvents, vm: Vm) -> Option<TaskError> {
+fn locate(
+    trace: &Trace,
+    runs: &Runs,
+    unit: &Unit,
+    u: &UnitEvents,
+    vm: Vm,
+    dead: &DeadNodes,
+) -> Option<TaskError> {
     let error = |fault, role, at: EventRef, node: (String, u32), detail: String| TaskError {
         fault,
         vm,
@@ -645,7 +689,14 @@ fn locate(trace: &Trace, runs: &Runs, unit: &Unit, u: &UnitEvents, vm: Vm) -> Op
     };
     let worked = u.end.or(u.split.map(|s| s.0));
     let Some(worked) = worked else {
-        return Some(stopped(trace, begin, working, &error));
+        let handed_out_by = u.give.map(|(g, _)| trace.process(g.process).id);
+        return Some(stopped(
+            trace,
+            begin,
+            working,
+            (dead, handed_out_by),
+            &error,
+        ));
     };
     if vm == Vm::Hand {
         return None;
@@ -763,11 +814,14 @@ fn stop_predicate(trace: &Trace, unit: &Unit, u: &UnitEvents) -> Option<String> 
 }
 
 /// The error of a unit begun and never finished: how its process's log goes on after the
-/// begin says whether the work panicked or the process stopped in it.
+/// begin says whether the work panicked or the process stopped in it, and a log cut short in
+/// a node that died while the node that handed the unit out (`handed_out_by`) went on is the
+/// node's fault.
 fn stopped(
     trace: &Trace,
     begin: EventRef,
     role: Role,
+    (dead, handed_out_by): (&DeadNodes, Option<ProcessId>),
     error: &impl Fn(Fault, Role, EventRef, (String, u32), String) -> TaskError,
 ) -> TaskError {
     let proc = trace.process(begin.process);
@@ -828,17 +882,30 @@ fn stopped(
         .saturating_sub(1)
         .max(begin.index);
     let last = EventRef::new(begin.process, last_index);
-    let how = if proc.complete {
-        "its log goes on without finishing the task"
-    } else {
-        "the run ended while the process was in the task (hung or killed)"
+    let died = dead
+        .of_process(proc.id)
+        .filter(|_| !proc.complete)
+        .filter(|_| handed_out_by.is_some_and(|by| by.node() != proc.id.node()));
+    let (fault, how) = match (died, proc.complete) {
+        (Some((name, ending)), _) => (
+            Fault::Node,
+            format!("its node {name} died while the process was in the task ({ending})"),
+        ),
+        (None, true) => (
+            Fault::Process,
+            "its log goes on without finishing the task".to_owned(),
+        ),
+        (None, false) => (
+            Fault::Process,
+            "the run ended while the process was in the task (hung or killed)".to_owned(),
+        ),
     };
     let detail = if last == begin {
-        how.to_owned()
+        how
     } else {
         format!("{how}; its last event: {}", trace.describe(last))
     };
-    error(Fault::Process, role, last, node, detail)
+    error(fault, role, last, node, detail)
 }
 
 /// The events of `proc` after its event `index` (none if the trace ends there).

@@ -127,6 +127,19 @@ pub enum NoComputation {
         /// Its join (`its join, event N`) or `the end of the log`.
         until: String,
     },
+    /// Computed by another OS process than the one that handed it out (`farm_nodes`).
+    #[error(
+        "task {task} was computed by the worker node of {process} (ppd::task::farm_nodes): \
+         phase two re-executes tasks computed in the OS process that handed them out; replay \
+         to it with the error list's `replay to it` line, or make the work a #[ppd::eblock] \
+         function and use ppd why"
+    )]
+    OnAnotherNode {
+        /// The task.
+        task: u64,
+        /// The process that computed it.
+        process: String,
+    },
     /// The generator of the run is not in the recording.
     #[error("the process {0} that started task {1}'s virtual machine is not in the recording")]
     NoGenerator(ProcessId, u64),
@@ -167,6 +180,13 @@ impl TaskRecording {
                 subtask: unit.subtask(),
             })?;
         let process = self.trace.process(begin.process);
+        let handed_out = self.runs.units[&unit].give.map(|(g, _)| g.process);
+        if handed_out.is_some_and(|g| self.trace.process(g).id.node() != process.id.node()) {
+            return Err(NoComputation::OnAnotherNode {
+                task,
+                process: self.trace.process_label(begin.process),
+            });
+        }
         let after = u64::from(begin.index);
         let (computed, next) = recording
             .process(process.id)

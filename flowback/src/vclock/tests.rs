@@ -435,3 +435,55 @@ fn versions_one_to_count_are_their_own_ranks() {
     assert!(ranks.sorted[o as usize].is_none());
     assert_eq!(ranks.gaps().count(), 0);
 }
+
+fn stream_write(b: &mut TraceBuilder, p: u32, socket: ObjIdx, seq: u64) -> EventRef {
+    b.push(
+        p,
+        Op::NetWrite {
+            socket,
+            seq,
+            datagram: false,
+        },
+        NO_SITE,
+    )
+}
+
+fn stream_read(b: &mut TraceBuilder, p: u32, socket: ObjIdx, from: (ObjIdx, u64)) -> EventRef {
+    b.push(
+        p,
+        Op::NetRead {
+            socket,
+            peer: from.0,
+            seq: from.1,
+            datagram: false,
+            end: false,
+        },
+        NO_SITE,
+    )
+}
+
+#[test]
+fn every_read_of_a_stream_write_read_in_pieces_comes_after_it() {
+    // The writer sends a frame in one write and later two more; the reader takes the first
+    // in two pieces (a length, then the body), then one read that ends in the third write.
+    let mut b = Trace::builder();
+    let writer = b.add_process(ProcessId(0), "writer", None);
+    let reader = b.add_process(ProcessId(1), "reader", None);
+    let (out, inn) = (
+        b.object(ObjectId::new(ProcessId(9), 0)),
+        b.object(ObjectId::new(ProcessId(9), 1)),
+    );
+    let w1 = stream_write(&mut b, writer, out, 1);
+    let w2 = stream_write(&mut b, writer, out, 2);
+    let w3 = stream_write(&mut b, writer, out, 3);
+    let head = stream_read(&mut b, reader, inn, (out, 1));
+    let body = stream_read(&mut b, reader, inn, (out, 1));
+    let rest = stream_read(&mut b, reader, inn, (out, 3));
+    let trace = b.build();
+    let clocks = Clocks::compute(&trace);
+    assert_eq!(clocks.notes(), &[] as &[String]);
+    assert!(clocks.happened_before(w1, head));
+    assert!(clocks.happened_before(w1, body));
+    assert!(!clocks.happened_before(w2, body));
+    assert!(clocks.happened_before(w2, rest) && clocks.happened_before(w3, rest));
+}

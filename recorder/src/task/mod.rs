@@ -43,6 +43,10 @@ use crate::sync::log_values;
 use crate::sync::mpsc::{Receiver, Select, Sender, channel};
 use crate::thread::{Builder, JoinHandle};
 
+mod nodes;
+
+pub use nodes::{farm_nodes, serve};
+
 /// A subtask's path from its task: the child index at each split.
 pub type SubtaskPath = Vec<u32>;
 
@@ -191,12 +195,13 @@ where
     J: Serialize + DeserializeOwned + Send + 'static,
     Y: Serialize + DeserializeOwned + Send + 'static,
 {
-    /// Starts `n` workers named `{prefix}-{i}`, each running `body` on its inbox and outbox.
+    /// Starts `n` workers named `{prefix}-{i}`, each running `body` on its number, inbox and
+    /// outbox.
     fn start(
         vm: u64,
         n: usize,
         prefix: &str,
-        body: impl Fn(Receiver<J>, Sender<Y>) + Send + Sync + 'static,
+        body: impl Fn(usize, Receiver<J>, Sender<Y>) + Send + Sync + 'static,
     ) -> Pool<J, Y> {
         let body = Arc::new(body);
         let mut pool = Pool {
@@ -215,7 +220,7 @@ where
             let body = Arc::clone(&body);
             let handle = Builder::new()
                 .name(format!("{prefix}-{i}"))
-                .spawn(move || body(job_rx, reply_tx))
+                .spawn(move || body(i, job_rx, reply_tx))
                 .expect("spawn a task worker");
             pool.inboxes.push(Some(job_tx));
             pool.outboxes.push(reply_rx);
@@ -378,7 +383,7 @@ where
     });
     log(Step::Farm, (vm, 0), &[], total as u64, site);
     let mut pool: Pool<(u64, T), (u64, R)> =
-        Pool::start(vm, workers, "farm-worker", move |inbox, outbox| {
+        Pool::start(vm, workers, "farm-worker", move |_, inbox, outbox| {
             for (task, input) in inbox.iter() {
                 log(Step::Begin, (vm, task), &[], 0, site);
                 let result = computation(WORK_EBLOCK, site, input, &work);
@@ -485,7 +490,7 @@ where
     });
     log(Step::Dc, (vm, 0), &[], 1, site);
     let mut pool: Pool<Job<P>, Answer<P, R>> =
-        Pool::start(vm, workers, "dc-worker", move |inbox, outbox| {
+        Pool::start(vm, workers, "dc-worker", move |_, inbox, outbox| {
             for Job { path, problem } in inbox.iter() {
                 log(Step::Begin, (vm, 0), &path, 0, site);
                 let answer = match computation(SPLIT_EBLOCK, site, &problem, &split) {
