@@ -382,7 +382,7 @@ where
         other => Err(format!("a farm runs no {other}")),
     });
     log(Step::Farm, (vm, 0), &[], total as u64, site);
-    let mut pool: Pool<(u64, T), (u64, R)> =
+    let pool: Pool<(u64, T), (u64, R)> =
         Pool::start(vm, workers, "farm-worker", move |_, inbox, outbox| {
             for (task, input) in inbox.iter() {
                 log(Step::Begin, (vm, task), &[], 0, site);
@@ -393,32 +393,52 @@ where
                 }
             }
         });
-    let mut pending: VecDeque<(u64, T)> = (0u64..).zip(tasks).collect();
-    let mut results: Vec<Option<R>> = (0..total).map(|_| None).collect();
-    let mut failed = Vec::new();
-    loop {
-        while let Some(w) = pool.idle() {
-            let Some((task, input)) = pending.pop_front() else {
-                break;
-            };
-            if let Err(job) = pool.give(w, task, Vec::new(), (task, input), site) {
-                pending.push_front(job);
+    pool.farm_out("farm", tasks, site)
+}
+
+impl<T, R> Pool<(u64, T), (u64, R)>
+where
+    T: Serialize + DeserializeOwned + Send + 'static,
+    R: Serialize + DeserializeOwned + Send + 'static,
+{
+    /// The farm's generator and collector (`vm` names the farm in a failure): hands `tasks`
+    /// out one at a time per idle worker, numbered from 0, collects the results and returns
+    /// them in task order once every worker is done.
+    ///
+    /// # Panics
+    ///
+    /// If a worker ended holding a task, or no worker was left for some: naming the tasks.
+    fn farm_out(mut self, vm: &str, tasks: Vec<T>, site: &'static Location<'static>) -> Vec<R> {
+        let total = tasks.len();
+        let mut pending: VecDeque<(u64, T)> = (0u64..).zip(tasks).collect();
+        let mut results: Vec<Option<R>> = (0..total).map(|_| None).collect();
+        let mut failed = Vec::new();
+        loop {
+            while let Some(w) = self.idle() {
+                let Some((task, input)) = pending.pop_front() else {
+                    break;
+                };
+                if let Err(job) = self.give(w, task, Vec::new(), (task, input), site) {
+                    pending.push_front(job);
+                }
+            }
+            match self.next() {
+                Some(Reply::Answer((task, result))) => {
+                    log(Step::Collect, (self.vm, task), &[], 0, site);
+                    if let Some(slot) = results.get_mut(task as usize) {
+                        *slot = Some(result);
+                    }
+                }
+                Some(Reply::Died(w, (task, path))) => failed.push((task, path, w)),
+                None => break,
             }
         }
-        match pool.next() {
-            Some(Reply::Answer((task, result))) => {
-                log(Step::Collect, (vm, task), &[], 0, site);
-                results[task as usize] = Some(result);
-            }
-            Some(Reply::Died(w, (task, path))) => failed.push((task, path, w)),
-            None => break,
+        let panics = self.finish();
+        if !failed.is_empty() || !pending.is_empty() {
+            fail(vm, &failed, pending.len(), &panics);
         }
+        results.into_iter().flatten().collect()
     }
-    let panics = pool.finish();
-    if !failed.is_empty() || !pending.is_empty() {
-        fail("farm", &failed, pending.len(), &panics);
-    }
-    results.into_iter().flatten().collect()
 }
 
 /// A job of a divide-and-conquer worker: a subproblem to split or solve.

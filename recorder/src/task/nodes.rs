@@ -24,7 +24,7 @@ use ppd_formats::value;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::{Pool, Reply, computation, fail, log, next_run};
+use super::{Pool, computation, log, next_run};
 use crate::net::{TcpListener, TcpStream};
 
 /// The largest frame a peer may announce: anything longer is taken for a stream that is not
@@ -104,7 +104,7 @@ where
             Mutex::new(Some(stream))
         })
         .collect();
-    let mut pool: Pool<(u64, T), (u64, R)> =
+    let pool: Pool<(u64, T), (u64, R)> =
         Pool::start(vm, workers, "farm-node", move |i, inbox, outbox| {
             let taken = connections[i].lock().ok().and_then(|mut c| c.take());
             let Some(mut stream) = taken else {
@@ -125,34 +125,7 @@ where
                 }
             }
         });
-    let mut pending: std::collections::VecDeque<(u64, T)> = (0u64..).zip(tasks).collect();
-    let mut results: Vec<Option<R>> = (0..total).map(|_| None).collect();
-    let mut failed = Vec::new();
-    loop {
-        while let Some(w) = pool.idle() {
-            let Some((task, input)) = pending.pop_front() else {
-                break;
-            };
-            if let Err(job) = pool.give(w, task, Vec::new(), (task, input), site) {
-                pending.push_front(job);
-            }
-        }
-        match pool.next() {
-            Some(Reply::Answer((task, result))) => {
-                log(Step::Collect, (vm, task), &[], 0, site);
-                if let Some(slot) = results.get_mut(task as usize) {
-                    *slot = Some(result);
-                }
-            }
-            Some(Reply::Died(w, (task, path))) => failed.push((task, path, w)),
-            None => break,
-        }
-    }
-    let panics = pool.finish();
-    if !failed.is_empty() || !pending.is_empty() {
-        fail("farm_nodes", &failed, pending.len(), &panics);
-    }
-    results.into_iter().flatten().collect()
+    pool.farm_out("farm_nodes", tasks, site)
 }
 
 /// A worker node of [`farm_nodes`]: connects to the farm at `farm` and computes `work(task)`
