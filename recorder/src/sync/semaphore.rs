@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
-use crossbeam_utils::Backoff;
+use crossbeam_utils::{Backoff, CachePadded};
 
 use ppd_formats::event::{ObjectKind, Outcome};
 use ppd_formats::{Event, EventKind, ProcessId};
@@ -34,8 +34,9 @@ use crate::runtime::backend::{Mode, Op, expected};
 pub struct Semaphore {
     meta: ObjectMeta,
     count: Mutex<Permits>,
-    /// `count.free` as of its last change, for a backing-off P to look at without the lock.
-    free_hint: AtomicU64,
+    /// `count.free` as of its last change, for a backing-off P to look at without the lock; on
+    /// a cache line of its own, so that the P's watching it leave the lock's line to the V's.
+    free_hint: CachePadded<AtomicU64>,
     available: Condvar,
 }
 
@@ -79,7 +80,7 @@ impl<'de> serde::Deserialize<'de> for Semaphore {
         Ok(Semaphore {
             meta: ObjectMeta::emulated(id),
             count: Mutex::new(Permits::new(0)),
-            free_hint: AtomicU64::new(0),
+            free_hint: CachePadded::new(AtomicU64::new(0)),
             available: Condvar::new(),
         })
     }
@@ -98,7 +99,7 @@ impl Semaphore {
         Semaphore {
             meta: ObjectMeta::new(ObjectKind::Semaphore, permits, None, Location::caller()),
             count: Mutex::new(Permits::new(permits)),
-            free_hint: AtomicU64::new(permits),
+            free_hint: CachePadded::new(AtomicU64::new(permits)),
             available: Condvar::new(),
         }
     }
@@ -119,7 +120,7 @@ impl Semaphore {
                 Location::caller(),
             ),
             count: Mutex::new(Permits::new(permits)),
-            free_hint: AtomicU64::new(permits),
+            free_hint: CachePadded::new(AtomicU64::new(permits)),
             available: Condvar::new(),
         }
     }
@@ -134,7 +135,7 @@ impl Semaphore {
         Semaphore {
             meta: ObjectMeta::new(ObjectKind::Semaphore, permits, Some(name), site),
             count: Mutex::new(Permits::new(permits)),
-            free_hint: AtomicU64::new(permits),
+            free_hint: CachePadded::new(AtomicU64::new(permits)),
             available: Condvar::new(),
         }
     }
