@@ -194,6 +194,19 @@ impl Recording {
             .expect("resolve_process returns the id of a listed process"))
     }
 
+    /// The name of process `id` as its own node's manifest names it (`main`, where the
+    /// recording says `NODE/main`).
+    pub fn local_name(&self, id: ProcessId) -> Option<&str> {
+        let i = self.processes.iter().position(|p| p.id == id)?;
+        Some(
+            self.locals
+                .get(i)
+                .unwrap_or(&self.processes[i])
+                .name
+                .as_str(),
+        )
+    }
+
     /// Path of a process's log.
     pub fn log_path(&self, process: &ProcessEntry) -> PathBuf {
         self.node_of(process).dir.join(&process.log)

@@ -23,6 +23,10 @@ pub const SOLVE_EBLOCK: &str = "ppd::task::solve";
 /// results, in child order; `%0`: the joined result).
 pub const COMBINE_EBLOCK: &str = "ppd::task::combine";
 
+/// The run ordinal phase two asks for to take over a worker node's `ppd::task::serve` rather
+/// than a virtual machine run of the generator (whose ordinals start at 1).
+pub const WORKER_NODE_RUN: u32 = 0;
+
 /// Whether `eblock` is one of the e-blocks a task's computation runs as.
 pub fn is_computation(eblock: &str) -> bool {
     [WORK_EBLOCK, SPLIT_EBLOCK, SOLVE_EBLOCK, COMBINE_EBLOCK].contains(&eblock)

@@ -14,7 +14,7 @@
 //! the logged one, a panic with the recorded panic), so a computation that depends on
 //! something the log does not hold shows as a difference instead of a silently other run.
 
-use ppd_formats::task::{COMBINE_EBLOCK, is_computation};
+use ppd_formats::task::{COMBINE_EBLOCK, WORKER_NODE_RUN, is_computation};
 use ppd_formats::{Event, ProcessId, Recording};
 
 use super::{TaskRecording, Unit, Vm};
@@ -41,13 +41,20 @@ pub struct Computation {
     pub process: ProcessId,
     /// That process's name.
     pub process_name: String,
+    /// The node (OS process) whose binary and logs re-execute it.
+    pub node: u32,
+    /// The process that computed it, as that node numbers it.
+    pub local: ProcessId,
     /// The e-block the computation ran as (`ppd::task::work`, `split`, `solve` or `combine`).
     pub eblock: String,
     /// Index of its `EblockEnter` event (the prelog) in the process's log.
     pub enter: u64,
-    /// The name of the process that started the virtual machine run.
+    /// The name, as its node names it, of the process that takes the computation over in
+    /// phase two: the one that started the virtual machine run, or the worker node's process
+    /// that served it (`ppd::task::farm_nodes`).
     pub generator: String,
-    /// The run's ordinal in that process.
+    /// The run's ordinal in that process (`ppd_formats::task::WORKER_NODE_RUN` for a worker
+    /// node's serving).
     pub ordinal: u32,
 }
 
@@ -127,19 +134,6 @@ pub enum NoComputation {
         /// Its join (`its join, event N`) or `the end of the log`.
         until: String,
     },
-    /// Computed by another OS process than the one that handed it out (`farm_nodes`).
-    #[error(
-        "task {task} was computed by the worker node of {process} (ppd::task::farm_nodes): \
-         phase two re-executes tasks computed in the OS process that handed them out; replay \
-         to it with the error list's `replay to it` line, or make the work a #[ppd::eblock] \
-         function and use ppd why"
-    )]
-    OnAnotherNode {
-        /// The task.
-        task: u64,
-        /// The process that computed it.
-        process: String,
-    },
     /// The generator of the run is not in the recording.
     #[error("the process {0} that started task {1}'s virtual machine is not in the recording")]
     NoGenerator(ProcessId, u64),
@@ -180,13 +174,6 @@ impl TaskRecording {
                 subtask: unit.subtask(),
             })?;
         let process = self.trace.process(begin.process);
-        let handed_out = self.runs.units[&unit].give.map(|(g, _)| g.process);
-        if handed_out.is_some_and(|g| self.trace.process(g).id.node() != process.id.node()) {
-            return Err(NoComputation::OnAnotherNode {
-                task,
-                process: self.trace.process_label(begin.process),
-            });
-        }
         let after = u64::from(begin.index);
         let (computed, next) = recording
             .process(process.id)
@@ -269,19 +256,34 @@ impl TaskRecording {
         eblock: String,
     ) -> Result<Computation, NoComputation> {
         let process = self.trace.process(at.process);
-        let generator_id = ProcessId((unit.vm >> 32) as u32);
+        let node = process.id.node();
+        // A task handed out by another node was computed by a worker node's `serve`, which
+        // takes it over there; else the run's generator, in the same node, does.
+        let handed_out_by = self.runs.units[&unit]
+            .give
+            .map(|(g, _)| self.trace.process(g.process).id);
+        let (generator_id, ordinal) = if handed_out_by.is_some_and(|g| g.node() != node) {
+            (process.id, WORKER_NODE_RUN)
+        } else {
+            (
+                ProcessId::on_node(node, (unit.vm >> 32) as u32),
+                (unit.vm & u64::from(u32::MAX)) as u32,
+            )
+        };
         let generator = recording
-            .process(generator_id)
-            .map(|p| p.name.clone())
+            .local_name(generator_id)
+            .map(str::to_owned)
             .ok_or(NoComputation::NoGenerator(generator_id, unit.task))?;
         Ok(Computation {
             vm,
             process: process.id,
             process_name: process.name.clone(),
+            node,
+            local: process.id.local(),
             eblock,
             enter,
             generator,
-            ordinal: (unit.vm & u64::from(u32::MAX)) as u32,
+            ordinal,
             unit,
         })
     }

@@ -30,7 +30,9 @@ use std::marker::PhantomData;
 use std::panic::Location;
 use std::sync::{Arc, OnceLock};
 
-use ppd_formats::task::{COMBINE_EBLOCK, SOLVE_EBLOCK, SPLIT_EBLOCK, Step, TaskMark, WORK_EBLOCK};
+use ppd_formats::task::{
+    COMBINE_EBLOCK, SOLVE_EBLOCK, SPLIT_EBLOCK, Step, TaskMark, WORK_EBLOCK, WORKER_NODE_RUN,
+};
 use ppd_formats::value;
 use ppd_formats::{Event, EventKind, ProcessId};
 use serde::de::DeserializeOwned;
@@ -109,7 +111,8 @@ pub type Compute<'a> = dyn FnMut(&str, &[u8]) -> Result<Vec<u8>, String> + Send 
 pub struct Rerun {
     /// The name of the process that started the run (threads carry their process's name).
     pub generator: String,
-    /// The run's ordinal in that process, from 1 (the low half of its id).
+    /// The run's ordinal in that process, from 1 (the low half of its id), or
+    /// `ppd_formats::task::WORKER_NODE_RUN` for the process's [`serve`] in a worker node.
     pub ordinal: u32,
     /// Re-executes the task from its log with the run's computations, and ends the program.
     pub hook: fn(&mut Compute<'_>) -> !,
@@ -132,6 +135,18 @@ fn rerun_here(vm: u64, compute: &mut Compute<'_>) {
     };
     let here = std::thread::current().name() == Some(rerun.generator.as_str());
     if here && vm & u64::from(u32::MAX) == u64::from(rerun.ordinal) {
+        (rerun.hook)(compute)
+    }
+}
+
+/// In phase two, if the task to re-execute was computed by this worker node's [`serve`],
+/// hands `compute` to the emulator, which does not return.
+fn rerun_serving(compute: &mut Compute<'_>) {
+    let Some(rerun) = RERUN.get() else {
+        return;
+    };
+    let here = std::thread::current().name() == Some(rerun.generator.as_str());
+    if here && rerun.ordinal == WORKER_NODE_RUN {
         (rerun.hook)(compute)
     }
 }

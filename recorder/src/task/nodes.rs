@@ -10,6 +10,10 @@
 //! place, begin and end in the worker node, so `ppd analyze tasks` reads one task's life across
 //! the OS processes of a recording, and names the node when the worker's OS process died.
 //!
+//! Phase two re-executes a task in the worker node that computed it: the emulator runs that
+//! node's binary natively up to its [`serve`], which hands its work over instead of
+//! connecting.
+//!
 //! On the wire a frame is a little-endian `u32` length and a MessagePack body: a task is
 //! `[run, task, input]`, a result `[task, result]`. Everything goes through `ppd::net`, so a
 //! recorded run replays without the network.
@@ -24,7 +28,7 @@ use ppd_formats::value;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::{Pool, computation, log, next_run};
+use super::{Pool, computation, log, logged, next_run, rerun_serving, result_bytes};
 use crate::net::{TcpListener, TcpStream};
 
 /// The largest frame a peer may announce: anything longer is taken for a stream that is not
@@ -145,9 +149,15 @@ pub fn serve<T, R, F>(farm: impl ToSocketAddrs, work: F) -> io::Result<()>
 where
     T: Serialize + DeserializeOwned,
     R: Serialize + DeserializeOwned,
-    F: Fn(T) -> R,
+    F: Fn(T) -> R + Sync,
 {
     let site = Location::caller();
+    // Phase two: a task this node computed is re-executed here, from its log, without the
+    // farm (nothing else of the node's run is needed, and the farm is long gone).
+    rerun_serving(&mut |eblock, input| match eblock {
+        WORK_EBLOCK => result_bytes(&work(logged(input)?)),
+        other => Err(format!("a farm's worker node runs no {other}")),
+    });
     let mut stream = TcpStream::connect(farm)?;
     while let Some((vm, task, input)) = read_frame::<(u64, u64, T)>(&mut stream)? {
         log(Step::Begin, (vm, task), &[], 0, site);

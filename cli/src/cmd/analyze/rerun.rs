@@ -89,14 +89,25 @@ fn prepare(
     let computation = run
         .computation(recording, unit.task, &unit.path, part)
         .map_err(input)?;
-    let binary = check_binary(recording, binary).map_err(input)?;
+    // The node that computed it re-executes it: its binary, its logs, its numbering.
+    let node = recording
+        .nodes()
+        .get(computation.node as usize)
+        .ok_or_else(|| {
+            input(anyhow::anyhow!(
+                "the recording has no node {}",
+                computation.node
+            ))
+        })?;
+    let node = Recording::open_node(&node.dir).map_err(input)?;
+    let binary = check_binary(&node, binary).map_err(input)?;
     let invocation = TaskInvocation::new(
-        recording,
+        &node,
         &binary,
         TaskRerun {
             generator: computation.generator.clone(),
             ordinal: computation.ordinal,
-            process: computation.process,
+            process: computation.local,
             enter: computation.enter,
         },
     )
