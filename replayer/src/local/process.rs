@@ -26,12 +26,21 @@ pub(crate) struct ReplayProcess {
     events: Option<Peekable<Events<'static>>>,
     /// Index of the next event of the log.
     next: u64,
-    /// The event the current operation must reproduce.
-    current: Option<Event>,
+    /// The operation under way was let through against the next logged event, which stays in
+    /// `events` until the operation is done (one copy of each event leaves the log: the one
+    /// the operation gets); whether that event logged a value.
+    current: Option<Current>,
     components: Vec<Component>,
     intervals: Option<Vec<Interval>>,
     /// Prelogs of the open e-blocks (for conditions on exits).
     prelogs: Vec<Box<[u8]>>,
+}
+
+/// What the backend keeps of the event the current operation must reproduce.
+#[derive(Clone, Copy, Debug)]
+struct Current {
+    /// It logged a transferred value (a payload, a guarded value, a value read).
+    logged_value: bool,
 }
 
 impl ReplayProcess {
@@ -85,19 +94,26 @@ impl ReplayProcess {
         }
     }
 
-    fn peek(&mut self) -> Option<Result<Event, String>> {
+    /// The next logged event, left in the log.
+    fn peeked(&mut self) -> Option<Result<&Event, String>> {
         let events = self.events.as_mut()?;
         match events.peek()? {
-            Ok((_, e)) => Some(Ok(e.clone())),
+            Ok((_, e)) => Some(Ok(e)),
             Err(e) => Some(Err(e.to_string())),
         }
     }
 
-    fn consume(&mut self) {
-        if let Some(events) = self.events.as_mut() {
-            events.next();
+    fn peek(&mut self) -> Option<Result<Event, String>> {
+        self.peeked().map(|next| next.cloned())
+    }
+
+    /// Takes the next logged event out of the log (`None` at its end or where it is damaged),
+    /// without counting it: the caller counts it once it matched.
+    fn take_next(&mut self) -> Option<Event> {
+        match self.events.as_mut()?.next()? {
+            Ok((_, e)) => Some(e),
+            Err(_) => None,
         }
-        self.next += 1;
     }
 
     fn evaluate(&mut self, event: &Event) -> Vec<usize> {
@@ -159,9 +175,51 @@ impl ReplayProcess {
 
     /// Executes the next logged event without an operation of the program (a `Blocked`,
     /// `JoinBlocked` or `Sleep` marker: the recorded process waited there).
-    fn pass(&mut self, event: &Event) {
-        self.consume();
-        self.shared.controller.executed(self.id, event, &[]);
+    fn pass(&mut self) {
+        let Some(event) = self.take_next() else {
+            return;
+        };
+        self.next += 1;
+        self.shared.controller.executed(self.id, &event, &[]);
+    }
+}
+
+/// Whether logged event `e` carries a transferred value (a payload, a guarded value, a value
+/// read) that replay can check.
+fn logged_value(e: &Event) -> bool {
+    match e {
+        Event::Send { payload, .. } | Event::Recv { payload, .. } => payload.is_some(),
+        Event::Lock { value, .. } | Event::RwAcquire { value, .. } => value.is_some(),
+        Event::Atomic { value, .. } => value.is_some(),
+        Event::Start { .. }
+        | Event::Spawn { .. }
+        | Event::Join { .. }
+        | Event::Exit
+        | Event::Panic { .. }
+        | Event::Create { .. }
+        | Event::RecvNone { .. }
+        | Event::Select { .. }
+        | Event::Unlock { .. }
+        | Event::SemAcquire { .. }
+        | Event::SemRelease { .. }
+        | Event::Clock { .. }
+        | Event::Random { .. }
+        | Event::Answer { .. }
+        | Event::EblockEnter { .. }
+        | Event::EblockExit { .. }
+        | Event::Mark { .. }
+        | Event::Blocked { .. }
+        | Event::Undelivered { .. }
+        | Event::JoinBlocked { .. }
+        | Event::Sleep { .. }
+        | Event::Outcome { .. }
+        | Event::RwRelease { .. }
+        | Event::NetOpen { .. }
+        | Event::NetWrite { .. }
+        | Event::NetRead { .. }
+        | Event::NetSendTo { .. }
+        | Event::NetRecvFrom { .. }
+        | Event::NetFail { .. } => false,
     }
 }
 
@@ -576,22 +634,25 @@ impl ProcessBackend for ReplayProcess {
     fn expect(&mut self, op: Op) -> Option<Event<Owned>> {
         loop {
             self.shared.controller.gate(self.id);
-            match self.peek() {
+            let expected = match self.peeked() {
                 None => self.log_ended(),
-                Some(Err(damage)) => self.diverge(
-                    format!("a readable event (the log is damaged: {damage})"),
-                    describe_op(&op),
-                ),
+                Some(Err(damage)) => {
+                    Err(format!("a readable event (the log is damaged: {damage})"))
+                }
                 Some(Ok(
                     e @ (Event::Blocked { .. } | Event::JoinBlocked { .. } | Event::Sleep { .. }),
-                )) if op.kind != e.kind() => {
-                    self.pass(&e);
-                }
-                Some(Ok(e)) => {
-                    if !op_matches(&op, &e) {
-                        self.diverge(describe(&e), describe_op(&op));
-                    }
-                    self.current = Some(e.clone());
+                )) if op.kind != e.kind() => Ok(None),
+                Some(Ok(e)) if !op_matches(&op, e) => Err(describe(e)),
+                Some(Ok(e)) => Ok(Some(e.clone())),
+            };
+            match expected {
+                Err(expected) => self.diverge(expected, describe_op(&op)),
+                // A wait marker of the recorded process: it waited there.
+                Ok(None) => self.pass(),
+                Ok(Some(e)) => {
+                    self.current = Some(Current {
+                        logged_value: logged_value(&e),
+                    });
                     return Some(e);
                 }
             }
@@ -601,13 +662,14 @@ impl ProcessBackend for ReplayProcess {
     fn expect_if(&mut self, op: Op) -> Option<Event<Owned>> {
         // No gate: this continues the operation already let through (a send that has been
         // logged must reach its channel before its process is held).
-        match self.peek() {
-            Some(Ok(e)) if op_matches(&op, &e) => {
-                self.current = Some(e.clone());
-                Some(e)
-            }
-            _ => None,
-        }
+        let e = match self.peeked() {
+            Some(Ok(e)) if op_matches(&op, e) => e.clone(),
+            _ => return None,
+        };
+        self.current = Some(Current {
+            logged_value: logged_value(&e),
+        });
+        Some(e)
     }
 
     fn next_logged(&mut self) -> Option<Event<Owned>> {
@@ -615,17 +677,16 @@ impl ProcessBackend for ReplayProcess {
     }
 
     fn done(&mut self, event: &Event<Borrowed<'_>>) {
-        let logged = match self.current.take() {
-            Some(e) => e,
-            None => match self.peek() {
-                Some(Ok(e)) => e,
-                _ => self.diverge("the end of the log".into(), describe(event)),
-            },
+        // The event the operation was let through against, or, if it asked for none, the
+        // next one: either way the log's next event, taken out of it.
+        self.current = None;
+        let Some(logged) = self.take_next() else {
+            self.diverge("the end of the log".into(), describe(event))
         };
         if compare(&logged, event, self.shared.verify).is_err() {
             self.diverge(describe(&logged), describe(event));
         }
-        self.consume();
+        self.next += 1;
         let holds = self.evaluate(&logged);
         self.shared.controller.executed(self.id, &logged, &holds);
     }
@@ -641,56 +702,15 @@ impl ProcessBackend for ReplayProcess {
     }
 
     fn diverged(&mut self, detail: &str) {
-        let expected = match &self.current {
-            Some(e) => describe(e),
-            None => "the logged event".into(),
+        let expected = match (self.current, self.peeked()) {
+            (Some(_), Some(Ok(e))) => describe(e),
+            _ => "the logged event".into(),
         };
         self.diverge(expected, detail.to_owned());
     }
 
     fn log_payloads(&self) -> bool {
-        let logged_value = match &self.current {
-            Some(Event::Send { payload, .. }) | Some(Event::Recv { payload, .. }) => {
-                payload.is_some()
-            }
-            Some(Event::Lock { value, .. }) | Some(Event::RwAcquire { value, .. }) => {
-                value.is_some()
-            }
-            Some(Event::Atomic { value, .. }) => value.is_some(),
-            Some(
-                Event::Start { .. }
-                | Event::Spawn { .. }
-                | Event::Join { .. }
-                | Event::Exit
-                | Event::Panic { .. }
-                | Event::Create { .. }
-                | Event::RecvNone { .. }
-                | Event::Select { .. }
-                | Event::Unlock { .. }
-                | Event::SemAcquire { .. }
-                | Event::SemRelease { .. }
-                | Event::Clock { .. }
-                | Event::Random { .. }
-                | Event::Answer { .. }
-                | Event::EblockEnter { .. }
-                | Event::EblockExit { .. }
-                | Event::Mark { .. }
-                | Event::Blocked { .. }
-                | Event::Undelivered { .. }
-                | Event::JoinBlocked { .. }
-                | Event::Sleep { .. }
-                | Event::Outcome { .. }
-                | Event::RwRelease { .. }
-                | Event::NetOpen { .. }
-                | Event::NetWrite { .. }
-                | Event::NetRead { .. }
-                | Event::NetSendTo { .. }
-                | Event::NetRecvFrom { .. }
-                | Event::NetFail { .. },
-            )
-            | None => false,
-        };
-        self.shared.verify && logged_value
+        self.shared.verify && self.current.is_some_and(|c| c.logged_value)
     }
 
     fn finish(&mut self) {}
