@@ -3,7 +3,8 @@
 //! process, recorded by wrapping the launcher in `ppd record`; replayed with `--verify`, one
 //! node alone, after the server was killed, and between two network namespaces acting as two
 //! hosts; and `why` followed from a value the server computed to the client statement that
-//! computed what it received.
+//! computed what it received. A task farm across two hosts (`ppd::task::farm_nodes`) completes,
+//! replays, and re-executes a task in the worker node that computed it.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -236,19 +237,17 @@ fn a_server_killed_mid_run_leaves_a_recording_whose_every_node_replays() {
     }
 }
 
-/// Whether this machine lets an unprivileged user make network namespaces and veth pairs.
-fn namespaces_available() -> bool {
-    Command::new("unshare")
+/// Whether this machine lets an unprivileged user make network namespaces and veth pairs, so
+/// that two hosts can be made here. A test that needs them skips, saying so, unless
+/// `PPD_REQUIRE_NETNS` makes their absence a failure.
+fn two_hosts_here() -> bool {
+    let available = Command::new("unshare")
         .args([
             "-rn", "ip", "link", "add", "name", "ppd-a", "type", "veth", "peer", "name", "ppd-b",
         ])
         .output()
-        .is_ok_and(|out| out.status.success())
-}
-
-#[test]
-fn a_server_and_clients_in_two_network_namespaces_acting_as_two_hosts() {
-    if !namespaces_available() {
+        .is_ok_and(|out| out.status.success());
+    if !available {
         assert!(
             std::env::var_os("PPD_REQUIRE_NETNS").is_none(),
             "PPD_REQUIRE_NETNS is set, but network namespaces cannot be made here \
@@ -258,6 +257,13 @@ fn a_server_and_clients_in_two_network_namespaces_acting_as_two_hosts() {
             "skipped: network namespaces cannot be made here (set PPD_REQUIRE_NETNS to fail \
              instead)"
         );
+    }
+    available
+}
+
+#[test]
+fn a_server_and_clients_in_two_network_namespaces_acting_as_two_hosts() {
+    if !two_hosts_here() {
         return;
     }
     let work = tempfile::tempdir().unwrap();
@@ -289,12 +295,7 @@ fn a_server_and_clients_in_two_network_namespaces_acting_as_two_hosts() {
 
 #[test]
 fn recordings_made_apart_on_two_hosts_merge_into_one_that_replays_and_why_crosses_them() {
-    if !namespaces_available() {
-        assert!(
-            std::env::var_os("PPD_REQUIRE_NETNS").is_none(),
-            "PPD_REQUIRE_NETNS is set, but network namespaces cannot be made here"
-        );
-        eprintln!("skipped: network namespaces cannot be made here");
+    if !two_hosts_here() {
         return;
     }
     let work = tempfile::tempdir().unwrap();
@@ -700,4 +701,33 @@ fn datagrams_between_os_processes_pair_with_their_sends_whatever_was_lost_and_in
         chain.contains("alice/main") || chain.contains("bob/main"),
         "{chain}"
     );
+}
+
+/// A processor farm across two hosts (`ppd::task::farm_nodes`): the farm node on one, its three
+/// worker nodes on the other. Every task completes; the run replays node by node; phase two
+/// re-executes a task in the worker node on the other host that computed it.
+#[test]
+fn a_task_farm_across_two_hosts_completes_replays_and_reruns_a_task_where_it_ran() {
+    if !two_hosts_here() {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let launcher = script("task-two-hosts.sh");
+    let cases = env!("CARGO_BIN_EXE_task_cases");
+    let w = work.path().to_str().unwrap();
+    let (dir, printed, said) = record(work.path(), &["unshare", "-rn", "sh", &launcher, cases, w]);
+    assert!(printed.contains("30 results"), "{printed}\n{said}");
+    assert!(said.contains("in 4 OS processes"), "{said}");
+    let d = dir.to_str().unwrap();
+    let (report, _) = ppd_ok(work.path(), &["analyze", "tasks", d]);
+    assert!(report.starts_with("success: 30 tasks complete"), "{report}");
+    assert!(!report.contains("never happens"), "{report}");
+    let (_, replayed) = ppd_ok(work.path(), &["replay", d, "--verify"]);
+    assert!(replayed.contains("4 nodes reproduced"), "{replayed}");
+    let (rerun, _) = ppd_ok(work.path(), &["analyze", "tasks", d, "--rerun", "7"]);
+    assert!(
+        rerun.starts_with("task 7 subtask - (farm): ppd::task::work on worker-"),
+        "{rerun}"
+    );
+    assert!(rerun.contains("result: same as logged: 140"), "{rerun}");
 }

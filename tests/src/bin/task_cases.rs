@@ -13,15 +13,16 @@
 //! task_cases farm-eblock  a farm of 4 tasks on 1 worker whose work is an e-block
 //! task_cases dc-combine   divide and conquer over 1..=512 on 2 workers whose combine adds in
 //!                         16 bits: from subtask 1 (257..=512) up, the sums wrap
-//! task_cases farm-nodes ADDRESS_FILE N
-//!                         a farm of 30 tasks over N worker OS processes: listens on a free
-//!                         port, writes its address to ADDRESS_FILE, and waits for N
-//!                         `node-worker`s
+//! task_cases farm-nodes ADDRESS_FILE N [BIND]
+//!                         a farm of 30 tasks over N worker OS processes: listens on BIND
+//!                         (default 127.0.0.1:0), writes its address to ADDRESS_FILE, and
+//!                         waits for N `node-worker`s
 //! task_cases node-worker ADDRESS HANG
 //!                         a worker node of that farm; its work for task HANG never returns
 //! ```
 //!
-//! `tests/scripts/task-nodes.sh` runs a farm node and its workers.
+//! `tests/scripts/task-nodes.sh` runs a farm node and its workers on one host,
+//! `tests/scripts/task-two-hosts.sh` on two.
 //!
 //! Work that hangs first prints `hanging PID` (the program's process id), and every other work
 //! prints `computed`, so a test can wait until everything but the hung task is done before it
@@ -206,8 +207,8 @@ fn dc_combine() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn farm_nodes(address_file: &str, workers: usize) -> ExitCode {
-    let listener = ppd::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+fn farm_nodes(address_file: &str, workers: usize, bind: &str) -> ExitCode {
+    let listener = ppd::net::TcpListener::bind(bind).expect("bind a free port");
     let address = listener.local_addr().expect("the bound address");
     std::fs::write(address_file, address.to_string()).expect("write the address file");
     let results: Vec<u64> = ppd::task::farm_nodes(&listener, workers, (0..30u64).collect());
@@ -239,7 +240,11 @@ fn main() -> ExitCode {
     let arg = |i: usize| args.get(i).map_or("", String::as_str);
     let mode = arg(1);
     match mode {
-        "farm-nodes" => farm_nodes(arg(2), arg(3).parse().expect("a number of workers")),
+        "farm-nodes" => farm_nodes(
+            arg(2),
+            arg(3).parse().expect("a number of workers"),
+            args.get(4).map_or("127.0.0.1:0", String::as_str),
+        ),
         "node-worker" => node_worker(arg(2), arg(3).parse().expect("the task that hangs")),
         "farm-panic" => farm_panic(),
         "farm-hang" => farm_hang(),
