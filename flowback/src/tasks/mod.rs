@@ -326,6 +326,13 @@ pub(crate) struct UnitEvents {
 }
 
 impl UnitEvents {
+    /// Whether the unit was begun in another OS process (node) than the one that handed it
+    /// out: by a worker node of `ppd::task::farm_nodes`.
+    pub(crate) fn begun_on_another_node(&self, trace: &Trace) -> bool {
+        let node = |e: EventRef| trace.process(e.process).id.node();
+        matches!((self.give, self.begin), (Some((g, _)), Some(b)) if node(g) != node(b))
+    }
+
     /// Its first event: where its life starts.
     fn first(&self) -> Option<EventRef> {
         self.give.map(|g| g.0).or(self.begin)
@@ -689,14 +696,8 @@ fn locate(
     };
     let worked = u.end.or(u.split.map(|s| s.0));
     let Some(worked) = worked else {
-        let handed_out_by = u.give.map(|(g, _)| trace.process(g.process).id);
-        return Some(stopped(
-            trace,
-            begin,
-            working,
-            (dead, handed_out_by),
-            &error,
-        ));
+        let elsewhere = u.begun_on_another_node(trace);
+        return Some(stopped(trace, begin, working, (dead, elsewhere), &error));
     };
     if vm == Vm::Hand {
         return None;
@@ -815,13 +816,13 @@ fn stop_predicate(trace: &Trace, unit: &Unit, u: &UnitEvents) -> Option<String> 
 
 /// The error of a unit begun and never finished: how its process's log goes on after the
 /// begin says whether the work panicked or the process stopped in it, and a log cut short in
-/// a node that died while the node that handed the unit out (`handed_out_by`) went on is the
-/// node's fault.
+/// a node that died while the node that handed the unit out went on (the unit was begun
+/// `on_another_node`) is the node's fault.
 fn stopped(
     trace: &Trace,
     begin: EventRef,
     role: Role,
-    (dead, handed_out_by): (&DeadNodes, Option<ProcessId>),
+    (dead, on_another_node): (&DeadNodes, bool),
     error: &impl Fn(Fault, Role, EventRef, (String, u32), String) -> TaskError,
 ) -> TaskError {
     let proc = trace.process(begin.process);
@@ -884,8 +885,7 @@ fn stopped(
     let last = EventRef::new(begin.process, last_index);
     let died = dead
         .of_process(proc.id)
-        .filter(|_| !proc.complete)
-        .filter(|_| handed_out_by.is_some_and(|by| by.node() != proc.id.node()));
+        .filter(|_| !proc.complete && on_another_node);
     let (fault, how) = match (died, proc.complete) {
         (Some((name, ending)), _) => (
             Fault::Node,

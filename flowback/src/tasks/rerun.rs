@@ -259,10 +259,7 @@ impl TaskRecording {
         let node = process.id.node();
         // A task handed out by another node was computed by a worker node's `serve`, which
         // takes it over there; else the run's generator, in the same node, does.
-        let handed_out_by = self.runs.units[&unit]
-            .give
-            .map(|(g, _)| self.trace.process(g.process).id);
-        let (generator_id, ordinal) = if handed_out_by.is_some_and(|g| g.node() != node) {
+        let (generator_id, ordinal) = if self.runs.units[&unit].begun_on_another_node(&self.trace) {
             (process.id, WORKER_NODE_RUN)
         } else {
             (
