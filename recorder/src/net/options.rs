@@ -82,6 +82,34 @@ os_timeouts!(
     std_unix::UnixDatagram
 );
 
+/// std's four timeout methods for a public socket type whose `inner` has `options()`;
+/// `$what` names what times out (`"a read"`), for the docs.
+macro_rules! timeout_methods {
+    ($what:literal) => {
+        #[doc = concat!("Sets the read timeout; ", $what, " that times out returns std's error, logged.")]
+        pub fn set_read_timeout(&self, dur: Option<Duration>) -> io::Result<()> {
+            self.inner.options().set_read_timeout(dur)
+        }
+
+        /// Sets the write timeout.
+        pub fn set_write_timeout(&self, dur: Option<Duration>) -> io::Result<()> {
+            self.inner.options().set_write_timeout(dur)
+        }
+
+        /// The read timeout.
+        pub fn read_timeout(&self) -> io::Result<Option<Duration>> {
+            self.inner.options().read_timeout()
+        }
+
+        /// The write timeout.
+        pub fn write_timeout(&self) -> io::Result<Option<Duration>> {
+            self.inner.options().write_timeout()
+        }
+    };
+}
+
+pub(crate) use timeout_methods;
+
 /// A socket's options in either mode: std's socket as it is, or under a backend the core and
 /// std's socket when recording (none when replaying).
 pub(crate) enum Options<'a, S> {

@@ -155,25 +155,7 @@ impl UdpSocket {
         self.inner.try_clone().map(|inner| UdpSocket { inner })
     }
 
-    /// Sets the read timeout; a receipt that times out returns std's error, logged.
-    pub fn set_read_timeout(&self, dur: Option<Duration>) -> io::Result<()> {
-        self.inner.options().set_read_timeout(dur)
-    }
-
-    /// Sets the write timeout.
-    pub fn set_write_timeout(&self, dur: Option<Duration>) -> io::Result<()> {
-        self.inner.options().set_write_timeout(dur)
-    }
-
-    /// The read timeout.
-    pub fn read_timeout(&self) -> io::Result<Option<Duration>> {
-        self.inner.options().read_timeout()
-    }
-
-    /// The write timeout.
-    pub fn write_timeout(&self) -> io::Result<Option<Duration>> {
-        self.inner.options().write_timeout()
-    }
+    super::options::timeout_methods!("a receipt");
 
     /// Sets `SO_BROADCAST`.
     pub fn set_broadcast(&self, broadcast: bool) -> io::Result<()> {

@@ -226,25 +226,7 @@ impl UnixStream {
         self.inner.try_clone().map(|inner| UnixStream { inner })
     }
 
-    /// Sets the read timeout.
-    pub fn set_read_timeout(&self, dur: Option<Duration>) -> io::Result<()> {
-        self.inner.options().set_read_timeout(dur)
-    }
-
-    /// Sets the write timeout.
-    pub fn set_write_timeout(&self, dur: Option<Duration>) -> io::Result<()> {
-        self.inner.options().set_write_timeout(dur)
-    }
-
-    /// The read timeout.
-    pub fn read_timeout(&self) -> io::Result<Option<Duration>> {
-        self.inner.options().read_timeout()
-    }
-
-    /// The write timeout.
-    pub fn write_timeout(&self) -> io::Result<Option<Duration>> {
-        self.inner.options().write_timeout()
-    }
+    super::options::timeout_methods!("a read");
 
     /// The socket's pending error (replayed: none).
     pub fn take_error(&self) -> io::Result<Option<io::Error>> {
@@ -444,25 +426,7 @@ impl UnixDatagram {
         self.inner.try_clone().map(|inner| UnixDatagram { inner })
     }
 
-    /// Sets the read timeout.
-    pub fn set_read_timeout(&self, dur: Option<Duration>) -> io::Result<()> {
-        self.inner.options().set_read_timeout(dur)
-    }
-
-    /// Sets the write timeout.
-    pub fn set_write_timeout(&self, dur: Option<Duration>) -> io::Result<()> {
-        self.inner.options().set_write_timeout(dur)
-    }
-
-    /// The read timeout.
-    pub fn read_timeout(&self) -> io::Result<Option<Duration>> {
-        self.inner.options().read_timeout()
-    }
-
-    /// The write timeout.
-    pub fn write_timeout(&self) -> io::Result<Option<Duration>> {
-        self.inner.options().write_timeout()
-    }
+    super::options::timeout_methods!("a receipt");
 
     /// Switches receipts to non-blocking.
     pub fn set_nonblocking(&self, nonblocking: bool) -> io::Result<()> {
