@@ -857,9 +857,28 @@ pub(crate) struct Decoder {
     last_seq: Vec<u64>,
     last_version: Vec<u64>,
     last_clock: [u64; 2],
+    /// Whether user values (payloads, prelogs, postlogs, mark and lock values) are left
+    /// empty: a reader that keeps none of them saves copying them.
+    skip_values: bool,
 }
 
 impl Decoder {
+    /// Leaves every user value empty from now on (see [`Decoder::value`]).
+    pub(crate) fn skip_values(&mut self) {
+        self.skip_values = true;
+    }
+
+    /// A user value's bytes, or none when values are skipped. Socket data is not a user value
+    /// here: what a read or datagram carried decides how the trace pairs it.
+    fn value(&self, cur: &mut Cursor<'_>) -> Result<Box<[u8]>, DecodeError> {
+        let bytes = cur.bytes()?;
+        Ok(if self.skip_values {
+            Box::default()
+        } else {
+            bytes.into()
+        })
+    }
+
     /// Forgets everything: decoding starts a new block.
     pub(crate) fn reset(&mut self) {
         self.sites.clear();
@@ -1059,7 +1078,7 @@ impl Decoder {
                     channel: self.objects[obj],
                     seq,
                     site: self.site(cur, tag)?,
-                    payload: if a { Some(cur.bytes()?.into()) } else { None },
+                    payload: if a { Some(self.value(cur)?) } else { None },
                 }
             }
             EventKind::Recv => {
@@ -1071,7 +1090,7 @@ impl Decoder {
                     sender,
                     seq,
                     site: self.site(cur, tag)?,
-                    payload: if a { Some(cur.bytes()?.into()) } else { None },
+                    payload: if a { Some(self.value(cur)?) } else { None },
                 }
             }
             EventKind::RecvNone => {
@@ -1101,7 +1120,7 @@ impl Decoder {
                     version,
                     prev,
                     site: self.site(cur, tag)?,
-                    value: if b { Some(cur.bytes()?.into()) } else { None },
+                    value: if b { Some(self.value(cur)?) } else { None },
                 }
             }
             EventKind::Unlock => {
@@ -1242,7 +1261,7 @@ impl Decoder {
                         prev,
                         mode,
                         site,
-                        value: if b { Some(cur.bytes()?.into()) } else { None },
+                        value: if b { Some(self.value(cur)?) } else { None },
                     }
                 } else {
                     Event::RwRelease {
@@ -1257,16 +1276,16 @@ impl Decoder {
             EventKind::EblockEnter => Event::EblockEnter {
                 eblock: self.name(cur)?,
                 site: self.site(cur, tag)?,
-                prelog: cur.bytes()?.into(),
+                prelog: self.value(cur)?,
             },
             EventKind::EblockExit => Event::EblockExit {
                 eblock: self.name(cur)?,
-                postlog: cur.bytes()?.into(),
+                postlog: self.value(cur)?,
             },
             EventKind::Mark => Event::Mark {
                 label: self.name(cur)?,
                 site: self.site(cur, tag)?,
-                value: cur.bytes()?.into(),
+                value: self.value(cur)?,
             },
             EventKind::NetOpen => {
                 let obj = self.object(cur)?;

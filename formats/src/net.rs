@@ -181,6 +181,11 @@ impl Writes {
         }
     }
 
+    /// Adds the writes of `later`, all logged after these.
+    pub fn append(&mut self, later: Writes) {
+        self.ends.extend(later.ends);
+    }
+
     /// The write that holds the stream byte at `offset`: its number.
     pub fn holding(&self, offset: u64) -> Option<u64> {
         let at = self.ends.partition_point(|&(end, _)| end <= offset);

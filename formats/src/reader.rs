@@ -37,14 +37,20 @@ thread_local! {
 }
 
 /// Decompresses a frame's payload of at most `capacity` bytes with the thread's context.
-fn decompress(payload: &[u8], capacity: usize) -> std::io::Result<Vec<u8>> {
+/// Decompresses `payload`, at most `capacity` bytes, into `buf` (whose old bytes go): a
+/// reader that reuses one buffer block after block does not ask the system for fresh pages
+/// each time.
+fn decompress(payload: &[u8], capacity: usize, mut buf: Vec<u8>) -> std::io::Result<Vec<u8>> {
     DECOMPRESSOR.with(|cell| {
         let mut slot = cell.borrow_mut();
         let context = match &mut *slot {
             Some(context) => context,
             None => slot.insert(zstd::bulk::Decompressor::new()?),
         };
-        context.decompress(payload, capacity)
+        buf.clear();
+        buf.reserve(capacity);
+        context.decompress_to_buffer(payload, &mut buf)?;
+        Ok(buf)
     })
 }
 
@@ -651,7 +657,8 @@ impl LogReader {
         }))
     }
 
-    fn load_block(&self, loc: &BlockLoc) -> Result<LoadedBlock> {
+    /// Reads and checks block `loc`, decompressing it into `spare` when it is compressed.
+    fn load_block(&self, loc: &BlockLoc, spare: Vec<u8>) -> Result<LoadedBlock> {
         match loc.source {
             Source::Frame { offset } => {
                 let h = self.read_frame_header(offset)?;
@@ -674,7 +681,7 @@ impl LogReader {
                     ));
                 }
                 let (payload_offset, payload) = self.checked_frame_payload(offset, &h)?;
-                let data = decompress(&payload, h.raw_len as usize).map_err(|e| {
+                let data = decompress(&payload, h.raw_len as usize, spare).map_err(|e| {
                     self.corrupt(payload_offset, "frame payload", format!("zstd: {e}"))
                 })?;
                 if data.len() != h.raw_len as usize {
@@ -846,6 +853,12 @@ impl LogReader {
     /// All events in order, with their indexes.
     pub fn events(&self) -> Events<'_> {
         self.iter_from_block(0, 0, 0)
+    }
+
+    /// The index of the first event that starts in each block, in order: where a reader can
+    /// begin ([`LogReader::events_from`]) without decoding what comes before.
+    pub fn block_starts(&self) -> impl Iterator<Item = u64> + '_ {
+        self.blocks.iter().map(|b| b.first_event)
     }
 
     /// Events from index `k` on. Finds the block by binary search and decompresses only it
@@ -1035,6 +1048,20 @@ pub struct Events<'r> {
 }
 
 impl Events<'_> {
+    /// Ends the iteration before event `end`.
+    pub fn until(mut self, end: u64) -> Self {
+        self.limit = self.limit.min(end);
+        self
+    }
+
+    /// Leaves the user values of the events empty: payloads, prelogs, postlogs, mark and lock
+    /// values (socket data stays). For readers that keep none of them, such as an analysis's
+    /// trace; it saves copying every value out of the log.
+    pub fn without_values(mut self) -> Self {
+        self.decoder.skip_values();
+        self
+    }
+
     fn fail(&mut self, e: FormatError) -> Option<Result<(u64, Event)>> {
         self.done = true;
         Some(Err(e))
@@ -1043,7 +1070,8 @@ impl Events<'_> {
     /// Loads block `index` and positions the cursor after its continuation bytes.
     fn enter_block(&mut self, index: usize) -> Result<()> {
         let loc = &self.reader.blocks[index];
-        let loaded = self.reader.load_block(loc)?;
+        let spare = self.block.take().map(|b| b.data).unwrap_or_default();
+        let loaded = self.reader.load_block(loc, spare)?;
         crate::progress::advance(u64::from(loc.event_count));
         self.block_index = index;
         self.pos = loaded.continuation;
