@@ -2,8 +2,10 @@
 //! shared objects interned.
 //!
 //! The analyses visit events many times and in orders other than the logs' (by object version,
-//! by happened-before), so the logs are decoded once into dense per-process vectors of small
-//! [`Ev`]s (32 bytes each) that refer to processes, objects and sites by index.
+//! by happened-before), so the logs are decoded once into small [`Ev`]s that refer to
+//! processes, objects and sites by index, kept per process in an [`EventStore`]: a dense
+//! vector (32 bytes an event) for analyses that look events up anywhere, or the [`Compact`]
+//! store (a few bytes an event) for those that read each process's events in order.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -13,11 +15,11 @@ use ppd_formats::event::{
     AtomicOp, MemOrdering, ObjectKind, Outcome, Question, RecvOutcome, RwMode,
 };
 use ppd_formats::order::{Sync, governing_ordering};
-use ppd_formats::{Event, LogState, ObjectId, ProcessId, Recording, Site, net};
+use ppd_formats::{Event, ObjectId, ProcessId, Site, net};
 use serde::{Deserialize, Serialize};
 
-use crate::error::Result;
 use crate::fasthash::FastMap;
+pub use store::{Compact, EventStore};
 
 /// An event, named by its process (dense index into [`Trace::processes`]) and its position in
 /// that process's log.
@@ -355,9 +357,10 @@ pub struct Ev {
     pub site: SiteId,
 }
 
-/// A logical process and its events.
+/// A logical process and its events, kept in `S` ([`Vec<Ev>`] unless an analysis chooses
+/// the [`Compact`] store).
 #[derive(Clone, Debug)]
-pub struct Process {
+pub struct Process<S = Vec<Ev>> {
     /// Its id in the recording.
     pub id: ProcessId,
     /// Its name.
@@ -367,7 +370,7 @@ pub struct Process {
     /// Whether the log was closed cleanly (false: recovered after the program died).
     pub complete: bool,
     /// Its events, in log order.
-    pub events: Vec<Ev>,
+    pub events: S,
     /// Damage met while reading the log; the events before it are all here.
     pub damage: Vec<String>,
 }
@@ -411,10 +414,10 @@ impl Object {
     }
 }
 
-/// All events of a recording, interned.
+/// All events of a recording, interned; each process's events are kept in `S`.
 #[derive(Clone, Debug, Default)]
-pub struct Trace {
-    processes: Vec<Process>,
+pub struct Trace<S = Vec<Ev>> {
+    processes: Vec<Process<S>>,
     objects: Vec<Object>,
     sites: Vec<Arc<Site>>,
     names: Vec<Arc<str>>,
@@ -425,87 +428,34 @@ pub struct Trace {
 }
 
 impl Trace {
+    /// An empty trace, filled with [`TraceBuilder`].
+    pub fn builder() -> TraceBuilder {
+        TraceBuilder::default()
+    }
+}
+
+impl<S: EventStore> Trace<S> {
     /// The other end of stream socket `socket`'s connection, when the recording holds it.
     pub fn peer_socket(&self, socket: ObjIdx) -> Option<ObjIdx> {
         self.socket_peers.get(&socket).copied()
     }
 
-    /// Reads every event of every process of `recording`.
-    ///
-    /// A damaged log contributes the events before its damage, and the damage is listed in
-    /// [`Process::damage`]; only a recording that cannot be listed at all is an error.
-    pub fn load(recording: &Recording) -> Result<Trace> {
-        Trace::load_observed(recording, |_, _| {})
-    }
-
-    /// Like [`Trace::load`], showing `observe` every event as it is read (with its reference):
-    /// an analysis that needs what the trace does not keep (mark values) reads the logs once.
-    pub fn load_observed(
-        recording: &Recording,
-        mut observe: impl FnMut(EventRef, &Event),
-    ) -> Result<Trace> {
-        let mut b = TraceBuilder::default();
-        for entry in recording.processes() {
-            let p = b.add_process(entry.id, &entry.name, entry.parent);
-            b.set_os_pid(p, entry.os_pid);
-            let reader = match recording.open_log(entry) {
-                Ok(r) => r,
-                Err(e) => {
-                    b.trace.processes[p as usize].damage.push(e.to_string());
-                    b.trace.processes[p as usize].complete = false;
-                    continue;
-                }
-            };
-            let proc = &mut b.trace.processes[p as usize];
-            proc.complete = reader.state() == LogState::Complete;
-            proc.damage
-                .extend(reader.damage().iter().map(|d| d.to_string()));
-            proc.events.reserve(reader.event_count() as usize);
-            for item in reader.events() {
-                match item {
-                    Ok((index, event)) => {
-                        observe(EventRef::new(p, index as u32), &event);
-                        b.push_event(p, &event);
-                    }
-                    Err(e) => {
-                        b.trace.processes[p as usize].damage.push(e.to_string());
-                        break;
-                    }
-                }
-            }
-            let proc = &mut b.trace.processes[p as usize];
-            // A log that closed cleanly but lost events to damage is not a complete account.
-            proc.complete &= proc.damage.is_empty();
-        }
-        Ok(b.build())
-    }
-
-    /// An empty trace, filled with [`TraceBuilder`].
-    pub fn builder() -> TraceBuilder {
-        TraceBuilder::default()
-    }
-
     /// The processes, in id order; [`EventRef::process`] indexes this.
-    pub fn processes(&self) -> &[Process] {
+    pub fn processes(&self) -> &[Process<S>] {
         &self.processes
     }
 
     /// Process number `p` (dense index).
-    pub fn process(&self, p: u32) -> &Process {
+    pub fn process(&self, p: u32) -> &Process<S> {
         &self.processes[p as usize]
     }
 
-    /// The dense index of process `id`.
-    pub fn index_of(&self, id: ProcessId) -> Option<u32> {
-        self.by_pid.get(&id).copied()
-    }
-
     /// The event `r` names, if it exists.
-    pub fn get(&self, r: EventRef) -> Option<&Ev> {
+    pub fn get(&self, r: EventRef) -> Option<Ev> {
         self.processes
             .get(r.process as usize)?
             .events
-            .get(r.index as usize)
+            .at(r.index as usize)
     }
 
     /// The event `r` names.
@@ -513,8 +463,19 @@ impl Trace {
     /// # Panics
     ///
     /// If `r` is not an event of this trace; references made by the analyses always are.
-    pub fn event(&self, r: EventRef) -> &Ev {
-        &self.processes[r.process as usize].events[r.index as usize]
+    pub fn event(&self, r: EventRef) -> Ev {
+        self.get(r)
+            .unwrap_or_else(|| panic!("{r:?} is not an event of this trace"))
+    }
+
+    /// The events of process `p` from its event `k` on.
+    pub fn events_from(&self, p: u32, k: u32) -> S::Iter<'_> {
+        self.processes[p as usize].events.iter_from(k as usize)
+    }
+
+    /// The dense index of process `id`.
+    pub fn index_of(&self, id: ProcessId) -> Option<u32> {
+        self.by_pid.get(&id).copied()
     }
 
     /// The shared objects; [`ObjIdx`] indexes this.
@@ -759,8 +720,8 @@ struct NetTables {
 /// Builds a [`Trace`]: from a recording's events, or by hand (tests, benchmarks, synthetic
 /// executions).
 #[derive(Debug, Default)]
-pub struct TraceBuilder {
-    trace: Trace,
+pub struct TraceBuilder<S = Vec<Ev>> {
+    trace: Trace<S>,
     /// Each process's OS process, and the sockets' ends, writes and reads, for pairing.
     os_pids: Vec<u32>,
     net: NetTables,
@@ -770,9 +731,12 @@ pub struct TraceBuilder {
     name_by_value: HashMap<Arc<str>, NameId>,
     alive_sites: Vec<Arc<Site>>,
     alive_names: Vec<Arc<str>>,
+    /// Per process, the index in its log of the first event this builder holds: a builder
+    /// may read a later part of a log (`trace/load.rs`).
+    first_index: Vec<u32>,
 }
 
-impl TraceBuilder {
+impl<S: EventStore> TraceBuilder<S> {
     /// Adds a process; returns its dense index. Adding an id twice returns the first.
     pub fn add_process(&mut self, id: ProcessId, name: &str, parent: Option<ProcessId>) -> u32 {
         if let Some(&p) = self.trace.by_pid.get(&id) {
@@ -784,7 +748,7 @@ impl TraceBuilder {
             name: name.to_owned(),
             parent,
             complete: true,
-            events: Vec::new(),
+            events: S::default(),
             damage: Vec::new(),
         });
         self.trace.by_pid.insert(id, p);
@@ -840,9 +804,10 @@ impl TraceBuilder {
 
     /// Appends an event to process `p`.
     pub fn push(&mut self, p: u32, op: Op, site: SiteId) -> EventRef {
-        let events = &mut self.trace.processes[p as usize].events;
-        let r = EventRef::new(p, events.len() as u32);
-        events.push(Ev { op, site });
+        let r = self.next_ref(p);
+        self.trace.processes[p as usize]
+            .events
+            .push(Ev { op, site });
         if let Op::Create { object } = op {
             let obj = &mut self.trace.objects[object as usize];
             obj.created = Some(r);
@@ -851,6 +816,13 @@ impl TraceBuilder {
             }
         }
         r
+    }
+
+    /// The reference the next event pushed to process `p` gets.
+    fn next_ref(&self, p: u32) -> EventRef {
+        let first = self.first_index.get(p as usize).copied().unwrap_or(0);
+        let held = self.trace.processes[p as usize].events.len() as u32;
+        EventRef::new(p, first + held)
     }
 
     /// Appends a decoded event to process `p`.
@@ -1060,7 +1032,7 @@ impl TraceBuilder {
                 ..
             } => {
                 let o = self.object_of_kind(*socket, ObjectKind::Socket);
-                let at = EventRef::new(p, self.trace.processes[p as usize].events.len() as u32);
+                let at = self.next_ref(p);
                 if !*peek && !data.is_empty() {
                     let end = offset + data.len() as u64;
                     self.net.reads.push((at, o, end - 1));
@@ -1096,7 +1068,7 @@ impl TraceBuilder {
                 ..
             } => {
                 let o = self.object_of_kind(*socket, ObjectKind::Socket);
-                let at = EventRef::new(p, self.trace.processes[p as usize].events.len() as u32);
+                let at = self.next_ref(p);
                 if !*peek {
                     let digest = ppd_formats::event::datagram_digest(data);
                     self.net.receipts.push((at, o, from.to_string(), digest));
@@ -1132,7 +1104,7 @@ impl TraceBuilder {
 
     /// The trace, with every socket read paired with the write its bytes end with (where the
     /// recording holds the other end; `ppd_formats::net`).
-    pub fn build(mut self) -> Trace {
+    pub fn build(mut self) -> Trace<S> {
         self.pair_net();
         self.trace
     }
@@ -1195,14 +1167,9 @@ impl TraceBuilder {
             }
         }
         for (at, writer, seq) in resolved {
-            let ev = &mut self.trace.processes[at.process as usize].events[at.index as usize];
-            if let Op::NetRead {
-                peer: p, seq: s, ..
-            } = &mut ev.op
-            {
-                *p = writer;
-                *s = seq;
-            }
+            self.trace.processes[at.process as usize]
+                .events
+                .set_read_source(at.index as usize, writer, seq);
         }
     }
 
@@ -1262,3 +1229,6 @@ impl TraceBuilder {
         id
     }
 }
+
+mod load;
+mod store;
