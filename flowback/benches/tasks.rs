@@ -285,10 +285,11 @@ fn breakdown(dir: &Path) {
     let width = clocks.width();
     println!(
         "  of which grows with the run: events {:.1} MiB ({events} × {} B), clock positions \
-         {:.1} MiB, stored clocks {:.1} MiB ({} × {width} components), edges {:.1} MiB",
+         {:.1} MiB (16 B per 64 events), stored clocks {:.1} MiB ({} × {width} components), \
+         edges {:.1} MiB",
         mib(events * std::mem::size_of::<Ev>()),
         std::mem::size_of::<Ev>(),
-        mib(events * 4),
+        mib(events.div_ceil(64) * 16),
         mib(clocks.checkpoint_count() * width * 4),
         clocks.checkpoint_count(),
         mib(std::mem::size_of_val(clocks.edges())),

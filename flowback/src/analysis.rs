@@ -9,10 +9,10 @@ use crate::cache::{self, CacheOutcome};
 use crate::deadlock::{self, Deadlocks};
 use crate::error::Result;
 use crate::lock_order::{self, PotentialDeadlock};
-use crate::message_races::{self, MessageRace};
+use crate::message_races::{self, Candidates, MessageRace};
 use crate::races::{self, DataRace};
 use crate::report::Report;
-use crate::trace::Trace;
+use crate::trace::{EventStore, Trace};
 use crate::vclock::Clocks;
 
 /// Events and clocks of one run.
@@ -50,22 +50,40 @@ impl Analysis {
     /// The race and deadlock report of `recording`, as `ppd races` prints it. The clocks are
     /// computed here without the cache (race detection replays every atomic access with its
     /// clock anyway, so stored clocks would only add reading them to that work) and without
-    /// listing the synchronization edges, which the report only counts.
+    /// listing the synchronization edges, which the report only counts. Every pass of the
+    /// report reads the events in order, so they are kept in the
+    /// [`Compact`](crate::trace::Compact) store.
     pub fn race_report(recording: &Recording) -> Result<Report> {
-        Ok(Analysis::race_report_of(&Trace::load(recording)?))
+        Ok(Analysis::race_report_of(&Trace::load_compact(recording)?))
     }
 
     /// The race and deadlock report of a trace built in memory, as [`Analysis::race_report`]
     /// makes it.
-    pub fn race_report_of(trace: &Trace) -> Report {
-        let (clocks, data) = races::clocks_and_races_counting_edges(trace);
+    ///
+    /// What needs no clocks (the deadlocks, the lock-order cycles, each channel's sends and
+    /// receives) is found on a second thread while the clocks are computed.
+    pub fn race_report_of<S: EventStore>(trace: &Trace<S>) -> Report {
+        let ((clocks, data), (candidates, deadlocks, potential)) = std::thread::scope(|s| {
+            let beside = s.spawn(|| {
+                (
+                    Candidates::of(trace),
+                    deadlock::deadlocks(trace),
+                    lock_order::potential_deadlocks(trace).0,
+                )
+            });
+            let clocks = races::clocks_and_races_counting_edges(trace);
+            let beside = beside
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (clocks, beside)
+        });
         Report::new(
             trace,
             &clocks,
             &data,
-            &message_races::message_races(trace, &clocks),
-            &deadlock::deadlocks(trace),
-            &lock_order::potential_deadlocks(trace).0,
+            &candidates.races(trace, &clocks),
+            &deadlocks,
+            &potential,
         )
     }
 

@@ -147,7 +147,7 @@ fn encode(fingerprint: &[LogStamp], clocks: &Clocks) -> Vec<u8> {
     let (procs, edges, notes) = clocks.parts();
     put_u32(&mut body, clocks.width() as u32);
     for p in procs {
-        put_u32(&mut body, p.cp_of.len() as u32);
+        put_u32(&mut body, p.covering.len());
         put_u32(&mut body, p.checkpoints.len() as u32);
         for &k in &p.checkpoints {
             put_u32(&mut body, k);

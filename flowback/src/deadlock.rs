@@ -33,7 +33,7 @@ use ppd_formats::event::{AtomicOp, ObjectKind};
 use ppd_formats::order::{Order, Point, Rule};
 
 use crate::fasthash::FastMap;
-use crate::trace::{EventRef, ObjIdx, Op, Trace};
+use crate::trace::{EventRef, EventStore, ObjIdx, Op, Trace};
 
 /// How a process's log ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -171,7 +171,7 @@ fn ending(last: Option<Op>) -> (Ending, Option<Waited>) {
 }
 
 /// Analyses how the run of `trace` ended.
-pub fn deadlocks(trace: &Trace) -> Deadlocks {
+pub fn deadlocks<S: EventStore>(trace: &Trace<S>) -> Deadlocks {
     let n = trace.processes().len();
     let ends: Vec<(Ending, Option<Waited>)> = trace
         .processes()
@@ -197,7 +197,7 @@ pub fn deadlocks(trace: &Trace) -> Deadlocks {
         let p = p as u32;
         // A process mostly sends on the channel it sent on last: already listed.
         let mut sent_last: Option<ObjIdx> = None;
-        for ev in &proc.events {
+        for ev in proc.events.iter() {
             if let Op::NetOpen { socket }
             | Op::NetWrite { socket, .. }
             | Op::NetRead { socket, .. }

@@ -23,7 +23,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use ppd_formats::event::{Outcome, RwMode};
 
-use crate::trace::{EventRef, ObjIdx, Op, SiteId, Trace};
+use crate::trace::{EventRef, EventStore, ObjIdx, Op, SiteId, Trace};
 
 /// One edge of the lock-order graph: a process held `held` while it acquired `acquired`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,7 +64,7 @@ pub struct LockOrderStats {
 type EdgeKey = (u32, ObjIdx, ObjIdx, SiteId, SiteId, Vec<ObjIdx>);
 
 /// The lock-order graph of `trace`, its distinct edges in the order first seen.
-pub fn lock_order_edges(trace: &Trace) -> (Vec<LockOrderEdge>, LockOrderStats) {
+pub fn lock_order_edges<S: EventStore>(trace: &Trace<S>) -> (Vec<LockOrderEdge>, LockOrderStats) {
     let mut stats = LockOrderStats::default();
     let mut seen: HashSet<EdgeKey> = HashSet::new();
     let mut edges = Vec::new();
@@ -160,7 +160,9 @@ pub fn lock_order_edges(trace: &Trace) -> (Vec<LockOrderEdge>, LockOrderStats) {
 }
 
 /// The potential deadlocks of `trace`, and what finding them took.
-pub fn potential_deadlocks(trace: &Trace) -> (Vec<PotentialDeadlock>, LockOrderStats) {
+pub fn potential_deadlocks<S: EventStore>(
+    trace: &Trace<S>,
+) -> (Vec<PotentialDeadlock>, LockOrderStats) {
     let (edges, stats) = lock_order_edges(trace);
     let mut from: HashMap<ObjIdx, Vec<usize>> = HashMap::new();
     for (i, e) in edges.iter().enumerate() {
@@ -184,8 +186,8 @@ pub fn potential_deadlocks(trace: &Trace) -> (Vec<PotentialDeadlock>, LockOrderS
 
 /// A depth-first enumeration of the valid simple cycles through each start mutex, visiting only
 /// mutexes numbered above the start so that each cycle is found from one rotation only.
-struct Search<'a> {
-    trace: &'a Trace,
+struct Search<'a, S> {
+    trace: &'a Trace<S>,
     edges: &'a [LockOrderEdge],
     from: &'a HashMap<ObjIdx, Vec<usize>>,
     path: Vec<usize>,
@@ -194,7 +196,7 @@ struct Search<'a> {
     sites: BTreeSet<Vec<(ObjIdx, ObjIdx, SiteId, SiteId)>>,
 }
 
-impl Search<'_> {
+impl<S: EventStore> Search<'_, S> {
     fn extend(&mut self, start: ObjIdx, at: ObjIdx) {
         let Some(out) = self.from.get(&at) else {
             return;

@@ -27,7 +27,7 @@
 
 use crate::fasthash::FastMap;
 
-use crate::trace::{EventRef, NO_OBJECT, ObjIdx, Op, Trace};
+use crate::trace::{EventRef, EventStore, NO_OBJECT, ObjIdx, Op, SiteId, Trace};
 use crate::vclock::Clocks;
 
 /// A message race, deduplicated by the sites of its two sends.
@@ -45,46 +45,74 @@ pub struct MessageRace {
     pub count: u64,
 }
 
-/// The sends and receives of one channel, as event references only: the sequence numbers
-/// are read from the trace when needed, which keeps 12 bytes per message instead of 40.
+/// The sends and receives of one channel. A send is kept as its event's position and site (its
+/// number is read from the trace when needed): a channel keeps 40 bytes per message, not 56.
 #[derive(Default)]
 struct Channel {
-    receives: Vec<EventRef>,
-    /// Per sending process (dense index), the indexes of its sends in program order.
-    chains: Vec<(u32, Vec<u32>)>,
+    /// Each receive, with what it did: the check meets them in happened-before order, which
+    /// is not the trace's, so it keeps them rather than looking each up again.
+    receives: Vec<(EventRef, Op)>,
+    /// Per sending process (dense index), the indexes and sites of its sends in program order.
+    chains: Vec<(u32, Vec<(u32, SiteId)>)>,
+    /// Whether each chain's sends are numbered in increasing order, noted as they are added.
+    numbering: Vec<Numbering>,
+}
+
+/// Whether a chain's message numbers increase, kept while the chain is built so that nothing
+/// reads its sends again for it.
+#[derive(Clone, Copy)]
+struct Numbering {
+    /// The number of the last send added (none for a socket's: sockets number their writes in
+    /// the trace's pairing instead).
+    last: Option<u64>,
+    increasing: bool,
+    /// A send was taken back: the order is checked again from the trace.
+    recheck: bool,
 }
 
 impl Channel {
-    /// The chain of process `p`, made on its first send.
-    fn chain_of(&mut self, p: u32) -> &mut Vec<u32> {
+    /// Adds send `k` of process `p`, numbered `seq`, at `site`, to `p`'s chain (made on its
+    /// first send).
+    fn push(&mut self, p: u32, k: u32, site: SiteId, seq: Option<u64>) {
         let c = match self.chains.last() {
             Some((q, _)) if *q == p => self.chains.len() - 1,
             _ => match self.chains.iter().position(|(q, _)| *q == p) {
                 Some(c) => c,
                 None => {
                     self.chains.push((p, Vec::new()));
+                    self.numbering.push(Numbering {
+                        last: None,
+                        increasing: true,
+                        recheck: false,
+                    });
                     self.chains.len() - 1
                 }
             },
         };
-        &mut self.chains[c].1
+        let chain = &mut self.chains[c].1;
+        let numbering = &mut self.numbering[c];
+        numbering.increasing &= chain.is_empty() || numbering.last < seq;
+        numbering.last = seq;
+        chain.push((k, site));
     }
 
     /// Takes back the send of message `seq` by `p`, which found the receiver gone
     /// (`Undelivered`, logged right after its send).
-    fn undeliver(&mut self, trace: &Trace, p: u32, seq: u64) {
-        if let Some((_, chain)) = self.chains.iter_mut().find(|(q, _)| *q == p)
-            && let Some(i) = chain
+    fn undeliver<S: EventStore>(&mut self, trace: &Trace<S>, p: u32, seq: u64) {
+        if let Some(c) = self.chains.iter().position(|(q, _)| *q == p)
+            && let Some(i) = self.chains[c]
+                .1
                 .iter()
-                .rposition(|&k| send_seq(trace, EventRef::new(p, k)) == Some(seq))
+                .rposition(|&(k, _)| send_seq(trace, EventRef::new(p, k)) == Some(seq))
         {
-            chain.remove(i);
+            self.chains[c].1.remove(i);
+            self.numbering[c].recheck = true;
         }
     }
 }
 
 /// The message number of send `e`.
-fn send_seq(trace: &Trace, e: EventRef) -> Option<u64> {
+fn send_seq<S: EventStore>(trace: &Trace<S>, e: EventRef) -> Option<u64> {
     if let Op::Send { seq, .. } = trace.event(e).op {
         Some(seq)
     } else {
@@ -93,7 +121,7 @@ fn send_seq(trace: &Trace, e: EventRef) -> Option<u64> {
 }
 
 /// The write (or datagram) number of socket send `e`.
-fn net_seq(trace: &Trace, e: EventRef) -> Option<u64> {
+fn net_seq<S: EventStore>(trace: &Trace<S>, e: EventRef) -> Option<u64> {
     if let Op::NetWrite { seq, .. } = trace.event(e).op {
         Some(seq)
     } else {
@@ -102,263 +130,336 @@ fn net_seq(trace: &Trace, e: EventRef) -> Option<u64> {
 }
 
 /// The sends and receives of sockets, as channels: a stream's on its writing end, a datagram
-/// socket's on the receiving socket. Returns each socket send by `(socket, seq)`.
-fn socket_channels(trace: &Trace, channels: &mut [Channel]) -> FastMap<(ObjIdx, u64), EventRef> {
-    let mut sends: FastMap<(ObjIdx, u64), EventRef> = FastMap::default();
-    // Where each received datagram went: `(sending socket, seq)` to the receiving socket.
-    let mut delivered: FastMap<(ObjIdx, u64), ObjIdx> = FastMap::default();
-    for (p, proc) in trace.processes().iter().enumerate() {
-        for (k, ev) in proc.events.iter().enumerate() {
-            let at = EventRef::new(p as u32, k as u32);
-            match ev.op {
-                Op::NetWrite { socket, seq, .. } => {
-                    sends.insert((socket, seq), at);
-                }
-                Op::NetRead {
-                    socket,
-                    peer,
-                    seq,
-                    datagram,
-                    end: false,
-                } if peer != NO_OBJECT => {
-                    let channel = if datagram {
-                        delivered.insert((peer, seq), socket);
-                        socket
-                    } else {
-                        peer
-                    };
-                    channels[channel as usize].receives.push(at);
-                }
-                _ => {}
-            }
-        }
+/// socket's on the receiving socket, gathered in the same pass as the channels'.
+#[derive(Default)]
+struct Sockets {
+    /// Each socket send by `(socket, seq)`.
+    sends: FastMap<(ObjIdx, u64), EventRef>,
+    /// Where each received datagram went: `(sending socket, seq)` to the receiving socket.
+    delivered: FastMap<(ObjIdx, u64), ObjIdx>,
+    /// Every write and datagram sent, in process order: which channel a datagram joins is
+    /// known once every receipt is.
+    writes: Vec<(EventRef, SiteId, ObjIdx, u64, bool)>,
+}
+
+impl Sockets {
+    fn write(&mut self, at: EventRef, site: SiteId, socket: ObjIdx, seq: u64, datagram: bool) {
+        self.sends.insert((socket, seq), at);
+        self.writes.push((at, site, socket, seq, datagram));
     }
-    for (p, proc) in trace.processes().iter().enumerate() {
-        for (k, ev) in proc.events.iter().enumerate() {
-            if let Op::NetWrite {
-                socket,
-                seq,
-                datagram,
-            } = ev.op
-            {
-                let channel = if datagram {
-                    match delivered.get(&(socket, seq)) {
-                        Some(&to) => to,
-                        None => continue,
-                    }
-                } else {
-                    socket
-                };
-                channels[channel as usize].chain_of(p as u32).push(k as u32);
-            }
-        }
+
+    /// A read of bytes the recording holds the writer of, or a datagram received from a
+    /// recorded socket.
+    fn read(
+        &mut self,
+        at: EventRef,
+        socket: ObjIdx,
+        peer: ObjIdx,
+        seq: u64,
+        datagram: bool,
+        channels: &mut [Channel],
+    ) {
+        let channel = if datagram {
+            self.delivered.insert((peer, seq), socket);
+            socket
+        } else {
+            peer
+        };
+        let op = Op::NetRead {
+            socket,
+            peer,
+            seq,
+            datagram,
+            end: false,
+        };
+        channels[channel as usize].receives.push((at, op));
     }
-    sends
+
+    /// Puts each write on its channel's chains; returns each socket send by `(socket, seq)`.
+    fn finish(self, channels: &mut [Channel]) -> FastMap<(ObjIdx, u64), EventRef> {
+        for (at, site, socket, seq, datagram) in self.writes {
+            let channel = if datagram {
+                match self.delivered.get(&(socket, seq)) {
+                    Some(&to) => to,
+                    None => continue,
+                }
+            } else {
+                socket
+            };
+            channels[channel as usize].push(at.process, at.index, site, None);
+        }
+        self.sends
+    }
 }
 
 /// Finds the message races of a trace.
-pub fn message_races(trace: &Trace, clocks: &Clocks) -> Vec<MessageRace> {
-    // Indexed by object: one slot per object is cheaper than a hash lookup per message.
-    let mut channels: Vec<Channel> = Vec::new();
-    channels.resize_with(trace.objects().len(), Channel::default);
-    for (p, proc) in trace.processes().iter().enumerate() {
-        let p = p as u32;
-        for (k, ev) in proc.events.iter().enumerate() {
-            match ev.op {
-                Op::Send { channel, .. } => channels[channel as usize].chain_of(p).push(k as u32),
-                Op::Undelivered { channel, seq } => {
-                    channels[channel as usize].undeliver(trace, p, seq);
+pub fn message_races<S: EventStore>(trace: &Trace<S>, clocks: &Clocks) -> Vec<MessageRace> {
+    Candidates::of(trace).races(trace, clocks)
+}
+
+/// Every channel's sends and receives, gathered without the clocks: a report can gather them
+/// while the clocks are being computed.
+pub(crate) struct Candidates {
+    /// Indexed by object: one slot per object is cheaper than a hash lookup per message.
+    channels: Vec<Channel>,
+    /// Each socket send by `(socket, seq)`.
+    socket_sends: FastMap<(ObjIdx, u64), EventRef>,
+}
+
+impl Candidates {
+    /// The sends and receives of `trace`, by channel.
+    pub(crate) fn of<S: EventStore>(trace: &Trace<S>) -> Candidates {
+        let mut channels: Vec<Channel> = Vec::new();
+        channels.resize_with(trace.objects().len(), Channel::default);
+        let mut sockets = Sockets::default();
+        for (p, proc) in trace.processes().iter().enumerate() {
+            let p = p as u32;
+            for (k, ev) in proc.events.iter().enumerate() {
+                match ev.op {
+                    Op::Send { channel, seq } => {
+                        channels[channel as usize].push(p, k as u32, ev.site, Some(seq));
+                    }
+                    Op::Undelivered { channel, seq } => {
+                        channels[channel as usize].undeliver(trace, p, seq);
+                    }
+                    Op::Recv { channel, .. } => {
+                        channels[channel as usize]
+                            .receives
+                            .push((EventRef::new(p, k as u32), ev.op));
+                    }
+                    Op::NetWrite {
+                        socket,
+                        seq,
+                        datagram,
+                    } => sockets.write(EventRef::new(p, k as u32), ev.site, socket, seq, datagram),
+                    Op::NetRead {
+                        socket,
+                        peer,
+                        seq,
+                        datagram,
+                        end: false,
+                    } if peer != NO_OBJECT => sockets.read(
+                        EventRef::new(p, k as u32),
+                        socket,
+                        peer,
+                        seq,
+                        datagram,
+                        &mut channels,
+                    ),
+                    Op::Start { .. }
+                    | Op::Spawn { .. }
+                    | Op::Join { .. }
+                    | Op::Exit
+                    | Op::Panic { .. }
+                    | Op::Create { .. }
+                    | Op::RecvNone { .. }
+                    | Op::Select { .. }
+                    | Op::Lock { .. }
+                    | Op::Unlock { .. }
+                    | Op::SemAcquire { .. }
+                    | Op::SemRelease { .. }
+                    | Op::Atomic { .. }
+                    | Op::Clock
+                    | Op::Random
+                    | Op::Answer { .. }
+                    | Op::EblockEnter { .. }
+                    | Op::EblockExit { .. }
+                    | Op::Mark { .. }
+                    | Op::Blocked { .. }
+                    | Op::JoinBlocked { .. }
+                    | Op::Sleep { .. }
+                    | Op::Outcome { .. }
+                    | Op::RwAcquire { .. }
+                    | Op::RwRelease { .. }
+                    | Op::NetOpen { .. }
+                    | Op::NetRead { .. }
+                    | Op::NetFail { .. } => {}
                 }
-                Op::Recv { channel, .. } => {
-                    channels[channel as usize]
-                        .receives
-                        .push(EventRef::new(p, k as u32));
-                }
-                Op::Start { .. }
-                | Op::Spawn { .. }
-                | Op::Join { .. }
-                | Op::Exit
-                | Op::Panic { .. }
-                | Op::Create { .. }
-                | Op::RecvNone { .. }
-                | Op::Select { .. }
-                | Op::Lock { .. }
-                | Op::Unlock { .. }
-                | Op::SemAcquire { .. }
-                | Op::SemRelease { .. }
-                | Op::Atomic { .. }
-                | Op::Clock
-                | Op::Random
-                | Op::Answer { .. }
-                | Op::EblockEnter { .. }
-                | Op::EblockExit { .. }
-                | Op::Mark { .. }
-                | Op::Blocked { .. }
-                | Op::JoinBlocked { .. }
-                | Op::Sleep { .. }
-                | Op::Outcome { .. }
-                | Op::RwAcquire { .. }
-                | Op::RwRelease { .. }
-                | Op::NetOpen { .. }
-                | Op::NetWrite { .. }
-                | Op::NetRead { .. }
-                | Op::NetFail { .. } => {}
             }
+        }
+        let socket_sends = sockets.finish(&mut channels);
+        Candidates {
+            channels,
+            socket_sends,
         }
     }
-    let socket_sends = socket_channels(trace, &mut channels);
-    let mut races = Vec::new();
-    let mut index: FastMap<(ObjIdx, u32, u32), usize> = FastMap::default();
-    for (channel, ch) in channels.iter_mut().enumerate() {
-        let channel = channel as ObjIdx;
-        if ch.chains.len() < 2 {
-            continue;
-        }
-        order_receives(&mut ch.receives, clocks);
-        let chains = &ch.chains;
-        let seq_at =
-            |c: usize, h: usize| send_seq(trace, EventRef::new(chains[c].0, chains[c].1[h]));
-        // A process numbers its sends on a channel in increasing order, so its chain is found
-        // by binary search; a chain that is not (an inconsistent log) is searched in full.
-        let increasing: Vec<bool> = (0..chains.len())
-            .map(|c| (1..chains[c].1.len()).all(|h| seq_at(c, h - 1) < seq_at(c, h)))
-            .collect();
-        let find_in = |c: usize, seq: u64| {
-            let len = chains[c].1.len();
-            if increasing[c] {
-                let (mut lo, mut hi) = (0, len);
-                while lo < hi {
-                    let mid = lo + (hi - lo) / 2;
-                    if seq_at(c, mid) < Some(seq) {
-                        lo = mid + 1;
-                    } else {
-                        hi = mid;
-                    }
-                }
-                (lo < len && seq_at(c, lo) == Some(seq)).then_some(lo)
-            } else {
-                (0..len).find(|&h| seq_at(c, h) == Some(seq))
-            }
-        };
-        // Whether each send of each chain was received by the receives met so far.
-        let mut received: Vec<Vec<bool>> = chains
-            .iter()
-            .map(|(_, chain)| vec![false; chain.len()])
-            .collect();
-        // The receive names its sender, and a sender's messages arrive in the order it sent
-        // them: the send a receive took is almost always the one after its sender's previous
-        // message, found without a search.
-        let mut expected = vec![0usize; chains.len()];
-        let mut heads = vec![0usize; chains.len()];
-        for &r in &ch.receives {
-            let send = match trace.event(r).op {
-                Op::Recv { sender, seq, .. } => {
-                    let hinted = trace
-                        .index_of(sender)
-                        .and_then(|q| chains.iter().position(|(p, _)| *p == q));
-                    hinted
-                        .and_then(|c| {
-                            let h = expected[c];
-                            if h < chains[c].1.len() && seq_at(c, h) == Some(seq) {
-                                Some((c, h))
-                            } else {
-                                find_in(c, seq).map(|h| (c, h))
-                            }
-                        })
-                        .or_else(|| (0..chains.len()).find_map(|c| find_in(c, seq).map(|h| (c, h))))
-                }
-                // A socket send is found by its number; a chain lists its process's sends in
-                // program order.
-                Op::NetRead {
-                    peer,
-                    seq,
-                    datagram,
-                    ..
-                } => socket_sends.get(&(peer, seq)).and_then(|s| {
-                    let c = chains.iter().position(|(p, _)| *p == s.process)?;
-                    let h = chains[c].1.binary_search(&s.index).ok()?;
-                    if !datagram {
-                        // The stream's earlier writes, whoever made them, were read by now.
-                        for (c, (q, chain)) in chains.iter().enumerate() {
-                            let mut h = heads[c];
-                            while h < chain.len()
-                                && net_seq(trace, EventRef::new(*q, chain[h])) < Some(seq)
-                            {
-                                received[c][h] = true;
-                                h += 1;
-                            }
-                        }
-                    }
-                    Some((c, h))
-                }),
-                _ => None,
-            };
-            let Some((sc, sh)) = send else {
+
+    /// The message races among these sends and receives, with the clocks of `trace`.
+    pub(crate) fn races<S: EventStore>(
+        self,
+        trace: &Trace<S>,
+        clocks: &Clocks,
+    ) -> Vec<MessageRace> {
+        let Candidates {
+            mut channels,
+            socket_sends,
+        } = self;
+        let mut races = Vec::new();
+        let mut index: FastMap<(ObjIdx, u32, u32), usize> = FastMap::default();
+        for (channel, ch) in channels.iter_mut().enumerate() {
+            let channel = channel as ObjIdx;
+            if ch.chains.len() < 2 {
                 continue;
-            };
-            expected[sc] = sh + 1;
-            received[sc][sh] = true;
-            let s = EventRef::new(chains[sc].0, chains[sc].1[sh]);
-            for (c, (q, chain)) in chains.iter().enumerate() {
-                let head = &mut heads[c];
-                while *head < chain.len() && received[c][*head] {
-                    *head += 1;
-                }
-                if *q == s.process || *head >= chain.len() {
-                    continue;
-                }
-                let other = EventRef::new(*q, chain[*head]);
-                let races_here = !clocks.happened_before(s, other)
-                    && !clocks.happened_before(other, s)
-                    && !clocks.happened_before(r, other);
-                if races_here {
-                    let sa = trace.event(s).site;
-                    let sb = trace.event(other).site;
-                    let key = (channel, sa.min(sb), sa.max(sb));
-                    match index.get(&key) {
-                        Some(&at) => {
-                            let race: &mut MessageRace = &mut races[at];
-                            race.count += 1;
+            }
+            order_receives(&mut ch.receives, clocks);
+            let chains = &ch.chains;
+            let seq_at =
+                |c: usize, h: usize| send_seq(trace, EventRef::new(chains[c].0, chains[c].1[h].0));
+            // A process numbers its sends on a channel in increasing order, so its chain is found
+            // by binary search; a chain that is not (an inconsistent log) is searched in full.
+            let increasing: Vec<bool> = (0..chains.len())
+                .map(|c| match ch.numbering[c] {
+                    Numbering { recheck: true, .. } => {
+                        (1..chains[c].1.len()).all(|h| seq_at(c, h - 1) < seq_at(c, h))
+                    }
+                    Numbering { increasing, .. } => increasing,
+                })
+                .collect();
+            let find_in = |c: usize, seq: u64| {
+                let len = chains[c].1.len();
+                if increasing[c] {
+                    let (mut lo, mut hi) = (0, len);
+                    while lo < hi {
+                        let mid = lo + (hi - lo) / 2;
+                        if seq_at(c, mid) < Some(seq) {
+                            lo = mid + 1;
+                        } else {
+                            hi = mid;
                         }
-                        None => {
-                            index.insert(key, races.len());
-                            races.push(MessageRace {
-                                channel,
-                                received: s,
-                                other,
-                                receive: r,
-                                count: 1,
-                            });
+                    }
+                    (lo < len && seq_at(c, lo) == Some(seq)).then_some(lo)
+                } else {
+                    (0..len).find(|&h| seq_at(c, h) == Some(seq))
+                }
+            };
+            // Whether each send of each chain was received by the receives met so far.
+            let mut received: Vec<Vec<bool>> = chains
+                .iter()
+                .map(|(_, chain)| vec![false; chain.len()])
+                .collect();
+            // The receive names its sender, and a sender's messages arrive in the order it sent
+            // them: the send a receive took is almost always the one after its sender's previous
+            // message, found without a search.
+            let mut expected = vec![0usize; chains.len()];
+            let mut heads = vec![0usize; chains.len()];
+            for &(r, op) in &ch.receives {
+                let send = match op {
+                    Op::Recv { sender, seq, .. } => {
+                        let hinted = trace
+                            .index_of(sender)
+                            .and_then(|q| chains.iter().position(|(p, _)| *p == q));
+                        hinted
+                            .and_then(|c| {
+                                let h = expected[c];
+                                if h < chains[c].1.len() && seq_at(c, h) == Some(seq) {
+                                    Some((c, h))
+                                } else {
+                                    find_in(c, seq).map(|h| (c, h))
+                                }
+                            })
+                            .or_else(|| {
+                                (0..chains.len()).find_map(|c| find_in(c, seq).map(|h| (c, h)))
+                            })
+                    }
+                    // A socket send is found by its number; a chain lists its process's sends in
+                    // program order.
+                    Op::NetRead {
+                        peer,
+                        seq,
+                        datagram,
+                        ..
+                    } => socket_sends.get(&(peer, seq)).and_then(|s| {
+                        let c = chains.iter().position(|(p, _)| *p == s.process)?;
+                        let h = chains[c]
+                            .1
+                            .binary_search_by_key(&s.index, |&(k, _)| k)
+                            .ok()?;
+                        if !datagram {
+                            // The stream's earlier writes, whoever made them, were read by now.
+                            for (c, (q, chain)) in chains.iter().enumerate() {
+                                let mut h = heads[c];
+                                while h < chain.len()
+                                    && net_seq(trace, EventRef::new(*q, chain[h].0)) < Some(seq)
+                                {
+                                    received[c][h] = true;
+                                    h += 1;
+                                }
+                            }
+                        }
+                        Some((c, h))
+                    }),
+                    _ => None,
+                };
+                let Some((sc, sh)) = send else {
+                    continue;
+                };
+                expected[sc] = sh + 1;
+                received[sc][sh] = true;
+                let (s, sa) = (
+                    EventRef::new(chains[sc].0, chains[sc].1[sh].0),
+                    chains[sc].1[sh].1,
+                );
+                for (c, (q, chain)) in chains.iter().enumerate() {
+                    let head = &mut heads[c];
+                    while *head < chain.len() && received[c][*head] {
+                        *head += 1;
+                    }
+                    if *q == s.process || *head >= chain.len() {
+                        continue;
+                    }
+                    let (other, sb) = (EventRef::new(*q, chain[*head].0), chain[*head].1);
+                    let races_here = !clocks.happened_before(s, other)
+                        && !clocks.happened_before(other, s)
+                        && !clocks.happened_before(r, other);
+                    if races_here {
+                        let key = (channel, sa.min(sb), sa.max(sb));
+                        match index.get(&key) {
+                            Some(&at) => {
+                                let race: &mut MessageRace = &mut races[at];
+                                race.count += 1;
+                            }
+                            None => {
+                                index.insert(key, races.len());
+                                races.push(MessageRace {
+                                    channel,
+                                    received: s,
+                                    other,
+                                    receive: r,
+                                    count: 1,
+                                });
+                            }
                         }
                     }
                 }
             }
         }
+        races
     }
-    races
 }
 
 /// Receives on one channel are ordered by happened-before (one receiver, moved between
 /// processes only along edges); put them in that order.
-fn order_receives(receives: &mut [EventRef], clocks: &Clocks) {
-    let one_process = receives.windows(2).all(|w| w[0].process == w[1].process);
+fn order_receives(receives: &mut [(EventRef, Op)], clocks: &Clocks) {
+    let one_process = receives
+        .windows(2)
+        .all(|w| w[0].0.process == w[1].0.process);
     if one_process {
         return;
     }
     // The sum of a clock's components grows along every happened-before path: a linear
     // extension of the order.
-    let mut keyed: Vec<(u64, EventRef)> = receives
+    let mut keyed: Vec<(u64, EventRef, Op)> = receives
         .iter()
-        .map(|&r| {
+        .map(|&(r, op)| {
             let sum = (0..clocks.width() as u32)
                 .map(|q| u64::from(clocks.component(r, q)))
                 .sum();
-            (sum, r)
+            (sum, r, op)
         })
         .collect();
-    keyed.sort_unstable();
-    for (slot, (_, item)) in receives.iter_mut().zip(keyed) {
-        *slot = item;
+    keyed.sort_unstable_by_key(|&(sum, r, _)| (sum, r));
+    for (slot, (_, r, op)) in receives.iter_mut().zip(keyed) {
+        *slot = (r, op);
     }
 }
 

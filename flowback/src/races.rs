@@ -32,7 +32,7 @@
 use ppd_formats::event::{AtomicOp, MemOrdering};
 
 use crate::hb::AccessClass;
-use crate::trace::{EventRef, ObjIdx, SiteId, Trace};
+use crate::trace::{EventRef, EventStore, ObjIdx, SiteId, Trace};
 use crate::vclock::{AccessObserver, Clocks};
 
 /// A data race: the unordered, conflicting accesses to one atomic at one pair of source
@@ -174,7 +174,7 @@ pub struct RaceDetector {
 
 impl RaceDetector {
     /// A detector for the objects of `trace`.
-    pub fn new(trace: &Trace) -> RaceDetector {
+    pub fn new<S: EventStore>(trace: &Trace<S>) -> RaceDetector {
         RaceDetector {
             vars: vec![VarState::new(); trace.objects().len()],
             stats: DetectorStats::default(),
@@ -185,7 +185,11 @@ impl RaceDetector {
     /// ordered by object then by when each was
     /// first met in memory order, and what it took. `clocks` are those this detector observed
     /// being computed for `trace`.
-    pub fn finish(mut self, trace: &Trace, clocks: &Clocks) -> (Vec<DataRace>, DetectorStats) {
+    pub fn finish<S: EventStore>(
+        mut self,
+        trace: &Trace<S>,
+        clocks: &Clocks,
+    ) -> (Vec<DataRace>, DetectorStats) {
         for var in &self.vars {
             if var.used {
                 self.stats.variables += 1;
@@ -271,7 +275,7 @@ impl AccessObserver for RaceDetector {
 }
 
 /// Computes the clocks of `trace` and its data races in one pass.
-pub fn clocks_and_races(trace: &Trace) -> (Clocks, Vec<DataRace>, DetectorStats) {
+pub fn clocks_and_races<S: EventStore>(trace: &Trace<S>) -> (Clocks, Vec<DataRace>, DetectorStats) {
     let mut detector = RaceDetector::new(trace);
     let clocks = Clocks::compute_observed(trace, &mut detector);
     let (races, stats) = detector.finish(trace, &clocks);
@@ -280,7 +284,9 @@ pub fn clocks_and_races(trace: &Trace) -> (Clocks, Vec<DataRace>, DetectorStats)
 
 /// Like [`clocks_and_races`], with the synchronization edges only counted (see
 /// [`Clocks::compute_counting_edges`]).
-pub(crate) fn clocks_and_races_counting_edges(trace: &Trace) -> (Clocks, Vec<DataRace>) {
+pub(crate) fn clocks_and_races_counting_edges<S: EventStore>(
+    trace: &Trace<S>,
+) -> (Clocks, Vec<DataRace>) {
     let mut detector = RaceDetector::new(trace);
     let clocks = Clocks::compute_counting_edges(trace, &mut detector);
     let (races, _) = detector.finish(trace, &clocks);
@@ -288,7 +294,7 @@ pub(crate) fn clocks_and_races_counting_edges(trace: &Trace) -> (Clocks, Vec<Dat
 }
 
 /// The data races of `trace`.
-pub fn data_races(trace: &Trace) -> Vec<DataRace> {
+pub fn data_races<S: EventStore>(trace: &Trace<S>) -> Vec<DataRace> {
     clocks_and_races(trace).1
 }
 

@@ -12,7 +12,7 @@ use crate::hb::AccessClass;
 use crate::lock_order::PotentialDeadlock;
 use crate::message_races::MessageRace;
 use crate::races::DataRace;
-use crate::trace::{EventRef, Op, Trace, access_name, ordering_name};
+use crate::trace::{EventRef, EventStore, Op, Trace, access_name, ordering_name};
 use crate::vclock::Clocks;
 
 /// A vector clock as reports print it: the non-zero components, in process order, keyed by
@@ -22,7 +22,7 @@ pub struct ClockView(pub Vec<(String, u32)>);
 
 impl ClockView {
     /// The clock of event `e`.
-    pub fn of(trace: &Trace, clocks: &Clocks, e: EventRef) -> ClockView {
+    pub fn of<S: EventStore>(trace: &Trace<S>, clocks: &Clocks, e: EventRef) -> ClockView {
         ClockView(
             clocks
                 .vector(e)
@@ -85,7 +85,7 @@ pub struct Side {
 }
 
 impl Side {
-    fn of(trace: &Trace, clocks: &Clocks, e: EventRef) -> Side {
+    fn of<S: EventStore>(trace: &Trace<S>, clocks: &Clocks, e: EventRef) -> Side {
         let proc = trace.process(e.process);
         let ev = trace.event(e);
         let site = trace.site(ev.site);
@@ -153,7 +153,7 @@ pub struct Race {
 }
 
 /// Why `a` and `b` are unordered: each has a component the other has not reached.
-fn unordered(trace: &Trace, clocks: &Clocks, a: EventRef, b: EventRef) -> String {
+fn unordered<S: EventStore>(trace: &Trace<S>, clocks: &Clocks, a: EventRef, b: EventRef) -> String {
     let pa = trace.process(a.process).id;
     let pb = trace.process(b.process).id;
     format!(
@@ -233,7 +233,7 @@ pub struct PotentialDeadlockView {
 }
 
 impl PotentialDeadlockView {
-    fn of(trace: &Trace, d: &PotentialDeadlock) -> PotentialDeadlockView {
+    fn of<S: EventStore>(trace: &Trace<S>, d: &PotentialDeadlock) -> PotentialDeadlockView {
         let steps: Vec<LockStepView> = d
             .edges
             .iter()
@@ -280,8 +280,8 @@ pub struct Report {
 
 impl Report {
     /// Assembles the report.
-    pub fn new(
-        trace: &Trace,
+    pub fn new<S: EventStore>(
+        trace: &Trace<S>,
         clocks: &Clocks,
         data: &[DataRace],
         messages: &[MessageRace],
@@ -339,7 +339,7 @@ impl Report {
     }
 }
 
-fn deadlock_view(trace: &Trace, d: &Deadlocks) -> DeadlockView {
+fn deadlock_view<S: EventStore>(trace: &Trace<S>, d: &Deadlocks) -> DeadlockView {
     let view = |i: usize| {
         let b = &d.blocked[i];
         let site = trace.site(trace.event(b.event).site);

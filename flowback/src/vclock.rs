@@ -28,8 +28,9 @@
 //! process is *k* + 1 and only events with an incoming edge need their whole vector stored:
 //! the other components of any event are those of the latest such *checkpoint* before it in
 //! its process. Lin's §7.2.2 discusses the space time stamps take (a vector of *n* per event);
-//! stored this way they take *n* per receiving event plus one integer per event, and the
-//! work is one merge of *n* components per synchronization edge: linear in events × processes.
+//! stored this way they take *n* per receiving event plus a quarter of a byte per event (which
+//! checkpoint covers it: `vclock/covering.rs`), and the work is one merge of *n* components
+//! per synchronization edge: linear in events × processes.
 
 use std::collections::VecDeque;
 
@@ -40,10 +41,9 @@ use crate::hb::SyncKind;
 use ppd_formats::event::{AtomicOp, MemOrdering, RwMode};
 use ppd_formats::order::{Order, Point, Rule, Sequence, Sync};
 
-use crate::trace::{EventRef, ObjIdx, Op, SiteId, Trace};
+use crate::trace::{Ev, EventRef, EventStore, ObjIdx, Op, SiteId, Trace};
+use covering::Covering;
 use seq_set::SeqSet;
-
-const NONE: u32 = u32::MAX;
 
 /// Told about every atomic access as the replay stamps it, with the access's whole clock: an
 /// online analysis (race detection) needs no second pass over the trace.
@@ -93,7 +93,7 @@ pub(crate) struct ProcClocks {
     /// The vector of each checkpoint, `width` components each.
     pub(crate) pool: Vec<u32>,
     /// For every event, the number of the latest checkpoint at or before it (or none).
-    pub(crate) cp_of: Vec<u32>,
+    pub(crate) covering: Covering,
 }
 
 /// The vector clock of every event of a trace.
@@ -109,13 +109,16 @@ pub struct Clocks {
 
 impl Clocks {
     /// Computes the clocks of every event of `trace`.
-    pub fn compute(trace: &Trace) -> Clocks {
+    pub fn compute<S: EventStore>(trace: &Trace<S>) -> Clocks {
         Engine::new(trace, &mut (), true).run()
     }
 
     /// Computes the clocks, telling `observer` about each atomic access as it is stamped
     /// (each object's accesses in version order).
-    pub fn compute_observed<O: AccessObserver>(trace: &Trace, observer: &mut O) -> Clocks {
+    pub fn compute_observed<O: AccessObserver, S: EventStore>(
+        trace: &Trace<S>,
+        observer: &mut O,
+    ) -> Clocks {
         Engine::new(trace, observer, true).run()
     }
 
@@ -124,8 +127,8 @@ impl Clocks {
     /// report that prints their number saves 20 bytes per edge (a message-passing run has
     /// one edge per message). Crate-private so that such clocks never reach a caller that
     /// draws the edges.
-    pub(crate) fn compute_counting_edges<O: AccessObserver>(
-        trace: &Trace,
+    pub(crate) fn compute_counting_edges<O: AccessObserver, S: EventStore>(
+        trace: &Trace<S>,
         observer: &mut O,
     ) -> Clocks {
         Engine::new(trace, observer, false).run()
@@ -143,9 +146,9 @@ impl Clocks {
             return e.index + 1;
         }
         let proc = &self.procs[e.process as usize];
-        match proc.cp_of.get(e.index as usize) {
-            Some(&cp) if cp != NONE => proc.pool[cp as usize * self.width + q as usize],
-            _ => 0,
+        match proc.covering.checkpoint_of(e.index) {
+            Some(cp) => proc.pool[cp as usize * self.width + q as usize],
+            None => 0,
         }
     }
 
@@ -224,12 +227,11 @@ impl Clocks {
                     return None;
                 }
             }
-            let mut cp_of = vec![NONE; len];
-            fill_cp_of(&cps, &mut cp_of);
+            let covering = Covering::new(u32::try_from(len).ok()?, &cps);
             procs.push(ProcClocks {
                 checkpoints: cps,
                 pool,
-                cp_of,
+                covering,
             });
         }
         let valid = |r: EventRef| trace.get(r).is_some();
@@ -246,18 +248,6 @@ impl Clocks {
     }
 }
 
-fn fill_cp_of(checkpoints: &[u32], cp_of: &mut [u32]) {
-    let mut current = NONE;
-    let mut next = 0;
-    for (k, slot) in cp_of.iter_mut().enumerate() {
-        while next < checkpoints.len() && checkpoints[next] as usize == k {
-            current = next as u32;
-            next += 1;
-        }
-        *slot = current;
-    }
-}
-
 /// The position of each versioned access among the versions present in the logs.
 ///
 /// Versions count from 1 without gaps in a whole recording; a crash can leave a version that
@@ -271,7 +261,7 @@ pub(crate) struct Ranks {
 }
 
 impl Ranks {
-    pub(crate) fn compute(trace: &Trace) -> Ranks {
+    pub(crate) fn compute<S: EventStore>(trace: &Trace<S>) -> Ranks {
         let n = trace.objects().len();
         // One pass: an object is dense while its versions are distinct, not 0, and (checked at
         // the end) as many as the largest. One bit per version seen checks distinctness; a
@@ -285,7 +275,7 @@ impl Ranks {
         let mut seen: Vec<Vec<u64>> = vec![Vec::new(); n];
         let mut dense = vec![true; n];
         for proc in trace.processes() {
-            for ev in &proc.events {
+            for ev in proc.events.iter() {
                 let Some((object, version)) = versioned(&ev.op) else {
                     continue;
                 };
@@ -326,7 +316,7 @@ impl Ranks {
             return Ranks { sorted };
         }
         for proc in trace.processes() {
-            for ev in &proc.events {
+            for ev in proc.events.iter() {
                 if let Some((object, version)) = versioned(&ev.op)
                     && let Some(v) = &mut sorted[object as usize]
                 {
@@ -339,6 +329,19 @@ impl Ranks {
             v.dedup();
         }
         Ranks { sorted }
+    }
+
+    /// The version of rank `rank` (from 1) of `object`; 0 if there is none.
+    #[inline]
+    pub(crate) fn version(&self, object: ObjIdx, rank: u64) -> u64 {
+        match &self.sorted[object as usize] {
+            None => rank,
+            Some(v) => rank
+                .checked_sub(1)
+                .and_then(|i| v.get(usize::try_from(i).ok()?))
+                .copied()
+                .unwrap_or(0),
+        }
     }
 
     /// The rank (from 1) of `version` of `object`.
@@ -426,28 +429,55 @@ struct Present {
     sends: SeqSet,
     spawns: FastSet<ProcessId>,
     ends: FastSet<ProcessId>,
-    /// Per mutex, one bit per acquisition rank: whether that acquisition was released.
+    /// Per mutex, one bit per acquisition's version: whether that acquisition was released.
+    /// Versions are looked at, not ranks, so that this needs no [`Ranks`] and is found beside
+    /// them. A version no run could reach (damage) is kept in `unlocked_far` instead.
     unlocked: Vec<Vec<u64>>,
+    unlocked_far: FastSet<(ObjIdx, u64)>,
 }
 
 impl Present {
-    fn was_unlocked(&self, object: ObjIdx, rank: u64) -> bool {
+    /// Whether the acquisition of rank `rank` of mutex `object` was released.
+    fn was_unlocked(&self, ranks: &Ranks, object: ObjIdx, rank: u64) -> bool {
+        let version = ranks.version(object, rank);
+        let i = version.wrapping_sub(1);
         let bits = &self.unlocked[object as usize];
-        let i = rank.wrapping_sub(1) as usize;
-        bits.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
+        match usize::try_from(i / 64).ok().and_then(|w| bits.get(w)) {
+            Some(w) => w & (1 << (i % 64)) != 0,
+            None => self.unlocked_far.contains(&(object, version)),
+        }
+    }
+
+    /// Notes that the acquisition of `object` at `version` was released.
+    fn unlocked(&mut self, object: ObjIdx, version: u64, reachable: u64) {
+        if version == 0 {
+            return;
+        }
+        if version > reachable {
+            self.unlocked_far.insert((object, version));
+            return;
+        }
+        let i = (version - 1) as usize;
+        let bits = &mut self.unlocked[object as usize];
+        if bits.len() <= i / 64 {
+            bits.resize(i / 64 + 1, 0);
+        }
+        bits[i / 64] |= 1 << (i % 64);
     }
 }
 
 impl Present {
-    fn scan(trace: &Trace, ranks: &Ranks) -> Present {
+    fn scan<S: EventStore>(trace: &Trace<S>) -> Present {
         let mut present = Present {
             sends: SeqSet::new(trace.objects().len()),
             unlocked: vec![Vec::new(); trace.objects().len()],
             ..Present::default()
         };
+        // A dense version is at most the number of events.
+        let reachable = trace.event_count();
         for proc in trace.processes() {
             let mut held: Vec<(ObjIdx, u64)> = Vec::new();
-            for ev in &proc.events {
+            for ev in proc.events.iter() {
                 let sync = ev.op.sync();
                 match sync.rule(proc.id, Order::Replay) {
                     Rule::Gives(Point::Message { channel, seq }) => {
@@ -461,19 +491,12 @@ impl Present {
                     }
                     Rule::Takes(Point::Released(object)) => {
                         let version = sync.version().map_or(0, |(_, v)| v);
-                        held.push((object, ranks.rank(object, version)));
+                        held.push((object, version));
                     }
                     Rule::Gives(Point::Released(object)) => {
                         if let Some(i) = held.iter().rposition(|h| h.0 == object) {
-                            let (o, rank) = held.remove(i);
-                            if rank >= 1 {
-                                let bits = &mut present.unlocked[o as usize];
-                                let i = (rank - 1) as usize;
-                                if bits.len() <= i / 64 {
-                                    bits.resize(i / 64 + 1, 0);
-                                }
-                                bits[i / 64] |= 1 << (i % 64);
-                            }
+                            let (o, version) = held.remove(i);
+                            present.unlocked(o, version, reachable);
                         }
                     }
                     // What others wait for is given; what an event takes is not.
@@ -499,8 +522,13 @@ enum Step {
 }
 
 /// The replay that stamps the events.
-struct Engine<'t, 'o, O: AccessObserver> {
-    trace: &'t Trace,
+struct Engine<'t, 'o, O: AccessObserver, S: EventStore> {
+    trace: &'t Trace<S>,
+    /// Per process: its events from the next one to stamp on, that next event, and the one
+    /// before it. The engine reads each process's events in order, which any store does fast.
+    cursors: Vec<S::Iter<'t>>,
+    head: Vec<Option<Ev>>,
+    before: Vec<Option<Ev>>,
     observer: &'o mut O,
     width: usize,
     ranks: Ranks,
@@ -530,11 +558,18 @@ struct Engine<'t, 'o, O: AccessObserver> {
     notes: Vec<String>,
 }
 
-impl<'t, 'o, O: AccessObserver> Engine<'t, 'o, O> {
-    fn new(trace: &'t Trace, observer: &'o mut O, list_edges: bool) -> Engine<'t, 'o, O> {
+impl<'t, 'o, O: AccessObserver, S: EventStore> Engine<'t, 'o, O, S> {
+    fn new(trace: &'t Trace<S>, observer: &'o mut O, list_edges: bool) -> Engine<'t, 'o, O, S> {
         let width = trace.processes().len();
-        let ranks = Ranks::compute(trace);
-        let present = Present::scan(trace, &ranks);
+        // Two passes over every event that need nothing of each other.
+        let (ranks, present) = std::thread::scope(|s| {
+            let present = s.spawn(|| Present::scan(trace));
+            let ranks = Ranks::compute(trace);
+            let present = present
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (ranks, present)
+        });
         let objects = trace
             .objects()
             .iter()
@@ -544,15 +579,7 @@ impl<'t, 'o, O: AccessObserver> Engine<'t, 'o, O> {
                 ..ObjState::default()
             })
             .collect();
-        let out = trace
-            .processes()
-            .iter()
-            .map(|p| ProcClocks {
-                checkpoints: Vec::new(),
-                pool: Vec::new(),
-                cp_of: vec![NONE; p.events.len()],
-            })
-            .collect();
+        let out = vec![ProcClocks::default(); width];
         let mut notes = Vec::new();
         for (object, missing) in ranks.gaps() {
             notes.push(format!(
@@ -560,8 +587,14 @@ impl<'t, 'o, O: AccessObserver> Engine<'t, 'o, O> {
                 trace.object(object).label()
             ));
         }
+        let mut cursors: Vec<S::Iter<'t>> =
+            trace.processes().iter().map(|p| p.events.iter()).collect();
+        let head = cursors.iter_mut().map(Iterator::next).collect();
         Engine {
             trace,
+            cursors,
+            head,
+            before: vec![None; width],
             observer,
             width,
             ranks,
@@ -647,6 +680,13 @@ impl<'t, 'o, O: AccessObserver> Engine<'t, 'o, O> {
         }
     }
 
+    /// What the next event of `p` to stamp did (it exists: `next[p]` is below its length).
+    fn head_op(&self, p: u32) -> Op {
+        self.head[p as usize]
+            .expect("a process with events left to stamp has a next event")
+            .op
+    }
+
     fn len(&self, p: u32) -> u32 {
         self.trace.process(p).events.len() as u32
     }
@@ -675,6 +715,12 @@ impl<'t, 'o, O: AccessObserver> Engine<'t, 'o, O> {
             ));
             self.drain(p, true);
         }
+        for (p, out) in self.out.iter_mut().enumerate() {
+            out.covering = Covering::new(
+                self.trace.process(p as u32).events.len() as u32,
+                &out.checkpoints,
+            );
+        }
         Clocks {
             width: self.width,
             procs: self.out,
@@ -690,9 +736,30 @@ impl<'t, 'o, O: AccessObserver> Engine<'t, 'o, O> {
         if self.current[p as usize].is_empty() && self.next[p as usize] < len {
             self.current[p as usize] = vec![0; self.width];
         }
-        while self.next[p as usize] < len {
+        let pi = p as usize;
+        while self.next[pi] < len {
+            if !force {
+                // Most events order nothing beyond program order: their clock is the process's
+                // latest checkpoint, with no rule to consult. Skip over a run of them.
+                let (mut k, mut head, mut before) = (self.next[pi], self.head[pi], self.before[pi]);
+                while let Some(ev) = head
+                    && matches!(ev.op.sync(), Sync::Local)
+                {
+                    before = head;
+                    head = self.cursors[pi].next();
+                    k += 1;
+                }
+                (self.next[pi], self.head[pi], self.before[pi]) = (k, head, before);
+                if k >= len {
+                    break;
+                }
+            }
             match self.step(p, force) {
-                Step::Stamped => self.next[p as usize] += 1,
+                Step::Stamped => {
+                    self.next[pi] += 1;
+                    self.before[pi] = self.head[pi].take();
+                    self.head[pi] = self.cursors[pi].next();
+                }
                 Step::Wait(key) => {
                     self.wait(key, p);
                     return;
@@ -708,9 +775,8 @@ impl<'t, 'o, O: AccessObserver> Engine<'t, 'o, O> {
     /// the replay order, which is the order the logs' choices were made in (each object's
     /// accesses in version order), so every object's state is replayed exactly.
     fn needs(&self, e: EventRef) -> Option<Key> {
-        let proc = self.trace.process(e.process);
-        let sync = proc.events[e.index as usize].op.sync();
-        match sync.rule(proc.id, Order::Replay) {
+        let sync = self.head_op(e.process).sync();
+        match sync.rule(self.trace.process(e.process).id, Order::Replay) {
             Rule::Takes(Point::Spawned(child)) => (self.present.spawns.contains(&child)
                 && !self.spawned.contains_key(&child))
             .then_some(Key::Spawned(child)),
@@ -727,8 +793,10 @@ impl<'t, 'o, O: AccessObserver> Engine<'t, 'o, O> {
             Rule::Takes(Point::Released(object)) => {
                 let rank = self.rank(sync);
                 let released = self.objects[object as usize].released;
-                (rank > 1 && released < rank - 1 && self.present.was_unlocked(object, rank - 1))
-                    .then_some(Key::Released(object, rank - 1))
+                (rank > 1
+                    && released < rank - 1
+                    && self.present.was_unlocked(&self.ranks, object, rank - 1))
+                .then_some(Key::Released(object, rank - 1))
             }
             Rule::Chains(Point::Accessed(object)) => {
                 let rank = self.rank(sync);
@@ -782,7 +850,8 @@ impl<'t, 'o, O: AccessObserver> Engine<'t, 'o, O> {
             return Step::Wait(key);
         }
         let pid = self.trace.process(p).id;
-        let sync = self.trace.process(p).events[k as usize].op.sync();
+        let head = self.head_op(p);
+        let sync = head.sync();
         let rank = self.rank(sync);
         let mut clock = std::mem::take(&mut self.current[p as usize]);
         clock[p as usize] = k + 1;
@@ -801,9 +870,8 @@ impl<'t, 'o, O: AccessObserver> Engine<'t, 'o, O> {
                 }
             }
             Rule::Takes(Point::Message { channel, seq }) => {
-                let op = self.trace.process(p).events[k as usize].op;
                 let taken = if matches!(
-                    op,
+                    head,
                     Op::NetRead {
                         datagram: false,
                         ..
@@ -890,7 +958,7 @@ impl<'t, 'o, O: AccessObserver> Engine<'t, 'o, O> {
                     if acquires {
                         changed |= self.acquire_atomic(&mut clock, e, object);
                     }
-                    let site = self.trace.process(p).events[k as usize].site;
+                    let site = self.head[p as usize].map_or(crate::trace::NO_SITE, |ev| ev.site);
                     self.observer.access(e, object, op, ordering, site, &clock);
                     self.release_write(&clock, e, object, sequence);
                     let st = &mut self.objects[object as usize];
@@ -938,11 +1006,6 @@ impl<'t, 'o, O: AccessObserver> Engine<'t, 'o, O> {
             out.checkpoints.push(k);
             out.pool.extend_from_slice(&clock);
         }
-        let out = &mut self.out[p as usize];
-        out.cp_of[k as usize] = match out.checkpoints.len() {
-            0 => NONE,
-            n => n as u32 - 1,
-        };
         self.current[p as usize] = clock;
         Step::Stamped
     }
@@ -1010,11 +1073,10 @@ impl<'t, 'o, O: AccessObserver> Engine<'t, 'o, O> {
         };
         self.wake(Key::Done(object, rank));
         let Some(permit) = permit else { return false };
-        let blocked = e.index > 0
-            && matches!(
-                self.trace.process(e.process).events[e.index as usize - 1].op,
-                Op::Blocked { object: o } if o == object
-            );
+        let blocked = matches!(
+            self.before[e.process as usize],
+            Some(Ev { op: Op::Blocked { object: o }, .. }) if o == object
+        );
         let kind = if blocked {
             SyncKind::SemUnblock
         } else if permit.from_zero && permit.rank + 1 == rank {
@@ -1108,6 +1170,7 @@ fn join(into: &mut [u32], other: &[u32]) -> bool {
     changed
 }
 
+mod covering;
 mod seq_set;
 #[cfg(test)]
 mod tests;

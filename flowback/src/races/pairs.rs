@@ -17,7 +17,7 @@
 //! update per racing site; the memory, one index per access of a racy variable.
 
 use crate::hb::AccessClass;
-use crate::trace::{EventRef, ObjIdx, Op, SiteId, Trace};
+use crate::trace::{EventRef, EventStore, ObjIdx, Op, SiteId, Trace};
 use crate::vclock::Clocks;
 
 use super::{CHECKS, DataRace, class_index};
@@ -41,7 +41,11 @@ struct Access {
 
 /// Every racing pair of sites on the variables `racy` marks, ordered by variable then by when
 /// each pair was first met in memory order, with exact counts.
-pub(super) fn every_pair(trace: &Trace, clocks: &Clocks, racy: &[bool]) -> Vec<DataRace> {
+pub(super) fn every_pair<S: EventStore>(
+    trace: &Trace<S>,
+    clocks: &Clocks,
+    racy: &[bool],
+) -> Vec<DataRace> {
     let mut by_object: FastMap<ObjIdx, Vec<Access>> = FastMap::default();
     for (p, proc) in trace.processes().iter().enumerate() {
         for (k, ev) in proc.events.iter().enumerate() {
