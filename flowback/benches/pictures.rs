@@ -15,63 +15,9 @@
 //! 20 MB in at most 10 s; at most 30 bytes per event of Perfetto trace) are printed beside the
 //! figures, not asserted. The machine may be shared: the figures are as noisy as it is.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use common::{mb, record_bank, release_binaries, run};
 
-/// One command's cost.
-struct Cost {
-    wall: Duration,
-    peak_rss: u64,
-    stderr: String,
-    ok: bool,
-}
-
-/// Runs `ppd args` to completion and measures it.
-// The child is reaped by `wait4`, which also reports its peak memory; `Child::wait` cannot.
-#[allow(clippy::zombie_processes)]
-fn run(ppd: &Path, args: &[&str]) -> Cost {
-    let start = Instant::now();
-    let child = Command::new(ppd)
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run ppd");
-    let pid = child.id() as libc::pid_t;
-    // Read stderr before reaping, so a chatty child cannot block on a full pipe.
-    let mut stderr = String::new();
-    if let Some(mut err) = child.stderr {
-        use std::io::Read;
-        let _ = err.read_to_string(&mut stderr);
-    }
-    let mut status = 0;
-    // SAFETY: an all-zero `rusage` is a valid value of this plain C struct.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `pid` is our own child, not yet reaped (its `Child` handle was consumed above
-    // without waiting); `status` and `usage` are valid for writes.
-    let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    let wall = start.elapsed();
-    Cost {
-        wall,
-        peak_rss: u64::try_from(usage.ru_maxrss).unwrap_or(0) * 1024,
-        stderr,
-        ok: reaped == pid && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-    }
-}
-
-fn mb(bytes: u64) -> String {
-    format!("{:.1} MB", bytes as f64 / 1e6)
-}
-
-/// The release binaries, next to this benchmark's own build directory.
-fn release_binaries() -> Option<(PathBuf, PathBuf)> {
-    let exe = std::env::current_exe().ok()?;
-    let profile = exe.parent()?.parent()?;
-    let ppd = profile.join("ppd");
-    let bank = profile.join("examples").join("bank");
-    (ppd.exists() && bank.exists()).then_some((ppd, bank))
-}
+mod common;
 
 fn main() {
     let ops: u64 = std::env::var("PPD_BENCH_BANK_OPS")
@@ -88,32 +34,13 @@ fn main() {
     let tmp = std::env::temp_dir().join(format!("ppd-bench-pictures-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).expect("a temporary directory");
     let rec = tmp.join("rec");
-    let ops_arg = ops.to_string();
-    let recorded = Command::new(&ppd)
-        .arg("record")
-        .arg("-o")
-        .arg(&rec)
-        .arg("--")
-        .arg(&bank)
-        .arg(&ops_arg)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .expect("run ppd record");
-    // bank exits with code 1 when its audit finds the race it is written to have.
-    if !rec.join("manifest.json").exists() {
-        println!("FAILED: ppd record bank {ops} wrote no recording ({recorded})");
-        return;
-    }
-    let info = Command::new(&ppd)
-        .args(["info", "--json"])
-        .arg(&rec)
-        .output()
-        .expect("run ppd info");
-    let events = serde_json::from_slice::<serde_json::Value>(&info.stdout)
-        .ok()
-        .and_then(|v| v["events"].as_u64())
-        .unwrap_or(0);
+    let events = match record_bank(&ppd, &bank, ops, &rec) {
+        Ok(events) => events,
+        Err(why) => {
+            println!("FAILED: {why}");
+            return;
+        }
+    };
     println!("bank {ops}: {events} events; each command run once, as a whole process");
     let r = rec.to_str().expect("a UTF-8 temporary path");
     // The race analysis, for comparison: it computes the clocks without caching them, so the

@@ -1,10 +1,18 @@
-//! `ppd races` end to end on synthetic recordings of ten and a hundred million events: how
-//! fast, and how much memory per event.
+//! `ppd races` end to end on synthetic recordings of ten and a hundred million events, and on
+//! `bank 160000`: how fast, and how much memory per event.
 //!
 //! ```sh
+//! cargo build --release -p ppd-cli -p ppd-examples --bin ppd --example bank   # for bank's part
 //! cargo bench -p ppd-flowback --bench race_report
 //! ```
 //!
+//! **Bank.** `bank PPD_BENCH_BANK_OPS` (default 160 000: about 11 M events) is recorded with
+//! the release binaries, then `ppd races` runs on it as a whole process `PPD_BENCH_RUNS` times:
+//! the median wall time and the largest peak resident memory (`wait4`'s `ru_maxrss`), which is
+//! what a user meets. The in-process report with both event stores follows, as below. Without
+//! the release binaries this part is skipped with a notice.
+//!
+//! **Synthetic.**
 //! The recording is written with the real log writer and is shaped like `examples/bank`: one
 //! server and `CLIENTS` clients. Each request is a client drawing a random number, sending on
 //! the shared request channel, blocking and receiving its reply on its own channel; the
@@ -27,12 +35,15 @@ use std::panic::Location;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use common::{mb, record_bank, release_binaries, run};
 use ppd_flowback::{Analysis, Trace};
 use ppd_formats::event::ObjectKind;
 use ppd_formats::manifest::{Manifest, RecordOptions};
 use ppd_formats::{
     Borrowed, Event, LogIdentity, LogWriter, ObjectId, ProcessId, Recording, WriterOptions,
 };
+
+mod common;
 
 const CLIENTS: u32 = 4;
 const EVENTS_PER_REQUEST: u64 = 10;
@@ -284,16 +295,22 @@ fn report_line(what: &str, events: u64, time: Duration, peak: Option<u64>) {
     );
 }
 
-fn run(events_wanted: u64, runs: usize, baseline: bool) {
+fn synthetic(events_wanted: u64, runs: usize, baseline: bool) {
     let dir = tempfile::tempdir().unwrap();
     let t = Instant::now();
     let events = write_bank(dir.path(), events_wanted);
     println!(
-        "{events} events ({} requests from {CLIENTS} clients), written in {:.1} s",
+        "synthetic: {events} events ({} requests from {CLIENTS} clients), written in {:.1} s",
         events / EVENTS_PER_REQUEST,
         t.elapsed().as_secs_f64()
     );
-    let recording = Recording::open(dir.path()).unwrap();
+    in_process(dir.path(), events, runs, baseline);
+}
+
+/// The report of the recording in `dir`, of `events` events, in this process: with compact
+/// events, and with `baseline` also with events kept whole.
+fn in_process(dir: &Path, events: u64, runs: usize, baseline: bool) {
+    let recording = Recording::open(dir).unwrap();
     let (time, peak, report) = measure(runs, || Analysis::race_report(&recording).unwrap());
     report_line("ppd races (compact events)", events, time, peak);
     assert_eq!(report.events, events, "every event was read");
@@ -341,6 +358,55 @@ fn main() {
         "ppd races end to end on synthetic bank recordings: median of {runs} run(s); goals 10 M \
          events/s and at most 24 bytes per event"
     );
-    run(large / 10, runs, true);
-    run(large, runs, false);
+    if !quick {
+        bank(runs);
+    }
+    synthetic(large / 10, runs, true);
+    synthetic(large, runs, false);
+}
+
+/// `ppd races` on a recording of `bank`, as a whole process and in this one.
+fn bank(runs: usize) {
+    let ops = env_u64("PPD_BENCH_BANK_OPS", 160_000);
+    let Some((ppd, bank)) = release_binaries() else {
+        println!(
+            "bank: SKIPPED: build the release binaries first: cargo build --release -p ppd-cli \
+             -p ppd-examples --bin ppd --example bank"
+        );
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("rec");
+    let events = match record_bank(&ppd, &bank, ops, &rec) {
+        Ok(events) => events,
+        Err(why) => {
+            println!("bank: FAILED: {why}");
+            return;
+        }
+    };
+    println!("bank {ops}: {events} events");
+    let r = rec.to_str().expect("a UTF-8 temporary path");
+    let costs: Vec<_> = (0..runs).map(|_| run(&ppd, &["races", r])).collect();
+    let mut walls: Vec<Duration> = costs.iter().map(|c| c.wall).collect();
+    walls.sort();
+    let wall = walls[walls.len() / 2];
+    let peak = costs.iter().map(|c| c.peak_rss).max().unwrap_or(0);
+    println!(
+        "  {:<34} {:>7.2} s  {:>6.1} M events/s  {:>12}  {:>5.1} B/event   (whole process; \
+         goals: at most 1.1 s, 24 B/event){}",
+        "ppd races",
+        wall.as_secs_f64(),
+        events as f64 / wall.as_secs_f64() / 1e6,
+        mb(peak),
+        peak as f64 / events.max(1) as f64,
+        if costs.iter().all(|c| c.ok) {
+            ""
+        } else {
+            "  (exited non-zero)"
+        }
+    );
+    if let Some(failed) = costs.iter().find(|c| !c.ok) {
+        println!("    ppd races said: {}", failed.stderr.trim());
+    }
+    in_process(&rec, events, runs, true);
 }
