@@ -15,9 +15,10 @@
 //! 20 MB in at most 10 s; at most 30 bytes per event of Perfetto trace) are printed beside the
 //! figures, not asserted. The machine may be shared: the figures are as noisy as it is.
 
-use common::{mb, record_bank, release_binaries, run};
+use binaries::{mb, record_bank, release_binaries, run};
 
-mod common;
+#[path = "common/binaries.rs"]
+mod binaries;
 
 fn main() {
     let ops: u64 = std::env::var("PPD_BENCH_BANK_OPS")

@@ -35,15 +35,18 @@ use std::panic::Location;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{mb, record_bank, release_binaries, run};
+use binaries::{mb, record_bank, release_binaries, run};
+use memory::{peak_rss, reset_peak_rss};
 use ppd_flowback::{Analysis, Trace};
 use ppd_formats::event::ObjectKind;
-use ppd_formats::manifest::{Manifest, RecordOptions};
 use ppd_formats::{
-    Borrowed, Event, LogIdentity, LogWriter, ObjectId, ProcessId, Recording, WriterOptions,
+    Borrowed, Event, LogWriter, Manifest, ObjectId, ProcessId, Recording, WriterOptions,
 };
 
-mod common;
+#[path = "common/binaries.rs"]
+mod binaries;
+#[path = "common/memory.rs"]
+mod memory;
 
 const CLIENTS: u32 = 4;
 const EVENTS_PER_REQUEST: u64 = 10;
@@ -66,31 +69,9 @@ fn name(id: u32) -> String {
 /// Writes the recording of about `events` events into `dir`; returns how many it wrote.
 fn write_bank(dir: &Path, events: u64) -> u64 {
     let processes = CLIENTS + 2;
-    let options = RecordOptions {
-        payloads: false,
-        fsync: false,
-        block_size: WriterOptions::default().block_size,
-        ring_blocks: WriterOptions::default().ring_blocks,
-    };
-    Manifest::synthetic(
-        "bank",
-        options,
-        (0..processes).map(|id| (ProcessId(id), name(id))),
-    )
-    .write(dir, false)
-    .unwrap();
-    let mut logs: Vec<LogWriter> = (0..processes)
-        .map(|id| {
-            let identity = LogIdentity {
-                process_id: ProcessId(id),
-                parent: (id != 0).then_some(ProcessId(0)),
-                name: name(id),
-                os_pid: 1,
-            };
-            let path = dir.join(Manifest::log_name(ProcessId(id)));
-            LogWriter::create(&path, &identity, WriterOptions::default()).unwrap()
-        })
-        .collect();
+    let names: Vec<String> = (0..processes).map(name).collect();
+    let mut logs =
+        Manifest::create_synthetic(dir, "bank", &names, WriterOptions::default()).unwrap();
     let mut written = 0u64;
     let mut put = |logs: &mut Vec<LogWriter>, p: u32, e: &Event<Borrowed<'_>>| {
         logs[p as usize].append(e).unwrap();
@@ -237,19 +218,6 @@ fn write_bank(dir: &Path, events: u64) -> u64 {
         log.close().unwrap();
     }
     written
-}
-
-/// The resident high-water mark of this process, in bytes (Linux).
-fn peak_rss() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
-}
-
-/// Resets the high-water mark to the current resident size (Linux 4.0 and later).
-fn reset_peak_rss() -> bool {
-    std::fs::write("/proc/self/clear_refs", "5").is_ok()
 }
 
 /// The median time of `runs` runs of `f`, and the largest peak memory above the resident size

@@ -22,11 +22,14 @@ use ppd_flowback::tasks::TaskRecording;
 use ppd_flowback::trace::Ev;
 use ppd_flowback::{Clocks, Trace};
 use ppd_formats::event::ObjectKind;
-use ppd_formats::manifest::{Manifest, RecordOptions};
+use ppd_formats::manifest::Manifest;
 use ppd_formats::task::{Step, TaskMark};
-use ppd_formats::{
-    Borrowed, Event, LogIdentity, LogWriter, ObjectId, ProcessId, Recording, WriterOptions,
-};
+use ppd_formats::{Borrowed, Event, LogWriter, ObjectId, ProcessId, Recording, WriterOptions};
+
+#[path = "common/memory.rs"]
+mod memory;
+
+use memory::{peak_rss, reset_peak_rss};
 
 const WORKERS: u32 = 16;
 
@@ -35,20 +38,6 @@ fn env_u64(name: &str, default: u64) -> u64 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-fn manifest(processes: u32) -> Manifest {
-    let options = RecordOptions {
-        payloads: false,
-        fsync: false,
-        block_size: WriterOptions::default().block_size,
-        ring_blocks: WriterOptions::default().ring_blocks,
-    };
-    Manifest::synthetic(
-        "farm",
-        options,
-        (0..processes).map(|id| (ProcessId(id), name(id))),
-    )
 }
 
 fn name(id: u32) -> String {
@@ -63,20 +52,10 @@ fn name(id: u32) -> String {
 /// panics: tasks are handed out one per idle worker, then each busy worker answers in turn.
 /// Returns the number of events written.
 fn write_farm(dir: &Path, tasks: u64, poison: u64) -> u64 {
-    manifest(WORKERS + 1).write(dir, false).unwrap();
     let site = Location::caller();
-    let mut logs: Vec<LogWriter> = (0..=WORKERS)
-        .map(|id| {
-            let identity = LogIdentity {
-                process_id: ProcessId(id),
-                parent: (id != 0).then_some(ProcessId(0)),
-                name: name(id),
-                os_pid: 1,
-            };
-            let path = dir.join(Manifest::log_name(ProcessId(id)));
-            LogWriter::create(&path, &identity, WriterOptions::default()).unwrap()
-        })
-        .collect();
+    let names: Vec<String> = (0..=WORKERS).map(name).collect();
+    let mut logs =
+        Manifest::create_synthetic(dir, "farm", &names, WriterOptions::default()).unwrap();
     let mut written = 0u64;
     let mut put = |logs: &mut Vec<LogWriter>, p: u32, e: &Event<Borrowed<'_>>| {
         logs[p as usize].append(e).unwrap();
@@ -259,19 +238,6 @@ fn write_farm(dir: &Path, tasks: u64, poison: u64) -> u64 {
         log.close().unwrap();
     }
     written
-}
-
-/// The resident high-water mark of this process, in bytes (Linux).
-fn peak_rss() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
-}
-
-/// Resets the high-water mark to the current resident size (Linux 4.0 and later).
-fn reset_peak_rss() -> bool {
-    std::fs::write("/proc/self/clear_refs", "5").is_ok()
 }
 
 /// What the trace and the clocks of the recording in `dir` hold, by part, in MiB: the share of

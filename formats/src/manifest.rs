@@ -186,6 +186,38 @@ impl Manifest {
         }
     }
 
+    /// Makes the recording of a synthetic run in `dir`: writes the [`Manifest::synthetic`] of
+    /// `program` with one process per name (process 0 is the first, the parent of every other)
+    /// and opens a log writer for each, with `options`. What tests and benchmarks that write
+    /// recordings event by event start from.
+    pub fn create_synthetic(
+        dir: &Path,
+        program: &str,
+        names: &[String],
+        options: crate::WriterOptions,
+    ) -> Result<Vec<crate::LogWriter>> {
+        let record = RecordOptions {
+            payloads: false,
+            fsync: options.fsync,
+            block_size: options.block_size,
+            ring_blocks: options.ring_blocks,
+        };
+        let ids = (0..names.len() as u32).map(ProcessId);
+        Manifest::synthetic(program, record, ids.clone().zip(names.iter().cloned()))
+            .write(dir, false)?;
+        ids.zip(names)
+            .map(|(id, name)| {
+                let identity = crate::LogIdentity {
+                    process_id: id,
+                    parent: (id != ProcessId(0)).then_some(ProcessId(0)),
+                    name: name.clone(),
+                    os_pid: 1,
+                };
+                crate::LogWriter::create(&dir.join(Manifest::log_name(id)), &identity, options)
+            })
+            .collect()
+    }
+
     /// Formats Unix nanoseconds as RFC 3339 (UTC, seconds precision).
     pub fn rfc3339(unix_ns: u64) -> String {
         let time = std::time::UNIX_EPOCH + std::time::Duration::from_nanos(unix_ns);

@@ -2,9 +2,8 @@ use std::panic::Location;
 use std::path::Path;
 
 use ppd_formats::event::{AtomicOp, MemOrdering, ObjectKind};
-use ppd_formats::manifest::{Manifest, RecordOptions};
 use ppd_formats::{
-    Borrowed, Event, LogIdentity, LogWriter, ObjectId, ProcessId, Recording, WriterOptions,
+    Borrowed, Event, LogWriter, Manifest, ObjectId, ProcessId, Recording, WriterOptions,
 };
 
 use super::{Piece, parts, read_with};
@@ -85,40 +84,14 @@ fn write_run(dir: &Path, clients: u32, rounds: u64) {
         block_size: 4096,
         ..WriterOptions::default()
     };
-    let record = RecordOptions {
-        payloads: false,
-        fsync: false,
-        block_size: options.block_size,
-        ring_blocks: options.ring_blocks,
-    };
-    let name = |id: u32| match id {
-        0 => "main".to_owned(),
-        1 => "server".to_owned(),
-        c => format!("client-{c}"),
-    };
-    Manifest::synthetic(
-        "run",
-        record,
-        (0..processes).map(|id| (ProcessId(id), name(id))),
-    )
-    .write(dir, false)
-    .unwrap();
-    let mut logs: Vec<LogWriter> = (0..processes)
-        .map(|id| {
-            let identity = LogIdentity {
-                process_id: ProcessId(id),
-                parent: (id != 0).then_some(ProcessId(0)),
-                name: name(id),
-                os_pid: 1,
-            };
-            LogWriter::create(
-                &dir.join(Manifest::log_name(ProcessId(id))),
-                &identity,
-                options,
-            )
-            .unwrap()
+    let names: Vec<String> = (0..processes)
+        .map(|id| match id {
+            0 => "main".to_owned(),
+            1 => "server".to_owned(),
+            c => format!("client-{c}"),
         })
         .collect();
+    let mut logs = Manifest::create_synthetic(dir, "run", &names, options).unwrap();
     let put = |logs: &mut Vec<LogWriter>, p: u32, e: &Event<Borrowed<'_>>| {
         logs[p as usize].append(e).unwrap();
     };
