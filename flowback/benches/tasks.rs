@@ -19,7 +19,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use ppd_flowback::tasks::TaskRecording;
-use ppd_flowback::trace::Ev;
+use ppd_flowback::trace::EventStore;
 use ppd_flowback::{Clocks, Trace};
 use ppd_formats::event::ObjectKind;
 use ppd_formats::manifest::Manifest;
@@ -244,17 +244,22 @@ fn write_farm(dir: &Path, tasks: u64, poison: u64) -> u64 {
 /// the peak that grows with the run.
 fn breakdown(dir: &Path) {
     let recording = Recording::open(dir).unwrap();
-    let trace = Trace::load(&recording).unwrap();
+    let trace = Trace::load_compact(&recording).unwrap();
     let clocks = Clocks::compute(&trace);
     let mib = |bytes: usize| bytes as f64 / 1048576.0;
     let events = trace.event_count() as usize;
+    let compact: f64 = trace
+        .processes()
+        .iter()
+        .map(|p| p.events.bytes_per_event() * p.events.len() as f64)
+        .sum();
     let width = clocks.width();
     println!(
-        "  of which grows with the run: events {:.1} MiB ({events} × {} B), clock positions \
-         {:.1} MiB (16 B per 64 events), stored clocks {:.1} MiB ({} × {width} components), \
-         edges {:.1} MiB",
-        mib(events * std::mem::size_of::<Ev>()),
-        std::mem::size_of::<Ev>(),
+        "  of which grows with the run: events {:.1} MiB ({events} compact events, {:.1} B \
+         each), clock positions {:.1} MiB (16 B per 64 events), stored clocks {:.1} MiB ({} × \
+         {width} components), edges {:.1} MiB",
+        compact / 1048576.0,
+        compact / events.max(1) as f64,
         mib(events.div_ceil(64) * 16),
         mib(clocks.checkpoint_count() * width * 4),
         clocks.checkpoint_count(),

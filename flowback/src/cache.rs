@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use ppd_formats::Recording;
 
 use crate::hb::SyncKind;
-use crate::trace::{EventRef, Trace};
+use crate::trace::{EventRef, EventStore, Trace};
 use crate::vclock::{Clocks, SyncEdge};
 
 /// File name of the cache inside `cache/`.
@@ -51,16 +51,19 @@ pub enum CacheOutcome {
 
 /// The clocks of `trace` (read from `recording`): from the cache when it is valid, else
 /// computed and cached.
-pub fn load_or_compute(recording: &Recording, trace: &Trace) -> (Clocks, CacheOutcome) {
+pub fn load_or_compute<S: EventStore>(
+    recording: &Recording,
+    trace: &Trace<S>,
+) -> (Clocks, CacheOutcome) {
     load_or_compute_with(recording, trace, Clocks::compute)
 }
 
 /// Like [`load_or_compute`], computing with `compute` when the cache cannot be used (an
 /// analysis that runs during the computation, like race detection, comes along).
-pub fn load_or_compute_with(
+pub fn load_or_compute_with<S: EventStore>(
     recording: &Recording,
-    trace: &Trace,
-    compute: impl FnOnce(&Trace) -> Clocks,
+    trace: &Trace<S>,
+    compute: impl FnOnce(&Trace<S>) -> Clocks,
 ) -> (Clocks, CacheOutcome) {
     let fingerprint = fingerprint(recording);
     let path = recording
@@ -225,7 +228,11 @@ impl<'a> Cursor<'a> {
     }
 }
 
-fn decode(bytes: &[u8], fingerprint: &[LogStamp], trace: &Trace) -> Result<Clocks, String> {
+fn decode<S: EventStore>(
+    bytes: &[u8],
+    fingerprint: &[LogStamp],
+    trace: &Trace<S>,
+) -> Result<Clocks, String> {
     let mut head = Cursor { bytes, pos: 0 };
     if head.take(8)? != MAGIC {
         return Err("not a clocks cache".into());

@@ -200,8 +200,8 @@ impl Clocks {
 
     /// Rebuilds clocks from stored parts, checking them against the trace; `None` if they do
     /// not fit it.
-    pub(crate) fn from_parts(
-        trace: &Trace,
+    pub(crate) fn from_parts<S: EventStore>(
+        trace: &Trace<S>,
         checkpoints: Vec<(Vec<u32>, Vec<u32>)>,
         edges: Vec<SyncEdge>,
         notes: Vec<String>,

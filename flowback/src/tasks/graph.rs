@@ -13,7 +13,7 @@ use ppd_formats::task::Step;
 use serde::Serialize;
 
 use super::{Runs, Unit, UnitEvents, Vm, node};
-use crate::trace::{EventRef, Trace};
+use crate::trace::{EventRef, EventStore, Trace};
 use crate::vclock::Clocks;
 
 /// Above this many events a task's arcs are not computed (the reduction is cubic).
@@ -71,8 +71,8 @@ pub struct TaskGraph {
 
 impl TaskGraph {
     /// The graph of task `task` of run `run`.
-    pub(crate) fn build(
-        trace: &Trace,
+    pub(crate) fn build<S: EventStore>(
+        trace: &Trace<S>,
         clocks: &Clocks,
         runs: &Runs,
         run: u64,

@@ -43,7 +43,7 @@ use serde::Serialize;
 
 use crate::error::Result;
 use crate::fasthash::FastMap;
-use crate::trace::{EventRef, Op, Trace};
+use crate::trace::{Compact, EventRef, EventStore, Op, Trace};
 use crate::vclock::Clocks;
 
 pub use graph::TaskGraph;
@@ -106,7 +106,11 @@ fn task_event(at: EventRef, event: &Event) -> Option<Result<TaskEvent, (String, 
 }
 
 /// The note about a mark with a task mark's label and a foreign value.
-fn foreign_note(trace: &Trace, at: EventRef, (label, why): &(String, String)) -> String {
+fn foreign_note<S: EventStore>(
+    trace: &Trace<S>,
+    at: EventRef,
+    (label, why): &(String, String),
+) -> String {
     format!(
         "{} event {}: a {label} mark whose value is not a task's: {why}",
         trace.process_label(at.process),
@@ -116,9 +120,9 @@ fn foreign_note(trace: &Trace, at: EventRef, (label, why): &(String, String)) ->
 
 /// Reads every task mark of `recording` into `sink`; `trace` must have been loaded from it.
 /// Marks whose value is not a task mark's are listed in the notes returned, not trusted.
-pub fn read_marks(
+pub fn read_marks<S: EventStore>(
     recording: &Recording,
-    trace: &Trace,
+    trace: &Trace<S>,
     mut sink: impl FnMut(TaskEvent),
 ) -> Result<Vec<String>> {
     let mut notes = Vec::new();
@@ -328,7 +332,7 @@ pub(crate) struct UnitEvents {
 impl UnitEvents {
     /// Whether the unit was begun in another OS process (node) than the one that handed it
     /// out: by a worker node of `ppd::task::farm_nodes`.
-    pub(crate) fn begun_on_another_node(&self, trace: &Trace) -> bool {
+    pub(crate) fn begun_on_another_node<S: EventStore>(&self, trace: &Trace<S>) -> bool {
         let node = |e: EventRef| trace.process(e.process).id.node();
         matches!((self.give, self.begin), (Some((g, _)), Some(b)) if node(g) != node(b))
     }
@@ -412,8 +416,8 @@ impl Runs {
 }
 
 /// Analyses the task marks `events` of a run whose events and clocks are `trace` and `clocks`.
-pub fn analyse(
-    trace: &Trace,
+pub fn analyse<S: EventStore>(
+    trace: &Trace<S>,
     clocks: &Clocks,
     events: impl IntoIterator<Item = TaskEvent>,
 ) -> TaskReport {
@@ -447,7 +451,12 @@ impl DeadNodes {
     }
 }
 
-fn analyse_runs(trace: &Trace, clocks: &Clocks, runs: &Runs, dead: &DeadNodes) -> TaskReport {
+fn analyse_runs<S: EventStore>(
+    trace: &Trace<S>,
+    clocks: &Clocks,
+    runs: &Runs,
+    dead: &DeadNodes,
+) -> TaskReport {
     let mut errors = Vec::new();
     let overtaken = Overtaken::new(trace, runs);
     for (unit, u) in &runs.units {
@@ -511,8 +520,9 @@ fn analyse_runs(trace: &Trace, clocks: &Clocks, runs: &Runs, dead: &DeadNodes) -
 /// [`crate::Analysis::open`] does on the way.
 #[derive(Debug)]
 pub struct TaskRecording {
-    /// Every event.
-    pub trace: Trace,
+    /// Every event, kept compact: the analysis reads them in order, and looks up only the
+    /// few around a failed unit.
+    pub trace: Trace<Compact>,
     /// Their vector clocks.
     pub clocks: Clocks,
     runs: Runs,
@@ -525,11 +535,12 @@ impl TaskRecording {
     pub fn open(recording: &Recording) -> Result<TaskRecording> {
         let mut runs = Runs::new([]);
         let mut foreign = Vec::new();
-        let trace = Trace::load_observed(recording, |at, event| match task_event(at, event) {
-            Some(Ok(e)) => runs.add(e),
-            Some(Err(f)) => foreign.push((at, f)),
-            None => {}
-        })?;
+        let trace =
+            Trace::load_compact_observed(recording, |at, event| match task_event(at, event) {
+                Some(Ok(e)) => runs.add(e),
+                Some(Err(f)) => foreign.push((at, f)),
+                None => {}
+            })?;
         let (clocks, _) = crate::cache::load_or_compute(recording, &trace);
         let mut notes: Vec<String> = foreign
             .iter()
@@ -559,7 +570,12 @@ impl TaskRecording {
 }
 
 /// The event graph of task `task` of the first run that has one.
-fn graph_of(trace: &Trace, clocks: &Clocks, runs: &Runs, task: u64) -> Option<TaskGraph> {
+fn graph_of<S: EventStore>(
+    trace: &Trace<S>,
+    clocks: &Clocks,
+    runs: &Runs,
+    task: u64,
+) -> Option<TaskGraph> {
     let run = runs
         .units
         .keys()
@@ -571,9 +587,9 @@ fn graph_of(trace: &Trace, clocks: &Clocks, runs: &Runs, task: u64) -> Option<Ta
 
 /// The event graph of task `task` (of the first virtual machine run that has one), if any,
 /// for a run already read into `trace` and `clocks`.
-pub fn task_graph(
+pub fn task_graph<S: EventStore>(
     recording: &Recording,
-    trace: &Trace,
+    trace: &Trace<S>,
     clocks: &Clocks,
     task: u64,
 ) -> Result<Option<TaskGraph>> {
@@ -596,7 +612,7 @@ struct Overtaken {
 }
 
 impl Overtaken {
-    fn new(trace: &Trace, runs: &Runs) -> Overtaken {
+    fn new<S: EventStore>(trace: &Trace<S>, runs: &Runs) -> Overtaken {
         let mut latest = vec![None; trace.processes().len()];
         for (unit, u) in &runs.units {
             if !u.done(runs.vm_of(unit)) {
@@ -621,19 +637,19 @@ impl Overtaken {
 }
 
 /// `name/pN` of a process id.
-fn node(trace: &Trace, pid: ProcessId) -> String {
+fn node<S: EventStore>(trace: &Trace<S>, pid: ProcessId) -> String {
     match trace.index_of(pid) {
         Some(p) => format!("{}/{pid}", trace.process(p).name),
         None => pid.to_string(),
     }
 }
 
-fn node_of(trace: &Trace, e: EventRef) -> (String, u32) {
+fn node_of<S: EventStore>(trace: &Trace<S>, e: EventRef) -> (String, u32) {
     let id = trace.process(e.process).id;
     (node(trace, id), id.0)
 }
 
-fn site_of(trace: &Trace, e: EventRef) -> Option<String> {
+fn site_of<S: EventStore>(trace: &Trace<S>, e: EventRef) -> Option<String> {
     trace
         .get(e)
         .and_then(|ev| trace.site(ev.site))
@@ -642,8 +658,8 @@ fn site_of(trace: &Trace, e: EventRef) -> Option<String> {
 
 /// The fatal error of one unit, located at its frontier event (thesis §4.3), or `None` if the
 /// unit completed or its failure shows in a subtask instead.
-fn locate(
-    trace: &Trace,
+fn locate<S: EventStore>(
+    trace: &Trace<S>,
     runs: &Runs,
     unit: &Unit,
     u: &UnitEvents,
@@ -738,7 +754,6 @@ fn locate(
         // The joining process panicked after the last result came in: in the combine.
         let proc = trace.process(last.process);
         let panic = events_after(proc, last.index)
-            .iter()
             .enumerate()
             .find_map(|(k, e)| match e.op {
                 Op::Panic { message } => Some((k, message)),
@@ -797,7 +812,7 @@ fn locate(
 
 /// The predicate of [`TaskError::replay`]: the unit's begin mark (or its give), told apart from
 /// the others by its value `[run, task, path, arg]`.
-fn stop_predicate(trace: &Trace, unit: &Unit, u: &UnitEvents) -> Option<String> {
+fn stop_predicate<S: EventStore>(trace: &Trace<S>, unit: &Unit, u: &UnitEvents) -> Option<String> {
     let (at, step) = match (u.begin, u.give) {
         (Some(b), _) => (b, Step::Begin),
         (None, Some((g, _))) => (g, Step::Give),
@@ -818,8 +833,8 @@ fn stop_predicate(trace: &Trace, unit: &Unit, u: &UnitEvents) -> Option<String> 
 /// begin says whether the work panicked or the process stopped in it, and a log cut short in
 /// a node that died while the node that handed the unit out went on (the unit was begun
 /// `on_another_node`) is the node's fault.
-fn stopped(
-    trace: &Trace,
+fn stopped<S: EventStore>(
+    trace: &Trace<S>,
     begin: EventRef,
     role: Role,
     (dead, on_another_node): (&DeadNodes, bool),
@@ -827,10 +842,12 @@ fn stopped(
 ) -> TaskError {
     let proc = trace.process(begin.process);
     let node = node_of(trace, begin);
-    let after = events_after(proc, begin.index);
-    if let Some(k) = after.iter().position(|e| e.op.is_end()) {
+    let end = events_after(proc, begin.index)
+        .enumerate()
+        .find(|(_, e)| e.op.is_end());
+    if let Some((k, end)) = end {
         let at = EventRef::new(begin.process, begin.index + 1 + k as u32);
-        return match after[k].op {
+        return match end.op {
             Op::Panic { message } => error(
                 Fault::Panic,
                 role,
@@ -909,8 +926,8 @@ fn stopped(
 }
 
 /// The events of `proc` after its event `index` (none if the trace ends there).
-fn events_after(proc: &crate::trace::Process, index: u32) -> &[crate::trace::Ev] {
-    proc.events.get(index as usize + 1..).unwrap_or(&[])
+fn events_after<S: EventStore>(proc: &crate::trace::Process<S>, index: u32) -> S::Iter<'_> {
+    proc.events.iter_from(index as usize + 1)
 }
 
 /// A unit whose error is also its subtask's (the same frontier event, a nested `enter`) is

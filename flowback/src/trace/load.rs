@@ -48,25 +48,26 @@ impl Trace {
     pub fn load(recording: &Recording) -> Result<Trace> {
         read(recording)
     }
-
-    /// Like [`Trace::load`], showing `observe` every event as it is read (with its reference),
-    /// user values included: an analysis that needs what the trace does not keep (mark values,
-    /// task inputs) reads the logs once. The logs are read in turn, on this thread.
-    pub fn load_observed(
-        recording: &Recording,
-        mut observe: impl FnMut(EventRef, &Event),
-    ) -> Result<Trace> {
-        let logs = open_logs(recording);
-        let whole = whole_logs(&logs);
-        let (b, _) = read_pieces(recording, &logs, &whole, true, &mut observe);
-        Ok(b.build())
-    }
 }
 
 impl Trace<Compact> {
     /// Like [`Trace::load`], keeping the events in the [`Compact`] store.
     pub fn load_compact(recording: &Recording) -> Result<Trace<Compact>> {
         read(recording)
+    }
+
+    /// Like [`Trace::load_compact`], showing `observe` every event as it is read (with its
+    /// reference), user values included: an analysis that needs what the trace does not keep
+    /// (mark values, task inputs) reads the logs once. The logs are read in turn, on this
+    /// thread.
+    pub fn load_compact_observed(
+        recording: &Recording,
+        mut observe: impl FnMut(EventRef, &Event),
+    ) -> Result<Trace<Compact>> {
+        let logs = open_logs(recording);
+        let whole = whole_logs(&logs);
+        let (b, _) = read_pieces(recording, &logs, &whole, true, &mut observe);
+        Ok(b.build())
     }
 }
 
