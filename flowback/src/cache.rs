@@ -22,6 +22,7 @@
 //! ```
 
 use std::fs;
+use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -34,6 +35,8 @@ use crate::vclock::{Clocks, SyncEdge};
 /// File name of the cache inside `cache/`.
 pub const CLOCKS_FILE: &str = "clocks.bin";
 const MAGIC: &[u8; 8] = b"PPDCLOCK";
+/// Bytes of one stored synchronization edge: from and to (process, index) and the kind.
+const EDGE_BYTES: usize = 17;
 /// Version of the layout and of the happened-before rules; bump when either changes.
 /// (2: a stream write read in pieces gives its edge to every read that ends in it.)
 pub const CACHE_VERSION: u32 = 2;
@@ -70,8 +73,9 @@ pub fn load_or_compute_with<S: EventStore>(
         .dir()
         .join(ppd_formats::recording::CACHE_DIR)
         .join(CLOCKS_FILE);
-    let reason = match fs::read(&path) {
-        Ok(bytes) => match decode(&bytes, &fingerprint, trace) {
+    let opened = fs::File::open(&path).and_then(|f| Ok((f.metadata()?.len(), f)));
+    let reason = match opened {
+        Ok((size, file)) => match decode(BufReader::new(file), size, &fingerprint, trace) {
             Ok(clocks) => return (clocks, CacheOutcome::Hit),
             Err(why) => why,
         },
@@ -121,141 +125,251 @@ fn fingerprint(recording: &Recording) -> Vec<LogStamp> {
 fn store(recording: &Recording, fingerprint: &[LogStamp], clocks: &Clocks) -> Result<(), String> {
     let dir = recording.cache_dir().map_err(|e| e.to_string())?;
     let path = dir.join(CLOCKS_FILE);
-    ppd_formats::private::write_atomic(&path, &encode(fingerprint, clocks), false)
-        .map_err(|e| e.to_string())
+    ppd_formats::private::write_atomic_with(&path, false, |out| {
+        write_cache(out, fingerprint, clocks)
+    })
+    .map_err(|e| e.to_string())
 }
 
-fn put_u32(out: &mut Vec<u8>, v: u32) {
-    out.extend_from_slice(&v.to_le_bytes());
+/// Counts and checksums what is written to it, and keeps none of it.
+#[derive(Default)]
+struct Digest {
+    len: u64,
+    crc: u32,
 }
 
-fn put_u64(out: &mut Vec<u8>, v: u64) {
-    out.extend_from_slice(&v.to_le_bytes());
+impl Write for Digest {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.crc = crc32c::crc32c_append(self.crc, bytes);
+        self.len += bytes.len() as u64;
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
-fn put_str(out: &mut Vec<u8>, s: &str) {
-    put_u32(out, s.len() as u32);
-    out.extend_from_slice(s.as_bytes());
+/// Writes the cache file: the header needs the body's length and checksum, so the body is
+/// written twice, first to a [`Digest`], and never held in memory (at ten million events it
+/// is hundreds of megabytes).
+fn write_cache(out: &mut dyn Write, fingerprint: &[LogStamp], clocks: &Clocks) -> io::Result<()> {
+    let mut digest = Digest::default();
+    {
+        let mut counted = BufWriter::new(&mut digest);
+        write_body(&mut counted, fingerprint, clocks)?;
+        counted.flush()?;
+    }
+    out.write_all(MAGIC)?;
+    out.write_all(&CACHE_VERSION.to_le_bytes())?;
+    out.write_all(&digest.len.to_le_bytes())?;
+    out.write_all(&digest.crc.to_le_bytes())?;
+    write_body(out, fingerprint, clocks)
 }
 
-fn encode(fingerprint: &[LogStamp], clocks: &Clocks) -> Vec<u8> {
-    let mut body = Vec::new();
-    put_u32(&mut body, fingerprint.len() as u32);
+/// Writes `values` little-endian, a few thousand at a time.
+fn write_u32s(out: &mut dyn Write, values: &[u32]) -> io::Result<()> {
+    let mut buf = [0u8; 4096];
+    for chunk in values.chunks(buf.len() / 4) {
+        for (slot, v) in buf.chunks_exact_mut(4).zip(chunk) {
+            slot.copy_from_slice(&v.to_le_bytes());
+        }
+        out.write_all(&buf[..chunk.len() * 4])?;
+    }
+    Ok(())
+}
+
+fn write_body(out: &mut dyn Write, fingerprint: &[LogStamp], clocks: &Clocks) -> io::Result<()> {
+    let u32 = |out: &mut dyn Write, v: u32| out.write_all(&v.to_le_bytes());
+    let u64 = |out: &mut dyn Write, v: u64| out.write_all(&v.to_le_bytes());
+    let text = |out: &mut dyn Write, s: &str| {
+        u32(out, s.len() as u32)?;
+        out.write_all(s.as_bytes())
+    };
+    u32(out, fingerprint.len() as u32)?;
     for s in fingerprint {
-        put_str(&mut body, &s.name);
-        put_u64(&mut body, s.size);
-        put_u64(&mut body, s.mtime_s as u64);
-        put_u32(&mut body, s.mtime_ns);
+        text(out, &s.name)?;
+        u64(out, s.size)?;
+        u64(out, s.mtime_s as u64)?;
+        u32(out, s.mtime_ns)?;
     }
     let (procs, edges, notes) = clocks.parts();
-    put_u32(&mut body, clocks.width() as u32);
+    u32(out, clocks.width() as u32)?;
     for p in procs {
-        put_u32(&mut body, p.covering.len());
-        put_u32(&mut body, p.checkpoints.len() as u32);
-        for &k in &p.checkpoints {
-            put_u32(&mut body, k);
-        }
-        for &c in &p.pool {
-            put_u32(&mut body, c);
-        }
+        u32(out, p.covering.len())?;
+        u32(out, p.checkpoints.len() as u32)?;
+        write_u32s(out, &p.checkpoints)?;
+        write_u32s(out, &p.pool)?;
     }
-    put_u64(&mut body, edges.len() as u64);
+    u64(out, edges.len() as u64)?;
     for e in edges {
-        put_u32(&mut body, e.from.process);
-        put_u32(&mut body, e.from.index);
-        put_u32(&mut body, e.to.process);
-        put_u32(&mut body, e.to.index);
-        body.push(e.kind.code());
+        u32(out, e.from.process)?;
+        u32(out, e.from.index)?;
+        u32(out, e.to.process)?;
+        u32(out, e.to.index)?;
+        out.write_all(&[e.kind.code()])?;
     }
-    put_u32(&mut body, notes.len() as u32);
+    u32(out, notes.len() as u32)?;
     for n in notes {
-        put_str(&mut body, n);
+        text(out, n)?;
     }
-    let mut out = Vec::with_capacity(body.len() + 24);
-    out.extend_from_slice(MAGIC);
-    put_u32(&mut out, CACHE_VERSION);
-    put_u64(&mut out, body.len() as u64);
-    put_u32(&mut out, crc32c::crc32c(&body));
-    out.extend_from_slice(&body);
-    out
+    Ok(())
 }
 
-/// A bounds-checked reader over the cache's bytes.
-struct Cursor<'a> {
-    bytes: &'a [u8],
-    pos: usize,
+/// The cache's body, read through a buffer and checksummed on the way: the file is never
+/// held in memory whole, and nothing read is trusted until [`Body::finish`] found the
+/// checksum right. Every read is bounded by the length the header gives.
+struct Body<R> {
+    inner: R,
+    /// Bytes of the body not read yet.
+    left: u64,
+    crc: u32,
 }
 
-impl<'a> Cursor<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
-        let end = self.pos.checked_add(n).filter(|&e| e <= self.bytes.len());
-        let end = end.ok_or_else(|| format!("truncated at byte {}", self.pos))?;
-        let slice = &self.bytes[self.pos..end];
-        self.pos = end;
-        Ok(slice)
-    }
-
-    fn u8(&mut self) -> Result<u8, String> {
-        Ok(self.take(1)?[0])
+impl<R: Read> Body<R> {
+    fn fill(&mut self, buf: &mut [u8]) -> Result<(), String> {
+        if (buf.len() as u64) > self.left {
+            return Err(format!(
+                "truncated: {} bytes wanted, {} left",
+                buf.len(),
+                self.left
+            ));
+        }
+        self.inner
+            .read_exact(buf)
+            .map_err(|e| format!("truncated ({e})"))?;
+        self.crc = crc32c::crc32c_append(self.crc, buf);
+        self.left -= buf.len() as u64;
+        Ok(())
     }
 
     fn u32(&mut self) -> Result<u32, String> {
-        let b = self.take(4)?;
-        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        let mut b = [0; 4];
+        self.fill(&mut b)?;
+        Ok(u32::from_le_bytes(b))
     }
 
     fn u64(&mut self) -> Result<u64, String> {
-        let b = self.take(8)?;
-        let mut a = [0u8; 8];
-        a.copy_from_slice(b);
-        Ok(u64::from_le_bytes(a))
+        let mut b = [0; 8];
+        self.fill(&mut b)?;
+        Ok(u64::from_le_bytes(b))
     }
 
     fn str(&mut self) -> Result<String, String> {
-        let len = self.u32()? as usize;
-        let b = self.take(len)?;
-        String::from_utf8(b.to_vec()).map_err(|_| "bad text".to_owned())
+        let len = self.u32()?;
+        if u64::from(len) > self.left {
+            return Err("text runs past the body".into());
+        }
+        let mut b = vec![0; len as usize];
+        self.fill(&mut b)?;
+        String::from_utf8(b).map_err(|_| "bad text".to_owned())
     }
 
     /// `n` u32s, refusing counts the remaining bytes cannot hold before allocating.
     fn u32s(&mut self, n: usize) -> Result<Vec<u32>, String> {
-        let bytes = n.checked_mul(4).ok_or("count overflows")?;
-        let raw = self.take(bytes)?;
-        Ok(raw
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect())
+        let bytes = (n as u64).checked_mul(4).ok_or("count overflows")?;
+        if bytes > self.left {
+            return Err(format!(
+                "{n} values do not fit the {} bytes left",
+                self.left
+            ));
+        }
+        let mut values = Vec::with_capacity(n);
+        let mut buf = [0u8; 4096];
+        let mut missing = n;
+        while missing > 0 {
+            let take = missing.min(buf.len() / 4);
+            self.fill(&mut buf[..take * 4])?;
+            values.extend(
+                buf[..take * 4]
+                    .chunks_exact(4)
+                    .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+            );
+            missing -= take;
+        }
+        Ok(values)
+    }
+
+    /// `n` synchronization edges of [`EDGE_BYTES`] each, read a few hundred at a time.
+    fn edges(&mut self, n: u64) -> Result<Vec<SyncEdge>, String> {
+        if n.checked_mul(EDGE_BYTES as u64)
+            .is_none_or(|bytes| bytes > self.left)
+        {
+            return Err("more edges than the body holds".into());
+        }
+        let mut edges = Vec::with_capacity(n as usize);
+        let mut buf = [0u8; EDGE_BYTES * 256];
+        let mut missing = n as usize;
+        while missing > 0 {
+            let take = missing.min(256);
+            self.fill(&mut buf[..take * EDGE_BYTES])?;
+            for e in buf[..take * EDGE_BYTES].chunks_exact(EDGE_BYTES) {
+                let at = |i: usize| u32::from_le_bytes([e[i], e[i + 1], e[i + 2], e[i + 3]]);
+                let kind = SyncKind::from_code(e[16]).ok_or("bad edge kind")?;
+                edges.push(SyncEdge {
+                    from: EventRef::new(at(0), at(4)),
+                    to: EventRef::new(at(8), at(12)),
+                    kind,
+                });
+            }
+            missing -= take;
+        }
+        Ok(edges)
+    }
+
+    /// Whether the whole body was read and its checksum is `crc`.
+    fn finish(self, crc: u32) -> Result<(), String> {
+        if self.left != 0 {
+            return Err("trailing bytes".into());
+        }
+        if self.crc != crc {
+            return Err("checksum mismatch".into());
+        }
+        Ok(())
     }
 }
 
+/// The clocks in a cache file of `size` bytes read from `file`, if it is whole, fresh and fits
+/// `trace`.
 fn decode<S: EventStore>(
-    bytes: &[u8],
+    mut file: impl Read,
+    size: u64,
     fingerprint: &[LogStamp],
     trace: &Trace<S>,
 ) -> Result<Clocks, String> {
-    let mut head = Cursor { bytes, pos: 0 };
-    if head.take(8)? != MAGIC {
+    let mut head = [0u8; 24];
+    file.read_exact(&mut head)
+        .map_err(|_| "not a clocks cache (too short)".to_owned())?;
+    if &head[..8] != MAGIC {
         return Err("not a clocks cache".into());
     }
-    let version = head.u32()?;
+    let field = |at: usize, n: usize| {
+        let mut b = [0u8; 8];
+        b[..n].copy_from_slice(&head[at..at + n]);
+        u64::from_le_bytes(b)
+    };
+    let version = field(8, 4) as u32;
     if version != CACHE_VERSION {
         return Err(format!(
             "cache version {version}, this build writes {CACHE_VERSION}"
         ));
     }
-    let len = head.u64()?;
-    let crc = head.u32()?;
-    let body = head.take(usize::try_from(len).map_err(|_| "length overflows")?)?;
-    if crc32c::crc32c(body) != crc {
-        return Err("checksum mismatch".into());
+    let (len, crc) = (field(12, 8), field(20, 4) as u32);
+    // Every count is checked against the length before anything is allocated for it, so the
+    // length must be the file's.
+    if len != size.saturating_sub(head.len() as u64) {
+        return Err(format!(
+            "the header says {len} bytes of body, the file has {size}"
+        ));
     }
-    let mut c = Cursor {
-        bytes: body,
-        pos: 0,
+    let mut c = Body {
+        inner: file,
+        left: len,
+        crc: 0,
     };
     let count = c.u32()? as usize;
     let mut stored = Vec::new();
-    for _ in 0..count.min(body.len()) {
+    for _ in 0..count.min(len as usize) {
         stored.push(LogStamp {
             name: c.str()?,
             size: c.u64()?,
@@ -285,21 +399,13 @@ fn decode<S: EventStore>(
         per_process.push((checkpoints, pool));
     }
     let n_edges = c.u64()?;
-    let mut edges = Vec::new();
-    for _ in 0..n_edges {
-        let from = EventRef::new(c.u32()?, c.u32()?);
-        let to = EventRef::new(c.u32()?, c.u32()?);
-        let kind = SyncKind::from_code(c.u8()?).ok_or("bad edge kind")?;
-        edges.push(SyncEdge { from, to, kind });
-    }
+    let edges = c.edges(n_edges)?;
     let n_notes = c.u32()?;
     let mut notes = Vec::new();
     for _ in 0..n_notes {
         notes.push(c.str()?);
     }
-    if c.pos != body.len() {
-        return Err("trailing bytes".into());
-    }
+    c.finish(crc)?;
     Clocks::from_parts(trace, per_process, edges, notes)
         .ok_or_else(|| "clocks do not fit the logs".into())
 }
@@ -316,6 +422,12 @@ mod tests {
     use super::*;
     use crate::synth::{self, Shape};
 
+    fn encode(fingerprint: &[LogStamp], clocks: &Clocks) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        write_cache(&mut bytes, fingerprint, clocks).expect("writing to memory");
+        bytes
+    }
+
     fn stamps() -> Vec<LogStamp> {
         vec![LogStamp {
             name: "proc-0000.log".into(),
@@ -330,7 +442,10 @@ mod tests {
         let trace = synth::execution(&Shape::mixed(4, 3_000), 7);
         let clocks = Clocks::compute(&trace);
         let bytes = encode(&stamps(), &clocks);
-        assert_eq!(decode(&bytes, &stamps(), &trace).unwrap(), clocks);
+        assert_eq!(
+            decode(&bytes[..], bytes.len() as u64, &stamps(), &trace).unwrap(),
+            clocks
+        );
     }
 
     #[test]
@@ -341,19 +456,31 @@ mod tests {
         let mut other = stamps();
         other[0].size = 11;
         assert!(
-            decode(&bytes, &other, &trace)
+            decode(&bytes[..], bytes.len() as u64, &other, &trace)
                 .unwrap_err()
                 .contains("changed")
         );
         // Every truncation and every single-byte flip is refused.
         for cut in 0..bytes.len() {
-            assert!(decode(&bytes[..cut], &stamps(), &trace).is_err());
+            assert!(decode(&bytes[..cut], cut as u64, &stamps(), &trace).is_err());
         }
         for i in (0..bytes.len()).step_by(7) {
             let mut b = bytes.clone();
             b[i] ^= 0x5a;
-            assert!(decode(&b, &stamps(), &trace).is_err(), "flip at {i}");
+            assert!(
+                decode(&b[..], b.len() as u64, &stamps(), &trace).is_err(),
+                "flip at {i}"
+            );
         }
+        // A header that claims more body than the file holds is refused before a count in
+        // the body can ask for memory.
+        let mut b = bytes.clone();
+        b[12..20].copy_from_slice(&(u64::MAX / 2).to_le_bytes());
+        assert!(
+            decode(&b[..], b.len() as u64, &stamps(), &trace)
+                .unwrap_err()
+                .contains("header says")
+        );
         // A body whose checksum was fixed up after damage is still checked structurally.
         let mut b = bytes;
         let body_at = 24;
@@ -362,6 +489,6 @@ mod tests {
         b[last] ^= 0x01;
         let crc = crc32c::crc32c(&b[body_at..]);
         b[20..24].copy_from_slice(&crc.to_le_bytes());
-        assert!(decode(&b, &stamps(), &trace).is_err());
+        assert!(decode(&b[..], b.len() as u64, &stamps(), &trace).is_err());
     }
 }

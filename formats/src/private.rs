@@ -64,18 +64,31 @@ pub fn ensure_dir(path: &Path) -> Result<()> {
 /// Replaces `path` with `bytes` atomically: a private temporary file in the same directory,
 /// renamed over it, so a reader never sees half a file.
 pub fn write_atomic(path: &Path, bytes: &[u8], fsync: bool) -> Result<()> {
+    write_atomic_with(path, fsync, |file| file.write_all(bytes))
+}
+
+/// Like [`write_atomic`], the contents written by `write` through a buffer: a large file is
+/// never held in memory whole.
+pub fn write_atomic_with(
+    path: &Path,
+    fsync: bool,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<()> {
     let tmp = temporary_sibling(path);
-    let write = || -> Result<()> {
-        let mut file = create_file(&tmp, "create")?;
-        file.write_all(bytes)
-            .map_err(|e| FormatError::io(&tmp, "write", e))?;
+    let attempt = || -> Result<()> {
+        let file = create_file(&tmp, "create")?;
+        let mut buffered = std::io::BufWriter::new(file);
+        write(&mut buffered).map_err(|e| FormatError::io(&tmp, "write", e))?;
+        let file = buffered
+            .into_inner()
+            .map_err(|e| FormatError::io(&tmp, "write", e.into_error()))?;
         if fsync {
             file.sync_all()
                 .map_err(|e| FormatError::io(&tmp, "fsync", e))?;
         }
         fs::rename(&tmp, path).map_err(|e| FormatError::io(path, "replace", e))
     };
-    write().inspect_err(|_| {
+    attempt().inspect_err(|_| {
         let _ = fs::remove_file(&tmp);
     })
 }
