@@ -42,21 +42,17 @@ use ppd_formats::event::ObjectKind;
 use ppd_formats::{
     Borrowed, Event, LogWriter, Manifest, ObjectId, ProcessId, Recording, WriterOptions,
 };
+use settings::env_u64;
 
 #[path = "common/binaries.rs"]
 mod binaries;
 #[path = "common/memory.rs"]
 mod memory;
+#[path = "common/settings.rs"]
+mod settings;
 
 const CLIENTS: u32 = 4;
 const EVENTS_PER_REQUEST: u64 = 10;
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 fn name(id: u32) -> String {
     match id {

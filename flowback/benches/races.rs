@@ -44,6 +44,10 @@ use ppd_flowback::message_races::message_races;
 use ppd_flowback::races::clocks_and_races;
 use ppd_flowback::synth::{self, Shape};
 use ppd_flowback::{Analysis, Clocks};
+use settings::env_u64;
+
+#[path = "common/settings.rs"]
+mod settings;
 
 /// The system allocator, counting the bytes live and the peak since the last reset.
 struct Counting;
@@ -107,13 +111,6 @@ fn peak_during<T>(f: impl FnOnce() -> T) -> (usize, T) {
     PEAK.store(before, Ordering::Relaxed);
     let v = f();
     (PEAK.load(Ordering::Relaxed) - before, v)
-}
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
 }
 
 fn median(mut xs: Vec<Duration>) -> Duration {

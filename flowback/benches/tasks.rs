@@ -28,17 +28,13 @@ use ppd_formats::{Borrowed, Event, LogWriter, ObjectId, ProcessId, Recording, Wr
 
 #[path = "common/memory.rs"]
 mod memory;
+#[path = "common/settings.rs"]
+mod settings;
 
 use memory::{peak_rss, reset_peak_rss};
+use settings::env_u64;
 
 const WORKERS: u32 = 16;
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 fn name(id: u32) -> String {
     if id == 0 {

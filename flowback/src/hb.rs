@@ -175,19 +175,8 @@ mod tests {
         assert!(!acq.conflicts(load));
     }
 
-    const OPS: [AtomicOp; 4] = [
-        AtomicOp::Load,
-        AtomicOp::Store,
-        AtomicOp::Rmw,
-        AtomicOp::CasFail,
-    ];
-    const ORDERINGS: [MemOrdering; 5] = [
-        MemOrdering::Relaxed,
-        MemOrdering::Release,
-        MemOrdering::Acquire,
-        MemOrdering::AcqRel,
-        MemOrdering::SeqCst,
-    ];
+    const OPS: [AtomicOp; 4] = AtomicOp::ALL;
+    const ORDERINGS: [MemOrdering; 5] = MemOrdering::ALL;
 
     #[test]
     fn acquire_and_release_follow_the_documented_table_for_every_access() {

@@ -159,6 +159,14 @@ pub enum AtomicOp {
 }
 
 impl AtomicOp {
+    /// Every kind of access, in declaration order.
+    pub const ALL: [AtomicOp; 4] = [
+        AtomicOp::Load,
+        AtomicOp::Store,
+        AtomicOp::Rmw,
+        AtomicOp::CasFail,
+    ];
+
     /// Whether the access wrote the object.
     pub fn writes(self) -> bool {
         matches!(self, AtomicOp::Store | AtomicOp::Rmw)
@@ -179,6 +187,17 @@ pub enum MemOrdering {
     AcqRel,
     /// `Ordering::SeqCst`
     SeqCst,
+}
+
+impl MemOrdering {
+    /// Every ordering, in declaration order.
+    pub const ALL: [MemOrdering; 5] = [
+        MemOrdering::Relaxed,
+        MemOrdering::Release,
+        MemOrdering::Acquire,
+        MemOrdering::AcqRel,
+        MemOrdering::SeqCst,
+    ];
 }
 
 impl From<std::sync::atomic::Ordering> for MemOrdering {

@@ -301,19 +301,8 @@ const RECV_OUTCOMES: [RecvOutcome; 3] = [
     RecvOutcome::Timeout,
     RecvOutcome::Disconnected,
 ];
-const ATOMIC_OPS: [AtomicOp; 4] = [
-    AtomicOp::Load,
-    AtomicOp::Store,
-    AtomicOp::Rmw,
-    AtomicOp::CasFail,
-];
-const ORDERINGS: [MemOrdering; 5] = [
-    MemOrdering::Relaxed,
-    MemOrdering::Release,
-    MemOrdering::Acquire,
-    MemOrdering::AcqRel,
-    MemOrdering::SeqCst,
-];
+const ATOMIC_OPS: [AtomicOp; 4] = AtomicOp::ALL;
+const ORDERINGS: [MemOrdering; 5] = MemOrdering::ALL;
 const QUESTIONS: [Question; 3] = [
     Question::IsFinished,
     Question::AvailableParallelism,
