@@ -468,11 +468,6 @@ impl<S: EventStore> Trace<S> {
             .unwrap_or_else(|| panic!("{r:?} is not an event of this trace"))
     }
 
-    /// The events of process `p` from its event `k` on.
-    pub fn events_from(&self, p: u32, k: u32) -> S::Iter<'_> {
-        self.processes[p as usize].events.iter_from(k as usize)
-    }
-
     /// The dense index of process `id`.
     pub fn index_of(&self, id: ProcessId) -> Option<u32> {
         self.by_pid.get(&id).copied()
