@@ -12,6 +12,7 @@ use crate::lock_order::{self, PotentialDeadlock};
 use crate::message_races::{self, Candidates, MessageRace};
 use crate::races::{self, DataRace};
 use crate::report::Report;
+use crate::threads;
 use crate::trace::{EventStore, Trace};
 use crate::vclock::Clocks;
 
@@ -63,20 +64,16 @@ impl Analysis {
     /// What needs no clocks (the deadlocks, the lock-order cycles, each channel's sends and
     /// receives) is found on a second thread while the clocks are computed.
     pub fn race_report_of<S: EventStore>(trace: &Trace<S>) -> Report {
-        let ((clocks, data), (candidates, deadlocks, potential)) = std::thread::scope(|s| {
-            let beside = s.spawn(|| {
+        let ((clocks, data), (candidates, deadlocks, potential)) = threads::both(
+            || races::clocks_and_races_counting_edges(trace),
+            || {
                 (
                     Candidates::of(trace),
                     deadlock::deadlocks(trace),
                     lock_order::potential_deadlocks(trace).0,
                 )
-            });
-            let clocks = races::clocks_and_races_counting_edges(trace);
-            let beside = beside
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            (clocks, beside)
-        });
+            },
+        );
         Report::new(
             trace,
             &clocks,

@@ -28,6 +28,7 @@ pub mod synth;
 pub mod tasks;
 #[cfg(test)]
 mod testing;
+mod threads;
 pub mod trace;
 pub mod vclock;
 pub mod why;

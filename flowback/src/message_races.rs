@@ -148,31 +148,15 @@ impl Sockets {
         self.writes.push((at, site, socket, seq, datagram));
     }
 
-    /// A read of bytes the recording holds the writer of, or a datagram received from a
-    /// recorded socket.
-    fn read(
-        &mut self,
-        at: EventRef,
-        socket: ObjIdx,
-        peer: ObjIdx,
-        seq: u64,
-        datagram: bool,
-        channels: &mut [Channel],
-    ) {
-        let channel = if datagram {
+    /// The channel of a read of bytes the recording holds the writer of, or of a datagram
+    /// received from a recorded socket: the writing end of a stream, the receiving socket.
+    fn read(&mut self, socket: ObjIdx, peer: ObjIdx, seq: u64, datagram: bool) -> ObjIdx {
+        if datagram {
             self.delivered.insert((peer, seq), socket);
             socket
         } else {
             peer
-        };
-        let op = Op::NetRead {
-            socket,
-            peer,
-            seq,
-            datagram,
-            end: false,
-        };
-        channels[channel as usize].receives.push((at, op));
+        }
     }
 
     /// Puts each write on its channel's chains; returns each socket send by `(socket, seq)`.
@@ -238,14 +222,12 @@ impl Candidates {
                         seq,
                         datagram,
                         end: false,
-                    } if peer != NO_OBJECT => sockets.read(
-                        EventRef::new(p, k as u32),
-                        socket,
-                        peer,
-                        seq,
-                        datagram,
-                        &mut channels,
-                    ),
+                    } if peer != NO_OBJECT => {
+                        let channel = sockets.read(socket, peer, seq, datagram);
+                        channels[channel as usize]
+                            .receives
+                            .push((EventRef::new(p, k as u32), ev.op));
+                    }
                     Op::Start { .. }
                     | Op::Spawn { .. }
                     | Op::Join { .. }

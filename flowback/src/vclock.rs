@@ -41,6 +41,7 @@ use crate::hb::SyncKind;
 use ppd_formats::event::{AtomicOp, MemOrdering, RwMode};
 use ppd_formats::order::{Order, Point, Rule, Sequence, Sync};
 
+use crate::threads;
 use crate::trace::{Ev, EventRef, EventStore, ObjIdx, Op, SiteId, Trace};
 use covering::Covering;
 use seq_set::SeqSet;
@@ -562,14 +563,11 @@ impl<'t, 'o, O: AccessObserver, S: EventStore> Engine<'t, 'o, O, S> {
     fn new(trace: &'t Trace<S>, observer: &'o mut O, list_edges: bool) -> Engine<'t, 'o, O, S> {
         let width = trace.processes().len();
         // Two passes over every event that need nothing of each other.
-        let (ranks, present) = std::thread::scope(|s| {
-            let present = s.spawn(|| Present::scan(trace));
-            let ranks = Ranks::compute(trace);
-            let present = present
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            (ranks, present)
-        });
+        let (ranks, present) = if trace.event_count() < threads::WORTH_A_THREAD {
+            (Ranks::compute(trace), Present::scan(trace))
+        } else {
+            threads::both(|| Ranks::compute(trace), || Present::scan(trace))
+        };
         let objects = trace
             .objects()
             .iter()
@@ -680,6 +678,14 @@ impl<'t, 'o, O: AccessObserver, S: EventStore> Engine<'t, 'o, O, S> {
         }
     }
 
+    /// Moves `p` on to its next event: the one it was on is stamped.
+    fn advance(&mut self, p: u32) {
+        let p = p as usize;
+        self.next[p] += 1;
+        self.before[p] = self.head[p].take();
+        self.head[p] = self.cursors[p].next();
+    }
+
     /// What the next event of `p` to stamp did (it exists: `next[p]` is below its length).
     fn head_op(&self, p: u32) -> Op {
         self.head[p as usize]
@@ -736,30 +742,15 @@ impl<'t, 'o, O: AccessObserver, S: EventStore> Engine<'t, 'o, O, S> {
         if self.current[p as usize].is_empty() && self.next[p as usize] < len {
             self.current[p as usize] = vec![0; self.width];
         }
-        let pi = p as usize;
-        while self.next[pi] < len {
-            if !force {
-                // Most events order nothing beyond program order: their clock is the process's
-                // latest checkpoint, with no rule to consult. Skip over a run of them.
-                let (mut k, mut head, mut before) = (self.next[pi], self.head[pi], self.before[pi]);
-                while let Some(ev) = head
-                    && matches!(ev.op.sync(), Sync::Local)
-                {
-                    before = head;
-                    head = self.cursors[pi].next();
-                    k += 1;
-                }
-                (self.next[pi], self.head[pi], self.before[pi]) = (k, head, before);
-                if k >= len {
-                    break;
-                }
+        while self.next[p as usize] < len {
+            // Most events order nothing beyond program order: their clock is the process's
+            // latest checkpoint, with no rule to consult.
+            if !force && matches!(self.head_op(p).sync(), Sync::Local) {
+                self.advance(p);
+                continue;
             }
             match self.step(p, force) {
-                Step::Stamped => {
-                    self.next[pi] += 1;
-                    self.before[pi] = self.head[pi].take();
-                    self.head[pi] = self.cursors[pi].next();
-                }
+                Step::Stamped => self.advance(p),
                 Step::Wait(key) => {
                     self.wait(key, p);
                     return;

@@ -20,9 +20,6 @@ use super::{
 use crate::error::Result;
 use crate::trace::EventRef;
 
-/// Below this many events a recording is read on one thread: starting threads costs more.
-const PARALLEL_FROM: u64 = 200_000;
-
 /// How many decompressed bytes cost about as much to read as decoding one event does: about
 /// 67 ns per event and 0.3 ns per byte, measured on `bank` (a log of 83 bytes per event read
 /// at 92 ns per event, one of 16 at 72).
@@ -94,7 +91,7 @@ fn whole_logs(logs: &[Log]) -> Vec<Piece> {
 /// large.
 fn read<S: EventStore>(recording: &Recording) -> Result<Trace<S>> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    read_with(recording, threads, PARALLEL_FROM)
+    read_with(recording, threads, crate::threads::WORTH_A_THREAD)
 }
 
 /// [`read`] on up to `threads` threads when the recording holds at least `parallel_from`
@@ -137,18 +134,8 @@ fn read_with<S: EventStore>(
         parts(&whole, &starts, &cost, threads)
     };
     let logs = &logs;
-    let mut read: Vec<PartRead<S>> = std::thread::scope(|s| {
-        let running: Vec<_> = parts
-            .iter()
-            .map(|part| s.spawn(move || read_pieces(recording, logs, part, false, &mut |_, _| {})))
-            .collect();
-        running
-            .into_iter()
-            .map(|t| {
-                t.join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect()
+    let mut read: Vec<PartRead<S>> = crate::threads::each(parts, |part| {
+        read_pieces(recording, logs, &part, false, &mut |_, _| {})
     });
     // Damage ends a log: what a later part read after it is not the log's. Such a recording
     // is read again in turn, as rare as it is.
@@ -274,26 +261,12 @@ fn append_events<S: EventStore>(
         least.0 += job.size();
         least.1.push(job);
     }
-    let done: Vec<(usize, S)> = std::thread::scope(|s| {
-        let running: Vec<_> = shares
-            .into_iter()
-            .map(|(_, jobs)| {
-                s.spawn(move || {
-                    jobs.into_iter()
-                        .map(|job| job.run(renumberings))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        running
-            .into_iter()
-            .flat_map(|t| {
-                t.join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect()
+    let done = crate::threads::each(shares, |(_, jobs)| {
+        jobs.into_iter()
+            .map(|job| job.run(renumberings))
+            .collect::<Vec<_>>()
     });
-    for (p, events) in done {
+    for (p, events) in done.into_iter().flatten() {
         first.trace.processes[p].events = events;
     }
 }

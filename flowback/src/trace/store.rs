@@ -52,9 +52,6 @@ pub trait EventStore: Default + std::fmt::Debug + Send + Sync {
     /// Says which write socket read `k` (an [`Op::NetRead`]) ends in: pairing is known only
     /// once every log is read.
     fn set_read_source(&mut self, k: usize, peer: ObjIdx, seq: u64);
-
-    /// Rewrites every event with `f`.
-    fn rewrite(&mut self, f: impl FnMut(&mut Ev));
 }
 
 impl EventStore for Vec<Ev> {
@@ -91,10 +88,6 @@ impl EventStore for Vec<Ev> {
             *p = peer;
             *s = seq;
         }
-    }
-
-    fn rewrite(&mut self, f: impl FnMut(&mut Ev)) {
-        self.iter_mut().for_each(f);
     }
 }
 
@@ -184,15 +177,6 @@ impl EventStore for Compact {
         varint(&self.bytes, &mut pos);
         self.bytes[pos..pos + 4].copy_from_slice(&peer.to_le_bytes());
         self.bytes[pos + 4..pos + 12].copy_from_slice(&seq.to_le_bytes());
-    }
-
-    fn rewrite(&mut self, mut f: impl FnMut(&mut Ev)) {
-        let old = std::mem::take(self);
-        self.reserve(old.len);
-        for mut ev in old.iter() {
-            f(&mut ev);
-            self.push(ev);
-        }
     }
 }
 

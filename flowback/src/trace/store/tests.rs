@@ -1,7 +1,6 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::trace::NO_OBJECT;
 
 fn pid() -> impl Strategy<Value = ProcessId> {
     any::<u32>().prop_map(ProcessId)
@@ -150,33 +149,6 @@ proptest! {
         expected.set_read_source(k, peer, seq);
         prop_assert_eq!(store.iter().collect::<Vec<_>>(), expected);
     }
-}
-
-#[test]
-fn rewriting_a_compact_store_rewrites_every_event() {
-    let events: Vec<Ev> = (0..40)
-        .map(|k| Ev {
-            op: Op::Send {
-                channel: k % 3,
-                seq: u64::from(k),
-            },
-            site: k,
-        })
-        .collect();
-    let mut store = compact(&events);
-    store.rewrite(|e| {
-        if let Op::Send { channel, .. } = &mut e.op {
-            *channel += 10;
-        }
-    });
-    let channels: Vec<u32> = store
-        .iter()
-        .map(|e| match e.op {
-            Op::Send { channel, .. } => channel,
-            _ => NO_OBJECT,
-        })
-        .collect();
-    assert_eq!(channels, (0..40).map(|k| k % 3 + 10).collect::<Vec<_>>());
 }
 
 #[test]
