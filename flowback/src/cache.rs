@@ -24,7 +24,7 @@
 use std::fs;
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use ppd_formats::Recording;
 
@@ -408,13 +408,6 @@ fn decode<S: EventStore>(
     c.finish(crc)?;
     Clocks::from_parts(trace, per_process, edges, notes)
         .ok_or_else(|| "clocks do not fit the logs".into())
-}
-
-/// Whether `path` looks like a clocks cache (for tests and tools).
-pub fn is_cache_file(path: &Path) -> bool {
-    fs::read(path)
-        .map(|b| b.starts_with(MAGIC))
-        .unwrap_or(false)
 }
 
 #[cfg(test)]
