@@ -33,7 +33,7 @@ use ppd_formats::event::{AtomicOp, MemOrdering};
 
 use crate::hb::AccessClass;
 use crate::trace::{EventRef, EventStore, ObjIdx, SiteId, Trace};
-use crate::vclock::{AccessObserver, Clocks};
+use crate::vclock::{Clocks, Observer};
 
 /// A data race: the unordered, conflicting accesses to one atomic at one pair of source
 /// sites.
@@ -229,7 +229,7 @@ impl RaceDetector {
     }
 }
 
-impl AccessObserver for RaceDetector {
+impl Observer for RaceDetector {
     #[inline]
     fn access(
         &mut self,

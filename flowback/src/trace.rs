@@ -14,12 +14,14 @@ use std::time::Duration;
 use ppd_formats::event::{
     AtomicOp, MemOrdering, ObjectKind, Outcome, Question, RecvOutcome, RwMode,
 };
-use ppd_formats::order::{Sync, governing_ordering};
+use ppd_formats::order::Sync;
 use ppd_formats::{Event, ObjectId, ProcessId, Site, net};
 use serde::{Deserialize, Serialize};
 
 use crate::fasthash::FastMap;
-pub use store::{Compact, EventStore};
+pub use logged::{Logged, LoggedIter};
+pub use store::{Compact, EventSink, EventStore};
+use translate::{ByAddress, Dictionary, Interner, translate};
 
 /// An event, named by its process (dense index into [`Trace::processes`]) and its position in
 /// that process's log.
@@ -434,6 +436,34 @@ impl Trace {
     }
 }
 
+impl<S> Trace<S> {
+    /// The same trace with each process's events moved by `f(process, events)` into another
+    /// kind of store.
+    pub(crate) fn map_events<T>(self, mut f: impl FnMut(u32, S) -> T) -> Trace<T> {
+        Trace {
+            processes: self
+                .processes
+                .into_iter()
+                .enumerate()
+                .map(|(p, proc)| Process {
+                    id: proc.id,
+                    name: proc.name,
+                    parent: proc.parent,
+                    complete: proc.complete,
+                    events: f(p as u32, proc.events),
+                    damage: proc.damage,
+                })
+                .collect(),
+            objects: self.objects,
+            sites: self.sites,
+            names: self.names,
+            by_pid: self.by_pid,
+            by_object: self.by_object,
+            socket_peers: self.socket_peers,
+        }
+    }
+}
+
 impl<S: EventStore> Trace<S> {
     /// The other end of stream socket `socket`'s connection, when the recording holds it.
     pub fn peer_socket(&self, socket: ObjIdx) -> Option<ObjIdx> {
@@ -720,18 +750,16 @@ pub struct TraceBuilder<S = Vec<Ev>> {
     /// Each process's OS process, and the sockets' ends, writes and reads, for pairing.
     os_pids: Vec<u32>,
     net: NetTables,
-    site_by_ptr: FastMap<usize, SiteId>,
+    site_by_address: ByAddress<Site, SiteId>,
     site_by_value: HashMap<Site, SiteId>,
-    name_by_ptr: FastMap<usize, NameId>,
+    name_by_address: ByAddress<str, NameId>,
     name_by_value: HashMap<Arc<str>, NameId>,
-    alive_sites: Vec<Arc<Site>>,
-    alive_names: Vec<Arc<str>>,
     /// Per process, the index in its log of the first event this builder holds: a builder
     /// may read a later part of a log (`trace/load.rs`).
     first_index: Vec<u32>,
 }
 
-impl<S: EventStore> TraceBuilder<S> {
+impl<S: EventSink> TraceBuilder<S> {
     /// Adds a process; returns its dense index. Adding an id twice returns the first.
     pub fn add_process(&mut self, id: ProcessId, name: &str, parent: Option<ProcessId>) -> u32 {
         if let Some(&p) = self.trace.by_pid.get(&id) {
@@ -816,271 +844,23 @@ impl<S: EventStore> TraceBuilder<S> {
     /// The reference the next event pushed to process `p` gets.
     fn next_ref(&self, p: u32) -> EventRef {
         let first = self.first_index.get(p as usize).copied().unwrap_or(0);
-        let held = self.trace.processes[p as usize].events.len() as u32;
+        let held = self.trace.processes[p as usize].events.appended() as u32;
         EventRef::new(p, first + held)
     }
 
     /// Appends a decoded event to process `p`.
     pub fn push_event(&mut self, p: u32, event: &Event) {
-        let site = event.site().map(|s| self.intern_site(s)).unwrap_or(NO_SITE);
-        let op = match event {
-            Event::Start { parent } => Op::Start { parent: *parent },
-            Event::Spawn { child, .. } => Op::Spawn { child: *child },
-            Event::Join { child, .. } => Op::Join { child: *child },
-            Event::Exit => Op::Exit,
-            Event::Panic {
-                message,
-                file,
-                line,
-            } => {
-                let message = self.intern_name_value(message);
-                let site = self.intern_site_value(Site {
-                    file: file.to_string(),
-                    line: *line,
-                    column: 0,
-                });
-                self.push(p, Op::Panic { message }, site);
-                return;
-            }
-            Event::Create {
-                object,
-                kind,
-                init,
-                name,
-                ..
-            } => {
-                let o = self.object(*object);
-                let name = name.as_ref().map(|n| self.intern_name(n));
-                let obj = &mut self.trace.objects[o as usize];
-                obj.kind = Some(*kind);
-                obj.init = *init;
-                obj.name = name.map(|n| Arc::clone(&self.trace.names[n as usize]));
-                Op::Create { object: o }
-            }
-            Event::Send { channel, seq, .. } => Op::Send {
-                channel: self.object_of_kind(*channel, ObjectKind::Channel),
-                seq: *seq,
-            },
-            Event::Recv {
-                channel,
-                sender,
-                seq,
-                ..
-            } => Op::Recv {
-                channel: self.object_of_kind(*channel, ObjectKind::Channel),
-                sender: *sender,
-                seq: *seq,
-            },
-            Event::RecvNone {
-                channel, outcome, ..
-            } => Op::RecvNone {
-                channel: self.object_of_kind(*channel, ObjectKind::Channel),
-                outcome: *outcome,
-            },
-            Event::Select { index, .. } => Op::Select { index: *index },
-            Event::Lock {
-                object,
-                version,
-                prev,
-                ..
-            } => Op::Lock {
-                object: self.object_of_kind(*object, ObjectKind::Mutex),
-                version: *version,
-                prev: *prev,
-            },
-            Event::Unlock { object, .. } => Op::Unlock {
-                object: self.object_of_kind(*object, ObjectKind::Mutex),
-            },
-            Event::SemAcquire {
-                object,
-                version,
-                prev,
-                ..
-            } => Op::SemAcquire {
-                object: self.object_of_kind(*object, ObjectKind::Semaphore),
-                version: *version,
-                prev: *prev,
-            },
-            Event::SemRelease {
-                object,
-                version,
-                prev,
-                ..
-            } => Op::SemRelease {
-                object: self.object_of_kind(*object, ObjectKind::Semaphore),
-                version: *version,
-                prev: *prev,
-            },
-            Event::Atomic {
-                object,
-                version,
-                prev,
-                op,
-                ordering,
-                failure,
-                ..
-            } => Op::Atomic {
-                object: self.object_of_kind(*object, ObjectKind::Atomic),
-                version: *version,
-                prev: *prev,
-                op: *op,
-                ordering: governing_ordering(*op, *ordering, *failure),
-            },
-            Event::Clock { .. } => Op::Clock,
-            Event::Random { .. } => Op::Random,
-            Event::EblockEnter { eblock, .. } => Op::EblockEnter {
-                name: self.intern_name(eblock),
-            },
-            Event::EblockExit { eblock, .. } => Op::EblockExit {
-                name: self.intern_name(eblock),
-            },
-            Event::Mark { label, .. } => Op::Mark {
-                label: self.intern_name(label),
-            },
-            Event::Blocked { object, .. } => Op::Blocked {
-                object: self.object(*object),
-            },
-            Event::Undelivered { channel, seq, .. } => Op::Undelivered {
-                channel: self.object_of_kind(*channel, ObjectKind::Channel),
-                seq: *seq,
-            },
-            Event::JoinBlocked { child, .. } => Op::JoinBlocked { child: *child },
-            Event::Sleep { nanos, .. } => Op::Sleep { nanos: *nanos },
-            Event::Answer {
-                question, value, ..
-            } => Op::Answer {
-                question: *question,
-                value: *value,
-            },
-            Event::Outcome {
-                object, outcome, ..
-            } => Op::Outcome {
-                object: self.object(*object),
-                outcome: *outcome,
-            },
-            Event::RwAcquire {
-                object,
-                version,
-                prev,
-                mode,
-                ..
-            } => Op::RwAcquire {
-                object: self.object_of_kind(*object, ObjectKind::RwLock),
-                version: *version,
-                prev: *prev,
-                mode: *mode,
-            },
-            Event::RwRelease {
-                object,
-                version,
-                mode,
-                ..
-            } => Op::RwRelease {
-                object: self.object_of_kind(*object, ObjectKind::RwLock),
-                version: *version,
-                mode: *mode,
-            },
-            Event::NetOpen {
-                socket,
-                kind,
-                local,
-                peer,
-                ..
-            } => {
-                let o = self.object_of_kind(*socket, ObjectKind::Socket);
-                let label = match (local.is_empty(), peer.is_empty()) {
-                    (_, true) => format!("{} {local}", kind.name()),
-                    (true, false) => format!("{} to {peer}", kind.name()),
-                    (false, false) => format!("{} {local} <-> {peer}", kind.name()),
-                };
-                let name = self.intern_name_value(&label);
-                let obj = &mut self.trace.objects[o as usize];
-                obj.name = Some(Arc::clone(&self.trace.names[name as usize]));
-                let os_pid = self.os_pids.get(p as usize).copied().unwrap_or(0);
-                self.net.ends.extend(net::End::opened(event, os_pid));
-                Op::NetOpen { socket: o }
-            }
-            Event::NetWrite {
-                socket,
-                seq,
-                offset,
-                len,
-                ..
-            } => {
-                let o = self.object_of_kind(*socket, ObjectKind::Socket);
-                self.net
-                    .writes
-                    .entry(o)
-                    .or_default()
-                    .push(*seq, *offset, *len);
-                Op::NetWrite {
-                    socket: o,
-                    seq: *seq,
-                    datagram: false,
-                }
-            }
-            Event::NetRead {
-                socket,
-                offset,
-                peek,
-                data,
-                ..
-            } => {
-                let o = self.object_of_kind(*socket, ObjectKind::Socket);
-                let at = self.next_ref(p);
-                if !*peek && !data.is_empty() {
-                    let end = offset + data.len() as u64;
-                    self.net.reads.push((at, o, end - 1));
-                }
-                Op::NetRead {
-                    socket: o,
-                    peer: NO_OBJECT,
-                    seq: 0,
-                    datagram: false,
-                    end: data.is_empty() && !*peek,
-                }
-            }
-            Event::NetSendTo {
-                socket,
-                seq,
-                to,
-                digest,
-                ..
-            } => {
-                let o = self.object_of_kind(*socket, ObjectKind::Socket);
-                self.net.sends.push((o, *seq, to.to_string(), *digest));
-                Op::NetWrite {
-                    socket: o,
-                    seq: *seq,
-                    datagram: true,
-                }
-            }
-            Event::NetRecvFrom {
-                socket,
-                from,
-                peek,
-                data,
-                ..
-            } => {
-                let o = self.object_of_kind(*socket, ObjectKind::Socket);
-                let at = self.next_ref(p);
-                if !*peek {
-                    let digest = ppd_formats::event::datagram_digest(data);
-                    self.net.receipts.push((at, o, from.to_string(), digest));
-                }
-                Op::NetRead {
-                    socket: o,
-                    peer: NO_OBJECT,
-                    seq: 0,
-                    datagram: true,
-                    end: false,
-                }
-            }
-            Event::NetFail { socket, .. } => Op::NetFail {
-                socket: self.object_of_kind(*socket, ObjectKind::Socket),
-            },
-        };
+        let (op, site) = translate(self, p, event);
         self.push(p, op, site);
+    }
+
+    /// The ids this builder gave what it met, to translate the logs it read again.
+    pub(crate) fn dictionary(&self) -> Dictionary {
+        Dictionary {
+            objects: self.trace.by_object.clone(),
+            sites: self.site_by_value.clone(),
+            names: self.name_by_value.clone(),
+        }
     }
 
     /// Notes the OS process process `p` ran in: what pairs its Unix sockets with their peers.
@@ -1178,17 +958,12 @@ impl<S: EventStore> TraceBuilder<S> {
         o
     }
 
-    /// Sites come as shared values, many per block of the log: interned by pointer first (no
-    /// hashing of file names per event), by value when a pointer is new.
+    /// Sites come as shared values, many per block of the log: interned by address first (no
+    /// hashing of file names per event), by value when an address is new.
     fn intern_site(&mut self, site: &Arc<Site>) -> SiteId {
-        let ptr = Arc::as_ptr(site) as usize;
-        if let Some(&id) = self.site_by_ptr.get(&ptr) {
-            return id;
-        }
-        let id = self.intern_site_value((**site).clone());
-        // Holding the Arc keeps its address from being reused by another site.
-        self.alive_sites.push(Arc::clone(site));
-        self.site_by_ptr.insert(ptr, id);
+        let mut by_address = std::mem::take(&mut self.site_by_address);
+        let id = by_address.id(site, |s| self.intern_site_value(s.clone()));
+        self.site_by_address = by_address;
         id
     }
 
@@ -1203,13 +978,9 @@ impl<S: EventStore> TraceBuilder<S> {
     }
 
     fn intern_name(&mut self, name: &Arc<str>) -> NameId {
-        let ptr = Arc::as_ptr(name) as *const u8 as usize;
-        if let Some(&id) = self.name_by_ptr.get(&ptr) {
-            return id;
-        }
-        let id = self.intern_name_value(name);
-        self.alive_names.push(Arc::clone(name));
-        self.name_by_ptr.insert(ptr, id);
+        let mut by_address = std::mem::take(&mut self.name_by_address);
+        let id = by_address.id(name, |n| self.intern_name_value(n));
+        self.name_by_address = by_address;
         id
     }
 
@@ -1225,5 +996,80 @@ impl<S: EventStore> TraceBuilder<S> {
     }
 }
 
+/// The builder reading a log for the first time: it interns what it meets, defines the objects
+/// events create, and notes the socket traffic that [`TraceBuilder::build`] pairs.
+impl<S: EventSink> Interner for TraceBuilder<S> {
+    fn site(&mut self, site: &Arc<Site>) -> SiteId {
+        self.intern_site(site)
+    }
+
+    fn site_value(&mut self, site: Site) -> SiteId {
+        self.intern_site_value(site)
+    }
+
+    fn name(&mut self, name: &Arc<str>) -> NameId {
+        self.intern_name(name)
+    }
+
+    fn name_value(&mut self, name: &str) -> NameId {
+        self.intern_name_value(name)
+    }
+
+    fn object(&mut self, id: ObjectId, kind: Option<ObjectKind>) -> ObjIdx {
+        match kind {
+            Some(kind) => self.object_of_kind(id, kind),
+            None => TraceBuilder::object(self, id),
+        }
+    }
+
+    fn created(&mut self, o: ObjIdx, kind: ObjectKind, init: u64, name: Option<NameId>) {
+        let obj = &mut self.trace.objects[o as usize];
+        obj.kind = Some(kind);
+        obj.init = init;
+        obj.name = name.map(|n| Arc::clone(&self.trace.names[n as usize]));
+    }
+
+    fn opened(&mut self, p: u32, o: ObjIdx, label: NameId, event: &Event) {
+        let obj = &mut self.trace.objects[o as usize];
+        obj.name = Some(Arc::clone(&self.trace.names[label as usize]));
+        let os_pid = self.os_pids.get(p as usize).copied().unwrap_or(0);
+        self.net.ends.extend(net::End::opened(event, os_pid));
+    }
+
+    fn traffic(&mut self, p: u32, o: ObjIdx, event: &Event) {
+        match event {
+            Event::NetWrite {
+                seq, offset, len, ..
+            } => self
+                .net
+                .writes
+                .entry(o)
+                .or_default()
+                .push(*seq, *offset, *len),
+            Event::NetRead {
+                offset, peek, data, ..
+            } if !*peek && !data.is_empty() => {
+                let at = self.next_ref(p);
+                let end = offset + data.len() as u64;
+                self.net.reads.push((at, o, end - 1));
+            }
+            Event::NetSendTo {
+                seq, to, digest, ..
+            } => self.net.sends.push((o, *seq, to.to_string(), *digest)),
+            Event::NetRecvFrom {
+                from, peek, data, ..
+            } if !*peek => {
+                let at = self.next_ref(p);
+                let digest = ppd_formats::event::datagram_digest(data);
+                self.net.receipts.push((at, o, from.to_string(), digest));
+            }
+            // Peeks, and reads of nothing, pair with no write.
+            _ => {}
+        }
+    }
+}
+
 mod load;
+mod logged;
 mod store;
+mod translate;

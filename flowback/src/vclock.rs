@@ -46,10 +46,16 @@ use crate::trace::{Ev, EventRef, EventStore, ObjIdx, Op, SiteId, Trace};
 use covering::Covering;
 use seq_set::SeqSet;
 
-/// Told about every atomic access as the replay stamps it, with the access's whole clock: an
-/// online analysis (race detection) needs no second pass over the trace.
-pub trait AccessObserver {
+/// Told about the events an online analysis needs as the replay stamps them, with their
+/// whole clocks: such an analysis needs no second pass over the trace, and no stored clocks.
+pub trait Observer {
+    /// Whether [`Observer::mark`] wants to be called: a constant, so that an observer of
+    /// accesses only costs the stamping of local events nothing.
+    const MARKS: bool = false;
+
     /// Access `e` to `object` did `op` with `ordering` at `site`; `clock` is its vector clock.
+    /// Each object's accesses come in version order.
+    #[inline]
     fn access(
         &mut self,
         e: EventRef,
@@ -58,22 +64,20 @@ pub trait AccessObserver {
         ordering: MemOrdering,
         site: SiteId,
         clock: &[u32],
-    );
-}
-
-impl AccessObserver for () {
-    #[inline]
-    fn access(
-        &mut self,
-        _: EventRef,
-        _: ObjIdx,
-        _: AtomicOp,
-        _: MemOrdering,
-        _: SiteId,
-        _: &[u32],
     ) {
+        let _ = (e, object, op, ordering, site, clock);
+    }
+
+    /// Mark `e` is stamped with `clock` (only called when [`Observer::MARKS`] is set). Each
+    /// process's marks come in its order, and a mark comes after every event that happened
+    /// before it.
+    #[inline]
+    fn mark(&mut self, e: EventRef, clock: &[u32]) {
+        let _ = (e, clock);
     }
 }
+
+impl Observer for () {}
 
 /// A synchronization edge between events of two different processes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -111,16 +115,16 @@ pub struct Clocks {
 impl Clocks {
     /// Computes the clocks of every event of `trace`.
     pub fn compute<S: EventStore>(trace: &Trace<S>) -> Clocks {
-        Engine::new(trace, &mut (), true).run()
+        Engine::new(trace, &mut (), Keep::Everything).run()
     }
 
     /// Computes the clocks, telling `observer` about each atomic access as it is stamped
     /// (each object's accesses in version order).
-    pub fn compute_observed<O: AccessObserver, S: EventStore>(
+    pub fn compute_observed<O: Observer, S: EventStore>(
         trace: &Trace<S>,
         observer: &mut O,
     ) -> Clocks {
-        Engine::new(trace, observer, true).run()
+        Engine::new(trace, observer, Keep::Everything).run()
     }
 
     /// Like [`Clocks::compute_observed`], but the edges are only counted, not listed:
@@ -128,11 +132,20 @@ impl Clocks {
     /// report that prints their number saves 20 bytes per edge (a message-passing run has
     /// one edge per message). Crate-private so that such clocks never reach a caller that
     /// draws the edges.
-    pub(crate) fn compute_counting_edges<O: AccessObserver, S: EventStore>(
+    pub(crate) fn compute_counting_edges<O: Observer, S: EventStore>(
         trace: &Trace<S>,
         observer: &mut O,
     ) -> Clocks {
-        Engine::new(trace, observer, false).run()
+        Engine::new(trace, observer, Keep::CountedEdges).run()
+    }
+
+    /// Stamps every event of `trace` for `observer` alone and keeps no clock: memory stays
+    /// that of the replay's state (each process's clock, the clocks of messages in flight),
+    /// however long the run. Gives the notes [`Clocks::notes`] would.
+    pub fn stream<O: Observer, S: EventStore>(trace: &Trace<S>, observer: &mut O) -> Vec<String> {
+        let mut engine = Engine::new(trace, observer, Keep::Nothing);
+        engine.stamp_all();
+        engine.notes
     }
 
     /// Number of components: the number of processes.
@@ -522,8 +535,19 @@ enum Step {
     Wait(Key),
 }
 
+/// What the replay keeps of the clocks it computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Keep {
+    /// The checkpoints and the list of edges.
+    Everything,
+    /// The checkpoints; the edges only counted.
+    CountedEdges,
+    /// Nothing: an observer takes what it needs as events are stamped.
+    Nothing,
+}
+
 /// The replay that stamps the events.
-struct Engine<'t, 'o, O: AccessObserver, S: EventStore> {
+struct Engine<'t, 'o, O: Observer, S: EventStore> {
     trace: &'t Trace<S>,
     /// Per process: its events from the next one to stamp on, that next event, and the one
     /// before it. The engine reads each process's events in order, which any store does fast.
@@ -552,15 +576,15 @@ struct Engine<'t, 'o, O: AccessObserver, S: EventStore> {
     /// Clock buffers of consumed stamps, reused: steady state allocates nothing.
     free: Vec<Box<[u32]>>,
     out: Vec<ProcClocks>,
-    /// Whether `edges` lists the edges; `edge_count` counts them either way.
-    list_edges: bool,
+    /// What is kept: `edge_count` counts the edges whatever it says.
+    keep: Keep,
     edges: Vec<SyncEdge>,
     edge_count: usize,
     notes: Vec<String>,
 }
 
-impl<'t, 'o, O: AccessObserver, S: EventStore> Engine<'t, 'o, O, S> {
-    fn new(trace: &'t Trace<S>, observer: &'o mut O, list_edges: bool) -> Engine<'t, 'o, O, S> {
+impl<'t, 'o, O: Observer, S: EventStore> Engine<'t, 'o, O, S> {
+    fn new(trace: &'t Trace<S>, observer: &'o mut O, keep: Keep) -> Engine<'t, 'o, O, S> {
         let width = trace.processes().len();
         // Two passes over every event that need nothing of each other.
         let (ranks, present) = if trace.event_count() < threads::WORTH_A_THREAD {
@@ -610,7 +634,7 @@ impl<'t, 'o, O: AccessObserver, S: EventStore> Engine<'t, 'o, O, S> {
             held: vec![Vec::new(); width],
             free: Vec::new(),
             out,
-            list_edges,
+            keep,
             edges: Vec::new(),
             edge_count: 0,
             notes,
@@ -681,6 +705,22 @@ impl<'t, 'o, O: AccessObserver, S: EventStore> Engine<'t, 'o, O, S> {
     /// Moves `p` on to its next event: the one it was on is stamped.
     fn advance(&mut self, p: u32) {
         let p = p as usize;
+        if O::MARKS
+            && matches!(
+                self.head[p],
+                Some(Ev {
+                    op: Op::Mark { .. },
+                    ..
+                })
+            )
+        {
+            // A local event's clock is its process's, with its own component: the stamping of
+            // local events does not keep that one up to date.
+            let k = self.next[p];
+            self.current[p][p] = k + 1;
+            self.observer
+                .mark(EventRef::new(p as u32, k), &self.current[p]);
+        }
         self.next[p] += 1;
         self.before[p] = self.head[p].take();
         self.head[p] = self.cursors[p].next();
@@ -698,6 +738,24 @@ impl<'t, 'o, O: AccessObserver, S: EventStore> Engine<'t, 'o, O, S> {
     }
 
     fn run(mut self) -> Clocks {
+        self.stamp_all();
+        for (p, out) in self.out.iter_mut().enumerate() {
+            out.covering = Covering::new(
+                self.trace.process(p as u32).events.len() as u32,
+                &out.checkpoints,
+            );
+        }
+        Clocks {
+            width: self.width,
+            procs: self.out,
+            edges: self.edges,
+            edge_count: self.edge_count,
+            notes: self.notes,
+        }
+    }
+
+    /// Stamps every event.
+    fn stamp_all(&mut self) {
         for p in (0..self.width as u32).rev() {
             self.push(p);
         }
@@ -721,19 +779,6 @@ impl<'t, 'o, O: AccessObserver, S: EventStore> Engine<'t, 'o, O, S> {
             ));
             self.drain(p, true);
         }
-        for (p, out) in self.out.iter_mut().enumerate() {
-            out.covering = Covering::new(
-                self.trace.process(p as u32).events.len() as u32,
-                &out.checkpoints,
-            );
-        }
-        Clocks {
-            width: self.width,
-            procs: self.out,
-            edges: self.edges,
-            edge_count: self.edge_count,
-            notes: self.notes,
-        }
     }
 
     /// Stamps the events of `p` until one has to wait. With `force`, the first one does not.
@@ -743,6 +788,17 @@ impl<'t, 'o, O: AccessObserver, S: EventStore> Engine<'t, 'o, O, S> {
             self.current[p as usize] = vec![0; self.width];
         }
         while self.next[p as usize] < len {
+            if self.head[p as usize].is_none() {
+                // The store gave fewer events than it counted: a log read again from disk
+                // that changed since (`trace::Logged`). Its process ends there.
+                self.notes.push(format!(
+                    "{}: its log ended at event {} of the {len} it held when it was first read",
+                    self.trace.process_label(p),
+                    self.next[p as usize]
+                ));
+                self.next[p as usize] = len;
+                break;
+            }
             // Most events order nothing beyond program order: their clock is the process's
             // latest checkpoint, with no rule to consult.
             if !force && matches!(self.head_op(p).sync(), Sync::Local) {
@@ -992,7 +1048,7 @@ impl<'t, 'o, O: AccessObserver, S: EventStore> Engine<'t, 'o, O, S> {
             Rule::Chains(_) | Rule::Takes(Point::Accessed(_)) | Rule::Gives(Point::Accessed(_)) => {
             }
         }
-        if changed {
+        if changed && self.keep != Keep::Nothing {
             let out = &mut self.out[p as usize];
             out.checkpoints.push(k);
             out.pool.extend_from_slice(&clock);
@@ -1142,7 +1198,7 @@ impl<'t, 'o, O: AccessObserver, S: EventStore> Engine<'t, 'o, O, S> {
 
     fn add_edge(&mut self, edge: SyncEdge) {
         self.edge_count += 1;
-        if self.list_edges {
+        if self.keep == Keep::Everything {
             self.edges.push(edge);
         }
     }

@@ -63,7 +63,7 @@ fn marks_are_read_back_and_a_foreign_value_is_a_note() {
     let tmp = tempfile::tempdir().unwrap();
     write_recording(tmp.path());
     let recording = Recording::open(tmp.path()).unwrap();
-    let report = TaskRecording::open(&recording).unwrap().report();
+    let report = TaskRecording::open(&recording, None).unwrap().report();
     assert_eq!(report.verdict, "failure");
     assert_eq!((report.tasks, report.complete), (2, 1));
     let e = &report.errors[0];
@@ -88,7 +88,7 @@ fn a_log_whose_end_is_cut_off_is_analysed_with_what_it_still_holds() {
     let bytes = std::fs::read(&log).unwrap();
     std::fs::write(&log, &bytes[..bytes.len() - 40]).unwrap();
     let recording = Recording::open(tmp.path()).unwrap();
-    let run = TaskRecording::open(&recording).unwrap();
+    let run = TaskRecording::open(&recording, None).unwrap();
     assert!(
         !run.trace.process(1).damage.is_empty(),
         "the cut is noticed"

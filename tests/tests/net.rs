@@ -150,3 +150,36 @@ fn two_processes_writing_one_connection_under_a_lock_race_on_nothing() {
     assert_replays(work.path(), &dir, &printed);
     assert_no_races(work.path(), &dir);
 }
+
+/// A trace whose events stay in their logs (`Trace::load_logged`, what `ppd analyze tasks`
+/// reads) is the trace read into memory, socket reads' pairing included, whether read in order
+/// or from any event.
+#[test]
+fn events_left_in_their_logs_are_the_events_read_into_memory_sockets_paired() {
+    use ppd_flowback::Trace;
+    use ppd_flowback::trace::{EventRef, EventStore};
+    let work = tempfile::tempdir().unwrap();
+    for case in ["echo", "udp"] {
+        let (dir, _) = record_case(work.path(), case, &[case]);
+        let recording = ppd_formats::Recording::open(&dir).unwrap();
+        let whole = Trace::load(&recording).unwrap();
+        let logged = Trace::load_logged(&recording).unwrap();
+        let mut paired = 0;
+        for (p, proc) in whole.processes().iter().enumerate() {
+            let left = &logged.processes()[p];
+            assert_eq!((left.id, left.events.len()), (proc.id, proc.events.len()));
+            let in_order: Vec<_> = left.events.iter().collect();
+            assert_eq!(in_order, proc.events, "{case}: {}", proc.name);
+            for k in (0..proc.events.len()).rev() {
+                let at = EventRef::new(p as u32, k as u32);
+                assert_eq!(logged.get(at), whole.get(at), "{case}: {at:?}");
+            }
+            paired += proc
+                .events
+                .iter()
+                .filter(|e| matches!(e.op, ppd_flowback::trace::Op::NetRead { seq, .. } if seq > 0))
+                .count();
+        }
+        assert!(paired > 0, "{case}: the reads are paired with their writes");
+    }
+}

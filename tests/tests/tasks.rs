@@ -333,6 +333,31 @@ fn a_clean_run_is_a_success_without_errors() {
     let json = analyze_json(work.path(), &dir);
     assert_eq!(json["verdict"], "success");
     assert_eq!(json["errors"], Value::Array(vec![]));
+    // The analysis keeps no task that completed, but the one a command names.
+    let out = ppd(
+        work.path(),
+        &[
+            "analyze",
+            "tasks",
+            "--json",
+            dir.to_str().unwrap(),
+            "--task",
+            "7",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let steps: Vec<&str> = json["task"]["events"]
+        .as_array()
+        .expect("task 7's event graph")
+        .iter()
+        .map(|e| e["step"].as_str().unwrap())
+        .collect();
+    assert_eq!(steps, ["give", "begin", "end", "collect"], "{json:#}");
 }
 
 #[test]

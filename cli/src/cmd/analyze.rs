@@ -84,7 +84,16 @@ pub(crate) fn run(args: &Args) -> CmdResult {
     let checked = damage::open(args.rec.as_deref(), args.damage)?;
     let (dir, recording) = (&checked.dir, &checked.recording);
     ppd_formats::progress::stage("finding the tasks", None);
-    let run = TaskRecording::open(recording).map_err(classify)?;
+    // The task a command asks about is kept even if it completed; of the others, only those
+    // that did not.
+    let focus = args.task.or_else(|| {
+        [&args.rerun, &args.gdb, &args.lldb]
+            .into_iter()
+            .flatten()
+            .next()
+            .map(rerun::UnitArg::task)
+    });
+    let run = TaskRecording::open(recording, focus).map_err(classify)?;
     let binary = args.binary.as_deref();
     let part = if args.combine {
         Part::Combine

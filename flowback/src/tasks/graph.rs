@@ -12,6 +12,7 @@ use ppd_formats::ProcessId;
 use ppd_formats::task::Step;
 use serde::Serialize;
 
+use super::follow::EventClocks;
 use super::{Runs, Unit, UnitEvents, Vm, node};
 use crate::trace::{EventRef, EventStore, Trace};
 use crate::vclock::Clocks;
@@ -73,7 +74,7 @@ impl TaskGraph {
     /// The graph of task `task` of run `run`.
     pub(crate) fn build<S: EventStore>(
         trace: &Trace<S>,
-        clocks: &Clocks,
+        clocks: &impl EventClocks,
         runs: &Runs,
         run: u64,
         task: u64,
@@ -210,7 +211,7 @@ impl TaskGraph {
 
 /// The covering pairs of happened-before over `events` (sorted by a linear extension): a → b
 /// with no c such that a → c → b.
-fn covering(clocks: &Clocks, events: &[EventRef]) -> Vec<(usize, usize)> {
+fn covering(clocks: &impl EventClocks, events: &[EventRef]) -> Vec<(usize, usize)> {
     let n = events.len();
     let mut arcs = Vec::new();
     for a in 0..n {

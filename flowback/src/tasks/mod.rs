@@ -31,7 +31,12 @@
 //!   debugger would be attached. The NODE *fault* is deTrEK's: the unit's OS process died.
 //! * Each error carries a `ppd replay --stop` predicate that halts where its unit began, for
 //!   the whole run's state there; phase two, re-executing the unit alone, is [`rerun`].
+//! * deTrEK holds every task's event graph; ppd follows the tasks through the run as the
+//!   clocks are computed and lets each go when it completes ([`follow`]), so the analysis
+//!   holds the tasks in flight, not the run (the thesis's §7.2.2 names the space of time
+//!   stamps as its limit).
 
+mod follow;
 pub mod graph;
 pub mod rerun;
 pub mod synth;
@@ -43,8 +48,9 @@ use serde::Serialize;
 
 use crate::error::Result;
 use crate::fasthash::FastMap;
-use crate::trace::{Compact, EventRef, EventStore, Op, Trace};
+use crate::trace::{EventRef, EventStore, Logged, Op, Trace};
 use crate::vclock::Clocks;
+use follow::{EventClocks, Followed, Follower, LogMarks, MarkSource};
 
 pub use graph::TaskGraph;
 
@@ -338,11 +344,31 @@ impl UnitEvents {
     }
 
     /// Its first event: where its life starts.
-    fn first(&self) -> Option<EventRef> {
+    pub(crate) fn first(&self) -> Option<EventRef> {
         self.give.map(|g| g.0).or(self.begin)
     }
 
-    fn done(&self, vm: Vm) -> bool {
+    /// Takes step `step` at `at` with argument `arg`; a repeated step adds nothing, except a
+    /// collection, which is counted.
+    pub(crate) fn add(&mut self, step: Step, at: EventRef, arg: u64) {
+        match step {
+            Step::Give => self.give = self.give.or(Some((at, arg))),
+            Step::Begin => self.begin = self.begin.or(Some(at)),
+            Step::Split => self.split = self.split.or(Some((at, arg))),
+            Step::End => self.end = self.end.or(Some(at)),
+            Step::Collect => {
+                if let Some(slot) = self.collects.iter_mut().find(|c| c.is_none()) {
+                    *slot = Some(at);
+                }
+                self.collected += 1;
+            }
+            Step::Join => self.join = self.join.or(Some(at)),
+            Step::Farm | Step::Dc => {}
+        }
+    }
+
+    /// Whether it completed, for a unit of a virtual machine of kind `vm`.
+    pub(crate) fn done(&self, vm: Vm) -> bool {
         match vm {
             Vm::Hand => self.end.is_some(),
             Vm::Farm => self.collected == 1,
@@ -385,21 +411,10 @@ impl Runs {
             }
             _ => {}
         }
-        let u = self.units.entry(e.unit).or_default();
-        match e.step {
-            Step::Give => u.give = u.give.or(Some((e.at, e.arg))),
-            Step::Begin => u.begin = u.begin.or(Some(e.at)),
-            Step::Split => u.split = u.split.or(Some((e.at, e.arg))),
-            Step::End => u.end = u.end.or(Some(e.at)),
-            Step::Collect => {
-                if let Some(slot) = u.collects.iter_mut().find(|c| c.is_none()) {
-                    *slot = Some(e.at);
-                }
-                u.collected += 1;
-            }
-            Step::Join => u.join = u.join.or(Some(e.at)),
-            Step::Farm | Step::Dc => {}
-        }
+        self.units
+            .entry(e.unit)
+            .or_default()
+            .add(e.step, e.at, e.arg);
     }
 
     pub(crate) fn vm_of(&self, unit: &Unit) -> Vm {
@@ -415,13 +430,29 @@ impl Runs {
     }
 }
 
-/// Analyses the task marks `events` of a run whose events and clocks are `trace` and `clocks`.
+/// Analyses the task marks `events` of a run whose events are `trace`, computing its clocks on
+/// the way.
 pub fn analyse<S: EventStore>(
     trace: &Trace<S>,
-    clocks: &Clocks,
     events: impl IntoIterator<Item = TaskEvent>,
 ) -> TaskReport {
-    analyse_runs(trace, clocks, &Runs::new(events), &DeadNodes::default())
+    let marks: FastMap<EventRef, TaskEvent> = events.into_iter().map(|e| (e.at, e)).collect();
+    let (followed, clock_notes) = follow(trace, marks, None);
+    let mut report = report(trace, &followed, &DeadNodes::default());
+    report.notes.extend(clock_notes);
+    report
+}
+
+/// Follows the tasks of `trace`, whose marks' values come from `marks`, as its clocks are
+/// computed, keeping task `focus` whatever becomes of it; also the clocks' notes.
+fn follow<S: EventStore, M: MarkSource>(
+    trace: &Trace<S>,
+    marks: M,
+    focus: Option<u64>,
+) -> (Followed, Vec<String>) {
+    let mut follower = Follower::new(trace.processes().len(), marks, focus);
+    let notes = Clocks::stream(trace, &mut follower);
+    (follower.finish(), notes)
 }
 
 /// The nodes (OS processes) of a recording that died before they could record their end, by
@@ -451,20 +482,32 @@ impl DeadNodes {
     }
 }
 
-fn analyse_runs<S: EventStore>(
-    trace: &Trace<S>,
-    clocks: &Clocks,
-    runs: &Runs,
-    dead: &DeadNodes,
-) -> TaskReport {
+/// The error list and verdict of a followed run.
+fn report<S: EventStore>(trace: &Trace<S>, followed: &Followed, dead: &DeadNodes) -> TaskReport {
+    let (runs, clocks) = (&followed.runs, &followed.clocks);
+    let overtaken = Overtaken {
+        latest: &followed.latest,
+    };
     let mut errors = Vec::new();
-    let overtaken = Overtaken::new(trace, runs);
     for (unit, u) in &runs.units {
         let vm = runs.vm_of(unit);
         if let Some(mut e) = locate(trace, runs, unit, u, vm, dead) {
-            let first = u.first().unwrap_or(EventRef::new(0, 0));
             e.overtaken = u.first().is_some_and(|f| overtaken.check(clocks, f));
-            e.rank = (e.fault, !e.overtaken, clock_sum(clocks, first));
+            let sum = u.first().map_or(0, |f| clock_sum(clocks, f));
+            e.rank = (e.fault, !e.overtaken, sum);
+            errors.push(e);
+        }
+    }
+    for (unit, late) in &followed.late {
+        // Its task completed and was dropped: all that is left of the unit is its collections
+        // (the first one went with its task, so the late one stands for both).
+        let u = UnitEvents {
+            collects: [Some(late.at); 2],
+            collected: late.collected,
+            ..UnitEvents::default()
+        };
+        if let Some(mut e) = locate(trace, runs, unit, &u, runs.vm_of(unit), dead) {
+            e.rank = (e.fault, true, late.rank);
             errors.push(e);
         }
     }
@@ -473,24 +516,27 @@ fn analyse_runs<S: EventStore>(
         (a.rank, a.task, &a.subtask, a.pid).cmp(&(b.rank, b.task, &b.subtask, b.pid))
     });
 
-    // Tasks: by (vm, task).
-    let mut tasks: FastMap<(u64, u64), bool> = FastMap::default();
+    // The tasks left open or in focus: complete when all their units are.
+    let mut kept: FastMap<(u64, u64), bool> = FastMap::default();
     for unit in runs.units.keys() {
         let ok = runs.complete(unit);
-        let entry = tasks.entry((unit.vm, unit.task)).or_insert(true);
-        *entry &= ok;
+        *kept.entry((unit.vm, unit.task)).or_insert(true) &= ok;
     }
+    let complete = followed.complete_dropped + kept.values().filter(|ok| **ok).count() as u64;
     let mut never_handed_out = 0;
     for (&vm, &(kind, count)) in &runs.vms {
         if kind == Vm::Farm {
-            let seen = tasks.keys().filter(|(v, _)| *v == vm).count() as u64;
+            let seen = followed.seen.get(&vm).copied().unwrap_or(0);
             never_handed_out += count.saturating_sub(seen);
         }
     }
-    let seen = tasks.len() as u64;
-    let complete = tasks.values().filter(|ok| **ok).count() as u64;
+    let seen: u64 = followed.seen.values().sum();
     let failed: Vec<(u64, u64)> = {
-        let mut f: Vec<(u64, u64)> = errors.iter().map(|e| (e.run, e.task)).collect();
+        let mut f: Vec<(u64, u64)> = errors
+            .iter()
+            .map(|e| (e.run, e.task))
+            .filter(|t| kept.contains_key(t))
+            .collect();
         f.sort_unstable();
         f.dedup();
         f
@@ -515,42 +561,35 @@ fn analyse_runs<S: EventStore>(
     }
 }
 
-/// A recording read for the task analysis: its events and vector clocks (from the cache when
-/// valid) and its task marks, all from one pass over the logs, without the race detection
-/// [`crate::Analysis::open`] does on the way.
+/// A recording read for the task analysis: its events, and what is left of its tasks once they
+/// are followed through the run in happened-before order ([`follow`]): the tasks that did not
+/// complete, with the clocks of their events.
 #[derive(Debug)]
 pub struct TaskRecording {
-    /// Every event, kept compact: the analysis reads them in order, and looks up only the
+    /// Every event, left in its log: the analysis reads them in order, and looks up only the
     /// few around a failed unit.
-    pub trace: Trace<Compact>,
-    /// Their vector clocks.
-    pub clocks: Clocks,
-    runs: Runs,
+    pub trace: Trace<Logged>,
+    followed: Followed,
     dead: DeadNodes,
     notes: Vec<String>,
 }
 
 impl TaskRecording {
-    /// Reads `recording`.
-    pub fn open(recording: &Recording) -> Result<TaskRecording> {
-        let mut runs = Runs::new([]);
-        let mut foreign = Vec::new();
-        let trace =
-            Trace::load_compact_observed(recording, |at, event| match task_event(at, event) {
-                Some(Ok(e)) => runs.add(e),
-                Some(Err(f)) => foreign.push((at, f)),
-                None => {}
-            })?;
-        let (clocks, _) = crate::cache::load_or_compute(recording, &trace);
-        let mut notes: Vec<String> = foreign
+    /// Reads `recording` and follows its tasks. Task `focus`, if any, is kept whatever becomes
+    /// of it, for [`TaskRecording::graph`] and phase two ([`rerun`]); of the others, only those
+    /// that did not complete are kept.
+    pub fn open(recording: &Recording, focus: Option<u64>) -> Result<TaskRecording> {
+        let trace = Trace::load_logged(recording)?;
+        let (followed, clock_notes) = follow(&trace, LogMarks::new(&trace), focus);
+        let mut notes: Vec<String> = followed
+            .foreign
             .iter()
             .map(|(at, f)| foreign_note(&trace, *at, f))
             .collect();
-        notes.extend(clocks.notes().iter().cloned());
+        notes.extend(clock_notes);
         Ok(TaskRecording {
             trace,
-            clocks,
-            runs,
+            followed,
             dead: DeadNodes::of(recording),
             notes,
         })
@@ -558,21 +597,38 @@ impl TaskRecording {
 
     /// The error list and verdict.
     pub fn report(&self) -> TaskReport {
-        let mut report = analyse_runs(&self.trace, &self.clocks, &self.runs, &self.dead);
+        let mut report = report(&self.trace, &self.followed, &self.dead);
         report.notes.extend(self.notes.iter().cloned());
         report
     }
 
-    /// The event graph of task `task` (of the first virtual machine run that has one), if any.
+    /// The event graph of task `task` (of the first virtual machine run that has one), if it is
+    /// the task in focus or one that did not complete.
     pub fn graph(&self, task: u64) -> Option<TaskGraph> {
-        graph_of(&self.trace, &self.clocks, &self.runs, task)
+        graph_of(
+            &self.trace,
+            &self.followed.clocks,
+            &self.followed.runs,
+            task,
+        )
+    }
+
+    /// The most tasks that were open at once as the run was followed: what the analysis's
+    /// memory grows with.
+    pub fn most_open(&self) -> usize {
+        self.followed.most_open
+    }
+
+    /// The units kept: those of the task in focus and of the tasks that did not complete.
+    fn runs(&self) -> &Runs {
+        &self.followed.runs
     }
 }
 
 /// The event graph of task `task` of the first run that has one.
-fn graph_of<S: EventStore>(
+fn graph_of<S: EventStore, C: EventClocks>(
     trace: &Trace<S>,
-    clocks: &Clocks,
+    clocks: &C,
     runs: &Runs,
     task: u64,
 ) -> Option<TaskGraph> {
@@ -594,12 +650,16 @@ pub fn task_graph<S: EventStore>(
     task: u64,
 ) -> Result<Option<TaskGraph>> {
     let mut runs = Runs::new([]);
-    read_marks(recording, trace, |e| runs.add(e))?;
+    read_marks(recording, trace, |e| {
+        if e.unit.task == task || matches!(e.step, Step::Farm | Step::Dc) {
+            runs.add(e);
+        }
+    })?;
     Ok(graph_of(trace, clocks, &runs, task))
 }
 
 /// A linear extension of happened-before: if a → b, the sum of a's clock is smaller.
-fn clock_sum(clocks: &Clocks, e: EventRef) -> u64 {
+fn clock_sum(clocks: &impl EventClocks, e: EventRef) -> u64 {
     (0..clocks.width() as u32)
         .map(|q| u64::from(clocks.component(e, q)))
         .sum()
@@ -607,26 +667,12 @@ fn clock_sum(clocks: &Clocks, e: EventRef) -> u64 {
 
 /// Per process, the latest first event of a completed unit: a unit is overtaken when its own
 /// first event happened before one of them.
-struct Overtaken {
-    latest: Vec<Option<u32>>,
+struct Overtaken<'f> {
+    latest: &'f [Option<u32>],
 }
 
-impl Overtaken {
-    fn new<S: EventStore>(trace: &Trace<S>, runs: &Runs) -> Overtaken {
-        let mut latest = vec![None; trace.processes().len()];
-        for (unit, u) in &runs.units {
-            if !u.done(runs.vm_of(unit)) {
-                continue;
-            }
-            if let Some(f) = u.first() {
-                let slot: &mut Option<u32> = &mut latest[f.process as usize];
-                *slot = Some(slot.map_or(f.index, |i| i.max(f.index)));
-            }
-        }
-        Overtaken { latest }
-    }
-
-    fn check(&self, clocks: &Clocks, first: EventRef) -> bool {
+impl Overtaken<'_> {
+    fn check(&self, clocks: &impl EventClocks, first: EventRef) -> bool {
         self.latest.iter().enumerate().any(|(p, l)| {
             l.is_some_and(|i| {
                 let later = EventRef::new(p as u32, i);

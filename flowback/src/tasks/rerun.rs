@@ -142,6 +142,7 @@ pub enum NoComputation {
 impl TaskRecording {
     /// The logged computation `part` of task `task`'s subtask `path` (empty: the task itself),
     /// of the first virtual machine run that has it; `recording` is the one this was read from.
+    /// The task must be the one this was opened with in focus, or one that did not complete.
     pub fn computation(
         &self,
         recording: &Recording,
@@ -150,7 +151,7 @@ impl TaskRecording {
         part: Part,
     ) -> Result<Computation, NoComputation> {
         let unit = self
-            .runs
+            .runs()
             .units
             .keys()
             .filter(|u| u.task == task && u.path == path)
@@ -160,14 +161,14 @@ impl TaskRecording {
                 task,
                 subtask: show(path),
             })?;
-        let vm = self.runs.vm_of(&unit);
+        let vm = self.runs().vm_of(&unit);
         if vm == Vm::Hand {
             return Err(NoComputation::ByHand { task });
         }
         if part == Part::Combine {
             return self.combination(recording, unit, vm);
         }
-        let begin = self.runs.units[&unit]
+        let begin = self.runs().units[&unit]
             .begin
             .ok_or_else(|| NoComputation::NotBegun {
                 task,
@@ -208,7 +209,7 @@ impl TaskRecording {
         unit: Unit,
         vm: Vm,
     ) -> Result<Computation, NoComputation> {
-        let u = &self.runs.units[&unit];
+        let u = &self.runs().units[&unit];
         let (Some(_), Some(collected)) = (u.split, u.collects[0]) else {
             return Err(NoComputation::NotSplit {
                 task: unit.task,
@@ -259,7 +260,8 @@ impl TaskRecording {
         let node = process.id.node();
         // A task handed out by another node was computed by a worker node's `serve`, which
         // takes it over there; else the run's generator, in the same node, does.
-        let (generator_id, ordinal) = if self.runs.units[&unit].begun_on_another_node(&self.trace) {
+        let (generator_id, ordinal) = if self.runs().units[&unit].begun_on_another_node(&self.trace)
+        {
             (process.id, WORKER_NODE_RUN)
         } else {
             (

@@ -4,8 +4,7 @@ use super::synth::{self, Fault as Inject, Sim};
 use super::*;
 
 fn analyse_run((trace, events): (Trace, Vec<TaskEvent>)) -> TaskReport {
-    let clocks = Clocks::compute(&trace);
-    analyse(&trace, &clocks, events)
+    analyse(&trace, events)
 }
 
 /// `FAULT TASK SUBTASK NODE PROCESS AT` of each error.
@@ -86,6 +85,42 @@ fn a_result_collected_twice_is_a_duplicate() {
         lines(&report),
         ["DUPLICATE 7 - main/p0 collecting src/main.rs:10"]
     );
+    // Task 7 completed at its first collection and was let go: the second one finds it again.
+    assert_eq!((report.tasks, report.complete), (20, 19));
+}
+
+/// The run `(trace, events)` followed to its end, keeping task `focus`.
+fn followed((trace, events): (Trace, Vec<TaskEvent>), focus: Option<u64>) -> Followed {
+    let marks: FastMap<EventRef, TaskEvent> = events.into_iter().map(|e| (e.at, e)).collect();
+    follow(&trace, marks, focus).0
+}
+
+#[test]
+fn a_farm_is_followed_holding_only_the_tasks_in_flight_and_keeps_none_that_completed() {
+    let run = followed(synth::farm(500, 4, Inject::Hang(300)), None);
+    // One task per worker is handed out at a time; the hung one stays open to the end.
+    assert!(
+        (4..=5).contains(&run.most_open),
+        "at most {} tasks open at once",
+        run.most_open
+    );
+    let kept: Vec<u64> = run.runs.units.keys().map(|u| u.task).collect();
+    assert_eq!(kept, [300]);
+    assert_eq!(run.complete_dropped, 499);
+}
+
+#[test]
+fn the_task_in_focus_is_kept_with_its_clocks_though_it_completed() {
+    let (trace, events) = synth::farm(40, 4, Inject::None);
+    let run = followed((trace.clone(), events.clone()), Some(9));
+    let kept: Vec<u64> = run.runs.units.keys().map(|u| u.task).collect();
+    assert_eq!(kept, [9]);
+    // Its event graph from the kept clocks is the one the whole clocks give.
+    let kept = TaskGraph::build(&trace, &run.clocks, &run.runs, 1, 9);
+    let clocks = Clocks::compute(&trace);
+    let whole = TaskGraph::build(&trace, &clocks, &Runs::new(events), 1, 9);
+    assert_eq!(format!("{kept:?}"), format!("{whole:?}"));
+    assert_eq!(kept.arcs, [(0, 1), (1, 2), (2, 3)]);
 }
 
 #[test]
@@ -170,7 +205,7 @@ fn a_joined_divide_and_conquer_is_a_success_and_its_graph_is_complete() {
     split_in_two(&mut sim, true, true);
     let (trace, events) = sim.finish();
     let clocks = Clocks::compute(&trace);
-    let report = analyse(&trace, &clocks, events.clone());
+    let report = analyse(&trace, events.clone());
     assert_eq!(report.verdict, "success");
     let runs = Runs::new(events);
     let g = TaskGraph::build(&trace, &clocks, &runs, 1, 0);

@@ -11,11 +11,14 @@
 
 use std::ops::Range;
 
+use std::sync::Arc;
+
 use ppd_formats::{Event, LogReader, LogState, Recording};
 
+use super::logged::Counted;
 use super::{
-    Compact, Ev, EventStore, NO_OBJECT, NO_SITE, NameId, ObjIdx, Object, Op, SiteId, Trace,
-    TraceBuilder,
+    Compact, Ev, EventSink, EventStore, Logged, NO_OBJECT, NO_SITE, NameId, ObjIdx, Object, Op,
+    SiteId, Trace, TraceBuilder,
 };
 use crate::error::Result;
 use crate::trace::EventRef;
@@ -52,19 +55,33 @@ impl Trace<Compact> {
     pub fn load_compact(recording: &Recording) -> Result<Trace<Compact>> {
         read(recording)
     }
+}
 
-    /// Like [`Trace::load_compact`], showing `observe` every event as it is read (with its
-    /// reference), user values included: an analysis that needs what the trace does not keep
-    /// (mark values, task inputs) reads the logs once. The logs are read in turn, on this
-    /// thread.
-    pub fn load_compact_observed(
-        recording: &Recording,
-        mut observe: impl FnMut(EventRef, &Event),
-    ) -> Result<Trace<Compact>> {
+impl Trace<Logged> {
+    /// Like [`Trace::load`], keeping no event in memory: each process's events are decoded
+    /// from its log again whenever they are read ([`Logged`]). The logs are read once, in
+    /// turn, on this thread.
+    pub fn load_logged(recording: &Recording) -> Result<Trace<Logged>> {
         let logs = open_logs(recording);
         let whole = whole_logs(&logs);
-        let (b, _) = read_pieces(recording, &logs, &whole, true, &mut observe);
-        Ok(b.build())
+        let (b, _) = read_pieces::<Counted>(recording, &logs, &whole, false, &mut |_, _| {});
+        let dictionary = Arc::new(b.dictionary());
+        let trace = b.build();
+        let mut readers: Vec<Option<Arc<LogReader>>> =
+            (0..trace.processes.len()).map(|_| None).collect();
+        for (entry, log) in recording.processes().iter().zip(logs) {
+            if let (Some(&p), Ok(reader)) = (trace.by_pid.get(&entry.id), log) {
+                readers[p as usize] = Some(Arc::new(reader));
+            }
+        }
+        Ok(trace.map_events(|p, counted| {
+            Logged::new(
+                p,
+                readers[p as usize].take(),
+                Arc::clone(&dictionary),
+                counted,
+            )
+        }))
     }
 }
 
@@ -89,14 +106,14 @@ fn whole_logs(logs: &[Log]) -> Vec<Piece> {
 
 /// Reads `recording` into a trace whose events are kept in `S`, on several threads when it is
 /// large.
-fn read<S: EventStore>(recording: &Recording) -> Result<Trace<S>> {
+fn read<S: EventStore + EventSink>(recording: &Recording) -> Result<Trace<S>> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     read_with(recording, threads, crate::threads::WORTH_A_THREAD)
 }
 
 /// [`read`] on up to `threads` threads when the recording holds at least `parallel_from`
 /// events.
-fn read_with<S: EventStore>(
+fn read_with<S: EventStore + EventSink>(
     recording: &Recording,
     threads: usize,
     parallel_from: u64,
@@ -233,7 +250,7 @@ impl Renumbering {
 /// Appends the `moves` (a process, the renumbering its events need, the events), in order, to
 /// the processes of `first`, on up to `threads` threads: one process's moves go to one thread,
 /// and the processes are dealt out by event count.
-fn append_events<S: EventStore>(
+fn append_events<S: EventStore + EventSink>(
     first: &mut TraceBuilder<S>,
     moves: Vec<(usize, usize, S)>,
     renumberings: &[Renumbering],
@@ -279,7 +296,7 @@ struct Append<S> {
     sources: Vec<(usize, S)>,
 }
 
-impl<S: EventStore> Append<S> {
+impl<S: EventStore + EventSink> Append<S> {
     fn size(&self) -> usize {
         self.sources.iter().map(|(_, e)| e.len()).sum()
     }
@@ -299,7 +316,7 @@ impl<S: EventStore> Append<S> {
 /// A builder that knows every process of `recording` and holds the events of `pieces`, each
 /// shown to `observe`; with whether each piece was cut short by damage. User values are
 /// decoded only with `values`: the trace keeps none.
-fn read_pieces<S: EventStore>(
+fn read_pieces<S: EventSink>(
     recording: &Recording,
     logs: &[Log],
     pieces: &[Piece],
@@ -336,7 +353,7 @@ fn read_pieces<S: EventStore>(
 }
 
 /// Reads `piece` of `log` into process `p`; whether damage ended it early.
-fn read_piece<S: EventStore>(
+fn read_piece<S: EventSink>(
     b: &mut TraceBuilder<S>,
     p: u32,
     log: &Log,
@@ -391,7 +408,7 @@ fn read_piece<S: EventStore>(
     false
 }
 
-impl<S: EventStore> TraceBuilder<S> {
+impl<S: EventStore + EventSink> TraceBuilder<S> {
     /// Takes over the `pieces` of `later`, a builder that read the logs after this one's. The
     /// processes' ids are distinct, so a log's number is its process's.
     ///

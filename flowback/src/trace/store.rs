@@ -1,4 +1,5 @@
-//! Where a process's events are kept: [`EventStore`], and its two kinds.
+//! Where a process's events are kept: [`EventStore`] to read them, [`EventSink`] to fill the
+//! store as a log is read, and the kinds of store.
 //!
 //! * `Vec<Ev>`: 32 bytes per event, any event read in constant time. What the analyses that
 //!   jump around the run use (`why`, pictures, exports, tasks).
@@ -6,6 +7,9 @@
 //!   integers), read in order, or from any event by decoding at most 7 events before it. What
 //!   `ppd races` uses: every pass of its analyses reads the events in order, so it keeps a run
 //!   of ten million events in tens of megabytes rather than hundreds.
+//! * [`Logged`](super::Logged): nothing in memory; the events are decoded again from their log
+//!   each time they are read. What `ppd analyze tasks` uses, so that its memory follows the
+//!   tasks in flight rather than the run.
 
 use ppd_formats::ProcessId;
 use ppd_formats::event::{AtomicOp, MemOrdering, Outcome, Question, RecvOutcome, RwMode};
@@ -13,7 +17,7 @@ use ppd_formats::event::{AtomicOp, MemOrdering, Outcome, Question, RecvOutcome, 
 use super::{Ev, ObjIdx, Op};
 
 /// A process's events, in log order.
-pub trait EventStore: Default + std::fmt::Debug + Send + Sync {
+pub trait EventStore: std::fmt::Debug + Send + Sync {
     /// The events from one on, in order.
     type Iter<'a>: Iterator<Item = Ev>
     where
@@ -42,6 +46,12 @@ pub trait EventStore: Default + std::fmt::Debug + Send + Sync {
     fn last(&self) -> Option<Ev> {
         self.len().checked_sub(1).and_then(|k| self.at(k))
     }
+}
+
+/// What a process's events are appended to as its log is read.
+pub trait EventSink: Default + std::fmt::Debug + Send + Sync {
+    /// How many events were appended.
+    fn appended(&self) -> usize;
 
     /// Appends an event.
     fn push(&mut self, ev: Ev);
@@ -67,6 +77,12 @@ impl EventStore for Vec<Ev> {
 
     fn iter_from(&self, k: usize) -> Self::Iter<'_> {
         self.get(k..).unwrap_or_default().iter().copied()
+    }
+}
+
+impl EventSink for Vec<Ev> {
+    fn appended(&self) -> usize {
+        <[Ev]>::len(self)
     }
 
     fn push(&mut self, ev: Ev) {
@@ -147,6 +163,12 @@ impl EventStore for Compact {
             pos: self.offset(k),
             left: self.len - k,
         }
+    }
+}
+
+impl EventSink for Compact {
+    fn appended(&self) -> usize {
+        self.len
     }
 
     fn push(&mut self, ev: Ev) {

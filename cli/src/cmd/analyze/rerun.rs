@@ -28,6 +28,13 @@ pub(crate) struct UnitArg {
     path: Vec<u32>,
 }
 
+impl UnitArg {
+    /// The task it names or is a subtask of.
+    pub(crate) fn task(&self) -> u64 {
+        self.task
+    }
+}
+
 impl std::str::FromStr for UnitArg {
     type Err = String;
 

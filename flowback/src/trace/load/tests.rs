@@ -248,6 +248,15 @@ fn same_however_read(dir: &Path) {
             "{threads} threads, compact events"
         );
     }
+    let logged = Trace::load_logged(&recording).unwrap();
+    assert_eq!(contents(&logged), expected, "events left in their logs");
+    for (p, proc) in alone.processes().iter().enumerate() {
+        let left = &logged.processes()[p].events;
+        for k in (0..proc.events.len()).step_by(97) {
+            assert_eq!(left.at(k), proc.events.at(k), "event {k} of {}", proc.name);
+            assert_eq!(left.iter_from(k).nth(3), proc.events.iter_from(k).nth(3));
+        }
+    }
 }
 
 #[test]
