@@ -487,3 +487,52 @@ fn every_read_of_a_stream_write_read_in_pieces_comes_after_it() {
     assert!(!clocks.happened_before(w2, body));
     assert!(clocks.happened_before(w2, rest) && clocks.happened_before(w3, rest));
 }
+
+/// A store that says it holds one event more than it gives: a log that changed on disk
+/// between being counted and being read again.
+#[derive(Debug)]
+struct OneShort(Vec<Ev>);
+
+impl crate::trace::EventStore for OneShort {
+    type Iter<'a> = std::iter::Copied<std::slice::Iter<'a, Ev>>;
+
+    fn len(&self) -> usize {
+        self.0.len() + 1
+    }
+
+    fn at(&self, k: usize) -> Option<Ev> {
+        self.0.get(k).copied()
+    }
+
+    fn iter_from(&self, k: usize) -> Self::Iter<'_> {
+        self.0.get(k..).unwrap_or_default().iter().copied()
+    }
+}
+
+#[test]
+fn a_store_that_gives_fewer_events_than_it_counted_ends_its_process_there_with_a_note() {
+    let (mut b, ps) = family(2);
+    let ch = object(&mut b, 0, ObjectKind::Channel, 0);
+    b.push(ps[1], Op::Send { channel: ch, seq: 1 }, NO_SITE);
+    b.push(
+        ps[2],
+        Op::Recv {
+            channel: ch,
+            sender: ProcessId(1),
+            seq: 1,
+        },
+        NO_SITE,
+    );
+    let trace = b.build().map_events(|_, events| OneShort(events));
+    let mut marks = ();
+    let notes = Clocks::stream(&trace, &mut marks);
+    let held = "it held when it was first read";
+    assert_eq!(
+        notes,
+        [
+            format!("main (p0): its log ended at event 3 of the 4 {held}"),
+            format!("w1 (p1): its log ended at event 2 of the 3 {held}"),
+            format!("w2 (p2): its log ended at event 2 of the 3 {held}"),
+        ]
+    );
+}
