@@ -18,9 +18,7 @@ use std::panic::Location;
 use std::path::Path;
 use std::time::Instant;
 
-use ppd_flowback::Trace;
 use ppd_flowback::tasks::TaskRecording;
-use ppd_flowback::trace::EventStore;
 use ppd_formats::event::ObjectKind;
 use ppd_formats::manifest::Manifest;
 use ppd_formats::task::{Step, TaskMark};
@@ -236,22 +234,18 @@ fn write_farm(dir: &Path, tasks: u64, poison: u64) -> u64 {
     written
 }
 
-/// What the analysis keeps that grows with the run: the compact events of the recording in
-/// `dir`, in MiB.
+/// Where the run's events are while the analysis reads them: in the logs of `dir`, on disk.
 fn breakdown(dir: &Path) {
     let recording = Recording::open(dir).unwrap();
-    let trace = Trace::load_compact(&recording).unwrap();
-    let events = trace.event_count() as usize;
-    let compact: f64 = trace
+    let logs: u64 = recording
         .processes()
         .iter()
-        .map(|p| p.events.bytes_per_event() * p.events.len() as f64)
+        .map(|entry| std::fs::metadata(recording.log_path(entry)).map_or(0, |m| m.len()))
         .sum();
     println!(
-        "  of which grows with the run: the events, {:.1} MiB ({events} compact events, {:.1} B \
-         each); no clock and no completed task is kept",
-        compact / 1048576.0,
-        compact / events.max(1) as f64,
+        "  kept in memory: no event (read again from the logs, {:.1} MiB on disk), no clock, and \
+         of each completed task one bit of a compressed bitmap",
+        logs as f64 / 1048576.0
     );
 }
 

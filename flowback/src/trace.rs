@@ -960,10 +960,13 @@ impl<S: EventSink> TraceBuilder<S> {
 
     /// Sites come as shared values, many per block of the log: interned by address first (no
     /// hashing of file names per event), by value when an address is new.
+    #[inline]
     fn intern_site(&mut self, site: &Arc<Site>) -> SiteId {
-        let mut by_address = std::mem::take(&mut self.site_by_address);
-        let id = by_address.id(site, |s| self.intern_site_value(s.clone()));
-        self.site_by_address = by_address;
+        if let Some(id) = self.site_by_address.get(site) {
+            return id;
+        }
+        let id = self.intern_site_value((**site).clone());
+        self.site_by_address.insert(site, id);
         id
     }
 
@@ -977,10 +980,13 @@ impl<S: EventSink> TraceBuilder<S> {
         id
     }
 
+    #[inline]
     fn intern_name(&mut self, name: &Arc<str>) -> NameId {
-        let mut by_address = std::mem::take(&mut self.name_by_address);
-        let id = by_address.id(name, |n| self.intern_name_value(n));
-        self.name_by_address = by_address;
+        if let Some(id) = self.name_by_address.get(name) {
+            return id;
+        }
+        let id = self.intern_name_value(name);
+        self.name_by_address.insert(name, id);
         id
     }
 
@@ -999,22 +1005,27 @@ impl<S: EventSink> TraceBuilder<S> {
 /// The builder reading a log for the first time: it interns what it meets, defines the objects
 /// events create, and notes the socket traffic that [`TraceBuilder::build`] pairs.
 impl<S: EventSink> Interner for TraceBuilder<S> {
+    #[inline]
     fn site(&mut self, site: &Arc<Site>) -> SiteId {
         self.intern_site(site)
     }
 
+    #[inline]
     fn site_value(&mut self, site: Site) -> SiteId {
         self.intern_site_value(site)
     }
 
+    #[inline]
     fn name(&mut self, name: &Arc<str>) -> NameId {
         self.intern_name(name)
     }
 
+    #[inline]
     fn name_value(&mut self, name: &str) -> NameId {
         self.intern_name_value(name)
     }
 
+    #[inline]
     fn object(&mut self, id: ObjectId, kind: Option<ObjectKind>) -> ObjIdx {
         match kind {
             Some(kind) => self.object_of_kind(id, kind),

@@ -788,7 +788,7 @@ impl<'t, 'o, O: Observer, S: EventStore> Engine<'t, 'o, O, S> {
             self.current[p as usize] = vec![0; self.width];
         }
         while self.next[p as usize] < len {
-            if self.head[p as usize].is_none() {
+            let Some(head) = self.head[p as usize] else {
                 // The store gave fewer events than it counted: a log read again from disk
                 // that changed since (`trace::Logged`). Its process ends there.
                 self.notes.push(format!(
@@ -798,10 +798,10 @@ impl<'t, 'o, O: Observer, S: EventStore> Engine<'t, 'o, O, S> {
                 ));
                 self.next[p as usize] = len;
                 break;
-            }
+            };
             // Most events order nothing beyond program order: their clock is the process's
             // latest checkpoint, with no rule to consult.
-            if !force && matches!(self.head_op(p).sync(), Sync::Local) {
+            if !force && matches!(head.op.sync(), Sync::Local) {
                 self.advance(p);
                 continue;
             }

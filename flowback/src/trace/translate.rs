@@ -37,6 +37,7 @@ pub(crate) trait Interner {
 }
 
 /// The trace's form of `event`, read from process `p`'s log by `i`.
+#[inline]
 pub(crate) fn translate(i: &mut impl Interner, p: u32, event: &Event) -> (Op, SiteId) {
     let site = event.site().map(|s| i.site(s)).unwrap_or(NO_SITE);
     let op = match event {
@@ -260,8 +261,8 @@ pub(crate) fn translate(i: &mut impl Interner, p: u32, event: &Event) -> (Op, Si
 
 /// Shared values (sites, names) remembered by address: a block of a log decodes each once and
 /// shares it among its events, so most lookups need no hashing of its contents. At most
-/// [`ByAddress::REMEMBERED`] are remembered at once, since each block decodes its own and
-/// remembering every one would grow with the run.
+/// `REMEMBERED` are remembered at once, since each block decodes its own and remembering every
+/// one would grow with the run.
 #[derive(Debug)]
 pub(crate) struct ByAddress<T: ?Sized, Id> {
     ids: FastMap<usize, Id>,
@@ -281,20 +282,24 @@ impl<T: ?Sized, Id> Default for ByAddress<T, Id> {
 impl<T: ?Sized, Id: Copy> ByAddress<T, Id> {
     const REMEMBERED: usize = 4096;
 
-    /// The id of `value`: remembered, or given by `by_value` and remembered.
-    pub(crate) fn id(&mut self, value: &Arc<T>, by_value: impl FnOnce(&T) -> Id) -> Id {
-        let address = Arc::as_ptr(value) as *const u8 as usize;
-        if let Some(&id) = self.ids.get(&address) {
-            return id;
-        }
-        let id = by_value(value);
+    fn address(value: &Arc<T>) -> usize {
+        Arc::as_ptr(value) as *const u8 as usize
+    }
+
+    /// The id remembered for `value`, if it is.
+    #[inline]
+    pub(crate) fn get(&self, value: &Arc<T>) -> Option<Id> {
+        self.ids.get(&Self::address(value)).copied()
+    }
+
+    /// Remembers that `value` has `id`.
+    pub(crate) fn insert(&mut self, value: &Arc<T>, id: Id) {
         if self.alive.len() >= Self::REMEMBERED {
             self.alive.clear();
             self.ids.clear();
         }
         self.alive.push(Arc::clone(value));
-        self.ids.insert(address, id);
-        id
+        self.ids.insert(Self::address(value), id);
     }
 }
 
@@ -332,9 +337,12 @@ const UNKNOWN_NAME: NameId = NameId::MAX;
 
 impl Interner for Rereader<'_> {
     fn site(&mut self, site: &Arc<Site>) -> SiteId {
-        let sites = &self.dictionary.sites;
-        self.sites
-            .id(site, |s| sites.get(s).copied().unwrap_or(NO_SITE))
+        if let Some(id) = self.sites.get(site) {
+            return id;
+        }
+        let id = self.site_value((**site).clone());
+        self.sites.insert(site, id);
+        id
     }
 
     fn site_value(&mut self, site: Site) -> SiteId {
@@ -342,9 +350,12 @@ impl Interner for Rereader<'_> {
     }
 
     fn name(&mut self, name: &Arc<str>) -> NameId {
-        let names = &self.dictionary.names;
-        self.names
-            .id(name, |n| names.get(n).copied().unwrap_or(UNKNOWN_NAME))
+        if let Some(id) = self.names.get(name) {
+            return id;
+        }
+        let id = self.name_value(name);
+        self.names.insert(name, id);
+        id
     }
 
     fn name_value(&mut self, name: &str) -> NameId {
