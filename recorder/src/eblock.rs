@@ -54,6 +54,7 @@ pub fn enter(
         site: Some(site),
         prelog: &bytes,
     });
+    value::recycle(bytes);
     if runtime::mode() == Mode::Emulate {
         // A nested call: its postlog stands for it.
         return match runtime::expect(Op::plain(EventKind::EblockExit, None)) {
@@ -88,6 +89,7 @@ impl Frame {
             eblock: self.name,
             postlog: &bytes,
         });
+        value::recycle(bytes);
     }
 }
 

@@ -513,7 +513,14 @@ impl crate::trace::EventStore for OneShort {
 fn a_store_that_gives_fewer_events_than_it_counted_ends_its_process_there_with_a_note() {
     let (mut b, ps) = family(2);
     let ch = object(&mut b, 0, ObjectKind::Channel, 0);
-    b.push(ps[1], Op::Send { channel: ch, seq: 1 }, NO_SITE);
+    b.push(
+        ps[1],
+        Op::Send {
+            channel: ch,
+            seq: 1,
+        },
+        NO_SITE,
+    );
     b.push(
         ps[2],
         Op::Recv {

@@ -11,6 +11,7 @@ pub mod backend;
 pub mod binding;
 pub mod env;
 mod panic;
+pub mod program_hash;
 pub mod record;
 
 use std::cell::{Cell, RefCell};

@@ -20,6 +20,7 @@ use ppd_formats::{
 
 use super::backend::{Dependency, Mode, Op, ProcessBackend, Runtime};
 use super::env;
+use super::program_hash::program_hash;
 
 /// Name of the file that marks a recording directory as taken by one program.
 const OWNER_FILE: &str = ".owner";
@@ -106,7 +107,7 @@ impl RecordRuntime {
         let size = std::fs::metadata(&exe).map(|m| m.len()).unwrap_or(0);
         // Before the run, not beside it: a program killed early must still leave the hash that
         // lets it be replayed.
-        let blake3 = hash_file(&exe)
+        let blake3 = program_hash(&exe)
             .map_err(|e| format!("cannot hash own executable {}: {e}", exe.display()))?;
         let host = nix::unistd::gethostname()
             .map(|h| h.to_string_lossy().into_owned())
@@ -162,17 +163,6 @@ impl RecordRuntime {
         });
         Ok(RecordRuntime { shared })
     }
-}
-
-/// Hashes a file with BLAKE3, hex-encoded. Replay and `ppd why` run only a binary whose hash
-/// equals the recorded one, so a file that cannot be hashed is an error, never an empty hash.
-///
-/// Read through a small buffer rather than mapped: a mapped binary (tens of MiB with debug
-/// information) would count in the recorded program's peak memory.
-pub fn hash_file(path: &Path) -> std::io::Result<String> {
-    let mut hasher = blake3::Hasher::new();
-    hasher.update_reader(std::fs::File::open(path)?)?;
-    Ok(hasher.finalize().to_hex().to_string())
 }
 
 /// Holds back space for the manifest (best effort: without it a full disk may leave the

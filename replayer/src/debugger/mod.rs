@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use ppd_formats::Recording;
 use ppd_recorder::runtime::env;
-use ppd_recorder::runtime::record::hash_file;
+use ppd_recorder::runtime::program_hash::program_hash;
 
 pub use state::{ChannelState, HaltState, ProcessState};
 
@@ -158,7 +158,7 @@ pub fn check_binary(recording: &Recording, binary: Option<&Path>) -> Result<Path
             path,
         });
     }
-    let actual = hash_file(&path).map_err(io("hash the program"))?;
+    let actual = program_hash(&path).map_err(io("hash the program"))?;
     if actual != program.blake3 {
         return Err(DebugError::BinaryChanged { path });
     }
