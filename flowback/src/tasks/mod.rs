@@ -32,7 +32,7 @@
 //! * Each error carries a `ppd replay --stop` predicate that halts where its unit began, for
 //!   the whole run's state there; phase two, re-executing the unit alone, is [`rerun`].
 //! * deTrEK holds every task's event graph; ppd follows the tasks through the run as the
-//!   clocks are computed and lets each go when it completes ([`follow`]), so the analysis
+//!   clocks are computed and lets each go when it completes (`tasks/follow.rs`), so the analysis
 //!   holds the tasks in flight, not the run (the thesis's §7.2.2 names the space of time
 //!   stamps as its limit).
 
@@ -562,7 +562,7 @@ fn report<S: EventStore>(trace: &Trace<S>, followed: &Followed, dead: &DeadNodes
 }
 
 /// A recording read for the task analysis: its events, and what is left of its tasks once they
-/// are followed through the run in happened-before order ([`follow`]): the tasks that did not
+/// are followed through the run in happened-before order (`tasks/follow.rs`): the tasks that did not
 /// complete, with the clocks of their events.
 #[derive(Debug)]
 pub struct TaskRecording {
