@@ -140,6 +140,16 @@ macro_rules! loops {
             sum
         }
 
+        pub(crate) fn crossbeam_unbounded_send_recv(n: u64) -> u64 {
+            let (tx, rx) = channel::unbounded::<u64>();
+            let mut sum = 0u64;
+            for i in 0..n {
+                tx.send(i).unwrap();
+                sum = sum.wrapping_add(rx.recv().unwrap());
+            }
+            sum
+        }
+
         pub(crate) fn crossbeam_bounded_send_recv(n: u64) -> u64 {
             let (tx, rx) = channel::bounded::<u64>(64);
             let mut sum = 0u64;
@@ -310,6 +320,7 @@ const LOOPS: &[Loop] = table![
     "once-lock-get" "std" once_lock_get,
     "mpsc-send-recv" "std" channel_send_recv,
     "sync-channel-send-recv" "std" sync_channel_send_recv,
+    "channel-send-recv" "crossbeam" crossbeam_unbounded_send_recv,
     "channel-bounded-send-recv" "crossbeam" crossbeam_bounded_send_recv,
     "channel-select" "crossbeam" crossbeam_select,
     "condvar-notify" "std" condvar_notify,
