@@ -30,7 +30,9 @@
 //! its process. Lin's §7.2.2 discusses the space time stamps take (a vector of *n* per event);
 //! stored this way they take *n* per receiving event plus a quarter of a byte per event (which
 //! checkpoint covers it: `vclock/covering.rs`), and the work is one merge of *n* components
-//! per synchronization edge: linear in events × processes.
+//! per synchronization edge: linear in events × processes. An analysis that needs the clocks
+//! of only some events, as it meets them, can have them streamed instead ([`Clocks::stream`]):
+//! then nothing is stored, and memory is that of the replay's own state.
 
 use std::collections::VecDeque;
 
@@ -49,8 +51,8 @@ use seq_set::SeqSet;
 /// Told about the events an online analysis needs as the replay stamps them, with their
 /// whole clocks: such an analysis needs no second pass over the trace, and no stored clocks.
 pub trait Observer {
-    /// Whether [`Observer::mark`] wants to be called: a constant, so that an observer of
-    /// accesses only costs the stamping of local events nothing.
+    /// Whether [`Observer::mark`] wants to be called: a constant, so that an observer that
+    /// does not want marks adds nothing to the stamping of local events.
     const MARKS: bool = false;
 
     /// Access `e` to `object` did `op` with `ordering` at `site`; `clock` is its vector clock.
