@@ -195,7 +195,11 @@ fn an_aborting_program_leaves_a_recovered_recording_of_every_process() {
                 !["main", "hub", "worker-2"].contains(&name.as_str()),
                 "{name}: {p:#}"
             );
-            assert_eq!(p["state"], "complete", "{name}: {p:#}");
+            // The abort may also land between its exit event and the closing of its log.
+            assert!(
+                p["state"] == "complete" || p["state"] == "recovered after crash",
+                "{name}: {p:#}"
+            );
         } else {
             assert_eq!(p["state"], "recovered after crash", "{name}: {p:#}");
         }

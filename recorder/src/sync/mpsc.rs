@@ -10,7 +10,7 @@
 //! contents.
 
 use std::cell::Cell;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 use std::marker::PhantomData;
 use std::panic::Location;
@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel as cc;
 use ppd_formats::event::{ObjectKind, Outcome, RecvOutcome};
 use ppd_formats::{Event, EventKind, ObjectId, ProcessId};
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -408,8 +409,9 @@ struct StashState<T> {
     /// By sender. A channel delivers each sender's messages in the order they were sent, and
     /// the log receives them in that order too, so the message a receive wants is the oldest
     /// its sender has here: kept in queues, held-back messages cost a push and a pop, not a
-    /// hash of every sequence number.
-    held: HashMap<ProcessId, VecDeque<Envelope<T>>>,
+    /// hash of every sequence number. Keyed with Fx, not SipHash: the default hasher took a
+    /// tenth of the receiving process's time replaying a busy fan-in.
+    held: FxHashMap<ProcessId, VecDeque<Envelope<T>>>,
     /// A receiver is waiting on the carrier: the others wait for what it pulls off.
     pulling: bool,
     /// Receivers asleep on `changed`. Notifying a condition variable is a system call even
@@ -422,7 +424,7 @@ impl<T> Stash<T> {
     fn new() -> Arc<Stash<T>> {
         Arc::new(Stash {
             state: std::sync::Mutex::new(StashState {
-                held: HashMap::new(),
+                held: FxHashMap::default(),
                 pulling: false,
                 sleeping: 0,
             }),
