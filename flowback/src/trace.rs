@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::fasthash::FastMap;
 pub use logged::{Logged, LoggedIter};
 pub use store::{Compact, EventSink, EventStore};
-use translate::{ByAddress, Dictionary, Interner, translate};
+use translate::{ByAddress, Dictionary, Interner, SiteIds, translate};
 
 /// An event, named by its process (dense index into [`Trace::processes`]) and its position in
 /// that process's log.
@@ -750,7 +750,7 @@ pub struct TraceBuilder<S = Vec<Ev>> {
     /// Each process's OS process, and the sockets' ends, writes and reads, for pairing.
     os_pids: Vec<u32>,
     net: NetTables,
-    site_by_address: ByAddress<Site, SiteId>,
+    site_by_address: SiteIds,
     site_by_value: HashMap<Site, SiteId>,
     name_by_address: ByAddress<str, NameId>,
     name_by_value: HashMap<Arc<str>, NameId>,
@@ -958,14 +958,14 @@ impl<S: EventSink> TraceBuilder<S> {
         o
     }
 
-    /// Sites come as shared values, many per block of the log: interned by address first (no
-    /// hashing of file names per event), by value when an address is new.
+    /// Sites come interned: by address first (no hashing of file names per event), by value
+    /// when an address is new.
     #[inline]
-    fn intern_site(&mut self, site: &Arc<Site>) -> SiteId {
+    fn intern_site(&mut self, site: &'static Site) -> SiteId {
         if let Some(id) = self.site_by_address.get(site) {
             return id;
         }
-        let id = self.intern_site_value((**site).clone());
+        let id = self.intern_site_value(site.clone());
         self.site_by_address.insert(site, id);
         id
     }
@@ -1006,7 +1006,7 @@ impl<S: EventSink> TraceBuilder<S> {
 /// events create, and notes the socket traffic that [`TraceBuilder::build`] pairs.
 impl<S: EventSink> Interner for TraceBuilder<S> {
     #[inline]
-    fn site(&mut self, site: &Arc<Site>) -> SiteId {
+    fn site(&mut self, site: &'static Site) -> SiteId {
         self.intern_site(site)
     }
 

@@ -851,7 +851,7 @@ impl<'a> Cursor<'a> {
 /// Per-block decoding state, the mirror of [`Encoder`].
 #[derive(Debug, Default)]
 pub(crate) struct Decoder {
-    sites: Vec<Arc<Site>>,
+    sites: Vec<&'static Site>,
     names: Vec<Arc<str>>,
     objects: Vec<ObjectId>,
     last_seq: Vec<u64>,
@@ -915,7 +915,7 @@ impl Decoder {
                     let file = cur.text()?.to_owned();
                     let line = cur.varint_u32("line")?;
                     let column = cur.varint_u32("column")?;
-                    self.sites.push(Arc::new(Site { file, line, column }));
+                    self.sites.push(Site { file, line, column }.intern());
                 }
                 TAG_DEF_NAME => {
                     let name = cur.text()?;
@@ -964,13 +964,13 @@ impl Decoder {
         }
     }
 
-    fn site(&self, cur: &mut Cursor<'_>, tag: u8) -> Result<Option<Arc<Site>>, DecodeError> {
+    fn site(&self, cur: &mut Cursor<'_>, tag: u8) -> Result<Option<&'static Site>, DecodeError> {
         if tag & FLAG_SITE == 0 {
             return Ok(None);
         }
         let id = cur.varint()?;
         match self.sites.get(id as usize) {
-            Some(s) => Ok(Some(Arc::clone(s))),
+            Some(&s) => Ok(Some(s)),
             None => cur.fail(format!("site {id} is not defined in this block")),
         }
     }
@@ -1743,7 +1743,10 @@ mod tests {
             assert_eq!(slot, site, "{}", got.kind());
             assert!(got.site().is_none(), "{}: the slot is the site", got.kind());
         }
-        assert!(with_site > 20, "only {with_site} events with a site were checked");
+        assert!(
+            with_site > 20,
+            "only {with_site} events with a site were checked"
+        );
     }
 
     #[test]

@@ -11,9 +11,10 @@
 //! where the user asked for them or where an e-block's re-execution needs them (Miller & Choi
 //! §5.5: the extra prelog of a synchronization unit).
 
+use std::collections::HashSet;
 use std::fmt;
 use std::panic::Location;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock, Mutex};
 
 use serde::{Deserialize, Serialize};
 
@@ -50,7 +51,7 @@ impl<'a> Repr for Borrowed<'a> {
 pub enum Owned {}
 
 impl Repr for Owned {
-    type Site = Arc<Site>;
+    type Site = &'static Site;
     type Name = Arc<str>;
     type Bytes = Box<[u8]>;
     type Text = Box<str>;
@@ -65,6 +66,25 @@ pub struct Site {
     pub line: u32,
     /// 1-based column.
     pub column: u32,
+}
+
+impl Site {
+    /// The one copy of this site in the process, made the first time it is met.
+    ///
+    /// Readers intern every site they decode: the events of every block and log that share a
+    /// location share one `&'static Site`, so copying an event's site copies a pointer (a
+    /// shared count's two atomic operations were a fifth of decoding an event). A program has
+    /// finitely many sites; a damaged log can add made-up ones, never more than its bytes.
+    pub fn intern(self) -> &'static Site {
+        static INTERNED: LazyLock<Mutex<HashSet<&'static Site>>> = LazyLock::new(Default::default);
+        let mut interned = INTERNED.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(&site) = interned.get(&self) {
+            return site;
+        }
+        let site: &'static Site = Box::leak(Box::new(self));
+        interned.insert(site);
+        site
+    }
 }
 
 impl fmt::Display for Site {
@@ -1170,5 +1190,28 @@ impl<R: Repr> Event<R> {
             | Event::Sleep { .. }
             | Event::Answer { .. } => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Site;
+
+    fn site(line: u32) -> Site {
+        Site {
+            file: "src/interned.rs".into(),
+            line,
+            column: 5,
+        }
+    }
+
+    #[test]
+    fn a_site_is_interned_once_per_location() {
+        let first = site(7).intern();
+        let again = site(7).intern();
+        let other = site(8).intern();
+        assert!(std::ptr::eq(first, again), "one location, one copy");
+        assert!(!std::ptr::eq(first, other));
+        assert_eq!((first, other), (&site(7), &site(8)));
     }
 }

@@ -684,7 +684,7 @@ fn emulate_instance(
     // panic of the re-executed code stays in it.
     let instance = Instance {
         eblock: &eblock,
-        site: site.as_deref(),
+        site,
     };
     let outcome = std::thread::scope(|scope| {
         scope

@@ -17,8 +17,8 @@ use ppd_formats::order::governing_ordering;
 /// What [`translate`] needs of its reader: ids for what an event names, and to be told what
 /// an event defines.
 pub(crate) trait Interner {
-    /// The id of a site shared by the events of a block.
-    fn site(&mut self, site: &Arc<Site>) -> SiteId;
+    /// The id of a site as readers share it (interned: one address per location).
+    fn site(&mut self, site: &'static Site) -> SiteId;
     /// The id of a site given by value.
     fn site_value(&mut self, site: Site) -> SiteId;
     /// The id of a name shared by the events of a block.
@@ -259,7 +259,27 @@ pub(crate) fn translate(i: &mut impl Interner, p: u32, event: &Event) -> (Op, Si
     (op, site)
 }
 
-/// Shared values (sites, names) remembered by address: a block of a log decodes each once and
+/// Ids of interned sites ([`Site::intern`]) by address: one site, one address, for the life
+/// of the process, so a lookup hashes a pointer, never a file name.
+#[derive(Debug, Default)]
+pub(crate) struct SiteIds(FastMap<usize, SiteId>);
+
+impl SiteIds {
+    fn address(site: &'static Site) -> usize {
+        std::ptr::from_ref(site) as usize
+    }
+
+    #[inline]
+    pub(crate) fn get(&self, site: &'static Site) -> Option<SiteId> {
+        self.0.get(&Self::address(site)).copied()
+    }
+
+    pub(crate) fn insert(&mut self, site: &'static Site, id: SiteId) {
+        self.0.insert(Self::address(site), id);
+    }
+}
+
+/// Shared names remembered by address: a block of a log decodes each once and
 /// shares it among its events, so most lookups need no hashing of its contents. At most
 /// `REMEMBERED` are remembered at once, since each block decodes its own and remembering every
 /// one would grow with the run.
@@ -318,7 +338,7 @@ pub(crate) struct Dictionary {
 #[derive(Debug)]
 pub(crate) struct Rereader<'d> {
     dictionary: &'d Dictionary,
-    sites: ByAddress<Site, SiteId>,
+    sites: SiteIds,
     names: ByAddress<str, NameId>,
 }
 
@@ -326,7 +346,7 @@ impl<'d> Rereader<'d> {
     pub(crate) fn new(dictionary: &'d Dictionary) -> Rereader<'d> {
         Rereader {
             dictionary,
-            sites: ByAddress::default(),
+            sites: SiteIds::default(),
             names: ByAddress::default(),
         }
     }
@@ -336,11 +356,11 @@ impl<'d> Rereader<'d> {
 const UNKNOWN_NAME: NameId = NameId::MAX;
 
 impl Interner for Rereader<'_> {
-    fn site(&mut self, site: &Arc<Site>) -> SiteId {
+    fn site(&mut self, site: &'static Site) -> SiteId {
         if let Some(id) = self.sites.get(site) {
             return id;
         }
-        let id = self.site_value((**site).clone());
+        let id = self.site_value(site.clone());
         self.sites.insert(site, id);
         id
     }

@@ -47,7 +47,7 @@ pub(super) struct Access {
     /// What it was.
     pub(super) kind: AccessKind,
     /// Where it was made.
-    pub(super) site: Option<Arc<EventSite>>,
+    pub(super) site: Option<&'static EventSite>,
     /// A hold that could write (a mutex's, a reader-writer lock's write hold): the event that
     /// released it, if the log has it.
     pub(super) release: Option<u64>,
@@ -80,7 +80,7 @@ impl AccessKind {
 #[derive(Debug, Clone)]
 pub(super) struct Created {
     event: u64,
-    site: Option<Arc<EventSite>>,
+    site: Option<&'static EventSite>,
     init: u64,
 }
 

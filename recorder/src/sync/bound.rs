@@ -251,7 +251,7 @@ pub(crate) fn serve_emulated_room(
         EventKind::SemAcquire,
         EventKind::SemRelease,
     ];
-    let at_this_call = |logged: Option<&std::sync::Arc<ppd_formats::event::Site>>| {
+    let at_this_call = |logged: Option<&&ppd_formats::event::Site>| {
         logged.is_some_and(|s| {
             s.file == site.file() && s.line == site.line() && s.column == site.column()
         })
