@@ -1,8 +1,9 @@
 //! Benchmark of the log writer and reader: `cargo bench -p ppd-formats --bench log`.
 //!
-//! Prints write throughput from one thread, compressed bytes per event for a regular and a
-//! random receive order, random-access read latency for two log sizes, and the writer's peak
-//! memory for two run lengths. Every figure is measured in this run; each says how.
+//! Prints write throughput from one thread, sequential read throughput against it,
+//! compressed bytes per event for a regular and a random receive order, random-access read
+//! latency for two log sizes, and the writer's peak memory for two run lengths. Every figure is
+//! measured in this run; each says how.
 
 use std::hint::black_box;
 use std::path::Path;
@@ -144,6 +145,7 @@ fn main() {
     println!("default options: blocks of 128 KiB, a ring of 8");
     println!();
     throughput(dir.path());
+    sequential_read(dir.path());
     compression(dir.path());
     random_access(dir.path());
     writer_memory();
@@ -247,6 +249,52 @@ fn compression(dir: &Path) {
 }
 
 /// Times `get(k)` for each `k`; returns the median and the 99th percentile.
+/// Reading a log through, as replay and every analysis do: each process's replay decodes its
+/// own log event by event, so decoding sits on the replayed program's path.
+fn sequential_read(dir: &Path) {
+    const N: u64 = 5_000_000;
+    println!(
+        "== sequential read, one thread ({} events per log, best of 3) ==",
+        million(N as f64)
+    );
+    for (name, event) in [
+        (
+            "regular receives",
+            regular as fn(u64) -> Event<Borrowed<'static>>,
+        ),
+        ("mixed small events", mixed),
+    ] {
+        let path = dir.join("sequential.log");
+        let (wrote, _) = write(&path, N, event);
+        let reader = LogReader::open(&path).unwrap();
+        let mut best = Duration::MAX;
+        for _ in 0..3 {
+            let start = Instant::now();
+            let mut read = 0u64;
+            for item in reader.events() {
+                black_box(item.unwrap());
+                read += 1;
+            }
+            assert_eq!(read, N);
+            best = best.min(start.elapsed());
+        }
+        let per_event = |d: Duration| d.as_nanos() as f64 / N as f64;
+        println!(
+            "{name:>20}: {:.1} ns/event read ({} events/s), {:.1} ns/event written: read / write {:.2}",
+            per_event(best),
+            million(rate(N, best)),
+            per_event(wrote),
+            best.as_secs_f64() / wrote.as_secs_f64()
+        );
+        std::fs::remove_file(&path).unwrap();
+    }
+    println!(
+        "   measured: reader.events() over a closed log: frames read, decompressed and every event \
+         decoded to an owned event; written: the time in append of the same events"
+    );
+    println!();
+}
+
 fn time_gets(reader: &LogReader, ks: impl Iterator<Item = u64>) -> (Duration, Duration) {
     let mut times: Vec<Duration> = ks
         .map(|k| {
