@@ -19,6 +19,8 @@ use binaries::{mb, record_bank, release_binaries, run};
 
 #[path = "common/binaries.rs"]
 mod binaries;
+#[path = "common/memory.rs"]
+mod memory;
 
 fn main() {
     let ops: u64 = std::env::var("PPD_BENCH_BANK_OPS")
@@ -51,7 +53,7 @@ fn main() {
         "  {:<44}{:>8.2} s {:>10}   (reads the logs, computes clocks and races; no cache)",
         "ppd races (first command on the recording)",
         warm.wall.as_secs_f64(),
-        mb(warm.peak_rss)
+        warm.peak_text()
     );
     let cases: [(&str, Vec<&str>, &str); 5] = [
         ("graph (html overview)", vec!["graph", r], "graph.html"),
@@ -100,7 +102,7 @@ fn main() {
         println!(
             "  {label:<44}{:>8.2} s {:>10} {:>12}{note}{}",
             cost.wall.as_secs_f64(),
-            mb(cost.peak_rss),
+            cost.peak_text(),
             size.map_or_else(|| "none".to_owned(), mb),
             if cost.ok { "" } else { "  (exited non-zero)" }
         );

@@ -53,6 +53,9 @@ use ppd_flowback::why::index::ProcessIndex;
 use ppd_flowback::why::{self, Point, Query, TraceStore};
 use ppd_formats::Recording;
 
+#[path = "../../flowback/benches/common/memory.rs"]
+mod memory;
+
 fn why_cases() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_why_cases"))
 }
@@ -204,8 +207,11 @@ struct Cost {
     wall: Duration,
     /// User and system time: on a shared machine, what the command itself took.
     cpu: Duration,
-    /// Peak resident memory, bytes.
-    peak: u64,
+    /// Peak resident memory, bytes; `None` when the command stayed below this benchmark's own
+    /// resident memory at the spawn, which Linux carries into a child's `ru_maxrss` at `exec`
+    /// (it is reset to what is resident just before, so that floor is as low as it can be).
+    peak: Option<u64>,
+    floor: u64,
 }
 
 /// One run of the `ppd` command: what it cost, and what it printed.
@@ -214,6 +220,8 @@ struct Cost {
     reason = "`wait4` reaps the child, and gives its resource usage"
 )]
 fn ppd_run(ppd: &Path, args: &[&str]) -> (Cost, String) {
+    memory::reset_peak_rss();
+    let floor = memory::peak_rss().unwrap_or(0);
     let start = Instant::now();
     let mut child = Command::new(ppd)
         .args(args)
@@ -244,7 +252,8 @@ fn ppd_run(ppd: &Path, args: &[&str]) -> (Cost, String) {
         wall: took,
         cpu: time(usage.ru_utime) + time(usage.ru_stime),
         // Linux gives ru_maxrss in KiB.
-        peak: usage.ru_maxrss as u64 * 1024,
+        peak: Some(usage.ru_maxrss as u64 * 1024).filter(|&peak| peak > floor),
+        floor,
     };
     (cost, out)
 }
@@ -299,12 +308,18 @@ fn bank_query(work: &Path, bank: &Path, ppd: &Path) {
     let show = |what: &str, costs: &[Cost]| {
         let wall = median(costs.iter().map(|c| c.wall).collect());
         let cpu = median(costs.iter().map(|c| c.cpu).collect());
-        let peak = costs.iter().map(|c| c.peak).max().unwrap_or(0);
+        let top = costs
+            .iter()
+            .max_by_key(|c| c.peak.unwrap_or(c.floor))
+            .expect("at least one run");
+        let peak = match top.peak {
+            Some(peak) => format!("{:.0} MiB", mb(peak)),
+            None => format!("≤ {:.0} MiB (below this benchmark's own)", mb(top.floor)),
+        };
         println!(
-            "  {what}: {:.1} ms wall, {:.1} ms CPU, peak memory {:.0} MiB",
+            "  {what}: {:.1} ms wall, {:.1} ms CPU, peak memory {peak}",
             ms(wall),
             ms(cpu),
-            mb(peak)
         );
         cpu
     };

@@ -4,10 +4,19 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::memory::{peak_rss, reset_peak_rss};
+
 /// One command's cost.
 pub(crate) struct Cost {
     pub(crate) wall: Duration,
-    pub(crate) peak_rss: u64,
+    /// The command's peak resident memory, `None` when it stayed below [`Cost::floor`].
+    pub(crate) peak_rss: Option<u64>,
+    /// This benchmark's own resident memory when it started the command: Linux carries the
+    /// high-water mark of the image a process replaces at `exec` into its `ru_maxrss`, so a
+    /// child's `ru_maxrss` is never below its parent's peak at the spawn. The parent's peak is
+    /// reset to what it holds just before (`clear_refs`), and a child that stays below it has
+    /// no peak of its own to report.
+    pub(crate) floor: u64,
     pub(crate) stderr: String,
     pub(crate) ok: bool,
 }
@@ -16,6 +25,8 @@ pub(crate) struct Cost {
 // The child is reaped by `wait4`, which also reports its peak memory; `Child::wait` cannot.
 #[allow(clippy::zombie_processes)]
 pub(crate) fn run(ppd: &Path, args: &[&str]) -> Cost {
+    reset_peak_rss();
+    let floor = peak_rss().unwrap_or(0);
     let start = Instant::now();
     let child = Command::new(ppd)
         .args(args)
@@ -37,9 +48,11 @@ pub(crate) fn run(ppd: &Path, args: &[&str]) -> Cost {
     // without waiting); `status` and `usage` are valid for writes.
     let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
     let wall = start.elapsed();
+    let peak = u64::try_from(usage.ru_maxrss).unwrap_or(0) * 1024;
     Cost {
         wall,
-        peak_rss: u64::try_from(usage.ru_maxrss).unwrap_or(0) * 1024,
+        peak_rss: (peak > floor).then_some(peak),
+        floor,
         stderr,
         ok: reaped == pid && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
     }
@@ -47,6 +60,14 @@ pub(crate) fn run(ppd: &Path, args: &[&str]) -> Cost {
 
 pub(crate) fn mb(bytes: u64) -> String {
     format!("{:.1} MB", bytes as f64 / 1e6)
+}
+
+impl Cost {
+    /// The peak as a report prints it: "≤ floor" when the command stayed below the floor.
+    pub(crate) fn peak_text(&self) -> String {
+        self.peak_rss
+            .map_or_else(|| format!("≤ {}", mb(self.floor)), mb)
+    }
 }
 
 /// The release binaries, next to this benchmark's own build directory.
