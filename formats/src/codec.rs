@@ -1726,30 +1726,6 @@ mod tests {
     }
 
     #[test]
-    fn the_site_slot_holds_the_site_of_every_event_kind() {
-        let payload = [1u8];
-        let mut enc = Encoder::default();
-        let mut buf = Vec::new();
-        for e in &every_kind(&payload) {
-            enc.encode(e, &mut buf);
-        }
-        let mut dec = Decoder::default();
-        let mut pos = 0;
-        let mut with_site = 0;
-        while let Some(Step::Event(mut got)) = dec.next(&buf, &mut pos).unwrap() {
-            let site = got.site().cloned();
-            with_site += usize::from(site.is_some());
-            let slot = got.site_mut().and_then(Option::take);
-            assert_eq!(slot, site, "{}", got.kind());
-            assert!(got.site().is_none(), "{}: the slot is the site", got.kind());
-        }
-        assert!(
-            with_site > 20,
-            "only {with_site} events with a site were checked"
-        );
-    }
-
-    #[test]
     fn regular_receive_pattern_encodes_to_a_repeating_byte_string() {
         let ch = ObjectId::new(ProcessId(0), 1);
         let mut enc = Encoder::default();

@@ -1112,46 +1112,6 @@ impl<R: Repr> Event<R> {
         }
     }
 
-    /// The slot of the event's source location, for the kinds that have one.
-    pub fn site_mut(&mut self) -> Option<&mut Option<R::Site>> {
-        match self {
-            Event::Spawn { site, .. }
-            | Event::Join { site, .. }
-            | Event::Create { site, .. }
-            | Event::Send { site, .. }
-            | Event::Recv { site, .. }
-            | Event::RecvNone { site, .. }
-            | Event::Select { site, .. }
-            | Event::Lock { site, .. }
-            | Event::Unlock { site, .. }
-            | Event::SemAcquire { site, .. }
-            | Event::SemRelease { site, .. }
-            | Event::Atomic { site, .. }
-            | Event::EblockEnter { site, .. }
-            | Event::Mark { site, .. }
-            | Event::Blocked { site, .. }
-            | Event::Undelivered { site, .. }
-            | Event::JoinBlocked { site, .. }
-            | Event::Sleep { site, .. }
-            | Event::Answer { site, .. } => Some(site),
-            Event::Outcome { site, .. }
-            | Event::RwAcquire { site, .. }
-            | Event::RwRelease { site, .. }
-            | Event::NetOpen { site, .. }
-            | Event::NetWrite { site, .. }
-            | Event::NetRead { site, .. }
-            | Event::NetSendTo { site, .. }
-            | Event::NetRecvFrom { site, .. }
-            | Event::NetFail { site, .. } => Some(site),
-            Event::Start { .. }
-            | Event::Exit
-            | Event::Panic { .. }
-            | Event::Clock { .. }
-            | Event::Random { .. }
-            | Event::EblockExit { .. } => None,
-        }
-    }
-
     /// The shared object the event acts on, when it acts on one.
     pub fn object(&self) -> Option<ObjectId> {
         match self {

@@ -95,7 +95,7 @@ pub trait ProcessBackend: Send {
     ///
     /// A replay backend may block here while its local debugger holds the process; when the
     /// program does something the log does not say, it reports the divergence and never
-    /// returns. The event may come without its site: the operation has its own.
+    /// returns.
     fn expect(&mut self, op: Op) -> Option<Event>;
 
     /// Like [`expect`](Self::expect) for an event that may or may not come next: the logged

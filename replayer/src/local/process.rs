@@ -103,15 +103,6 @@ impl ReplayProcess {
         }
     }
 
-    /// [`peeked`](Self::peeked), for handing the event out without its site.
-    fn peeked_mut(&mut self) -> Option<Result<&mut Event, String>> {
-        let events = self.events.as_mut()?;
-        match events.peek_mut()? {
-            Ok((_, e)) => Some(Ok(e)),
-            Err(e) => Some(Err(e.to_string())),
-        }
-    }
-
     fn peek(&mut self) -> Option<Result<Event, String>> {
         self.peeked().map(|next| next.cloned())
     }
@@ -191,18 +182,6 @@ impl ReplayProcess {
         self.next += 1;
         self.shared.controller.executed(self.id, &event, &[]);
     }
-}
-
-/// A copy of logged event `e` for the operation it lets through, without its site: the
-/// operation has its own, and copying the shared site costs two atomic operations per event,
-/// a tenth of replaying a receive of a busy fan-in.
-fn without_site(e: &mut Event) -> Event {
-    let site = e.site_mut().and_then(Option::take);
-    let copy = e.clone();
-    if let (Some(slot), Some(site)) = (e.site_mut(), site) {
-        *slot = Some(site);
-    }
-    copy
 }
 
 /// Whether logged event `e` carries a transferred value (a payload, a guarded value, a value
@@ -655,7 +634,7 @@ impl ProcessBackend for ReplayProcess {
     fn expect(&mut self, op: Op) -> Option<Event<Owned>> {
         loop {
             self.shared.controller.gate(self.id);
-            let expected = match self.peeked_mut() {
+            let expected = match self.peeked() {
                 None => self.log_ended(),
                 Some(Err(damage)) => {
                     Err(format!("a readable event (the log is damaged: {damage})"))
@@ -664,7 +643,7 @@ impl ProcessBackend for ReplayProcess {
                     e @ (Event::Blocked { .. } | Event::JoinBlocked { .. } | Event::Sleep { .. }),
                 )) if op.kind != e.kind() => Ok(None),
                 Some(Ok(e)) if !op_matches(&op, e) => Err(describe(e)),
-                Some(Ok(e)) => Ok(Some(without_site(e))),
+                Some(Ok(e)) => Ok(Some(e.clone())),
             };
             match expected {
                 Err(expected) => self.diverge(expected, describe_op(&op)),
@@ -683,8 +662,8 @@ impl ProcessBackend for ReplayProcess {
     fn expect_if(&mut self, op: Op) -> Option<Event<Owned>> {
         // No gate: this continues the operation already let through (a send that has been
         // logged must reach its channel before its process is held).
-        let e = match self.peeked_mut() {
-            Some(Ok(e)) if op_matches(&op, e) => without_site(e),
+        let e = match self.peeked() {
+            Some(Ok(e)) if op_matches(&op, e) => e.clone(),
             _ => return None,
         };
         self.current = Some(Current {
