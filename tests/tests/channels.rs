@@ -4,7 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use ppd_tests::{assert_no_races, assert_replays, output_text as text, ppd, record_program};
+use ppd_tests::{
+    assert_no_races, assert_races_only_on, assert_replays, output_text as text, ppd, record_program,
+};
 
 fn channels() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_channels"))
@@ -33,7 +35,9 @@ fn the_books_thread_pool_sends_boxed_closures_and_replays() {
         "the program's own answer"
     );
     assert_replays(work.path(), &dir, &printed);
-    assert_no_races(work.path(), &dir);
+    // The pool's workers send their results concurrently whenever two of them overlap, and
+    // the program sums them in any order.
+    assert_races_only_on(work.path(), &dir, &["results"]);
 }
 
 #[test]
