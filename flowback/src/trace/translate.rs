@@ -279,10 +279,10 @@ impl SiteIds {
     }
 }
 
-/// Shared names remembered by address: a block of a log decodes each once and
-/// shares it among its events, so most lookups need no hashing of its contents. At most
-/// `REMEMBERED` are remembered at once, since each block decodes its own and remembering every
-/// one would grow with the run.
+/// Shared names remembered by address: a block of a log decodes each once and shares it among
+/// its events, so most lookups need no hashing of its contents. At most `REMEMBERED` are
+/// remembered at once, since each block decodes its own and remembering every one would grow
+/// with the run.
 #[derive(Debug)]
 pub(crate) struct ByAddress<T: ?Sized, Id> {
     ids: FastMap<usize, Id>,
