@@ -236,6 +236,40 @@ fn a_hang_through_join_is_a_deadlock_reported_by_name() {
     }
 }
 
+/// A write that waits for room in a socket's buffers is a wait like a read's: killed there, the
+/// writer's log ends in `Blocked` on the socket, and `ppd info` says it was blocked writing.
+#[test]
+fn a_write_to_a_full_socket_is_a_wait_the_recording_names() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("rec");
+    let child = start_recording(work.path(), &dir, ENDINGS, &["full-socket"]);
+    kill_in_waits(
+        child,
+        &dir,
+        &[
+            ("main", |e| matches!(e, Event::JoinBlocked { .. })),
+            ("writer", |e| matches!(e, Event::Blocked { .. })),
+        ],
+    );
+
+    let info = info_json(work.path(), &dir);
+    let writer = &processes(&info)["writer"];
+    assert_eq!(writer["ending"]["how"], "blocked", "{info:#}");
+    let on = writer["ending"]["on"].as_str().unwrap();
+    assert!(on.starts_with("tcp socket 127.0.0.1:"), "{info:#}");
+    assert!(
+        writer["ending_text"]
+            .as_str()
+            .unwrap()
+            .ends_with("when the run was cut short"),
+        "{info:#}"
+    );
+
+    let (code, summary, err) = replay_verify(work.path(), &dir);
+    assert_eq!(code, Some(0), "{err}");
+    assert_every_event_replayed(&dir, &summary, &err);
+}
+
 #[test]
 fn a_run_killed_during_a_sleep_says_the_sleeper_was_asleep_and_replays_without_sleeping() {
     let work = tempfile::tempdir().unwrap();

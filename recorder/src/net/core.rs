@@ -319,8 +319,12 @@ impl Core {
     }
 
     /// A stream write of `buf`: `live` writes it when recording; replaying, the logged count.
+    /// Recording, `fd` is the socket's: a write that would wait (its peer reads too slowly)
+    /// logs `Blocked` first, as a read does, so that a run cut short there says where the
+    /// process waited.
     pub(crate) fn write(
         &self,
+        fd: Option<RawFd>,
         buf: &[u8],
         site: Site,
         live: impl FnOnce(&[u8]) -> io::Result<usize>,
@@ -359,7 +363,23 @@ impl Core {
             };
         }
         let (seq, offset) = *cursor;
-        match live(buf) {
+        let written = match fd {
+            Some(fd) if !self.nonblocking.load(Ordering::Relaxed) => {
+                match send(fd, buf, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        log(&Event::Blocked {
+                            object: self.id,
+                            site: Some(site),
+                        });
+                        live(buf)
+                    }
+                    // As much as there was room for: a write may write less than it is given.
+                    other => other,
+                }
+            }
+            _ => live(buf),
+        };
+        match written {
             Ok(n) => {
                 log(&Event::NetWrite {
                     socket: self.id,
@@ -532,6 +552,22 @@ fn recv(fd: RawFd, buf: &mut [u8], flags: libc::c_int) -> io::Result<usize> {
         }
         let e = io::Error::last_os_error();
         // std's read retries an interrupted call too.
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// `send(2)` of `buf` on `fd` with `flags`, retried when interrupted, as std's write is.
+fn send(fd: RawFd, buf: &[u8], flags: libc::c_int) -> io::Result<usize> {
+    loop {
+        // SAFETY: `buf` is valid for `buf.len()` bytes of reads; `fd` is the caller's open
+        // socket.
+        let n = unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), flags) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = io::Error::last_os_error();
         if e.kind() != io::ErrorKind::Interrupted {
             return Err(e);
         }

@@ -136,7 +136,7 @@ impl<S: OsStream> Stream<S> {
     pub(crate) fn write(&self, buf: &[u8], site: Site) -> io::Result<usize> {
         match self {
             Stream::Plain(s) => s.os_write(buf),
-            Stream::Logged(l) => l.core.write(buf, site, |buf| match &l.os {
+            Stream::Logged(l) => l.core.write(Self::fd(l), buf, site, |buf| match &l.os {
                 Some(os) => os.os_write(buf),
                 None => Err(io::Error::other("ppd: no socket to write to")),
             }),

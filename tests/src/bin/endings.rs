@@ -14,6 +14,8 @@
 //!                          `ppd::thread::sleep`; killed before it wakes
 //! endings atomic-panic     main's `fetch_update` closure panics and main catches it; an adder
 //!                          then adds 2 to the same atomic; main prints `hits 2`
+//! endings full-socket      a writer writes to a TCP connection whose other end main accepts and
+//!                          never reads, until the socket's buffers are full; hangs until killed
 //! ```
 //!
 //! Each line a process prints is printed after the operations before it returned, so a test
@@ -59,6 +61,26 @@ fn blocked_thread() -> ExitCode {
         std::thread::sleep(std::time::Duration::from_millis(300));
     }
     ExitCode::from(4)
+}
+
+/// A writer fills a connection that main accepted and never reads from, and waits in a write.
+fn full_socket() {
+    let listener = ppd::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let address = listener.local_addr().expect("the listener's address");
+    let writer = Builder::new()
+        .name("writer".into())
+        .spawn(move || {
+            let mut stream = ppd::net::TcpStream::connect(address).expect("connect");
+            say("writer: writing");
+            let chunk = vec![7u8; 1 << 16];
+            loop {
+                stream.write_all(&chunk).expect("the reader never closes");
+            }
+        })
+        .expect("spawn");
+    let (_unread, _) = listener.accept().expect("accept");
+    say("main: accepted, joining the writer");
+    writer.join().expect("the writer does not panic");
 }
 
 /// Main keeps the only sender of `requests` and joins the fetcher, which waits on it.
@@ -213,10 +235,14 @@ fn main() -> ExitCode {
             atomic_panic();
             ExitCode::SUCCESS
         }
+        Some("full-socket") => {
+            full_socket();
+            ExitCode::SUCCESS
+        }
         _ => {
             eprintln!(
                 "usage: endings blocked-thread | join-hang | eblock-panic | token-pair | \
-                 outside-wait | long-sleep | atomic-panic"
+                 outside-wait | long-sleep | atomic-panic | full-socket"
             );
             ExitCode::from(2)
         }
