@@ -19,6 +19,7 @@ use std::sync::{Arc, Condvar, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel as cc;
+use crossbeam_utils::Backoff;
 use ppd_formats::event::{ObjectKind, Outcome, RecvOutcome};
 use ppd_formats::{Event, EventKind, ObjectId, ProcessId};
 use rustc_hash::FxHashMap;
@@ -768,7 +769,12 @@ impl<T: Send> ReceiverCore<T> {
 
     /// Record: takes whatever the channel delivers and logs it.
     fn receive_live(&self, wait: Wait, site: &'static Location<'static>) -> Result<T, RecvOutcome> {
-        let got = match self.inner.try_recv() {
+        let first = match wait {
+            // A timed wait is not lengthened by the back-off.
+            Wait::Try | Wait::Timeout(_) => self.inner.try_recv(),
+            Wait::Block => self.try_recv_after_backoff(),
+        };
+        let got = match first {
             Ok(env) => Ok(env),
             Err(cc::TryRecvError::Disconnected) => Err(RecvOutcome::Disconnected),
             Err(cc::TryRecvError::Empty) => match wait {
@@ -793,6 +799,19 @@ impl<T: Send> ReceiverCore<T> {
             Err(outcome) => {
                 self.log_none(outcome, site);
                 Err(outcome)
+            }
+        }
+    }
+
+    /// A message once one is there or a short back-off has passed without one. A receive that
+    /// waits logs a `Blocked` marker, sleeps and is woken; most waits in a busy exchange end
+    /// sooner than that takes, and then log nothing but the receive.
+    fn try_recv_after_backoff(&self) -> Result<Envelope<T>, cc::TryRecvError> {
+        let backoff = Backoff::new();
+        loop {
+            match self.inner.try_recv() {
+                Err(cc::TryRecvError::Empty) if !backoff.is_completed() => backoff.snooze(),
+                got => return got,
             }
         }
     }
