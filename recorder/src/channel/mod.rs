@@ -83,7 +83,7 @@ fn make<T>(
     cap: Option<usize>,
     site: &'static Location<'static>,
 ) -> (Sender<T>, Receiver<T>) {
-    let (inner, rx) = mpsc::make(name, site, cap);
+    let (inner, rx) = mpsc::make(name, site, cap, mpsc::Receivers::Many);
     (
         Sender { inner, cap },
         Receiver {

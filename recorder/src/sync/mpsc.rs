@@ -2,12 +2,13 @@
 //!
 //! Every message carries a header: the sending process and the channel's sequence number for
 //! it. A receive logs the pair — the item of the receiver's communication history (Manabe &
-//! Imase §2.2) — and replay hands each receive exactly that message, holding back messages that
-//! arrive early. Payloads are logged only with `ppd record --payloads`, or inside an e-block,
-//! whose re-execution needs them, and only once the channel's message type is known to be serde
-//! ([`super::values`]): messages may be any `T: Send`, as std's are, and a channel of
-//! non-serde messages (boxed closures, handles) logs the order of its messages but not their
-//! contents.
+//! Imase §2.2) — and replay hands each receive exactly that message: from its sender's lane
+//! when the channel has one receiver (`mpsc/lanes.rs`), otherwise from one carrier, holding
+//! back messages that arrive early. Payloads are logged only with `ppd record --payloads`, or
+//! inside an e-block, whose re-execution needs them, and only once the channel's message type
+//! is known to be serde ([`super::values`]): messages may be any `T: Send`, as std's are, and a
+//! channel of non-serde messages (boxed closures, handles) logs the order of its messages but
+//! not their contents.
 
 use std::cell::Cell;
 use std::collections::VecDeque;
@@ -30,10 +31,12 @@ pub use std::sync::mpsc::{RecvError, RecvTimeoutError, SendError, TryRecvError, 
 
 mod bounded;
 mod carrier;
+mod lanes;
 mod select;
 
 pub use bounded::{SyncSender, named_sync_channel, sync_channel};
 use carrier::{CarrierRx, CarrierTx, Envelope};
+use lanes::{Lane, Lanes};
 pub use select::{Select, SelectTimeoutError, SelectedOperation};
 
 use super::bound::{Bound, serve_emulated_room};
@@ -51,6 +54,8 @@ pub(crate) struct ChannelMeta<T> {
     /// The capacity of a bounded channel under a backend (without one, the carrier channel
     /// is bounded itself).
     bound: Option<Arc<Bound>>,
+    /// Replaying a channel with one receiver: its logged messages, by sender.
+    lanes: Option<Lanes<T>>,
 }
 
 impl<T> ChannelMeta<T> {
@@ -60,6 +65,7 @@ impl<T> ChannelMeta<T> {
             next_seq: SeqCounter(AtomicU64::new(0)),
             values: Values::new(),
             bound: None,
+            lanes: None,
         })
     }
 
@@ -86,6 +92,13 @@ impl<T> ChannelMeta<T> {
 #[repr(align(128))]
 struct SeqCounter(AtomicU64);
 
+/// The sender of a message sent from a thread ppd does not manage (nothing logs its sends).
+const UNMANAGED_SENDER: ProcessId = ProcessId(u32::MAX);
+
+/// How long a replayed receive waits on its sender's lane before it looks whether every sender
+/// is gone (the message then never comes).
+const SENDERS_GONE_CHECK: Duration = Duration::from_millis(20);
+
 /// Creates a channel, like `std::sync::mpsc::channel`.
 ///
 /// ```
@@ -95,7 +108,7 @@ struct SeqCounter(AtomicU64);
 /// ```
 #[track_caller]
 pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
-    make(None, Location::caller(), None)
+    make(None, Location::caller(), None, Receivers::One)
 }
 
 /// Creates a channel with a name that predicates (`recv requests`) and reports use.
@@ -107,7 +120,16 @@ pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
 /// ```
 #[track_caller]
 pub fn named_channel<T>(name: &'static str) -> (Sender<T>, Receiver<T>) {
-    make(Some(name), Location::caller(), None)
+    make(Some(name), Location::caller(), None, Receivers::One)
+}
+
+/// How many receiving ends a channel can have.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Receivers {
+    /// One (`std::sync::mpsc`'s): replay delivers its messages through lanes.
+    One,
+    /// Any number of clones (`crate::channel`'s).
+    Many,
 }
 
 /// Makes a channel with room for `capacity` messages (`None`: unbounded).
@@ -115,6 +137,7 @@ pub(crate) fn make<T>(
     name: Option<&'static str>,
     site: &'static Location<'static>,
     capacity: Option<usize>,
+    receivers: Receivers,
 ) -> (Sender<T>, Receiver<T>) {
     if !runtime::active() {
         let (tx, rx) = carrier::bare(capacity);
@@ -136,6 +159,7 @@ pub(crate) fn make<T>(
         next_seq: SeqCounter(AtomicU64::new(0)),
         values: Values::new(),
         bound: capacity.map(|n| Arc::new(Bound::new(n, name, site))),
+        lanes: (runtime::mode() == Mode::Replay && receivers == Receivers::One).then(Lanes::new),
     });
     (
         Sender {
@@ -221,8 +245,14 @@ impl<T: Send> Sender<T> {
             });
             return Err(SendError(value));
         }
-        let sender = runtime::current_process().unwrap_or(ProcessId(u32::MAX));
-        match self.inner.send(Envelope { sender, seq, value }) {
+        let sender = runtime::current_process().unwrap_or(UNMANAGED_SENDER);
+        let env = Envelope { sender, seq, value };
+        if let (Some(lanes), Some(_)) = (&self.meta.lanes, &expected) {
+            // Replay of a logged send: delivered, as the log says (see the `Err` below).
+            lanes.push(env);
+            return Ok(());
+        }
+        match self.inner.send(env) {
             Ok(()) => Ok(()),
             // Replay: the log says the message was delivered, so in the recorded run it sat in
             // the channel until the receiver went away unread; here it went away first. Either
@@ -399,7 +429,8 @@ pub(crate) struct ReceiverCore<T> {
 
 /// Replay: messages that arrived before their turn, shared by every receiver of the channel
 /// (each receive of a multi-consumer channel is logged by the process that made it, and a
-/// receiver may pull another's message off the carrier).
+/// receiver may pull another's message off the carrier); with lanes, the messages the log
+/// never receives, kept until the receiver goes.
 struct Stash<T> {
     state: std::sync::Mutex<StashState<T>>,
     /// Signalled when a message is held back or a receiver stops pulling.
@@ -543,6 +574,16 @@ impl<T> ReceiverCore<T> {
         T: Serialize + DeserializeOwned,
     {
         self.meta.values.register_serde();
+    }
+}
+
+/// The one receiver of a replayed channel with lanes is gone: their messages go with it, as a
+/// carrier's go with its last receiver.
+impl<T> Drop for ReceiverCore<T> {
+    fn drop(&mut self) {
+        if let Some(lanes) = &self.meta.lanes {
+            lanes.close();
+        }
     }
 }
 
@@ -819,6 +860,11 @@ impl<T: Send> ReceiverCore<T> {
     /// Replay: the message with sequence number `seq`, holding back others that come first.
     /// One receiver at a time waits on the carrier; the others wait for what it pulls off.
     fn take_exact(&self, seq: u64, sender: ProcessId) -> Envelope<T> {
+        if let Some(lanes) = &self.meta.lanes
+            && sender != UNMANAGED_SENDER
+        {
+            return self.take_from_lane(lanes.lane(sender), seq, sender);
+        }
         let mut asked = false;
         let mut state = self.stash.lock();
         loop {
@@ -872,6 +918,49 @@ impl<T: Send> ReceiverCore<T> {
             }
             state.held.entry(env.sender).or_default().push_back(env);
             self.stash.changed(&state);
+        }
+    }
+
+    /// Replay through lanes: message `seq` of `sender`, the front of its sender's lane. A
+    /// message before it there was never received in the recorded run (the one receiver takes
+    /// each sender's messages in order): it is held back, to be dropped with the receiver.
+    fn take_from_lane(&self, lane: &Lane<T>, seq: u64, sender: ProcessId) -> Envelope<T> {
+        let mut asked = false;
+        loop {
+            let env = match lane.try_take() {
+                Some(env) => env,
+                // About to wait: tell the runtime first, then look again.
+                None if !asked => {
+                    runtime::waiting_for(Dependency::Message {
+                        channel: self.meta.id,
+                        seq,
+                        sender,
+                    });
+                    asked = true;
+                    continue;
+                }
+                None => match lane.take_within(SENDERS_GONE_CHECK) {
+                    Some(env) => env,
+                    // Only this receiver holds the channel: no sender is left to send it.
+                    None if Arc::strong_count(&self.meta) == 1 => match lane.try_take() {
+                        Some(env) => env,
+                        None => self.lost(seq, sender),
+                    },
+                    None => continue,
+                },
+            };
+            match env.seq.cmp(&seq) {
+                std::cmp::Ordering::Equal => return env,
+                std::cmp::Ordering::Less => {
+                    let mut state = self.stash.lock();
+                    state.held.entry(env.sender).or_default().push_back(env);
+                }
+                std::cmp::Ordering::Greater => diverged(&format!(
+                    "the log says message {seq} from {sender} on channel {} is received here, \
+                     and {sender} sent message {} after it",
+                    self.meta.id, env.seq
+                )),
+            }
         }
     }
 

@@ -11,7 +11,7 @@ use std::panic::Location;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::{Receiver, SendError, Sender, TrySendError, make};
+use super::{Receiver, Receivers, SendError, Sender, TrySendError, make};
 use crate::sync::values::Carries;
 
 /// Creates a channel with room for `bound` messages, like `std::sync::mpsc::sync_channel`:
@@ -27,7 +27,7 @@ use crate::sync::values::Carries;
 /// ```
 #[track_caller]
 pub fn sync_channel<T>(bound: usize) -> (SyncSender<T>, Receiver<T>) {
-    let (inner, rx) = make(None, Location::caller(), Some(bound));
+    let (inner, rx) = make(None, Location::caller(), Some(bound), Receivers::One);
     (SyncSender { inner }, rx)
 }
 
@@ -40,7 +40,7 @@ pub fn sync_channel<T>(bound: usize) -> (SyncSender<T>, Receiver<T>) {
 /// ```
 #[track_caller]
 pub fn named_sync_channel<T>(name: &'static str, bound: usize) -> (SyncSender<T>, Receiver<T>) {
-    let (inner, rx) = make(Some(name), Location::caller(), Some(bound));
+    let (inner, rx) = make(Some(name), Location::caller(), Some(bound), Receivers::One);
     (SyncSender { inner }, rx)
 }
 
