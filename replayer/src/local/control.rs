@@ -578,7 +578,10 @@ impl Controller {
     /// The process executed `event`; `holds` are the components that hold in its new state.
     pub(crate) fn executed(&self, p: ProcessId, event: &Event, holds: &[usize]) {
         let i = p.index();
-        let position = self.progress[i].position.fetch_add(1, Ordering::Relaxed) + 1;
+        // Only process `i` writes its position: a load and a store, not a locked add, which
+        // cost a tenth of a busy receiver's replay.
+        let position = self.progress[i].position.load(Ordering::Relaxed) + 1;
+        self.progress[i].position.store(position, Ordering::Relaxed);
         self.progress[i].blocked.store(false, Ordering::Release);
         if !self.debugging() {
             match event.sync().rule(p, Order::Replay) {
