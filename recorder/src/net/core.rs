@@ -27,6 +27,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use nix::errno::Errno;
+use nix::sys::socket::{self, MsgFlags};
 use ppd_formats::event::{NetError, NetOp, OpenHow, SocketKind, datagram_digest};
 use ppd_formats::{Event, EventKind, ObjectId};
 
@@ -227,8 +229,12 @@ impl Core {
         let got = match fd {
             None => return self.read_logged(&mut offset, buf, peek, site),
             Some(fd) => {
-                let flags = if peek { libc::MSG_PEEK } else { 0 };
-                match recv(fd, buf, flags | libc::MSG_DONTWAIT) {
+                let flags = if peek {
+                    MsgFlags::MSG_PEEK
+                } else {
+                    MsgFlags::empty()
+                };
+                match recv(fd, buf, flags | MsgFlags::MSG_DONTWAIT) {
                     Err(e)
                         if e.kind() == io::ErrorKind::WouldBlock
                             && !self.nonblocking.load(Ordering::Relaxed) =>
@@ -365,7 +371,7 @@ impl Core {
         let (seq, offset) = *cursor;
         let written = match fd {
             Some(fd) if !self.nonblocking.load(Ordering::Relaxed) => {
-                match send(fd, buf, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) {
+                match send(fd, buf, MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL) {
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                         log(&Event::Blocked {
                             object: self.id,
@@ -541,35 +547,22 @@ impl Core {
     }
 }
 
-/// `recv(2)` on `fd` with `flags`.
-fn recv(fd: RawFd, buf: &mut [u8], flags: libc::c_int) -> io::Result<usize> {
-    loop {
-        // SAFETY: `buf` is valid for `buf.len()` bytes of writes; `fd` is the caller's open
-        // socket.
-        let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), flags) };
-        if n >= 0 {
-            return Ok(n as usize);
-        }
-        let e = io::Error::last_os_error();
-        // std's read retries an interrupted call too.
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
+/// `recv(2)` on `fd` with `flags`, retried when interrupted, as std's read is.
+fn recv(fd: RawFd, buf: &mut [u8], flags: MsgFlags) -> io::Result<usize> {
+    uninterrupted(|| socket::recv(fd, buf, flags))
 }
 
 /// `send(2)` of `buf` on `fd` with `flags`, retried when interrupted, as std's write is.
-fn send(fd: RawFd, buf: &[u8], flags: libc::c_int) -> io::Result<usize> {
+fn send(fd: RawFd, buf: &[u8], flags: MsgFlags) -> io::Result<usize> {
+    uninterrupted(|| socket::send(fd, buf, flags))
+}
+
+/// Runs a socket call again for as long as a signal interrupts it.
+fn uninterrupted(mut call: impl FnMut() -> nix::Result<usize>) -> io::Result<usize> {
     loop {
-        // SAFETY: `buf` is valid for `buf.len()` bytes of reads; `fd` is the caller's open
-        // socket.
-        let n = unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), flags) };
-        if n >= 0 {
-            return Ok(n as usize);
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
+        match call() {
+            Err(Errno::EINTR) => continue,
+            done => return done.map_err(io::Error::from),
         }
     }
 }
