@@ -957,7 +957,7 @@ impl<T: Send> ReceiverCore<T> {
                 }
                 std::cmp::Ordering::Greater => diverged(&format!(
                     "the log says message {seq} from {sender} on channel {} is received here, \
-                     and {sender} sent message {} after it",
+                     but the next message {sender} sent is message {}",
                     self.meta.id, env.seq
                 )),
             }
