@@ -248,7 +248,6 @@ fn compression(dir: &Path) {
     println!();
 }
 
-/// Times `get(k)` for each `k`; returns the median and the 99th percentile.
 /// Reading a log through, as replay and every analysis do: each process's replay decodes its
 /// own log event by event, so decoding sits on the replayed program's path.
 fn sequential_read(dir: &Path) {
@@ -295,6 +294,7 @@ fn sequential_read(dir: &Path) {
     println!();
 }
 
+/// Times `get(k)` for each `k`; returns the median and the 99th percentile.
 fn time_gets(reader: &LogReader, ks: impl Iterator<Item = u64>) -> (Duration, Duration) {
     let mut times: Vec<Duration> = ks
         .map(|k| {
