@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Child;
 
+use ppd_formats::event::AtomicOp;
 use ppd_formats::{Event, ObjectId, Recording};
 use ppd_tests::{
     assert_no_races, assert_replays, info_json, output_text, processes, record_program,
@@ -119,6 +120,63 @@ fn who_initializes_a_raced_once_lock_replays() {
         events.iter().any(|e| matches!(e, Event::Lock { .. })),
         "the initializer locked the cell: {events:?}"
     );
+}
+
+/// How many loads of `object` `events` make.
+fn loads_of(events: &[Event], object: ObjectId) -> usize {
+    events
+        .iter()
+        .filter(
+            |e| matches!(e, Event::Atomic { object: o, op: AtomicOp::Load, .. } if *o == object),
+        )
+        .count()
+}
+
+#[test]
+fn a_process_logs_only_its_first_look_at_a_completed_cell_outside_e_blocks() {
+    let work = tempfile::tempdir().unwrap();
+    let (dir, printed) = record_replay_analyze(work.path(), "rereads");
+    let logs = logs(&dir);
+    let cells: Vec<ObjectId> = creations(&dir)
+        .into_iter()
+        .filter(|(_, name, _)| name.as_deref() == Some("once_lock"))
+        .map(|(object, ..)| object)
+        .collect();
+    let log_of = |process: &str| &logs.iter().find(|(n, _)| n == process).expect(process).1;
+    let greeting = *cells
+        .iter()
+        .find(|&&c| loads_of(log_of("worker-0"), c) > 0)
+        .expect("the workers load the greeting's state");
+    for i in 0..4 {
+        let worker = format!("worker-{i}");
+        let empty_looks: usize = printed
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{worker} found it empty ")))
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| {
+                panic!("{worker} says how often it found the cell empty: {printed}")
+            });
+        // Every look that found it empty, the first that found it set (the one that orders
+        // the process after `main`'s set), and both looks inside the e-block; not the hundred
+        // looks between.
+        assert_eq!(
+            loads_of(log_of(&worker), greeting),
+            empty_looks + 1 + 2,
+            "{worker}: {printed}"
+        );
+    }
+    assert!(
+        printed.contains("took Some(1); read 50 before and 100 after"),
+        "{printed}"
+    );
+    let own = *cells
+        .iter()
+        .find(|&&c| c != greeting && loads_of(log_of("main"), c) > 0)
+        .expect("main's own cell");
+    // Each `set` of an empty cell looks twice and loads once under the lock; of each fifty
+    // reads, only the first of its generation is logged: `take` makes the next a new one.
+    assert_eq!(loads_of(log_of("main"), own), 2 * 3 + 2, "{printed}");
 }
 
 #[test]

@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use ppd_formats::event::ObjectKind;
 use ppd_formats::{Borrowed, Event, EventKind, ObjectId, ProcessId};
+use rustc_hash::FxHashMap;
 
 use self::backend::{Dependency, Mode, Op, ProcessBackend, Runtime};
 
@@ -78,6 +79,9 @@ struct Process {
     next_object: u32,
     next_child: u32,
     eblock_depth: u32,
+    /// One-time initializations this process has seen complete: the generation of each
+    /// (`sync/once.rs`).
+    seen_complete: FxHashMap<ObjectId, u32>,
     backend: Box<dyn ProcessBackend>,
 }
 
@@ -139,6 +143,7 @@ pub fn enter_process(id: ProcessId, parent: Option<ProcessId>, name: &str) {
             next_object: 0,
             next_child: 0,
             eblock_depth: 0,
+            seen_complete: FxHashMap::default(),
             backend,
         });
         refresh_hot(current.as_ref());
@@ -158,6 +163,7 @@ pub fn adopt_process(id: ProcessId, name: &str, backend: Box<dyn ProcessBackend>
             next_object: 0,
             next_child: 0,
             eblock_depth: 1,
+            seen_complete: FxHashMap::default(),
             backend,
         });
         refresh_hot(current.as_ref());
@@ -309,6 +315,22 @@ pub fn wants_payload() -> bool {
         // A replaying one answers for the event at hand.
         _ => with_process(|p| p.eblock_depth > 0 || p.backend.log_payloads()).unwrap_or(false),
     }
+}
+
+/// Whether the current process has seen the one-time initialization whose state is `object`
+/// complete in `generation`, outside any e-block: then it need not look again, and does not
+/// log looking. Both what it has seen and where e-blocks are are the same in record and
+/// replay, so both skip the same looks; re-executing an e-block, where the process's past is
+/// not run, every look is logged.
+pub fn seen_complete(object: ObjectId, generation: u32) -> bool {
+    with_process(|p| p.eblock_depth == 0 && p.seen_complete.get(&object) == Some(&generation))
+        .unwrap_or(false)
+}
+
+/// Notes that the current process saw the one-time initialization `object` complete in
+/// `generation`.
+pub fn note_complete(object: ObjectId, generation: u32) {
+    with_process(|p| p.seen_complete.insert(object, generation));
 }
 
 /// Gives the next object id of the current process and logs the creation.

@@ -463,6 +463,14 @@ atomic_int!(AtomicU64, u64, "7");
 atomic_int!(AtomicIsize, isize, "7");
 atomic_int!(AtomicUsize, usize, "7");
 
+impl AtomicU8 {
+    /// The atomic's object id, registering it if this is its first use (`ObjectId(0)` in
+    /// pass-through): the state of a `Once` is remembered by it.
+    pub(crate) fn object(&self) -> ObjectId {
+        self.meta.id()
+    }
+}
+
 /// An atomic `bool`, like `std::sync::atomic::AtomicBool`.
 ///
 /// ```

@@ -3,7 +3,9 @@
 //! Built on ppd's own [`Mutex`] and [`AtomicU8`], so the existing events carry every choice:
 //! which process runs the initializer is the order of the lock's acquisitions (logged and
 //! replayed), and whether a caller found the initialization done is an atomic load whose
-//! version replay reproduces. The happened-before follows as std's guarantees do: the
+//! version replay reproduces. Only a process's first look that finds it done is logged (outside
+//! e-blocks): done is final, so its later looks follow that one in program order and cannot
+//! find anything else. The happened-before follows as std's guarantees do: the
 //! initializer's process stores "complete" with `Release` before it unlocks, and every caller
 //! that sees it complete either loaded it with `Acquire` (an atomic edge) or acquired the lock
 //! after the initializer released it (a lock edge). So no write of the initializer races with a
@@ -21,7 +23,7 @@ use std::fmt;
 use std::mem::MaybeUninit;
 use std::ops::Deref;
 use std::panic::{Location, RefUnwindSafe, UnwindSafe};
-use std::sync::atomic::AtomicU8 as PlainU8;
+use std::sync::atomic::{AtomicU8 as PlainU8, AtomicU32 as PlainU32};
 
 use super::atomic::{AtomicU8, Ordering};
 use super::mutex::Mutex;
@@ -50,6 +52,9 @@ pub struct Once {
     state: AtomicU8,
     /// Held by the process running the initializer; the others wait on it.
     running: Mutex<()>,
+    /// How many times the `OnceLock` this belongs to was emptied (`take`): a process that saw
+    /// an earlier generation complete must look again.
+    generation: PlainU32,
 }
 
 /// What `call_once_force`'s closure is told, like `std::sync::OnceState`.
@@ -96,6 +101,7 @@ impl Once {
         Once {
             state: AtomicU8::named(name, state),
             running: Mutex::named(name, ()),
+            generation: PlainU32::new(0),
         }
     }
 
@@ -143,7 +149,31 @@ impl Once {
     #[inline]
     #[track_caller]
     pub fn is_completed(&self) -> bool {
-        self.state.load(Ordering::Acquire) == COMPLETE
+        if !runtime::active() {
+            return self.state.load(Ordering::Acquire) == COMPLETE;
+        }
+        self.is_completed_logged()
+    }
+
+    /// `is_completed` under a backend. Completion is final until the cell is emptied, which
+    /// takes it exclusively, so only a process's first look that finds it complete is logged:
+    /// that load orders the process after the initializer, and its later looks follow in
+    /// program order. Logging every look made each a contended versioned access of the state,
+    /// hundreds of times a plain load.
+    #[inline(never)]
+    #[track_caller]
+    fn is_completed_logged(&self) -> bool {
+        let object = self.state.object();
+        // Relaxed: only `take` changes it, holding the cell exclusively.
+        let generation = self.generation.load(Ordering::Relaxed);
+        if runtime::seen_complete(object, generation) {
+            return true;
+        }
+        let complete = self.state.load(Ordering::Acquire) == COMPLETE;
+        if complete {
+            runtime::note_complete(object, generation);
+        }
+        complete
     }
 
     /// The slow path: under the lock, runs `f` unless someone completed meanwhile.
@@ -418,6 +448,7 @@ impl<T> OnceLock<T> {
             return None;
         }
         *self.once.state.get_mut() = INCOMPLETE;
+        *self.once.generation.get_mut() += 1;
         self.filled.clear_mut();
         // SAFETY: it was filled, and is marked empty now, so it is read out once.
         Some(unsafe { self.value.get_mut().assume_init_read() })

@@ -3,8 +3,9 @@
 //! processes), `race` (four processes race to initialize a `OnceLock`; each prints who did),
 //! `poison` (a panicking `call_once` poisons a `Once`; `call_once` then panics, and
 //! `call_once_force` completes it), `barrier` (four processes through three generations of a
-//! `Barrier`; each prints whether it led), `trivial` (`Barrier::new(0)` and `new(1)`), and
-//! `stuck` (two processes wait forever at a barrier for three; for the test that kills it).
+//! `Barrier`; each prints whether it led), `trivial` (`Barrier::new(0)` and `new(1)`),
+//! `rereads` (processes look at a `OnceLock` again and again; `take` empties one) and `stuck`
+//! (two processes wait forever at a barrier for three; for the test that kills it).
 //! Every scenario but `stuck` prints what it observed, so a replay can be compared with its
 //! recording, and none has a data race or a deadlock.
 
@@ -141,6 +142,54 @@ fn trivial() {
     );
 }
 
+/// Set by `main` while the workers of `rereads` look for it.
+static GREETING: OnceLock<String> = OnceLock::new();
+
+/// Looks at the greeting twice inside an e-block.
+#[ppd::eblock]
+fn greeting_twice() -> usize {
+    GREETING.get().map_or(0, String::len) + GREETING.get().map_or(0, String::len)
+}
+
+/// Workers look at a cell until `main` sets it, then many times more, and twice inside an
+/// e-block; each prints how many looks found it empty. Then `main` reads a cell of its own,
+/// empties it with `take`, sets it again and reads it again.
+fn rereads() {
+    let handles: Vec<_> = (0..WORKERS)
+        .map(|i| {
+            thread::Builder::new()
+                .name(format!("worker-{i}"))
+                .spawn(move || {
+                    let mut empty_looks = 0;
+                    while GREETING.get().is_none() {
+                        empty_looks += 1;
+                        thread::yield_now();
+                    }
+                    let total: usize = (0..100)
+                        .map(|_| GREETING.get().map_or(0, String::len))
+                        .sum();
+                    println!(
+                        "worker-{i} found it empty {empty_looks} times, then read {total} bytes \
+                         and {} in an e-block",
+                        greeting_twice()
+                    );
+                })
+                .expect("spawn")
+        })
+        .collect();
+    GREETING.set("hello".to_owned()).expect("set once");
+    for h in handles {
+        h.join().expect("worker");
+    }
+    let mut cell = OnceLock::new();
+    cell.set(1u64).expect("empty");
+    let first: u64 = (0..50).filter_map(|_| cell.get()).sum();
+    let taken = cell.take();
+    cell.set(2).expect("empty again");
+    let second: u64 = (0..50).filter_map(|_| cell.get()).sum();
+    println!("took {taken:?}; read {first} before and {second} after");
+}
+
 /// Two processes wait at a barrier for three, forever.
 fn stuck() {
     static MEETING: Barrier = Barrier::new(3);
@@ -167,10 +216,11 @@ fn main() -> std::process::ExitCode {
         Some("poison") => poison(),
         Some("barrier") => barrier(),
         Some("trivial") => trivial(),
+        Some("rereads") => rereads(),
         Some("stuck") => stuck(),
         other => {
             eprintln!(
-                "usage: once_barrier statics|race|poison|barrier|trivial|stuck (got {other:?})"
+                "usage: once_barrier statics|race|poison|barrier|trivial|rereads|stuck (got {other:?})"
             );
             return std::process::ExitCode::from(2);
         }
