@@ -19,6 +19,7 @@ pub mod manifest;
 pub mod names;
 pub mod net;
 pub mod order;
+pub mod pending;
 pub mod private;
 pub mod progress;
 pub mod reader;

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 
 use rkyv::rancor;
 
-use crate::codec::{DecodeError, Decoder, Step};
+use crate::codec::{DecodeError, Decoder, Encoder, Step};
 use crate::error::{FormatError, Result};
 use crate::event::{Event, EventKind};
 use crate::ids::ProcessId;
@@ -27,6 +27,7 @@ use crate::layout::{
     FRAME_HEADER_LEN, FRAME_MAGIC, HEADER_PROLOGUE, HEADER_REGION, OLDEST_READABLE_VERSION,
     SLOT_HEADER, split_crc,
 };
+use crate::pending::{PENDING_LEN, PENDING_OFFSET, PendingAccess};
 use crate::writer::LogIdentity;
 
 thread_local! {
@@ -71,6 +72,8 @@ enum Source {
     Frame { offset: u64 },
     /// A raw block in this ring slot, `len` bytes committed.
     Ring { slot: u32, len: u32 },
+    /// The one event rebuilt from the pending access record ([`crate::pending`]).
+    Pending,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -127,6 +130,12 @@ pub struct LogReader {
     /// Added to every process id the log's events name (and to every object's creator): the
     /// first id of the node the log is from, in a recording of several OS processes.
     base: u32,
+    /// Whether the header leaves room for the pending access record (a version-2 or -3 log
+    /// may have a header that runs into it).
+    header_below_pending: bool,
+    /// The access the pending record held and the log did not: the last event, encoded as a
+    /// block of its own.
+    pending: Option<(PendingAccess, Vec<u8>)>,
 }
 
 /// How many decoded blocks [`LogReader::get`] keeps: lookups of nearby events (an instance's
@@ -167,11 +176,14 @@ impl LogReader {
             footer_frames_end: None,
             recent: Mutex::new(Vec::new()),
             base: 0,
+            header_below_pending: false,
+            pending: None,
         };
         reader.read_header()?;
         if !reader.read_index() {
             reader.recover();
         }
+        reader.read_pending();
         Ok(reader)
     }
 
@@ -256,9 +268,64 @@ impl LogReader {
             os_pid: header.os_pid.to_native(),
         };
         self.created_unix_ns = header.created_unix_ns.to_native();
+        self.header_below_pending = (HEADER_PROLOGUE + len) as u64 <= PENDING_OFFSET;
         self.block_size = block_size;
         self.ring_blocks = ring_blocks;
         Ok(())
+    }
+
+    /// Makes the access in the pending record the log's last event if the log does not end
+    /// with it: its process made it and died, or stopped logging, before appending it
+    /// ([`crate::pending`]). A record that cannot be read, or a log whose end cannot be read
+    /// to compare, is damage, and no event is added.
+    fn read_pending(&mut self) {
+        if !self.header_below_pending {
+            return;
+        }
+        let Ok(bytes) = self.read_at(PENDING_OFFSET, PENDING_LEN, "pending access") else {
+            return;
+        };
+        let record: &[u8; PENDING_LEN] = bytes[..].try_into().expect("PENDING_LEN bytes");
+        let access = match PendingAccess::read(record) {
+            Ok(Some(access)) => access,
+            Ok(None) => return,
+            Err(detail) => {
+                let e = self.corrupt(PENDING_OFFSET, "pending access", detail);
+                self.damage.push(e);
+                return;
+            }
+        };
+        if let Some(last) = self.event_count.checked_sub(1) {
+            match self.get(last) {
+                Ok(e) if access.is(&e) => return,
+                Ok(_) => {}
+                Err(e) => {
+                    self.damage.push(self.corrupt(
+                        PENDING_OFFSET,
+                        "pending access",
+                        format!("the log's last event, to compare it with, is unreadable: {e}"),
+                    ));
+                    return;
+                }
+            }
+        }
+        let mut data = Vec::new();
+        Encoder::default().encode(&access.event(), &mut data);
+        let seq = self.blocks.last().map_or(0, |b| b.seq + 1);
+        self.blocks.push(BlockLoc {
+            seq,
+            first_event: self.event_count,
+            event_count: 1,
+            source: Source::Pending,
+        });
+        self.event_count += 1;
+        self.pending = Some((access, data));
+    }
+
+    /// The access the log's last event was rebuilt from, when its process died (or stopped
+    /// logging) between making it and appending it: that event has no site.
+    pub fn pending_access(&self) -> Option<&PendingAccess> {
+        self.pending.as_ref().map(|(access, _)| access)
     }
 
     fn frames_start(&self) -> u64 {
@@ -733,6 +800,16 @@ impl LogReader {
                     data,
                 })
             }
+            Source::Pending => Ok(LoadedBlock {
+                seq: loc.seq,
+                offset: PENDING_OFFSET,
+                continuation: 0,
+                data: self
+                    .pending
+                    .as_ref()
+                    .map(|(_, data)| data.clone())
+                    .unwrap_or_default(),
+            }),
         }
     }
 
@@ -806,7 +883,7 @@ impl LogReader {
             .iter()
             .map(|b| match b.source {
                 Source::Ring { len, .. } => u64::from(len),
-                Source::Frame { .. } => 0,
+                Source::Frame { .. } | Source::Pending => 0,
             })
             .sum()
     }
@@ -839,7 +916,15 @@ impl LogReader {
             && t.kind_counts.len() <= EventKind::ALL.len()
         {
             let counted = t.kind_counts.iter().copied().chain(std::iter::repeat(0));
-            return Ok(EventKind::ALL.iter().copied().zip(counted).collect());
+            let mut counts: Vec<(EventKind, u64)> =
+                EventKind::ALL.iter().copied().zip(counted).collect();
+            // The index counts what the writer appended; the pending access came after.
+            if self.pending.is_some()
+                && let Some((_, n)) = counts.iter_mut().find(|(k, _)| *k == EventKind::Atomic)
+            {
+                *n += 1;
+            }
+            return Ok(counts);
         }
         let mut counts = vec![0u64; EventKind::ALL.len()];
         for item in self.events() {
@@ -926,12 +1011,10 @@ impl LogReader {
 
     /// The wall-clock time each block was opened: `(first event, Unix nanoseconds)`.
     pub fn block_times(&self) -> Result<Vec<(u64, u64)>> {
-        self.blocks
-            .iter()
-            .map(|b| match b.source {
-                Source::Frame { offset } => {
-                    Ok((b.first_event, self.read_frame_header(offset)?.start_unix_ns))
-                }
+        let mut times = Vec::with_capacity(self.blocks.len());
+        for b in &self.blocks {
+            let opened = match b.source {
+                Source::Frame { offset } => self.read_frame_header(offset)?.start_unix_ns,
                 Source::Ring { slot, .. } => {
                     let offset = self.slot_offset(slot) + 8;
                     let bytes = self.read_at(offset, BLOCK_INFO_LEN + 4, "ring slot")?;
@@ -942,10 +1025,14 @@ impl LogReader {
                     })?;
                     let info = rkyv::access::<ArchivedBlockInfo, rancor::Error>(body)
                         .map_err(|e| self.corrupt(offset, "ring block header", e.to_string()))?;
-                    Ok((b.first_event, info.start_unix_ns.to_native()))
+                    info.start_unix_ns.to_native()
                 }
-            })
-            .collect()
+                // Made after the last block opened, at a time not recorded.
+                Source::Pending => times.last().map_or(self.created_unix_ns, |&(_, t)| t),
+            };
+            times.push((b.first_event, opened));
+        }
+        Ok(times)
     }
 
     fn iter_from_block(&self, block: usize, first: u64, skip: u64) -> Events<'_> {
@@ -1015,6 +1102,7 @@ fn loc_offset(loc: &BlockLoc) -> u64 {
     match loc.source {
         Source::Frame { offset } => offset,
         Source::Ring { .. } => 0,
+        Source::Pending => PENDING_OFFSET,
     }
 }
 

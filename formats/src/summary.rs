@@ -91,7 +91,8 @@ pub struct ProcessSummary {
     /// Bytes the events take in the log.
     pub bytes_compressed: u64,
     /// The log's state: `complete`, `recovered after crash`, `recovered (process alive at
-    /// exit)`, `recording stopped`, `not recorded (recording stopped)`, or `missing`.
+    /// exit)`, `recording stopped`, `not recorded (recording stopped)`, or `missing`; then, if
+    /// the last event was rebuilt from the pending access record (`crate::pending`), that.
     pub state: String,
     /// Whether the log closed cleanly and is undamaged.
     pub complete: bool,
@@ -167,6 +168,11 @@ pub fn summarize(recording: &Recording, payloads: Payloads) -> Result<RecordingS
             // closed, and what it wrote is recovered like after a crash.
             (LogState::Recovered, _) => "recovered (process alive at exit)".into(),
         };
+        if reader.pending_access().is_some() {
+            summary
+                .state
+                .push_str("; its last atomic access rebuilt from the pending record, site unknown");
+        }
         summary.damage = reader.damage().iter().map(|e| e.to_string()).collect();
         if payloads == Payloads::Verify
             && let Err(e) = reader.verify_payloads()

@@ -565,7 +565,7 @@ fn logs_with_a_flipped_bit() {
         "complete.flip-footer.log",
         expect![[r#"
             Recovered, 1200 events
-            damage: Checksum: complete.flip-footer.log: checksum mismatch in log footer at byte offset 18735
+            damage: Checksum: complete.flip-footer.log: checksum mismatch in log footer at byte offset 18783
             read 1200 events
         "#]],
     );
@@ -614,9 +614,9 @@ fn logs_with_a_flipped_bit() {
 #[test]
 fn wrong_version_wrong_magic_and_missing_files() {
     check_corpus(
-        "complete.version-4.log",
+        "complete.version-5.log",
         expect![[r#"
-            open: UnsupportedVersion: complete.version-4.log: format version 4 is not supported (this build reads versions 2 to 3)
+            open: UnsupportedVersion: complete.version-5.log: format version 5 is not supported (this build reads versions 2 to 4)
         "#]],
     );
     check_corpus(
@@ -718,8 +718,8 @@ fn recordings_with_a_damaged_manifest() {
         open: Manifest: manifest-truncated/manifest.json: invalid manifest: EOF while parsing a string at line 16 column 7
     "#]].assert_eq(&describe_dir("manifest-truncated"));
     expect![[r#"
-        open: UnsupportedVersion: manifest-version-4/manifest.json: format version 4 is not supported (this build reads versions 2 to 3)
-    "#]].assert_eq(&describe_dir("manifest-version-4"));
+        open: UnsupportedVersion: manifest-version-5/manifest.json: format version 5 is not supported (this build reads versions 2 to 4)
+    "#]].assert_eq(&describe_dir("manifest-version-5"));
     expect![[r#"
         proc-0000.log: 1200 events
         proc-0001.log: Missing: manifest-missing-log/proc-0001.log: missing (open log)
@@ -1161,7 +1161,7 @@ fn regenerate_corpus() {
             "crashed.flip-frame-payload.log",
             flip(&crashed, r.frames[1].offset + FRAME_HEADER + 7, 6),
         ),
-        ("complete.version-4.log", next_version),
+        ("complete.version-5.log", next_version),
         ("complete.bad-magic.log", bad_magic),
     ];
     for (name, bytes) in files {
@@ -1180,7 +1180,7 @@ fn regenerate_corpus() {
     };
     let one = sample_manifest(&["proc-0000.log"]);
     write_manifest("manifest-truncated", &one, &|t| t[..t.len() / 2].to_owned());
-    write_manifest("manifest-version-4", &one, &|t| {
+    write_manifest("manifest-version-5", &one, &|t| {
         let this = format!("\"format_version\": {FORMAT_VERSION}");
         let next = format!("\"format_version\": {}", FORMAT_VERSION + 1);
         t.replace(&this, &next)
@@ -1196,15 +1196,19 @@ fn regenerate_corpus() {
     fs::write(corpus("no-manifest/proc-0000.log"), cut(&complete, 100)).unwrap();
 }
 
-/// `version-2.log` is `complete.log` as the last build of format version 2 wrote it (no
-/// extended events): a version-3 reader reads it whole.
+/// `version-2.log` and `version-3.log` are `complete.log` as the last builds of format
+/// versions 2 (no extended events) and 3 (no pending access record) wrote it: this build
+/// reads both whole.
 #[test]
-fn a_log_of_the_previous_format_version_still_reads() {
-    let reader = LogReader::open(&corpus("version-2.log")).unwrap();
-    reader.verify_payloads().unwrap();
-    let events = reader.events().collect::<Result<Vec<_>, _>>().unwrap();
-    assert_eq!(events.len(), 1200);
-    let counts = reader.kind_counts().unwrap();
-    let total: u64 = counts.iter().map(|(_, n)| n).sum();
-    assert_eq!(total, 1200, "{counts:?}");
+fn logs_of_the_previous_format_versions_still_read() {
+    for name in ["version-2.log", "version-3.log"] {
+        let reader = LogReader::open(&corpus(name)).unwrap();
+        reader.verify_payloads().unwrap();
+        assert!(reader.damage().is_empty(), "{name}: {:?}", reader.damage());
+        let events = reader.events().collect::<Result<Vec<_>, _>>().unwrap();
+        assert_eq!(events.len(), 1200, "{name}");
+        let counts = reader.kind_counts().unwrap();
+        let total: u64 = counts.iter().map(|(_, n)| n).sum();
+        assert_eq!(total, 1200, "{name}: {counts:?}");
+    }
 }

@@ -1,11 +1,12 @@
 //! Writes the seed inputs of the fuzz targets into `seeds/`: small valid logs (closed, crashed,
-//! with a record spanning blocks) and manifests. Run from `fuzz/`: `cargo run --example seeds`.
+//! with a record spanning blocks, with a pending access) and manifests. Run from `fuzz/`: `cargo run --example seeds`.
 
 use std::fs;
 use std::path::Path;
 use std::time::Duration;
 
-use ppd_formats::event::ObjectKind;
+use ppd_formats::event::{AtomicOp, MemOrdering, ObjectKind};
+use ppd_formats::pending::PendingAccess;
 use ppd_formats::manifest::{ProcessEntry, Program, RecordOptions};
 use ppd_formats::{
     Borrowed, Event, FORMAT_VERSION, LogIdentity, LogWriter, Manifest, ObjectId, ProcessId,
@@ -83,6 +84,18 @@ fn main() {
     write(&reader.join("empty.log"), 0).close().unwrap();
     write(&reader.join("few.log"), 8).close().unwrap();
     write(&reader.join("frames.log"), 600).close().unwrap();
+    // An atomic access pended and never appended: the reader rebuilds it from the record.
+    let mut pending = write(&reader.join("pending.log"), 8);
+    pending.pend(&PendingAccess {
+        object: ObjectId::new(ProcessId(0), 1),
+        version: 3,
+        prev: Some(ProcessId(2)),
+        op: AtomicOp::Rmw,
+        ordering: MemOrdering::SeqCst,
+        failure: None,
+        value: Some(7),
+    });
+    pending.close().unwrap();
     // A crashed log: copied while its writer is alive, once the compressor has caught up.
     let tmp = tempfile::tempdir().unwrap();
     let live = tmp.path().join("live.log");

@@ -29,6 +29,7 @@ use crate::layout::{
     FileHeader, Footer, HEADER_PROLOGUE, HEADER_REGION, IndexEntry, LogIndex, SLOT_HEADER, archive,
     archive_with_crc,
 };
+use crate::pending::{PENDING_OFFSET, PendingAccess, PendingSlot};
 
 /// How a log is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -178,6 +179,10 @@ pub struct LogWriter {
     next_event: u64,
     stats: WriterStats,
     closed: bool,
+    /// The record of an access made and not yet appended ([`crate::pending`]).
+    pending: PendingSlot,
+    /// Whether `pending` is set.
+    pending_set: bool,
 }
 
 fn unix_nanos() -> u64 {
@@ -214,7 +219,7 @@ impl LogWriter {
         region.extend_from_slice(&(archived.len() as u32).to_le_bytes());
         region.extend_from_slice(&crc32c::crc32c(&archived).to_le_bytes());
         region.extend_from_slice(&archived);
-        if region.len() as u64 > HEADER_REGION {
+        if region.len() as u64 > PENDING_OFFSET {
             return Err(FormatError::Corrupt {
                 path: path.to_owned(),
                 offset: 0,
@@ -259,6 +264,7 @@ impl LogWriter {
             })?;
         let ring_len = u64::from(options.block_size) * u64::from(options.ring_blocks);
         let ring = Ring::map(&file, path, options.block_size, options.ring_blocks)?;
+        let pending = PendingSlot::map(&file, path)?;
 
         let (free_tx, free_rx) = bounded(options.ring_blocks as usize);
         for slot in 1..options.ring_blocks {
@@ -297,6 +303,8 @@ impl LogWriter {
             next_event: 0,
             stats: WriterStats::default(),
             closed: false,
+            pending,
+            pending_set: false,
         };
         writer.start_block(0, 0, 0);
         Ok(writer)
@@ -312,14 +320,38 @@ impl LogWriter {
         self.next_event
     }
 
+    /// Events a reader will find in the log if it ends now: those appended, and the access
+    /// [`pend`](Self::pend)ing if there is one.
+    pub fn readable_events(&self) -> u64 {
+        self.next_event + u64::from(self.pending_set)
+    }
+
     /// Stalls so far: how often the writer waited for a free slot.
     pub fn stalls(&self) -> u64 {
         self.stats.stalls
     }
 
+    /// Records `access`, made and about to be appended, so that it survives the death of
+    /// this process before its event is in the log ([`crate::pending`]). The next successful
+    /// [`append`](Self::append) clears it. A few stores to a mapped page, no encoding: the
+    /// caller holds the atomic's version word meanwhile.
+    pub fn pend(&mut self, access: &PendingAccess) {
+        self.pending.set(access);
+        self.pending_set = true;
+    }
+
     /// Appends one event. When this returns, the event is in the mapped file and survives the
     /// death of this process.
     pub fn append(&mut self, event: &Event<Borrowed<'_>>) -> Result<()> {
+        self.append_record(event)?;
+        if self.pending_set {
+            self.pending.clear();
+            self.pending_set = false;
+        }
+        Ok(())
+    }
+
+    fn append_record(&mut self, event: &Event<Borrowed<'_>>) -> Result<()> {
         self.scratch.clear();
         self.encoder.encode(event, &mut self.scratch);
         if self.scratch.len() > self.remaining() {

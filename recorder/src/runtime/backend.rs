@@ -13,6 +13,7 @@
 use std::panic::Location;
 
 use ppd_formats::event::{AtomicOp, ClockSource, ObjectKind};
+use ppd_formats::pending::PendingAccess;
 use ppd_formats::{Borrowed, Event, EventKind, ObjectId, ProcessId};
 
 /// How the runtime runs the program.
@@ -114,6 +115,10 @@ pub trait ProcessBackend: Send {
 
     /// Called after every operation with what it did.
     fn done(&mut self, event: &Event<Borrowed<'_>>);
+
+    /// Called, recording, with an atomic access made and not yet [`done`](Self::done), while
+    /// the access still holds the object ([`ppd_formats::pending`]).
+    fn pend(&mut self, _access: &PendingAccess) {}
 
     /// Called when the operation is about to wait for another process.
     fn waiting_for(&mut self, dependency: Dependency);

@@ -20,6 +20,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use ppd_formats::event::ObjectKind;
+use ppd_formats::pending::PendingAccess;
 use ppd_formats::{Borrowed, Event, EventKind, ObjectId, ProcessId};
 use rustc_hash::FxHashMap;
 
@@ -281,6 +282,13 @@ pub fn done(event: &Event<Borrowed<'_>>) {
     if with_process(|p| p.backend.done(event)).is_none() {
         warn_unmanaged(event.kind().name());
     }
+}
+
+/// Between steps 2 and 3 of an atomic access, recording: the access, made and not yet logged
+/// ([`ProcessBackend::pend`]).
+#[inline]
+pub fn pend(access: &PendingAccess) {
+    with_process(|p| p.backend.pend(access));
 }
 
 /// Whether the other processes run on their own ([`ProcessBackend::others_run_freely`]).

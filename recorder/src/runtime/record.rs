@@ -14,6 +14,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use ppd_formats::manifest::{
     CutEntry, Manifest, ProcessEntry, Program, RecordOptions, RecordingStopped, RunEnd,
 };
+use ppd_formats::pending::PendingAccess;
 use ppd_formats::{
     Borrowed, Event, FORMAT_VERSION, LogIdentity, LogWriter, ProcessId, WriterOptions,
 };
@@ -439,7 +440,7 @@ impl RecordProcess {
         let Some(writer) = self.writer.take() else {
             return;
         };
-        self.shared.note_cut(self.id, writer.events());
+        self.shared.note_cut(self.id, writer.readable_events());
         if append_failed {
             writer.abandon();
         } else {
@@ -477,6 +478,12 @@ impl ProcessBackend for RecordProcess {
                 writer.events()
             ));
             self.stop_logging(true);
+        }
+    }
+
+    fn pend(&mut self, access: &PendingAccess) {
+        if let Some(writer) = &mut self.writer {
+            writer.pend(access);
         }
     }
 

@@ -14,6 +14,7 @@ use std::panic::Location;
 pub use std::sync::atomic::Ordering;
 
 use ppd_formats::event::{AtomicOp, MemOrdering, ObjectKind};
+use ppd_formats::pending::PendingAccess;
 use ppd_formats::{Event, ObjectId, ProcessId};
 
 use super::object::ObjectMeta;
@@ -70,7 +71,8 @@ fn logged_access_slow<R>(
         (Mode::Emulate, Some((_, value))) => value,
         _ => None,
     };
-    // Asked before the access: the log call runs while the access holds the object.
+    // Asked before the access: the pending record is written while the access holds the
+    // object.
     let payloads = runtime::wants_payload();
     let log = |version: u64, prev: Option<ProcessId>, op: AtomicOp, read: Option<u64>| {
         let value = if payloads { read } else { None };
@@ -96,8 +98,20 @@ fn logged_access_slow<R>(
             replayed.0
         }
         None => {
-            let (result, ..) = meta.record_logged(
+            let pend = |version: u64, prev: Option<ProcessId>, op: AtomicOp, read: Option<u64>| {
+                runtime::pend(&PendingAccess {
+                    object,
+                    version,
+                    prev,
+                    op,
+                    ordering: MemOrdering::from(ordering),
+                    failure: failure.map(MemOrdering::from),
+                    value: if payloads { read } else { None },
+                });
+            };
+            let (result, ..) = meta.record_pended(
                 || access(None),
+                |(_, read, op), version, prev| pend(version, prev, *op, *read),
                 |(_, read, op), version, prev| log(version, prev, *op, *read),
             );
             result

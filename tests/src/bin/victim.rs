@@ -6,6 +6,9 @@
 //! victim panic-main     every process finishes, then main panics (exit code 101)
 //! victim abort          worker-2 calls std::process::abort() mid-run (SIGABRT)
 //! victim spin PIDFILE   writes its pid to PIDFILE and runs rounds until killed
+//! victim atomics PIDFILE  four workers read-modify-write, load and store two shared atomics
+//!                       until killed; main writes its pid to PIDFILE and prints `running`
+//!                       once they all have
 //! victim ok             runs to the end and exits 0
 //! ```
 //!
@@ -20,6 +23,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use ppd::sync::Mutex;
+use ppd::sync::atomic::{AtomicU64, Ordering};
 use ppd::sync::mpsc::{Receiver, Sender, channel, named_channel};
 use ppd::thread::{Builder, JoinHandle};
 use serde::{Deserialize, Serialize};
@@ -122,10 +126,41 @@ fn run(doomed: Option<(usize, Fate)>) -> Vec<String> {
     panicked
 }
 
-fn spin(pidfile: &str) {
+fn write_pid(pidfile: &str) {
     let tmp = format!("{pidfile}.tmp");
     std::fs::write(&tmp, std::process::id().to_string()).expect("write the pid file");
     std::fs::rename(&tmp, pidfile).expect("publish the pid file");
+}
+
+/// Workers contending for two atomics forever, as the atomic-heavy benchmark does.
+fn atomics(pidfile: &str) {
+    let counter = Arc::new(AtomicU64::named("counter", 0));
+    let last = Arc::new(AtomicU64::named("last", 0));
+    let (ready, started) = channel::<()>();
+    for me in 0..WORKERS as u64 {
+        let (counter, last, ready) = (Arc::clone(&counter), Arc::clone(&last), ready.clone());
+        spawn(format!("worker-{me}"), move || {
+            ready.send(()).expect("main waits for every worker");
+            let mut seen = 0u64;
+            loop {
+                let c = counter.fetch_add(1, Ordering::AcqRel);
+                seen = seen.wrapping_add(last.load(Ordering::Acquire));
+                last.store(c ^ me ^ seen, Ordering::Release);
+            }
+        });
+    }
+    for _ in 0..WORKERS {
+        started.recv().expect("a worker starts");
+    }
+    write_pid(pidfile);
+    println!("running");
+    loop {
+        ppd::thread::park();
+    }
+}
+
+fn spin(pidfile: &str) {
+    write_pid(pidfile);
 
     let tally = Arc::new(Mutex::named("tally", 0u64));
     let mut links = Vec::new();
@@ -181,13 +216,19 @@ fn main() -> ExitCode {
             run(Some((2, Fate::Abort)));
             unreachable!("worker-2 aborts the program");
         }
+        Some("atomics") => {
+            atomics(args.get(1).expect("atomics needs a pid file argument"));
+            unreachable!("atomics runs until killed")
+        }
         Some("spin") => {
             let pidfile = args.get(1).expect("spin needs a pid file argument");
             spin(pidfile);
             unreachable!("spin runs until killed")
         }
         _ => {
-            eprintln!("usage: victim ok | panic | panic-main | abort | spin PIDFILE");
+            eprintln!(
+                "usage: victim ok | panic | panic-main | abort | spin PIDFILE | atomics PIDFILE"
+            );
             ExitCode::from(2)
         }
     }
