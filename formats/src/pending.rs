@@ -15,6 +15,7 @@
 //! record is rightly ignored.
 
 use std::fs::File;
+use std::panic::Location;
 use std::path::Path;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -116,8 +117,8 @@ impl PendingAccess {
         }))
     }
 
-    /// The access as the event its process would have logged, without a site.
-    pub(crate) fn event(&self) -> Event<Borrowed<'static>> {
+    /// The access's event, made at `site` (a reader rebuilding it from the record knows none).
+    pub fn event(&self, site: Option<&'static Location<'static>>) -> Event<Borrowed<'static>> {
         Event::Atomic {
             object: self.object,
             version: self.version,
@@ -125,7 +126,7 @@ impl PendingAccess {
             op: self.op,
             ordering: self.ordering,
             failure: self.failure,
-            site: None,
+            site,
             value: self.value,
         }
     }

@@ -310,7 +310,7 @@ impl LogReader {
             }
         }
         let mut data = Vec::new();
-        Encoder::default().encode(&access.event(), &mut data);
+        Encoder::default().encode(&access.event(None), &mut data);
         let seq = self.blocks.last().map_or(0, |b| b.seq + 1);
         self.blocks.push(BlockLoc {
             seq,

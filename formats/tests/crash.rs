@@ -14,6 +14,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use std::panic::Location;
+use std::path::Path;
 
 use ppd_formats::event::{AtomicOp, MemOrdering};
 use ppd_formats::pending::PendingAccess;
@@ -26,6 +27,36 @@ const CHILD_LOG: &str = "PPD_CRASH_TEST_LOG";
 /// Prefix of the child's progress lines.
 const DONE: &str = "appended ";
 const KILLS: usize = 24;
+
+/// Runs this binary's ignored test `child` with `env` naming its `log`; once it has reported
+/// progress (`prefix` and a number), waits `delay_us` microseconds and kills it with SIGKILL.
+/// Returns the last number it reported: everything it wrote to the pipe before it died is
+/// still there to read.
+fn run_and_kill(child: &str, env: &str, log: &Path, prefix: &str, delay_us: u64) -> u64 {
+    let mut process = Command::new(std::env::current_exe().unwrap())
+        .args([child, "--exact", "--ignored", "--nocapture"])
+        .args(["--test-threads", "1"])
+        .env(env, log)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(process.stdout.take().unwrap()).lines();
+    let progress = |line: std::io::Result<String>| -> Option<u64> {
+        line.unwrap()
+            .strip_prefix(prefix)
+            .map(|n| n.parse().unwrap())
+    };
+    let first = lines
+        .by_ref()
+        .find_map(progress)
+        .expect("the child reports");
+    std::thread::sleep(Duration::from_micros(delay_us));
+    process.kill().unwrap();
+    let status = process.wait().unwrap();
+    assert_eq!(status.signal(), Some(9), "the child must die by SIGKILL");
+    lines.filter_map(progress).last().unwrap_or(first)
+}
 
 /// Set in the environment of the child of `sigkill_loses_no_pended_access`: its log.
 const PENDING_CHILD_LOG: &str = "PPD_CRASH_TEST_PENDING_LOG";
@@ -62,17 +93,7 @@ fn child_pending_writer() {
             writeln!(out, "{PENDED}{version}").unwrap();
             out.flush().unwrap();
         }
-        let event = Event::Atomic {
-            object: a.object,
-            version,
-            prev: a.prev,
-            op: a.op,
-            ordering: a.ordering,
-            failure: a.failure,
-            site: Some(Location::caller()),
-            value: a.value,
-        };
-        writer.append(&event).unwrap();
+        writer.append(&a.event(Some(Location::caller()))).unwrap();
     }
 }
 
@@ -83,38 +104,17 @@ fn child_pending_writer() {
 fn sigkill_loses_no_pended_access() {
     let seed = fastrand::u64(..);
     let mut rng = fastrand::Rng::with_seed(seed);
-    let exe = std::env::current_exe().unwrap();
     let mut rebuilt = 0;
     for kill in 0..KILLS {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("proc-0000.log");
-        let mut child = Command::new(&exe)
-            .args([
-                "child_pending_writer",
-                "--exact",
-                "--ignored",
-                "--nocapture",
-            ])
-            .args(["--test-threads", "1"])
-            .env(PENDING_CHILD_LOG, &path)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let progress = |line: std::io::Result<String>| -> Option<u64> {
-            line.unwrap()
-                .strip_prefix(PENDED)
-                .map(|n| n.parse().unwrap())
-        };
-        lines
-            .by_ref()
-            .find_map(progress)
-            .expect("the child reports");
-        std::thread::sleep(Duration::from_micros(rng.u64(0..20_000)));
-        child.kill().unwrap();
-        assert_eq!(child.wait().unwrap().signal(), Some(9));
-        let reported = lines.filter_map(progress).last().unwrap_or(5);
+        let reported = run_and_kill(
+            "child_pending_writer",
+            PENDING_CHILD_LOG,
+            &path,
+            PENDED,
+            rng.u64(0..20_000),
+        );
 
         let context = format!("kill {kill} (seed {seed}) after access {reported} was pended");
         let reader = LogReader::open(&path).expect(&context);
@@ -181,35 +181,13 @@ fn child_writer() {
 fn sigkill_loses_no_completed_record() {
     let seed = fastrand::u64(..);
     let mut rng = fastrand::Rng::with_seed(seed);
-    let exe = std::env::current_exe().unwrap();
     let mut total_reported = 0;
     for kill in 0..KILLS {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("proc-0000.log");
-        let mut child = Command::new(&exe)
-            .args(["child_writer", "--exact", "--ignored", "--nocapture"])
-            .args(["--test-threads", "1"])
-            .env(CHILD_LOG, &path)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let progress = |line: std::io::Result<String>| -> Option<u64> {
-            line.unwrap().strip_prefix(DONE).map(|n| n.parse().unwrap())
-        };
-        // Kill at a random moment once the log exists: anywhere from the first block to a
+        // Killed at a random moment once the log exists: anywhere from the first block to a
         // few hundred frames in.
-        lines
-            .by_ref()
-            .find_map(progress)
-            .expect("the child reports");
-        std::thread::sleep(Duration::from_micros(rng.u64(0..40_000)));
-        child.kill().unwrap();
-        let status = child.wait().unwrap();
-        assert_eq!(status.signal(), Some(9), "the child must die by SIGKILL");
-        // Everything the child wrote to the pipe before it died is still there to read.
-        let reported = lines.filter_map(progress).last().unwrap_or(1);
+        let reported = run_and_kill("child_writer", CHILD_LOG, &path, DONE, rng.u64(0..40_000));
         total_reported += reported;
 
         let context = format!("kill {kill} (seed {seed}) after {reported} reported appends");

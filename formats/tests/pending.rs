@@ -29,26 +29,14 @@ fn access(version: u64) -> PendingAccess {
     }
 }
 
-fn logged(a: &PendingAccess) -> Event<ppd_formats::Borrowed<'static>> {
-    Event::Atomic {
-        object: a.object,
-        version: a.version,
-        prev: a.prev,
-        op: a.op,
-        ordering: a.ordering,
-        failure: a.failure,
-        site: Some(Location::caller()),
-        value: a.value,
-    }
-}
-
 /// A log of accesses 1 to `n`, each pended and appended; then `last` pended and not appended;
 /// then closed (`close`) or left as a crash leaves it.
 fn write(path: &Path, n: u64, last: Option<u64>, close: bool) {
     let mut w = LogWriter::create(path, &identity(), small_blocks(4)).unwrap();
     for v in 1..=n {
         w.pend(&access(v));
-        w.append(&logged(&access(v))).unwrap();
+        w.append(&access(v).event(Some(Location::caller())))
+            .unwrap();
     }
     if let Some(v) = last {
         w.pend(&access(v));

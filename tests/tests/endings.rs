@@ -365,43 +365,60 @@ fn random_below(n: u64) -> u64 {
     h.finish() % n
 }
 
+/// Records `victim MODE PIDFILE` as trial `trial` in `work`; once `before_kill` has read what
+/// it wanted of the program's output, kills the program by its pid file and checks that
+/// `ppd record` says so. Returns the recording.
+fn record_victim_and_kill(
+    work: &Path,
+    trial: usize,
+    mode: &str,
+    before_kill: impl FnOnce(&mut dyn Iterator<Item = std::io::Result<String>>),
+) -> std::path::PathBuf {
+    let dir = work.join(format!("rec-{trial}"));
+    let pidfile = work.join(format!("victim-{trial}.pid"));
+    let mut child = start_recording(work, &dir, VICTIM, &[mode, pidfile.to_str().unwrap()]);
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    before_kill(&mut lines);
+    let pid: i32 = loop {
+        match std::fs::read_to_string(&pidfile) {
+            Ok(text) => break text.trim().parse().expect("a pid"),
+            Err(_) => std::thread::yield_now(),
+        }
+    };
+    sigkill(pid);
+    for _ in lines {}
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(137), "{}", stderr(&out));
+    dir
+}
+
+/// `ppd replay --verify` of a killed run reproduces every logged event of every process;
+/// returns what it printed on stderr.
+fn assert_killed_run_replays(work: &Path, dir: &Path, context: &str) -> String {
+    let (code, summary, err) = replay_verify(work, dir);
+    let context = format!("{context}: {err}");
+    assert_eq!(code, Some(0), "{context}");
+    assert_eq!(summary["outcome"], "reproduced", "{context}");
+    assert_every_event_replayed(dir, &summary, &context);
+    err
+}
+
 #[test]
 fn sigkill_at_random_moments_replays_every_logged_event() {
     let work = tempfile::tempdir().unwrap();
     for trial in 0..20 {
-        let dir = work.path().join(format!("rec-{trial}"));
-        let pidfile = work.path().join(format!("victim-{trial}.pid"));
-        let mut child = start_recording(
-            work.path(),
-            &dir,
-            VICTIM,
-            &["spin", pidfile.to_str().unwrap()],
-        );
         // Kill after a random number of rounds (0: while processes may still be starting).
         let rounds = random_below(60);
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        for _ in 0..rounds {
-            lines.next();
-        }
-        let pid: i32 = loop {
-            match std::fs::read_to_string(&pidfile) {
-                Ok(text) => break text.trim().parse().expect("a pid"),
-                Err(_) => std::thread::yield_now(),
+        let dir = record_victim_and_kill(work.path(), trial, "spin", |lines| {
+            for _ in 0..rounds {
+                lines.next();
             }
-        };
-        sigkill(pid);
-        for _ in lines {}
-        let out = child.wait_with_output().unwrap();
-        assert_eq!(out.status.code(), Some(137), "{}", stderr(&out));
-
-        let (code, summary, err) = replay_verify(work.path(), &dir);
-        let context = format!("trial {trial}, killed after {rounds} rounds: {err}");
-        assert_eq!(code, Some(0), "{context}");
-        assert_eq!(summary["outcome"], "reproduced", "{context}");
-        assert_every_event_replayed(&dir, &summary, &context);
+        });
+        let context = format!("trial {trial}, killed after {rounds} rounds");
+        let err = assert_killed_run_replays(work.path(), &dir, &context);
         assert!(
             err.contains("this recording was cut short: the program was killed by signal 9"),
-            "{context}"
+            "{context}: {err}"
         );
     }
 }
@@ -415,40 +432,17 @@ fn sigkill_amid_atomic_accesses_replays_every_version() {
     let work = tempfile::tempdir().unwrap();
     let mut rebuilt = 0;
     for trial in 0..6 {
-        let dir = work.path().join(format!("rec-{trial}"));
-        let pidfile = work.path().join(format!("victim-{trial}.pid"));
-        let mut child = start_recording(
-            work.path(),
-            &dir,
-            VICTIM,
-            &["atomics", pidfile.to_str().unwrap()],
-        );
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        assert_eq!(lines.next().unwrap().unwrap(), "running");
-        let pid: i32 = std::fs::read_to_string(&pidfile)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(5 + random_below(40)));
-        sigkill(pid);
-        let out = child.wait_with_output().unwrap();
-        assert_eq!(out.status.code(), Some(137), "{}", stderr(&out));
-
+        let dir = record_victim_and_kill(work.path(), trial, "atomics", |lines| {
+            assert_eq!(lines.next().unwrap().unwrap(), "running");
+            std::thread::sleep(Duration::from_millis(5 + random_below(40)));
+        });
         let recording = Recording::open(&dir).unwrap();
         rebuilt += recording
             .processes()
             .iter()
-            .filter(|p| {
-                let log = recording.open_log(p).unwrap();
-                log.pending_access().is_some()
-            })
+            .filter(|p| recording.open_log(p).unwrap().pending_access().is_some())
             .count();
-        let (code, summary, err) = replay_verify(work.path(), &dir);
-        let context = format!("trial {trial}: {err}");
-        assert_eq!(code, Some(0), "{context}");
-        assert_eq!(summary["outcome"], "reproduced", "{context}");
-        assert_every_event_replayed(&dir, &summary, &context);
+        assert_killed_run_replays(work.path(), &dir, &format!("trial {trial}"));
     }
     // A kill mostly finds some worker between an access and its append; trials in which none
     // was would not have tested the record.

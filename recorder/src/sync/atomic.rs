@@ -15,7 +15,7 @@ pub use std::sync::atomic::Ordering;
 
 use ppd_formats::event::{AtomicOp, MemOrdering, ObjectKind};
 use ppd_formats::pending::PendingAccess;
-use ppd_formats::{Event, ObjectId, ProcessId};
+use ppd_formats::{ObjectId, ProcessId};
 
 use super::object::ObjectMeta;
 use crate::runtime;
@@ -74,45 +74,34 @@ fn logged_access_slow<R>(
     // Asked before the access: the pending record is written while the access holds the
     // object.
     let payloads = runtime::wants_payload();
-    let log = |version: u64, prev: Option<ProcessId>, op: AtomicOp, read: Option<u64>| {
-        let value = if payloads { read } else { None };
-        runtime::done(&Event::Atomic {
-            object,
-            version,
-            prev,
-            op,
-            ordering: MemOrdering::from(ordering),
-            failure: failure.map(MemOrdering::from),
-            site: Some(site),
-            value,
-        });
-    };
+    let access_of =
+        |version: u64, prev: Option<ProcessId>, (_, read, op): &(R, Option<u64>, AtomicOp)| {
+            PendingAccess {
+                object,
+                version,
+                prev,
+                op: *op,
+                ordering: MemOrdering::from(ordering),
+                failure: failure.map(MemOrdering::from),
+                value: if payloads { *read } else { None },
+            }
+        };
+    let log = |a: PendingAccess| runtime::done(&a.event(Some(site)));
     match expected::version(&logged) {
         Some((version, prev)) => {
             let replayed = meta.replay(
                 version,
                 prev,
                 || access(forced),
-                |(_, read, op)| log(version, prev, *op, *read),
+                |done| log(access_of(version, prev, done)),
             );
             replayed.0
         }
         None => {
-            let pend = |version: u64, prev: Option<ProcessId>, op: AtomicOp, read: Option<u64>| {
-                runtime::pend(&PendingAccess {
-                    object,
-                    version,
-                    prev,
-                    op,
-                    ordering: MemOrdering::from(ordering),
-                    failure: failure.map(MemOrdering::from),
-                    value: if payloads { read } else { None },
-                });
-            };
             let (result, ..) = meta.record_pended(
                 || access(None),
-                |(_, read, op), version, prev| pend(version, prev, *op, *read),
-                |(_, read, op), version, prev| log(version, prev, *op, *read),
+                |done, version, prev| runtime::pend(&access_of(version, prev, done)),
+                |done, version, prev| log(access_of(version, prev, done)),
             );
             result
         }

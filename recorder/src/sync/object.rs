@@ -327,13 +327,9 @@ impl ObjectMeta {
         access: impl FnOnce() -> R,
         log: impl FnOnce(&R, u64, Option<ProcessId>),
     ) -> R {
-        let me = runtime::current_process();
-        let mut held = self.hold_stamp();
-        let result = access();
-        let prev = self.take_last(me);
-        let version = held.stamp / 2 + 1;
+        let (result, version, prev, held) = self.access_held(access);
         log(&result, version, prev);
-        held.stamp += 2;
+        held.next_version();
         result
     }
 
@@ -353,16 +349,25 @@ impl ObjectMeta {
         pend: impl FnOnce(&R, u64, Option<ProcessId>),
         log: impl FnOnce(&R, u64, Option<ProcessId>),
     ) -> R {
+        let (result, version, prev, held) = self.access_held(access);
+        pend(&result, version, prev);
+        held.next_version();
+        log(&result, version, prev);
+        result
+    }
+
+    /// Record: performs `access` holding the version word, which the caller gets to give back;
+    /// with the access's version and who made the previous one.
+    fn access_held<R>(
+        &self,
+        access: impl FnOnce() -> R,
+    ) -> (R, u64, Option<ProcessId>, HeldStamp<'_>) {
         let me = runtime::current_process();
-        let mut held = self.hold_stamp();
+        let held = self.hold_stamp();
         let result = access();
         let prev = self.take_last(me);
         let version = held.stamp / 2 + 1;
-        pend(&result, version, prev);
-        held.stamp += 2;
-        drop(held);
-        log(&result, version, prev);
-        result
+        (result, version, prev, held)
     }
 
     /// Takes the version word's lock bit; the guard gives it back, with the version it holds
@@ -461,6 +466,13 @@ struct HeldStamp<'a> {
     meta: &'a ObjectMeta,
     /// The (even) word to store on release.
     stamp: u64,
+}
+
+impl HeldStamp<'_> {
+    /// Gives the word back with the access counted: the next access gets the next version.
+    fn next_version(mut self) {
+        self.stamp += 2;
+    }
 }
 
 impl Drop for HeldStamp<'_> {
