@@ -130,9 +130,6 @@ pub struct LogReader {
     /// Added to every process id the log's events name (and to every object's creator): the
     /// first id of the node the log is from, in a recording of several OS processes.
     base: u32,
-    /// Whether the header leaves room for the pending access record (a version-2 or -3 log
-    /// may have a header that runs into it).
-    header_below_pending: bool,
     /// The access the pending record held and the log did not: the last event, encoded as a
     /// block of its own.
     pending: Option<(PendingAccess, Vec<u8>)>,
@@ -176,14 +173,16 @@ impl LogReader {
             footer_frames_end: None,
             recent: Mutex::new(Vec::new()),
             base: 0,
-            header_below_pending: false,
             pending: None,
         };
-        reader.read_header()?;
+        let header_end = reader.read_header()?;
         if !reader.read_index() {
             reader.recover();
         }
-        reader.read_pending();
+        // A version-2 or -3 log's header may run into where the record lies.
+        if header_end <= PENDING_OFFSET {
+            reader.read_pending();
+        }
         Ok(reader)
     }
 
@@ -216,7 +215,8 @@ impl LogReader {
         }
     }
 
-    fn read_header(&mut self) -> Result<()> {
+    /// Reads the header; returns the offset where it ends.
+    fn read_header(&mut self) -> Result<u64> {
         let prologue = self.read_at(0, HEADER_PROLOGUE, "log header")?;
         if prologue[..8] != FILE_MAGIC {
             return Err(FormatError::BadMagic {
@@ -268,10 +268,9 @@ impl LogReader {
             os_pid: header.os_pid.to_native(),
         };
         self.created_unix_ns = header.created_unix_ns.to_native();
-        self.header_below_pending = (HEADER_PROLOGUE + len) as u64 <= PENDING_OFFSET;
         self.block_size = block_size;
         self.ring_blocks = ring_blocks;
-        Ok(())
+        Ok((HEADER_PROLOGUE + len) as u64)
     }
 
     /// Makes the access in the pending record the log's last event if the log does not end
@@ -279,9 +278,6 @@ impl LogReader {
     /// ([`crate::pending`]). A record that cannot be read, or a log whose end cannot be read
     /// to compare, is damage, and no event is added.
     fn read_pending(&mut self) {
-        if !self.header_below_pending {
-            return;
-        }
         let Ok(bytes) = self.read_at(PENDING_OFFSET, PENDING_LEN, "pending access") else {
             return;
         };

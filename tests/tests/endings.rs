@@ -68,6 +68,16 @@ fn assert_every_event_replayed(dir: &Path, summary: &Value, context: &str) {
     assert_eq!(summary["logged"], total, "{context}: {summary:#}");
 }
 
+/// `ppd replay --verify` exits 0 having replayed every logged event of every process. Returns
+/// its summary and what it printed on stderr.
+fn assert_replays_every_event(cwd: &Path, dir: &Path, context: &str) -> (Value, String) {
+    let (code, summary, err) = replay_verify(cwd, dir);
+    let context = format!("{context}: {err}");
+    assert_eq!(code, Some(0), "{context}");
+    assert_every_event_replayed(dir, &summary, &context);
+    (summary, err)
+}
+
 /// The last event of process `name`'s log, read while the program may still be running.
 fn last_event(dir: &Path, name: &str) -> Option<Event> {
     let recording = Recording::open(dir).ok()?;
@@ -229,11 +239,11 @@ fn a_hang_through_join_is_a_deadlock_reported_by_name() {
     // main's log ends right after the spawn: however the replay's threads are scheduled, the
     // fetcher must still be replayed after main reached the end of its log.
     for round in 0..5 {
-        let (code, summary, err) = replay_verify(work.path(), &dir);
-        let context = format!("replay {round}: {err}");
-        assert_eq!(code, Some(0), "{context}");
-        assert_every_event_replayed(&dir, &summary, &context);
-        assert!(err.contains("this recording was cut short"), "{context}");
+        let (_, err) = assert_replays_every_event(work.path(), &dir, &format!("replay {round}"));
+        assert!(
+            err.contains("this recording was cut short"),
+            "replay {round}: {err}"
+        );
     }
 }
 
@@ -266,9 +276,7 @@ fn a_write_to_a_full_socket_is_a_wait_the_recording_names() {
         "{info:#}"
     );
 
-    let (code, summary, err) = replay_verify(work.path(), &dir);
-    assert_eq!(code, Some(0), "{err}");
-    assert_every_event_replayed(&dir, &summary, &err);
+    assert_replays_every_event(work.path(), &dir, "replay");
 }
 
 #[test]
@@ -310,9 +318,7 @@ fn a_run_killed_during_a_sleep_says_the_sleeper_was_asleep_and_replays_without_s
 
     // The replay does not sleep ten minutes: it replays the sleep marker and holds the sleeper
     // at the end of its log.
-    let (code, summary, err) = replay_verify(work.path(), &dir);
-    assert_eq!(code, Some(0), "{err}");
-    assert_every_event_replayed(&dir, &summary, &err);
+    assert_replays_every_event(work.path(), &dir, "replay");
 }
 
 #[test]
@@ -336,9 +342,7 @@ fn a_process_waiting_where_ppd_cannot_see_ends_the_replay_at_its_last_event() {
 
     // The replayed reader waits on its std channel forever after its last event; the replay
     // ends anyway, because every process has replayed its whole log.
-    let (code, summary, err) = replay_verify(work.path(), &dir);
-    assert_eq!(code, Some(0), "{err}");
-    assert_every_event_replayed(&dir, &summary, &err);
+    assert_replays_every_event(work.path(), &dir, "replay");
     let info = info_json(work.path(), &dir);
     assert_eq!(
         processes(&info)["reader"]["ending_text"],
@@ -392,17 +396,6 @@ fn record_victim_and_kill(
     dir
 }
 
-/// `ppd replay --verify` of a killed run reproduces every logged event of every process;
-/// returns what it printed on stderr.
-fn assert_killed_run_replays(work: &Path, dir: &Path, context: &str) -> String {
-    let (code, summary, err) = replay_verify(work, dir);
-    let context = format!("{context}: {err}");
-    assert_eq!(code, Some(0), "{context}");
-    assert_eq!(summary["outcome"], "reproduced", "{context}");
-    assert_every_event_replayed(dir, &summary, &context);
-    err
-}
-
 #[test]
 fn sigkill_at_random_moments_replays_every_logged_event() {
     let work = tempfile::tempdir().unwrap();
@@ -415,7 +408,8 @@ fn sigkill_at_random_moments_replays_every_logged_event() {
             }
         });
         let context = format!("trial {trial}, killed after {rounds} rounds");
-        let err = assert_killed_run_replays(work.path(), &dir, &context);
+        let (summary, err) = assert_replays_every_event(work.path(), &dir, &context);
+        assert_eq!(summary["outcome"], "reproduced", "{context}: {err}");
         assert!(
             err.contains("this recording was cut short: the program was killed by signal 9"),
             "{context}: {err}"
@@ -442,7 +436,9 @@ fn sigkill_amid_atomic_accesses_replays_every_version() {
             .iter()
             .filter(|p| recording.open_log(p).unwrap().pending_access().is_some())
             .count();
-        assert_killed_run_replays(work.path(), &dir, &format!("trial {trial}"));
+        let (summary, err) =
+            assert_replays_every_event(work.path(), &dir, &format!("trial {trial}"));
+        assert_eq!(summary["outcome"], "reproduced", "trial {trial}: {err}");
     }
     // A kill mostly finds some worker between an access and its append; trials in which none
     // was would not have tested the record.
