@@ -489,11 +489,13 @@ pub enum Event<R: Repr = Owned> {
         /// Where it was created.
         site: Option<R::Site>,
     },
-    /// A message was sent on `channel` with per-channel sequence number `seq`.
+    /// A message was sent on `channel` with sequence number `seq`.
     Send {
         /// The channel.
         channel: ObjectId,
-        /// Per-channel sequence number, from 1.
+        /// The message's number: from 1, unique on the channel, and growing with each message
+        /// its sender sends on it. The recorder numbers in runs of 64 per sending process, so
+        /// a channel's numbers have gaps (`docs/format.md`).
         seq: u64,
         /// Where `send` was called.
         site: Option<R::Site>,
@@ -506,7 +508,7 @@ pub enum Event<R: Repr = Owned> {
         channel: ObjectId,
         /// The sending process.
         sender: ProcessId,
-        /// The message's per-channel sequence number.
+        /// The message's sequence number (see [`Event::Send`]).
         seq: u64,
         /// Where the receive was called.
         site: Option<R::Site>,

@@ -74,3 +74,51 @@ fn a_program_with_opaque_messages_replays_and_why_names_the_opaque_value() {
         }
     }
 }
+
+#[test]
+fn each_sender_numbers_its_messages_from_runs_of_its_own_and_every_receive_names_its_send() {
+    use std::collections::BTreeMap;
+
+    use ppd_formats::{Event, ProcessId, Recording};
+
+    let work = tempfile::tempdir().unwrap();
+    let (dir, printed) = record_case(work.path(), "fan-in");
+    // Producer p sends p·1000 + k, `main` 10 000 + k, for k in 0..150.
+    assert_eq!(printed, "sum 1994700\n");
+    assert_replays(work.path(), &dir, &printed);
+
+    let recording = Recording::open(&dir).unwrap();
+    let mut sent: BTreeMap<u64, ProcessId> = BTreeMap::new();
+    let mut received = Vec::new();
+    for process in recording.processes() {
+        let mut last = 0;
+        for event in recording.open_log(process).unwrap().events() {
+            match event.unwrap().1 {
+                Event::Send { seq, .. } => {
+                    assert!(seq > last, "{:?} sent {seq} after {last}", process.id);
+                    last = seq;
+                    let before = sent.insert(seq, process.id);
+                    assert_eq!(before, None, "message {seq} sent twice");
+                }
+                Event::Recv { sender, seq, .. } => received.push((sender, seq)),
+                _ => {}
+            }
+        }
+    }
+    assert_eq!(sent.len(), 4 * 150);
+    assert_eq!(received.len(), 4 * 150);
+    for (sender, seq) in &received {
+        assert_eq!(
+            sent.get(seq),
+            Some(sender),
+            "received {seq} from {sender:?}"
+        );
+    }
+    // A run of 64 numbers belongs to one sender; each of the four needed three runs.
+    let mut runs: BTreeMap<u64, ProcessId> = BTreeMap::new();
+    for (seq, sender) in &sent {
+        let owner = *runs.entry((seq - 1) / 64).or_insert(*sender);
+        assert_eq!(owner, *sender, "message {seq} is in another sender's run");
+    }
+    assert_eq!(runs.len(), 4 * 3, "{runs:?}");
+}

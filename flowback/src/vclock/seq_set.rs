@@ -1,10 +1,11 @@
 //! A set of (channel, message number) pairs: which sends exist in the logs.
 //!
-//! A program numbers the messages of each channel from the start without gaps, so one bit per
-//! number is enough and a lookup is an index, where a hash set of every send of a long run
-//! costs a hash and a probe per message and 16 bytes or more per send. A number far beyond
-//! what a channel's sends so far could reach (only in a damaged or inconsistent log) goes to a
-//! hash set instead, so the bits stay within a few per send whatever the logs say.
+//! A program numbers the messages of each channel from the start, leaving less than a run of
+//! numbers per sender unused (`docs/format.md`), so one bit per number is enough and a lookup
+//! is an index, where a hash set of every send of a long run costs a hash and a probe per
+//! message and 16 bytes or more per send. A number far beyond what a channel's sends so far
+//! could reach (many senders that each sent a few messages, or a damaged log) goes to a hash
+//! set instead, so the bits stay within a few per send whatever the logs say.
 
 use crate::fasthash::FastSet;
 use crate::trace::ObjIdx;

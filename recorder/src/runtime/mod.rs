@@ -83,6 +83,8 @@ struct Process {
     /// One-time initializations this process has seen complete: the generation of each
     /// (`sync/once.rs`).
     seen_complete: FxHashMap<ObjectId, u32>,
+    /// The number of the last message this process sent on each channel it sent on.
+    sent_seqs: FxHashMap<ObjectId, u64>,
     backend: Box<dyn ProcessBackend>,
 }
 
@@ -145,6 +147,7 @@ pub fn enter_process(id: ProcessId, parent: Option<ProcessId>, name: &str) {
             next_child: 0,
             eblock_depth: 0,
             seen_complete: FxHashMap::default(),
+            sent_seqs: FxHashMap::default(),
             backend,
         });
         refresh_hot(current.as_ref());
@@ -165,6 +168,7 @@ pub fn adopt_process(id: ProcessId, name: &str, backend: Box<dyn ProcessBackend>
             next_child: 0,
             eblock_depth: 1,
             seen_complete: FxHashMap::default(),
+            sent_seqs: FxHashMap::default(),
             backend,
         });
         refresh_hot(current.as_ref());
@@ -339,6 +343,22 @@ pub fn seen_complete(object: ObjectId, generation: u32) -> bool {
 /// `generation`.
 pub fn note_complete(object: ObjectId, generation: u32) {
     with_process(|p| p.seen_complete.insert(object, generation));
+}
+
+/// The sequence number of the current process's next message on `channel`: the one after its
+/// last while that one's run of `run` numbers lasts, else the first of a run `reserve` takes
+/// from the channel. A thread outside ppd takes a run per message.
+pub fn next_message_seq(channel: ObjectId, run: u64, reserve: impl Fn() -> u64) -> u64 {
+    with_process(|p| {
+        let last = p.sent_seqs.entry(channel).or_insert(0);
+        *last = if *last % run == 0 {
+            reserve()
+        } else {
+            *last + 1
+        };
+        *last
+    })
+    .unwrap_or_else(reserve)
 }
 
 /// Gives the next object id of the current process and logs the creation.

@@ -1,7 +1,7 @@
 //! Multi-producer, single-consumer channels, mirroring `std::sync::mpsc`, plus [`Select`].
 //!
-//! Every message carries a header: the sending process and the channel's sequence number for
-//! it. A receive logs the pair — the item of the receiver's communication history (Manabe &
+//! Every message carries a header: the sending process and its sequence number on the channel
+//! (each process numbers from runs of its own, `SEQ_RUN`). A receive logs the pair — the item of the receiver's communication history (Manabe &
 //! Imase §2.2) — and replay hands each receive exactly that message: from its sender's lane
 //! when the channel has one receiver (`mpsc/lanes.rs`), otherwise from one carrier, holding
 //! back messages that arrive early. Payloads are logged only with `ppd record --payloads`, or
@@ -86,11 +86,31 @@ impl<T> ChannelMeta<T> {
     }
 }
 
-/// The channel's send counter, on a cache line of its own: every recorded send increments it,
-/// and sharing the line with `id`, which every receive reads, would make the receiver miss.
+/// The channel's counter of reserved runs of sequence numbers, on a cache line of its own:
+/// each sending process increments it once per [`SEQ_RUN`] sends, and sharing the line with
+/// `id`, which every receive reads, would make the receiver miss.
 #[derive(Debug)]
 #[repr(align(128))]
 struct SeqCounter(AtomicU64);
+
+/// How many sequence numbers a sending process reserves at once. Run `r` of a channel holds
+/// the numbers `r * SEQ_RUN + 1 ..= (r + 1) * SEQ_RUN`.
+///
+/// One counter incremented by every send made the channel's senders take its cache line in
+/// turn, one more contended line beside the channel's own tail: in a fan-in of four senders
+/// that increment was three quarters of the recorded send's own time. A message's number only
+/// has to tell it apart from the channel's other messages and follow its sender's earlier
+/// ones (a receive logs the pair (sender, number), and replay delivers by it), so each
+/// process takes a run of numbers and counts within it ([`runtime::next_message_seq`]).
+/// Numbers a process never used are gaps, which readers allow for.
+const SEQ_RUN: u64 = 64;
+
+impl SeqCounter {
+    /// Reserves the channel's next run of numbers; returns its first.
+    fn reserve_run(&self) -> u64 {
+        self.0.fetch_add(1, Ordering::Relaxed) * SEQ_RUN + 1
+    }
+}
 
 /// The sender of a message sent from a thread ppd does not manage (nothing logs its sends).
 const UNMANAGED_SENDER: ProcessId = ProcessId(u32::MAX);
@@ -223,8 +243,9 @@ impl<T: Send> Sender<T> {
     fn send_logged(&self, value: T, site: &'static Location<'static>) -> Result<(), SendError<T>> {
         let channel = self.meta.id;
         let expected = runtime::expect(Op::on(EventKind::Send, channel, Some(site)));
-        let seq = runtime::backend::expected::send_seq(&expected)
-            .unwrap_or_else(|| self.meta.next_seq.0.fetch_add(1, Ordering::Relaxed) + 1);
+        let seq = runtime::backend::expected::send_seq(&expected).unwrap_or_else(|| {
+            runtime::next_message_seq(channel, SEQ_RUN, || self.meta.next_seq.reserve_run())
+        });
         let payload = self.meta.payload(&value);
         // Logged before the message becomes visible, so no receive is ever logged without its
         // send (a crash in between leaves a send nobody received, which is consistent).

@@ -201,13 +201,45 @@ fn opaque() {
     println!("total {}", server.join().expect("server"));
 }
 
+/// Messages each producer of `fan_in` sends: more than one run of sequence numbers.
+const FAN_IN_MESSAGES: u64 = 150;
+
+/// Three producers and `main` send on one channel to one consumer, some through a shared
+/// handle, and the consumer sums what it gets.
+fn fan_in() {
+    let (tx, rx) = mpsc::named_channel::<u64>("work");
+    let consumer = ppd::thread::Builder::new()
+        .name("consumer".into())
+        .spawn(move || rx.iter().sum::<u64>())
+        .expect("spawn");
+    let shared = tx.clone();
+    ppd::thread::scope(|s| {
+        for p in 0..3u64 {
+            let own = tx.clone();
+            let shared = &shared;
+            s.spawn(move || {
+                for k in 0..FAN_IN_MESSAGES {
+                    let handle = if k % 2 == 0 { &own } else { shared };
+                    handle.send(p * 1000 + k).expect("consumer");
+                }
+            });
+        }
+        for k in 0..FAN_IN_MESSAGES {
+            tx.send(10_000 + k).expect("consumer");
+        }
+    });
+    drop((tx, shared));
+    println!("sum {}", consumer.join().expect("consumer"));
+}
+
 #[ppd::main]
 fn main() {
     match std::env::args().nth(1).as_deref() {
         Some("pool") => pool(),
         Some("opaque") => opaque(),
+        Some("fan-in") => fan_in(),
         other => {
-            eprintln!("channels: unknown case {other:?} (pool, opaque)");
+            eprintln!("channels: unknown case {other:?} (pool, opaque, fan-in)");
             std::process::exit(2);
         }
     }

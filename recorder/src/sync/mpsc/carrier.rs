@@ -1,7 +1,7 @@
 //! The crossbeam channel a ppd channel rides on.
 //!
 //! Under a backend every message travels in an [`Envelope`] with its header (the sending
-//! process and the channel's sequence number for it), which the receive logs. Without one
+//! process and its sequence number on the channel), which the receive logs. Without one
 //! (pass-through) nothing reads a header, and a carrier of bare messages costs what crossbeam's
 //! channel costs: an envelope triples the slot of a small message, which measurably slows a
 //! busy channel. Which kind a channel gets is decided when it is made, from the mode; the
@@ -17,7 +17,7 @@ use ppd_formats::ProcessId;
 pub(crate) struct Envelope<T> {
     /// The process that sent it.
     pub(crate) sender: ProcessId,
-    /// The channel's sequence number for it.
+    /// Its sequence number on the channel.
     pub(crate) seq: u64,
     /// The message.
     pub(crate) value: T,
