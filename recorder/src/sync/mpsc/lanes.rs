@@ -104,15 +104,38 @@ impl<T> Lanes<T> {
     }
 }
 
+/// How long a replayed receive watches its lane before it sleeps.
+const WATCH: std::time::Duration = std::time::Duration::from_micros(50);
+
 impl<T> Lane<T> {
     /// The message at the front, if one is there.
     pub(crate) fn try_take(&self) -> Option<Envelope<T>> {
         self.rx.try_recv().ok()
     }
 
-    /// The message at the front, waiting at most `patience` for one.
+    /// The message at the front, waiting at most `patience` for one: watching for it (spinning,
+    /// then yielding) for up to [`WATCH`] before sleeping. A replayed exchange hands each
+    /// message over as fast as its sender replays the send; sleeping at once made every
+    /// message of a replayed ping-pong a wake-up.
     pub(crate) fn take_within(&self, patience: std::time::Duration) -> Option<Envelope<T>> {
-        self.rx.recv_timeout(patience).ok()
+        let started = std::time::Instant::now();
+        let backoff = crossbeam_utils::Backoff::new();
+        loop {
+            if let Ok(env) = self.rx.try_recv() {
+                return Some(env);
+            }
+            if backoff.is_completed() {
+                if started.elapsed() >= WATCH.min(patience) {
+                    break;
+                }
+                std::thread::yield_now();
+            } else {
+                backoff.snooze();
+            }
+        }
+        self.rx
+            .recv_timeout(patience.saturating_sub(started.elapsed()))
+            .ok()
     }
 
     fn drain(&self) {
