@@ -1,9 +1,12 @@
 //! Channels carrying any `T: Send`, end to end: programs written the way std programs are
 //! (boxed closures, handles) record, replay with `--verify`, report no race or deadlock, and
-//! `ppd why` says which value it cannot rebuild when a re-execution needs an opaque one.
+//! `ppd why` says which value it cannot rebuild when a re-execution needs an opaque one; the
+//! senders of a fan-in number their messages from runs of their own.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use ppd_formats::{Event, ProcessId, Recording};
 use ppd_tests::{
     assert_no_races, assert_races_only_on, assert_replays, output_text as text, ppd, record_program,
 };
@@ -77,10 +80,6 @@ fn a_program_with_opaque_messages_replays_and_why_names_the_opaque_value() {
 
 #[test]
 fn each_sender_numbers_its_messages_from_runs_of_its_own_and_every_receive_names_its_send() {
-    use std::collections::BTreeMap;
-
-    use ppd_formats::{Event, ProcessId, Recording};
-
     let work = tempfile::tempdir().unwrap();
     let (dir, printed) = record_case(work.path(), "fan-in");
     // Producer p sends p·1000 + k, `main` 10 000 + k, for k in 0..150.
