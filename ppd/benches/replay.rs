@@ -5,8 +5,9 @@
 //! ```
 //!
 //! The program is this binary in child mode (`child WORKLOAD`), 1 M operations each:
-//! message-heavy `ping-pong` (4 pairs bouncing a counter) and `all-to-one` (7 senders, one
-//! receiver); shared-memory-heavy `lock-heavy` (4 processes taking turns on one mutex) and
+//! message-heavy `ping-pong` (4 pairs bouncing a counter), `all-to-one` (7 senders, one
+//! receiver) and `work-queue` (`main` handing jobs to 4 workers that all receive from one
+//! crossbeam-style channel, and summing their answers); shared-memory-heavy `lock-heavy` (4 processes taking turns on one mutex) and
 //! `atomic-heavy` (4 processes doing a read-modify-write, a load and a store on two atomics).
 //! Half-way through, one process marks `half`. Each round:
 //!
@@ -107,6 +108,37 @@ fn all_to_one(messages: u64) {
     sink.join().expect("the sink panicked");
 }
 
+/// `main` hands jobs to four workers through one crossbeam-style channel they all receive from,
+/// and sums what they send back: `messages` messages in all, half of them jobs.
+fn work_queue(messages: u64) {
+    let jobs_total = messages / 2;
+    let (jobs, jobs_rx) = ppd::channel::unbounded::<u64>();
+    let (results, results_rx) = ppd::channel::unbounded::<u64>();
+    let workers: Vec<_> = (0..4)
+        .map(|i| {
+            let jobs_rx = jobs_rx.clone();
+            let results = results.clone();
+            spawn(format!("worker-{i}"), move || {
+                while let Ok(job) = jobs_rx.recv() {
+                    results.send(job * 2).expect("main");
+                }
+            })
+        })
+        .collect();
+    drop((jobs_rx, results));
+    for job in 0..jobs_total {
+        if job == jobs_total / 2 {
+            ppd::mark!("half", job);
+        }
+        jobs.send(job).expect("a worker");
+    }
+    drop(jobs);
+    std::hint::black_box(results_rx.iter().sum::<u64>());
+    for w in workers {
+        w.join().expect("a worker panicked");
+    }
+}
+
 /// Four processes taking turns on one mutex, `ops` acquisitions in all.
 fn lock_heavy(ops: u64) {
     let shared = Arc::new(Mutex::new(0u64));
@@ -166,7 +198,7 @@ struct Workload {
     marker: &'static str,
 }
 
-const WORKLOADS: [Workload; 4] = [
+const WORKLOADS: [Workload; 5] = [
     Workload {
         name: "ping-pong",
         run: ping_pong,
@@ -176,6 +208,11 @@ const WORKLOADS: [Workload; 4] = [
         name: "all-to-one",
         run: all_to_one,
         marker: "sink",
+    },
+    Workload {
+        name: "work-queue",
+        run: work_queue,
+        marker: "main",
     },
     Workload {
         name: "lock-heavy",
