@@ -7,8 +7,9 @@
 //! The program is this binary in child mode (`child WORKLOAD`), 1 M operations each:
 //! message-heavy `ping-pong` (4 pairs bouncing a counter), `all-to-one` (7 senders, one
 //! receiver) and `work-queue` (`main` handing jobs to 4 workers that all receive from one
-//! crossbeam-style channel, and summing their answers); shared-memory-heavy `lock-heavy` (4 processes taking turns on one mutex) and
-//! `atomic-heavy` (4 processes doing a read-modify-write, a load and a store on two atomics).
+//! crossbeam-style channel, and summing their answers); shared-memory-heavy `lock-heavy` (4
+//! processes taking turns on one mutex) and `atomic-heavy` (4 processes doing a
+//! read-modify-write, a load and a store on two atomics).
 //! Half-way through, one process marks `half`. Each round:
 //!
 //! * **record**: the child run with `PPD_MODE=record`, whole-process wall time (spawn to exit);

@@ -1,14 +1,14 @@
 //! Multi-producer, single-consumer channels, mirroring `std::sync::mpsc`, plus [`Select`].
 //!
 //! Every message carries a header: the sending process and its sequence number on the channel
-//! (each process numbers from runs of its own, `SEQ_RUN`). A receive logs the pair — the item of the receiver's communication history (Manabe &
-//! Imase §2.2) — and replay hands each receive exactly that message: from its sender's lane
-//! when the channel has one receiver (`mpsc/lanes.rs`), otherwise from one carrier, holding
-//! back messages that arrive early. Payloads are logged only with `ppd record --payloads`, or
-//! inside an e-block, whose re-execution needs them, and only once the channel's message type
-//! is known to be serde ([`super::values`]): messages may be any `T: Send`, as std's are, and a
-//! channel of non-serde messages (boxed closures, handles) logs the order of its messages but
-//! not their contents.
+//! (each process numbers from runs of its own, `SEQ_RUN`). A receive logs the pair — the item
+//! of the receiver's communication history (Manabe & Imase §2.2) — and replay hands each
+//! receive exactly that message: from its sender's lane when the channel has one receiver
+//! (`mpsc/lanes.rs`), otherwise from one carrier, holding back messages that arrive early.
+//! Payloads are logged only with `ppd record --payloads`, or inside an e-block, whose
+//! re-execution needs them, and only once the channel's message type is known to be serde
+//! ([`super::values`]): messages may be any `T: Send`, as std's are, and a channel of non-serde
+//! messages (boxed closures, handles) logs the order of its messages but not their contents.
 
 use std::cell::Cell;
 use std::fmt;
