@@ -13,6 +13,7 @@ pub mod env;
 mod panic;
 pub mod program_hash;
 pub mod record;
+pub mod watch;
 
 use std::cell::{Cell, RefCell};
 use std::panic::Location;

@@ -35,28 +35,10 @@ use crossbeam_utils::CachePadded;
 use ppd_formats::order::{Order, Point, Rule, Tick};
 use ppd_formats::{Event, ObjectId, ProcessId};
 use ppd_recorder::runtime::backend::Dependency;
+use ppd_recorder::runtime::watch::watch;
 
 use crate::predicate::Combination;
 use crate::protocol::{Goal, HaltReason, ProcessReport, Report};
-
-/// How long a held process watches for a wake-up before it sleeps.
-const WATCH: std::time::Duration = std::time::Duration::from_micros(50);
-
-/// Spins, then yields, until `done` or [`WATCH`] has passed.
-fn watch(done: impl Fn() -> bool) {
-    let backoff = crossbeam_utils::Backoff::new();
-    let start = Instant::now();
-    while !done() {
-        if backoff.is_completed() {
-            if start.elapsed() >= WATCH {
-                return;
-            }
-            std::thread::yield_now();
-        } else {
-            backoff.snooze();
-        }
-    }
-}
 
 /// Something a process may need another process to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -501,12 +483,12 @@ impl Controller {
         }
     }
 
-    /// Holds process `i` until it is woken. It first watches for a wake-up for up to
-    /// [`WATCH`] without the lock: a process that serves requests one at a time (Algorithm 1's
-    /// processes without a predicate, sending one message at a time to a receiver that needs
-    /// them) is mostly asked again within microseconds, sooner than sleeping and being woken
-    /// would take. Wakes happen under the lock, so one that comes after the watch is seen by
-    /// the check under the lock, or wakes the sleep.
+    /// Holds process `i` until it is woken. It first watches for a wake-up without the lock
+    /// ([`watch`]): a process that serves requests one at a time (Algorithm 1's processes
+    /// without a predicate, sending one message at a time to a receiver that needs them) is
+    /// mostly asked again within microseconds, sooner than sleeping and being woken would
+    /// take. Wakes happen under the lock, so one that comes after the watch is seen by the
+    /// check under the lock, or wakes the sleep.
     fn hold<'a>(&'a self, i: usize, st: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
         let seen = self.wakes[i].load(Ordering::Acquire);
         drop(st);

@@ -23,6 +23,7 @@ use crossbeam_channel as cc;
 use ppd_formats::ProcessId;
 
 use super::carrier::Envelope;
+use crate::runtime;
 
 /// Buckets of the lane table: enough that a fan-in from hundreds of senders walks short lists.
 const BUCKETS: usize = 64;
@@ -104,38 +105,26 @@ impl<T> Lanes<T> {
     }
 }
 
-/// How long a replayed receive watches its lane before it sleeps.
-const WATCH: std::time::Duration = std::time::Duration::from_micros(50);
-
 impl<T> Lane<T> {
     /// The message at the front, if one is there.
     pub(crate) fn try_take(&self) -> Option<Envelope<T>> {
         self.rx.try_recv().ok()
     }
 
-    /// The message at the front, waiting at most `patience` for one: watching for it (spinning,
-    /// then yielding) for up to [`WATCH`] before sleeping. A replayed exchange hands each
-    /// message over as fast as its sender replays the send; sleeping at once made every
-    /// message of a replayed ping-pong a wake-up.
+    /// The message at the front, waiting at most `patience` (longer than a watch) for one:
+    /// watching for it first ([`runtime::watch`]), then asleep.
     pub(crate) fn take_within(&self, patience: std::time::Duration) -> Option<Envelope<T>> {
         let started = std::time::Instant::now();
-        let backoff = crossbeam_utils::Backoff::new();
-        loop {
-            if let Ok(env) = self.rx.try_recv() {
-                return Some(env);
-            }
-            if backoff.is_completed() {
-                if started.elapsed() >= WATCH.min(patience) {
-                    break;
-                }
-                std::thread::yield_now();
-            } else {
-                backoff.snooze();
-            }
-        }
-        self.rx
-            .recv_timeout(patience.saturating_sub(started.elapsed()))
-            .ok()
+        let mut taken = None;
+        runtime::watch::watch(|| {
+            taken = self.rx.try_recv().ok();
+            taken.is_some()
+        });
+        taken.or_else(|| {
+            self.rx
+                .recv_timeout(patience.saturating_sub(started.elapsed()))
+                .ok()
+        })
     }
 
     fn drain(&self) {
