@@ -16,7 +16,8 @@ use super::{
     ReadyTimeoutError, Receiver, RecvError, SelectTimeoutError, SendError, Sender, TryReadyError,
     TrySelectError,
 };
-use crate::sync::mpsc::{self, Wait};
+use crate::runtime;
+use crate::sync::mpsc::{self, CarrierChoice, Wait};
 use crate::time::Instant;
 
 /// Waits on several receive operations and chooses one that can proceed, like
@@ -109,6 +110,11 @@ impl<'a> Select<'a> {
         self.ops.len() - 1
     }
 
+    /// Whether any operation is a timer's.
+    fn has_timers(&self) -> bool {
+        self.ops.iter().any(|slot| matches!(slot, Slot::Timer(_)))
+    }
+
     /// The index of the operation that is the mpsc selection's `inner`-th.
     fn outer(&self, inner: usize) -> usize {
         self.ops
@@ -136,6 +142,7 @@ impl<'a> Select<'a> {
     /// clock, and the earliest timer bounds how long `attempt` may wait. Every step is
     /// logged, so replay comes to the same choice.
     #[track_caller]
+    #[inline]
     fn decide<R>(
         &mut self,
         mut wait: Wait,
@@ -143,7 +150,7 @@ impl<'a> Select<'a> {
         mut attempt: impl FnMut(&mut mpsc::Select<'a>, Wait) -> Result<R, SelectTimeoutError>,
         channel: impl Fn(&Self, R) -> (usize, Chosen<'a>),
     ) -> Result<(usize, Chosen<'a>), SelectTimeoutError> {
-        if !self.ops.iter().any(|slot| matches!(slot, Slot::Timer(_))) {
+        if !self.has_timers() {
             return attempt(&mut self.inner, wait).map(|r| channel(self, r));
         }
         let timers_only = !self.ops.iter().any(|slot| matches!(slot, Slot::Channel(_)));
@@ -211,9 +218,22 @@ impl<'a> Select<'a> {
         }
     }
 
-    /// `decide` for the operations that perform the receive.
+    /// `decide` for the operations that perform the receive. Outside a recording, a
+    /// selection of channels alone is the carriers' choice and nothing more.
     #[track_caller]
+    #[inline]
     fn choose(&mut self, wait: Wait) -> Result<SelectedOperation<'a>, SelectTimeoutError> {
+        if !runtime::active() && !self.has_timers() {
+            // Without timers every operation is a channel's, added in order: the carriers'
+            // index is the selection's.
+            return match self.inner.carriers_choose(wait) {
+                Ok(op) => Ok(SelectedOperation {
+                    index: op.index(),
+                    chosen: Chosen::Carrier(op),
+                }),
+                Err(_) => Err(SelectTimeoutError),
+            };
+        }
         let site = Location::caller();
         self.decide(
             wait,
@@ -247,7 +267,15 @@ impl<'a> Select<'a> {
     /// assert_eq!(sel.select().recv(&r), Ok(1));
     /// ```
     #[track_caller]
+    #[inline]
     pub fn select(&mut self) -> SelectedOperation<'a> {
+        if !runtime::active() && !self.has_timers() {
+            let op = self.inner.carriers_select();
+            return SelectedOperation {
+                index: op.index(),
+                chosen: Chosen::Carrier(op),
+            };
+        }
         loop {
             if let Ok(op) = self.choose(Wait::Block) {
                 return op;
@@ -373,6 +401,8 @@ pub struct SelectedOperation<'a> {
 /// What a [`Select`] chose.
 #[derive(Debug)]
 enum Chosen<'a> {
+    /// Outside a recording: a channel's receive or send, to complete on its carrier.
+    Carrier(CarrierChoice<'a>),
     /// A channel's receive, to complete.
     Channel(mpsc::SelectedOperation<'a>),
     /// A timer, and the instant it delivered.
@@ -410,8 +440,10 @@ impl SelectedOperation<'_> {
     /// # Panics
     ///
     /// When `r` is not the receiver chosen, as crossbeam's does.
+    #[inline]
     pub fn recv<T: Send>(self, r: &Receiver<T>) -> Result<T, RecvError> {
         match (self.chosen, &r.timer) {
+            (Chosen::Carrier(op), None) => op.recv(&r.core).map_err(|_| RecvError),
             (Chosen::Channel(op), None) => op.recv_core(&r.core).map_err(|_| RecvError),
             (Chosen::Timer(at), Some(end)) => Ok((end.deliver)(at)),
             _ => panic!("passed a receiver that wasn't selected"),
@@ -433,6 +465,9 @@ impl SelectedOperation<'_> {
     /// When `s` is not the sender chosen, as crossbeam's does.
     pub fn send<T: Send>(self, s: &Sender<T>, msg: T) -> Result<(), SendError<T>> {
         match self.chosen {
+            Chosen::Carrier(op) => op
+                .send(&s.inner, msg)
+                .map_err(|crate::sync::mpsc::SendError(msg)| SendError(msg)),
             Chosen::Channel(op) => op
                 .send_core(&s.inner, msg)
                 .map_err(|crate::sync::mpsc::SendError(msg)| SendError(msg)),

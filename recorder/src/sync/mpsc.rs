@@ -36,6 +36,7 @@ mod select;
 pub use bounded::{SyncSender, named_sync_channel, sync_channel};
 use carrier::{CarrierRx, CarrierTx, Envelope};
 use lanes::{Lane, Lanes};
+pub(crate) use select::CarrierChoice;
 pub use select::{Select, SelectTimeoutError, SelectedOperation};
 
 use super::bound::{Bound, serve_emulated_room};
@@ -294,6 +295,7 @@ impl<T: Send> Sender<T> {
 impl<T: Send> Sender<T> {
     /// A send that waits for room in a bounded channel: the room's P, then the send (a
     /// rendezvous send then waits until its message is taken).
+    #[inline]
     pub(crate) fn send_bounded(
         &self,
         value: T,
@@ -302,6 +304,17 @@ impl<T: Send> Sender<T> {
         if !runtime::active() {
             return self.send_plain(value);
         }
+        self.send_bounded_logged(value, site)
+    }
+
+    /// `send_bounded` under a backend, out of line so that pass-through inlines to the plain
+    /// send.
+    #[inline(never)]
+    fn send_bounded_logged(
+        &self,
+        value: T,
+        site: &'static Location<'static>,
+    ) -> Result<(), SendError<T>> {
         let Some(bound) = self.meta.bound.as_deref() else {
             serve_emulated_room(self.meta.id, site);
             let sent = self.send_logged(value, site);

@@ -180,9 +180,31 @@ impl<'a> Select<'a> {
         self.choose(Wait::Timeout(timeout), Location::caller())
     }
 
+    /// Pass-through only: the carriers' own choice, waiting until one can proceed.
+    #[inline]
+    pub(crate) fn carriers_select(&mut self) -> CarrierChoice<'a> {
+        CarrierChoice(self.inner.select())
+    }
+
+    /// Pass-through only: the carriers' own choice, waiting as `wait` says, with nothing
+    /// around it to log or check. The crossbeam selection's index is the operation's.
+    #[inline]
+    pub(crate) fn carriers_choose(
+        &mut self,
+        wait: Wait,
+    ) -> Result<CarrierChoice<'a>, SelectTimeoutError> {
+        match wait {
+            Wait::Block => Ok(self.inner.select()),
+            Wait::Try => self.inner.try_select().map_err(|_| SelectTimeoutError),
+            Wait::Timeout(t) => self.inner.select_timeout(t).map_err(|_| SelectTimeoutError),
+        }
+        .map(CarrierChoice)
+    }
+
     /// Chooses an operation that can proceed, waiting as `wait` says; for `Wait::Try` and
     /// `Wait::Timeout`, an error when none could. The choice is logged (`Select`, or
     /// `RecvNone` on the first channel when there was none) and replay makes it again.
+    #[inline]
     pub(crate) fn choose(
         &mut self,
         wait: Wait,
@@ -242,6 +264,7 @@ impl<'a> Select<'a> {
     /// The logged choice among the operations: `live` waits on the carriers as told, `index`
     /// says which operation a live choice is, `replayed` makes a choice from a logged index
     /// (or from a send the rooms judged ready).
+    #[inline]
     fn decide<R>(
         &mut self,
         wait: Wait,
@@ -420,6 +443,51 @@ fn log_blocked(object: ObjectId, site: &'static Location<'static>) {
     });
 }
 
+/// Pass-through: an operation the carriers chose ([`Select::carriers_choose`]), completed on
+/// the carrier with nothing logged. It is kept apart from [`SelectedOperation`] so that a
+/// selection outside a recording moves no more than crossbeam's own choice.
+pub(crate) struct CarrierChoice<'a>(cc::SelectedOperation<'a>);
+
+impl CarrierChoice<'_> {
+    /// The index of the operation chosen.
+    #[inline]
+    pub(crate) fn index(&self) -> usize {
+        self.0.index()
+    }
+
+    /// Completes the chosen receive on `receiver`'s carrier.
+    ///
+    /// # Panics
+    ///
+    /// When `receiver` is not the one chosen (crossbeam's check).
+    #[inline]
+    pub(crate) fn recv<T>(self, receiver: &ReceiverCore<T>) -> Result<T, RecvError> {
+        receiver
+            .inner
+            .complete(self.0)
+            .map(|env| env.value)
+            .map_err(|_| RecvError)
+    }
+
+    /// Completes the chosen send on `sender`'s carrier.
+    ///
+    /// # Panics
+    ///
+    /// When `sender` is not the one chosen (crossbeam's check).
+    #[inline]
+    pub(crate) fn send<T>(self, sender: &Sender<T>, msg: T) -> Result<(), SendError<T>> {
+        sender.complete_send(self.0, msg)
+    }
+}
+
+impl fmt::Debug for CarrierChoice<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CarrierChoice")
+            .field("index", &self.index())
+            .finish()
+    }
+}
+
 /// The operation a [`Select`] chose; complete it with [`recv`](SelectedOperation::recv).
 ///
 /// ```
@@ -482,6 +550,7 @@ impl SelectedOperation<'_> {
     /// # Panics
     ///
     /// When the chosen operation is not a receive from `receiver`'s channel, as crossbeam's.
+    #[inline]
     pub(crate) fn recv_core<T: Send>(self, receiver: &ReceiverCore<T>) -> Result<T, RecvError> {
         if runtime::active()
             && !matches!(self.op, Some(SelectOp::Recv { channel }) if channel == receiver.meta.id)
