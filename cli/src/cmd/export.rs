@@ -15,7 +15,7 @@ use crate::exit::{CmdResult, input};
 /// Export formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum Format {
-    /// Perfetto's native protobuf trace (under 30 bytes per event): open it in ui.perfetto.dev.
+    /// Perfetto's native protobuf trace (about 30 bytes per event): open it in ui.perfetto.dev.
     Perfetto,
     /// Chrome trace JSON, with a description of every event: open it in ui.perfetto.dev or
     /// chrome://tracing.

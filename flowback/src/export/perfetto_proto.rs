@@ -2,7 +2,8 @@
 //!
 //! Field numbers follow Perfetto's `protos/perfetto/trace/` (`trace_packet.proto`,
 //! `track_event/track_event.proto`, `track_event/track_descriptor.proto`,
-//! `interned_data/interned_data.proto`). The layout keeps the trace under 30 bytes per event:
+//! `interned_data/interned_data.proto`). The layout keeps the trace to about 30 bytes per event
+//! (28 on a long `bank` run):
 //!
 //! * one track per logical process (a thread of the trace process "ppd run", `tid` = process
 //!   id + 1, as in the JSON variant), and one packet sequence per process: its first packet
