@@ -25,6 +25,26 @@ const ROUNDS: usize = 15;
 /// How long one loop should run in a full run, to calibrate its iteration count.
 const TARGET: Duration = Duration::from_millis(20);
 
+/// `n` selections between a channel holding a message and an empty one, made with `$channel`
+/// (an unbounded channel of `u64`s' constructor) and `$select` (a selection type).
+macro_rules! select_loop {
+    ($n:expr, $channel:expr, $select:ty) => {{
+        let (tx, rx) = $channel();
+        let (_other_tx, other) = $channel();
+        let mut sum = 0u64;
+        for i in 0..$n {
+            tx.send(i).unwrap();
+            let mut sel = <$select>::new();
+            let mine = sel.recv(&rx);
+            sel.recv(&other);
+            let op = sel.select();
+            assert_eq!(op.index(), mine);
+            sum = sum.wrapping_add(op.recv(&rx).unwrap());
+        }
+        sum
+    }};
+}
+
 /// Writes every operation's loop against the names in scope where it expands: once for std,
 /// once for ppd.
 macro_rules! loops {
@@ -161,19 +181,13 @@ macro_rules! loops {
         }
 
         pub(crate) fn crossbeam_select(n: u64) -> u64 {
-            let (tx, rx) = channel::unbounded::<u64>();
-            let (_other_tx, other) = channel::unbounded::<u64>();
-            let mut sum = 0u64;
-            for i in 0..n {
-                tx.send(i).unwrap();
-                let mut sel = channel::Select::new();
-                let mine = sel.recv(&rx);
-                sel.recv(&other);
-                let op = sel.select();
-                assert_eq!(op.index(), mine);
-                sum = sum.wrapping_add(op.recv(&rx).unwrap());
-            }
-            sum
+            select_loop!(n, channel::unbounded::<u64>, channel::Select<'_>)
+        }
+
+        /// A selection over std-style channels (`selectable`: std has none, so the std column
+        /// runs crossbeam's over its own channels).
+        pub(crate) fn mpsc_select(n: u64) -> u64 {
+            select_loop!(n, selectable::channel::<u64>, selectable::Select<'_>)
         }
 
         pub(crate) fn condvar_notify(n: u64) -> u64 {
@@ -278,6 +292,11 @@ mod with_std {
     use std::sync::{Barrier, Condvar, Mutex, OnceLock, RwLock};
     use std::{net, thread, time};
 
+    /// Std-style channels that can be selected over.
+    mod selectable {
+        pub(crate) use crossbeam_channel::{Select, unbounded as channel};
+    }
+
     loops!();
 }
 
@@ -290,11 +309,16 @@ mod with_ppd {
     use ppd::{net, thread, time};
     use std::hint::black_box;
 
+    /// Std-style channels that can be selected over.
+    mod selectable {
+        pub(crate) use ppd::sync::mpsc::{Select, channel};
+    }
+
     loops!();
 }
 
-/// One operation: its name, what the std column runs (crossbeam for `ppd::channel`), and the
-/// two loops.
+/// One operation: its name, what the std column runs (crossbeam for `ppd::channel` and for the
+/// selections), and the two loops.
 struct Loop {
     name: &'static str,
     baseline: &'static str,
@@ -323,6 +347,7 @@ const LOOPS: &[Loop] = table![
     "channel-send-recv" "crossbeam" crossbeam_unbounded_send_recv,
     "channel-bounded-send-recv" "crossbeam" crossbeam_bounded_send_recv,
     "channel-select" "crossbeam" crossbeam_select,
+    "mpsc-select" "crossbeam" mpsc_select,
     "condvar-notify" "std" condvar_notify,
     "barrier-wait" "std" barrier_of_one,
     "instant-now" "std" instant_now,

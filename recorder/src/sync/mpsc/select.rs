@@ -155,8 +155,19 @@ impl<'a> Select<'a> {
     /// assert_eq!(sel.select().recv(&rx).unwrap(), 1);
     /// ```
     #[track_caller]
+    #[inline]
     pub fn select(&mut self) -> SelectedOperation<'a> {
         let site = Location::caller();
+        if !runtime::active() {
+            // Outside a recording: crossbeam's choice, with nothing to log.
+            let op = self.inner.select();
+            return SelectedOperation {
+                index: op.index(),
+                live: Some(op),
+                site,
+                op: None,
+            };
+        }
         match self.choose(Wait::Block, site) {
             Ok(op) => op,
             Err(SelectTimeoutError) => unreachable!("select without a timeout cannot time out"),
@@ -541,6 +552,7 @@ impl SelectedOperation<'_> {
     /// sel.recv(&rx);
     /// assert_eq!(sel.select().recv(&rx), Ok(4));
     /// ```
+    #[inline]
     pub fn recv<T: Send>(self, receiver: &Receiver<T>) -> Result<T, RecvError> {
         self.recv_core(&receiver.core)
     }
