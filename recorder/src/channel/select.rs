@@ -115,6 +115,13 @@ impl<'a> Select<'a> {
         self.ops.iter().any(|slot| matches!(slot, Slot::Timer(_)))
     }
 
+    /// Outside a recording, a selection of channels alone is the carriers' choice and nothing
+    /// more. Without timers every operation is a channel's, added in order: the carriers'
+    /// index is the selection's.
+    fn passes_through(&self) -> bool {
+        !runtime::active() && !self.has_timers()
+    }
+
     /// The index of the operation that is the mpsc selection's `inner`-th.
     fn outer(&self, inner: usize) -> usize {
         self.ops
@@ -218,19 +225,16 @@ impl<'a> Select<'a> {
         }
     }
 
-    /// `decide` for the operations that perform the receive. Outside a recording, a
-    /// selection of channels alone is the carriers' choice and nothing more.
+    /// `decide` for the operations that perform the receive ([`passes_through`]: the
+    /// carriers' choice).
+    ///
+    /// [`passes_through`]: Select::passes_through
     #[track_caller]
     #[inline]
     fn choose(&mut self, wait: Wait) -> Result<SelectedOperation<'a>, SelectTimeoutError> {
-        if !runtime::active() && !self.has_timers() {
-            // Without timers every operation is a channel's, added in order: the carriers'
-            // index is the selection's.
+        if self.passes_through() {
             return match self.inner.carriers_choose(wait) {
-                Ok(op) => Ok(SelectedOperation {
-                    index: op.index(),
-                    chosen: Chosen::Carrier(op),
-                }),
+                Ok(op) => Ok(SelectedOperation::carried(op)),
                 Err(_) => Err(SelectTimeoutError),
             };
         }
@@ -269,12 +273,8 @@ impl<'a> Select<'a> {
     #[track_caller]
     #[inline]
     pub fn select(&mut self) -> SelectedOperation<'a> {
-        if !runtime::active() && !self.has_timers() {
-            let op = self.inner.carriers_select();
-            return SelectedOperation {
-                index: op.index(),
-                chosen: Chosen::Carrier(op),
-            };
+        if self.passes_through() {
+            return SelectedOperation::carried(self.inner.carriers_select());
         }
         loop {
             if let Ok(op) = self.choose(Wait::Block) {
@@ -409,6 +409,17 @@ enum Chosen<'a> {
     Timer(Instant),
     /// Only which operation is ready (`ready`).
     Ready,
+}
+
+impl<'a> SelectedOperation<'a> {
+    /// The carriers' choice outside a recording.
+    #[inline]
+    fn carried(op: CarrierChoice<'a>) -> Self {
+        SelectedOperation {
+            index: op.index(),
+            chosen: Chosen::Carrier(op),
+        }
+    }
 }
 
 impl SelectedOperation<'_> {

@@ -160,13 +160,7 @@ impl<'a> Select<'a> {
         let site = Location::caller();
         if !runtime::active() {
             // Outside a recording: crossbeam's choice, with nothing to log.
-            let op = self.inner.select();
-            return SelectedOperation {
-                index: op.index(),
-                live: Some(op),
-                site,
-                op: None,
-            };
+            return SelectedOperation::live(self.inner.select(), site);
         }
         match self.choose(Wait::Block, site) {
             Ok(op) => op,
@@ -204,12 +198,7 @@ impl<'a> Select<'a> {
         &mut self,
         wait: Wait,
     ) -> Result<CarrierChoice<'a>, SelectTimeoutError> {
-        match wait {
-            Wait::Block => Ok(self.inner.select()),
-            Wait::Try => self.inner.try_select().map_err(|_| SelectTimeoutError),
-            Wait::Timeout(t) => self.inner.select_timeout(t).map_err(|_| SelectTimeoutError),
-        }
-        .map(CarrierChoice)
+        carriers_choice(&mut self.inner, wait).map(CarrierChoice)
     }
 
     /// Chooses an operation that can proceed, waiting as `wait` says; for `Wait::Try` and
@@ -221,23 +210,10 @@ impl<'a> Select<'a> {
         wait: Wait,
         site: &'static Location<'static>,
     ) -> Result<SelectedOperation<'a>, SelectTimeoutError> {
-        let live = |op: cc::SelectedOperation<'a>| SelectedOperation {
-            index: op.index(),
-            live: Some(op),
-            site,
-            op: None,
-        };
         self.decide(
             wait,
             site,
-            |sel, wait| match wait {
-                Wait::Block => Ok(live(sel.select())),
-                Wait::Try => sel.try_select().map(live).map_err(|_| SelectTimeoutError),
-                Wait::Timeout(t) => sel
-                    .select_timeout(t)
-                    .map(live)
-                    .map_err(|_| SelectTimeoutError),
-            },
+            |sel, wait| carriers_choice(sel, wait).map(|op| SelectedOperation::live(op, site)),
             |op| op.index,
             |index| SelectedOperation {
                 index,
@@ -419,6 +395,19 @@ impl<'a> Select<'a> {
     }
 }
 
+/// The carriers' own choice among `sel`'s operations, waiting as `wait` says.
+#[inline]
+fn carriers_choice<'a>(
+    sel: &mut cc::Select<'a>,
+    wait: Wait,
+) -> Result<cc::SelectedOperation<'a>, SelectTimeoutError> {
+    match wait {
+        Wait::Block => Ok(sel.select()),
+        Wait::Try => sel.try_select().map_err(|_| SelectTimeoutError),
+        Wait::Timeout(t) => sel.select_timeout(t).map_err(|_| SelectTimeoutError),
+    }
+}
+
 thread_local! {
     /// Which operation a selection with sends looks at first, advanced by every selection.
     static TURN: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
@@ -524,6 +513,19 @@ impl fmt::Debug for SelectedOperation<'_> {
         f.debug_struct("SelectedOperation")
             .field("index", &self.index)
             .finish()
+    }
+}
+
+impl<'a> SelectedOperation<'a> {
+    /// The carriers' choice `op`, made at `site`: completed on its carrier.
+    #[inline]
+    fn live(op: cc::SelectedOperation<'a>, site: &'static Location<'static>) -> Self {
+        SelectedOperation {
+            index: op.index(),
+            live: Some(op),
+            site,
+            op: None,
+        }
     }
 }
 
