@@ -73,7 +73,13 @@ pub fn load_or_compute_with<S: EventStore>(
         .dir()
         .join(ppd_formats::recording::CACHE_DIR)
         .join(CLOCKS_FILE);
-    let opened = fs::File::open(&path).and_then(|f| Ok((f.metadata()?.len(), f)));
+    let opened = ppd_formats::private::open_regular(&path, "read the clocks cache").and_then(|f| {
+        let size = f
+            .metadata()
+            .map_err(|e| ppd_formats::FormatError::io(&path, "read the clocks cache", e))?
+            .len();
+        Ok((size, f))
+    });
     let reason = match opened {
         Ok((size, file)) => match decode(BufReader::new(file), size, &fingerprint, trace) {
             Ok(clocks) => return (clocks, CacheOutcome::Hit),

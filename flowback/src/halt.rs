@@ -42,10 +42,10 @@ impl HaltCut {
     /// Reads the cut of the recording in `dir`; `None` when there is none.
     pub fn load(dir: &Path) -> Result<Option<HaltCut>> {
         let path = HaltCut::path(dir);
-        let bytes = match std::fs::read(&path) {
+        let bytes = match ppd_formats::private::read_regular(&path, "read halt cut") {
             Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(FlowbackError::io(path, "read halt cut", e)),
+            Err(ppd_formats::FormatError::Missing { .. }) => return Ok(None),
+            Err(e) => return Err(e.into()),
         };
         serde_json::from_slice(&bytes)
             .map(Some)

@@ -79,9 +79,11 @@ impl ProgramExit {
     }
 
     /// Reads it from the recording directory `dir`; `None` when `ppd record` did not write one
-    /// (it was killed too) or it does not parse.
+    /// (it was killed too), it is not a regular file, or it does not parse.
     pub fn read(dir: &Path) -> Option<ProgramExit> {
-        let bytes = std::fs::read(dir.join(PROGRAM_EXIT_FILE)).ok()?;
+        let bytes =
+            crate::private::read_regular(&dir.join(PROGRAM_EXIT_FILE), "read the program's exit")
+                .ok()?;
         serde_json::from_slice(&bytes).ok()
     }
 }

@@ -227,17 +227,13 @@ impl Manifest {
     /// Reads the manifest of the recording in `dir`.
     pub fn read(dir: &Path) -> Result<Manifest> {
         let path = dir.join(MANIFEST_FILE);
-        let mut file =
-            crate::reader::open_regular(&path, "read manifest").map_err(|e| match e {
-                FormatError::Missing { .. } => FormatError::NotARecording {
-                    path: dir.to_owned(),
-                    detail: format!("no {MANIFEST_FILE}"),
-                },
-                e => e,
-            })?;
-        let mut bytes = Vec::new();
-        std::io::Read::read_to_end(&mut file, &mut bytes)
-            .map_err(|e| FormatError::io(&path, "read manifest", e))?;
+        let bytes = crate::private::read_regular(&path, "read manifest").map_err(|e| match e {
+            FormatError::Missing { .. } => FormatError::NotARecording {
+                path: dir.to_owned(),
+                detail: format!("no {MANIFEST_FILE}"),
+            },
+            e => e,
+        })?;
         let manifest: Manifest =
             serde_json::from_slice(&bytes).map_err(|source| FormatError::Manifest {
                 path: path.clone(),

@@ -35,6 +35,53 @@ pub fn create_file(path: &Path, action: &'static str) -> Result<File> {
     Ok(file)
 }
 
+/// Opens `path` for reading if it is a regular file. The open does not block (a FIFO in place
+/// of a log, a manifest or a cache file would otherwise wait for a writer forever) and the type
+/// is checked on the open descriptor, so the file cannot be swapped between the check and the
+/// read.
+pub fn open_regular(path: &Path, action: &'static str) -> Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| FormatError::io(path, action, e))?;
+    let kind = file
+        .metadata()
+        .map_err(|e| FormatError::io(path, action, e))?
+        .file_type();
+    if !kind.is_file() {
+        return Err(FormatError::NotAFile {
+            path: path.to_owned(),
+            kind: describe_file_type(kind),
+        });
+    }
+    Ok(file)
+}
+
+/// Reads all of `path` if it is a regular file ([`open_regular`]).
+pub fn read_regular(path: &Path, action: &'static str) -> Result<Vec<u8>> {
+    let mut file = open_regular(path, action)?;
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut file, &mut bytes)
+        .map_err(|e| FormatError::io(path, action, e))?;
+    Ok(bytes)
+}
+
+fn describe_file_type(kind: fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    }
+}
+
 /// Makes `path` a private directory: creates it 0700 if missing; if it exists it must be a real
 /// directory (not a link) and is tightened to 0700.
 pub fn ensure_dir(path: &Path) -> Result<()> {

@@ -145,7 +145,7 @@ impl LogReader {
     /// Fails only when the file header is unreadable; damage further in is listed by
     /// [`damage`](Self::damage) and everything before it is readable.
     pub fn open(path: &Path) -> Result<LogReader> {
-        let file = open_regular(path, "open log")?;
+        let file = crate::private::open_regular(path, "open log")?;
         let file_len = file
             .metadata()
             .map_err(|e| FormatError::io(path, "stat log", e))?
@@ -1053,44 +1053,6 @@ impl LogReader {
             position: e.position,
             detail: e.detail,
         }
-    }
-}
-
-/// Opens `path` for reading if it is a regular file. The open does not block (a FIFO in place
-/// of a log would otherwise wait for a writer forever) and the type is checked on the open
-/// descriptor, so the file cannot be swapped between the check and the read.
-pub(crate) fn open_regular(path: &Path, action: &'static str) -> Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| FormatError::io(path, action, e))?;
-    let kind = file
-        .metadata()
-        .map_err(|e| FormatError::io(path, action, e))?
-        .file_type();
-    if !kind.is_file() {
-        return Err(FormatError::NotAFile {
-            path: path.to_owned(),
-            kind: describe_file_type(kind),
-        });
-    }
-    Ok(file)
-}
-
-fn describe_file_type(kind: std::fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    if kind.is_dir() {
-        "a directory"
-    } else if kind.is_fifo() {
-        "a FIFO"
-    } else if kind.is_socket() {
-        "a socket"
-    } else if kind.is_char_device() || kind.is_block_device() {
-        "a device"
-    } else {
-        "not a regular file"
     }
 }
 

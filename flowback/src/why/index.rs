@@ -360,7 +360,7 @@ impl ProcessIndex {
         })?;
         let wanted = fingerprint(&recording.log_path(entry))?;
         let path = cache_path(recording, process)?;
-        let cached = fs::File::open(&path)
+        let cached = ppd_formats::private::open_regular(&path, "read the why index")
             .ok()
             // SAFETY: the map is read through bounds-checked slices only, and the file is
             // replaced by rename, never written in place, so its pages do not change under us.

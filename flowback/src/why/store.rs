@@ -9,7 +9,6 @@
 //! does not parse is a miss.
 
 use std::collections::{BTreeSet, HashMap};
-use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -132,7 +131,7 @@ impl<'r> TraceStore<'r> {
         let cached = self
             .trace_path(key)
             .ok()
-            .and_then(|path| fs::read(path).ok())
+            .and_then(|path| ppd_formats::private::read_regular(&path, "read a trace").ok())
             .and_then(|bytes| serde_json::from_slice::<Trace>(&bytes).ok())
             .filter(|t| t.process == key.process && t.enter == key.enter);
         match cached {
@@ -224,7 +223,7 @@ impl<'r> TraceStore<'r> {
             .collect::<Vec<_>>()
             .join("+");
         let path = self.recording.cache_dir()?.join("eblocks.json");
-        let cached = fs::read(&path)
+        let cached = ppd_formats::private::read_regular(&path, "read the e-block registry")
             .ok()
             .and_then(|bytes| serde_json::from_slice::<RegistryCache>(&bytes).ok())
             .filter(|c| c.program == program && !program.is_empty());

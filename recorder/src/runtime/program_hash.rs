@@ -28,7 +28,10 @@ use std::path::{Path, PathBuf};
 /// information) would count in the recorded program's peak memory.
 pub fn hash_file(path: &Path) -> io::Result<String> {
     let mut hasher = blake3::Hasher::new();
-    hasher.update_reader(fs::File::open(path)?)?;
+    // A FIFO or a device in place of the program would never end (or never start) the read.
+    let file = ppd_formats::private::open_regular(path, "hash the program")
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    hasher.update_reader(file)?;
     Ok(hasher.finalize().to_hex().to_string())
 }
 
