@@ -277,6 +277,80 @@ impl ProcessEnding {
     }
 }
 
+/// A process whose parent logged its `Spawn` and which has no log: the run was cut short (or
+/// recording stopped) between the spawn and the child's log. ppd now creates a child's log
+/// before its parent logs the spawn, so only recordings made before that hold such processes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SpawnedWithoutLog {
+    /// The id the spawn gave it.
+    pub id: ProcessId,
+    /// Its parent.
+    pub parent: ProcessId,
+    /// The index of the `Spawn` in the parent's log.
+    pub spawn_event: u64,
+    /// Where it was spawned, `file:line`.
+    pub site: Option<String>,
+}
+
+impl SpawnedWithoutLog {
+    /// How it ended, in words.
+    pub fn describe(&self, recording: &Recording) -> String {
+        let at = self
+            .site
+            .as_ref()
+            .map_or(String::new(), |s| format!(", {s}"));
+        format!(
+            "never started: spawned by {} at event {}{at}; the run was cut short before its log \
+             was created",
+            process_label(recording, self.parent),
+            self.spawn_event
+        )
+    }
+}
+
+/// The processes spawned in `recording` that have no log. Only a node cut short or stopped can
+/// have them (a node that ended lists every process in its manifest, and a missing log of one
+/// is damage), so only its logs are read; a log that cannot be read is skipped (its damage is
+/// reported where logs are checked).
+pub fn spawned_without_log(recording: &Recording) -> Vec<SpawnedWithoutLog> {
+    let mut found = Vec::new();
+    for (k, node) in recording.nodes().iter().enumerate() {
+        let ended = node.manifest.end.is_some() && node.manifest.stopped.is_none();
+        if ended {
+            continue;
+        }
+        for entry in recording.processes().iter().filter(|p| p.node == k) {
+            let Ok(reader) = recording.open_log(entry) else {
+                continue;
+            };
+            // A closed log's index counts its kinds; a recovered one would be read twice.
+            let spawns_nothing = reader.totals().is_some()
+                && reader.kind_counts().is_ok_and(|counts| {
+                    counts
+                        .iter()
+                        .all(|&(kind, n)| kind != crate::event::EventKind::Spawn || n == 0)
+                });
+            if spawns_nothing {
+                continue;
+            }
+            for (index, event) in reader.events().without_values().map_while(Result::ok) {
+                if let Event::Spawn { child, site } = event
+                    && recording.process(child).is_none()
+                {
+                    found.push(SpawnedWithoutLog {
+                        id: child,
+                        parent: entry.id,
+                        spawn_event: index,
+                        site: site.map(|s| s.to_string()),
+                    });
+                }
+            }
+        }
+    }
+    found.sort_by_key(|p| p.id);
+    found
+}
+
 /// A process by its name and id: `worker (p2)`.
 pub fn process_label(recording: &Recording, id: ProcessId) -> String {
     match recording.process(id) {

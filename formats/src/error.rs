@@ -144,6 +144,21 @@ pub enum FormatError {
         /// Which identity differs, and how.
         detail: String,
     },
+    /// A node under `nodes/` recorded by another run than the recording's own.
+    #[error(
+        "{path}: a node of another run ({}), not of this recording's ({}): it was copied in; \
+         move it out, or combine recordings made apart with `ppd merge`",
+        show_run(.node_run),
+        show_run(.run)
+    )]
+    ForeignNode {
+        /// The node's directory.
+        path: PathBuf,
+        /// Its run id.
+        node_run: Option<String>,
+        /// The recording's run id (its first node's).
+        run: Option<String>,
+    },
     /// A directory that is not a recording.
     #[error("{path}: not a ppd recording ({detail})")]
     NotARecording {
@@ -171,3 +186,8 @@ impl FormatError {
 
 /// Result alias for this crate.
 pub type Result<T, E = FormatError> = std::result::Result<T, E>;
+
+fn show_run(run: &Option<String>) -> String {
+    run.as_ref()
+        .map_or_else(|| "no run id".to_owned(), |r| format!("run {r}"))
+}

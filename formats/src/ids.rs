@@ -28,9 +28,36 @@ impl ProcessId {
         self.0 as usize
     }
 
-    /// Process `local` of node `node`.
+    /// How many nodes process ids can tell apart: the bits above [`NODE_SHIFT`](Self::NODE_SHIFT).
+    pub const MAX_NODES: u32 = 1 << (32 - ProcessId::NODE_SHIFT);
+
+    /// Process `local` of node `node`; `node` must be below [`MAX_NODES`](Self::MAX_NODES) and
+    /// `local` below `2^NODE_SHIFT`.
     pub fn on_node(node: u32, local: u32) -> ProcessId {
+        debug_assert!(node < ProcessId::MAX_NODES && local < 1 << ProcessId::NODE_SHIFT);
         ProcessId((node << ProcessId::NODE_SHIFT) | local)
+    }
+
+    /// Reads a process id as reports write it: `p<N>` (or `N`) for node 0's process N, or
+    /// `p<NODE>.<N>`. Only plain decimal digits are taken, and a node or a number past what ids
+    /// hold is `None`, never wrapped onto another process.
+    pub fn parse_label(text: &str) -> Option<ProcessId> {
+        fn number(digits: &str, below: u32) -> Option<u32> {
+            let plain = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
+            plain
+                .then(|| digits.parse::<u32>().ok())
+                .flatten()
+                .filter(|&n| n < below)
+        }
+        let text = text.strip_prefix('p').unwrap_or(text);
+        let local_limit = 1 << ProcessId::NODE_SHIFT;
+        match text.split_once('.') {
+            Some((node, local)) => Some(ProcessId::on_node(
+                number(node, ProcessId::MAX_NODES)?,
+                number(local, local_limit)?,
+            )),
+            None => number(text, local_limit).map(ProcessId),
+        }
     }
 
     /// The node (OS process) it ran in, 0 in a recording of one.

@@ -63,16 +63,7 @@ pub fn resolve_process<'a>(
         }
         [] => {}
     }
-    let number = name.strip_prefix('p').unwrap_or(name);
-    let id = match number.split_once('.') {
-        Some((node, local)) => node
-            .parse::<u32>()
-            .ok()
-            .zip(local.parse::<u32>().ok())
-            .filter(|&(_, local)| local < 1 << ProcessId::NODE_SHIFT)
-            .map(|(node, local)| ProcessId::on_node(node, local)),
-        None => number.parse::<u32>().ok().map(ProcessId),
-    };
+    let id = ProcessId::parse_label(name);
     if let Some(id) = id
         && processes.clone().into_iter().any(|(p, _)| p == id)
     {
@@ -107,6 +98,35 @@ mod tests {
         assert_eq!(resolve_process("p2", procs()), Ok(ProcessId(1)));
         assert_eq!(resolve_process("p0", procs()), Ok(ProcessId(0)));
         assert_eq!(resolve_process("3", procs()), Ok(ProcessId(3)));
+    }
+
+    #[test]
+    fn an_id_past_what_ids_hold_names_no_process_instead_of_wrapping_onto_one() {
+        let nodes = vec![
+            (ProcessId(0), "bank-1/main"),
+            (ProcessId(1), "bank-1/teller"),
+            (ProcessId::on_node(1, 3), "other-1/client-0"),
+        ];
+        // 4096 << 20 and 8192 << 20 wrap to node 0 in 32 bits; 1 << 20 is node 1's process 0.
+        for name in [
+            "p4096.1",
+            "p8192.3",
+            "p4097.3",
+            "p1.1048576",
+            "p1048576",
+            "p+1",
+            "p1.+3",
+        ] {
+            assert!(
+                matches!(
+                    resolve_process(name, nodes.clone()),
+                    Err(ProcessNameError::Unknown { .. })
+                ),
+                "{name} resolved"
+            );
+        }
+        assert_eq!(resolve_process("p1", nodes.clone()), Ok(ProcessId(1)));
+        assert_eq!(resolve_process("p1.3", nodes), Ok(ProcessId::on_node(1, 3)));
     }
 
     #[test]

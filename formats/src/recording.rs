@@ -92,6 +92,17 @@ impl Recording {
         let several = nodes.len() > 1;
         for (k, node_dir) in nodes.into_iter().enumerate() {
             let (manifest, locals) = open_node(&node_dir)?;
+            // Every node a run starts records its id; a node of another run is not part of
+            // this one, however its logs read.
+            if let Some(first) = recording.nodes.first()
+                && manifest.run != first.manifest.run
+            {
+                return Err(FormatError::ForeignNode {
+                    path: node_dir,
+                    node_run: manifest.run,
+                    run: first.manifest.run.clone(),
+                });
+            }
             let base = u32::try_from(k)
                 .ok()
                 .and_then(|k| k.checked_shl(ProcessId::NODE_SHIFT))

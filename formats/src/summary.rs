@@ -73,6 +73,9 @@ pub struct NodeSummary {
     pub stopped: Option<String>,
 }
 
+/// The name a process without a log is listed under: only its log says what it was called.
+pub const UNLOGGED_NAME: &str = "(no log)";
+
 /// Summary of one process's log.
 #[derive(Debug, Clone, Serialize)]
 pub struct ProcessSummary {
@@ -91,7 +94,8 @@ pub struct ProcessSummary {
     /// Bytes the events take in the log.
     pub bytes_compressed: u64,
     /// The log's state: `complete`, `recovered after crash`, `recovered (process alive at
-    /// exit)`, `recording stopped`, `not recorded (recording stopped)`, or `missing`; then, if
+    /// exit)`, `recording stopped`, `not recorded (recording stopped)`, `missing`, or `none:
+    /// spawned, never started` (a process spawned just before the run was cut short); then, if
     /// the last event was rebuilt from the pending access record (`crate::pending`), that.
     pub state: String,
     /// Whether the log closed cleanly and is undamaged.
@@ -201,6 +205,24 @@ pub fn summarize(recording: &Recording, payloads: Payloads) -> Result<RecordingS
         summary.complete = reader.state() == LogState::Complete && summary.damage.is_empty();
         processes.push(summary);
     }
+    for unlogged in crate::ending::spawned_without_log(recording) {
+        processes.push(ProcessSummary {
+            id: unlogged.id,
+            name: UNLOGGED_NAME.into(),
+            parent: Some(unlogged.parent),
+            events: 0,
+            by_kind: BTreeMap::new(),
+            bytes_raw: 0,
+            bytes_compressed: 0,
+            state: "none: spawned, never started".into(),
+            complete: false,
+            ending: Some(ProcessEnding::NeverStarted),
+            ending_text: unlogged.describe(recording),
+            damage: Vec::new(),
+            stalls: 0,
+        });
+    }
+    processes.sort_by_key(|p| p.id);
     let events = processes.iter().map(|p| p.events).sum();
     let bytes_raw: u64 = processes.iter().map(|p| p.bytes_raw).sum();
     let bytes_compressed: u64 = processes.iter().map(|p| p.bytes_compressed).sum();
@@ -210,12 +232,10 @@ pub fn summarize(recording: &Recording, payloads: Payloads) -> Result<RecordingS
         let node = &recording.nodes()[n];
         node.manifest.end.is_some()
             && node.manifest.stopped.is_none()
-            && recording
-                .processes()
+            && processes
                 .iter()
-                .zip(&processes)
-                .filter(|(entry, _)| entry.node == n)
-                .all(|(_, p)| p.complete)
+                .filter(|p| p.id.node() as usize == n)
+                .all(|p| p.complete)
     };
     let nodes: Vec<NodeSummary> = if recording.is_distributed() {
         recording

@@ -234,6 +234,18 @@ fn an_empty_log_is_complete_with_no_events() {
 }
 
 #[test]
+fn a_log_whose_writer_vanished_before_its_first_event_holds_no_events_and_no_damage() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.log");
+    // As if the process died right after creating its log: a process that never started.
+    std::mem::forget(LogWriter::create(&path, &identity(), small_blocks()).unwrap());
+    let r = LogReader::open(&path).unwrap();
+    assert!(r.damage().is_empty(), "{:?}", r.damage());
+    assert_eq!(r.state(), LogState::Recovered);
+    assert_eq!(r.event_count(), 0);
+}
+
+#[test]
 fn bad_writer_options_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let options = WriterOptions {

@@ -441,3 +441,124 @@ fn the_victim_runs_natively_too() {
     assert_eq!(panic.status.code(), Some(3), "{}", stderr(&panic));
     assert!(stderr(&panic).contains("victim: panicked: worker-1"));
 }
+
+/// The processes of `info`, by id, in id order.
+fn processes_by_id(info: &Value) -> Vec<&Value> {
+    info["processes"]
+        .as_array()
+        .expect("processes")
+        .iter()
+        .collect()
+}
+
+/// `victim spawn-and-die` recorded: main spawned eight sleepers and SIGKILLed itself.
+fn record_spawn_and_die(cwd: &Path, dir: &Path) {
+    let out = record_victim(cwd, dir, &["spawn-and-die"]);
+    assert_eq!(out.status.code(), Some(128 + 9), "{}", stderr(&out));
+}
+
+/// `ppd replay DIR --json ARGS...`: its exit code, its summary and its stderr.
+fn replay_json(cwd: &Path, dir: &Path, args: &[&str]) -> (Option<i32>, Value, String) {
+    let mut all = vec!["replay", dir.to_str().unwrap(), "--json"];
+    all.extend_from_slice(args);
+    let out = ppd(cwd, &all);
+    let summary = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out.status.code(), summary, stderr(&out))
+}
+
+#[test]
+fn every_process_spawned_before_the_program_died_has_a_log_and_replays() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("rec");
+    record_spawn_and_die(work.path(), &dir);
+    let info = info_json(work.path(), &dir);
+    let procs = processes_by_id(&info);
+    // main and all eight sleepers: each spawn main logged has its child's log, even where the
+    // child never ran (its log holds no event, and no damage).
+    assert_eq!(procs.len(), 9, "{info:#}");
+    for p in &procs {
+        assert_eq!(p["damage"], Value::Array(vec![]), "{p:#}");
+        assert_ne!(p["name"], "(no log)", "{p:#}");
+        if p["events"] == 0 {
+            assert_eq!(p["ending"]["how"], "never_started", "{p:#}");
+        }
+    }
+    let (code, summary, err) = replay_json(work.path(), &dir, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(summary["outcome"], "reproduced", "{summary:#}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+/// A recording made before ppd created a child's log in its parent can hold a spawn whose child
+/// has no log at all (the program died in between): here, the last sleeper's log and manifest
+/// entry are removed, which leaves exactly that. Replay once panicked on it and then reported
+/// success; `info` did not list the child.
+#[test]
+fn a_spawned_process_without_a_log_is_listed_and_replayed_as_never_started() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("rec");
+    record_spawn_and_die(work.path(), &dir);
+    let manifest_path = dir.join("manifest.json");
+    let mut manifest: Value =
+        serde_json::from_slice(&std::fs::read(&manifest_path).unwrap()).unwrap();
+    let entries = manifest["processes"].as_array_mut().unwrap();
+    let last = entries
+        .iter()
+        .map(|p| p["id"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    assert_eq!(last, 8, "main and eight sleepers");
+    entries.retain(|p| p["id"] != last);
+    std::fs::write(&manifest_path, serde_json::to_vec(&manifest).unwrap()).unwrap();
+    std::fs::remove_file(dir.join("proc-0008.log")).unwrap();
+
+    let info = info_json(work.path(), &dir);
+    let procs = processes_by_id(&info);
+    assert_eq!(
+        procs.len(),
+        9,
+        "the child without a log is listed: {info:#}"
+    );
+    let unlogged = procs.last().unwrap();
+    assert_eq!(unlogged["id"], 8, "{unlogged:#}");
+    assert_eq!(unlogged["name"], "(no log)", "{unlogged:#}");
+    assert_eq!(unlogged["ending"]["how"], "never_started", "{unlogged:#}");
+    let text = unlogged["ending_text"].as_str().unwrap();
+    assert!(
+        text.starts_with("never started: spawned by main (p0) at event ")
+            && text.contains("tests/src/bin/victim.rs:"),
+        "{text}"
+    );
+
+    let (code, summary, err) = replay_json(work.path(), &dir, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(summary["outcome"], "reproduced", "{summary:#}");
+    let outcome = summary["by_process"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == 8)
+        .unwrap_or_else(|| panic!("the replay lists p8: {summary:#}"));
+    assert_eq!(
+        (&outcome["replayed"], &outcome["logged"]),
+        (&0.into(), &0.into())
+    );
+    // Held replays too: every controller takes part in every event.
+    for goal in [&["--to", "main=5"][..], &["--stop", "sleeper-0: recv"][..]] {
+        let mut args = vec!["replay", dir.to_str().unwrap()];
+        args.extend_from_slice(goal);
+        let out = ppd(work.path(), &args);
+        let err = stderr(&out);
+        assert!(
+            !err.contains("panicked") && !err.contains("inside ppd"),
+            "{goal:?}: {err}"
+        );
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{goal:?}: {err}");
+    }
+    let rec = dir.to_str().unwrap();
+    for command in [&["races", rec][..], &["graph", rec, "-o", "/dev/null"][..]] {
+        let out = ppd(work.path(), command);
+        assert_eq!(out.status.code(), Some(0), "{command:?}: {}", stderr(&out));
+    }
+}

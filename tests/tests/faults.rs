@@ -420,6 +420,13 @@ fn swapped_foreign_duplicated_and_fifo_logs_are_bad_input() {
         auditor["id"] = Value::from(1);
         std::fs::write(&path, serde_json::to_vec(&m).unwrap()).unwrap();
     });
+    // A whole recording of another run, copied in as a node: its logs are its own, but its run
+    // is not this one (`ppd merge` would have refused the same parts).
+    let foreign_node = case("foreign-node", &|d| {
+        let nodes = d.join("nodes");
+        std::fs::create_dir(&nodes).unwrap();
+        copy_recording(&other_run, &nodes.join("bank-2"));
+    });
     let fifo = case("fifo", &|d| {
         std::fs::remove_file(d.join("proc-0002.log")).unwrap();
         nix::unistd::mkfifo(
@@ -435,6 +442,7 @@ fn swapped_foreign_duplicated_and_fifo_logs_are_bad_input() {
         ),
         (&foreign, "proc-0001.log: the log was written by OS process"),
         (&duplicated, "the manifest lists process p1 twice"),
+        (&foreign_node, "nodes/bank-2: a node of another run (run "),
         (&fifo, "proc-0002.log: is a FIFO, not a regular file"),
     ] {
         let dir = dir.to_str().unwrap();
@@ -777,4 +785,70 @@ fn messages_name_what_is_wrong() {
         "{}",
         stderr(&out)
     );
+}
+
+/// Runs `ppd ARGS...` in `cwd`; a command still running after two minutes is killed and the
+/// test fails: it hung (a command reading a FIFO would wait for a writer forever).
+fn ppd_not_hanging(cwd: &Path, args: &[&str]) -> Output {
+    let mut child = Command::new(ppd_bin())
+        .args(args)
+        .current_dir(cwd)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    for _ in 0..1200 {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    panic!("ppd {args:?} hung: {}", stderr(&out));
+}
+
+fn make_fifo(path: &Path) {
+    let _ = std::fs::remove_file(path);
+    nix::unistd::mkfifo(path, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+}
+
+/// Besides logs and manifests, commands read `exit.json` and the caches; a FIFO in place of any
+/// of them hangs nothing: `exit.json` is then as if absent, a cache is recomputed.
+#[test]
+fn a_fifo_in_place_of_the_exit_file_or_a_cache_hangs_no_command() {
+    let work = tempfile::tempdir().unwrap();
+    let rec = bank_recording(work.path());
+    let dir = rec.to_str().unwrap();
+    // Warm the caches so that there is a file of each kind to replace.
+    assert_eq!(
+        ppd(work.path(), &["why", dir, "teller", "balance"])
+            .status
+            .code(),
+        Some(0)
+    );
+    let graph = ["graph", dir, "--format", "dot", "-o", "/dev/null"];
+    assert_eq!(ppd(work.path(), &graph).status.code(), Some(0));
+    let cache = rec.join("cache");
+    for file in ["clocks.bin", "why/p0001.idx"] {
+        assert!(cache.join(file).is_file(), "no {file} to replace");
+    }
+    let answers = |args: &[&str]| -> String {
+        let out = ppd_not_hanging(work.path(), args);
+        assert_eq!(out.status.code(), Some(0), "ppd {args:?}: {}", stderr(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let why_before = answers(&["why", dir, "teller", "balance"]);
+    make_fifo(&rec.join("exit.json"));
+    answers(&["info", dir]);
+    answers(&["replay", dir]);
+    make_fifo(&cache.join("clocks.bin"));
+    answers(&["export", dir, "--format", "json", "-o", "/dev/null"]);
+    make_fifo(&cache.join("clocks.bin"));
+    answers(&graph);
+    make_fifo(&cache.join("why").join("p0001.idx"));
+    assert_eq!(answers(&["why", dir, "teller", "balance"]), why_before);
+    // A cache recomputed replaces the FIFO.
+    let index = std::fs::symlink_metadata(cache.join("why").join("p0001.idx")).unwrap();
+    assert!(index.file_type().is_file());
 }

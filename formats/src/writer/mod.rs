@@ -195,7 +195,7 @@ fn unix_nanos() -> u64 {
 impl LogWriter {
     /// Sizes the new, still unnamed file of the log `path` and writes its header. Errors name
     /// `path`, the log the user will look for.
-    fn prepare(
+    fn prepare_file(
         file: File,
         path: &Path,
         identity: &LogIdentity,
@@ -239,8 +239,10 @@ impl LogWriter {
     /// Creates the log file at `path` (which must not exist) and opens its first block.
     ///
     /// The file is prepared under a hidden name and linked to `path` once its header is
-    /// written, so a process killed while creating its log leaves no headerless log behind
-    /// (readers would take one for a damaged log).
+    /// written and its first block is open in the ring, so a process killed while creating its
+    /// log leaves no headerless log behind (readers would take one for a damaged log), and one
+    /// killed before its first event leaves a log of no events (a process that never started),
+    /// never one whose ring is empty without a footer, as only a closed log's is.
     pub fn create(path: &Path, identity: &LogIdentity, options: WriterOptions) -> Result<Self> {
         let valid_block = options.block_size >= 4096 && options.block_size.is_multiple_of(4096);
         if !valid_block || options.ring_blocks < 2 {
@@ -257,11 +259,24 @@ impl LogWriter {
         }
         let tmp = crate::private::temporary_sibling(path);
         let file = crate::private::create_file(&tmp, "create log")?;
-        let file = Self::prepare(file, path, identity, &options)
-            .and_then(|file| crate::private::publish_new(&tmp, path, "create log").map(|()| file))
+        Self::prepare(file, path, identity, options)
+            .and_then(|writer| {
+                crate::private::publish_new(&tmp, path, "create log").map(|()| writer)
+            })
             .inspect_err(|_| {
                 let _ = std::fs::remove_file(&tmp);
-            })?;
+            })
+    }
+
+    /// The writer of `file`, sized and given its header, with its first block open in the
+    /// ring; `path` is where it will be published.
+    fn prepare(
+        file: File,
+        path: &Path,
+        identity: &LogIdentity,
+        options: WriterOptions,
+    ) -> Result<Self> {
+        let file = Self::prepare_file(file, path, identity, &options)?;
         let ring_len = u64::from(options.block_size) * u64::from(options.ring_blocks);
         let ring = Ring::map(&file, path, options.block_size, options.ring_blocks)?;
         let pending = PendingSlot::map(&file, path)?;

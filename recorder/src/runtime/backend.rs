@@ -150,6 +150,12 @@ pub trait Runtime: Send + Sync {
     /// id from the parent's log instead).
     fn allocate_process(&self) -> ProcessId;
 
+    /// Readies child `id` of `parent`, on the parent's thread, before the parent logs its
+    /// `Spawn`: a recording creates the child's log here, so that every logged spawn has its
+    /// child's log, and a log that cannot be created stops recording before the spawn is
+    /// logged. Nothing to do in the other modes.
+    fn prepare_process(&self, _id: ProcessId, _parent: ProcessId, _name: &str) {}
+
     /// Registers a process about to start and gives it a backend. Called on the process's own
     /// thread before its first event.
     fn start_process(

@@ -258,6 +258,7 @@ pub fn expect(op: Op) -> Option<Event> {
     if matches!(mode(), Mode::PassThrough | Mode::Record) {
         return None;
     }
+    let _replay_code = panic::ReplayCode::enter();
     with_process(|p| p.backend.expect(op)).flatten()
 }
 
@@ -267,6 +268,7 @@ pub fn expect_if(op: Op) -> Option<Event> {
     if matches!(mode(), Mode::PassThrough | Mode::Record) {
         return None;
     }
+    let _replay_code = panic::ReplayCode::enter();
     with_process(|p| p.backend.expect_if(op)).flatten()
 }
 
@@ -275,6 +277,7 @@ pub fn next_logged() -> Option<Event> {
     if matches!(mode(), Mode::PassThrough | Mode::Record) {
         return None;
     }
+    let _replay_code = panic::ReplayCode::enter();
     with_process(|p| p.backend.next_logged()).flatten()
 }
 
@@ -456,4 +459,4 @@ pub fn finish(exit_code: i32, panicked: bool) {
 /// Set once the run has been finished, so late threads do not try again.
 pub(crate) static FINISHED: AtomicBool = AtomicBool::new(false);
 
-pub use panic::take_last_panic;
+pub use panic::{ReplayCode, take_last_panic};

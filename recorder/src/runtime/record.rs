@@ -5,6 +5,7 @@
 //! and atomic access (instant replay), clock and random values, sends (for happened-before),
 //! spawns, joins, exits and panics. Payloads only when asked for or inside e-blocks.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -45,6 +46,8 @@ struct Shared {
     next_pid: AtomicU32,
     spawned: AtomicU32,
     manifest: Mutex<Manifest>,
+    /// Logs created by parents for children whose threads have not started yet.
+    prepared: Mutex<HashMap<ProcessId, LogWriter>>,
     events: AtomicU64,
     stalls: AtomicU64,
     stopped: AtomicBool,
@@ -158,6 +161,7 @@ impl RecordRuntime {
             next_pid: AtomicU32::new(1),
             spawned: AtomicU32::new(0),
             manifest: Mutex::new(manifest),
+            prepared: Mutex::new(HashMap::new()),
             events: AtomicU64::new(0),
             stalls: AtomicU64::new(0),
             stopped: AtomicBool::new(false),
@@ -322,6 +326,46 @@ impl Shared {
         }
     }
 
+    /// Creates the log of process `id` and lists it in the manifest; `None` when recording
+    /// has stopped, or stops now because the log cannot be created (a process started after
+    /// the cut has no log, and the manifest does not list it).
+    fn create_log(
+        &self,
+        id: ProcessId,
+        parent: Option<ProcessId>,
+        name: &str,
+    ) -> Option<LogWriter> {
+        if self.recording_stopped() {
+            return None;
+        }
+        // Ids past what a recording of several OS processes can tell apart: the node records
+        // no more processes (`ProcessId::NODE_SHIFT`).
+        if id.0 >= 1 << ProcessId::NODE_SHIFT {
+            self.stop(format!(
+                "process {name} is the {}th of this OS process, more than a recording holds",
+                id.0
+            ));
+            return None;
+        }
+        let path = self.dir.join(Manifest::log_name(id));
+        let identity = LogIdentity {
+            process_id: id,
+            parent,
+            name: name.to_owned(),
+            os_pid: std::process::id(),
+        };
+        match LogWriter::create(&path, &identity, self.writer) {
+            Ok(writer) => {
+                self.register(id, parent, name);
+                Some(writer)
+            }
+            Err(e) => {
+                self.stop(format!("cannot record process {name} ({id}): {e}"));
+                None
+            }
+        }
+    }
+
     fn register(&self, id: ProcessId, parent: Option<ProcessId>, name: &str) {
         if id == ProcessId::MAIN {
             return;
@@ -354,6 +398,17 @@ impl Runtime for RecordRuntime {
         ProcessId(self.shared.next_pid.fetch_add(1, Ordering::Relaxed))
     }
 
+    fn prepare_process(&self, id: ProcessId, parent: ProcessId, name: &str) {
+        let shared = &self.shared;
+        if let Some(writer) = shared.create_log(id, Some(parent), name) {
+            shared
+                .prepared
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(id, writer);
+        }
+    }
+
     fn start_process(
         &self,
         id: ProcessId,
@@ -361,47 +416,23 @@ impl Runtime for RecordRuntime {
         name: &str,
     ) -> Box<dyn ProcessBackend> {
         let shared = &self.shared;
-        let unrecorded = |shared: &Arc<Shared>| -> Box<dyn ProcessBackend> {
-            Box::new(RecordProcess {
-                shared: Arc::clone(shared),
-                id,
-                name: name.to_owned(),
-                writer: None,
-            })
+        let prepared = shared
+            .prepared
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&id);
+        // `main` has no parent to prepare its log; a spawned process's log is its parent's
+        // doing, and a child without one runs unrecorded (recording stopped before its spawn).
+        let writer = match prepared {
+            Some(writer) => Some(writer),
+            None if parent.is_none() => shared.create_log(id, parent, name),
+            None => None,
         };
-        // A process started after the cut has no log, and the manifest does not list it.
-        if shared.recording_stopped() {
-            return unrecorded(shared);
-        }
-        // Ids past what a recording of several OS processes can tell apart: the node records
-        // no more processes (`ProcessId::NODE_SHIFT`).
-        if id.0 >= 1 << ProcessId::NODE_SHIFT {
-            shared.stop(format!(
-                "process {name} is the {}th of this OS process, more than a recording holds",
-                id.0
-            ));
-            return unrecorded(shared);
-        }
-        let path = shared.dir.join(Manifest::log_name(id));
-        let identity = LogIdentity {
-            process_id: id,
-            parent,
-            name: name.to_owned(),
-            os_pid: std::process::id(),
-        };
-        let writer = match LogWriter::create(&path, &identity, shared.writer) {
-            Ok(w) => w,
-            Err(e) => {
-                shared.stop(format!("cannot record process {name} ({id}): {e}"));
-                return unrecorded(shared);
-            }
-        };
-        shared.register(id, parent, name);
         Box::new(RecordProcess {
             shared: Arc::clone(shared),
             id,
             name: name.to_owned(),
-            writer: Some(writer),
+            writer,
         })
     }
 

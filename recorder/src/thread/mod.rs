@@ -151,6 +151,7 @@ impl Builder {
             Some(Event::Spawn { child, .. }) => child,
             _ => rt.allocate_process(),
         };
+        rt.prepare_process(id, parent, &name);
         runtime::done(&Event::Spawn {
             child: id,
             site: Some(site),

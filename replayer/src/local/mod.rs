@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use ppd_formats::{ProcessId, Recording};
 use ppd_recorder::runtime::backend::{Mode, ProcessBackend, Runtime};
-use ppd_recorder::runtime::{self, env};
+use ppd_recorder::runtime::{self, ReplayCode, env};
 
 use self::control::Controller;
 use self::process::ReplayProcess;
@@ -108,6 +108,7 @@ impl ReplayRuntime {
         let _ = std::thread::Builder::new()
             .name("ppd-watchdog".into())
             .spawn(move || {
+                let _replay_code = ReplayCode::enter();
                 let mut last = u64::MAX;
                 let mut still = 0;
                 loop {
@@ -140,6 +141,7 @@ impl Runtime for ReplayRuntime {
         _parent: Option<ProcessId>,
         _name: &str,
     ) -> Box<dyn ProcessBackend> {
+        let _replay_code = ReplayCode::enter();
         let shared = &self.shared;
         let events = shared
             .recording
@@ -166,6 +168,7 @@ impl Runtime for ReplayRuntime {
     /// thread still blocked when the recorded `main` returned is replayed up to its last
     /// event). A debugging session ends the program by its quit command instead.
     fn finish(&self, _exit_code: i32, _panicked: bool) {
+        let _replay_code = ReplayCode::enter();
         self.shared.controller.wait_until_over();
     }
 }
@@ -209,6 +212,7 @@ pub fn install_from_env() -> Result<(), String> {
     std::thread::Builder::new()
         .name("ppd-control".into())
         .spawn(move || {
+            let _replay_code = ReplayCode::enter();
             loop {
                 match protocol::receive::<Command>(&mut reader) {
                     Ok(Some(Command::Quit)) | Ok(None) | Err(_) => std::process::exit(0),

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use ppd_formats::event::Owned;
 use ppd_formats::reader::Events;
 use ppd_formats::{Borrowed, Event, EventKind, ProcessId};
+use ppd_recorder::runtime::ReplayCode;
 use ppd_recorder::runtime::backend::{Dependency, Op, ProcessBackend};
 
 use super::Shared;
@@ -88,7 +89,12 @@ impl ReplayProcess {
 
     /// The log has nothing more: this is where the recorded process stopped.
     fn log_ended(&mut self) -> ! {
-        self.shared.controller.ended(self.id, false);
+        // A process spawned just before the run was cut short may have no log at all, and the
+        // controllers none of its own: it never started in the recorded run, so it is held
+        // before its first event without counting in the run's end.
+        if self.id.index() < self.shared.controller.processes() {
+            self.shared.controller.ended(self.id, false);
+        }
         loop {
             std::thread::park();
         }
@@ -632,6 +638,9 @@ pub(crate) fn compare(
 
 impl ProcessBackend for ReplayProcess {
     fn expect(&mut self, op: Op) -> Option<Event<Owned>> {
+        if self.id.index() >= self.shared.controller.processes() {
+            self.log_ended();
+        }
         loop {
             self.shared.controller.gate(self.id);
             let expected = match self.peeked() {
@@ -677,6 +686,7 @@ impl ProcessBackend for ReplayProcess {
     }
 
     fn done(&mut self, event: &Event<Borrowed<'_>>) {
+        let _replay_code = ReplayCode::enter();
         // The event the operation was let through against, or, if it asked for none, the
         // next one: either way the log's next event, taken out of it.
         self.current = None;
@@ -692,6 +702,7 @@ impl ProcessBackend for ReplayProcess {
     }
 
     fn waiting_for(&mut self, dependency: Dependency) {
+        let _replay_code = ReplayCode::enter();
         self.shared
             .controller
             .request(self.id, Need::Dep(dependency));
@@ -702,6 +713,7 @@ impl ProcessBackend for ReplayProcess {
     }
 
     fn diverged(&mut self, detail: &str) {
+        let _replay_code = ReplayCode::enter();
         let expected = match (self.current, self.peeked()) {
             (Some(_), Some(Ok(e))) => describe(e),
             _ => "the logged event".into(),

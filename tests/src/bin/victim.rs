@@ -10,6 +10,8 @@
 //!                       until killed; main writes its pid to PIDFILE and prints `running`
 //!                       once they all have
 //! victim ok             runs to the end and exits 0
+//! victim spawn-and-die  main spawns eight sleepers and SIGKILLs itself right after the last
+//!                       spawn, most likely before the last ones start
 //! ```
 //!
 //! In every mode `main` spawns a `hub` and four workers. Each round, a worker takes the shared
@@ -193,6 +195,31 @@ fn spin(pidfile: &str) {
     }
 }
 
+/// Spawns eight sleepers that wait on a channel nobody sends on, then dies by SIGKILL before
+/// they can all start: the children spawned last are in the parent's log and, at most, in a
+/// log of their own holding no event.
+fn spawn_and_die() {
+    let (keep_tx, never) = channel::<()>();
+    let never = Arc::new(ppd::sync::Mutex::new(never));
+    for n in 0..8 {
+        let never = Arc::clone(&never);
+        Builder::new()
+            .name(format!("sleeper-{n}"))
+            .spawn(move || {
+                let _ = never.lock().unwrap().recv();
+            })
+            .expect("spawn");
+    }
+    std::mem::forget(keep_tx);
+    // A replay holds main at its next ppd operation after the log's last event, the spawn: the
+    // park, so it must not die first.
+    if std::env::var("PPD_MODE").as_deref() == Ok("record") {
+        // SAFETY: kill(2) on our own pid with a valid signal has no memory effects.
+        unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+    }
+    ppd::thread::park();
+}
+
 #[ppd::main]
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -220,6 +247,10 @@ fn main() -> ExitCode {
             atomics(args.get(1).expect("atomics needs a pid file argument"));
             unreachable!("atomics runs until killed")
         }
+        Some("spawn-and-die") => {
+            spawn_and_die();
+            unreachable!("SIGKILL ends the program")
+        }
         Some("spin") => {
             let pidfile = args.get(1).expect("spin needs a pid file argument");
             spin(pidfile);
@@ -227,7 +258,8 @@ fn main() -> ExitCode {
         }
         _ => {
             eprintln!(
-                "usage: victim ok | panic | panic-main | abort | spin PIDFILE | atomics PIDFILE"
+                "usage: victim ok | panic | panic-main | abort | spawn-and-die | spin PIDFILE | \
+                 atomics PIDFILE"
             );
             ExitCode::from(2)
         }
