@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
 use ppd_formats::Recording;
+use ppd_formats::ending::RunEnding;
 use ppd_formats::integrity::{self, Integrity};
 use ppd_formats::recording::resolve;
 
@@ -35,6 +36,7 @@ pub(crate) struct Checked {
 pub(crate) fn open(rec: Option<&Path>, args: DamageArgs) -> Result<Checked, CliError> {
     let dir = resolve(rec)?;
     let recording = Recording::open(&dir)?;
+    refuse_live(&dir, &recording)?;
     ppd_formats::progress::stage("checking the recording", None);
     let integrity = integrity::check(&recording);
     gate(&dir, &integrity, args.allow_damage)?;
@@ -43,6 +45,27 @@ pub(crate) fn open(rec: Option<&Path>, args: DamageArgs) -> Result<Checked, CliE
         recording,
         integrity,
     })
+}
+
+/// Refuses a recording still being written: its logs grow while they are read, so no answer
+/// (a replay's count of events, a race, a chain) would be of one run's prefix. `ppd info`
+/// says what it holds so far.
+fn refuse_live(dir: &Path, recording: &Recording) -> Result<(), CliError> {
+    for node in recording.nodes() {
+        if let RunEnding::StillRecording { pid } = RunEnding::of(&node.dir, &node.manifest) {
+            let which = if recording.is_distributed() {
+                format!(" (node {})", node.name)
+            } else {
+                String::new()
+            };
+            return Err(input(anyhow!(
+                "{} is still being recorded: OS process {pid}{which} is running and writing it; \
+                 ask again once it has ended (`ppd info` shows what it holds so far)",
+                dir.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Refuses damage unless `allow`; says what the answer is based on.

@@ -113,6 +113,12 @@ pub enum RunEnding {
     /// The program died before it could record its end, and `ppd record` did not see how (it
     /// was killed too, or the recording was copied while the program ran).
     CutShort,
+    /// The program is still running on this machine, writing the recording: its logs grow
+    /// while they are read.
+    StillRecording {
+        /// Its OS process id.
+        pid: u32,
+    },
 }
 
 impl RunEnding {
@@ -138,8 +144,17 @@ impl RunEnding {
                     code: Some(code), ..
                 }),
             ) => RunEnding::ExitedUnrecorded { code },
+            (None, None) if recorder_alive(manifest) => RunEnding::StillRecording {
+                pid: manifest.os_pid,
+            },
             (None, _) => RunEnding::CutShort,
         }
+    }
+
+    /// Whether the recording is still being written: answers from it are of a prefix that
+    /// grows while it is read.
+    pub fn still_recording(self) -> bool {
+        matches!(self, RunEnding::StillRecording { .. })
     }
 
     /// Whether the program ended before recording its end: processes alive then were cut
@@ -147,6 +162,44 @@ impl RunEnding {
     pub fn cut_short(self) -> bool {
         !matches!(self, RunEnding::Exited { .. } | RunEnding::Panicked)
     }
+}
+
+/// Whether the OS process that writes the node `manifest` describes is alive: a process of
+/// that pid on this host that started no later than the run did (a pid reused by a later
+/// process is not it). The start is read from `/proc` to the kernel's second of boot time, so
+/// a process started within two seconds after the run could pass for it.
+fn recorder_alive(manifest: &Manifest) -> bool {
+    let this_host =
+        nix::unistd::gethostname().is_ok_and(|h| h.to_string_lossy() == manifest.host.as_str());
+    if !this_host || manifest.os_pid == 0 {
+        return false;
+    }
+    const SLACK_NS: u64 = 2_000_000_000;
+    process_start_unix_ns(manifest.os_pid)
+        .is_some_and(|started| started <= manifest.start_unix_ns.saturating_add(SLACK_NS))
+}
+
+/// When OS process `pid` started, in Unix nanoseconds, from `/proc/PID/stat` (its start in
+/// clock ticks after boot) and `/proc/stat` (the boot time); `None` when there is no such
+/// process or it cannot be read.
+fn process_start_unix_ns(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name, field 2, is in parentheses and may hold spaces: count from after it.
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    // Field 22, the start time: the 20th after the name.
+    let ticks: u64 = after_name.split_whitespace().nth(19)?.parse().ok()?;
+    let boot_s: u64 = std::fs::read_to_string("/proc/stat")
+        .ok()?
+        .lines()
+        .find_map(|line| line.strip_prefix("btime "))?
+        .trim()
+        .parse()
+        .ok()?;
+    let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .filter(|&hz| hz > 0)? as u64;
+    Some(boot_s * 1_000_000_000 + ticks * (1_000_000_000 / hz))
 }
 
 impl fmt::Display for RunEnding {
@@ -163,6 +216,10 @@ impl fmt::Display for RunEnding {
             RunEnding::ExitedUnrecorded { code } => write!(
                 f,
                 "cut short: the program exited with code {code} without recording its end"
+            ),
+            RunEnding::StillRecording { pid } => write!(
+                f,
+                "still being recorded: the program (OS process {pid}) is running and writing it"
             ),
             RunEnding::CutShort => f.write_str(
                 "cut short: the program died before recording its end (killed, aborted or \
@@ -250,6 +307,20 @@ impl ProcessEnding {
     /// ran `main` (its exit is the program's).
     pub fn describe(&self, run: RunEnding, main: bool) -> String {
         let cut_short = run.cut_short();
+        if run.still_recording() {
+            return match self {
+                ProcessEnding::NeverStarted => "not started yet".into(),
+                ProcessEnding::Exited | ProcessEnding::Panicked { .. } => {
+                    self.describe(RunEnding::Exited { code: 0 }, false)
+                }
+                ProcessEnding::Blocked { on, since_event } => {
+                    format!("still recording: waiting on {on} since event {since_event}")
+                }
+                ProcessEnding::Running { last_event } => {
+                    format!("still recording: running, at event {last_event} so far")
+                }
+            };
+        }
         match self {
             ProcessEnding::NeverStarted => "never started".into(),
             ProcessEnding::Exited => match run {

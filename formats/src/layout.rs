@@ -15,8 +15,9 @@ pub(crate) const FILE_MAGIC: [u8; 8] = *b"PPDLOG\r\n";
 /// The format version this build writes. Version 3 added extended event tags (tag 30,
 /// `docs/format.md` §4.2); a reader of version 2 refuses it by its version rather than meeting
 /// tags it cannot decode. Version 4 added the pending access record (§3.1), which a reader of
-/// version 3 would not see: it would miss the access the record holds.
-pub const FORMAT_VERSION: u32 = 4;
+/// version 3 would not see: it would miss the access the record holds. Version 5 added the
+/// record's check word, without which a reader of version 4 cannot tell a damaged record.
+pub const FORMAT_VERSION: u32 = 5;
 /// The oldest format version this build reads: every version-2 log is a valid version-3 log
 /// that has no extended events.
 pub const OLDEST_READABLE_VERSION: u32 = 2;

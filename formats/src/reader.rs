@@ -133,6 +133,8 @@ pub struct LogReader {
     /// The access the pending record held and the log did not: the last event, encoded as a
     /// block of its own.
     pending: Option<(PendingAccess, Vec<u8>)>,
+    /// The format version in the header.
+    version: u32,
 }
 
 /// How many decoded blocks [`LogReader::get`] keeps: lookups of nearby events (an instance's
@@ -174,6 +176,7 @@ impl LogReader {
             recent: Mutex::new(Vec::new()),
             base: 0,
             pending: None,
+            version: 0,
         };
         let header_end = reader.read_header()?;
         if !reader.read_index() {
@@ -234,6 +237,7 @@ impl LogReader {
                 oldest: OLDEST_READABLE_VERSION,
             });
         }
+        self.version = version;
         let len = u32::from_le_bytes(prologue[12..16].try_into().expect("4 bytes")) as usize;
         let crc = u32::from_le_bytes(prologue[16..20].try_into().expect("4 bytes"));
         if HEADER_PROLOGUE + len > HEADER_REGION as usize {
@@ -282,7 +286,7 @@ impl LogReader {
             return;
         };
         let record: &[u8; PENDING_LEN] = bytes[..].try_into().expect("PENDING_LEN bytes");
-        let access = match PendingAccess::read(record) {
+        let access = match PendingAccess::read(record, self.version) {
             Ok(Some(access)) => access,
             Ok(None) => return,
             Err(detail) => {

@@ -94,7 +94,7 @@ pub struct ProcessSummary {
     /// Bytes the events take in the log.
     pub bytes_compressed: u64,
     /// The log's state: `complete`, `recovered after crash`, `recovered (process alive at
-    /// exit)`, `recording stopped`, `not recorded (recording stopped)`, `missing`, or `none:
+    /// exit)`, `being written (read up to here)`, `recording stopped`, `not recorded (recording stopped)`, `missing`, or `none:
     /// spawned, never started` (a process spawned just before the run was cut short); then, if
     /// the last event was rebuilt from the pending access record (`crate::pending`), that.
     pub state: String,
@@ -166,6 +166,9 @@ pub fn summarize(recording: &Recording, payloads: Payloads) -> Result<RecordingS
             (LogState::Complete, _) => "complete".into(),
             (LogState::Recovered, _) if node.manifest.stopped.is_some() => {
                 "recording stopped".into()
+            }
+            (LogState::Recovered, run) if run.still_recording() => {
+                "being written (read up to here)".into()
             }
             (LogState::Recovered, run) if run.cut_short() => "recovered after crash".into(),
             // The program exited while this process was still alive: its writer was never

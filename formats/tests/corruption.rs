@@ -614,9 +614,9 @@ fn logs_with_a_flipped_bit() {
 #[test]
 fn wrong_version_wrong_magic_and_missing_files() {
     check_corpus(
-        "complete.version-5.log",
+        "complete.next-version.log",
         expect![[r#"
-            open: UnsupportedVersion: complete.version-5.log: format version 5 is not supported (this build reads versions 2 to 4)
+            open: UnsupportedVersion: complete.next-version.log: format version 6 is not supported (this build reads versions 2 to 5)
         "#]],
     );
     check_corpus(
@@ -718,8 +718,8 @@ fn recordings_with_a_damaged_manifest() {
         open: Manifest: manifest-truncated/manifest.json: invalid manifest: EOF while parsing a string at line 16 column 7
     "#]].assert_eq(&describe_dir("manifest-truncated"));
     expect![[r#"
-        open: UnsupportedVersion: manifest-version-5/manifest.json: format version 5 is not supported (this build reads versions 2 to 4)
-    "#]].assert_eq(&describe_dir("manifest-version-5"));
+        open: UnsupportedVersion: manifest-next-version/manifest.json: format version 6 is not supported (this build reads versions 2 to 5)
+    "#]].assert_eq(&describe_dir("manifest-next-version"));
     expect![[r#"
         proc-0000.log: 1200 events
         proc-0001.log: Missing: manifest-missing-log/proc-0001.log: missing (open log)
@@ -1161,7 +1161,7 @@ fn regenerate_corpus() {
             "crashed.flip-frame-payload.log",
             flip(&crashed, r.frames[1].offset + FRAME_HEADER + 7, 6),
         ),
-        ("complete.version-5.log", next_version),
+        ("complete.next-version.log", next_version),
         ("complete.bad-magic.log", bad_magic),
     ];
     for (name, bytes) in files {
@@ -1180,7 +1180,7 @@ fn regenerate_corpus() {
     };
     let one = sample_manifest(&["proc-0000.log"]);
     write_manifest("manifest-truncated", &one, &|t| t[..t.len() / 2].to_owned());
-    write_manifest("manifest-version-5", &one, &|t| {
+    write_manifest("manifest-next-version", &one, &|t| {
         let this = format!("\"format_version\": {FORMAT_VERSION}");
         let next = format!("\"format_version\": {}", FORMAT_VERSION + 1);
         t.replace(&this, &next)
@@ -1196,12 +1196,12 @@ fn regenerate_corpus() {
     fs::write(corpus("no-manifest/proc-0000.log"), cut(&complete, 100)).unwrap();
 }
 
-/// `version-2.log` and `version-3.log` are `complete.log` as the last builds of format
-/// versions 2 (no extended events) and 3 (no pending access record) wrote it: this build
-/// reads both whole.
+/// `version-2.log`, `version-3.log` and `version-4.log` are `complete.log` as the last builds
+/// of format versions 2 (no extended events), 3 (no pending access record) and 4 (no check in
+/// the record) wrote it: this build reads them whole.
 #[test]
 fn logs_of_the_previous_format_versions_still_read() {
-    for name in ["version-2.log", "version-3.log"] {
+    for name in ["version-2.log", "version-3.log", "version-4.log"] {
         let reader = LogReader::open(&corpus(name)).unwrap();
         reader.verify_payloads().unwrap();
         assert!(reader.damage().is_empty(), "{name}: {:?}", reader.damage());

@@ -125,6 +125,7 @@ fn a_record_no_writer_writes_is_damage_at_its_offset_and_adds_nothing() {
     write(&path, 5, None, true);
     let mut record = record_of(&access(6));
     record[4] = 200;
+    seal(&mut record);
     set_record(&path, &record);
     let r = LogReader::open(&path).unwrap();
     assert_eq!(r.event_count(), 5);
@@ -144,6 +145,26 @@ fn a_record_no_writer_writes_is_damage_at_its_offset_and_adds_nothing() {
     }
 }
 
+#[test]
+fn a_record_whose_check_fails_is_damage_and_adds_no_access() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("proc-0002.log");
+    write(&path, 5, None, true);
+    // A byte of the version flipped: a valid-looking access the program never made.
+    let mut record = record_of(&access(6));
+    record[16] ^= 0x40;
+    set_record(&path, &record);
+    let r = LogReader::open(&path).unwrap();
+    assert_eq!((r.event_count(), r.pending_access()), (5, None));
+    match r.damage() {
+        [FormatError::Corrupt { offset, detail, .. }] => {
+            assert_eq!(*offset, RECORD);
+            assert!(detail.contains("bytes 40..48: the check"), "{detail}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 /// The record of `a`, as `docs/format.md` §3.1 lays it out.
 fn record_of(a: &PendingAccess) -> [u8; 64] {
     let mut r = [0u8; 64];
@@ -156,7 +177,21 @@ fn record_of(a: &PendingAccess) -> [u8; 64] {
     r[8..16].copy_from_slice(&a.object.0.to_le_bytes());
     r[16..24].copy_from_slice(&a.version.to_le_bytes());
     r[24..28].copy_from_slice(&a.prev.map_or(0, |p| p.0 + 1).to_le_bytes());
+    seal(&mut r);
     r
+}
+
+/// Writes the check of the record's fields into bytes 40..48, as `docs/format.md` §3.1 says.
+fn seal(r: &mut [u8; 64]) {
+    let long = |at: usize| u64::from_le_bytes(r[at..at + 8].try_into().unwrap());
+    let short = u64::from(u32::from_le_bytes(r[36..40].try_into().unwrap()));
+    let check = long(4)
+        ^ long(12).rotate_left(13)
+        ^ long(20).rotate_left(29)
+        ^ long(28).rotate_left(43)
+        ^ short.rotate_left(53)
+        ^ 0x5050_4143_4348_4b21;
+    r[40..48].copy_from_slice(&check.to_le_bytes());
 }
 
 fn set_record(path: &Path, record: &[u8; 64]) {

@@ -154,6 +154,19 @@ fn fix_checksums(input: &[u8]) -> Vec<u8> {
         }
         put_crc(&mut data, at, 52, at + 52);
     }
+    // The pending access record, the last 64 bytes of the header region: its check at 40.
+    if data.len() >= 4096 && data[4032..4036] == *b"PACC" {
+        let record = &data[4032..4096];
+        let long = |at: usize| u64::from_le_bytes(record[at..at + 8].try_into().unwrap());
+        let short = u64::from(u32::from_le_bytes(record[36..40].try_into().unwrap()));
+        let check = long(4)
+            ^ long(12).rotate_left(13)
+            ^ long(20).rotate_left(29)
+            ^ long(28).rotate_left(43)
+            ^ short.rotate_left(53)
+            ^ 0x5050_4143_4348_4b21;
+        data[4072..4080].copy_from_slice(&check.to_le_bytes());
+    }
     // The footer, in the last 36 bytes: the index checksum inside it, then its own.
     if let Some(at) = data.len().checked_sub(36)
         && data[at..at + 4] == *b"PEND"

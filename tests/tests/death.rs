@@ -562,3 +562,71 @@ fn a_spawned_process_without_a_log_is_listed_and_replayed_as_never_started() {
         assert_eq!(out.status.code(), Some(0), "{command:?}: {}", stderr(&out));
     }
 }
+
+/// A recording whose program still runs is reported as such, not as a program that died, and
+/// the commands that would read its growing logs as one run refuse it until it has ended.
+#[test]
+fn a_recording_still_being_written_is_said_to_be_and_not_read_as_a_run() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("rec");
+    let pidfile = work.path().join("victim.pid");
+    let mut child = Command::new(ppd_bin())
+        .args(["record", "-o", dir.to_str().unwrap(), "--", VICTIM, "spin"])
+        .arg(&pidfile)
+        .current_dir(work.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start ppd record");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().expect("the victim reports a round").unwrap();
+    parse_round(&first);
+    let pid: u32 = std::fs::read_to_string(&pidfile)
+        .expect("the victim wrote its pid before its first round")
+        .trim()
+        .parse()
+        .expect("a pid");
+    // Keep the pipe drained so that the victim never blocks on it.
+    let drain = std::thread::spawn(move || lines.count());
+
+    let rec = dir.to_str().unwrap();
+    let out = ppd(work.path(), &["info", "--json", rec]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let info: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(info["run_ending"]["how"], "still_recording", "{info:#}");
+    assert_eq!(info["run_ending"]["pid"], pid, "{info:#}");
+    let text = ppd(work.path(), &["info", rec]);
+    let text_out = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text_out.contains(&format!(
+            "still being recorded: the program (OS process {pid})"
+        )) && !text_out.contains("cut short")
+            && !text_out.contains("died"),
+        "{text_out}"
+    );
+    for args in [
+        vec!["replay", "--verify", rec],
+        vec!["races", rec],
+        vec!["why", rec, "main", "round"],
+    ] {
+        let out = ppd(work.path(), &args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains(&format!(
+                "is still being recorded: OS process {pid} is running and writing it"
+            )),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+
+    // SAFETY: kill only sends a signal.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+    child.wait().unwrap();
+    drain.join().unwrap();
+    let info = info_json(work.path(), &dir);
+    assert_eq!(info["run_ending"]["how"], "killed", "{info:#}");
+    let out = ppd(work.path(), &["replay", rec]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}

@@ -18,10 +18,22 @@ pub(crate) fn run(rec: Option<&Path>, json: bool, damage: DamageArgs) -> CmdResu
     let dir = resolve(rec)?;
     let recording = Recording::open(&dir)?;
     let summary = summarize(&recording, Payloads::Verify)?;
+    // A recording being written changes while it is read: what a log held a moment ago may
+    // have moved on (a ring slot reused), which is not damage.
+    let live = summary.run_ending.still_recording()
+        || summary.nodes.iter().any(|n| n.run_ending.still_recording());
     if json {
         output::json(&summary);
     } else {
-        print_text(&summary);
+        print_text(&summary, live);
+    }
+    if live {
+        eprintln!(
+            "ppd: note: {} is still being recorded: this is what its logs held as they were \
+             read, and they go on growing",
+            dir.display()
+        );
+        return Ok(ExitCode::SUCCESS);
     }
     let damaged: Vec<String> = summary
         .processes
@@ -48,7 +60,9 @@ pub(crate) fn run(rec: Option<&Path>, json: bool, damage: DamageArgs) -> CmdResu
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_text(s: &RecordingSummary) {
+/// Prints `s`; in a recording still being written (`live`), a log that could not be read is
+/// one that changed under the reader.
+fn print_text(s: &RecordingSummary, live: bool) {
     outln!("recording {}", s.recording.display());
     if s.nodes.is_empty() {
         outln!("  program  {}", s.program.display());
@@ -110,8 +124,9 @@ fn print_text(s: &RecordingSummary) {
         if p.state != "complete" {
             outln!("         log {}", p.state);
         }
+        let label = if live { "changed while read" } else { "damage" };
         for d in &p.damage {
-            outln!("         damage: {d}");
+            outln!("         {label}: {d}");
         }
     }
     outln!(
