@@ -64,9 +64,29 @@ fn die_on_closed_pipe() {
     let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) };
 }
 
+/// Prints what clap has to say instead of running a command (help, the version, a usage
+/// error), and gives its exit code; help that cannot be written (`ppd --help > /dev/full`) is a
+/// failure, as any other output is.
+fn exit_from_clap(e: &clap::Error) -> ExitCode {
+    use std::io::Write;
+    let written = e.print().and_then(|()| std::io::stdout().flush());
+    match written {
+        // A usage error that could not be shown: its exit code still says what happened.
+        Err(_) if e.use_stderr() => ExitCode::from(e.exit_code() as u8),
+        Err(error) => {
+            eprintln!("ppd: cannot write to standard output: {error}");
+            ExitCode::FAILURE
+        }
+        Ok(()) => ExitCode::from(e.exit_code() as u8),
+    }
+}
+
 fn main() -> ExitCode {
     die_on_closed_pipe();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return exit_from_clap(&e),
+    };
     progress::install(cli.quiet);
     let result = match cli.command {
         Command::Record(args) => cmd::record::run(&args),

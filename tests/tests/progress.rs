@@ -47,8 +47,13 @@ fn progress_is_drawn_on_a_terminal_unless_quiet_and_never_into_a_pipe() {
     let rec = rec.to_str().unwrap();
 
     let drawn = stderr_on_terminal(work.path(), &["races", rec]);
+    // The spinner's line (`ppd ⠁ checking the recording: 0 events, 0s`), redrawn in place: a
+    // stage and its count of events, and the erase of the line before the next draw, not merely
+    // some message of ppd's.
     assert!(
-        drawn.contains("ppd"),
+        drawn.contains(" events, ")
+            && drawn.contains("checking the recording")
+            && drawn.contains("\r\u{1b}[2K"),
         "a terminal gets the progress line: {drawn:?}"
     );
 
