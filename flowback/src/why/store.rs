@@ -50,6 +50,9 @@ pub struct Work {
     pub runs: usize,
     /// Traces read from the cache.
     pub from_cache: usize,
+    /// Steps whose dependences were worked out: a query follows each step of its answer
+    /// once at most, however deep it asks.
+    pub followed: usize,
 }
 
 #[derive(Serialize, Deserialize)]
