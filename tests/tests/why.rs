@@ -1182,3 +1182,46 @@ fn step_numbers_are_the_same_whether_the_traces_were_cached_or_not() {
         );
     }
 }
+
+#[test]
+fn damaged_traces_and_registry_are_recomputed_and_replaced() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record_case(work.path(), "chain");
+    let args = ["sink", "total", "--at", "absorb#2", "--depth", "9"];
+    let (code, answer, stderr) = why(work.path(), &dir, &args);
+    assert_eq!(code, Some(0), "{stderr}");
+    let mut files = vec![dir.join("cache/eblocks.json")];
+    for entry in std::fs::read_dir(dir.join("cache/traces")).unwrap() {
+        files.push(entry.unwrap().path());
+    }
+    assert!(files.len() > 3, "{files:?}");
+    let computed: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(f).unwrap()).collect();
+    for (n, (file, bytes)) in files.iter().zip(&computed).enumerate() {
+        let damaged = match n % 3 {
+            // Cut short.
+            0 => bytes[..bytes.len() / 2].to_vec(),
+            // Bytes overwritten.
+            1 => {
+                let mut b = bytes.clone();
+                for at in (0..b.len()).step_by(7) {
+                    b[at] = 0xff;
+                }
+                b
+            }
+            // Emptied.
+            _ => Vec::new(),
+        };
+        std::fs::write(file, damaged).unwrap();
+    }
+    let (code, again, stderr) = why(work.path(), &dir, &args);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(again, answer);
+    for (file, bytes) in files.iter().zip(&computed) {
+        assert_eq!(
+            &std::fs::read(file).unwrap(),
+            bytes,
+            "{} is computed again and replaced",
+            file.display()
+        );
+    }
+}

@@ -38,17 +38,19 @@ const INDEX_NESTING: u32 = 4;
 
 /// Answers `query` on the recording of `store`.
 pub fn ask(store: &mut TraceStore<'_>, query: &Query) -> Result<Answer> {
-    let mut engine = Engine::new(store);
-    let (process, target) = engine.target(query)?;
-    let steps = engine.chain(target, query.depth)?;
-    Ok(Answer {
-        process: engine.process_name(process),
-        var: query.var.clone(),
-        at: query.at.to_string(),
-        depth: query.depth,
-        steps,
-        leaks: engine.leak_reports(),
-        work: engine.store.work,
+    store.repairing(|store| {
+        let mut engine = Engine::new(store);
+        let (process, target) = engine.target(query)?;
+        let steps = engine.chain(target, query.depth)?;
+        Ok(Answer {
+            process: engine.process_name(process),
+            var: query.var.clone(),
+            at: query.at.to_string(),
+            depth: query.depth,
+            steps,
+            leaks: engine.leak_reports(),
+            work: engine.store.work,
+        })
     })
 }
 

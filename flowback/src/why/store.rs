@@ -114,6 +114,29 @@ impl<'r> TraceStore<'r> {
         Ok(index)
     }
 
+    /// Runs `f`, and runs it again after rebuilding a cached index in which it found damage:
+    /// an index is derived from its log, so damage costs its rebuilding, never the answer.
+    /// Each index is rebuilt once at most (the rebuilt one is in memory), so this ends.
+    pub fn repairing<T>(&mut self, mut f: impl FnMut(&mut Self) -> Result<T>) -> Result<T> {
+        loop {
+            match f(self) {
+                Err(FlowbackError::BadCache { path, offset }) => {
+                    let damaged = self
+                        .indexes
+                        .iter()
+                        .find(|(_, index)| index.is_mapped_from(&path))
+                        .map(|(process, _)| *process);
+                    let Some(process) = damaged else {
+                        return Err(FlowbackError::BadCache { path, offset });
+                    };
+                    let rebuilt = ProcessIndex::rebuild(self.recording, process)?;
+                    self.indexes.insert(process, Arc::new(rebuilt));
+                }
+                other => return other,
+            }
+        }
+    }
+
     /// Event `k` of a process.
     pub fn event(&mut self, process: ProcessId, k: u64) -> Result<Event> {
         if !self.readers.contains_key(&process) {
