@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use expect_test::{Expect, expect};
 use ppd_flowback::why::index::ProcessIndex;
 use ppd_flowback::why::store::{InstanceKey, Lookup, TraceStore};
-use ppd_formats::Recording;
+use ppd_formats::{Event, Recording};
 use ppd_tests::{ppd, record_example, record_program};
 use serde_json::Value;
 
@@ -75,42 +75,42 @@ fn a_value_is_traced_back_across_three_processes() {
         &["sink", "total", "--at", "absorb#1", "--depth", "9"],
         expect![[r#"
             why sink total (at absorb#1):
-            total = 26  (tests/src/bin/why_cases.rs:52, sink why_cases::absorb entered at event N)
+            total = 26  (tests/src/bin/why_cases.rs:53, sink why_cases::absorb entered at event N)
             │   *total += value;
-            ├─ data: %2 total = 0  (tests/src/bin/why_cases.rs:48)
+            ├─ data: %2 total = 0  (tests/src/bin/why_cases.rs:49)
             │  │   fn absorb
-            │  └─ data: total = 0  (tests/src/bin/why_cases.rs:48)
+            │  └─ data: total = 0  (tests/src/bin/why_cases.rs:49)
             │         fn absorb
             │         [passed by the caller of why_cases::absorb, which is not an e-block]
-            ├─ data: value = 26  (tests/src/bin/why_cases.rs:49)
+            ├─ data: value = 26  (tests/src/bin/why_cases.rs:50)
             │  │   let Ok(value) = input.recv() else { return false; };
-            │  └─ [#5] data: received 26  (tests/src/bin/why_cases.rs:49)
+            │  └─ [#5] data: received 26  (tests/src/bin/why_cases.rs:50)
             │     │   let Ok(value) = input.recv() else { return false; };
             │     │   [message 1 from doubler]
-            │     └─ data via message: sent 26  (tests/src/bin/why_cases.rs:43, doubler why_cases::double entered at event N)
+            │     └─ data via message: sent 26  (tests/src/bin/why_cases.rs:44, doubler why_cases::double entered at event N)
             │        │   out.send(doubled).expect("sink")
             │        │   [message 1 on channel doubled]
-            │        ├─ data: doubled = 26  (tests/src/bin/why_cases.rs:42)
+            │        ├─ data: doubled = 26  (tests/src/bin/why_cases.rs:43)
             │        │  │   let doubled = value * 2;
-            │        │  └─ data: value = 13  (tests/src/bin/why_cases.rs:39)
+            │        │  └─ data: value = 13  (tests/src/bin/why_cases.rs:40)
             │        │     │   let Ok(value) = input.recv() else { return false; };
-            │        │     └─ data: received 13  (see #11)
-            │        └─ control: condition = true  (tests/src/bin/why_cases.rs:39)
+            │        │     └─ data: received 13  (see #10)
+            │        └─ control: condition = true  (tests/src/bin/why_cases.rs:40)
             │           │   let Ok(value) = input.recv() else { return false; };
-            │           └─ [#11] data: received 13  (tests/src/bin/why_cases.rs:39)
+            │           └─ [#10] data: received 13  (tests/src/bin/why_cases.rs:40)
             │              │   let Ok(value) = input.recv() else { return false; };
             │              │   [message 1 from source]
-            │              └─ data via message: sent 13  (tests/src/bin/why_cases.rs:34, source why_cases::produce entered at event N)
+            │              └─ data via message: sent 13  (tests/src/bin/why_cases.rs:35, source why_cases::produce entered at event N)
             │                 │   out.send(reading).expect("doubler")
             │                 │   [message 1 on channel readings]
-            │                 └─ data: reading = 13  (tests/src/bin/why_cases.rs:33)
+            │                 └─ data: reading = 13  (tests/src/bin/why_cases.rs:34)
             │                    │   let reading = seed * 10 + 3;
-            │                    └─ data: %1 seed = 1  (tests/src/bin/why_cases.rs:32)
+            │                    └─ data: %1 seed = 1  (tests/src/bin/why_cases.rs:33)
             │                       │   fn produce
-            │                       └─ data: seed = 1  (tests/src/bin/why_cases.rs:32)
+            │                       └─ data: seed = 1  (tests/src/bin/why_cases.rs:33)
             │                              fn produce
             │                              [passed by the caller of why_cases::produce, which is not an e-block]
-            └─ control: condition = true  (tests/src/bin/why_cases.rs:49)
+            └─ control: condition = true  (tests/src/bin/why_cases.rs:50)
                │   let Ok(value) = input.recv() else { return false; };
                └─ data: received 26  (see #5)
         "#]],
@@ -124,23 +124,23 @@ fn a_nested_call_is_a_sub_graph_entered_for_its_returned_value() {
         &["main", "report.total", "--depth", "5"],
         expect![[r#"
             why main report.total (at the end of the run):
-            report.total = 27  (tests/src/bin/why_cases.rs:106, main why_cases::summarize entered at event N)
+            report.total = 27  (tests/src/bin/why_cases.rs:107, main why_cases::summarize entered at event N)
             │   report.total = top + bonus;
-            ├─ data: bonus = 18  (tests/src/bin/why_cases.rs:105)
+            ├─ data: bonus = 18  (tests/src/bin/why_cases.rs:106)
             │  │   let bonus = if top > 5 { top * 2 } else { 0 };
             │  └─ data: top = 9  (see #2)
-            └─ [#2] data: top = 9  (tests/src/bin/why_cases.rs:103)
+            └─ [#2] data: top = 9  (tests/src/bin/why_cases.rs:104)
                │   let top = best_of(&values);
-               └─ data: %0 of why_cases::best_of = 9  (tests/src/bin/why_cases.rs:103)
+               └─ data: %0 of why_cases::best_of = 9  (tests/src/bin/why_cases.rs:104)
                   │   let top = best_of(&values);
-                  └─ data via call: %0 = 9  (tests/src/bin/why_cases.rs:98, main why_cases::best_of entered at event N)
+                  └─ data via call: %0 = 9  (tests/src/bin/why_cases.rs:99, main why_cases::best_of entered at event N)
                      │   best
-                     └─ data: best = 9  (tests/src/bin/why_cases.rs:95)
+                     └─ data: best = 9  (tests/src/bin/why_cases.rs:96)
                         │   best = *v;
-                        ├─ data: v = 9  (tests/src/bin/why_cases.rs:93)
+                        ├─ data: v = 9  (tests/src/bin/why_cases.rs:94)
                         │  │   for v in values
                         │  └─ … (more: raise --depth)
-                        └─ control: condition = true  (tests/src/bin/why_cases.rs:94)
+                        └─ control: condition = true  (tests/src/bin/why_cases.rs:95)
                            │   if *v > best
                            └─ … (more: raise --depth)
         "#]],
@@ -154,29 +154,29 @@ fn a_loop_counter_depends_on_each_earlier_iteration() {
         &["main", "steps", "--depth", "3"],
         expect![[r#"
             why main steps (at the end of the run):
-            steps = 8  (tests/src/bin/why_cases.rs:126, main why_cases::collatz_steps entered at event N)
+            steps = 8  (tests/src/bin/why_cases.rs:127, main why_cases::collatz_steps entered at event N)
             │   steps += 1;
-            ├─ data: steps = 7  (tests/src/bin/why_cases.rs:126)
+            ├─ data: steps = 7  (tests/src/bin/why_cases.rs:127)
             │  │   steps += 1;
-            │  ├─ data: steps = 6  (tests/src/bin/why_cases.rs:126)
+            │  ├─ data: steps = 6  (tests/src/bin/why_cases.rs:127)
             │  │  │   steps += 1;
-            │  │  ├─ data: steps = 5  (tests/src/bin/why_cases.rs:126)
+            │  │  ├─ data: steps = 5  (tests/src/bin/why_cases.rs:127)
             │  │  │  │   steps += 1;
             │  │  │  └─ … (more: raise --depth)
-            │  │  └─ control: condition = true  (tests/src/bin/why_cases.rs:120)
+            │  │  └─ control: condition = true  (tests/src/bin/why_cases.rs:121)
             │  │     │   while left > 1
             │  │     └─ … (more: raise --depth)
-            │  └─ control: condition = true  (tests/src/bin/why_cases.rs:120)
+            │  └─ control: condition = true  (tests/src/bin/why_cases.rs:121)
             │     │   while left > 1
-            │     └─ [#8] data: left = 4  (tests/src/bin/why_cases.rs:122)
+            │     └─ [#8] data: left = 4  (tests/src/bin/why_cases.rs:123)
             │        │   left /= 2;
             │        └─ … (more: raise --depth)
-            └─ control: condition = true  (tests/src/bin/why_cases.rs:120)
+            └─ control: condition = true  (tests/src/bin/why_cases.rs:121)
                │   while left > 1
-               └─ data: left = 2  (tests/src/bin/why_cases.rs:122)
+               └─ data: left = 2  (tests/src/bin/why_cases.rs:123)
                   │   left /= 2;
                   ├─ data: left = 4  (see #8)
-                  └─ control: condition = true  (tests/src/bin/why_cases.rs:121)
+                  └─ control: condition = true  (tests/src/bin/why_cases.rs:122)
                      │   if left.is_multiple_of(2)
                      └─ … (more: raise --depth)
         "#]],
@@ -190,13 +190,13 @@ fn an_early_return_depends_on_its_guard() {
         &["main", "%0", "--at", "classify#2"],
         expect![[r#"
             why main %0 (at classify#2):
-            %0 = "negative"  (tests/src/bin/why_cases.rs:138, main why_cases::classify entered at event N)
+            %0 = "negative"  (tests/src/bin/why_cases.rs:139, main why_cases::classify entered at event N)
             │   return "negative".into();
-            └─ control: condition = true  (tests/src/bin/why_cases.rs:137)
+            └─ control: condition = true  (tests/src/bin/why_cases.rs:138)
                │   if x < 0
-               └─ data: %1 x = -3  (tests/src/bin/why_cases.rs:136)
+               └─ data: %1 x = -3  (tests/src/bin/why_cases.rs:137)
                   │   fn classify
-                  └─ data: x = -3  (tests/src/bin/why_cases.rs:136)
+                  └─ data: x = -3  (tests/src/bin/why_cases.rs:137)
                          fn classify
                          [passed by the caller of why_cases::classify, which is not an e-block]
         "#]],
@@ -210,12 +210,12 @@ fn the_end_of_the_run_is_the_last_instance_that_defined_the_variable() {
         &["main", "kind", "--depth", "1"],
         expect![[r#"
             why main kind (at the end of the run):
-            kind = "odd"  (tests/src/bin/why_cases.rs:140, main why_cases::classify entered at event N)
+            kind = "odd"  (tests/src/bin/why_cases.rs:141, main why_cases::classify entered at event N)
             │   let kind = if x % 2 == 0 { "even" } else { "odd" };
-            ├─ data: %1 x = 7  (tests/src/bin/why_cases.rs:136)
+            ├─ data: %1 x = 7  (tests/src/bin/why_cases.rs:137)
             │  │   fn classify
             │  └─ … (more: raise --depth)
-            └─ control: condition = false  (tests/src/bin/why_cases.rs:137)
+            └─ control: condition = false  (tests/src/bin/why_cases.rs:138)
                │   if x < 0
                └─ … (more: raise --depth)
         "#]],
@@ -233,8 +233,8 @@ fn json_and_dot_answers_carry_the_graph() {
     );
     assert_eq!(code, Some(0), "{stderr}");
     let answer: Value = serde_json::from_str(&stdout).unwrap();
-    let root = &answer["root"];
-    for field in ["process", "var", "value", "file", "line", "kind", "deps"] {
+    let root = &answer["steps"][0];
+    for field in ["process", "var", "value", "file", "line", "node", "deps"] {
         assert!(
             root.get(field).is_some(),
             "the root has no `{field}`: {root:#}"
@@ -242,14 +242,21 @@ fn json_and_dot_answers_carry_the_graph() {
     }
     assert_eq!(root["process"], "sink");
     assert_eq!(root["value"], "72");
+    let edge = &root["deps"][0];
+    for field in ["step", "kind", "via", "through"] {
+        assert!(
+            edge.get(field).is_some(),
+            "an edge has no `{field}`: {edge:#}"
+        );
+    }
     let mut processes = BTreeSet::new();
     let mut sources = Vec::new();
-    walk(root, &mut |n| {
+    for n in find(&answer, 0, |_, _| true) {
         processes.insert(n["process"].as_str().unwrap().to_owned());
         if n["var"] == "reading" {
             sources.push(n["value"].as_str().unwrap().to_owned());
         }
-    });
+    }
     assert_eq!(
         processes,
         BTreeSet::from(["sink".into(), "doubler".into(), "source".into()])
@@ -265,13 +272,6 @@ fn json_and_dot_answers_carry_the_graph() {
     );
     assert!(dot.contains("shape=invhouse"), "an ENTRY (%n) node: {dot}");
     assert!(dot.trim_end().ends_with('}'));
-}
-
-fn walk(node: &Value, f: &mut impl FnMut(&Value)) {
-    f(node);
-    for d in node["deps"].as_array().unwrap() {
-        walk(d, f);
-    }
 }
 
 #[test]
@@ -385,7 +385,7 @@ fn a_halted_replay_shows_restored_state_and_is_a_point_to_ask_at() {
     assert_eq!(code, Some(0), "{stderr}");
     let answer: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(
-        answer["root"]["value"], "26",
+        answer["steps"][0]["value"], "26",
         "the halt is after the first absorb"
     );
 }
@@ -420,7 +420,8 @@ fn what_if_re_executes_an_instance_with_an_argument_changed() {
     assert!(stderr.contains("has no argument `y`"), "{stderr}");
 }
 
-/// Re-executes every e-block instance of every process of a recording; returns the leaks.
+/// Re-executes every e-block instance of every process of a recording; returns how many the
+/// recorded binary re-executed, and the leaks.
 fn leaks_of_every_instance(dir: &Path) -> (usize, Vec<String>) {
     let recording = Recording::open(dir).unwrap();
     let mut store = TraceStore::new(&recording, None);
@@ -433,6 +434,7 @@ fn leaks_of_every_instance(dir: &Path) -> (usize, Vec<String>) {
         }));
     }
     store.fetch(&keys).unwrap();
+    let reexecuted = store.work.reexecuted;
     let mut leaks = Vec::new();
     for key in &keys {
         match store.trace(*key) {
@@ -445,7 +447,24 @@ fn leaks_of_every_instance(dir: &Path) -> (usize, Vec<String>) {
             other => leaks.push(format!("{key:?}: {other:?}")),
         }
     }
-    (keys.len(), leaks)
+    (reexecuted, leaks)
+}
+
+/// The e-block instances a recording's logs hold: their entries, counted in the logs
+/// themselves.
+fn instances_logged(dir: &Path) -> usize {
+    let recording = Recording::open(dir).unwrap();
+    recording
+        .processes()
+        .iter()
+        .map(|p| {
+            let reader = recording.open_log(p).unwrap();
+            reader
+                .events()
+                .filter(|item| matches!(item, Ok((_, Event::EblockEnter { .. }))))
+                .count()
+        })
+        .sum()
 }
 
 #[test]
@@ -459,18 +478,22 @@ fn re_executing_every_instance_of_the_examples_reproduces_their_logs() {
             "{example}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let (instances, leaks) = leaks_of_every_instance(&dir);
+        let (reexecuted, leaks) = leaks_of_every_instance(&dir);
         assert!(
-            instances > 10,
-            "{example} ran only {instances} e-block instances"
+            reexecuted > 10,
+            "{example} ran only {reexecuted} e-block instances"
         );
+        assert_eq!(reexecuted, instances_logged(&dir), "{example}");
         assert!(leaks.is_empty(), "{example}: {leaks:#?}");
     }
     for case in [
         "chain", "nested", "loops", "early", "shared", "withdraw", "relay", "flag", "outside",
     ] {
         let dir = record_case(work.path(), case);
-        let (_, leaks) = leaks_of_every_instance(&dir);
+        let (reexecuted, leaks) = leaks_of_every_instance(&dir);
+        // Every instance the logs hold, none left out: no leak in none re-executed is no proof.
+        assert!(reexecuted > 0, "{case}: nothing was re-executed");
+        assert_eq!(reexecuted, instances_logged(&dir), "{case}");
         assert!(leaks.is_empty(), "{case}: {leaks:#?}");
     }
 }
@@ -502,14 +525,15 @@ fn a_value_read_under_a_lock_comes_from_the_acquisition_logged_in_the_eblock() {
     let answer: Value = serde_json::from_str(&stdout).unwrap();
     // Six bumps in all, worker-2's by 2: after its third, the counter is at least 6 and at most
     // 3 * 1 + 3 * 2.
-    let now: i64 = answer["root"]["value"].as_str().unwrap().parse().unwrap();
+    let now: i64 = answer["steps"][0]["value"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!((6..=9).contains(&now), "{now}");
-    let mut locked = Vec::new();
-    find(
-        &answer["root"],
-        &|n| n["record"] == "input" && n["note"].as_str().unwrap_or("").contains("under mutex"),
-        &mut locked,
-    );
+    let locked = find(&answer, 0, |_, n| {
+        n["record"] == "input" && n["note"].as_str().unwrap_or("").contains("under mutex")
+    });
     // The first is worker-2's own acquisition; the others are earlier holders' the chain
     // reached through the lock.
     assert!(!locked.is_empty(), "{stdout}");
@@ -517,14 +541,15 @@ fn a_value_read_under_a_lock_comes_from_the_acquisition_logged_in_the_eblock() {
     let found: i64 = locked[0]["value"].as_str().unwrap().parse().unwrap();
     assert_eq!(found + 2, now, "the value found under the lock, plus 2");
     // What it found was left by the holder before that wrote (or is the initial value).
-    let writer = &locked[0]["deps"][0];
-    assert_eq!(writer["via"], "lock", "{stdout}");
+    let edge = &locked[0]["deps"][0];
+    assert_eq!(edge["via"], "lock", "{stdout}");
     // The mutex has no name: its id, which the process that used it first gave it.
-    let through = writer["through"].as_str().unwrap_or_default();
+    let through = edge["through"].as_str().unwrap_or_default();
     assert!(
         through.starts_with('#') && through.ends_with(".0"),
         "the mutex has no name: its id, not {through:?}"
     );
+    let writer = &answer["steps"][edge["step"].as_u64().unwrap() as usize];
     assert_eq!(writer["value"], locked[0]["value"], "{stdout}");
 }
 
@@ -543,14 +568,34 @@ fn record_until_negative(work: &Path) -> PathBuf {
     panic!("bank never went negative in 40 recorded runs");
 }
 
-/// The steps of an answer that satisfy `f`.
-fn find<'a>(node: &'a Value, f: &impl Fn(&Value) -> bool, out: &mut Vec<&'a Value>) {
-    if f(node) {
-        out.push(node);
+/// The steps of a `--json` answer that step `from` depends on, itself included, breadth first,
+/// for which `f` holds of the step and of the edge this walk first reached it by (`null` for
+/// `from`).
+fn find(answer: &Value, from: usize, f: impl Fn(&Value, &Value) -> bool) -> Vec<&Value> {
+    let steps = answer["steps"].as_array().unwrap();
+    let mut reached = BTreeSet::from([from]);
+    let mut queue = std::collections::VecDeque::from([(from, &Value::Null)]);
+    let mut found = Vec::new();
+    while let Some((id, edge)) = queue.pop_front() {
+        let step = &steps[id];
+        if f(edge, step) {
+            found.push(step);
+        }
+        for dep in step["deps"].as_array().unwrap() {
+            let to = dep["step"].as_u64().unwrap() as usize;
+            if reached.insert(to) {
+                queue.push_back((to, dep));
+            }
+        }
     }
-    for d in node["deps"].as_array().unwrap() {
-        find(d, f, out);
-    }
+    found
+}
+
+/// Whether a step is a client's send of a withdrawal, reached through its message.
+fn sent_withdrawal(edge: &Value, step: &Value) -> bool {
+    edge["via"] == "message"
+        && step["record"] == "send"
+        && step["value"].as_str().unwrap().starts_with("Withdraw")
 }
 
 #[test]
@@ -564,7 +609,8 @@ fn bank_why_a_balance_is_negative_goes_through_the_check_and_both_clients() {
     );
     assert_eq!(code, Some(0), "{stderr}");
     let answer: Value = serde_json::from_str(&stdout).unwrap();
-    let root = &answer["root"];
+    let steps = answer["steps"].as_array().unwrap();
+    let root = &steps[0];
     assert_eq!(root["var"], "balance");
     assert_eq!(
         root["text"],
@@ -576,42 +622,27 @@ fn bank_why_a_balance_is_negative_goes_through_the_check_and_both_clients() {
     );
 
     // The withdrawal that went negative came in a message from a client...
-    let mut withdrawals = Vec::new();
-    find(
-        root,
-        &|n| {
-            n["via"] == "message"
-                && n["record"] == "send"
-                && n["value"].as_str().unwrap().starts_with("Withdraw")
-        },
-        &mut withdrawals,
-    );
+    let withdrawals = find(&answer, 0, sent_withdrawal);
     let clients: BTreeSet<&str> = withdrawals
         .iter()
         .map(|n| n["process"].as_str().unwrap())
         .collect();
     assert!(
-        clients.iter().all(|c| c.starts_with("client-")),
+        !clients.is_empty() && clients.iter().all(|c| c.starts_with("client-")),
         "{clients:?}"
     );
     // ... which sent it because the teller's check approved it (a control dependence on the
     // approval it received)...
-    let mut approvals = Vec::new();
-    find(
-        root,
-        &|n| n["kind"] == "control" && n["text"].as_str().unwrap().contains("Approved(true)"),
-        &mut approvals,
-    );
+    let approvals = find(&answer, 0, |edge, n| {
+        edge["kind"] == "control" && n["text"].as_str().unwrap().contains("Approved(true)")
+    });
     assert!(
         !approvals.is_empty(),
         "no control dependence on an approval:\n{stdout}"
     );
-    let mut checks = Vec::new();
-    find(
-        root,
-        &|n| n["var"] == "covered" && n["value"] == "true",
-        &mut checks,
-    );
+    let checks = find(&answer, 0, |_, n| {
+        n["var"] == "covered" && n["value"] == "true"
+    });
     assert!(
         !checks.is_empty(),
         "the teller's check is not in the chain:\n{stdout}"
@@ -619,24 +650,19 @@ fn bank_why_a_balance_is_negative_goes_through_the_check_and_both_clients() {
     // ... and the balance it was taken from had been lowered by the other client of the
     // account since that check: the last write of the balance before the withdrawal served a
     // request of the other client, whichever client went negative.
-    let deps = root["deps"].as_array().unwrap();
-    let dep = |var: &dyn Fn(&str) -> bool| {
-        deps.iter()
-            .find(|d| var(d["var"].as_str().unwrap_or("")))
+    let dep = |var: &dyn Fn(&str) -> bool| -> usize {
+        root["deps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|edge| edge["step"].as_u64().unwrap() as usize)
+            .find(|&to| var(steps[to]["var"].as_str().unwrap_or("")))
             .unwrap_or_else(|| panic!("no such dependence of the root:\n{stdout}"))
     };
-    // The request's own fields (each shown in full once) lead to the withdrawing client.
+    // The request's own fields lead to the withdrawing client.
     let mut direct = Vec::new();
     for var in ["account", "amount"] {
-        find(
-            dep(&|v| v == var),
-            &|n| {
-                n["via"] == "message"
-                    && n["record"] == "send"
-                    && n["value"].as_str().unwrap().starts_with("Withdraw")
-            },
-            &mut direct,
-        );
+        direct.extend(find(&answer, dep(&|v| v == var), sent_withdrawal));
     }
     let withdrawal = direct
         .first()
@@ -654,12 +680,10 @@ fn bank_why_a_balance_is_negative_goes_through_the_check_and_both_clients() {
     // Clients `id` and `id + 2` share account `id % 2`.
     let other = format!("client-{}", (client + 2) % 4);
     assert_eq!((client + 2) % 4 % 2, account);
-    let mut lowered = Vec::new();
-    find(
-        dep(&|v| v.ends_with(&format!("bank.accounts[{account}].balance"))),
-        &|n| n["via"] == "message" && n["record"] == "send" && n["process"] == other.as_str(),
-        &mut lowered,
-    );
+    let balance = dep(&|v| v.ends_with(&format!("bank.accounts[{account}].balance")));
+    let lowered = find(&answer, balance, |edge, n| {
+        edge["via"] == "message" && n["record"] == "send" && n["process"] == other.as_str()
+    });
     assert!(
         !lowered.is_empty(),
         "{other}, which shares account {account} with client-{client}, is not in the \
@@ -725,33 +749,33 @@ fn an_atomicity_violation_reaches_the_write_of_the_other_process() {
         ],
         expect![[r#"
             why alice new_balance (at withdraw#1):
-            new_balance = -60  (tests/src/bin/why_cases.rs:207, alice why_cases::withdraw entered at event N)
+            new_balance = -60  (tests/src/bin/why_cases.rs:208, alice why_cases::withdraw entered at event N)
             │   let new_balance = *guard - amount;
-            ├─ data: %2 amount = 80  (tests/src/bin/why_cases.rs:205)
+            ├─ data: %2 amount = 80  (tests/src/bin/why_cases.rs:206)
             │  │   fn withdraw
-            │  └─ data: amount = 80  (tests/src/bin/why_cases.rs:205)
+            │  └─ data: amount = 80  (tests/src/bin/why_cases.rs:206)
             │         fn withdraw
             │         [passed by the caller of why_cases::withdraw, which is not an e-block]
-            └─ data: guard = 20  (tests/src/bin/why_cases.rs:206)
+            └─ data: guard = 20  (tests/src/bin/why_cases.rs:207)
                │   let mut guard = account.lock().expect("not poisoned");
-               └─ data: input 20  (tests/src/bin/why_cases.rs:206)
+               └─ data: input 20  (tests/src/bin/why_cases.rs:207)
                   │   let mut guard = account.lock().expect("not poisoned");
                   │   [the value under mutex account, from the log]
-                  └─ data via lock account: guard = 20  (tests/src/bin/why_cases.rs:208, bob why_cases::withdraw entered at event N)
+                  └─ data via lock account: guard = 20  (tests/src/bin/why_cases.rs:209, bob why_cases::withdraw entered at event N)
                      │   *guard = new_balance;
-                     └─ data: new_balance = 20  (tests/src/bin/why_cases.rs:207)
+                     └─ data: new_balance = 20  (tests/src/bin/why_cases.rs:208)
                         │   let new_balance = *guard - amount;
-                        ├─ data: %2 amount = 80  (tests/src/bin/why_cases.rs:205)
+                        ├─ data: %2 amount = 80  (tests/src/bin/why_cases.rs:206)
                         │  │   fn withdraw
-                        │  └─ data: amount = 80  (tests/src/bin/why_cases.rs:205)
+                        │  └─ data: amount = 80  (tests/src/bin/why_cases.rs:206)
                         │         fn withdraw
                         │         [passed by the caller of why_cases::withdraw, which is not an e-block]
-                        └─ data: guard = 100  (tests/src/bin/why_cases.rs:206)
+                        └─ data: guard = 100  (tests/src/bin/why_cases.rs:207)
                            │   let mut guard = account.lock().expect("not poisoned");
-                           └─ data: input 100  (tests/src/bin/why_cases.rs:206)
+                           └─ data: input 100  (tests/src/bin/why_cases.rs:207)
                               │   let mut guard = account.lock().expect("not poisoned");
                               │   [the value under mutex account, from the log]
-                              └─ data via lock account: 100  (tests/src/bin/why_cases.rs:213, alice)
+                              └─ data via lock account: 100  (tests/src/bin/why_cases.rs:214, alice)
                                      mutex account created
                                      [the initial value of mutex account: nothing wrote it before]
         "#]],
@@ -765,32 +789,32 @@ fn a_value_carried_through_a_mutex_by_three_processes_is_followed_to_its_origin(
         &["third", "taken", "--at", "take#1", "--depth", "12"],
         expect![[r#"
             why third taken (at take#1):
-            taken = 42  (tests/src/bin/why_cases.rs:265, third why_cases::take entered at event N)
+            taken = 42  (tests/src/bin/why_cases.rs:266, third why_cases::take entered at event N)
             │   let taken = *guard;
-            └─ data: guard = 42  (tests/src/bin/why_cases.rs:264)
+            └─ data: guard = 42  (tests/src/bin/why_cases.rs:265)
                │   let guard = slot.lock().expect("not poisoned");
-               └─ data: input 42  (tests/src/bin/why_cases.rs:264)
+               └─ data: input 42  (tests/src/bin/why_cases.rs:265)
                   │   let guard = slot.lock().expect("not poisoned");
                   │   [the value under mutex slot, from the log]
-                  └─ data via lock slot: guard = 42  (tests/src/bin/why_cases.rs:258, second why_cases::add_on entered at event N)
+                  └─ data via lock slot: guard = 42  (tests/src/bin/why_cases.rs:259, second why_cases::add_on entered at event N)
                      │   *guard = seen + extra;
-                     ├─ data: %2 extra = 2  (tests/src/bin/why_cases.rs:255)
+                     ├─ data: %2 extra = 2  (tests/src/bin/why_cases.rs:256)
                      │  │   fn add_on
-                     │  └─ data: extra = 2  (tests/src/bin/why_cases.rs:255)
+                     │  └─ data: extra = 2  (tests/src/bin/why_cases.rs:256)
                      │         fn add_on
                      │         [passed by the caller of why_cases::add_on, which is not an e-block]
-                     └─ data: seen = 40  (tests/src/bin/why_cases.rs:257)
+                     └─ data: seen = 40  (tests/src/bin/why_cases.rs:258)
                         │   let seen = *guard;
-                        └─ data: guard = 40  (tests/src/bin/why_cases.rs:256)
+                        └─ data: guard = 40  (tests/src/bin/why_cases.rs:257)
                            │   let mut guard = slot.lock().expect("not poisoned");
-                           └─ data: input 40  (tests/src/bin/why_cases.rs:256)
+                           └─ data: input 40  (tests/src/bin/why_cases.rs:257)
                               │   let mut guard = slot.lock().expect("not poisoned");
                               │   [the value under mutex slot, from the log]
-                              └─ data via lock slot: guard = 40  (tests/src/bin/why_cases.rs:251, first why_cases::deposit entered at event N)
+                              └─ data via lock slot: guard = 40  (tests/src/bin/why_cases.rs:252, first why_cases::deposit entered at event N)
                                  │   *guard = seed * 10;
-                                 └─ data: %2 seed = 4  (tests/src/bin/why_cases.rs:249)
+                                 └─ data: %2 seed = 4  (tests/src/bin/why_cases.rs:250)
                                     │   fn deposit
-                                    └─ data: seed = 4  (tests/src/bin/why_cases.rs:249)
+                                    └─ data: seed = 4  (tests/src/bin/why_cases.rs:250)
                                            fn deposit
                                            [passed by the caller of why_cases::deposit, which is not an e-block]
         "#]],
@@ -804,30 +828,30 @@ fn an_acquire_load_reaches_the_release_store_through_a_read_modify_write() {
         &["observer", "seen", "--at", "observe#1", "--depth", "12"],
         expect![[r#"
             why observer seen (at observe#1):
-            seen = 17  (tests/src/bin/why_cases.rs:330, observer why_cases::observe entered at event N)
+            seen = 17  (tests/src/bin/why_cases.rs:331, observer why_cases::observe entered at event N)
             │   let seen = ready.load(Ordering::Acquire);
-            └─ data: input 17  (tests/src/bin/why_cases.rs:330)
+            └─ data: input 17  (tests/src/bin/why_cases.rs:331)
                │   let seen = ready.load(Ordering::Acquire);
                │   [the value of atomic ready, from the log]
-               └─ data via atomic ready: wrote 17  (tests/src/bin/why_cases.rs:323, forwarder why_cases::pass_on entered at event N)
+               └─ data via atomic ready: wrote 17  (tests/src/bin/why_cases.rs:324, forwarder why_cases::pass_on entered at event N)
                   │   let before = ready.fetch_add(extra, Ordering::AcqRel);
                   │   [read-modify-write of atomic ready]
-                  ├─ data: %2 extra = 3  (tests/src/bin/why_cases.rs:322)
+                  ├─ data: %2 extra = 3  (tests/src/bin/why_cases.rs:323)
                   │  │   fn pass_on
-                  │  └─ data: extra = 3  (tests/src/bin/why_cases.rs:322)
+                  │  └─ data: extra = 3  (tests/src/bin/why_cases.rs:323)
                   │         fn pass_on
                   │         [passed by the caller of why_cases::pass_on, which is not an e-block]
-                  └─ data: input 14  (tests/src/bin/why_cases.rs:323)
+                  └─ data: input 14  (tests/src/bin/why_cases.rs:324)
                      │   let before = ready.fetch_add(extra, Ordering::AcqRel);
                      │   [the value of atomic ready, from the log]
-                     └─ data via atomic ready: wrote 14  (tests/src/bin/why_cases.rs:317, publisher why_cases::publish entered at event N)
+                     └─ data via atomic ready: wrote 14  (tests/src/bin/why_cases.rs:318, publisher why_cases::publish entered at event N)
                         │   ready.store(value, Ordering::Release)
                         │   [stored into atomic ready]
-                        └─ data: value = 14  (tests/src/bin/why_cases.rs:316)
+                        └─ data: value = 14  (tests/src/bin/why_cases.rs:317)
                            │   let value = seed * 7;
-                           └─ data: %2 seed = 2  (tests/src/bin/why_cases.rs:315)
+                           └─ data: %2 seed = 2  (tests/src/bin/why_cases.rs:316)
                               │   fn publish
-                              └─ data: seed = 2  (tests/src/bin/why_cases.rs:315)
+                              └─ data: seed = 2  (tests/src/bin/why_cases.rs:316)
                                      fn publish
                                      [passed by the caller of why_cases::publish, which is not an e-block]
         "#]],
@@ -841,24 +865,24 @@ fn a_write_outside_every_eblock_ends_the_chain_at_its_release_or_store() {
         &["reader", "%0", "--at", "read_both#1", "--depth", "6"],
         expect![[r#"
             why reader %0 (at read_both#1):
-            %0 = 14  (tests/src/bin/why_cases.rs:364, reader why_cases::read_both entered at event N)
+            %0 = 14  (tests/src/bin/why_cases.rs:365, reader why_cases::read_both entered at event N)
             │   low + high
-            ├─ data: high = 9  (tests/src/bin/why_cases.rs:363)
+            ├─ data: high = 9  (tests/src/bin/why_cases.rs:364)
             │  │   let high = *guard;
-            │  └─ data: guard = 9  (tests/src/bin/why_cases.rs:362)
+            │  └─ data: guard = 9  (tests/src/bin/why_cases.rs:363)
             │     │   let guard = shelf.lock().expect("not poisoned");
-            │     └─ data: input 9  (tests/src/bin/why_cases.rs:362)
+            │     └─ data: input 9  (tests/src/bin/why_cases.rs:363)
             │        │   let guard = shelf.lock().expect("not poisoned");
             │        │   [the value under mutex shelf, from the log]
-            │        └─ data via lock shelf: 9  (tests/src/bin/why_cases.rs:371, main)
+            │        └─ data via lock shelf: 9  (tests/src/bin/why_cases.rs:372, main)
             │               released mutex shelf at event N
             │               [held by main outside e-blocks (acquisition 1): what it wrote under the lock is not traced]
-            └─ data: low = 5  (tests/src/bin/why_cases.rs:361)
+            └─ data: low = 5  (tests/src/bin/why_cases.rs:362)
                │   let low = level.load(Ordering::Acquire) as i64;
-               └─ data: input 5  (tests/src/bin/why_cases.rs:361)
+               └─ data: input 5  (tests/src/bin/why_cases.rs:362)
                   │   let low = level.load(Ordering::Acquire) as i64;
                   │   [the value of atomic level, from the log]
-                  └─ data via atomic level: 5  (tests/src/bin/why_cases.rs:370, main)
+                  └─ data via atomic level: 5  (tests/src/bin/why_cases.rs:371, main)
                          stored into atomic level at event N
                          [stored by main outside e-blocks (access 1): what it computed the value from is not traced]
         "#]],
@@ -985,4 +1009,219 @@ fn the_dot_answer_labels_a_shared_memory_edge_with_its_object() {
         2,
         "{dot}"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The search and its rendering: bounded by the graph, numbered by the answer alone
+
+/// `ppd why --json` with `args`, which must answer.
+fn why_json(work: &Path, dir: &Path, args: &[&str]) -> Value {
+    let mut all = args.to_vec();
+    all.push("--json");
+    let (code, stdout, stderr) = why(work, dir, &all);
+    assert_eq!(code, Some(0), "{args:?}: {stderr}");
+    serde_json::from_str(&stdout).unwrap()
+}
+
+/// How many dependences the farthest step of an answer is from its target, along the
+/// shortest way.
+fn chain_depth(steps: &[Value]) -> usize {
+    let mut distance = vec![usize::MAX; steps.len()];
+    distance[0] = 0;
+    let mut queue = std::collections::VecDeque::from([0]);
+    while let Some(id) = queue.pop_front() {
+        for dep in steps[id]["deps"].as_array().unwrap() {
+            let to = dep["step"].as_u64().unwrap() as usize;
+            if distance[to] == usize::MAX {
+                distance[to] = distance[id] + 1;
+                queue.push_back(to);
+            }
+        }
+    }
+    assert!(
+        distance.iter().all(|&d| d != usize::MAX),
+        "a step no path reaches"
+    );
+    distance.into_iter().max().unwrap()
+}
+
+#[test]
+fn a_depth_beyond_the_chain_answers_with_the_whole_chain_at_the_cost_of_the_chain() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("deep");
+    let out = record_program(work.path(), &dir, &why_cases(), &["deep", "3000"], &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ask = |depth: String| why_json(work.path(), &dir, &["main", "%0", "--depth", &depth]);
+
+    let whole = ask("10000".into());
+    let steps = whole["steps"].as_array().unwrap();
+    // Each of the 3000 rounds defines `sum` and `left` and tests the loop's condition.
+    assert!(steps.len() > 3 * 3000, "{} steps", steps.len());
+    assert!(
+        steps.iter().all(|s| s["more"] == false),
+        "the chain is followed to its ends"
+    );
+    for (i, step) in steps.iter().enumerate() {
+        assert_eq!(
+            step["id"], i,
+            "steps are numbered by their place in the answer"
+        );
+    }
+    // Every step's dependences were worked out once: what a step depends on that is already
+    // explained is referenced, not explored again.
+    assert_eq!(whole["work"]["followed"], steps.len());
+    let depth = chain_depth(steps);
+    assert!(depth > 3000, "the chain is {depth} steps deep");
+
+    // One more than the chain's depth follows everything; one less does not reach its end.
+    let exhausting = ask((depth + 1).to_string());
+    assert_eq!(exhausting["steps"], whole["steps"]);
+    let short = ask((depth - 1).to_string());
+    assert!(short["steps"].as_array().unwrap().len() < steps.len());
+
+    for beyond in [u32::MAX as u64 + 1, u64::MAX] {
+        let answer = ask(beyond.to_string());
+        assert_eq!(answer["steps"], whole["steps"], "--depth {beyond}");
+        assert_eq!(answer["work"]["followed"], steps.len(), "--depth {beyond}");
+        assert_eq!(answer["work"]["reexecuted"], 0, "the trace is cached");
+    }
+
+    // The tree and the graph show every step once, however deep the chain.
+    let edges: usize = steps
+        .iter()
+        .map(|s| s["deps"].as_array().unwrap().len())
+        .sum();
+    let (code, text, stderr) = why(
+        work.path(),
+        &dir,
+        &["main", "%0", "--depth", &u64::MAX.to_string()],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let lines = text.lines().count();
+    assert!(lines <= 4 * (steps.len() + edges), "{lines} lines");
+    // Deep chains are continued in trees of their own rather than indented without end.
+    let widest = text.lines().map(|l| l.chars().count()).max().unwrap();
+    assert!(widest < 300, "a line of {widest} characters");
+    // A step drawn in full is numbered where another refers to it, once.
+    let tagged: Vec<usize> = numbers_after(&text, "[#");
+    let tags: BTreeSet<usize> = tagged.iter().copied().collect();
+    assert_eq!(tags.len(), tagged.len(), "a step is drawn twice");
+    assert_eq!(numbers_after::<BTreeSet<usize>>(&text, "(see #"), tags);
+    let (code, dot, stderr) = why(
+        work.path(),
+        &dir,
+        &["main", "%0", "--depth", "10000", "--dot"],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(dot.matches(" [shape=").count(), steps.len());
+    // Besides the dependences, dotted edges give the execution order inside an instance.
+    let flow = dot.matches("style=dotted").count();
+    assert_eq!(dot.matches(" -> ").count() - flow, edges);
+}
+
+/// The numbers that follow `marker` in `text`, in order.
+fn numbers_after<T: FromIterator<usize>>(text: &str, marker: &str) -> T {
+    text.match_indices(marker)
+        .map(|(i, _)| {
+            let rest = &text[i + marker.len()..];
+            let digits = rest
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(rest.len());
+            rest[..digits].parse().unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn step_numbers_are_the_same_whether_the_traces_were_cached_or_not() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("bank");
+    let out = record_program(
+        work.path(),
+        &dir,
+        &ppd_tests::example_bin("bank"),
+        &["60"],
+        &[],
+    );
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cache = dir.join("cache");
+    for depth in ["4", "8", "12"] {
+        let args = ["teller", "balance", "--depth", depth];
+        std::fs::remove_dir_all(&cache).unwrap_or_default();
+        let (code, cold, stderr) = why(work.path(), &dir, &args);
+        assert_eq!(code, Some(0), "{stderr}");
+        let (_, warm, _) = why(work.path(), &dir, &args);
+        assert!(cold.contains("[#"), "no step is referenced: {cold}");
+        assert_eq!(warm, cold, "--depth {depth}, warm against cold");
+
+        std::fs::remove_dir_all(&cache).unwrap();
+        let mut cold = why_json(work.path(), &dir, &args);
+        let mut warm = why_json(work.path(), &dir, &args);
+        // What the answers cost differs, and shows the cache was cold, then warm.
+        assert!(
+            cold["work"]["reexecuted"].as_u64().unwrap() > 0,
+            "{}",
+            cold["work"]
+        );
+        assert_eq!(warm["work"]["reexecuted"], 0, "{}", warm["work"]);
+        for answer in [&mut cold, &mut warm] {
+            answer.as_object_mut().unwrap().remove("work");
+        }
+        assert_eq!(
+            serde_json::to_string_pretty(&warm).unwrap(),
+            serde_json::to_string_pretty(&cold).unwrap(),
+            "--depth {depth} --json, warm against cold"
+        );
+    }
+}
+
+#[test]
+fn damaged_traces_and_registry_are_recomputed_and_replaced() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record_case(work.path(), "chain");
+    let args = ["sink", "total", "--at", "absorb#2", "--depth", "9"];
+    let (code, answer, stderr) = why(work.path(), &dir, &args);
+    assert_eq!(code, Some(0), "{stderr}");
+    let mut files = vec![dir.join("cache/eblocks.json")];
+    for entry in std::fs::read_dir(dir.join("cache/traces")).unwrap() {
+        files.push(entry.unwrap().path());
+    }
+    assert!(files.len() > 3, "{files:?}");
+    let computed: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(f).unwrap()).collect();
+    for (n, (file, bytes)) in files.iter().zip(&computed).enumerate() {
+        let damaged = match n % 3 {
+            // Cut short.
+            0 => bytes[..bytes.len() / 2].to_vec(),
+            // Bytes overwritten.
+            1 => {
+                let mut b = bytes.clone();
+                for at in (0..b.len()).step_by(7) {
+                    b[at] = 0xff;
+                }
+                b
+            }
+            // Emptied.
+            _ => Vec::new(),
+        };
+        std::fs::write(file, damaged).unwrap();
+    }
+    let (code, again, stderr) = why(work.path(), &dir, &args);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(again, answer);
+    for (file, bytes) in files.iter().zip(&computed) {
+        assert_eq!(
+            &std::fs::read(file).unwrap(),
+            bytes,
+            "{} is computed again and replaced",
+            file.display()
+        );
+    }
 }

@@ -152,3 +152,81 @@ fn the_index_finds_the_instance_that_left_a_value_as_reading_every_earlier_one_d
         "only {found} sources found: the run is too short"
     );
 }
+
+/// Where an index's chunks start: after the 64-byte header and the tables whose length it gives
+/// (`docs/format.md` §8.1).
+fn chunks_start(index: &[u8]) -> usize {
+    64 + u32::from_le_bytes(index[56..60].try_into().unwrap()) as usize
+}
+
+#[test]
+fn a_damaged_or_truncated_index_is_rebuilt_and_the_answer_is_the_same() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("rec");
+    let bank = example_bin("bank");
+    let out = ppd(
+        work.path(),
+        &[
+            "record",
+            "-o",
+            dir.to_str().unwrap(),
+            "--",
+            bank.to_str().unwrap(),
+            "60",
+        ],
+    );
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rec = dir.to_str().unwrap();
+    // The balance's chain reads the teller's instances and the histories of its changes.
+    let why = ["why", rec, "teller", "balance", "--depth", "6"];
+    let first = ppd(work.path(), &why);
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let teller = Recording::open(&dir)
+        .unwrap()
+        .find_process("teller")
+        .unwrap()
+        .id;
+    let path = dir.join(format!("cache/why/p{:04}.idx", teller.0));
+    let built = std::fs::read(&path).unwrap();
+    let start = chunks_start(&built);
+
+    // Every chunk and the change histories with bytes flipped: damage the header and the
+    // tables do not show, found only where a search reads it.
+    let mut flipped = built.clone();
+    for at in (start..flipped.len()).step_by(97) {
+        flipped[at] ^= 0xff;
+    }
+    let damaged = [
+        ("flipped", flipped),
+        ("without its last bytes", built[..built.len() - 3].to_vec()),
+        ("cut in its chunks", built[..start + 10].to_vec()),
+        ("cut in its header", built[..40].to_vec()),
+    ];
+    for (how, bytes) in damaged {
+        std::fs::write(&path, bytes).unwrap();
+        let again = ppd(work.path(), &why);
+        assert_eq!(
+            again.status.code(),
+            Some(0),
+            "{how}: {}",
+            String::from_utf8_lossy(&again.stderr)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&again.stdout),
+            String::from_utf8_lossy(&first.stdout),
+            "{how}"
+        );
+        assert!(
+            std::fs::read(&path).unwrap() == built,
+            "{how}: the index is rebuilt in its file"
+        );
+    }
+}

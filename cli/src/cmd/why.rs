@@ -153,9 +153,13 @@ fn state(
     json: bool,
 ) -> CmdResult {
     let pid = why::find_process(recording, process).map_err(classify)?;
-    let index = store.index(pid).map_err(classify)?;
-    let event = at.resolve(recording, pid, &index).map_err(classify)?;
-    let state = restore::state_at(recording, pid, event).map_err(classify)?;
+    let state = store
+        .repairing(|store| {
+            let index = store.index(pid)?;
+            let event = at.resolve(recording, pid, &index)?;
+            restore::state_at(recording, pid, event)
+        })
+        .map_err(classify)?;
     if json {
         output::json(&state);
     } else {
@@ -201,9 +205,11 @@ fn what_if(
     json: bool,
 ) -> CmdResult {
     let pid = why::find_process(recording, process).map_err(classify)?;
-    let index = store.index(pid).map_err(classify)?;
-    let event = at
-        .resolve(recording, pid, &index)
+    let event = store
+        .repairing(|store| {
+            let index = store.index(pid)?;
+            at.resolve(recording, pid, &index)
+        })
         .map_err(classify)?
         .ok_or_else(|| {
             input(anyhow!(
@@ -211,13 +217,17 @@ fn what_if(
                  event inside it, `mark negative`)"
             ))
         })?;
-    let inst = restore::instance_at(store, pid, event).map_err(classify)?;
+    let inst = store
+        .repairing(|store| restore::instance_at(store, pid, event))
+        .map_err(classify)?;
     let changes = changes
         .iter()
         .map(|c| restore::parse_change(c))
         .collect::<Result<Vec<_>, _>>()
         .map_err(classify)?;
-    let result = restore::what_if(store, inst, &changes).map_err(classify)?;
+    let result = store
+        .repairing(|store| restore::what_if(store, inst, &changes))
+        .map_err(classify)?;
     if json {
         output::json(&result);
     } else {

@@ -37,15 +37,13 @@ pub enum NodeKind {
     Outside,
 }
 
-/// How a step's parent depends on it.
+/// How a step depends on another.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Dependence {
-    /// The query's answer.
-    Target,
-    /// The parent's value was computed from this one.
+    /// Its value was computed from the other's.
     Data,
-    /// The parent ran because of this branch.
+    /// It ran because of the other, a branch.
     Control,
 }
 
@@ -68,10 +66,10 @@ pub enum Via {
     Atomic,
 }
 
-/// One step of an answer: a node of the dependence graph and what it depends on.
+/// One step of an answer: a node of the dependence graph and the steps it depends on.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Step {
-    /// Its number in the answer.
+    /// Its number in the answer: its place in [`Answer::steps`].
     pub id: usize,
     /// The process's name.
     pub process: String,
@@ -91,13 +89,6 @@ pub struct Step {
     pub line: u32,
     /// The statement.
     pub text: String,
-    /// How the parent depends on it.
-    pub kind: Dependence,
-    /// Through what, when across instances.
-    pub via: Option<Via>,
-    /// The lock or atomic a `via` of `lock` or `atomic` went through, by the name it was
-    /// created with (else its id).
-    pub through: Option<String>,
     /// Its node type.
     pub node: NodeKind,
     /// What kind of trace record it is.
@@ -106,12 +97,24 @@ pub struct Step {
     pub event: Option<u64>,
     /// More to know.
     pub note: Option<String>,
-    /// Already shown as step `see`.
-    pub see: Option<usize>,
     /// Its dependences were not followed: the depth limit.
     pub more: bool,
-    /// What it depends on.
-    pub deps: Vec<Step>,
+    /// What it depends on, in the order the search followed them.
+    pub deps: Vec<Edge>,
+}
+
+/// A dependence of one step on another.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Edge {
+    /// The step depended on, by its number.
+    pub step: usize,
+    /// Data or control.
+    pub kind: Dependence,
+    /// Through what, when across instances.
+    pub via: Option<Via>,
+    /// The lock or atomic a `via` of `lock` or `atomic` went through, by the name it was
+    /// created with (else its id).
+    pub through: Option<String>,
 }
 
 /// A difference re-execution found between an instance's log and its re-execution.
@@ -142,8 +145,10 @@ pub struct Answer {
     pub at: String,
     /// The depth asked for.
     pub depth: usize,
-    /// The chain, from the target back.
-    pub root: Step,
+    /// The chain: the target first, then the steps in the order the search reached them,
+    /// breadth first, each once however many others depend on it. A list rather than a tree,
+    /// so that a chain thousands of steps deep is as easy to read as a short one.
+    pub steps: Vec<Step>,
     /// Nondeterminism leaks in the instances the answer used: where they are, the answer may
     /// be wrong.
     pub leaks: Vec<LeakReport>,

@@ -1,5 +1,12 @@
-//! The chain of a why-query: the dependences of its target followed breadth first, each level's
-//! instances re-executed together, and the nodes described as the answer shows them.
+//! The chain of a why-query: the dependences of its target followed breadth first, each
+//! level's instances re-executed together, and the steps described as the answer shows them.
+//!
+//! Steps are numbered in the order the search reaches them: level by level, and within a level
+//! in the order of the steps that depend on them and of their dependences. Every dependence of
+//! a level is worked out, re-executing what it needs, before any is numbered, so the numbers
+//! are a function of the answer: the same whichever traces were cached. A step reached again
+//! is referenced by its number, never followed again, and nothing here recurses: the work and
+//! the stack follow the steps of the graph, not the depth asked for.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -7,35 +14,30 @@ use ppd_formats::trace::RecordKind;
 use ppd_formats::value::{self, Value};
 use ppd_formats::{Event, ProcessId};
 
-use super::answer::{Dependence, NodeKind, Step, Via, node_kind};
+use super::answer::{Dependence, Edge, NodeKind, Step, Via, node_kind};
 use super::engine::{Dep, Engine, Outside, Site, Stall, Try, decoded, record_value};
 use super::place::Place;
 use super::store::{InstanceKey, Lookup};
 use crate::error::Result;
 
-/// A node of the answer while it is being built.
+/// A step of the answer while it is being built.
 struct Node {
     site: Site,
+    /// The step the search first reached it from.
     parent: Option<usize>,
-    kind: Dependence,
-    via: Option<Via>,
-    see: Option<usize>,
+    deps: Vec<Edge>,
     more: bool,
-    children: Vec<usize>,
 }
 
 impl Engine<'_, '_> {
-    /// The dependences of `target`, followed breadth first to `depth`; the instances each
-    /// level needs are re-executed together.
-    pub(super) fn chain(&mut self, target: Site, depth: usize) -> Result<Step> {
+    /// The steps of the answer: the dependences of `target`, followed breadth first to
+    /// `depth` or to the end of the graph, whichever comes first.
+    pub(super) fn chain(&mut self, target: Site, depth: usize) -> Result<Vec<Step>> {
         let mut nodes = vec![Node {
             site: target.clone(),
             parent: None,
-            kind: Dependence::Target,
-            via: None,
-            see: None,
+            deps: Vec::new(),
             more: false,
-            children: Vec::new(),
         }];
         let mut seen: HashMap<Site, usize> = HashMap::from([(target, 0)]);
         let mut level = vec![0usize];
@@ -44,69 +46,140 @@ impl Engine<'_, '_> {
             if level.is_empty() {
                 break;
             }
+            let found = self.settled_each(&level, |engine, id| engine.dependences(&nodes, id))?;
+            self.store.work.followed += level.len();
             let mut next = Vec::new();
-            let mut todo = level;
-            while !todo.is_empty() {
-                let mut needed = BTreeSet::new();
-                let mut stalled = Vec::new();
-                for id in todo {
-                    let site = nodes[id].site.clone();
-                    let deps = match self.deps(&site) {
-                        Ok(deps) => deps,
-                        Err(Stall::Need(keys)) => {
-                            needed.extend(keys);
-                            stalled.push(id);
-                            continue;
-                        }
-                        Err(Stall::Failed(key, why)) => vec![self.failed(key, &why)],
-                        Err(Stall::Error(e)) => return Err(e),
+            for (&id, deps) in level.iter().zip(found) {
+                for (kind, via, site) in deps {
+                    let through = match via {
+                        Some(Via::Lock | Via::Atomic) => self
+                            .through
+                            .get(&site)
+                            .map(|&object| self.object_called(object)),
+                        _ => None,
                     };
-                    // A branch that also controls the parent is shown there already.
-                    let inherited = nodes[id]
-                        .parent
-                        .and_then(|p| self.control_of(&nodes[p].site));
-                    for (kind, via, site) in deps {
-                        if let (Dependence::Control, Site::Record { inst, rec, .. }) = (kind, &site)
-                            && inherited == Some((*inst, *rec))
-                        {
-                            continue;
+                    let step = match seen.get(&site) {
+                        Some(&known) => known,
+                        None => {
+                            let new = nodes.len();
+                            seen.insert(site.clone(), new);
+                            nodes.push(Node {
+                                site,
+                                parent: Some(id),
+                                deps: Vec::new(),
+                                more: false,
+                            });
+                            next.push(new);
+                            new
                         }
-                        let child = nodes.len();
-                        let see = seen.get(&site).copied();
-                        if see.is_none() {
-                            seen.insert(site.clone(), child);
-                            next.push(child);
-                        }
-                        nodes.push(Node {
-                            site,
-                            parent: Some(id),
-                            kind,
-                            via,
-                            see,
-                            more: false,
-                            children: Vec::new(),
-                        });
-                        nodes[id].children.push(child);
-                    }
+                    };
+                    nodes[id].deps.push(Edge {
+                        step,
+                        kind,
+                        via,
+                        through,
+                    });
                 }
-                if !needed.is_empty() {
-                    self.store.fetch(&needed)?;
-                }
-                todo = stalled;
             }
             level = next;
         }
         for id in level {
-            nodes[id].more = match &nodes[id].site {
-                Site::Outside(_) => false,
-                Site::Record { inst, rec, .. } => match self.store.trace(*inst) {
-                    Lookup::Ready(t) => t.records[*rec as usize].kind != RecordKind::Input,
-                    _ => true,
-                },
-                Site::CallOutput { .. } | Site::Publish { .. } => true,
-            };
+            nodes[id].more = self.may_depend(&nodes[id].site);
         }
-        self.settle(|engine| engine.step(&nodes, 0))
+        let all: Vec<usize> = (0..nodes.len()).collect();
+        let described = self.settled_each(&all, |engine, id| engine.describe(&nodes[id].site))?;
+        Ok(described
+            .into_iter()
+            .zip(nodes)
+            .enumerate()
+            .map(|(id, (mut step, node))| {
+                step.id = id;
+                step.more = node.more;
+                step.deps = node.deps;
+                step
+            })
+            .collect())
+    }
+
+    /// `f` of every item, the instances they need re-executed together, a run for each round
+    /// of needs: what each item gives does not depend on which traces were at hand. A
+    /// computation stalls only on traces the store lacks, and a fetch settles each, so this
+    /// ends.
+    fn settled_each<T>(
+        &mut self,
+        items: &[usize],
+        mut f: impl FnMut(&mut Self, usize) -> Try<T>,
+    ) -> Result<Vec<T>> {
+        let mut done: Vec<Option<T>> = items.iter().map(|_| None).collect();
+        loop {
+            let mut needed = BTreeSet::new();
+            let mut stalled = false;
+            for (slot, &item) in items.iter().enumerate() {
+                if done[slot].is_some() {
+                    continue;
+                }
+                match f(self, item) {
+                    Ok(v) => done[slot] = Some(v),
+                    Err(Stall::Need(keys)) => {
+                        stalled = true;
+                        needed.extend(keys);
+                    }
+                    Err(Stall::Failed(key, why)) => return Err(self.not_reexecuted(key, &why)),
+                    Err(Stall::Error(e)) => return Err(e),
+                }
+            }
+            if !stalled {
+                return Ok(done.into_iter().flatten().collect());
+            }
+            self.store.fetch(&needed)?;
+        }
+    }
+
+    /// What step `id` depends on, less a branch that also controls the step it was reached
+    /// from, which is shown there already.
+    fn dependences(&mut self, nodes: &[Node], id: usize) -> Try<Vec<Dep>> {
+        let deps = match self.deps(&nodes[id].site) {
+            Err(Stall::Failed(key, why)) => vec![self.failed(key, &why)],
+            other => other?,
+        };
+        let inherited = nodes[id]
+            .parent
+            .and_then(|p| self.control_of(&nodes[p].site));
+        Ok(deps
+            .into_iter()
+            .filter(|(kind, _, site)| match (kind, site) {
+                (Dependence::Control, Site::Record { inst, rec, .. }) => {
+                    inherited != Some((*inst, *rec))
+                }
+                _ => true,
+            })
+            .collect())
+    }
+
+    /// Whether a step the depth left unfollowed may depend on more: anything but a value
+    /// from outside the traced code, or an input from the log other than a value read from
+    /// shared memory.
+    fn may_depend(&mut self, site: &Site) -> bool {
+        let (inst, rec) = match site {
+            Site::Outside(_) => return false,
+            Site::CallOutput { .. } | Site::Publish { .. } => return true,
+            Site::Record { inst, rec, .. } => (*inst, *rec),
+        };
+        let Lookup::Ready(trace) = self.store.trace(inst) else {
+            return true;
+        };
+        let Some(r) = trace.records.get(rec as usize) else {
+            return true;
+        };
+        if r.kind != RecordKind::Input {
+            return true;
+        }
+        r.event.is_some_and(|k| {
+            matches!(
+                self.store.event(inst.process, k),
+                Ok(Event::Lock { .. } | Event::RwAcquire { .. } | Event::Atomic { .. })
+            )
+        })
     }
 
     /// The branch a node's statement is control dependent on, if its trace is at hand.
@@ -141,27 +214,6 @@ impl Engine<'_, '_> {
         )
     }
 
-    fn step(&mut self, nodes: &[Node], id: usize) -> Try<Step> {
-        let node = &nodes[id];
-        let mut step = self.describe(&node.site)?;
-        step.id = id;
-        step.kind = node.kind;
-        step.via = node.via;
-        if matches!(node.via, Some(Via::Lock | Via::Atomic)) {
-            step.through = self
-                .through
-                .get(&node.site)
-                .map(|&object| self.object_called(object));
-        }
-        step.see = node.see;
-        step.more = node.more;
-        for &child in &node.children {
-            let child = self.step(nodes, child)?;
-            step.deps.push(child);
-        }
-        Ok(step)
-    }
-
     /// A node as the answer shows it.
     pub(super) fn describe(&mut self, site: &Site) -> Try<Step> {
         let blank = |process: ProcessId, name: String| Step {
@@ -175,14 +227,10 @@ impl Engine<'_, '_> {
             file: String::new(),
             line: 0,
             text: String::new(),
-            kind: Dependence::Data,
-            via: None,
-            through: None,
             node: NodeKind::Singular,
             record: None,
             event: None,
             note: None,
-            see: None,
             more: false,
             deps: Vec::new(),
         };

@@ -38,17 +38,19 @@ const INDEX_NESTING: u32 = 4;
 
 /// Answers `query` on the recording of `store`.
 pub fn ask(store: &mut TraceStore<'_>, query: &Query) -> Result<Answer> {
-    let mut engine = Engine::new(store);
-    let (process, target) = engine.target(query)?;
-    let root = engine.chain(target, query.depth)?;
-    Ok(Answer {
-        process: engine.process_name(process),
-        var: query.var.clone(),
-        at: query.at.to_string(),
-        depth: query.depth,
-        root,
-        leaks: engine.leak_reports(),
-        work: engine.store.work,
+    store.repairing(|store| {
+        let mut engine = Engine::new(store);
+        let (process, target) = engine.target(query)?;
+        let steps = engine.chain(target, query.depth)?;
+        Ok(Answer {
+            process: engine.process_name(process),
+            var: query.var.clone(),
+            at: query.at.to_string(),
+            depth: query.depth,
+            steps,
+            leaks: engine.leak_reports(),
+            work: engine.store.work,
+        })
     })
 }
 
@@ -234,17 +236,20 @@ impl<'s, 'r> Engine<'s, 'r> {
             match f(self) {
                 Ok(v) => return Ok(v),
                 Err(Stall::Need(keys)) => self.store.fetch(&keys)?,
-                Err(Stall::Failed(key, why)) => {
-                    return Err(FlowbackError::Emulation(format!(
-                        "{} of {}, entered at event {}: {why}",
-                        self.eblock_name(key).unwrap_or_else(|| "an e-block".into()),
-                        self.process_name(key.process),
-                        key.enter
-                    )));
-                }
+                Err(Stall::Failed(key, why)) => return Err(self.not_reexecuted(key, &why)),
                 Err(Stall::Error(e)) => return Err(e),
             }
         }
+    }
+
+    /// The error of a computation that needs an instance that could not be re-executed.
+    pub(super) fn not_reexecuted(&mut self, key: InstanceKey, why: &str) -> FlowbackError {
+        FlowbackError::Emulation(format!(
+            "{} of {}, entered at event {}: {why}",
+            self.eblock_name(key).unwrap_or_else(|| "an e-block".into()),
+            self.process_name(key.process),
+            key.enter
+        ))
     }
 
     /// An instance's trace.

@@ -10,7 +10,9 @@
 //! header and the small tables when it is opened, each chunk of 1024 entries (compressed with
 //! zstd, with its own checksum) when a search first reads it. Compressed, the index stays a
 //! fraction of the log it indexes. A cache that is stale or whose header or tables are damaged
-//! is rebuilt; damage found later in a chunk is an error naming the file and offset.
+//! is rebuilt; damage found later in a chunk or the change histories is an error naming the
+//! file and offset, on which the query rebuilds the index and starts again
+//! ([`TraceStore::repairing`](super::store::TraceStore::repairing)).
 //!
 //! Layout (integers little-endian, checksums crc32c):
 //!
@@ -370,12 +372,24 @@ impl ProcessIndex {
         if let Some(index) = cached {
             return Ok(index);
         }
+        ProcessIndex::rebuild(recording, process)
+    }
+
+    /// The index of `process` built from its log, replacing the cached one.
+    pub fn rebuild(recording: &Recording, process: ProcessId) -> Result<ProcessIndex> {
+        let path = cache_path(recording, process)?;
         let (log, found) = scan(recording, process)?;
         let bytes = encode(&found);
         // Unwritable, it costs the next query this scan again.
         let _ = ppd_formats::private::write_atomic(&path, &bytes, false);
         ProcessIndex::parse(log, Bytes::Owned(bytes))
             .map_err(|detail| FlowbackError::Query(format!("indexing {process}: {detail}")))
+    }
+
+    /// Whether this index is the cache file at `path`, read as it is on disk: the one a
+    /// rebuild can replace when damage is found in it.
+    pub fn is_mapped_from(&self, path: &Path) -> bool {
+        matches!(self.bytes, Bytes::Mapped(_)) && self.path == path
     }
 
     /// Checks the header and the tables; the chunks are checked when first read.

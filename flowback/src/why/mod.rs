@@ -36,7 +36,7 @@ pub mod store;
 pub mod target;
 mod wire;
 
-pub use answer::{Answer, Dependence, LeakReport, NodeKind, Query, Step, Via};
+pub use answer::{Answer, Dependence, Edge, LeakReport, NodeKind, Query, Step, Via};
 pub use engine::ask;
 pub use point::Point;
 pub use store::{InstanceKey, TraceStore, Work};

@@ -1,15 +1,69 @@
 //! Answers as people and other tools read them: an indented tree, Graphviz. (JSON is the
 //! answer serialized as it is.)
+//!
+//! The answer is a graph, its steps listed once each; the tree draws each step where the
+//! search first reached it and refers to it by number (`see #N`) everywhere else. Nothing here
+//! recurses, and the tree is indented [`NESTING`] levels at most: a deeper chain goes on in a
+//! tree of its own below, so the text grows with the steps, not with their depth.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt::Write;
 
-use super::answer::{Answer, Dependence, NodeKind, Step, Via};
+use super::answer::{Answer, Dependence, Edge, NodeKind, Step, Via};
 
-/// The answer as an indented tree, one node per line with its statement below it.
+/// How many levels deep a tree is drawn before its chain goes on in a tree of its own.
+const NESTING: usize = 32;
+
+/// How the tree reaches each step: the step and the position among its dependences of the
+/// edge it is drawn under (`None` for the target, or a step no edge reaches).
+fn drawn_under(answer: &Answer) -> Vec<Option<(usize, usize)>> {
+    let mut under = vec![None; answer.steps.len()];
+    let mut reached = vec![false; answer.steps.len()];
+    let mut queue = VecDeque::new();
+    if !answer.steps.is_empty() {
+        reached[0] = true;
+        queue.push_back(0);
+    }
+    while let Some(id) = queue.pop_front() {
+        for (i, edge) in answer.steps[id].deps.iter().enumerate() {
+            if let Some(seen) = reached.get_mut(edge.step)
+                && !*seen
+            {
+                *seen = true;
+                under[edge.step] = Some((id, i));
+                queue.push_back(edge.step);
+            }
+        }
+    }
+    under
+}
+
+/// A line of the tree to write: a step, drawn in full or referred to.
+struct Line<'a> {
+    step: usize,
+    edge: Option<&'a Edge>,
+    parent: Option<usize>,
+    first: String,
+    rest: String,
+    nesting: usize,
+    full: bool,
+}
+
+/// The answer as indented trees, one node per line with its statement below it.
 pub fn text(answer: &Answer) -> String {
-    let mut referenced = BTreeSet::new();
-    collect_references(&answer.root, &mut referenced);
+    let under = drawn_under(answer);
+    // Steps referred to from elsewhere carry their number where they are drawn.
+    let referenced: BTreeSet<usize> = answer
+        .steps
+        .iter()
+        .flat_map(|s| {
+            s.deps
+                .iter()
+                .enumerate()
+                .filter(|&(i, e)| under.get(e.step) != Some(&Some((s.id, i))))
+                .map(|(_, e)| e.step)
+        })
+        .collect();
     let mut out = String::new();
     let at = if answer.at == "end" {
         "at the end of the run".to_owned()
@@ -17,7 +71,31 @@ pub fn text(answer: &Answer) -> String {
         format!("at {}", answer.at)
     };
     let _ = writeln!(out, "why {} {} ({at}):", answer.process, answer.var);
-    write_step(&mut out, &answer.root, None, "", "", &referenced);
+    let mut trees: VecDeque<(usize, Option<&Edge>)> = VecDeque::new();
+    if !answer.steps.is_empty() {
+        trees.push_back((0, None));
+    }
+    while let Some((root, edge)) = trees.pop_front() {
+        if root != 0 {
+            out.push('\n');
+        }
+        let mut lines = vec![Line {
+            step: root,
+            edge,
+            parent: None,
+            first: String::new(),
+            rest: String::new(),
+            nesting: 0,
+            full: true,
+        }];
+        while let Some(line) = lines.pop() {
+            match write_line(&mut out, answer, &line, &referenced) {
+                Written::Step => lines.extend(children(answer, &line, &under).into_iter().rev()),
+                Written::Reference => {}
+                Written::Deferred(edge) => trees.push_back((line.step, Some(edge))),
+            }
+        }
+    }
     if !answer.leaks.is_empty() {
         let _ = writeln!(
             out,
@@ -35,35 +113,101 @@ pub fn text(answer: &Answer) -> String {
     out
 }
 
-fn collect_references(step: &Step, out: &mut BTreeSet<usize>) {
-    if let Some(id) = step.see {
-        out.insert(id);
-    }
-    for d in &step.deps {
-        collect_references(d, out);
-    }
+/// The lines under a step drawn in full: its dependences, each drawn in full where the tree
+/// reaches it unless that is too deep, else referred to.
+fn children<'a>(
+    answer: &'a Answer,
+    line: &Line<'a>,
+    under: &[Option<(usize, usize)>],
+) -> Vec<Line<'a>> {
+    let deps = &answer.steps[line.step].deps;
+    deps.iter()
+        .enumerate()
+        .map(|(i, edge)| {
+            let last = i + 1 == deps.len();
+            let (first, rest) = if last {
+                ("└─ ", "   ")
+            } else {
+                ("├─ ", "│  ")
+            };
+            let here = under.get(edge.step) == Some(&Some((line.step, i)));
+            Line {
+                step: edge.step,
+                edge: Some(edge),
+                parent: Some(line.step),
+                first: format!("{}{first}", line.rest),
+                rest: format!("{}{rest}", line.rest),
+                nesting: line.nesting + 1,
+                full: here,
+            }
+        })
+        .collect()
 }
 
-fn label(step: &Step) -> String {
-    let kind = match step.kind {
-        Dependence::Target => String::new(),
-        Dependence::Data => "data".into(),
-        Dependence::Control => "control".into(),
+/// What [`write_line`] wrote.
+enum Written<'a> {
+    /// The step in full: its dependences come below it.
+    Step,
+    /// A reference to a step drawn elsewhere.
+    Reference,
+    /// A reference to a step too deep to draw here, which a tree of its own will draw, reached
+    /// by this edge.
+    Deferred(&'a Edge),
+}
+
+/// Writes a line of the tree, and the statement and notes below a step drawn in full.
+fn write_line<'a>(
+    out: &mut String,
+    answer: &'a Answer,
+    line: &Line<'a>,
+    referenced: &BTreeSet<usize>,
+) -> Written<'a> {
+    let step = &answer.steps[line.step];
+    let deeper = !step.deps.is_empty() || step.more;
+    let deferred = match line.edge {
+        Some(edge) if line.full && line.nesting >= NESTING && deeper => Some(edge),
+        _ => None,
     };
-    let via = match step.via {
-        None => String::new(),
-        Some(Via::Message) => " via message".into(),
-        Some(Via::Call) => " via call".into(),
-        Some(Via::Parameter) => " via parameter".into(),
-        Some(Via::EarlierInstance) => " via earlier instance".into(),
-        Some(via @ (Via::Lock | Via::Atomic)) => {
-            let word = if via == Via::Lock { "lock" } else { "atomic" };
-            match &step.through {
-                Some(name) => format!(" via {word} {name}"),
-                None => format!(" via {word}"),
-            }
-        }
+    if !line.full || deferred.is_some() {
+        let _ = writeln!(
+            out,
+            "{}{}  (see #{})",
+            line.first,
+            label(step, line.edge),
+            step.id
+        );
+        return deferred.map_or(Written::Reference, Written::Deferred);
+    }
+    // A tree of its own starts with a step referred to from above.
+    let tag = if referenced.contains(&step.id) || line.nesting == 0 && step.id != 0 {
+        format!("[#{}] ", step.id)
+    } else {
+        String::new()
     };
+    let parent = line.parent.map(|p| &answer.steps[p]);
+    let place = place_of(step, parent);
+    let place = if place.is_empty() {
+        String::new()
+    } else {
+        format!("  ({place})")
+    };
+    let _ = writeln!(out, "{}{tag}{}{place}", line.first, label(step, line.edge));
+    let bar = if deeper { "│ " } else { "  " };
+    let rest = &line.rest;
+    if !step.text.is_empty() {
+        let _ = writeln!(out, "{rest}{bar}  {}", step.text);
+    }
+    if let Some(note) = &step.note {
+        let _ = writeln!(out, "{rest}{bar}  [{note}]");
+    }
+    if step.more {
+        let _ = writeln!(out, "{rest}└─ … (more: raise --depth)");
+    }
+    Written::Step
+}
+
+/// A step as a line shows it, with how the step above depends on it (`edge`).
+fn label(step: &Step, edge: Option<&Edge>) -> String {
     let value = step.value.as_deref().map(shorten);
     let what = match (&step.var, &value, step.record) {
         (Some(var), Some(value), _) => format!("{var} = {value}"),
@@ -73,11 +217,28 @@ fn label(step: &Step) -> String {
         (None, None, Some(r)) => record_word(r).to_owned(),
         (None, None, None) => step.text.clone(),
     };
-    if kind.is_empty() {
-        what
-    } else {
-        format!("{kind}{via}: {what}")
-    }
+    let Some(edge) = edge else {
+        return what;
+    };
+    let kind = match edge.kind {
+        Dependence::Data => "data",
+        Dependence::Control => "control",
+    };
+    let via = match edge.via {
+        None => String::new(),
+        Some(Via::Message) => " via message".into(),
+        Some(Via::Call) => " via call".into(),
+        Some(Via::Parameter) => " via parameter".into(),
+        Some(Via::EarlierInstance) => " via earlier instance".into(),
+        Some(via @ (Via::Lock | Via::Atomic)) => {
+            let word = if via == Via::Lock { "lock" } else { "atomic" };
+            match &edge.through {
+                Some(name) => format!(" via {word} {name}"),
+                None => format!(" via {word}"),
+            }
+        }
+    };
+    format!("{kind}{via}: {what}")
 }
 
 /// Values longer than a line are cut in the tree (`--json` has them whole).
@@ -122,73 +283,14 @@ fn place_of(step: &Step, parent: Option<&Step>) -> String {
     parts.join(", ")
 }
 
-fn write_step(
-    out: &mut String,
-    step: &Step,
-    parent: Option<&Step>,
-    first: &str,
-    rest: &str,
-    referenced: &BTreeSet<usize>,
-) {
-    let tag = if referenced.contains(&step.id) {
-        format!("[#{}] ", step.id)
-    } else {
-        String::new()
-    };
-    if let Some(id) = step.see {
-        let _ = writeln!(out, "{first}{}  (see #{id})", label(step));
-        return;
-    }
-    let place = place_of(step, parent);
-    let place = if place.is_empty() {
-        String::new()
-    } else {
-        format!("  ({place})")
-    };
-    let _ = writeln!(out, "{first}{tag}{}{place}", label(step));
-    let bar = if step.deps.is_empty() && !step.more {
-        "  "
-    } else {
-        "│ "
-    };
-    if !step.text.is_empty() {
-        let _ = writeln!(out, "{rest}{bar}  {}", step.text);
-    }
-    if let Some(note) = &step.note {
-        let _ = writeln!(out, "{rest}{bar}  [{note}]");
-    }
-    if step.more {
-        let _ = writeln!(out, "{rest}└─ … (more: raise --depth)");
-    }
-    for (i, dep) in step.deps.iter().enumerate() {
-        let last = i + 1 == step.deps.len();
-        let (f, r) = if last {
-            ("└─ ", "   ")
-        } else {
-            ("├─ ", "│  ")
-        };
-        write_step(
-            out,
-            dep,
-            Some(step),
-            &format!("{rest}{f}"),
-            &format!("{rest}{r}"),
-            referenced,
-        );
-    }
-}
-
 /// The answer as a Graphviz digraph: one cluster per e-block instance; ENTRY (`%n`), EXIT
 /// (`%0`), singular and sub-graph nodes drawn apart; data edges solid, control edges dashed,
 /// synchronization edges (messages, and values read under a lock or from an atomic) bold, flow
 /// edges (execution order inside an instance) dotted. Edges go from a dependence to what
 /// depends on it.
 pub fn dot(answer: &Answer) -> String {
-    let mut steps = Vec::new();
-    let mut edges = Vec::new();
-    gather(&answer.root, &mut steps, &mut edges);
     let mut clusters: BTreeMap<(u32, Option<u64>), Vec<&Step>> = BTreeMap::new();
-    for s in &steps {
+    for s in &answer.steps {
         clusters.entry((s.pid, s.instance)).or_default().push(s);
     }
     let mut out = String::new();
@@ -220,10 +322,7 @@ pub fn dot(answer: &Answer) -> String {
                 NodeKind::Subgraph => "box3d",
                 NodeKind::Outside => "note",
             };
-            let mut text = label(&Step {
-                kind: Dependence::Target,
-                ..(*s).clone()
-            });
+            let mut text = label(s, None);
             if !s.file.is_empty() {
                 let _ = write!(text, "\n{}:{}", s.file, s.line);
             }
@@ -252,41 +351,30 @@ pub fn dot(answer: &Answer) -> String {
         }
         let _ = writeln!(out, "  }}");
     }
-    for (from, to, dep) in edges {
-        let shared = |color: &str, word: &str| match dep.through.as_deref() {
-            Some(name) => format!(
-                "style=bold color={color} label=\"{}\"",
-                escape(&format!("{word} {name}"))
-            ),
-            None => format!("style=bold color={color} label=\"{word}\""),
-        };
-        let style = match (dep.kind, dep.via) {
-            (_, Some(Via::Message)) => "style=bold color=blue label=\"message\"".to_owned(),
-            (_, Some(Via::Lock)) => shared("darkgreen", "lock"),
-            (_, Some(Via::Atomic)) => shared("purple", "atomic"),
-            (Dependence::Control, _) => "style=dashed label=\"control\"".to_owned(),
-            (_, Some(Via::Call)) => "label=\"call\"".to_owned(),
-            (_, Some(Via::Parameter)) => "label=\"parameter\"".to_owned(),
-            (_, Some(Via::EarlierInstance)) => "label=\"postlog\"".to_owned(),
-            _ => "label=\"data\"".to_owned(),
-        };
-        let _ = writeln!(out, "  n{from} -> n{to} [{style}];");
+    for step in &answer.steps {
+        for edge in &step.deps {
+            let shared = |color: &str, word: &str| match edge.through.as_deref() {
+                Some(name) => format!(
+                    "style=bold color={color} label=\"{}\"",
+                    escape(&format!("{word} {name}"))
+                ),
+                None => format!("style=bold color={color} label=\"{word}\""),
+            };
+            let style = match (edge.kind, edge.via) {
+                (_, Some(Via::Message)) => "style=bold color=blue label=\"message\"".to_owned(),
+                (_, Some(Via::Lock)) => shared("darkgreen", "lock"),
+                (_, Some(Via::Atomic)) => shared("purple", "atomic"),
+                (Dependence::Control, _) => "style=dashed label=\"control\"".to_owned(),
+                (_, Some(Via::Call)) => "label=\"call\"".to_owned(),
+                (_, Some(Via::Parameter)) => "label=\"parameter\"".to_owned(),
+                (_, Some(Via::EarlierInstance)) => "label=\"postlog\"".to_owned(),
+                _ => "label=\"data\"".to_owned(),
+            };
+            let _ = writeln!(out, "  n{} -> n{} [{style}];", edge.step, step.id);
+        }
     }
     out.push_str("}\n");
     out
-}
-
-/// An edge: from a dependence (its id) to what depends on it, and the step that says how.
-type Edge<'a> = (usize, usize, &'a Step);
-
-fn gather<'a>(step: &'a Step, steps: &mut Vec<&'a Step>, edges: &mut Vec<Edge<'a>>) {
-    steps.push(step);
-    for d in &step.deps {
-        edges.push((d.see.unwrap_or(d.id), step.id, d));
-        if d.see.is_none() {
-            gather(d, steps, edges);
-        }
-    }
 }
 
 fn escape(text: &str) -> String {

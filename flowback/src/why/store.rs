@@ -50,6 +50,9 @@ pub struct Work {
     pub runs: usize,
     /// Traces read from the cache.
     pub from_cache: usize,
+    /// Steps whose dependences were worked out: a query follows each step of its answer
+    /// once at most, however deep it asks.
+    pub followed: usize,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -109,6 +112,29 @@ impl<'r> TraceStore<'r> {
         let index = Arc::new(ProcessIndex::load(self.recording, process)?);
         self.indexes.insert(process, Arc::clone(&index));
         Ok(index)
+    }
+
+    /// Runs `f`, and runs it again after rebuilding a cached index in which it found damage:
+    /// an index is derived from its log, so damage costs its rebuilding, never the answer.
+    /// Each index is rebuilt once at most (the rebuilt one is in memory), so this ends.
+    pub fn repairing<T>(&mut self, mut f: impl FnMut(&mut Self) -> Result<T>) -> Result<T> {
+        loop {
+            match f(self) {
+                Err(FlowbackError::BadCache { path, offset }) => {
+                    let damaged = self
+                        .indexes
+                        .iter()
+                        .find(|(_, index)| index.is_mapped_from(&path))
+                        .map(|(process, _)| *process);
+                    let Some(process) = damaged else {
+                        return Err(FlowbackError::BadCache { path, offset });
+                    };
+                    let rebuilt = ProcessIndex::rebuild(self.recording, process)?;
+                    self.indexes.insert(process, Arc::new(rebuilt));
+                }
+                other => return other,
+            }
+        }
     }
 
     /// Event `k` of a process.

@@ -5,6 +5,7 @@
 //! * `long N`: the same with N values (for benchmarks);
 //! * `nested`: an e-block calling another (a sub-graph node), with a loop and branches;
 //! * `loops`: a `while` loop whose counter depends on every earlier iteration;
+//! * `deep N`: the same over N iterations in one instance, a chain N steps deep;
 //! * `early`: an e-block that returns early from a guard clause;
 //! * `shared`: two processes add to a counter under a `ppd` mutex, in e-blocks: the value each
 //!   finds under the lock is logged with the acquisition (Miller & Choi's extra prelog of a
@@ -376,6 +377,17 @@ fn outside() {
     reader.join().expect("reader");
 }
 
+#[ppd::eblock]
+fn sum_down(start: u64) -> u64 {
+    let mut left = start;
+    let mut sum = 0;
+    while left > 0 {
+        sum += left;
+        left -= 1;
+    }
+    sum
+}
+
 #[ppd::main]
 fn main() {
     match std::env::args().nth(1).as_deref() {
@@ -388,6 +400,10 @@ fn main() {
         ),
         Some("nested") => nested(),
         Some("loops") => loops(),
+        Some("deep") => {
+            let rounds = std::env::args().nth(2).and_then(|n| n.parse().ok());
+            println!("sum = {}", sum_down(rounds.unwrap_or(1000)));
+        }
         Some("early") => early(),
         Some("shared") => shared(),
         Some("leaky") => leaky(),
@@ -397,8 +413,8 @@ fn main() {
         Some("outside") => outside(),
         other => {
             eprintln!(
-                "why_cases: unknown case {other:?} (chain, long N, nested, loops, early, shared, \
-                 leaky, withdraw, relay, flag, outside)"
+                "why_cases: unknown case {other:?} (chain, long N, nested, loops, deep N, early, \
+                 shared, leaky, withdraw, relay, flag, outside)"
             );
             std::process::exit(2);
         }
