@@ -398,16 +398,16 @@ fn recording_into_a_non_empty_directory_is_refused() {
 #[test]
 fn a_program_not_built_with_ppd_is_explained() {
     let work = tempfile::tempdir().unwrap();
-    // It succeeds but writes no recording: ppd says why and fails.
+    // It succeeds but writes no recording: ppd says why, as bad input.
     let dir = work.path().join("true");
     let out = ppd(
         work.path(),
         &["record", "-o", dir.to_str().unwrap(), "--", "true"],
     );
-    assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(out.status.code().is_some());
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("#[ppd::main]"), "{}", stderr(&out));
-    // It fails: its own exit code is kept.
+    // It fails: it is still not a program ppd records (exit code 2), and its own exit code is
+    // said.
     let dir = work.path().join("sh");
     let out = ppd(
         work.path(),
@@ -421,8 +421,13 @@ fn a_program_not_built_with_ppd_is_explained() {
             "exit 7",
         ],
     );
-    assert_eq!(out.status.code(), Some(7), "{}", stderr(&out));
-    assert!(stderr(&out).contains("#[ppd::main]"), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("sh exited with code 7 without writing a recording"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!dir.exists(), "the directory ppd made for it is gone");
 }
 
 #[test]
