@@ -4,7 +4,7 @@ use ppd_formats::ProcessId;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use ppd_flowback::report::{Race, Report, Side};
+use ppd_flowback::report::{BlockedView, Race, Report, Side};
 use ppd_flowback::{Analysis, FlowbackError};
 use ppd_formats::integrity::Integrity;
 use serde::Serialize;
@@ -136,7 +136,14 @@ fn print_text(dir: &Path, report: &Report) {
     }
     let d = &report.deadlocks;
     for cycle in &d.cycles {
-        outln!("deadlock: {} processes wait for each other", cycle.len());
+        match cycle.as_slice() {
+            [alone] => outln!(
+                "deadlock: {} ({}) waits for itself",
+                alone.process,
+                ProcessId(alone.pid)
+            ),
+            _ => outln!("deadlock: {} processes wait for each other", cycle.len()),
+        }
         for b in cycle {
             let relation = if b.relation == "held_by" {
                 "held by"
@@ -184,27 +191,22 @@ fn print_text(dir: &Path, report: &Report) {
         }
         outln!();
     }
-    let stuck: Vec<_> = d
+    let (left, stuck): (Vec<_>, Vec<_>) = d
         .blocked
         .iter()
         .filter(|b| !in_cycle(d, &b.process))
-        .collect();
+        .partition(|b| b.left_waiting);
     if !stuck.is_empty() {
         outln!("blocked when the recording stopped:");
         for b in stuck {
-            let who = if b.by.is_empty() {
-                "no live process can end the wait".to_owned()
-            } else {
-                format!("waiting for {}", b.by.join(", "))
-            };
-            outln!(
-                "  {} ({}) on {} {}: {who}{}",
-                b.process,
-                ProcessId(b.pid),
-                b.waits_for,
-                b.object,
-                if b.deadlocked { " (deadlocked)" } else { "" }
-            );
+            print_wait(b);
+        }
+        outln!();
+    }
+    if !left.is_empty() {
+        outln!("left waiting when the program exited (main returned):");
+        for b in left {
+            print_wait(b);
         }
         outln!();
     }
@@ -218,6 +220,24 @@ fn print_text(dir: &Path, report: &Report) {
     for note in &report.notes {
         outln!("note: {note}");
     }
+}
+
+/// One blocked process outside the cycles: what it waits on and for whom.
+fn print_wait(b: &BlockedView) {
+    let who = match (b.by.is_empty(), b.deadlocked) {
+        (true, true) => "no live process can end the wait (deadlocked)".to_owned(),
+        (true, false) => "a peer outside the recording can end the wait".to_owned(),
+        (false, true) => format!("blocked behind {} (deadlocked)", b.by.join(", ")),
+        (false, false) => format!("waiting for {}", b.by.join(", ")),
+    };
+    outln!(
+        "  {} ({}) on {} {}: {who}{}",
+        b.process,
+        ProcessId(b.pid),
+        b.waits_for,
+        b.object,
+        if b.guessed { " (guess)" } else { "" }
+    );
 }
 
 fn in_cycle(d: &ppd_flowback::report::DeadlockView, process: &str) -> bool {
