@@ -957,6 +957,71 @@ fn tracing_prints_every_state_that_satisfies_the_predicate() {
     }
 }
 
+/// `ppd replay --trace PRED --print PRINT --json` on `dir`: each line's cut.
+fn traced_cuts(work: &Path, dir: &Path, pred: &str, print: &str) -> Vec<Vec<u64>> {
+    let out = replay(work, dir, &["--json", "--trace", pred, "--print", print]);
+    assert!(out.status.success(), "{pred}: {}", text(&out).1);
+    let lines: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    lines
+        .iter()
+        .map(|line| {
+            let cut = line["cut"].as_array().unwrap();
+            cut.iter().map(|p| p[1].as_u64().unwrap()).collect()
+        })
+        .collect()
+}
+
+#[test]
+fn tracing_a_linked_predicate_prints_the_states_where_its_last_stage_is_reached() {
+    // `A -> B` holds right after each event of B with an event of A in its causal past, and
+    // only there (Miller & Choi §3.4); each state is printed once.
+    let work = tempfile::tempdir().unwrap();
+    let labels = ["got", "tried", "saw", "loaded"];
+    for seed in 0..MAX_PROGRAMS {
+        let dir = work.path().join(format!("trace{seed}"));
+        let args = [seed.to_string(), "3".into(), "10".into()];
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        record_program(work.path(), &dir, &random_program(), &args, &[]);
+        let lattice = Lattice::load(&dir);
+        let clocks = lattice.clocks();
+        let (w0, w1) = (lattice.process("w0"), lattice.process("w1"));
+        let marks = |p: usize, wanted: &str| -> Vec<usize> {
+            (0..lattice.events[p].len())
+                .filter(|&k| {
+                    matches!(&lattice.events[p][k], Event::Mark { label, .. } if **label == *wanted)
+                })
+                .collect()
+        };
+        for (a, b) in labels
+            .iter()
+            .flat_map(|a| labels.iter().map(move |b| (a, b)))
+        {
+            let (firsts, thens) = (marks(w0, a), marks(w1, b));
+            let expected: Vec<Vec<u64>> = thens
+                .iter()
+                .filter(|&&k| firsts.iter().any(|&f| (f as u64) < clocks[w1][k][w0]))
+                .map(|&k| clocks[w1][k].clone())
+                .collect();
+            // Some of B's events after an A and some not: the answer tells them apart.
+            if expected.is_empty() || expected.len() == thens.len() {
+                continue;
+            }
+            let pred = format!("w0: mark {a} -> w1: mark {b}");
+            let cuts = traced_cuts(work.path(), &dir, &pred, "w0.got");
+            assert_eq!(cuts, expected, "seed {seed}: {pred}");
+            let pred = format!("w0: mark {a} | w0: mark {a} if value >= 0");
+            let cuts = traced_cuts(work.path(), &dir, &pred, "w0.got");
+            assert_eq!(
+                cuts.len(),
+                firsts.len(),
+                "seed {seed}: {pred}: one line per state"
+            );
+            return;
+        }
+    }
+    panic!("no recorded run had a mark of w1 both before and after one of w0");
+}
+
 #[test]
 fn going_to_a_cut_reaches_exactly_it_and_refuses_an_inconsistent_one() {
     let work = tempfile::tempdir().unwrap();

@@ -25,6 +25,8 @@
 
 mod check;
 mod eval;
+mod index;
+mod linked;
 mod parse;
 mod resolve;
 mod shape;
@@ -34,6 +36,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 pub use eval::{Interval, Scope};
+pub use index::{After, Local, Tests};
+pub use linked::Linked;
 pub use parse::{ParseError, parse};
 pub use resolve::{
     Catalog, Combination, Component, Logged, Matcher, Place, ResolveError, Resolved, closest,
@@ -372,8 +376,8 @@ impl fmt::Display for Operand {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ppd_formats::ProcessId;
     use ppd_formats::value;
+    use ppd_formats::{Event, ProcessId};
 
     /// A recording's names in which process `p` marks `x` with integers.
     fn catalog() -> Catalog {
@@ -412,6 +416,17 @@ mod tests {
             let json = serde_json::to_string(&resolved).unwrap();
             let sent: Resolved = serde_json::from_str(&json).unwrap();
             assert_eq!(sent, resolved);
+            let tests = Tests::of(&sent);
+            assert_eq!(tests.of_process(ProcessId(0)), [0, 1], "two distinct tests");
+            let mark = |v: i64| Event::Mark {
+                label: "x".into(),
+                site: None,
+                value: value::encode(&v).unwrap().into(),
+            };
+            let mut local = Local::new(std::sync::Arc::new(tests), ProcessId(0));
+            assert!(local.after(&mark(5), None).holds(1));
+            assert!(!local.after(&mark(-5), None).holds(1));
+            assert!(local.after(&mark(3), None).holds(1), "`|| value == 3`");
             // A refusal deep inside points there.
             let bad = format!("{stages} -> p: mark x if value > 0 && value.y > 0");
             let refused = parse(&bad).unwrap().resolve(&catalog()).unwrap_err();
