@@ -81,9 +81,15 @@ impl Context {
         Ok(self.catalog.as_ref().expect("just filled"))
     }
 
+    /// The predicate `text`, parsed and checked against the recording: refused (bad input)
+    /// when it cannot hold in it.
     pub(crate) fn resolve(&mut self, text: &str) -> Result<Resolved, CliError> {
         let parsed = predicate::parse(text).map_err(input)?;
-        parsed.resolve(self.catalog()?).map_err(input)
+        // Reads the values of only the events the predicate's conditions test.
+        let catalog = Catalog::for_predicate(&self.recording, &parsed)?;
+        let resolved = parsed.resolve(&catalog).map_err(input)?;
+        self.catalog.get_or_insert(catalog);
+        Ok(resolved)
     }
 
     pub(crate) fn start(&self, goal: Goal) -> Result<Session, CliError> {
@@ -826,6 +832,10 @@ fn parse_print(ctx: &mut Context, print: &str) -> Result<Vec<PrintItem>, CliErro
             .resolve_process(process)
             .map_err(|e| input(anyhow!("bad --print item `{part}`: {e}")))?
             .id;
+        // Refused now rather than printed as null at every state.
+        ctx.catalog()?
+            .printable(id, name)
+            .map_err(|e| input(anyhow!("bad --print item `{part}`: {e}")))?;
         items.push(PrintItem {
             text: part.to_owned(),
             id,
