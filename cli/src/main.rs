@@ -13,7 +13,7 @@ mod progress;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
 #[command(name = "ppd", version, about, long_about = None)]
@@ -53,6 +53,12 @@ enum Command {
     Analyze(cmd::analyze::Args),
     /// One recording from recordings of one run made apart (`ppd record --join ID`).
     Merge(cmd::merge::Args),
+    /// A completion script for SHELL, on standard output
+    /// (`ppd completions bash > ~/.local/share/bash-completion/completions/ppd`).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
 }
 
 /// Output into a closed pipe (`ppd info | head`) ends `ppd` quietly, as it does other Unix
@@ -98,6 +104,12 @@ fn main() -> ExitCode {
         Command::Export(args) => cmd::export::run(&args),
         Command::Analyze(args) => cmd::analyze::run(&args),
         Command::Merge(args) => cmd::merge::run(&args),
+        Command::Completions { shell } => {
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "ppd", &mut script);
+            output::out!("{}", String::from_utf8_lossy(&script));
+            Ok(ExitCode::SUCCESS)
+        }
     };
     progress::clear();
     let code = match result {
@@ -116,7 +128,7 @@ fn main() -> ExitCode {
 
 #[cfg(test)]
 mod tests {
-    use clap::CommandFactory;
+    use clap::CommandFactory as _;
 
     #[test]
     fn the_command_line_definition_is_consistent() {

@@ -782,8 +782,29 @@ fn messages_name_what_is_wrong() {
     );
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
+    // A bare name reads as a unit variant, which this type does not have.
     assert!(
-        err.contains("`notjson` is not a JSON value") && err.contains("request='\"notjson\"'"),
+        err.contains("\"notjson\" is not a value of the argument's type")
+            && err.contains("unknown variant `notjson`"),
+        "{err}"
+    );
+    let out = ppd(
+        work.path(),
+        &[
+            "why",
+            r,
+            "teller",
+            "--what-if",
+            "request=not json",
+            "--at",
+            "handle#1",
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("`not json` is not a value (at byte 4: expected the end of the value")
+            && err.contains("request='\"not json\"'"),
         "{err}"
     );
     let file = work.path().join("a-file");

@@ -15,7 +15,10 @@ use ppd_formats::manifest::MANIFEST_FILE;
 use ppd_formats::recording::{NODES_DIR, Node};
 use ppd_formats::{FormatError, Recording};
 
+use serde::Serialize;
+
 use crate::exit::{CliError, CmdResult, input};
+use crate::output;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -25,6 +28,35 @@ pub(crate) struct Args {
     /// The recordings to merge, each of one or more OS processes of the same run.
     #[arg(required = true, num_args = 2.., value_name = "REC")]
     recordings: Vec<PathBuf>,
+    /// Print what was merged as JSON on standard output.
+    #[arg(long)]
+    json: bool,
+}
+
+/// What `ppd merge --json` prints.
+#[derive(Debug, Serialize)]
+struct Merged {
+    /// The merged recording.
+    output: PathBuf,
+    /// The run every node belongs to.
+    run: String,
+    /// Its logical processes, over all nodes.
+    processes: usize,
+    /// Each node, in the merged recording's order.
+    nodes: Vec<MergedNode>,
+}
+
+#[derive(Debug, Serialize)]
+struct MergedNode {
+    /// Its name in the merged recording (its own, or with `-2`, `-3`... when taken).
+    name: String,
+    /// The directory it was taken from.
+    from: PathBuf,
+    /// Its directory in the merged recording.
+    dir: PathBuf,
+    /// Its OS process and host.
+    os_pid: u32,
+    host: String,
 }
 
 pub(crate) fn run(args: &Args) -> CmdResult {
@@ -33,6 +65,7 @@ pub(crate) fn run(args: &Args) -> CmdResult {
     let out = std::fs::canonicalize(&out)
         .map_err(|e| input(FormatError::io(&out, "resolve the output directory", e)))?;
     let mut taken = HashSet::new();
+    let mut merged_nodes = Vec::new();
     for (k, node) in nodes.iter().enumerate() {
         let name = unique_name(&node.name, &mut taken);
         let target = if k == 0 {
@@ -44,6 +77,13 @@ pub(crate) fn run(args: &Args) -> CmdResult {
         };
         ppd_formats::private::ensure_dir(&target).map_err(input)?;
         copy_node(node, &target, &name)?;
+        merged_nodes.push(MergedNode {
+            name,
+            from: node.dir.clone(),
+            dir: target,
+            os_pid: node.manifest.os_pid,
+            host: node.manifest.host.clone(),
+        });
     }
     let merged = Recording::open(&out)?;
     let run = nodes[0].manifest.run.as_deref().unwrap_or_default();
@@ -53,6 +93,14 @@ pub(crate) fn run(args: &Args) -> CmdResult {
         merged.processes().len(),
         out.display()
     );
+    if args.json {
+        output::json(&Merged {
+            output: out.clone(),
+            run: run.to_owned(),
+            processes: merged.processes().len(),
+            nodes: merged_nodes,
+        });
+    }
     Ok(ExitCode::SUCCESS)
 }
 
