@@ -95,7 +95,7 @@ pub(crate) fn run(args: &Args) -> CmdResult {
     );
     if args.json {
         output::json(&Merged {
-            output: out.clone(),
+            output: out,
             run: run.to_owned(),
             processes: merged.processes().len(),
             nodes: merged_nodes,
