@@ -53,6 +53,8 @@ enum Command {
     Analyze(cmd::analyze::Args),
     /// One recording from recordings of one run made apart (`ppd record --join ID`).
     Merge(cmd::merge::Args),
+    /// Vouch for a recording made elsewhere, after seeing what it would run, so it can replay.
+    Trust(cmd::trust::Args),
 }
 
 /// Output into a closed pipe (`ppd info | head`) ends `ppd` quietly, as it does other Unix
@@ -98,6 +100,7 @@ fn main() -> ExitCode {
         Command::Export(args) => cmd::export::run(&args),
         Command::Analyze(args) => cmd::analyze::run(&args),
         Command::Merge(args) => cmd::merge::run(&args),
+        Command::Trust(args) => cmd::trust::run(&args),
     };
     progress::clear();
     let code = match result {

@@ -32,7 +32,7 @@ fn help_lists_every_command() {
         listed,
         [
             "record", "replay", "why", "info", "races", "graph", "export", "analyze", "merge",
-            "help"
+            "trust", "help"
         ],
         "{help}"
     );
