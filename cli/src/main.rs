@@ -53,6 +53,8 @@ enum Command {
     Analyze(cmd::analyze::Args),
     /// One recording from recordings of one run made apart (`ppd record --join ID`).
     Merge(cmd::merge::Args),
+    /// Vouch for a recording made elsewhere, after seeing what it would run, so it can replay.
+    Trust(cmd::trust::Args),
     /// A completion script for SHELL, on standard output
     /// (`ppd completions bash > ~/.local/share/bash-completion/completions/ppd`).
     Completions {
@@ -104,6 +106,7 @@ fn main() -> ExitCode {
         Command::Export(args) => cmd::export::run(&args),
         Command::Analyze(args) => cmd::analyze::run(&args),
         Command::Merge(args) => cmd::merge::run(&args),
+        Command::Trust(args) => cmd::trust::run(&args),
         Command::Completions { shell } => {
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "ppd", &mut script);

@@ -40,6 +40,7 @@ fn help_lists_every_command() {
             "export",
             "analyze",
             "merge",
+            "trust",
             "completions",
             "help"
         ],

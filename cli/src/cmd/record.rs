@@ -2,14 +2,17 @@
 //!
 //! The wrapper only prepares the directory and the environment; the runtime inside the program
 //! writes the logs and the manifest, so the manifest names the real binary even when PROGRAM is
-//! `cargo run`.
+//! `cargo run`. The wrapper makes the user's key first (the runtime seals the manifest with it)
+//! and seals its own record of how the program ended, `exit.json`, with it.
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use anyhow::{Context, anyhow};
+use ppd_formats::authenticity::UserKey;
 use ppd_formats::ending::{ProcessEnding, ProgramExit};
+use ppd_formats::integrity;
 use ppd_formats::recording::{self, RECORDINGS_DIR};
 use ppd_formats::summary::{Payloads, summarize};
 use ppd_formats::{FormatError, Recording};
@@ -116,6 +119,18 @@ pub(crate) fn run(args: &Args) -> CmdResult {
             .filter(|id| env::valid_run_id(id))
             .unwrap_or_else(new_run_id),
     };
+
+    // Made before the program starts, which seals its manifest with it.
+    let key = match UserKey::load_or_create() {
+        Ok(key) => Some(key),
+        Err(e) => {
+            eprintln!(
+                "ppd: warning: {e}\nppd: this recording will carry no MAC of yours: replaying \
+                 it will need `ppd trust` or --binary"
+            );
+            None
+        }
+    };
     shield_from_signals();
     let tries = if args.until_failure { args.tries } else { 1 };
     for attempt in 1..=tries {
@@ -126,7 +141,7 @@ pub(crate) fn run(args: &Args) -> CmdResult {
             new_run_id()
         };
         let target = Target::prepare(args)?;
-        let recorded = record_once(args, &target, &run)?;
+        let recorded = record_once(args, &target, &run, key.as_ref())?;
         let failed = !recorded.status.success();
         if !args.until_failure || failed || attempt == tries {
             if args.until_failure {
@@ -209,7 +224,13 @@ struct Recorded {
 }
 
 /// Runs the program once, recording into `target`, and reports on the recording.
-fn record_once(args: &Args, target: &Target, run: &str) -> Result<Recorded, CliError> {
+/// `key` seals what ppd record writes, `exit.json`.
+fn record_once(
+    args: &Args,
+    target: &Target,
+    run: &str,
+    key: Option<&UserKey>,
+) -> Result<Recorded, CliError> {
     let dir = &target.dir;
     warn_if_short_of_space(dir);
     let mut command = Command::new(&args.command[0]);
@@ -248,7 +269,7 @@ fn record_once(args: &Args, target: &Target, run: &str) -> Result<Recorded, CliE
             signal: status.signal(),
             pid: Some(child.id()),
         };
-        if let Err(e) = seen.write(dir) {
+        if let Err(e) = seen.write(dir, key) {
             eprintln!("ppd: {e}");
         }
     }
@@ -273,6 +294,9 @@ fn record_once(args: &Args, target: &Target, run: &str) -> Result<Recorded, CliE
             return Ok(Recorded { status, how, exit });
         }
     };
+    if key.is_some() {
+        warn_unsealed(&recording);
+    }
     report(&recording, dir, &how);
     Ok(Recorded { status, how, exit })
 }
@@ -285,6 +309,20 @@ fn restore_latest(base: &Path) {
         && newest.parent() == Some(base)
     {
         let _ = recording::update_latest(base, &newest);
+    }
+}
+
+/// Warns of each manifest the program wrote without the user's MAC, though ppd record had the
+/// key: it ran with another home, or could not read the key.
+fn warn_unsealed(recording: &Recording) {
+    for file in integrity::authenticity(recording)
+        .iter()
+        .filter(|f| !f.authenticity.is_authenticated())
+    {
+        eprintln!(
+            "ppd: warning: {file}: the program did not seal it with your key (another HOME or \
+             XDG_DATA_HOME?); replaying it will need `ppd trust` or --binary"
+        );
     }
 }
 

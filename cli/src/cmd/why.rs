@@ -121,6 +121,9 @@ pub(crate) fn run(args: &Args) -> CmdResult {
         for d in &integrity.damage {
             outln!("answered from a damaged log: {d}");
         }
+        for f in integrity.tampered() {
+            outln!("answered from a recording whose MAC fails: {f}");
+        }
         for e in &integrity.ends_early {
             outln!("answered from a log that ends early: {e}");
         }
