@@ -21,6 +21,9 @@ struct Cli {
     /// Show no progress (it is shown only on a terminal, for work that runs over a second).
     #[arg(long, short, global = true)]
     quiet: bool,
+    /// When to colour the text ppd prints: process names, sites, races, why-chains.
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = output::ColorWhen::Auto)]
+    color: output::ColorWhen,
     #[command(subcommand)]
     command: Command,
 }
@@ -96,6 +99,7 @@ fn main() -> ExitCode {
         Err(e) => return exit_from_clap(&e),
     };
     progress::install(cli.quiet);
+    output::choose_palette(cli.color);
     let result = match cli.command {
         Command::Record(args) => cmd::record::run(&args),
         Command::Replay(args) => cmd::replay::run(&args),

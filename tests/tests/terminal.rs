@@ -95,3 +95,42 @@ fn pictures_and_exports_go_to_a_file_beside_the_recording_on_a_terminal_and_to_p
         std::fs::remove_file(&path).unwrap();
     }
 }
+
+/// Whether `text` holds an ANSI escape.
+fn colored(text: &str) -> bool {
+    text.contains("\u{1b}[")
+}
+
+#[test]
+fn reports_are_coloured_on_a_terminal_unless_no_color_or_never_and_never_into_a_pipe() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = bank(work.path());
+    let rec = dir.to_str().unwrap();
+    for args in [
+        &["info", rec][..],
+        &["races", rec][..],
+        &["why", rec, "teller", "balance", "--depth", "3"][..],
+    ] {
+        let (code, seen) = on_terminal(work.path(), args, &[]);
+        assert_eq!(code, Some(0), "{args:?}: {seen}");
+        assert!(colored(&seen), "{args:?}: no colour on a terminal: {seen}");
+        // The process names are what is painted, and painting keeps the text.
+        assert!(seen.contains("teller"), "{args:?}: {seen}");
+        for (env, flag) in [(&[("NO_COLOR", "1")][..], None), (&[][..], Some("--color=never"))] {
+            let mut with = args.to_vec();
+            with.extend(flag);
+            let (code, plain) = on_terminal(work.path(), &with, env);
+            assert_eq!(code, Some(0), "{with:?}: {plain}");
+            assert!(!colored(&plain), "{with:?} {env:?}: {plain}");
+        }
+        let piped = ppd(work.path(), args);
+        assert!(!colored(&String::from_utf8_lossy(&piped.stdout)), "{args:?} into a pipe");
+        let mut forced = args.to_vec();
+        forced.push("--color=always");
+        let piped = ppd(work.path(), &forced);
+        assert!(colored(&String::from_utf8_lossy(&piped.stdout)), "{forced:?} into a pipe");
+    }
+    // JSON is for programs: never coloured, whatever is asked.
+    let (_, json) = on_terminal(work.path(), &["info", rec, "--json", "--color=always"], &[]);
+    assert!(!colored(&json), "{json}");
+}

@@ -7,6 +7,7 @@ use ppd_formats::Recording;
 use ppd_formats::authenticity::Authenticity;
 use ppd_formats::integrity::{self, FileAuthenticity};
 use ppd_formats::recording::resolve;
+use ppd_formats::ending::ProcessEnding;
 use ppd_formats::summary::{Payloads, RecordingSummary, summarize};
 
 use anyhow::anyhow;
@@ -148,15 +149,23 @@ fn print_text(s: &RecordingSummary, authenticity: &[FileAuthenticity], live: boo
         "raw",
         "compressed"
     );
+    let c = output::palette();
     for p in &s.processes {
+        // Padded before it is painted: escapes take no columns.
+        let name = c.process(format!("{:<16}", p.name));
+        let ending = match &p.ending {
+            Some(ProcessEnding::Panicked { .. }) => c.alarm(&p.ending_text),
+            Some(ProcessEnding::Blocked { .. } | ProcessEnding::Running { .. }) | None => {
+                c.note(&p.ending_text)
+            }
+            Some(ProcessEnding::Exited | ProcessEnding::NeverStarted) => p.ending_text.clone(),
+        };
         outln!(
-            "  {:<4} {:<16} {:>10} {:>11} {:>11}  {}",
+            "  {:<4} {name} {:>10} {:>11} {:>11}  {ending}",
             p.id.to_string(),
-            p.name,
             p.events,
             output::bytes(p.bytes_raw),
             output::bytes(p.bytes_compressed),
-            p.ending_text
         );
         let kinds: Vec<String> = p.by_kind.iter().map(|(k, n)| format!("{k} {n}")).collect();
         if !kinds.is_empty() {
@@ -167,7 +176,7 @@ fn print_text(s: &RecordingSummary, authenticity: &[FileAuthenticity], live: boo
         }
         let label = if live { "changed while read" } else { "damage" };
         for d in &p.damage {
-            outln!("         {label}: {d}");
+            outln!("         {}: {d}", c.alarm(label));
         }
     }
     outln!(

@@ -77,12 +77,13 @@ fn side_line(tag: &str, s: &Side) -> String {
         Some(o) => format!("{} ({}, {o})", s.access, s.operation),
         None => s.access.clone(),
     };
+    let c = output::palette();
     format!(
-        "  {tag}: {} ({}) {what} at {}\n     clock {}",
-        s.process,
+        "  {tag}: {} ({}) {what} at {}\n     {}",
+        c.process(&s.process),
         ProcessId(s.pid),
-        s.location(),
-        s.clock
+        c.site(s.location()),
+        c.faint(format!("clock {}", s.clock))
     )
 }
 
@@ -92,10 +93,11 @@ fn print_race(r: &Race) {
     } else {
         format!("{} pairs", r.count)
     };
+    let c = output::palette();
     outln!(
-        "{} race on {} ({} {}), {pairs}",
-        r.kind,
-        r.var,
+        "{} on {} ({} {}), {pairs}",
+        c.alarm(format!("{} race", r.kind)),
+        c.value(&r.var),
         r.object_kind,
         r.object
     );
@@ -104,8 +106,8 @@ fn print_race(r: &Race) {
     if let Some(recv) = &r.receive {
         outln!(
             "  the receive at {} by {} ({}) took a's message; b's could have come first",
-            recv.location(),
-            recv.process,
+            c.site(recv.location()),
+            c.process(&recv.process),
             ProcessId(recv.pid)
         );
     }
@@ -135,14 +137,20 @@ fn print_text(dir: &Path, report: &Report) {
         }
     }
     let d = &report.deadlocks;
+    let c = output::palette();
     for cycle in &d.cycles {
         match cycle.as_slice() {
             [alone] => outln!(
-                "deadlock: {} ({}) waits for itself",
-                alone.process,
+                "{}: {} ({}) waits for itself",
+                c.alarm("deadlock"),
+                c.process(&alone.process),
                 ProcessId(alone.pid)
             ),
-            _ => outln!("deadlock: {} processes wait for each other", cycle.len()),
+            _ => outln!(
+                "{}: {} processes wait for each other",
+                c.alarm("deadlock"),
+                cycle.len()
+            ),
         }
         for b in cycle {
             let relation = if b.relation == "held_by" {
@@ -151,12 +159,12 @@ fn print_text(dir: &Path, report: &Report) {
                 "owed by"
             };
             let at = match (&b.file, b.line) {
-                (Some(f), Some(l)) => format!(" at {f}:{l}"),
+                (Some(f), Some(l)) => format!(" at {}", c.site(format!("{f}:{l}"))),
                 _ => String::new(),
             };
             outln!(
                 "  {} ({}) waits for {} {}{at}, {relation} {}{}",
-                b.process,
+                c.process(&b.process),
                 ProcessId(b.pid),
                 b.waits_for,
                 b.object,
@@ -170,18 +178,19 @@ fn print_text(dir: &Path, report: &Report) {
         let mut cycle = p.cycle.clone();
         cycle.extend(p.cycle.first().cloned());
         outln!(
-            "potential deadlock: lock-order cycle {} ({} processes)",
+            "{}: lock-order cycle {} ({} processes)",
+            c.alarm("potential deadlock"),
             cycle.join(" -> "),
             p.steps.len()
         );
         for s in &p.steps {
             let at = |file: &Option<String>, line: Option<u32>| match (file, line) {
-                (Some(f), Some(l)) => format!("{f}:{l}"),
+                (Some(f), Some(l)) => c.site(format!("{f}:{l}")),
                 _ => "?".to_owned(),
             };
             outln!(
                 "  {} ({}) holds {} (locked at {}) and locks {} at {}",
-                s.process,
+                c.process(&s.process),
                 ProcessId(s.pid),
                 s.holds,
                 at(&s.held_file, s.held_line),
@@ -218,7 +227,7 @@ fn print_text(dir: &Path, report: &Report) {
         outln!();
     }
     for note in &report.notes {
-        outln!("note: {note}");
+        outln!("{} {note}", c.note("note:"));
     }
 }
 
@@ -230,9 +239,14 @@ fn print_wait(b: &BlockedView) {
         (false, true) => format!("blocked behind {} (deadlocked)", b.by.join(", ")),
         (false, false) => format!("waiting for {}", b.by.join(", ")),
     };
+    let who = if b.deadlocked {
+        output::palette().alarm(who)
+    } else {
+        who
+    };
     outln!(
         "  {} ({}) on {} {}: {who}{}",
-        b.process,
+        output::palette().process(&b.process),
         ProcessId(b.pid),
         b.waits_for,
         b.object,
