@@ -5,9 +5,9 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 
 use anyhow::anyhow;
-use ppd_replayer::debugger::{HaltState, Session};
+use ppd_replayer::debugger::{HaltState, Reason, Session};
 use ppd_replayer::predicate::Resolved;
-use ppd_replayer::protocol::{Command, Goal, HaltReason, Report};
+use ppd_replayer::protocol::{Command, Goal, Report};
 
 use crate::cmd::replay::{Context, parse_cut};
 use crate::exit::{CliError, CmdResult, failure};
@@ -19,16 +19,6 @@ pub(crate) enum Outcome {
     Halted(Box<HaltState>),
     /// Something else: what to tell the user.
     Other(String),
-}
-
-fn reason_text(reason: HaltReason) -> &'static str {
-    match reason {
-        HaltReason::Predicate => "the predicate holds",
-        HaltReason::Cut => "the requested state",
-        HaltReason::Step => "after a step",
-        HaltReason::Command => "on command",
-        HaltReason::Start => "before the first event",
-    }
 }
 
 /// Waits until the replay halts, or says why it will not.
@@ -51,7 +41,7 @@ pub(crate) fn wait_halt(
                 processes,
                 latency_ns,
             } => {
-                let state = ctx.halt_state(plan, reason_text(reason), &processes, latency_ns)?;
+                let state = ctx.halt_state(plan, Reason::Halted(reason), &processes, latency_ns)?;
                 return Ok(Outcome::Halted(Box::new(state)));
             }
             Report::Unsatisfiable { reason } => {

@@ -15,7 +15,7 @@ use ppd_formats::Recording;
 use ppd_recorder::runtime::env;
 use ppd_recorder::runtime::program_hash::program_hash;
 
-pub use state::{ChannelState, HaltState, ProcessState};
+pub use state::{ChannelState, HaltState, ProcessState, Reason};
 
 use crate::protocol::{self, Command, Report, Setup};
 
