@@ -11,7 +11,7 @@ use ppd_formats::order::Tick;
 use ppd_formats::recording::Node;
 use ppd_formats::summary::{Payloads, RecordingSummary, summarize};
 use ppd_formats::{ProcessId, Recording};
-use ppd_replayer::debugger::{HaltState, Launch, ProgramOutput, Session};
+use ppd_replayer::debugger::{HaltState, Launch, ProgramOutput, Reason, Session};
 use ppd_replayer::predicate::{self, Catalog, Combination, Resolved};
 use ppd_replayer::protocol::{Goal, ProcessReport, Report, Setup};
 use serde::Serialize;
@@ -110,7 +110,7 @@ impl Context {
     pub(crate) fn halt_state(
         &mut self,
         plan: Option<&Resolved>,
-        reason: &str,
+        reason: Reason,
         reports: &[ProcessReport],
         latency_ns: Option<u64>,
     ) -> Result<HaltState, CliError> {
@@ -793,7 +793,7 @@ fn trace(ctx: &mut Context, pred: &str, print: &str, json: bool) -> CmdResult {
                         vclock: vclock.clone(),
                     })
                     .collect();
-                let state = ctx.halt_state(Some(&plan), "trace", &reports, None)?;
+                let state = ctx.halt_state(Some(&plan), Reason::Traced, &reports, None)?;
                 lines.push(trace_line(&state, &items));
             }
         }

@@ -17,7 +17,7 @@ use ppd_formats::manifest::{MANIFEST_FILE, Manifest};
 use ppd_recorder::runtime::env;
 use ppd_recorder::runtime::program_hash::program_hash;
 
-pub use state::{ChannelState, HaltState, ProcessState};
+pub use state::{ChannelState, HaltState, ProcessState, Reason};
 
 use crate::protocol::{self, Command, Report, Setup};
 
