@@ -757,6 +757,14 @@ fn messages_name_what_is_wrong() {
     let work = tempfile::tempdir().unwrap();
     let rec = bank_recording(work.path());
     let r = rec.to_str().unwrap();
+    // A process id past what ids hold names no process: 4096 << 20 wraps to node 0 in 32 bits,
+    // where p4096.1 once named the teller (p1).
+    for id in ["p4096.1", "p8192.3", "p1.1048577", "p7.0"] {
+        let out = ppd(work.path(), &["why", r, id, "balance"]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{id}: {err}");
+        assert!(err.contains(&format!("no process `{id}` in the recording")), "{id}: {err}");
+    }
     let missing = work.path().join("no/such/dir/x.svg");
     let out = ppd(
         work.path(),
