@@ -26,7 +26,7 @@ use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
-use ppd_formats::Recording;
+use ppd_formats::{Recording, progress};
 
 use crate::hb::SyncKind;
 use crate::trace::{EventRef, EventStore, Trace};
@@ -393,7 +393,12 @@ fn decode<S: EventStore>(
     if width != trace.processes().len() {
         return Err("process count differs".into());
     }
+    progress::stage(
+        "reading the clocks from the cache",
+        Some(trace.event_count()),
+    );
     let mut per_process = Vec::with_capacity(width);
+    let mut counted = progress::Counter::new();
     for p in 0..width {
         let events = c.u32()? as usize;
         if events != trace.process(p as u32).events.len() {
@@ -403,6 +408,7 @@ fn decode<S: EventStore>(
         let checkpoints = c.u32s(n)?;
         let pool = c.u32s(n.checked_mul(width).ok_or("count overflows")?)?;
         per_process.push((checkpoints, pool));
+        counted.add(events as u64);
     }
     let n_edges = c.u64()?;
     let edges = c.edges(n_edges)?;
