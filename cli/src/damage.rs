@@ -5,13 +5,17 @@
 //! asked to answer from the readable part with `--allow-damage`; then the damage goes to
 //! stderr and into `--json`. A log that ends early without damage (a crash, recording stopped
 //! on a failed write) is a faithful prefix of the run: answers from it get a note.
+//!
+//! A manifest or exit record whose MAC fails is damage too. One without the user's MAC (a
+//! recording made elsewhere, or by an older ppd) is answered from with a note: how the run
+//! ended is as the recording says, unchecked.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
 use ppd_formats::Recording;
 use ppd_formats::ending::RunEnding;
-use ppd_formats::integrity::{self, Integrity};
+use ppd_formats::integrity::{self, FileAuthenticity, Integrity};
 use ppd_formats::recording::resolve;
 
 use crate::exit::{CliError, input};
@@ -77,6 +81,7 @@ pub(crate) fn gate(dir: &Path, integrity: &Integrity, allow: bool) -> Result<(),
         .damage
         .iter()
         .map(|d| format!("\n  {d}"))
+        .chain(integrity.tampered().map(|f| format!("\n  {f}")))
         .collect();
     if !integrity.is_sound() {
         if !allow {
@@ -97,5 +102,17 @@ pub(crate) fn gate(dir: &Path, integrity: &Integrity, allow: bool) -> Result<(),
     for early in &integrity.ends_early {
         eprintln!("ppd: note: {early}");
     }
+    note_unauthenticated(integrity.unauthenticated());
     Ok(())
+}
+
+/// Says which manifests and exit records the user's ppd did not write, and what that means for
+/// the answer.
+pub(crate) fn note_unauthenticated<'a>(files: impl Iterator<Item = &'a FileAuthenticity>) {
+    for file in files {
+        eprintln!(
+            "ppd: note: {file}; what it says (the program, how the run ended) is as the \
+             recording says, unchecked (`ppd trust` vouches for it)"
+        );
+    }
 }

@@ -13,7 +13,7 @@ mod progress;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
 #[command(name = "ppd", version, about, long_about = None)]
@@ -21,6 +21,9 @@ struct Cli {
     /// Show no progress (it is shown only on a terminal, for work that runs over a second).
     #[arg(long, short, global = true)]
     quiet: bool,
+    /// When to colour the text ppd prints: process names, sites, races, why-chains.
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = output::ColorWhen::Auto)]
+    color: output::ColorWhen,
     #[command(subcommand)]
     command: Command,
 }
@@ -53,6 +56,14 @@ enum Command {
     Analyze(cmd::analyze::Args),
     /// One recording from recordings of one run made apart (`ppd record --join ID`).
     Merge(cmd::merge::Args),
+    /// Vouch for a recording made elsewhere, after seeing what it would run, so it can replay.
+    Trust(cmd::trust::Args),
+    /// A completion script for SHELL, on standard output
+    /// (`ppd completions bash > ~/.local/share/bash-completion/completions/ppd`).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
 }
 
 /// Output into a closed pipe (`ppd info | head`) ends `ppd` quietly, as it does other Unix
@@ -88,6 +99,7 @@ fn main() -> ExitCode {
         Err(e) => return exit_from_clap(&e),
     };
     progress::install(cli.quiet);
+    output::choose_palette(cli.color);
     let result = match cli.command {
         Command::Record(args) => cmd::record::run(&args),
         Command::Replay(args) => cmd::replay::run(&args),
@@ -98,6 +110,13 @@ fn main() -> ExitCode {
         Command::Export(args) => cmd::export::run(&args),
         Command::Analyze(args) => cmd::analyze::run(&args),
         Command::Merge(args) => cmd::merge::run(&args),
+        Command::Trust(args) => cmd::trust::run(&args),
+        Command::Completions { shell } => {
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "ppd", &mut script);
+            output::out!("{}", String::from_utf8_lossy(&script));
+            Ok(ExitCode::SUCCESS)
+        }
     };
     progress::clear();
     let code = match result {
@@ -116,7 +135,7 @@ fn main() -> ExitCode {
 
 #[cfg(test)]
 mod tests {
-    use clap::CommandFactory;
+    use clap::CommandFactory as _;
 
     #[test]
     fn the_command_line_definition_is_consistent() {

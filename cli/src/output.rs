@@ -17,7 +17,47 @@ pub(crate) fn bytes(n: u64) -> String {
 }
 
 use std::io::Write;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
+
+use ppd_flowback::palette::Palette;
+
+/// `--color`: when ppd's own text output is coloured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ColorWhen {
+    /// On a terminal, unless `NO_COLOR` is set to anything but the empty string or `TERM` is
+    /// `dumb`.
+    Auto,
+    /// Always, even into a pipe or a file.
+    Always,
+    /// Never.
+    Never,
+}
+
+static PALETTE: OnceLock<Palette> = OnceLock::new();
+
+/// Chooses, once, how text on standard output is coloured.
+pub(crate) fn choose_palette(when: ColorWhen) {
+    use std::io::IsTerminal;
+    let colored = match when {
+        ColorWhen::Always => true,
+        ColorWhen::Never => false,
+        ColorWhen::Auto => {
+            let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+            let dumb = std::env::var_os("TERM").is_some_and(|t| t == "dumb");
+            std::io::stdout().is_terminal() && !no_color && !dumb
+        }
+    };
+    let _ = PALETTE.set(if colored {
+        Palette::ANSI
+    } else {
+        Palette::PLAIN
+    });
+}
+
+/// How text on standard output is coloured (plain until [`choose_palette`]).
+pub(crate) fn palette() -> Palette {
+    PALETTE.get().copied().unwrap_or(Palette::PLAIN)
+}
 
 /// The first error writing to standard output; later output is dropped and `main` reports it.
 static STDOUT_ERROR: Mutex<Option<std::io::Error>> = Mutex::new(None);

@@ -31,7 +31,17 @@ fn help_lists_every_command() {
     assert_eq!(
         listed,
         [
-            "record", "replay", "why", "info", "races", "graph", "export", "analyze", "merge",
+            "record",
+            "replay",
+            "why",
+            "info",
+            "races",
+            "graph",
+            "export",
+            "analyze",
+            "merge",
+            "trust",
+            "completions",
             "help"
         ],
         "{help}"
@@ -74,4 +84,32 @@ fn bad_arguments_are_refused_with_exit_code_2() {
         let out = ppd(&args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
     }
+}
+
+#[test]
+fn completions_are_written_for_each_shell_and_name_every_command() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let out = ppd(&["completions", shell]);
+        assert_eq!(out.status.code(), Some(0), "{shell}: {}", stderr(&out));
+        let script = String::from_utf8_lossy(&out.stdout);
+        for command in ["record", "replay", "why", "races", "merge", "completions"] {
+            assert!(
+                script.contains(command),
+                "{shell}: no {command} in\n{script}"
+            );
+        }
+    }
+    // bash's script defines its completion function and registers it for `ppd`.
+    let bash = String::from_utf8_lossy(&ppd(&["completions", "bash"]).stdout).into_owned();
+    assert!(
+        bash.contains("complete -F _ppd") && bash.contains("--until-failure"),
+        "{bash}"
+    );
+    let out = ppd(&["completions", "tcsh"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("invalid value 'tcsh'"),
+        "{}",
+        stderr(&out)
+    );
 }

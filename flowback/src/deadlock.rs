@@ -2,15 +2,20 @@
 //!
 //! A process is blocked at the end of a recording when its last event is `Blocked` (logged
 //! just before a receive, lock or P waits) with nothing after it: the program was killed while
-//! it waited, or the log stops there. What it waits for and who could end the wait:
+//! it waited, its `main` returned while it waited, or the log stops there. What it waits for
+//! and who could end the wait (the waiter itself among them when it holds what it waits for: a
+//! wait nobody else can end is then a self-wait, a deadlock of one process):
 //!
 //! * a mutex: the process holding it (its last `Lock` of the mutex has no `Unlock` after it);
-//! * a message: the live processes that have sent on the channel (they hold a sender); if none
-//!   has, the channel's creator, which held the only sender at first;
+//! * a message: the live processes that have sent on the channel (they held a sender), the
+//!   waiter too if it has; if none has, the channel's creator, which held the only sender at
+//!   first. A receive ends with a message or with the drop of the last sender; when the waiter
+//!   holds a sender itself the channel cannot close, and a process that can act only after the
+//!   waiter has ended (it joins the waiter) cannot send first, so it owes nothing;
 //! * a semaphore permit: the live processes holding permits (more P than V), else those that
 //!   did V operations, else the creator; a process that has never done a V on it (a sender
 //!   waiting for room in a bounded channel) waits for the live ones that did V operations
-//!   first (its receivers);
+//!   first (its receivers), and counts among the holders only if it gives permits back;
 //! * the end of a process, for a `join` (its last event is `JoinBlocked`): that process;
 //! * a notify of a condition variable: the condvar's other users (the live processes that
 //!   have taken its queue's lock, to wait or to notify), else every live process;
@@ -23,8 +28,13 @@
 //! The deadlocked processes are the largest set of blocked processes none of which waits for a
 //! process outside the set (a process that has ended can no longer help, so it does not
 //! count); cycles are read off the wait-for edges inside that set, so a cycle may run through
-//! joins as well as channels and locks. A process that is sleeping is not visible in the log and
-//! counts as running.
+//! joins as well as channels and locks, and a self-wait is a cycle of one. A process that is
+//! sleeping is not visible in the log and counts as running.
+//!
+//! When `main` returned (or panicked) its program exited, and the processes still waiting were
+//! left waiting by the exit. `main` was alive until then, so it counts among those that could
+//! have ended a wait: a process left waiting is deadlocked only if its wait belongs to a
+//! cycle, or waits behind one, or nobody alive before the exit could have ended it.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -100,6 +110,9 @@ pub struct BlockedProcess {
     pub guessed: bool,
     /// Whether it is deadlocked.
     pub deadlocked: bool,
+    /// Whether it was left waiting by the program's exit: its `main` returned while it
+    /// waited, and a process alive until then could have ended the wait (it is not deadlocked).
+    pub left_waiting: bool,
 }
 
 /// The end state of a run.
@@ -118,6 +131,72 @@ impl Deadlocks {
     /// Whether some processes are deadlocked.
     pub fn any(&self) -> bool {
         self.blocked.iter().any(|b| b.deadlocked)
+    }
+}
+
+/// What a blocked process waits on, as its report names it.
+struct Wait {
+    object: Option<ObjIdx>,
+    joins: Option<ProcessId>,
+    kind: WaitKind,
+}
+
+/// Who could end a wait.
+struct Provided {
+    /// The processes, by index.
+    by: Vec<u32>,
+    /// Whether they are a guess (the log names nobody in particular).
+    guessed: bool,
+    /// Whether the wait can be part of a deadlock: not when a peer outside the recording
+    /// could end it.
+    can_deadlock: bool,
+}
+
+impl Provided {
+    fn known(by: Vec<u32>) -> Provided {
+        Provided {
+            by,
+            guessed: false,
+            can_deadlock: true,
+        }
+    }
+
+    fn guess(by: Vec<u32>) -> Provided {
+        Provided {
+            by,
+            guessed: true,
+            can_deadlock: true,
+        }
+    }
+
+    /// A wait a peer outside the recording can end at any time.
+    fn outside() -> Provided {
+        Provided {
+            by: Vec::new(),
+            guessed: false,
+            can_deadlock: false,
+        }
+    }
+}
+
+/// Who owes process `p` a message on a channel whose live known senders (the processes that
+/// have sent on it, `p` among them if it has) are `holders`; `None` when nobody is known.
+///
+/// A receive ends with a message, or with the drop of the last sender. When `p` holds a sender
+/// itself the channel cannot close while it waits, so only a message ends the wait, and a
+/// process that can act only after `p` has ended (`after_p`: it joins `p`) cannot send one
+/// first: it owes nothing, and with nobody else left `p` waits for itself. When `p` holds no
+/// sender, every holder keeps the channel open and owes it a message or its drop, a joiner of
+/// `p` too: that is a cycle through the join.
+fn message_providers(p: u32, holders: Vec<u32>, after_p: impl Fn(u32) -> bool) -> Option<Provided> {
+    if holders.is_empty() {
+        None
+    } else if holders.contains(&p) {
+        Some(Provided::known(
+            holders.into_iter().filter(|&q| !after_p(q)).collect(),
+        ))
+    } else {
+        Some(Provided::known(holders))
     }
 }
 
@@ -179,7 +258,17 @@ pub fn deadlocks<S: EventStore>(trace: &Trace<S>) -> Deadlocks {
         .map(|p| ending(p.events.last().map(|e| e.op)))
         .collect();
     let endings: Vec<Ending> = ends.iter().map(|e| e.0).collect();
-    let live = |p: u32| endings[p as usize] != Ending::Ended;
+    // A `main` whose log ended returned (or panicked), and its program exited there: it was
+    // alive until the exit, so it counts among the processes that could have ended a wait.
+    let is_main = |p: u32| trace.process(p).id.local() == ProcessId::MAIN;
+    let live = |p: u32| endings[p as usize] != Ending::Ended || is_main(p);
+    // Whether the program of `p` (its node) exited: its `main` ended.
+    let program_exited = |p: u32| {
+        let main = ProcessId::on_node(trace.process(p).id.node(), ProcessId::MAIN.0);
+        trace
+            .index_of(main)
+            .is_some_and(|m| endings[m as usize] == Ending::Ended)
+    };
 
     // Who holds which mutex, who sent on which channel, permits held and given.
     let mut holder: FastMap<ObjIdx, u32> = FastMap::default();
@@ -251,14 +340,24 @@ pub fn deadlocks<S: EventStore>(trace: &Trace<S>) -> Deadlocks {
             }
         }
     }
-    let creator = |object: ObjIdx| -> Vec<u32> {
-        trace
-            .object(object)
-            .created
-            .map(|c| c.process)
-            .into_iter()
-            .collect()
+    let creator = |object: ObjIdx| trace.object(object).created.map(|c| c.process);
+    // Whether `q` can act again only after `p` has ended: it joins `p`, or joins a process
+    // that can act again only after `p` has ended. A chain of joins visits each process once.
+    let acts_only_after_end_of = |q: u32, p: u32| -> bool {
+        let mut at = q;
+        for _ in 0..n {
+            match ends[at as usize].1 {
+                Some(Waited::Process(child)) => match trace.index_of(child) {
+                    Some(joined) if joined == p => return true,
+                    Some(joined) => at = joined,
+                    None => return false,
+                },
+                Some(Waited::Object(_)) | None => return false,
+            }
+        }
+        false
     };
+    let sorted = |set: BTreeSet<u32>| -> Vec<u32> { set.into_iter().collect() };
 
     let mut blocked = Vec::new();
     for p in 0..n as u32 {
@@ -267,23 +366,39 @@ pub fn deadlocks<S: EventStore>(trace: &Trace<S>) -> Deadlocks {
         }
         let events = &trace.process(p).events;
         let event = EventRef::new(p, events.len() as u32 - 1);
-        let others = |set: Vec<u32>| -> Vec<u32> {
-            set.into_iter().filter(|&q| q != p && live(q)).collect()
+        // The live processes of `set`, the waiter among them: it is one of its own providers
+        // when it holds what it waits for (a self-wait, once nobody else can end the wait).
+        let alive = |set: &mut dyn Iterator<Item = u32>| -> Vec<u32> {
+            sorted(set.filter(|&q| live(q)).collect())
+        };
+        // The live processes of `set` but the waiter: it cannot give itself a notify, an
+        // unpark or its own end.
+        let others = |set: &mut dyn Iterator<Item = u32>| -> Vec<u32> {
+            sorted(set.filter(|&q| q != p && live(q)).collect())
+        };
+        let push = |blocked: &mut Vec<BlockedProcess>, wait: Wait, provided: Provided| {
+            blocked.push(BlockedProcess {
+                process: p,
+                event,
+                object: wait.object,
+                joins: wait.joins,
+                kind: wait.kind,
+                waits_for: provided.by,
+                guessed: provided.guessed,
+                deadlocked: provided.can_deadlock,
+                left_waiting: false,
+            });
         };
         let object = match ends[p as usize].1 {
             Some(Waited::Object(object)) => object,
             Some(Waited::Process(child)) => {
-                let ends_it = trace.index_of(child).into_iter().collect();
-                blocked.push(BlockedProcess {
-                    process: p,
-                    event,
+                let wait = Wait {
                     object: None,
                     joins: Some(child),
                     kind: WaitKind::Exit,
-                    waits_for: others(ends_it),
-                    guessed: false,
-                    deadlocked: true,
-                });
+                };
+                let by = others(&mut trace.index_of(child).into_iter());
+                push(&mut blocked, wait, Provided::known(by));
                 continue;
             }
             None => continue,
@@ -298,132 +413,90 @@ pub fn deadlocks<S: EventStore>(trace: &Trace<S>) -> Deadlocks {
             // the logs is taken for a channel, the only other kind a process blocks on.
             Some(ObjectKind::Channel | ObjectKind::Atomic) | None => WaitKind::Message,
         };
+        let wait = Wait {
+            object: Some(object),
+            joins: None,
+            kind,
+        };
+        let known = |sets: &FastMap<ObjIdx, BTreeSet<u32>>| -> Vec<u32> {
+            sets.get(&object)
+                .map(|s| s.iter().copied().collect())
+                .unwrap_or_default()
+        };
         // Every live process but this one: who could wake a process when the log names
         // nobody in particular.
-        let anyone = || (others((0..n as u32).collect()), true);
-        // Who could end the wait, as far as the log shows; when it shows nobody, the object's
-        // creator is the guess.
-        let known_or_creator = |known: Vec<u32>| -> (Vec<u32>, bool) {
-            if known.is_empty() {
-                (others(creator(object)), true)
-            } else {
-                (known, false)
-            }
-        };
-        let (waits_for, guessed) = match kind {
+        let anyone = || Provided::guess(others(&mut (0..n as u32)));
+        let provided = match kind {
             // A reader-writer lock's waiter waits for every holder: a writer for the readers
             // or the writer, a reader for the writer holding it or queued before it (which
             // itself waits for the readers). Readers alone never block a reader.
-            WaitKind::Lock if trace.object(object).kind == Some(ObjectKind::RwLock) => (
-                others(
-                    rw_holds
+            WaitKind::Lock if trace.object(object).kind == Some(ObjectKind::RwLock) => {
+                Provided::known(alive(
+                    &mut rw_holds
                         .iter()
                         .filter(|((o, _), holds)| *o == object && **holds > 0)
-                        .map(|((_, q), _)| *q)
-                        .collect::<BTreeSet<u32>>()
-                        .into_iter()
-                        .collect(),
-                ),
-                false,
-            ),
-            WaitKind::Lock => (
-                others(holder.get(&object).copied().into_iter().collect()),
-                false,
-            ),
-            WaitKind::Message => known_or_creator(others(
-                senders
-                    .get(&object)
-                    .map(|s| s.iter().copied().collect())
-                    .unwrap_or_default(),
-            )),
+                        .map(|((_, q), _)| *q),
+                ))
+            }
+            WaitKind::Lock => Provided::known(alive(&mut holder.get(&object).copied().into_iter())),
+            WaitKind::Message => {
+                message_providers(p, alive(&mut known(&senders).into_iter()), |q| {
+                    acts_only_after_end_of(q, p)
+                })
+                .unwrap_or_else(|| Provided::guess(alive(&mut creator(object).into_iter())))
+            }
             WaitKind::Exit => unreachable!("a join is handled above"),
             WaitKind::Bytes => match trace.peer_socket(object) {
-                Some(peer) => (
-                    others(
-                        socket_users
-                            .get(&peer)
-                            .map(|s| s.iter().copied().collect())
-                            .unwrap_or_default(),
-                    ),
-                    false,
-                ),
+                Some(peer) => Provided::known(alive(
+                    &mut socket_users
+                        .get(&peer)
+                        .into_iter()
+                        .flat_map(|users| users.iter().copied()),
+                )),
                 // A peer outside the recording can end the wait any time.
-                None => {
-                    blocked.push(BlockedProcess {
-                        process: p,
-                        event,
-                        object: Some(object),
-                        joins: None,
-                        kind,
-                        waits_for: Vec::new(),
-                        guessed: false,
-                        deadlocked: false,
-                    });
-                    continue;
-                }
+                None => Provided::outside(),
             },
             WaitKind::Notify | WaitKind::Unpark => {
-                let known = if kind == WaitKind::Notify {
+                let users = if kind == WaitKind::Notify {
                     &condvar_users
                 } else {
                     &unparkers
                 };
-                let known = others(
-                    known
-                        .get(&object)
-                        .map(|s| s.iter().copied().collect())
-                        .unwrap_or_default(),
-                );
+                let known = others(&mut known(users).into_iter());
                 if known.is_empty() {
                     anyone()
                 } else {
-                    (known, false)
+                    Provided::known(known)
                 }
             }
-            // A process that only ever takes permits (a sender waiting for room in a bounded
-            // channel) waits for those that give them (its receivers), not for the other
-            // takers holding permits they never give back.
-            WaitKind::Permit
-                if !releasers
-                    .get(&object)
-                    .is_some_and(|givers| givers.contains(&p))
-                    && releasers
-                        .get(&object)
-                        .is_some_and(|givers| givers.iter().any(|&q| q != p && live(q))) =>
-            {
-                (others(releasers[&object].iter().copied().collect()), false)
-            }
             WaitKind::Permit => {
-                let holding: Vec<u32> = net_permits
-                    .iter()
-                    .filter(|((o, _), net)| *o == object && **net > 0)
-                    .map(|((_, q), _)| *q)
-                    .collect::<BTreeSet<u32>>()
-                    .into_iter()
-                    .collect();
-                let holding = others(holding);
-                if !holding.is_empty() {
-                    (holding, false)
+                let givers = known(&releasers);
+                // A process that only ever takes permits (a sender waiting for room in a
+                // bounded channel) waits for those that give them (its receivers), not for the
+                // other takers holding permits they never give back; the permits it holds
+                // itself are none it would give back either.
+                let gives = givers.contains(&p);
+                let givers = alive(&mut givers.into_iter());
+                if !gives && !givers.is_empty() {
+                    Provided::known(givers)
                 } else {
-                    known_or_creator(others(
-                        releasers
-                            .get(&object)
-                            .map(|s| s.iter().copied().collect())
-                            .unwrap_or_default(),
-                    ))
+                    let holding = alive(
+                        &mut net_permits
+                            .iter()
+                            .filter(|((o, q), net)| *o == object && **net > 0 && (gives || *q != p))
+                            .map(|((_, q), _)| *q),
+                    );
+                    if !holding.is_empty() {
+                        Provided::known(holding)
+                    } else if !givers.is_empty() {
+                        Provided::known(givers)
+                    } else {
+                        Provided::guess(others(&mut creator(object).into_iter()))
+                    }
                 }
             }
         };
-        blocked.push(BlockedProcess {
-            process: p,
-            event,
-            object: Some(object),
-            joins: None,
-            kind,
-            waits_for,
-            guessed,
-            deadlocked: true,
-        });
+        push(&mut blocked, wait, provided);
     }
 
     // The largest set closed under "waits only for members".
@@ -450,6 +523,10 @@ pub fn deadlocks<S: EventStore>(trace: &Trace<S>) -> Deadlocks {
         if !changed {
             break;
         }
+    }
+
+    for b in &mut blocked {
+        b.left_waiting = !b.deadlocked && program_exited(b.process);
     }
 
     // Cycles: follow each deadlocked process's first deadlocked provider.
@@ -711,6 +788,298 @@ mod tests {
         assert_eq!(d.blocked[1].waits_for, vec![main]);
         assert!(d.any());
         assert_eq!(d.cycles, vec![vec![0, 1]]);
+    }
+
+    /// `main` sends a request on `requests` and the fetcher requeues it on its own sender
+    /// before it waits for the next; `main` then joins the fetcher when `main_joins`, else
+    /// runs on.
+    fn fetcher_holding_its_own_sender(main_joins: bool) -> (Trace, u32, u32) {
+        let (mut b, main, fetcher, requests) = main_spawns_a_child_with_a_channel("fetcher");
+        let send = |seq| Op::Send {
+            channel: requests,
+            seq,
+        };
+        let recv = |sender, seq| Op::Recv {
+            channel: requests,
+            sender: ProcessId(sender),
+            seq,
+        };
+        b.push(main, send(1), NO_SITE);
+        b.push(fetcher, recv(0, 1), NO_SITE);
+        b.push(fetcher, send(65), NO_SITE);
+        b.push(fetcher, recv(1, 65), NO_SITE);
+        b.push(fetcher, Op::Blocked { object: requests }, NO_SITE);
+        if main_joins {
+            let join = Op::JoinBlocked {
+                child: ProcessId(1),
+            };
+            b.push(main, join, NO_SITE);
+        }
+        (b.build(), main, fetcher)
+    }
+
+    /// A receiver that has sent on its channel holds a sender, so the channel cannot close
+    /// while it waits: only a message ends the wait. `main`, joining it, can send nothing
+    /// before it ends, so the fetcher waits for itself alone (a deadlock of one process) and
+    /// `main` is blocked behind it, in no cycle with it.
+    #[test]
+    fn a_receiver_holding_the_only_sender_that_can_still_send_waits_for_itself() {
+        let (trace, main, fetcher) = fetcher_holding_its_own_sender(true);
+        let d = deadlocks(&trace);
+        assert_eq!(d.blocked.len(), 2);
+        let (joiner, receiver) = (&d.blocked[0], &d.blocked[1]);
+        assert_eq!(joiner.process, main);
+        assert_eq!(joiner.waits_for, vec![fetcher]);
+        assert!(joiner.deadlocked);
+        assert_eq!(receiver.process, fetcher);
+        assert_eq!(receiver.kind, WaitKind::Message);
+        assert_eq!(receiver.waits_for, vec![fetcher]);
+        assert!(!receiver.guessed);
+        assert!(receiver.deadlocked);
+        assert_eq!(d.cycles, vec![vec![1]], "the fetcher's self-wait alone");
+    }
+
+    /// The same receiver while `main`, which has sent on the channel, still runs: `main` may
+    /// send again, so the receiver is blocked, not deadlocked.
+    #[test]
+    fn a_receiver_holding_a_sender_waits_for_the_other_senders_that_run() {
+        let (trace, main, fetcher) = fetcher_holding_its_own_sender(false);
+        let d = deadlocks(&trace);
+        assert_eq!(d.blocked.len(), 1);
+        assert_eq!(d.blocked[0].waits_for, vec![main, fetcher]);
+        assert!(!d.any());
+        assert!(!d.blocked[0].left_waiting, "main did not return");
+        assert!(d.cycles.is_empty());
+    }
+
+    /// Nobody has sent on the channel `waiter` waits on: its creator, which held the only
+    /// sender at first, is the guess, not any live process. With the creator joining the
+    /// waiter, that is a cycle, though `bystander` still runs.
+    #[test]
+    fn when_nobody_has_sent_the_channels_creator_is_the_guess() {
+        let (mut b, main, waiter, ch) = main_spawns_a_child_with_a_channel("waiter");
+        let bystander = b.add_process(ProcessId(2), "bystander", Some(ProcessId(0)));
+        b.push(
+            main,
+            Op::Spawn {
+                child: ProcessId(2),
+            },
+            NO_SITE,
+        );
+        b.push(
+            bystander,
+            Op::Start {
+                parent: Some(ProcessId(0)),
+            },
+            NO_SITE,
+        );
+        b.push(waiter, Op::Blocked { object: ch }, NO_SITE);
+        b.push(
+            main,
+            Op::JoinBlocked {
+                child: ProcessId(1),
+            },
+            NO_SITE,
+        );
+        let d = deadlocks(&b.build());
+        assert_eq!(d.blocked.len(), 2);
+        assert_eq!(d.blocked[1].process, waiter);
+        assert_eq!(d.blocked[1].waits_for, vec![main]);
+        assert!(d.blocked[1].guessed);
+        assert!(d.any());
+        assert_eq!(d.cycles, vec![vec![0, 1]]);
+    }
+
+    /// A pool: `main` created the job channel and the lock over its receiver, spawned two
+    /// workers and sent one job; `w1` took it and waits for the next while holding the lock,
+    /// `w2` waits for the lock; with `crossed_locks`, `w1` waits instead for a lock `w2` holds.
+    /// Then `main` returns.
+    fn main_returns_with_workers_waiting(crossed_locks: bool) -> (Trace, u32, u32, u32) {
+        let (mut b, main, w1, jobs) = main_spawns_a_child_with_a_channel("w1");
+        let w2 = b.add_process(ProcessId(2), "w2", Some(ProcessId(0)));
+        b.push(
+            main,
+            Op::Spawn {
+                child: ProcessId(2),
+            },
+            NO_SITE,
+        );
+        b.push(
+            w2,
+            Op::Start {
+                parent: Some(ProcessId(0)),
+            },
+            NO_SITE,
+        );
+        let lock_of = |b: &mut TraceBuilder, n| {
+            let m = b.define_object(ObjectId::new(ProcessId(0), n), ObjectKind::Mutex, 0, None);
+            b.push(main, Op::Create { object: m }, NO_SITE);
+            m
+        };
+        let receiver = lock_of(&mut b, 1);
+        let lock = |object, version| Op::Lock {
+            object,
+            version,
+            prev: None,
+        };
+        b.push(
+            main,
+            Op::Send {
+                channel: jobs,
+                seq: 1,
+            },
+            NO_SITE,
+        );
+        b.push(w1, lock(receiver, 1), NO_SITE);
+        b.push(
+            w1,
+            Op::Recv {
+                channel: jobs,
+                sender: ProcessId(0),
+                seq: 1,
+            },
+            NO_SITE,
+        );
+        if crossed_locks {
+            let other = lock_of(&mut b, 2);
+            b.push(w2, lock(other, 1), NO_SITE);
+            b.push(w1, Op::Blocked { object: other }, NO_SITE);
+        } else {
+            b.push(w1, Op::Blocked { object: jobs }, NO_SITE);
+        }
+        b.push(w2, Op::Blocked { object: receiver }, NO_SITE);
+        b.push(main, Op::Exit, NO_SITE);
+        (b.build(), main, w1, w2)
+    }
+
+    /// Workers still waiting for jobs when `main` returned were left waiting by the program's
+    /// exit: `main`, alive until then, could have sent the next job. Not a deadlock.
+    #[test]
+    fn workers_waiting_for_jobs_when_main_returns_are_left_waiting() {
+        let (trace, main, w1, w2) = main_returns_with_workers_waiting(false);
+        let d = deadlocks(&trace);
+        assert_eq!(d.endings[main as usize], Ending::Ended);
+        assert_eq!(d.blocked.len(), 2);
+        assert_eq!(d.blocked[0].waits_for, vec![main]);
+        assert_eq!(d.blocked[1].process, w2);
+        assert_eq!(d.blocked[1].waits_for, vec![w1]);
+        assert!(!d.any(), "{d:?}");
+        assert!(d.blocked.iter().all(|b| b.left_waiting), "{d:?}");
+        assert!(d.cycles.is_empty());
+    }
+
+    /// Waits that form a cycle are a deadlock whether or not `main` returned.
+    #[test]
+    fn waits_that_form_a_cycle_when_main_returns_are_a_deadlock() {
+        let (trace, _, w1, w2) = main_returns_with_workers_waiting(true);
+        let d = deadlocks(&trace);
+        assert_eq!(d.blocked[0].waits_for, vec![w2]);
+        assert_eq!(d.blocked[1].waits_for, vec![w1]);
+        assert!(d.blocked.iter().all(|b| b.deadlocked), "{d:?}");
+        assert!(d.blocked.iter().all(|b| !b.left_waiting), "{d:?}");
+        assert_eq!(d.cycles, vec![vec![0, 1]]);
+    }
+
+    /// A wait that nobody alive before the exit could end (its channel's creator and only
+    /// sender had ended) is a deadlock even though `main` returned.
+    #[test]
+    fn a_wait_nobody_alive_before_the_exit_could_end_is_a_deadlock() {
+        let mut b = Trace::builder();
+        let main = b.add_process(ProcessId(0), "main", None);
+        let feeder = b.add_process(ProcessId(1), "feeder", Some(ProcessId(0)));
+        let reader = b.add_process(ProcessId(2), "reader", Some(ProcessId(0)));
+        for (child, id) in [(feeder, 1), (reader, 2)] {
+            b.push(
+                main,
+                Op::Spawn {
+                    child: ProcessId(id),
+                },
+                NO_SITE,
+            );
+            b.push(
+                child,
+                Op::Start {
+                    parent: Some(ProcessId(0)),
+                },
+                NO_SITE,
+            );
+        }
+        let ch = b.define_object(ObjectId::new(ProcessId(1), 0), ObjectKind::Channel, 0, None);
+        b.push(feeder, Op::Create { object: ch }, NO_SITE);
+        b.push(
+            feeder,
+            Op::Send {
+                channel: ch,
+                seq: 1,
+            },
+            NO_SITE,
+        );
+        b.push(feeder, Op::Exit, NO_SITE);
+        b.push(
+            reader,
+            Op::Recv {
+                channel: ch,
+                sender: ProcessId(1),
+                seq: 1,
+            },
+            NO_SITE,
+        );
+        b.push(reader, Op::Blocked { object: ch }, NO_SITE);
+        b.push(main, Op::Exit, NO_SITE);
+        let d = deadlocks(&b.build());
+        assert_eq!(d.blocked.len(), 1);
+        assert!(d.blocked[0].waits_for.is_empty(), "{d:?}");
+        assert!(d.blocked[0].deadlocked);
+        assert!(!d.blocked[0].left_waiting);
+    }
+
+    /// A process that locks a mutex it holds waits for itself.
+    #[test]
+    fn relocking_a_held_mutex_is_a_self_wait() {
+        let mut b = Trace::builder();
+        let main = b.add_process(ProcessId(0), "main", None);
+        let m = b.define_object(ObjectId::new(ProcessId(0), 0), ObjectKind::Mutex, 0, None);
+        b.push(main, Op::Create { object: m }, NO_SITE);
+        let lock = Op::Lock {
+            object: m,
+            version: 1,
+            prev: None,
+        };
+        b.push(main, lock, NO_SITE);
+        b.push(main, Op::Blocked { object: m }, NO_SITE);
+        let d = deadlocks(&b.build());
+        assert_eq!(d.blocked[0].waits_for, vec![main]);
+        assert!(d.blocked[0].deadlocked);
+        assert_eq!(d.cycles, vec![vec![0]]);
+    }
+
+    /// A process waiting on a channel it made, that nobody has sent on, holds the only sender
+    /// as far as the log shows (the creator's): it waits for itself, by guess.
+    #[test]
+    fn receiving_on_a_channel_of_ones_own_that_nobody_sent_on_is_a_self_wait_by_guess() {
+        let (mut b, main, worker, _) = main_spawns_a_child_with_a_channel("worker");
+        let own = b.define_object(ObjectId::new(ProcessId(1), 0), ObjectKind::Channel, 0, None);
+        b.push(worker, Op::Create { object: own }, NO_SITE);
+        b.push(worker, Op::Blocked { object: own }, NO_SITE);
+        b.push(
+            main,
+            Op::JoinBlocked {
+                child: ProcessId(1),
+            },
+            NO_SITE,
+        );
+        let d = deadlocks(&b.build());
+        assert_eq!(d.blocked[1].process, worker);
+        assert_eq!(d.blocked[1].waits_for, vec![worker]);
+        assert!(d.blocked[1].guessed);
+        assert_eq!(d.blocked[0].process, main);
+        assert_eq!(d.blocked[0].waits_for, vec![worker]);
+        assert!(d.blocked.iter().all(|b| b.deadlocked));
+        assert_eq!(
+            d.cycles,
+            vec![vec![1]],
+            "main is behind the worker, not in a cycle"
+        );
     }
 
     /// `main` and `worker` have both used condvar `wake` and `main` waits on it; `worker`

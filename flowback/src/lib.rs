@@ -20,6 +20,7 @@ pub mod hb;
 pub mod lamport;
 pub mod lock_order;
 pub mod message_races;
+pub mod palette;
 pub mod picture;
 pub mod races;
 pub mod reads_from;

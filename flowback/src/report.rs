@@ -187,8 +187,12 @@ pub struct BlockedView {
     pub relation: &'static str,
     /// Whether the providers are a guess (nobody sent on the channel yet).
     pub guessed: bool,
-    /// Whether the process is deadlocked.
+    /// Whether the process is deadlocked: in a cycle of waits (a self-wait is a cycle of
+    /// one), behind one, or in a wait no live process could end.
     pub deadlocked: bool,
+    /// Whether it was left waiting by the program's exit: `main` returned while it waited,
+    /// and a process alive until then could have ended the wait. Not a deadlock.
+    pub left_waiting: bool,
 }
 
 /// How the run ended for its processes.
@@ -367,6 +371,7 @@ fn deadlock_view<S: EventStore>(trace: &Trace<S>, d: &Deadlocks) -> DeadlockView
             },
             guessed: b.guessed,
             deadlocked: b.deadlocked,
+            left_waiting: b.left_waiting,
         }
     };
     DeadlockView {

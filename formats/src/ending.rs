@@ -13,6 +13,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::authenticity::{Authenticity, ReaderKey, SealedFile, UserKey, sealed_json, unseal};
 use crate::error::{FormatError, Result};
 use crate::event::Event;
 use crate::ids::{ObjectId, ProcessId};
@@ -53,6 +54,7 @@ pub enum ProcessEnding {
 
 /// The file `ppd record` writes into the recording once the program has ended: how the
 /// operating system saw it end. The runtime inside a killed program cannot say; the wrapper can.
+/// Like the manifest it carries a MAC under the user's key (`crate::authenticity`).
 pub const PROGRAM_EXIT_FILE: &str = "exit.json";
 
 /// How the recorded program's OS process ended, as `ppd record` saw it.
@@ -69,23 +71,40 @@ pub struct ProgramExit {
 }
 
 impl ProgramExit {
-    /// Writes it into the recording directory `dir` (mode 0600, like every recording file).
-    pub fn write(&self, dir: &Path) -> Result<()> {
+    /// Writes it into the recording directory `dir` (mode 0600, like every recording file),
+    /// with its MAC under `key` (none: without one).
+    pub fn write(&self, dir: &Path, key: Option<&UserKey>) -> Result<()> {
         let path = dir.join(PROGRAM_EXIT_FILE);
-        let json = serde_json::to_vec(self).expect("a program exit always serializes");
+        let json = sealed_json(self, SealedFile::ProgramExit, key);
         let mut file = crate::private::create_file(&path, "create the program's exit file")?;
         file.write_all(&json)
             .map_err(|e| FormatError::io(&path, "write the program's exit file", e))
     }
 
+    /// Replaces the one in `dir` with this one under the MAC of `key` (`ppd trust`).
+    pub fn rewrite(&self, dir: &Path, key: &UserKey) -> Result<()> {
+        let json = sealed_json(self, SealedFile::ProgramExit, Some(key));
+        crate::private::write_atomic(&dir.join(PROGRAM_EXIT_FILE), &json, false)
+    }
+
     /// Reads it from the recording directory `dir`; `None` when `ppd record` did not write one
     /// (it was killed too), it is not a regular file, or it does not parse.
     pub fn read(dir: &Path) -> Option<ProgramExit> {
-        let bytes =
-            crate::private::read_regular(&dir.join(PROGRAM_EXIT_FILE), "read the program's exit")
-                .ok()?;
+        let bytes = read_exit_file(dir)?;
         serde_json::from_slice(&bytes).ok()
     }
+
+    /// Reads it as [`read`](Self::read) does, and whether this user's `ppd record` wrote it
+    /// here (`key`); what is returned is parsed from the bytes its MAC covers.
+    pub fn read_checked(dir: &Path, key: &ReaderKey) -> Option<(ProgramExit, Authenticity)> {
+        let bytes = read_exit_file(dir)?;
+        let (authenticity, content) = unseal(SealedFile::ProgramExit, &bytes, key);
+        Some((serde_json::from_slice(&content).ok()?, authenticity))
+    }
+}
+
+fn read_exit_file(dir: &Path) -> Option<Vec<u8>> {
+    crate::private::read_regular(&dir.join(PROGRAM_EXIT_FILE), "read the program's exit").ok()
 }
 
 /// How the recorded program ended.

@@ -3,11 +3,13 @@
 //! Everything a recording is made of lives here and nowhere else: the [events](event) a
 //! recorded process logs, the [writer] that appends them crash-safely to a per-process log, the
 //! [reader] that opens complete and crash-truncated logs and seeks to any event, the recording
-//! [manifest], and the encoding of user [values](value). `docs/format.md` specifies the bytes.
+//! [manifest], whether it and the exit record were written by this user here
+//! ([authenticity]), and the encoding of user [values](value). `docs/format.md` specifies the bytes.
 //!
 //! Nothing here panics on bad input: every read path returns a [`FormatError`] that names the
 //! file and the byte offset.
 
+pub mod authenticity;
 mod codec;
 pub mod ending;
 pub mod error;

@@ -3,12 +3,15 @@
 //! The runtime inside the recorded program writes it — not the `ppd record` wrapper — so it
 //! names the real program binary even when the wrapper ran `cargo run`. It is rewritten
 //! atomically (a temporary file renamed over the old one) whenever a process is spawned and when
-//! the run ends, so a reader always sees a whole manifest.
+//! the run ends, so a reader always sees a whole manifest. It ends with a MAC under the
+//! recording user's key (`crate::authenticity`): its program, arguments and ending are believed
+//! only when that holds.
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::authenticity::{Authenticity, ReaderKey, SealedFile, UserKey, sealed_json, unseal};
 use crate::error::{FormatError, Result};
 use crate::ids::ProcessId;
 use crate::layout::{FORMAT_VERSION, OLDEST_READABLE_VERSION};
@@ -224,8 +227,22 @@ impl Manifest {
         humantime::format_rfc3339_seconds(time).to_string()
     }
 
-    /// Reads the manifest of the recording in `dir`.
+    /// Reads the manifest of the recording in `dir`, as the file says (its MAC unchecked).
     pub fn read(dir: &Path) -> Result<Manifest> {
+        let (path, bytes) = Manifest::read_bytes(dir)?;
+        Manifest::parse(&path, &bytes)
+    }
+
+    /// Reads the manifest of the recording in `dir` and whether this user's ppd wrote it here
+    /// (`key`). The file is read once, and what is returned is parsed from the bytes its MAC
+    /// covers.
+    pub fn read_checked(dir: &Path, key: &ReaderKey) -> Result<(Manifest, Authenticity)> {
+        let (path, bytes) = Manifest::read_bytes(dir)?;
+        let (authenticity, content) = unseal(SealedFile::Manifest, &bytes, key);
+        Ok((Manifest::parse(&path, &content)?, authenticity))
+    }
+
+    fn read_bytes(dir: &Path) -> Result<(PathBuf, Vec<u8>)> {
         let path = dir.join(MANIFEST_FILE);
         let bytes = crate::private::read_regular(&path, "read manifest").map_err(|e| match e {
             FormatError::Missing { .. } => FormatError::NotARecording {
@@ -234,14 +251,18 @@ impl Manifest {
             },
             e => e,
         })?;
+        Ok((path, bytes))
+    }
+
+    fn parse(path: &Path, bytes: &[u8]) -> Result<Manifest> {
         let manifest: Manifest =
-            serde_json::from_slice(&bytes).map_err(|source| FormatError::Manifest {
-                path: path.clone(),
+            serde_json::from_slice(bytes).map_err(|source| FormatError::Manifest {
+                path: path.to_owned(),
                 source,
             })?;
         if !(OLDEST_READABLE_VERSION..=FORMAT_VERSION).contains(&manifest.format_version) {
             return Err(FormatError::UnsupportedVersion {
-                path,
+                path: path.to_owned(),
                 found: manifest.format_version,
                 supported: FORMAT_VERSION,
                 oldest: OLDEST_READABLE_VERSION,
@@ -250,9 +271,17 @@ impl Manifest {
         Ok(manifest)
     }
 
-    /// Writes the manifest into `dir`, replacing the old one atomically.
+    /// Writes the manifest into `dir` without a MAC (synthetic recordings: it reads as
+    /// unauthenticated), replacing the old one atomically.
     pub fn write(&self, dir: &Path, fsync: bool) -> Result<()> {
-        let json = serde_json::to_vec_pretty(self).expect("a manifest always serializes");
+        self.write_sealed(dir, fsync, None)
+    }
+
+    /// Writes the manifest into `dir` with its MAC under `key` (none: without one), replacing
+    /// the old one atomically: a reader sees the old manifest or the new one, each with its own
+    /// MAC.
+    pub fn write_sealed(&self, dir: &Path, fsync: bool, key: Option<&UserKey>) -> Result<()> {
+        let json = sealed_json(self, SealedFile::Manifest, key);
         crate::private::write_atomic(&dir.join(MANIFEST_FILE), &json, fsync)
     }
 }
@@ -307,6 +336,35 @@ mod tests {
         assert_eq!(Manifest::read(dir.path()).unwrap(), m);
         assert_eq!(m.start_time, "2023-11-14T22:13:20Z");
         assert_eq!(m.processes[0].log, "proc-0000.log");
+    }
+
+    #[test]
+    fn a_sealed_manifest_reads_back_authenticated_and_an_edited_one_tampered() {
+        let dir = tempfile::tempdir().unwrap();
+        let keys = tempfile::tempdir().unwrap();
+        let key = UserKey::load_or_create_in(&keys.path().join("key")).unwrap();
+        let reader = ReaderKey::in_dir(&keys.path().join("key"));
+        let m = sample();
+        m.write_sealed(dir.path(), false, Some(&key)).unwrap();
+        let (read, authenticity) = Manifest::read_checked(dir.path(), &reader).unwrap();
+        assert_eq!(
+            (read, authenticity),
+            (m.clone(), Authenticity::Authenticated)
+        );
+        // Readers that do not check see the same manifest.
+        assert_eq!(Manifest::read(dir.path()).unwrap(), m);
+        let path = dir.path().join(MANIFEST_FILE);
+        let text = fs::read_to_string(&path).unwrap();
+        fs::write(&path, text.replace("\"os_pid\": 1", "\"os_pid\": 2")).unwrap();
+        let (read, authenticity) = Manifest::read_checked(dir.path(), &reader).unwrap();
+        assert_eq!(read.os_pid, 2);
+        assert!(authenticity.is_tampered(), "{authenticity:?}");
+        m.write(dir.path(), false).unwrap();
+        let (_, authenticity) = Manifest::read_checked(dir.path(), &reader).unwrap();
+        assert!(
+            matches!(authenticity, Authenticity::Unauthenticated { .. }),
+            "{authenticity:?}"
+        );
     }
 
     #[test]

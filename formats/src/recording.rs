@@ -468,7 +468,9 @@ pub fn create_recording_dir(base: &Path, program: &str) -> Result<PathBuf> {
 /// Points `base/latest` at `dir` by renaming a fresh link over the old one (atomic).
 pub fn update_latest(base: &Path, dir: &Path) -> Result<()> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
-    let target = dir.strip_prefix(base).unwrap_or(dir);
+    // `latest` names a sibling, which is all readers follow: `dir`'s own name, however `dir`
+    // was written (relative, absolute, canonical).
+    let target = dir.file_name().map_or(dir, Path::new);
     let tmp = base.join(format!(
         ".{LATEST}.{}.{}",
         std::process::id(),

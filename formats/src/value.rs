@@ -7,6 +7,9 @@
 
 use std::fmt::Write as _;
 
+mod parse;
+
+pub use parse::{ParseError, parse};
 pub use rmpv::{Integer, Value};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -15,6 +18,14 @@ use serde::de::DeserializeOwned;
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct ValueError(String);
+
+/// Encodes a decoded [`Value`] back into MessagePack, the bytes a program decodes it from.
+pub fn encode_value(value: &Value) -> Vec<u8> {
+    let mut out = Vec::new();
+    // Writing into a Vec cannot fail.
+    let _ = rmpv::encode::write_value(&mut out, value);
+    out
+}
 
 /// Encodes `value` as self-describing MessagePack.
 pub fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, ValueError> {

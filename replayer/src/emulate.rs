@@ -85,9 +85,7 @@ impl Ctx {
         tracer::entry(site, name, Captured::Value(bytes.clone()));
         match value::decode_as(bytes) {
             Ok(v) => v,
-            Err(e) => runtime::diverged(&format!(
-                "the logged argument `{name}` does not decode as its type: {e}"
-            )),
+            Err(e) => runtime::diverged(&undecodable_argument(name, &e.to_string())),
         }
     }
 
@@ -874,6 +872,18 @@ fn run_instance(
 /// The name of the leak that says a re-executed instance ended otherwise than the recorded one
 /// (a return for a panic, a panic for a return, another panic).
 pub const OUTCOME: &str = "the outcome";
+
+/// Why a re-execution stopped at an argument whose bytes are not a value of its type (a value
+/// `--what-if` gave, typically).
+fn undecodable_argument(name: &str, error: &str) -> String {
+    format!("the logged argument `{name}` does not decode as its type: {error}")
+}
+
+/// Whether `reason` (a leak's `reproduced`) says that argument `name` did not decode as its
+/// type: for a value a user gave, bad input rather than a run that left its log.
+pub fn is_undecodable_argument(reason: &str, name: &str) -> bool {
+    reason.contains(&undecodable_argument(name, ""))
+}
 
 /// The name of the leak that says the program stopped the re-execution itself, because it
 /// could not go on from the log (a value the log does not hold, say); `reproduced` says why.

@@ -19,8 +19,9 @@ pub enum Goal {
     Run,
     /// Halt at the first global state satisfying the predicate.
     Stop(Resolved),
-    /// Run to the end, reporting every event at which a component holds, with its vector
-    /// clock (the first pass of `--first`, and tracing of disjunctive predicates).
+    /// Run to the end, reporting every event at which a component holds (for a linked
+    /// predicate, every event that reaches its last stage), with its vector clock: the first
+    /// pass of `--first`, and tracing of disjunctive and linked predicates.
     History(Resolved),
     /// Halt at this consistent cut: process `i` after exactly `cut[i]` events. A process
     /// without a target stays at its start unless a listed one needs something from it, and
@@ -114,7 +115,8 @@ pub enum Report {
         /// process was held.
         latency_ns: Option<u64>,
     },
-    /// History mode: component `component` holds after event `event` of `process`.
+    /// History mode: the predicate's component `component` holds after event `event` of
+    /// `process` (reported once per event, with the first component that holds).
     Satisfied {
         /// The component.
         component: usize,

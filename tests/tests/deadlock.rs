@@ -1,11 +1,13 @@
 //! Deadlocks: a program that hangs is killed with SIGKILL; its recording survives and
-//! `ppd races` shows the wait-for cycle.
+//! `ppd races` shows the wait-for cycle, or the self-wait of a process that holds the only
+//! sender that could feed it. A program whose `main` returns while others wait leaves them
+//! waiting, which is no deadlock unless their waits form a cycle.
 
 mod analysis_support;
 
 use std::collections::HashMap;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -33,8 +35,12 @@ impl Drop for Running {
     }
 }
 
+/// The program of the `waits` scenarios.
+const WAITS: &str = env!("CARGO_BIN_EXE_waits");
+
 /// What a process's log shows at its end: the name of the object its final `Blocked` waits
-/// on (`park` for its park token), and how many messages it had received.
+/// on (`park` for its park token, `join NAME` for a join of process NAME), and how many
+/// messages it had received.
 fn final_wait(recording: &Recording, name: &str) -> Option<(String, usize)> {
     let mut names: HashMap<ObjectId, String> = HashMap::new();
     for entry in recording.processes() {
@@ -65,6 +71,10 @@ fn final_wait(recording: &Recording, name: &str) -> Option<(String, usize)> {
     match events.last()? {
         Event::Blocked { object, .. } if object.is_park_token() => Some(("park".into(), received)),
         Event::Blocked { object, .. } => Some((names.get(object)?.clone(), received)),
+        Event::JoinBlocked { child, .. } => Some((
+            format!("join {}", recording.process(*child)?.name),
+            received,
+        )),
         _ => None,
     }
 }
@@ -80,18 +90,25 @@ fn waiting(dir: &Path, expected: &[(&str, &str, usize)]) -> bool {
     })
 }
 
-/// Records scenario `name` until its processes wait as `expected` says, then kills it.
-fn record_until_deadlocked(
+/// Records race-corpus scenario `name` until its processes wait as `expected` says, then
+/// kills it.
+fn record_until_deadlocked(work: &Path, name: &str, expected: &[(&str, &str, usize)]) -> PathBuf {
+    record_until_waiting(work, &corpus_bin(), name, expected)
+}
+
+/// Records `program name` until its processes wait as `expected` says, then kills it.
+fn record_until_waiting(
     work: &Path,
+    program: &Path,
     name: &str,
     expected: &[(&str, &str, usize)],
-) -> std::path::PathBuf {
+) -> PathBuf {
     let dir = work.join(name);
     let wrapper = Command::new(ppd_path())
         .args(["record", "-o"])
         .arg(&dir)
         .arg("--")
-        .arg(corpus_bin())
+        .arg(program)
         .arg(name)
         .current_dir(work)
         .process_group(0)
@@ -103,9 +120,8 @@ fn record_until_deadlocked(
         wrapper,
         program: None,
     };
-    // Wait (polling the live logs) until both processes wait for each other. The deadlock is
-    // certain; if the program ends instead, or its logs never show the waits, that is the
-    // failure.
+    // Wait (polling the live logs) until the processes wait as expected. The hang is certain;
+    // if the program ends instead, or its logs never show the waits, that is the failure.
     let mut polls = 0;
     while !waiting(&dir, expected) {
         if let Some(status) = running.wrapper.try_wait().expect("poll ppd record") {
@@ -119,6 +135,16 @@ fn record_until_deadlocked(
     running.program = Some(manifest.os_pid as i32);
     drop(running);
     dir
+}
+
+/// The processes of a cycle, sorted by name.
+fn members_of(cycle: &[Value]) -> Vec<String> {
+    let mut names: Vec<String> = cycle
+        .iter()
+        .map(|b| b["process"].as_str().expect("a process name").to_owned())
+        .collect();
+    names.sort();
+    names
 }
 
 fn cycle_of(report: &Value) -> Vec<Value> {
@@ -289,8 +315,12 @@ fn two_processes_waiting_on_condvars_only_the_other_notifies_deadlock() {
 #[test]
 fn a_process_parked_forever_while_main_joins_it_deadlocks_by_guess() {
     let work = tempfile::tempdir().unwrap();
-    let dir = record_until_deadlocked(work.path(), "deadlock_park", &[("sleeper", "park", 0)]);
     // main's join is logged after the sleeper parks or before: wait for both, then look.
+    let dir = record_until_deadlocked(
+        work.path(),
+        "deadlock_park",
+        &[("sleeper", "park", 0), ("main", "join sleeper", 0)],
+    );
     let report = races_json(work.path(), &dir);
     let listing = scenario("deadlock_park");
     let blocked = report["deadlocks"]["blocked"].as_array().unwrap();
@@ -307,10 +337,201 @@ fn a_process_parked_forever_while_main_joins_it_deadlocks_by_guess() {
         sleeper["line"].as_u64(),
         Some(marker_line(&listing, "dpk.park"))
     );
+    // main joins the sleeper, which only main could unpark: the two wait for each other.
+    let main = blocked
+        .iter()
+        .find(|b| b["process"] == "main")
+        .unwrap_or_else(|| panic!("main waits in its join: {report:#}"));
+    assert_eq!(main["waits_for"], "the end of", "{main:#}");
+    assert_eq!(main["by"], serde_json::json!(["sleeper"]), "{main:#}");
+    assert_eq!(
+        members_of(&cycle_of(&report)),
+        ["main", "sleeper"],
+        "{report:#}"
+    );
+    assert!(
+        blocked.iter().all(|b| b["deadlocked"] == true),
+        "{report:#}"
+    );
     let info = ppd_tests::info_json(work.path(), &dir);
     let procs = ppd_tests::processes(&info);
     assert_eq!(
         procs["sleeper"]["ending"]["on"], "the park token of sleeper (p1)",
         "{info:#}"
     );
+}
+
+/// The blocked process `name` of a report.
+fn blocked_process(report: &Value, name: &str) -> Value {
+    report["deadlocks"]["blocked"]
+        .as_array()
+        .expect("blocked")
+        .iter()
+        .find(|b| b["process"] == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("{name} is not blocked: {report:#}"))
+}
+
+/// `ppd races DIR`'s text.
+fn races_text(work: &Path, dir: &Path) -> String {
+    let out = ppd_tests::ppd(work, &["races", dir.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// main drops its sender and joins the fetcher, whose own requeue sender is the only one left:
+/// the fetcher waits for itself, and main is blocked behind it, in no cycle with it.
+#[test]
+fn a_fetcher_holding_the_only_sender_left_waits_for_itself_with_main_behind_it() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record_until_waiting(
+        work.path(),
+        Path::new(WAITS),
+        "requeue-hang",
+        &[("fetcher", "requests", 4), ("main", "join fetcher", 0)],
+    );
+    let report = races_json(work.path(), &dir);
+    let cycle = cycle_of(&report);
+    assert_eq!(members_of(&cycle), ["fetcher"], "a self-wait: {report:#}");
+    let fetcher = &cycle[0];
+    assert_eq!(fetcher["waits_for"], "message", "{fetcher:#}");
+    assert_eq!(fetcher["object"], "requests", "{fetcher:#}");
+    assert_eq!(fetcher["relation"], "owed_by", "{fetcher:#}");
+    assert_eq!(fetcher["by"], serde_json::json!(["fetcher"]), "{fetcher:#}");
+    assert_eq!(
+        fetcher["guessed"], false,
+        "it sent on the channel: {fetcher:#}"
+    );
+    assert_eq!(fetcher["deadlocked"], true, "{fetcher:#}");
+    let main = blocked_process(&report, "main");
+    assert_eq!(main["waits_for"], "the end of", "{main:#}");
+    assert_eq!(main["object"], "fetcher (p1)", "{main:#}");
+    assert_eq!(main["by"], serde_json::json!(["fetcher"]), "{main:#}");
+    assert_eq!(
+        main["deadlocked"], true,
+        "blocked behind the fetcher: {main:#}"
+    );
+
+    let text = races_text(work.path(), &dir);
+    assert!(
+        text.contains("deadlock: fetcher (p1) waits for itself"),
+        "{text}"
+    );
+    assert!(!text.contains("wait for each other"), "{text}");
+    assert!(
+        text.contains("main (p0) on the end of fetcher (p1): blocked behind fetcher"),
+        "{text}"
+    );
+}
+
+/// Records `waits name` (a program that exits by itself) until each process of `waiting` ended
+/// its log waiting on one of the objects listed with it: the program lets them reach their
+/// waits before `main` returns, which a loaded machine can outrun, so a recording that missed
+/// is made again, a few times at most.
+fn record_exited_with_waits(work: &Path, name: &str, waiting: &[(&str, &[&str])]) -> PathBuf {
+    let dir = work.join(name);
+    for _ in 0..5 {
+        let _ = std::fs::remove_dir_all(&dir);
+        let out = ppd_tests::record_program(work, &dir, Path::new(WAITS), &[name], &[]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let recording = Recording::open(&dir).expect("the recording opens");
+        if waiting.iter().all(|(process, objects)| {
+            final_wait(&recording, process).is_some_and(|(on, _)| objects.contains(&on.as_str()))
+        }) {
+            return dir;
+        }
+    }
+    panic!("{name}: five recordings never ended with {waiting:?} in their waits");
+}
+
+/// The Book's pool has no shutdown: when main returns, its idle workers are still waiting for
+/// jobs (one in the job channel's receive, holding the receiver's lock, the others for that
+/// lock). main could have sent another job until it returned: they were left waiting by the
+/// program's exit, not deadlocked.
+#[test]
+fn idle_workers_of_a_pool_when_main_returns_are_left_waiting_not_deadlocked() {
+    let work = tempfile::tempdir().unwrap();
+    let workers = ["worker0", "worker1", "worker2"];
+    let idle: &[&str] = &["jobs", "receiver"];
+    let dir = record_exited_with_waits(
+        work.path(),
+        "idle-pool",
+        &workers.map(|worker| (worker, idle)),
+    );
+    let report = races_json(work.path(), &dir);
+    assert!(
+        report["deadlocks"]["cycles"].as_array().unwrap().is_empty(),
+        "{report:#}"
+    );
+    let mut on_jobs = Vec::new();
+    for name in workers {
+        let w = blocked_process(&report, name);
+        assert_eq!(w["deadlocked"], false, "{w:#}");
+        assert_eq!(w["left_waiting"], true, "{w:#}");
+        if w["object"] == "jobs" {
+            assert_eq!(w["waits_for"], "message", "{w:#}");
+            assert_eq!(w["by"], serde_json::json!(["main"]), "{w:#}");
+            on_jobs.push(name);
+        } else {
+            assert_eq!(w["object"], "receiver", "{w:#}");
+            assert_eq!(w["relation"], "held_by", "{w:#}");
+        }
+    }
+    assert_eq!(
+        on_jobs.len(),
+        1,
+        "one worker receives, holding the lock: {report:#}"
+    );
+    for name in workers.iter().filter(|&&w| w != on_jobs[0]) {
+        let w = blocked_process(&report, name);
+        assert_eq!(w["by"], serde_json::json!([on_jobs[0]]), "{w:#}");
+    }
+
+    let text = races_text(work.path(), &dir);
+    assert!(
+        text.contains("left waiting when the program exited (main returned):"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("{} (p", on_jobs[0])) && text.contains("on message jobs"),
+        "{text}"
+    );
+    assert!(!text.contains("deadlock"), "{text}");
+}
+
+/// Processes whose waits form a cycle are deadlocked, even when main returned while they
+/// waited.
+#[test]
+fn a_cycle_of_waits_when_main_returns_is_still_a_deadlock() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record_exited_with_waits(
+        work.path(),
+        "exit-cycle",
+        &[("left", &["m2"]), ("right", &["m1"])],
+    );
+    let report = races_json(work.path(), &dir);
+    let cycle = cycle_of(&report);
+    assert_eq!(members_of(&cycle), ["left", "right"], "{report:#}");
+    for (me, other, mutex) in [("left", "right", "m2"), ("right", "left", "m1")] {
+        let b = cycle.iter().find(|b| b["process"] == me).unwrap();
+        assert_eq!(b["object"], mutex, "{b:#}");
+        assert_eq!(b["by"], serde_json::json!([other]), "{b:#}");
+        assert_eq!(b["deadlocked"], true, "{b:#}");
+        assert_eq!(b["left_waiting"], false, "{b:#}");
+    }
+    let text = races_text(work.path(), &dir);
+    assert!(
+        text.contains("deadlock: 2 processes wait for each other"),
+        "{text}"
+    );
+    assert!(!text.contains("left waiting"), "{text}");
 }

@@ -398,16 +398,16 @@ fn recording_into_a_non_empty_directory_is_refused() {
 #[test]
 fn a_program_not_built_with_ppd_is_explained() {
     let work = tempfile::tempdir().unwrap();
-    // It succeeds but writes no recording: ppd says why and fails.
+    // It succeeds but writes no recording: ppd says why, as bad input.
     let dir = work.path().join("true");
     let out = ppd(
         work.path(),
         &["record", "-o", dir.to_str().unwrap(), "--", "true"],
     );
-    assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(out.status.code().is_some());
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("#[ppd::main]"), "{}", stderr(&out));
-    // It fails: its own exit code is kept.
+    // It fails: it is still not a program ppd records (exit code 2), and its own exit code is
+    // said.
     let dir = work.path().join("sh");
     let out = ppd(
         work.path(),
@@ -421,8 +421,13 @@ fn a_program_not_built_with_ppd_is_explained() {
             "exit 7",
         ],
     );
-    assert_eq!(out.status.code(), Some(7), "{}", stderr(&out));
-    assert!(stderr(&out).contains("#[ppd::main]"), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("sh exited with code 7 without writing a recording"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!dir.exists(), "the directory ppd made for it is gone");
 }
 
 #[test]
@@ -509,8 +514,12 @@ fn a_spawned_process_without_a_log_is_listed_and_replayed_as_never_started() {
         .unwrap();
     assert_eq!(last, 8, "main and eight sleepers");
     entries.retain(|p| p["id"] != last);
+    // Such a recording is older than MACs: it has none, and is trusted before it replays.
+    manifest.as_object_mut().unwrap().remove("mac");
     std::fs::write(&manifest_path, serde_json::to_vec(&manifest).unwrap()).unwrap();
     std::fs::remove_file(dir.join("proc-0008.log")).unwrap();
+    let out = ppd(work.path(), &["trust", "--yes", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 
     let info = info_json(work.path(), &dir);
     let procs = processes_by_id(&info);
@@ -545,7 +554,7 @@ fn a_spawned_process_without_a_log_is_listed_and_replayed_as_never_started() {
         (&0.into(), &0.into())
     );
     // Held replays too: every controller takes part in every event.
-    for goal in [&["--to", "main=5"][..], &["--stop", "sleeper-0: recv"][..]] {
+    for goal in [&["--to", "main=5"][..], &["--to", "sleeper-0=3,main=9"][..]] {
         let mut args = vec!["replay", dir.to_str().unwrap()];
         args.extend_from_slice(goal);
         let out = ppd(work.path(), &args);

@@ -496,8 +496,9 @@ fn why_depth_is_bounded_by_what_there_is_to_follow() {
 }
 
 /// A manifest edited to name another program: nothing but the recorded binary may run, whatever
-/// the manifest says, unless the recording is the invoking user's own and no one else's to
-/// change (then editing it is no different from running the program directly).
+/// the manifest says. Edited, it no longer carries the user's MAC, so nothing runs unless the
+/// user names the program (`--binary`); and even then only a ppd program with the recorded hash,
+/// from a recording that is the invoking user's own and no one else's to change.
 #[test]
 fn a_tampered_manifest_runs_nothing() {
     use std::os::unix::fs::PermissionsExt;
@@ -525,16 +526,19 @@ fn a_tampered_manifest_runs_nothing() {
         let mut m: Value = serde_json::from_str(&original).unwrap();
         m["program"]["path"] = Value::from(path.to_str().unwrap());
         m["program"]["blake3"] = Value::from(hash);
+        m.as_object_mut().unwrap().remove("mac");
         std::fs::write(&manifest_path, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
     };
     let rec_str = rec.to_str().unwrap();
-    let run_all = |expect: &str| {
-        for args in [
+    let script_str = script.to_str().unwrap();
+    let run_all_with = |named: &[&str], expect: &str| {
+        for mut args in [
             vec!["replay", rec_str],
             vec!["replay", rec_str, "--to", "main=1"],
             vec!["why", rec_str, "teller", "balance"],
             vec!["why", rec_str, "teller", "--state"],
         ] {
+            args.extend_from_slice(named);
             let out = ppd(work.path(), &args);
             let err = stderr(&out);
             // `--state` restores from the logs alone and runs nothing; it may succeed.
@@ -554,6 +558,12 @@ fn a_tampered_manifest_runs_nothing() {
             assert!(!marker.exists(), "ppd {args:?} ran the script");
         }
     };
+    // Not written by the user as it is: nothing runs unless they name the program.
+    tamper(&script, &hash_of_script);
+    run_all_with(&[], "it carries no MAC");
+    let run_all = |expect: &str| run_all_with(&["--binary", script_str], expect);
+    // A program that is not a ppd program, though it has the hash the manifest says.
+    run_all("not a program built with ppd");
     // An empty hash used to skip the check.
     tamper(&script, "");
     run_all("the recording has no hash of its program");
@@ -782,8 +792,29 @@ fn messages_name_what_is_wrong() {
     );
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
+    // A bare name reads as a unit variant, which this type does not have.
     assert!(
-        err.contains("`notjson` is not a JSON value") && err.contains("request='\"notjson\"'"),
+        err.contains("\"notjson\" is not a value of the argument's type")
+            && err.contains("unknown variant `notjson`"),
+        "{err}"
+    );
+    let out = ppd(
+        work.path(),
+        &[
+            "why",
+            r,
+            "teller",
+            "--what-if",
+            "request=not json",
+            "--at",
+            "handle#1",
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("`not json` is not a value (at byte 4: expected the end of the value")
+            && err.contains("request='\"not json\"'"),
         "{err}"
     );
     let file = work.path().join("a-file");

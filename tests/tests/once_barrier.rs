@@ -216,11 +216,20 @@ fn barriers_for_zero_and_one_let_every_wait_through_as_leader() {
 
 /// Polls until both waiters' logs end in their wait at the barrier, then kills the program.
 fn kill_at_the_barrier(mut child: Child, dir: &Path) {
+    // Polled while the program starts: a log the manifest lists may not exist yet.
     let waiting = |name: &str| {
-        logs(dir)
-            .into_iter()
-            .find(|(n, _)| n == name)
-            .is_some_and(|(_, events)| matches!(events.last(), Some(Event::Blocked { .. })))
+        let Ok(recording) = Recording::open(dir) else {
+            return false;
+        };
+        let last = recording
+            .find_process(name)
+            .and_then(|entry| recording.open_log(entry).ok())
+            .and_then(|log| {
+                log.event_count()
+                    .checked_sub(1)
+                    .and_then(|k| log.get(k).ok())
+            });
+        matches!(last, Some(Event::Blocked { .. }))
     };
     let mut polls = 0;
     while !(Recording::open(dir).is_ok() && waiting("waiter-0") && waiting("waiter-1")) {

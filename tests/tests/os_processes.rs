@@ -324,10 +324,11 @@ fn recordings_made_apart_on_two_hosts_merge_into_one_that_replays_and_why_crosse
 
     let merged = work.path().join("merged");
     let m = merged.to_str().unwrap();
-    let (_, said) = ppd_ok(
+    let (printed, said) = ppd_ok(
         work.path(),
         &[
             "merge",
+            "--json",
             "-o",
             m,
             &format!("{w}/server-host"),
@@ -337,6 +338,25 @@ fn recordings_made_apart_on_two_hosts_merge_into_one_that_replays_and_why_crosse
     assert!(
         said.contains("merged 3 nodes (5 processes) of run run-7"),
         "{said}"
+    );
+    let report: serde_json::Value = serde_json::from_str(&printed).unwrap();
+    assert_eq!(
+        (&report["run"], &report["processes"]),
+        (&"run-7".into(), &5.into())
+    );
+    let merged_names: Vec<&str> = report["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(merged_names, ["server", "alice", "bob"], "{report:#}");
+    assert!(
+        report["nodes"][0]["from"]
+            .as_str()
+            .unwrap()
+            .ends_with("server-host"),
+        "{report:#}"
     );
     let info = info_json(work.path(), &merged);
     let names: Vec<String> = nodes(&info).into_iter().map(|(n, _)| n).collect();

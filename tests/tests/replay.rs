@@ -767,6 +767,158 @@ fn bad_predicates_are_refused_before_replay() {
     check("teller mark negative", "expected `:`");
 }
 
+/// Whether `message` shows a line containing `token` with a caret under the token's first
+/// character on the next line, as predicate errors point.
+fn points_at(message: &str, token: &str) -> bool {
+    let lines: Vec<&str> = message.lines().collect();
+    lines.windows(2).any(|pair| {
+        pair[0].find(token).is_some_and(|at| {
+            let column = pair[0][..at].chars().count();
+            pair[1].chars().position(|c| c == '^') == Some(column)
+        })
+    })
+}
+
+#[test]
+fn predicates_that_cannot_hold_are_refused_where_they_are_wrong() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record_until_buggy(work.path(), "bank");
+    let rec = dir.to_str().unwrap();
+    let refused = |args: &[&str], token: &str, needles: &[&str]| {
+        let out = ppd(work.path(), args);
+        let stderr = text(&out).1;
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            points_at(&stderr, token),
+            "{args:?}: not at `{token}`: {stderr}"
+        );
+        for needle in needles {
+            assert!(stderr.contains(needle), "{args:?}: no `{needle}`: {stderr}");
+        }
+    };
+    // `handle(bank, request)` has two parameters; `%0` is its return value.
+    refused(
+        &["replay", rec, "--stop", "teller: exit handle if %99 > 3"],
+        "%99",
+        &[
+            "column 24",
+            "`%99` is past the parameters: `exit handle` has 2",
+        ],
+    );
+    // The teller marks `negative` with an integer: there is no `.0` in it.
+    refused(
+        &[
+            "replay",
+            rec,
+            "--stop",
+            "teller: mark negative if value.0.1.2.3 < 0",
+        ],
+        "0.1.2.3",
+        &["`value.0` is in no value teller logged at `mark negative` (`value` holds integers)"],
+    );
+    refused(
+        &["replay", rec, "--stop", "auditor: mark negative"],
+        "negative",
+        &["label `negative` is never marked by auditor (only by teller)"],
+    );
+    refused(
+        &[
+            "replay",
+            rec,
+            "--stop",
+            "teller: mark negative if value == \"low\"",
+        ],
+        "\"low\"",
+        &["never holds: `value` is always an integer"],
+    );
+    refused(
+        &[
+            "replay",
+            rec,
+            "--trace",
+            "teller: enter handle if %0 != 0",
+            "--print",
+            "teller.negative",
+        ],
+        "%0",
+        &["`%0` is the return value, logged at the exit"],
+    );
+    refused(
+        &[
+            "replay",
+            rec,
+            "--trace",
+            "teller: enter handle if request.Withdraw.amout > 50",
+            "--print",
+            "teller.negative",
+        ],
+        "amout",
+        &["did you mean `amount`"],
+    );
+    // `--print` names a label the process marks or a parameter of an e-block it enters.
+    let out = ppd(
+        work.path(),
+        &[
+            "replay",
+            rec,
+            "--trace",
+            "teller: mark negative",
+            "--print",
+            "teller.negatve",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out).1;
+    assert!(
+        stderr.contains("bad --print item `teller.negatve`")
+            && stderr.contains("did you mean `negative`"),
+        "{stderr}"
+    );
+    // `why --at` reads its event through the same checks.
+    refused(
+        &[
+            "why",
+            rec,
+            "teller",
+            "balance",
+            "--at",
+            "exit handle if %99 > 3",
+        ],
+        "%99",
+        &["`%99` is past the parameters"],
+    );
+    refused(
+        &[
+            "why",
+            rec,
+            "teller",
+            "balance",
+            "--at",
+            "mark negative if value.x < 0",
+        ],
+        "x < 0",
+        &["`value.x` is in no value teller logged"],
+    );
+
+    // Well typed and false in this run: it never holds, which is not bad input.
+    let out = replay(
+        work.path(),
+        &dir,
+        &["--stop", "teller: mark negative if value > 0"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out).1.contains("never holds"), "{}", text(&out).1);
+    // A path some logged values have and others not (an audit has no amount) is accepted, and
+    // holds where a value has it.
+    for pred in [
+        "teller: enter handle if request.Withdraw.amount > 0",
+        "teller: exit handle if %0.1.Balance < 0 && %2.Withdraw.amount >= 10",
+    ] {
+        let out = replay(work.path(), &dir, &["--json", "--stop", pred]);
+        assert!(out.status.success(), "{pred}: {}", text(&out).1);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Tracing, going to a cut, the interactive debugger
 
@@ -803,6 +955,71 @@ fn tracing_prints_every_state_that_satisfies_the_predicate() {
         assert_eq!(line["values"][0][0], "w0.got");
         assert!(line["values"][0][1].is_u64(), "{line:#}");
     }
+}
+
+/// `ppd replay --trace PRED --print PRINT --json` on `dir`: each line's cut.
+fn traced_cuts(work: &Path, dir: &Path, pred: &str, print: &str) -> Vec<Vec<u64>> {
+    let out = replay(work, dir, &["--json", "--trace", pred, "--print", print]);
+    assert!(out.status.success(), "{pred}: {}", text(&out).1);
+    let lines: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    lines
+        .iter()
+        .map(|line| {
+            let cut = line["cut"].as_array().unwrap();
+            cut.iter().map(|p| p[1].as_u64().unwrap()).collect()
+        })
+        .collect()
+}
+
+#[test]
+fn tracing_a_linked_predicate_prints_the_states_where_its_last_stage_is_reached() {
+    // `A -> B` holds right after each event of B with an event of A in its causal past, and
+    // only there (Miller & Choi §3.4); each state is printed once.
+    let work = tempfile::tempdir().unwrap();
+    let labels = ["got", "tried", "saw", "loaded"];
+    for seed in 0..MAX_PROGRAMS {
+        let dir = work.path().join(format!("trace{seed}"));
+        let args = [seed.to_string(), "3".into(), "10".into()];
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        record_program(work.path(), &dir, &random_program(), &args, &[]);
+        let lattice = Lattice::load(&dir);
+        let clocks = lattice.clocks();
+        let (w0, w1) = (lattice.process("w0"), lattice.process("w1"));
+        let marks = |p: usize, wanted: &str| -> Vec<usize> {
+            (0..lattice.events[p].len())
+                .filter(|&k| {
+                    matches!(&lattice.events[p][k], Event::Mark { label, .. } if **label == *wanted)
+                })
+                .collect()
+        };
+        for (a, b) in labels
+            .iter()
+            .flat_map(|a| labels.iter().map(move |b| (a, b)))
+        {
+            let (firsts, thens) = (marks(w0, a), marks(w1, b));
+            let expected: Vec<Vec<u64>> = thens
+                .iter()
+                .filter(|&&k| firsts.iter().any(|&f| (f as u64) < clocks[w1][k][w0]))
+                .map(|&k| clocks[w1][k].clone())
+                .collect();
+            // Some of B's events after an A and some not: the answer tells them apart.
+            if expected.is_empty() || expected.len() == thens.len() {
+                continue;
+            }
+            let pred = format!("w0: mark {a} -> w1: mark {b}");
+            let cuts = traced_cuts(work.path(), &dir, &pred, "w0.got");
+            assert_eq!(cuts, expected, "seed {seed}: {pred}");
+            let pred = format!("w0: mark {a} | w0: mark {a} if value >= 0");
+            let cuts = traced_cuts(work.path(), &dir, &pred, "w0.got");
+            assert_eq!(
+                cuts.len(),
+                firsts.len(),
+                "seed {seed}: {pred}: one line per state"
+            );
+            return;
+        }
+    }
+    panic!("no recorded run had a mark of w1 both before and after one of w0");
 }
 
 #[test]

@@ -420,6 +420,79 @@ fn what_if_re_executes_an_instance_with_an_argument_changed() {
     assert!(stderr.contains("has no argument `y`"), "{stderr}");
 }
 
+/// A value is given to `--what-if` as ppd prints it (what a user copies from a report) or as
+/// JSON; one that is not a value of the argument's type is bad input, not a run that left its
+/// log.
+#[test]
+fn what_if_takes_a_value_as_ppd_prints_it_and_refuses_one_of_another_type() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("rec");
+    let out = record_example(work.path(), &dir, "bank", &[]);
+    assert!(
+        dir.join("manifest.json").exists(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The first withdrawal a client makes of account 0, as the teller's `handle` received it.
+    let what_if = |value: &str| {
+        let change = format!("request={value}");
+        why(
+            work.path(),
+            &dir,
+            &[
+                "teller",
+                "--what-if",
+                &change,
+                "--at",
+                "bank::handle#3",
+                "--json",
+            ],
+        )
+    };
+    // Account 0's balance after the changed run of `handle`.
+    let balance_after = |answer: &Value| -> i64 {
+        let bank = answer["outcomes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["name"] == "bank")
+            .unwrap();
+        let text = bank["what_if"].as_str().unwrap();
+        let (_, rest) = text.split_once("\"account-0\", balance: ").unwrap();
+        rest.split(['}', ',']).next().unwrap().parse().unwrap()
+    };
+    let printed = "Withdraw {client: 1, account: 0, amount: 30}";
+    let (code, stdout, stderr) = what_if(printed);
+    assert_eq!(code, Some(0), "{stderr}");
+    let answer: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(answer["changed"][0][2], printed, "{answer:#}");
+    let (code, stdout, stderr) = what_if("Withdraw {client: 1, account: 0, amount: 40}");
+    assert_eq!(code, Some(0), "{stderr}");
+    let more: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        balance_after(&answer) - balance_after(&more),
+        10,
+        "{answer:#} {more:#}"
+    );
+    // The same value as JSON gives the same answer.
+    let (code, json_stdout, stderr) =
+        what_if(r#"{"Withdraw": {"client": 1, "account": 0, "amount": 30}}"#);
+    assert_eq!(code, Some(0), "{stderr}");
+    let json_answer: Value = serde_json::from_str(&json_stdout).unwrap();
+    assert_eq!(json_answer["outcomes"], answer["outcomes"]);
+    // A variant the type does not have, and text that is not a value: exit 2, saying why.
+    let (code, stdout, stderr) = what_if("Withdrw {client: 1}");
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("Withdrw {client: 1} is not a value of the argument's type")
+            && stderr.contains("unknown variant `Withdrw`"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = what_if("Withdraw {client 1}");
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("expected `:`, found `1`"), "{stderr}");
+}
+
 /// Re-executes every e-block instance of every process of a recording; returns how many the
 /// recorded binary re-executed, and the leaks.
 fn leaks_of_every_instance(dir: &Path) -> (usize, Vec<String>) {

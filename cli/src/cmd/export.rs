@@ -7,7 +7,7 @@ use clap::ValueEnum;
 
 use ppd_flowback::export::{json, perfetto, perfetto_proto, shiviz};
 
-use super::graph::{WindowArgs, write_to};
+use super::graph::{WindowArgs, announce, destination, write_to};
 use super::races::open_analysis;
 use crate::damage::DamageArgs;
 use crate::exit::{CmdResult, input};
@@ -35,7 +35,8 @@ pub(crate) struct Args {
     /// The format.
     #[arg(long, value_enum)]
     format: Format,
-    /// Write to FILE instead of standard output.
+    /// Write to FILE instead of standard output (on a terminal, the default is a file beside
+    /// the recording, named after it: `bank-1.perfetto-trace`).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<PathBuf>,
     #[command(flatten)]
@@ -58,13 +59,23 @@ pub(crate) fn run(args: &Args) -> CmdResult {
     let (checked, analysis) = open_analysis(args.rec.as_deref(), args.damage)?;
     let (trace, clocks) = (&analysis.trace, &analysis.clocks);
     let window = args.window.resolve(&checked.recording, trace)?;
-    write_to(args.output.as_deref(), "the export", |out| {
-        match args.format {
-            Format::Perfetto => perfetto_proto::write(trace, clocks, out),
-            Format::PerfettoJson => perfetto::write(trace, clocks, out),
-            Format::Shiviz => shiviz::write(trace, clocks, &window, out),
-            Format::Json => json::write(trace, clocks, out),
-        }
+    let extension = match args.format {
+        Format::Perfetto => "perfetto-trace",
+        Format::PerfettoJson => "trace.json",
+        Format::Shiviz => "shiviz.log",
+        Format::Json => "json",
+    };
+    let output = destination(args.output.as_deref(), &checked.dir, extension);
+    write_to(output.as_deref(), "the export", |out| match args.format {
+        Format::Perfetto => perfetto_proto::write(trace, clocks, out),
+        Format::PerfettoJson => perfetto::write(trace, clocks, out),
+        Format::Shiviz => shiviz::write(trace, clocks, &window, out),
+        Format::Json => json::write(trace, clocks, out),
     })?;
+    if args.output.is_none()
+        && let Some(path) = &output
+    {
+        announce(path, "the export", false);
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -19,6 +19,7 @@ use ppd_formats::Recording;
 use super::races::{classify, open_analysis};
 use crate::damage::DamageArgs;
 use crate::exit::{CliError, CmdResult, failure, input};
+use crate::output::outln;
 use crate::progress;
 
 /// Picture formats.
@@ -40,7 +41,8 @@ pub(crate) struct Args {
     /// The picture format.
     #[arg(long, value_enum, default_value_t = Format::Html)]
     format: Format,
-    /// Write to FILE instead of standard output.
+    /// Write to FILE instead of standard output (on a terminal, the default is a file beside
+    /// the recording, named after it: `bank-1.html`).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<PathBuf>,
     #[command(flatten)]
@@ -156,19 +158,63 @@ pub(crate) fn run(args: &Args) -> CmdResult {
         Format::Svg => svg::render(&diagram),
         Format::Dot => dot::render(&diagram),
     };
-    write_to(args.output.as_deref(), "the picture", |out| {
+    let extension = match args.format {
+        Format::Html => "html",
+        Format::Svg => "svg",
+        Format::Dot => "dot",
+    };
+    let output = destination(args.output.as_deref(), dir, extension);
+    write_to(output.as_deref(), "the picture", |out| {
         out.write_all(text.as_bytes())
             .map_err(|source| FlowbackError::Output {
                 what: "the picture",
                 source,
             })
     })?;
+    if args.output.is_none()
+        && let Some(path) = &output
+    {
+        announce(path, "the picture", args.format == Format::Html);
+    }
     Ok(ExitCode::SUCCESS)
 }
 
 /// `bytes` for people: `12.3 MB`.
 fn megabytes(bytes: u64) -> String {
     format!("{:.1} MB", bytes as f64 / 1e6)
+}
+
+/// Where a picture or an export goes: the file `-o` names; else standard output when it is a
+/// pipe or a file; else, on a terminal, which has no use for HTML or protobuf, a file beside
+/// the recording `dir` named after it with `extension` (`bank-1.html`), whose path is printed,
+/// as `cargo doc --open` and `perf report` keep binary output off the terminal.
+pub(crate) fn destination(path: Option<&Path>, dir: &Path, extension: &str) -> Option<PathBuf> {
+    use std::io::IsTerminal;
+    match path {
+        Some(path) => Some(path.to_owned()),
+        None if std::io::stdout().is_terminal() => {
+            let name = dir
+                .file_name()
+                .map_or_else(|| "recording".into(), |n| n.to_string_lossy().into_owned());
+            Some(dir.with_file_name(format!("{name}.{extension}")))
+        }
+        None => None,
+    }
+}
+
+/// Says where a picture or export written beside its recording went; a page gets a `file://`
+/// address a browser opens.
+pub(crate) fn announce(path: &Path, what: &str, page: bool) {
+    let absolute = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
+    if page {
+        outln!(
+            "ppd: wrote {what} to {} (open file://{})",
+            path.display(),
+            absolute.display()
+        );
+    } else {
+        outln!("ppd: wrote {what} to {}", path.display());
+    }
 }
 
 /// Runs `write` on FILE (created or truncated, private like everything ppd writes) or on

@@ -152,7 +152,7 @@ fn predicate_of_one_node(
     }
     let node = node.ok_or_else(|| input(anyhow!("{text}: names no process")))?;
     let local = Recording::open_node(&recording.nodes()[node].dir)?;
-    let catalog = predicate::Catalog::of(&local)?;
+    let catalog = predicate::Catalog::for_predicate(&local, &parsed)?;
     let resolved = parsed.resolve(&catalog).map_err(input)?;
     Ok((node, resolved))
 }

@@ -10,4 +10,5 @@ pub(crate) mod merge;
 pub(crate) mod races;
 pub(crate) mod record;
 pub(crate) mod replay;
+pub(crate) mod trust;
 pub(crate) mod why;

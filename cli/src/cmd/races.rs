@@ -4,7 +4,7 @@ use ppd_formats::ProcessId;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use ppd_flowback::report::{Race, Report, Side};
+use ppd_flowback::report::{BlockedView, Race, Report, Side};
 use ppd_flowback::{Analysis, FlowbackError};
 use ppd_formats::integrity::Integrity;
 use serde::Serialize;
@@ -75,12 +75,13 @@ fn side_line(tag: &str, s: &Side) -> String {
         Some(o) => format!("{} ({}, {o})", s.access, s.operation),
         None => s.access.clone(),
     };
+    let c = output::palette();
     format!(
-        "  {tag}: {} ({}) {what} at {}\n     clock {}",
-        s.process,
+        "  {tag}: {} ({}) {what} at {}\n     {}",
+        c.process(&s.process),
         ProcessId(s.pid),
-        s.location(),
-        s.clock
+        c.site(s.location()),
+        c.faint(format!("clock {}", s.clock))
     )
 }
 
@@ -90,10 +91,11 @@ fn print_race(r: &Race) {
     } else {
         format!("{} pairs", r.count)
     };
+    let c = output::palette();
     outln!(
-        "{} race on {} ({} {}), {pairs}",
-        r.kind,
-        r.var,
+        "{} on {} ({} {}), {pairs}",
+        c.alarm(format!("{} race", r.kind)),
+        c.value(&r.var),
         r.object_kind,
         r.object
     );
@@ -102,8 +104,8 @@ fn print_race(r: &Race) {
     if let Some(recv) = &r.receive {
         outln!(
             "  the receive at {} by {} ({}) took a's message; b's could have come first",
-            recv.location(),
-            recv.process,
+            c.site(recv.location()),
+            c.process(&recv.process),
             ProcessId(recv.pid)
         );
     }
@@ -133,8 +135,21 @@ fn print_text(dir: &Path, report: &Report) {
         }
     }
     let d = &report.deadlocks;
+    let c = output::palette();
     for cycle in &d.cycles {
-        outln!("deadlock: {} processes wait for each other", cycle.len());
+        match cycle.as_slice() {
+            [alone] => outln!(
+                "{}: {} ({}) waits for itself",
+                c.alarm("deadlock"),
+                c.process(&alone.process),
+                ProcessId(alone.pid)
+            ),
+            _ => outln!(
+                "{}: {} processes wait for each other",
+                c.alarm("deadlock"),
+                cycle.len()
+            ),
+        }
         for b in cycle {
             let relation = if b.relation == "held_by" {
                 "held by"
@@ -142,12 +157,12 @@ fn print_text(dir: &Path, report: &Report) {
                 "owed by"
             };
             let at = match (&b.file, b.line) {
-                (Some(f), Some(l)) => format!(" at {f}:{l}"),
+                (Some(f), Some(l)) => format!(" at {}", c.site(format!("{f}:{l}"))),
                 _ => String::new(),
             };
             outln!(
                 "  {} ({}) waits for {} {}{at}, {relation} {}{}",
-                b.process,
+                c.process(&b.process),
                 ProcessId(b.pid),
                 b.waits_for,
                 b.object,
@@ -161,18 +176,19 @@ fn print_text(dir: &Path, report: &Report) {
         let mut cycle = p.cycle.clone();
         cycle.extend(p.cycle.first().cloned());
         outln!(
-            "potential deadlock: lock-order cycle {} ({} processes)",
+            "{}: lock-order cycle {} ({} processes)",
+            c.alarm("potential deadlock"),
             cycle.join(" -> "),
             p.steps.len()
         );
         for s in &p.steps {
             let at = |file: &Option<String>, line: Option<u32>| match (file, line) {
-                (Some(f), Some(l)) => format!("{f}:{l}"),
+                (Some(f), Some(l)) => c.site(format!("{f}:{l}")),
                 _ => "?".to_owned(),
             };
             outln!(
                 "  {} ({}) holds {} (locked at {}) and locks {} at {}",
-                s.process,
+                c.process(&s.process),
                 ProcessId(s.pid),
                 s.holds,
                 at(&s.held_file, s.held_line),
@@ -182,27 +198,22 @@ fn print_text(dir: &Path, report: &Report) {
         }
         outln!();
     }
-    let stuck: Vec<_> = d
+    let (left, stuck): (Vec<_>, Vec<_>) = d
         .blocked
         .iter()
         .filter(|b| !in_cycle(d, &b.process))
-        .collect();
+        .partition(|b| b.left_waiting);
     if !stuck.is_empty() {
         outln!("blocked when the recording stopped:");
         for b in stuck {
-            let who = if b.by.is_empty() {
-                "no live process can end the wait".to_owned()
-            } else {
-                format!("waiting for {}", b.by.join(", "))
-            };
-            outln!(
-                "  {} ({}) on {} {}: {who}{}",
-                b.process,
-                ProcessId(b.pid),
-                b.waits_for,
-                b.object,
-                if b.deadlocked { " (deadlocked)" } else { "" }
-            );
+            print_wait(b);
+        }
+        outln!();
+    }
+    if !left.is_empty() {
+        outln!("left waiting when the program exited (main returned):");
+        for b in left {
+            print_wait(b);
         }
         outln!();
     }
@@ -214,8 +225,31 @@ fn print_text(dir: &Path, report: &Report) {
         outln!();
     }
     for note in &report.notes {
-        outln!("note: {note}");
+        outln!("{} {note}", c.note("note:"));
     }
+}
+
+/// One blocked process outside the cycles: what it waits on and for whom.
+fn print_wait(b: &BlockedView) {
+    let who = match (b.by.is_empty(), b.deadlocked) {
+        (true, true) => "no live process can end the wait (deadlocked)".to_owned(),
+        (true, false) => "a peer outside the recording can end the wait".to_owned(),
+        (false, true) => format!("blocked behind {} (deadlocked)", b.by.join(", ")),
+        (false, false) => format!("waiting for {}", b.by.join(", ")),
+    };
+    let who = if b.deadlocked {
+        output::palette().alarm(who)
+    } else {
+        who
+    };
+    outln!(
+        "  {} ({}) on {} {}: {who}{}",
+        output::palette().process(&b.process),
+        ProcessId(b.pid),
+        b.waits_for,
+        b.object,
+        if b.guessed { " (guess)" } else { "" }
+    );
 }
 
 fn in_cycle(d: &ppd_flowback::report::DeadlockView, process: &str) -> bool {

@@ -2,20 +2,23 @@
 //!
 //! The wrapper only prepares the directory and the environment; the runtime inside the program
 //! writes the logs and the manifest, so the manifest names the real binary even when PROGRAM is
-//! `cargo run`.
+//! `cargo run`. The wrapper makes the user's key first (the runtime seals the manifest with it)
+//! and seals its own record of how the program ended, `exit.json`, with it.
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use anyhow::{Context, anyhow};
+use ppd_formats::authenticity::UserKey;
 use ppd_formats::ending::{ProcessEnding, ProgramExit};
+use ppd_formats::integrity;
 use ppd_formats::recording::{self, RECORDINGS_DIR};
 use ppd_formats::summary::{Payloads, summarize};
 use ppd_formats::{FormatError, Recording};
 use ppd_recorder::runtime::env;
 
-use crate::exit::{CmdResult, failure, input};
+use crate::exit::{CliError, CmdResult, failure, input};
 use crate::output;
 
 /// Arguments of `ppd record`.
@@ -35,6 +38,15 @@ pub(crate) struct Args {
     /// PPD_RUN it was started with).
     #[arg(long, value_name = "ID")]
     join: Option<String>,
+    /// Record runs of PROGRAM until one fails (exits non-zero or is killed by a signal),
+    /// keeping only that one: for a bug that shows in some runs only. The recordings of runs
+    /// that passed are deleted.
+    #[arg(long)]
+    until_failure: bool,
+    /// With --until-failure: give up after N runs (the last is kept).
+    #[arg(long, value_name = "N", default_value_t = 100, requires = "until_failure",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    tries: u32,
     /// The program and its arguments.
     #[arg(
         required = true,
@@ -95,19 +107,6 @@ fn shield_from_signals() {
 }
 
 pub(crate) fn run(args: &Args) -> CmdResult {
-    let dir = match &args.output {
-        Some(dir) => prepare_output(dir)?,
-        None => {
-            let base = PathBuf::from(RECORDINGS_DIR);
-            let dir = recording::create_recording_dir(&base, &program_name(&args.command))?;
-            recording::update_latest(&base, &dir)?;
-            dir
-        }
-    };
-    let dir = std::fs::canonicalize(&dir)
-        .map_err(|e| input(FormatError::io(&dir, "resolve recording directory", e)))?;
-    warn_if_short_of_space(&dir);
-
     let run = match &args.join {
         Some(id) if env::valid_run_id(id) => id.clone(),
         Some(id) => {
@@ -121,19 +120,138 @@ pub(crate) fn run(args: &Args) -> CmdResult {
             .unwrap_or_else(new_run_id),
     };
 
+    // Made before the program starts, which seals its manifest with it.
+    let key = match UserKey::load_or_create() {
+        Ok(key) => Some(key),
+        Err(e) => {
+            eprintln!(
+                "ppd: warning: {e}\nppd: this recording will carry no MAC of yours: replaying \
+                 it will need `ppd trust` or --binary"
+            );
+            None
+        }
+    };
     shield_from_signals();
+    let tries = if args.until_failure { args.tries } else { 1 };
+    for attempt in 1..=tries {
+        // Each run of `--until-failure` is a run of its own, with an id of its own.
+        let run = if attempt == 1 {
+            run.clone()
+        } else {
+            new_run_id()
+        };
+        let target = Target::prepare(args)?;
+        let recorded = record_once(args, &target, &run, key.as_ref())?;
+        let failed = !recorded.status.success();
+        if !args.until_failure || failed || attempt == tries {
+            if args.until_failure {
+                let outcome = if failed {
+                    format!("run {attempt} {}: this is its recording", recorded.how)
+                } else {
+                    format!("no run failed in {tries}; the recording of the last one is kept")
+                };
+                eprintln!("ppd: --until-failure: {outcome}");
+            }
+            return Ok(recorded.exit);
+        }
+        eprintln!(
+            "ppd: --until-failure: run {attempt} {}; its recording is deleted, recording \
+             run {} of at most {tries}",
+            recorded.how,
+            attempt + 1
+        );
+        target.discard()?;
+    }
+    unreachable!("the last attempt returns")
+}
+
+/// Where a run is recorded.
+struct Target {
+    /// The recording directory, absolute.
+    dir: PathBuf,
+    /// The directory `latest` is updated in, when the recording is one of ./ppd-recordings.
+    base: Option<PathBuf>,
+    /// Whether ppd made `dir` (rather than being given it, empty, by `-o`).
+    created: bool,
+}
+
+impl Target {
+    fn prepare(args: &Args) -> Result<Target, CliError> {
+        let (dir, base, created) = match &args.output {
+            Some(dir) => {
+                let created = !dir.exists();
+                (prepare_output(dir)?, None, created)
+            }
+            None => {
+                let base = PathBuf::from(RECORDINGS_DIR);
+                let dir = recording::create_recording_dir(&base, &program_name(&args.command))?;
+                (dir, Some(base), true)
+            }
+        };
+        let dir = std::fs::canonicalize(&dir)
+            .map_err(|e| input(FormatError::io(&dir, "resolve recording directory", e)))?;
+        Ok(Target { dir, base, created })
+    }
+
+    /// Removes what a run left in the directory (the directory too, if ppd made it): nothing
+    /// was recorded worth keeping.
+    fn discard(&self) -> Result<(), CliError> {
+        let removed = if self.created {
+            std::fs::remove_dir_all(&self.dir)
+        } else {
+            std::fs::read_dir(&self.dir).and_then(|entries| {
+                entries.into_iter().try_for_each(|entry| {
+                    let path = entry?.path();
+                    if std::fs::symlink_metadata(&path)?.is_dir() {
+                        std::fs::remove_dir_all(&path)
+                    } else {
+                        std::fs::remove_file(&path)
+                    }
+                })
+            })
+        };
+        removed.map_err(|e| failure(FormatError::io(&self.dir, "remove a recording", e)))
+    }
+}
+
+/// One run of the program, recorded.
+struct Recorded {
+    status: std::process::ExitStatus,
+    /// How it ended, in words.
+    how: String,
+    /// What `ppd record` exits with for it.
+    exit: ExitCode,
+}
+
+/// Runs the program once, recording into `target`, and reports on the recording.
+/// `key` seals what ppd record writes, `exit.json`.
+fn record_once(
+    args: &Args,
+    target: &Target,
+    run: &str,
+    key: Option<&UserKey>,
+) -> Result<Recorded, CliError> {
+    let dir = &target.dir;
+    warn_if_short_of_space(dir);
     let mut command = Command::new(&args.command[0]);
     command
         .args(&args.command[1..])
         .env(env::MODE, "record")
-        .env(env::RUN, &run)
-        .env(env::DIR, &dir)
+        .env(env::RUN, run)
+        .env(env::DIR, dir)
         .env(env::PAYLOADS, if args.payloads { "1" } else { "0" })
         .env(env::FSYNC, if args.fsync { "1" } else { "0" });
-    let mut child = command
-        .spawn()
-        .with_context(|| format!("cannot run {}", args.command[0]))
-        .map_err(failure)?;
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            // Nothing ran: no recording, and `latest` still names the last one there is.
+            target.discard()?;
+            return Err(input(anyhow!("cannot run {}: {e}", args.command[0])));
+        }
+    };
+    if let Some(base) = &target.base {
+        recording::update_latest(base, dir)?;
+    }
     let status = child
         .wait()
         .with_context(|| format!("cannot wait for {}", args.command[0]))
@@ -151,29 +269,67 @@ pub(crate) fn run(args: &Args) -> CmdResult {
             signal: status.signal(),
             pid: Some(child.id()),
         };
-        if let Err(e) = seen.write(&dir) {
+        if let Err(e) = seen.write(dir, key) {
             eprintln!("ppd: {e}");
         }
     }
 
-    let recording = match Recording::open(&dir) {
+    let recording = match Recording::open(dir) {
         Ok(r) => r,
         Err(FormatError::NotARecording { .. }) => {
-            eprintln!(
-                "ppd: {} {how} without writing a recording into {}: is its main marked \
-                 #[ppd::main]?",
-                args.command[0],
-                dir.display()
-            );
-            return Ok(if code == 0 { ExitCode::FAILURE } else { exit });
+            // A program that is not a ppd program ran and recorded nothing: nothing to keep,
+            // and nothing `latest` should name.
+            target.discard()?;
+            if let Some(base) = &target.base {
+                restore_latest(base);
+            }
+            return Err(input(anyhow!(
+                "{} {how} without writing a recording: it is not a ppd program (its main \
+                 must be marked #[ppd::main], and it must link ppd with the `record` feature)",
+                args.command[0]
+            )));
         }
         Err(e) => {
             eprintln!("ppd: {e}");
-            return Ok(exit);
+            return Ok(Recorded { status, how, exit });
         }
     };
+    if key.is_some() {
+        warn_unsealed(&recording);
+    }
+    report(&recording, dir, &how);
+    Ok(Recorded { status, how, exit })
+}
+
+/// Points `latest` in `base` at the newest recording left there, or removes it when none is.
+fn restore_latest(base: &Path) {
+    let latest = base.join("latest");
+    let _ = std::fs::remove_file(&latest);
+    if let Ok(Some(newest)) = recording::resolve(Some(base)).map(Some)
+        && newest.parent() == Some(base)
+    {
+        let _ = recording::update_latest(base, &newest);
+    }
+}
+
+/// Warns of each manifest the program wrote without the user's MAC, though ppd record had the
+/// key: it ran with another home, or could not read the key.
+fn warn_unsealed(recording: &Recording) {
+    for file in integrity::authenticity(recording)
+        .iter()
+        .filter(|f| !f.authenticity.is_authenticated())
+    {
+        eprintln!(
+            "ppd: warning: {file}: the program did not seal it with your key (another HOME or \
+             XDG_DATA_HOME?); replaying it will need `ppd trust` or --binary"
+        );
+    }
+}
+
+/// Prints the one-line summary of what was recorded.
+fn report(recording: &Recording, dir: &Path, how: &str) {
     ppd_formats::progress::stage("summarizing the recording", None);
-    match summarize(&recording, Payloads::Verify) {
+    match summarize(recording, Payloads::Verify) {
         Ok(s) => {
             let alive = s
                 .processes
@@ -212,7 +368,6 @@ pub(crate) fn run(args: &Args) -> CmdResult {
         }
         Err(e) => eprintln!("ppd: {e}"),
     }
-    Ok(exit)
 }
 
 /// A run id no other run has: 16 random bytes, hex.

@@ -11,7 +11,7 @@ use ppd_formats::order::Tick;
 use ppd_formats::recording::Node;
 use ppd_formats::summary::{Payloads, RecordingSummary, summarize};
 use ppd_formats::{ProcessId, Recording};
-use ppd_replayer::debugger::{HaltState, Launch, ProgramOutput, Session};
+use ppd_replayer::debugger::{HaltState, Launch, ProgramOutput, Reason, Session};
 use ppd_replayer::predicate::{self, Catalog, Combination, Resolved};
 use ppd_replayer::protocol::{Goal, ProcessReport, Report, Setup};
 use serde::Serialize;
@@ -81,9 +81,15 @@ impl Context {
         Ok(self.catalog.as_ref().expect("just filled"))
     }
 
+    /// The predicate `text`, parsed and checked against the recording: refused (bad input)
+    /// when it cannot hold in it.
     pub(crate) fn resolve(&mut self, text: &str) -> Result<Resolved, CliError> {
         let parsed = predicate::parse(text).map_err(input)?;
-        parsed.resolve(self.catalog()?).map_err(input)
+        // Reads the values of only the events the predicate's conditions test.
+        let catalog = Catalog::for_predicate(&self.recording, &parsed)?;
+        let resolved = parsed.resolve(&catalog).map_err(input)?;
+        self.catalog.get_or_insert(catalog);
+        Ok(resolved)
     }
 
     pub(crate) fn start(&self, goal: Goal) -> Result<Session, CliError> {
@@ -104,7 +110,7 @@ impl Context {
     pub(crate) fn halt_state(
         &mut self,
         plan: Option<&Resolved>,
-        reason: &str,
+        reason: Reason,
         reports: &[ProcessReport],
         latency_ns: Option<u64>,
     ) -> Result<HaltState, CliError> {
@@ -787,7 +793,7 @@ fn trace(ctx: &mut Context, pred: &str, print: &str, json: bool) -> CmdResult {
                         vclock: vclock.clone(),
                     })
                     .collect();
-                let state = ctx.halt_state(Some(&plan), "trace", &reports, None)?;
+                let state = ctx.halt_state(Some(&plan), Reason::Traced, &reports, None)?;
                 lines.push(trace_line(&state, &items));
             }
         }
@@ -826,6 +832,10 @@ fn parse_print(ctx: &mut Context, print: &str) -> Result<Vec<PrintItem>, CliErro
             .resolve_process(process)
             .map_err(|e| input(anyhow!("bad --print item `{part}`: {e}")))?
             .id;
+        // Refused now rather than printed as null at every state.
+        ctx.catalog()?
+            .printable(id, name)
+            .map_err(|e| input(anyhow!("bad --print item `{part}`: {e}")))?;
         items.push(PrintItem {
             text: part.to_owned(),
             id,

@@ -17,6 +17,9 @@ use crate::exit::{CliError, CmdResult, input};
 use crate::output;
 use crate::output::{out, outln};
 
+/// How many dependences a why-query follows unless told.
+pub(crate) const DEFAULT_DEPTH: usize = 12;
+
 /// Arguments of `ppd why`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -30,7 +33,7 @@ pub(crate) struct Args {
     #[arg(long, value_name = "POINT", default_value = "end")]
     at: String,
     /// How many dependences to follow back from the variable.
-    #[arg(long, value_name = "N", default_value_t = 12)]
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_DEPTH)]
     depth: usize,
     /// Print JSON.
     #[arg(long, conflicts_with = "dot")]
@@ -106,23 +109,55 @@ pub(crate) fn run(args: &Args) -> CmdResult {
         at,
         depth: args.depth,
     };
-    let answer = why::ask(&mut store, &query).map_err(classify)?;
-    let integrity = &checked.integrity;
-    if args.json {
-        output::json(&AnswerOutput {
+    let format = if args.json {
+        Format::Json
+    } else if args.dot {
+        Format::Dot
+    } else {
+        Format::Text
+    };
+    answer(&mut store, &query, format, &checked.integrity)
+}
+
+/// How an answer is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Format {
+    /// The chain as a tree.
+    Text,
+    /// The steps as JSON, with the recording's integrity.
+    Json,
+    /// A Graphviz graph.
+    Dot,
+}
+
+/// Asks `query` and prints the answer, with what was damaged or ended early in the logs it
+/// came from: `ppd why` and the interactive debugger's `why` both answer here. Exit code 1
+/// after a nondeterminism leak.
+pub(crate) fn answer(
+    store: &mut TraceStore<'_>,
+    query: &Query,
+    format: Format,
+    integrity: &Integrity,
+) -> CmdResult {
+    let answer = why::ask(store, query).map_err(classify)?;
+    match format {
+        Format::Json => output::json(&AnswerOutput {
             answer: &answer,
             integrity,
-        });
-    } else if args.dot {
-        out!("{}", render::dot(&answer));
-    } else {
-        out!("{}", render::text(&answer));
-        // The answer is only as whole as the logs it came from.
-        for d in &integrity.damage {
-            outln!("answered from a damaged log: {d}");
-        }
-        for e in &integrity.ends_early {
-            outln!("answered from a log that ends early: {e}");
+        }),
+        Format::Dot => out!("{}", render::dot(&answer)),
+        Format::Text => {
+            out!("{}", render::text(&answer));
+            // The answer is only as whole as the logs it came from.
+            for d in &integrity.damage {
+                outln!("answered from a damaged log: {d}");
+            }
+            for f in integrity.tampered() {
+                outln!("answered from a recording whose MAC fails: {f}");
+            }
+            for e in &integrity.ends_early {
+                outln!("answered from a log that ends early: {e}");
+            }
         }
     }
     Ok(leak_exit(&answer))

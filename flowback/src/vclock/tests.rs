@@ -204,15 +204,19 @@ fn semaphore_edges_cover_both_cases_of_section_6_2_1_and_permits() {
 fn atomics_synchronize_release_to_acquire_through_release_sequences() {
     use AtomicOp::*;
     use MemOrdering::*;
-    // Release store → acquire load: an edge. Relaxed store → acquire load: none.
-    let (mut b, ps) = family(2);
+    // Release store → acquire load: an edge. A relaxed store ends the release sequence: an
+    // acquire load of it takes nothing, so w3, which nothing else orders after w1, stays
+    // unordered with w1's release store (were the sequence left running, w3 would read w1's
+    // release through it).
+    let (mut b, ps) = family(3);
     let a = object(&mut b, 0, ObjectKind::Atomic, 0);
     b.push(ps[1], atomic(a, 1, Store, Release), NO_SITE);
     b.push(ps[2], atomic(a, 2, Load, Acquire), NO_SITE);
     b.push(ps[1], atomic(a, 3, Store, Relaxed), NO_SITE);
-    b.push(ps[2], atomic(a, 4, Load, Acquire), NO_SITE);
+    let read_after_the_end = b.push(ps[3], atomic(a, 4, Load, Acquire), NO_SITE);
     let clocks = Clocks::compute(&b.build());
     assert_eq!(kinds(&clocks), vec![(1, 2, SyncKind::Atomic)]);
+    assert!(!clocks.happened_before(EventRef::new(1, 1), read_after_the_end));
 
     // A relaxed read-modify-write of a third process continues w1's release sequence.
     let (mut b, ps) = family(3);

@@ -196,7 +196,7 @@ fn find_pattern(
     let Predicate::Simple(_) = parsed else {
         return Err(bad("give one event, not a combination".into()));
     };
-    let catalog = Catalog::of(recording)?;
+    let catalog = Catalog::for_predicate(recording, &parsed)?;
     let resolved = parsed.resolve(&catalog).map_err(|e| bad(e.to_string()))?;
     let component = &resolved.components[0];
     let entry = recording

@@ -3,7 +3,7 @@
 //!
 //! The answer is a graph, its steps listed once each; the tree draws each step where the
 //! search first reached it and refers to it by number (`see #N`) everywhere else. Nothing here
-//! recurses, and the tree is indented [`NESTING`] levels at most: a deeper chain goes on in a
+//! recurses, and the tree is indented `NESTING` levels at most: a deeper chain goes on in a
 //! tree of its own below, so the text grows with the steps, not with their depth.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};

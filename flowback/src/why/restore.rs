@@ -188,7 +188,7 @@ pub struct WhatIf {
 pub fn what_if(
     store: &mut TraceStore<'_>,
     inst: InstanceKey,
-    changes: &[(String, serde_json::Value)],
+    changes: &[(String, value::Value)],
 ) -> Result<WhatIf> {
     let mut engine = Engine::new(store);
     let eblock = engine.eblock_name(inst).ok_or_else(|| {
@@ -200,7 +200,7 @@ pub fn what_if(
     let logs = engine.settle(|e| e.logs(inst))?;
     let mut overrides = Vec::new();
     let mut changed = Vec::new();
-    for (name, json) in changes {
+    for (name, given) in changes {
         let Some((_, recorded)) = logs.prelog.iter().find(|(n, _)| n == name) else {
             let known = logs.prelog.iter().map(|(n, _)| n.as_str());
             return Err(FlowbackError::Query(format!(
@@ -208,15 +208,36 @@ pub fn what_if(
                 did_you_mean(name, known)
             )));
         };
-        let bytes = value::encode(json)
-            .map_err(|e| FlowbackError::Query(format!("--what-if {name}: {e}")))?;
-        let tried = value::decode(&bytes)
-            .map(|v| value::show(&v))
-            .unwrap_or_default();
-        changed.push((name.clone(), value::show(recorded), tried));
+        let bytes = value::encode_value(given);
+        changed.push((name.clone(), value::show(recorded), value::show(given)));
         overrides.push((name.clone(), bytes));
     }
     let trace = engine.store.what_if(inst, overrides)?;
+    // A value given that is not of the argument's type is the user's to correct: the program
+    // could not even start the changed run.
+    if let Some((name, given, leak)) = changes.iter().find_map(|(name, given)| {
+        trace
+            .leaks
+            .iter()
+            .find(|l| ppd_replayer::emulate::is_undecodable_argument(&l.reproduced, name))
+            .map(|l| (name, given, l))
+    }) {
+        let recorded = logs
+            .prelog
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| value::show(v))
+            .unwrap_or_default();
+        let why = leak
+            .reproduced
+            .split_once("does not decode as its type: ")
+            .map_or(leak.reproduced.as_str(), |(_, why)| why);
+        return Err(FlowbackError::Query(format!(
+            "--what-if {name}: {} is not a value of the argument's type ({why}); the recorded \
+             value was {recorded}",
+            value::show(given)
+        )));
+    }
     let mut outcomes: Vec<Outcome> = logs
         .postlog
         .iter()
@@ -297,12 +318,13 @@ pub fn what_if(
     })
 }
 
-/// Parses `NAME=JSON` (`amount=60`, `request={"Withdraw":{"client":1,"account":0,"amount":5}}`);
-/// a value that is not JSON is taken as a string.
-pub fn parse_change(text: &str) -> Result<(String, serde_json::Value)> {
-    let (name, json) = text.split_once('=').ok_or_else(|| {
+/// Parses `NAME=VALUE`, the value as ppd prints values (`amount=60`,
+/// `request=Withdraw {client: 1, account: 0, amount: 5}`, `name="ann"`) or as JSON
+/// (`request={"Withdraw":{"client":1,"account":0,"amount":5}}`).
+pub fn parse_change(text: &str) -> Result<(String, value::Value)> {
+    let (name, given) = text.split_once('=').ok_or_else(|| {
         FlowbackError::Query(format!(
-            "--what-if {text:?}: write NAME=VALUE, the value as JSON"
+            "--what-if {text:?}: write NAME=VALUE, the value as ppd prints it or as JSON"
         ))
     })?;
     let name = name.trim();
@@ -311,12 +333,15 @@ pub fn parse_change(text: &str) -> Result<(String, serde_json::Value)> {
             "--what-if {text:?}: `{name}` is not an argument name"
         )));
     }
-    let value = serde_json::from_str(json.trim()).map_err(|e| {
+    let given = given.trim();
+    let value = value::parse(given).map_err(|e| {
+        let quoted = if given.starts_with('"') {
+            String::new()
+        } else {
+            format!("; a string is quoted: {name}='\"{given}\"'")
+        };
         FlowbackError::Query(format!(
-            "--what-if {text:?}: `{}` is not a JSON value ({e}); a string is quoted: \
-             {name}='\"{}\"'",
-            json.trim(),
-            json.trim()
+            "--what-if {text:?}: `{given}` is not a value ({e}){quoted}"
         ))
     })?;
     Ok((name.to_owned(), value))

@@ -10,6 +10,7 @@
 pub mod backend;
 pub mod binding;
 pub mod env;
+mod marker;
 mod panic;
 pub mod program_hash;
 pub mod record;
@@ -56,10 +57,12 @@ pub fn active() -> bool {
     MODE.load(Ordering::Relaxed) != 0
 }
 
-/// Installs the runtime of a mode. Called once, before `main`'s body runs.
+/// Installs the runtime of a mode. Called once, before `main`'s body runs. Every mode starts
+/// here, so this is where the program keeps the marker that says it is a ppd program.
 ///
 /// Returns false if a runtime was already installed.
 pub fn install(runtime: Box<dyn Runtime>) -> bool {
+    marker::keep();
     let mode = runtime.mode();
     if RUNTIME.set(runtime).is_err() {
         return false;

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use ppd_formats::authenticity::UserKey;
 use ppd_formats::manifest::{
     CutEntry, Manifest, ProcessEntry, Program, RecordOptions, RecordingStopped, RunEnd,
 };
@@ -48,6 +49,9 @@ struct Shared {
     manifest: Mutex<Manifest>,
     /// Logs created by parents for children whose threads have not started yet.
     prepared: Mutex<HashMap<ProcessId, LogWriter>>,
+    /// The user's key, which every write of the manifest seals it with; without one (no home,
+    /// a key others can read) the manifest is written unsealed, and `ppd record` says so.
+    key: Option<UserKey>,
     events: AtomicU64,
     stalls: AtomicU64,
     stopped: AtomicBool,
@@ -112,7 +116,8 @@ impl RecordRuntime {
         // Before the run, not beside it: a program killed early must still leave the hash that
         // lets it be replayed.
         let blake3 = program_hash(&exe)
-            .map_err(|e| format!("cannot hash own executable {}: {e}", exe.display()))?;
+            .map_err(|e| format!("cannot hash own executable {}: {e}", exe.display()))?
+            .blake3;
         let host = nix::unistd::gethostname()
             .map(|h| h.to_string_lossy().into_owned())
             .unwrap_or_else(|_| "localhost".into());
@@ -150,8 +155,9 @@ impl RecordRuntime {
             end: None,
             stopped: None,
         };
+        let key = UserKey::load_or_create().ok();
         manifest
-            .write(dir, options.fsync)
+            .write_sealed(dir, options.fsync, key.as_ref())
             .map_err(|e| e.to_string())?;
         let shared = Arc::new(Shared {
             dir: dir.to_owned(),
@@ -162,6 +168,7 @@ impl RecordRuntime {
             spawned: AtomicU32::new(0),
             manifest: Mutex::new(manifest),
             prepared: Mutex::new(HashMap::new()),
+            key,
             events: AtomicU64::new(0),
             stalls: AtomicU64::new(0),
             stopped: AtomicBool::new(false),
@@ -273,6 +280,11 @@ impl Shared {
         self.manifest.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Rewrites the manifest, sealed with the user's key.
+    fn write_manifest(&self, manifest: &Manifest) -> ppd_formats::Result<()> {
+        manifest.write_sealed(&self.dir, self.options.fsync, self.key.as_ref())
+    }
+
     /// Whether recording has stopped. A write that failed anywhere in this OS process (the
     /// compressor writes every log's frames) stops it for every process.
     ///
@@ -311,7 +323,7 @@ impl Shared {
             unix_ns: unix_nanos(),
             cut: Vec::new(),
         });
-        if let Err(e) = m.write(&self.dir, self.options.fsync) {
+        if let Err(e) = self.write_manifest(&m) {
             eprintln!("ppd: cannot note in the manifest why recording stopped: {e}");
         }
     }
@@ -322,7 +334,7 @@ impl Shared {
         if let Some(stopped) = &mut m.stopped {
             stopped.cut.push(CutEntry { process, events });
             stopped.cut.sort_by_key(|c| c.process);
-            let _ = m.write(&self.dir, self.options.fsync);
+            let _ = self.write_manifest(&m);
         }
     }
 
@@ -384,7 +396,7 @@ impl Shared {
         // processes do it now and then — readers also find logs the manifest does not list.
         let n = self.spawned.fetch_add(1, Ordering::Relaxed) + 1;
         if n <= 256 || n.is_multiple_of(64) {
-            let _ = m.write(&self.dir, self.options.fsync);
+            let _ = self.write_manifest(&m);
         }
     }
 }
@@ -451,7 +463,7 @@ impl Runtime for RecordRuntime {
             events: shared.events.load(Ordering::Relaxed),
             stalls: shared.stalls.load(Ordering::Relaxed),
         });
-        if let Err(e) = m.write(&shared.dir, shared.options.fsync) {
+        if let Err(e) = shared.write_manifest(&m) {
             eprintln!("ppd: cannot write the manifest: {e}");
         }
     }

@@ -12,10 +12,12 @@ use std::process::{Child, Command as Process, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use ppd_formats::Recording;
+use ppd_formats::authenticity::ReaderKey;
+use ppd_formats::manifest::{MANIFEST_FILE, Manifest};
 use ppd_recorder::runtime::env;
 use ppd_recorder::runtime::program_hash::program_hash;
 
-pub use state::{ChannelState, HaltState, ProcessState};
+pub use state::{ChannelState, HaltState, ProcessState, Reason};
 
 use crate::protocol::{self, Command, Report, Setup};
 
@@ -45,6 +47,30 @@ pub enum DebugError {
     BinaryUnverified {
         /// The manifest.
         manifest: PathBuf,
+        /// The binary.
+        path: PathBuf,
+    },
+    /// The manifest was not written by this user's ppd here, and the user did not name the
+    /// program: a recording from elsewhere must not choose what runs.
+    #[error(
+        "{manifest}: {why}. ppd runs a recorded program only from a recording you made here: \
+         look at what it would run and trust it with `ppd trust {dir}`, or name the program \
+         yourself with --binary PATH"
+    )]
+    NotAuthenticated {
+        /// The manifest.
+        manifest: PathBuf,
+        /// What its MAC says.
+        why: String,
+        /// The recording (the node's directory).
+        dir: PathBuf,
+    },
+    /// The binary has the recorded hash but is not a ppd program (a shell, another tool).
+    #[error(
+        "{path}: not a program built with ppd (it does not carry the ppd runtime); ppd runs \
+         only ppd programs, never a shell or another tool, even with --binary"
+    )]
+    NotAPpdProgram {
         /// The binary.
         path: PathBuf,
     },
@@ -96,6 +122,8 @@ impl DebugError {
             DebugError::BinaryMissing { .. }
                 | DebugError::BinaryChanged { .. }
                 | DebugError::BinaryUnverified { .. }
+                | DebugError::NotAuthenticated { .. }
+                | DebugError::NotAPpdProgram { .. }
                 | DebugError::Untrusted { .. }
         )
     }
@@ -136,31 +164,56 @@ pub struct Session {
 }
 
 /// The binary to replay or re-execute: the recorded program (or `binary`, when it moved),
-/// run only if it is what was recorded. Like ssh's StrictModes, the recording directory (whose
-/// manifest names the program and its hash) and the binary must belong to the invoking user
-/// or root and be writable by no one else; the binary's BLAKE3 hash must equal the manifest's,
-/// and a manifest without one runs nothing.
+/// run only if it is what was recorded, by whom it was recorded, and a ppd program.
+///
+/// Like ssh's StrictModes, the recording directory (whose manifest names the program and its
+/// hash) and the binary must belong to the invoking user or root and be writable by no one
+/// else. The manifest must carry this user's MAC (it was written by their ppd here, or they
+/// trusted it with `ppd trust`) unless the user names the program with `binary`: a recording
+/// from elsewhere chooses neither the program nor, unchecked, its arguments. The binary's
+/// BLAKE3 hash must equal the manifest's (a manifest without one runs nothing), and the binary
+/// must carry the ppd runtime's marker, `--binary` or not, so that no manifest makes ppd run a
+/// shell or another tool with arguments of its choosing.
 pub fn check_binary(recording: &Recording, binary: Option<&Path>) -> Result<PathBuf, DebugError> {
     let program = &recording.manifest().program;
     let path = binary.map_or_else(|| program.path.clone(), Path::to_path_buf);
+    let manifest_path = recording.dir().join(MANIFEST_FILE);
     trusted(recording.dir(), "recording directory")?;
-    trusted(
-        &recording.dir().join(ppd_formats::manifest::MANIFEST_FILE),
-        "manifest",
-    )?;
+    trusted(&manifest_path, "manifest")?;
+    if binary.is_none() {
+        let key = ReaderKey::of_user();
+        // What runs is what was checked: the manifest the recording was opened with.
+        let why = match Manifest::read_checked(recording.dir(), &key) {
+            Ok((read, authenticity)) if read == *recording.manifest() => {
+                (!authenticity.is_authenticated()).then(|| authenticity.to_string())
+            }
+            Ok(_) => Some("it changed while ppd read the recording".into()),
+            Err(e) => Some(format!("it cannot be read again: {e}")),
+        };
+        if let Some(why) = why {
+            return Err(DebugError::NotAuthenticated {
+                manifest: manifest_path,
+                why,
+                dir: recording.dir().to_owned(),
+            });
+        }
+    }
     if !path.is_file() {
         return Err(DebugError::BinaryMissing { path });
     }
     trusted(&path, "program")?;
     if program.blake3.is_empty() {
         return Err(DebugError::BinaryUnverified {
-            manifest: recording.dir().join(ppd_formats::manifest::MANIFEST_FILE),
+            manifest: manifest_path,
             path,
         });
     }
     let actual = program_hash(&path).map_err(io("hash the program"))?;
-    if actual != program.blake3 {
+    if actual.blake3 != program.blake3 {
         return Err(DebugError::BinaryChanged { path });
+    }
+    if !actual.ppd_program {
+        return Err(DebugError::NotAPpdProgram { path });
     }
     if binary.is_some() {
         eprintln!(

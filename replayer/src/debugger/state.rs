@@ -12,7 +12,38 @@ use serde::Serialize;
 
 use crate::describe::describe_with;
 use crate::predicate::{Catalog, Resolved};
-use crate::protocol::ProcessReport;
+use crate::protocol::{HaltReason, ProcessReport};
+
+/// Why the processes are where a state has them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    /// The replay halted, as it reported.
+    Halted(HaltReason),
+    /// A state of `--trace`: one where the predicate holds.
+    Traced,
+    /// The run is over: no process can move any more.
+    Over,
+}
+
+impl Reason {
+    /// In words, as a state's header gives it.
+    pub fn text(self) -> &'static str {
+        match self {
+            Reason::Halted(HaltReason::Predicate) => "the predicate holds",
+            Reason::Halted(HaltReason::Cut) => "the requested state",
+            Reason::Halted(HaltReason::Step) => "after a step",
+            Reason::Halted(HaltReason::Command) => "on command",
+            Reason::Halted(HaltReason::Start) => "before the first event",
+            Reason::Traced => "trace",
+            Reason::Over => "the run is over",
+        }
+    }
+
+    /// Whether the predicate holds in the state (a step or a cut may lead out of it).
+    fn at_predicate(self) -> bool {
+        matches!(self, Reason::Halted(HaltReason::Predicate) | Reason::Traced)
+    }
+}
 
 /// One process in a halted state.
 #[derive(Debug, Clone, Serialize)]
@@ -23,6 +54,8 @@ pub struct ProcessState {
     pub name: String,
     /// Events executed.
     pub events: u64,
+    /// Events in its log: it is at the end of its log when `events` reaches it.
+    pub logged: u64,
     /// `held`, `finished`, `log ended`, `waiting`, `not started`.
     pub status: String,
     /// Index of its last executed event.
@@ -47,6 +80,51 @@ pub struct ProcessState {
     pub holds: Vec<String>,
     /// What it waits for.
     pub waiting_for: Option<String>,
+}
+
+impl ProcessState {
+    /// Whether it has executed every event of its log.
+    pub fn at_end(&self) -> bool {
+        self.events >= self.logged
+    }
+
+    /// The process as text for a terminal: where it is, what it last logged, what it waits
+    /// for, its clock and the parts of the predicate that hold for it.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "  {} ({}): {}, {} events",
+            self.name, self.id, self.status, self.events
+        );
+        if let Some(at) = &self.at {
+            let _ = writeln!(out, "    at       {at}");
+        }
+        if let Some(e) = &self.eblock {
+            let _ = writeln!(out, "    in       {e}{}", self.eblock_arguments());
+        }
+        for (label, v) in &self.values {
+            let _ = writeln!(out, "    {label:<8} = {v}");
+        }
+        if let Some(w) = &self.waiting_for {
+            let _ = writeln!(out, "    waiting  for {w}");
+        }
+        if !self.vclock.is_empty() {
+            let _ = writeln!(out, "    clock    {:?}", self.vclock);
+        }
+        for h in &self.holds {
+            let _ = writeln!(out, "    holds    {h}");
+        }
+        out
+    }
+
+    /// The innermost e-block's arguments, `({...})`, or nothing.
+    pub fn eblock_arguments(&self) -> String {
+        self.eblock_args
+            .as_ref()
+            .map(|a| format!("({a})"))
+            .unwrap_or_default()
+    }
 }
 
 /// A message sent and not yet received.
@@ -74,7 +152,7 @@ pub struct ChannelState {
 /// A halted global state.
 #[derive(Debug, Clone, Serialize)]
 pub struct HaltState {
-    /// The predicate, if the halt is a breakpoint.
+    /// The predicate, if the state is where it holds (not after a step or a cut away from it).
     pub predicate: Option<String>,
     /// Why the replay halted.
     pub reason: String,
@@ -87,12 +165,13 @@ pub struct HaltState {
 }
 
 impl HaltState {
-    /// Builds the state at the cut the processes report, reading the logs up to it.
+    /// Builds the state at the cut the processes report, reading the logs up to it; `plan` is
+    /// the session's predicate, whose components are evaluated at the cut.
     pub fn build(
         recording: &Recording,
         catalog: &Catalog,
         plan: Option<&Resolved>,
-        reason: &str,
+        reason: Reason,
         reports: &[ProcessReport],
         latency_ns: Option<u64>,
     ) -> Result<HaltState, FormatError> {
@@ -105,6 +184,7 @@ impl HaltState {
                 id: report.id,
                 name: name.clone(),
                 events: report.events,
+                logged: 0,
                 status: report.status.clone(),
                 last_event: report.events.checked_sub(1),
                 kind: None,
@@ -130,6 +210,7 @@ impl HaltState {
                 continue;
             };
             let reader = recording.open_log(entry)?;
+            state.logged = reader.event_count();
             let mut eblocks: Vec<(String, Box<[u8]>)> = Vec::new();
             let mut last: Option<(Event, Option<Box<[u8]>>)> = None;
             for item in reader.events().take(report.events as usize) {
@@ -252,8 +333,10 @@ impl HaltState {
             })
             .collect();
         Ok(HaltState {
-            predicate: plan.map(|p| p.text.clone()),
-            reason: reason.to_owned(),
+            predicate: plan
+                .filter(|_| reason.at_predicate())
+                .map(|p| p.text.clone()),
+            reason: reason.text().to_owned(),
             processes,
             channels,
             latency_ns,
@@ -273,34 +356,7 @@ impl HaltState {
         }
         for p in &self.processes {
             let _ = writeln!(out);
-            let _ = writeln!(
-                out,
-                "  {} ({}): {}, {} events",
-                p.name, p.id, p.status, p.events
-            );
-            if let Some(at) = &p.at {
-                let _ = writeln!(out, "    at       {at}");
-            }
-            if let Some(e) = &p.eblock {
-                let args = p
-                    .eblock_args
-                    .as_ref()
-                    .map(|a| format!("({a})"))
-                    .unwrap_or_default();
-                let _ = writeln!(out, "    in       {e}{args}");
-            }
-            for (label, v) in &p.values {
-                let _ = writeln!(out, "    {label:<8} = {v}");
-            }
-            if let Some(w) = &p.waiting_for {
-                let _ = writeln!(out, "    waiting  for {w}");
-            }
-            if !p.vclock.is_empty() {
-                let _ = writeln!(out, "    clock    {:?}", p.vclock);
-            }
-            for h in &p.holds {
-                let _ = writeln!(out, "    holds    {h}");
-            }
+            out.push_str(&p.render());
         }
         if !self.channels.is_empty() {
             let _ = writeln!(out);
@@ -333,6 +389,11 @@ impl HaltState {
             );
         }
         out
+    }
+
+    /// Whether every process is at the end of its log: nothing is left to replay.
+    pub fn at_end(&self) -> bool {
+        self.processes.iter().all(ProcessState::at_end)
     }
 
     /// The cut, in the form `ppd graph` reads from `cache/halt.json`.

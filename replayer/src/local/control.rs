@@ -27,7 +27,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
 use crossbeam_utils::CachePadded;
@@ -37,7 +37,7 @@ use ppd_formats::{Event, ObjectId, ProcessId};
 use ppd_recorder::runtime::backend::Dependency;
 use ppd_recorder::runtime::watch::watch;
 
-use crate::predicate::Combination;
+use crate::predicate::{After, Combination, Linked, Resolved, Tests};
 use crate::protocol::{Goal, HaltReason, ProcessReport, Report};
 
 /// Something a process may need another process to do.
@@ -143,8 +143,10 @@ struct Lc {
     mustsend: Vec<Need>,
     /// Whether a predicate component is about this process.
     has_predicate: bool,
-    /// Components that hold in the process's current state.
+    /// The predicate's tests that hold in the process's current state (`Tests`).
     holds: Vec<usize>,
+    /// For a linked predicate, the stage they hold in (only that stage's components hold).
+    holds_stage: Option<usize>,
     /// Whether every component about this process holds (SP_i).
     satisfied: bool,
     /// Events it may execute on command (stepping).
@@ -170,6 +172,7 @@ impl Lc {
             mustsend: Vec::new(),
             has_predicate: false,
             holds: Vec::new(),
+            holds_stage: None,
             satisfied: false,
             budget: 0,
             vclock: vec![0; n],
@@ -184,13 +187,6 @@ impl Lc {
     }
 }
 
-/// Where a linked predicate stands.
-#[derive(Debug, Default)]
-struct LinkedProgress {
-    /// For each stage, the vector clocks of the events that completed it.
-    reached: Vec<Vec<Vec<Tick>>>,
-}
-
 #[derive(Debug)]
 struct State {
     lcs: Vec<Lc>,
@@ -203,12 +199,47 @@ struct State {
     reported: bool,
     /// Why the next halt happens.
     reason: HaltReason,
-    linked: LinkedProgress,
+    /// Where a linked predicate stands.
+    linked: Option<Linked>,
     /// When the predicate became true, for the halting latency.
     satisfied_at: Option<Instant>,
     /// Every process reached the end of its log (or can never move again) and `Finished`
     /// was reported.
     over: bool,
+}
+
+/// Why a linked predicate never held: the first stage that no event reached after the one
+/// before it.
+fn unreached(plan: &Resolved, stages: &[Vec<usize>], linked: &Linked) -> String {
+    let text = |k: usize| -> String {
+        let parts: Vec<&str> = stages[k]
+            .iter()
+            .filter_map(|&c| plan.components.get(c).map(|c| c.text.as_str()))
+            .collect();
+        parts.join(" | ")
+    };
+    match linked.reached() {
+        0 => format!("its first stage, `{}`, never held", text(0)),
+        k => format!(
+            "it reached stage {k} of {}, but `{}` never held after it",
+            stages.len(),
+            text(k)
+        ),
+    }
+}
+
+/// The components that hold in the state of the process whose controller is `lc`: those of
+/// its tests that hold (for a linked predicate, only those in the stage they hold in).
+fn held(tests: &Tests, lc: &Lc) -> Vec<usize> {
+    let mut held: Vec<usize> = lc
+        .holds
+        .iter()
+        .flat_map(|&t| tests.components(t))
+        .copied()
+        .filter(|&c| lc.holds_stage.is_none_or(|k| tests.stage_of(c) == Some(k)))
+        .collect();
+    held.sort_unstable();
+    held
 }
 
 /// The vector clock, in the replay order (`ppd_formats::order`), of every event of `logs`
@@ -241,7 +272,7 @@ pub fn replay_clocks(parents: Vec<Option<ProcessId>>, logs: &[Vec<Event>]) -> Ve
             break;
         };
         let me = ProcessId(p as u32);
-        controller.executed(me, &logs[p][clocks[p].len()], &[]);
+        controller.executed(me, &logs[p][clocks[p].len()], None);
         clocks[p].push(controller.lock().lcs[p].vclock.clone());
     }
     clocks
@@ -318,6 +349,8 @@ pub(crate) struct Controller {
     over: Condvar,
     /// Each process's name, for what reports say.
     names: Vec<String>,
+    /// The distinct tests of the predicate the replay was started with.
+    tests: Option<Arc<Tests>>,
     sink: super::Sink,
 }
 
@@ -332,6 +365,7 @@ impl Controller {
     ) -> Controller {
         let n = parents.len();
         let debugging = goal != Goal::Run;
+        let tests = goal.plan().map(|plan| Arc::new(Tests::of(plan)));
         let controller = Controller {
             state: Mutex::new(State {
                 lcs: (0..n).map(|_| Lc::new(n)).collect(),
@@ -341,7 +375,7 @@ impl Controller {
                 halted: false,
                 reported: false,
                 reason: HaltReason::Start,
-                linked: LinkedProgress::default(),
+                linked: None,
                 satisfied_at: None,
                 over: false,
             }),
@@ -357,12 +391,18 @@ impl Controller {
             logged,
             over: Condvar::new(),
             names,
+            tests,
             sink,
         };
         let mut st = controller.lock();
         controller.set_goal(&mut st, goal);
         drop(st);
         controller
+    }
+
+    /// The distinct tests of the predicate, for the processes to evaluate.
+    pub(crate) fn tests(&self) -> Option<Arc<Tests>> {
+        self.tests.clone()
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -404,10 +444,12 @@ impl Controller {
                 plan.is_some_and(|p| p.components_of(ProcessId(i as u32)).count() > 0);
             lc.satisfied = false;
             lc.holds.clear();
+            lc.holds_stage = None;
         }
-        if let Some(Combination::Linked(stages)) = plan.map(|p| &p.combination) {
-            st.linked.reached = vec![Vec::new(); stages.len()];
-        }
+        st.linked = match plan.map(|p| &p.combination) {
+            Some(Combination::Linked(stages)) => Some(Linked::new(stages.len(), n)),
+            _ => None,
+        };
         self.debugging.store(goal != Goal::Run, Ordering::Release);
         st.goal = goal;
         debug_assert_eq!(st.lcs.len(), n);
@@ -557,8 +599,9 @@ impl Controller {
         self.wake(st, q);
     }
 
-    /// The process executed `event`; `holds` are the components that hold in its new state.
-    pub(crate) fn executed(&self, p: ProcessId, event: &Event, holds: &[usize]) {
+    /// The process executed `event`; `after` evaluates the predicate's tests about it in its
+    /// new state (none hold without it).
+    pub(crate) fn executed(&self, p: ProcessId, event: &Event, after: Option<&mut After<'_>>) {
         let i = p.index();
         // Only process `i` writes its position: a load and a store, not a locked add, which
         // cost a tenth of a busy receiver's replay.
@@ -684,82 +727,98 @@ impl Controller {
         lc.vclock[i] = own;
         let vclock = lc.vclock.clone();
         lc.mustsend.retain(|need| !produced.has(*need));
-        lc.holds = holds.to_vec();
         if let Rule::Gives(Point::Spawned(child)) = sync.rule(p, Order::Replay)
             && let Some(child) = st.lcs.get_mut(child.index())
         {
             child.spawned = true;
         }
-
-        // Evaluate the predicate.
-        let goal_plan = match &st.goal {
-            Goal::Stop(plan) => Some((plan, false)),
-            Goal::History(plan) => Some((plan, true)),
-            _ => None,
-        };
-        if let Some((plan, history)) = goal_plan {
-            let mine: Vec<usize> = plan.components_of(p).map(|c| c.id).collect();
-            let lc = &mut st.lcs[i];
-            lc.satisfied = !mine.is_empty() && mine.iter().all(|c| holds.contains(c));
-            lc.times_satisfied += u64::from(lc.satisfied);
-            if history {
-                for &c in holds {
-                    self.report(Report::Satisfied {
-                        component: c,
-                        process: p,
-                        event: position - 1,
-                        vclock: vclock.clone(),
-                    });
-                }
-            } else {
-                match &plan.combination {
-                    Combination::Disjunctive if !holds.is_empty() => {
-                        st.halted = true;
-                        st.satisfied_at = Some(Instant::now());
-                    }
-                    Combination::Linked(stages) => {
-                        let stages = stages.clone();
-                        if Self::advance_linked(&mut st.linked, &stages, holds, &vclock) {
-                            st.halted = true;
-                            st.satisfied_at = Some(Instant::now());
-                        }
-                    }
-                    Combination::Conjunctive | Combination::Simultaneous if st.lcs[i].satisfied => {
-                        st.satisfied_at = Some(Instant::now());
-                    }
-                    _ => {}
-                }
-            }
-        }
+        self.evaluate(st, p, position, &vclock, after);
         self.settle(st);
     }
 
-    /// Miller & Choi §3.6, checked by vector clocks: stage k is reached by an event of one of
-    /// its components that happened after an event that reached stage k-1. Returns true when
-    /// the last stage is reached.
-    fn advance_linked(
-        progress: &mut LinkedProgress,
-        stages: &[Vec<usize>],
-        holds: &[usize],
+    /// Evaluates the predicate of the goal in process `p`'s state after its `position`-th
+    /// event, whose vector clock is `vclock`: halts, or reports the event, where it holds.
+    fn evaluate(
+        &self,
+        st: &mut State,
+        p: ProcessId,
+        position: u64,
         vclock: &[Tick],
-    ) -> bool {
-        let leq = |a: &[Tick], b: &[Tick]| a.iter().zip(b).all(|(x, y)| x <= y);
-        for k in (0..stages.len()).rev() {
-            if !stages[k].iter().any(|c| holds.contains(c)) {
-                continue;
+        mut after: Option<&mut After<'_>>,
+    ) {
+        let (plan, history) = match &st.goal {
+            Goal::Stop(plan) => (plan, false),
+            Goal::History(plan) => (plan, true),
+            Goal::Run | Goal::Cut(_) | Goal::Hold => return,
+        };
+        let Some(tests) = self.tests.as_deref() else {
+            return;
+        };
+        let i = p.index();
+        let satisfied_here = match (&plan.combination, st.linked.as_mut()) {
+            (Combination::Linked(_), Some(linked)) => {
+                // Miller & Choi §3.6: only the stage the event can reach next is asked.
+                let mut held = Vec::new();
+                let mut asked = None;
+                let last = linked.observe(i, vclock, |stage| {
+                    asked = Some(stage);
+                    if let Some(after) = after.as_deref_mut() {
+                        held = tests
+                            .of_stage(p, stage)
+                            .iter()
+                            .copied()
+                            .filter(|&t| after.holds(t))
+                            .collect();
+                    }
+                    !held.is_empty()
+                });
+                let lc = &mut st.lcs[i];
+                lc.holds_stage = asked.filter(|_| !held.is_empty());
+                lc.holds = held;
+                last
             }
-            let after_previous = k == 0
-                || progress.reached[k - 1]
-                    .iter()
-                    .any(|earlier| leq(earlier, vclock) && earlier.as_slice() != vclock);
-            if after_previous {
-                progress.reached[k].push(vclock.to_vec());
-                if k + 1 == stages.len() {
-                    return true;
+            (combination, _) => {
+                let holding = after.map(|a| a.holding()).unwrap_or_default();
+                let mine = tests.of_process(p);
+                let lc = &mut st.lcs[i];
+                lc.satisfied = !mine.is_empty() && holding.len() == mine.len();
+                lc.times_satisfied += u64::from(lc.satisfied);
+                lc.holds_stage = None;
+                lc.holds = holding;
+                match combination {
+                    _ if history => !lc.holds.is_empty(),
+                    Combination::Disjunctive => !lc.holds.is_empty(),
+                    Combination::Conjunctive | Combination::Simultaneous => lc.satisfied,
+                    Combination::Linked(_) => false,
                 }
             }
+        };
+        if !satisfied_here {
+            return;
         }
-        false
+        if history {
+            let lc = &st.lcs[i];
+            let component = lc
+                .holds
+                .iter()
+                .filter_map(|&t| {
+                    let mut of_test = tests.components(t).iter().copied();
+                    of_test.find(|&c| lc.holds_stage.is_none_or(|k| tests.stage_of(c) == Some(k)))
+                })
+                .min()
+                .unwrap_or(0);
+            self.report(Report::Satisfied {
+                component,
+                process: p,
+                event: position - 1,
+                vclock: vclock.to_vec(),
+            });
+            return;
+        }
+        if let Combination::Disjunctive | Combination::Linked(_) = plan.combination {
+            st.halted = true;
+        }
+        st.satisfied_at = Some(Instant::now());
     }
 
     /// The process's log has no more events, or it diverged: it will not move again.
@@ -927,7 +986,12 @@ impl Controller {
                     }
                 } else {
                     Report::Unsatisfiable {
-                        reason: self.unsatisfied(st),
+                        reason: match (&plan.combination, &st.linked) {
+                            (Combination::Linked(stages), Some(linked)) => {
+                                unreached(plan, stages, linked)
+                            }
+                            _ => self.unsatisfied(st),
+                        },
                     }
                 }
             }
@@ -1041,7 +1105,11 @@ impl Controller {
                         .map(|need| {
                             need.describe(&|p: ProcessId| format!("{} ({p})", self.name(p.index())))
                         }),
-                    holds: lc.holds.clone(),
+                    holds: self
+                        .tests
+                        .as_deref()
+                        .map(|tests| held(tests, lc))
+                        .unwrap_or_default(),
                     vclock: if self.debugging() {
                         lc.vclock.clone()
                     } else {

@@ -22,7 +22,7 @@ use ppd_recorder::runtime::{self, ReplayCode, env};
 
 use self::control::Controller;
 use self::process::ReplayProcess;
-use crate::protocol::{self, Command, Goal, Report, Setup};
+use crate::protocol::{self, Command, Report, Setup};
 
 /// Where reports go: the socket to the global debugger (or a test's collector).
 pub(crate) type Sink = Box<dyn Fn(&Report) + Send + Sync>;
@@ -32,7 +32,6 @@ pub(crate) struct Shared {
     recording: Recording,
     controller: Controller,
     verify: bool,
-    goal: Goal,
 }
 
 impl std::fmt::Debug for Shared {
@@ -86,13 +85,12 @@ impl ReplayRuntime {
         for p in recording.processes() {
             names[p.id.index()] = p.name.clone();
         }
-        let controller = Controller::new(parents, logged, names, setup.goal.clone(), sink);
+        let controller = Controller::new(parents, logged, names, setup.goal, sink);
         ReplayRuntime {
             shared: Arc::new(Shared {
                 recording,
                 controller,
                 verify: setup.verify,
-                goal: setup.goal,
             }),
         }
     }
@@ -160,7 +158,7 @@ impl Runtime for ReplayRuntime {
             id,
             Arc::clone(shared),
             events,
-            shared.goal.plan(),
+            shared.controller.tests(),
         ))
     }
 

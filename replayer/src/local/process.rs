@@ -2,13 +2,14 @@
 //!
 //! Before each operation the process passes its controller's gate, then gets the next logged
 //! event and checks that the program is about to do that kind of thing on that object; after
-//! the operation it checks what happened against the log (all values with `--verify`),
-//! evaluates the predicate's components about this process, and tells its controller.
+//! the operation it checks what happened against the log (all values with `--verify`), and
+//! tells its controller, which evaluates the predicate's tests about this process as it needs
+//! them.
 
 use std::iter::Peekable;
 use std::sync::Arc;
 
-use ppd_formats::event::Owned;
+use ppd_formats::event::{Nesting, Owned};
 use ppd_formats::reader::Events;
 use ppd_formats::{Borrowed, Event, EventKind, ProcessId};
 use ppd_recorder::runtime::ReplayCode;
@@ -17,7 +18,7 @@ use ppd_recorder::runtime::backend::{Dependency, Op, ProcessBackend};
 use super::Shared;
 use super::control::Need;
 use crate::describe::describe;
-use crate::predicate::{Component, Interval, Resolved};
+use crate::predicate::{Local, Resolved, Tests};
 use crate::protocol::{Goal, Report};
 
 /// One process's replay backend.
@@ -31,9 +32,9 @@ pub(crate) struct ReplayProcess {
     /// `events` until the operation is done (one copy of each event leaves the log: the one
     /// the operation gets); whether that event logged a value.
     current: Option<Current>,
-    components: Vec<Component>,
-    intervals: Option<Vec<Interval>>,
-    /// Prelogs of the open e-blocks (for conditions on exits).
+    /// The predicate's tests about this process.
+    tests: Option<Local>,
+    /// Prelogs of the open e-blocks, for conditions on exits (kept only with a predicate).
     prelogs: Vec<Box<[u8]>>,
 }
 
@@ -49,22 +50,15 @@ impl ReplayProcess {
         id: ProcessId,
         shared: Arc<Shared>,
         events: Option<Events<'static>>,
-        plan: Option<&Resolved>,
+        tests: Option<Arc<Tests>>,
     ) -> ReplayProcess {
-        let components: Vec<Component> = plan
-            .map(|p| p.components_of(id).cloned().collect())
-            .unwrap_or_default();
-        let simultaneous = plan
-            .is_some_and(|p| matches!(p.combination, crate::predicate::Combination::Simultaneous));
-        let intervals = simultaneous.then(|| vec![Interval::default(); components.len()]);
         ReplayProcess {
             id,
             shared,
             events: events.map(Iterator::peekable),
             next: 0,
             current: None,
-            components,
-            intervals,
+            tests: tests.map(|t| Local::new(t, id)),
             prelogs: Vec::new(),
         }
     }
@@ -122,61 +116,24 @@ impl ReplayProcess {
         }
     }
 
-    fn evaluate(&mut self, event: &Event) -> Vec<usize> {
-        let entry = match event {
-            Event::EblockExit { .. } => self.prelogs.pop(),
-            Event::Start { .. }
-            | Event::Spawn { .. }
-            | Event::Join { .. }
-            | Event::Exit
-            | Event::Panic { .. }
-            | Event::Create { .. }
-            | Event::Send { .. }
-            | Event::Recv { .. }
-            | Event::RecvNone { .. }
-            | Event::Select { .. }
-            | Event::Lock { .. }
-            | Event::Unlock { .. }
-            | Event::SemAcquire { .. }
-            | Event::SemRelease { .. }
-            | Event::Atomic { .. }
-            | Event::Clock { .. }
-            | Event::Random { .. }
-            | Event::Answer { .. }
-            | Event::EblockEnter { .. }
-            | Event::Mark { .. }
-            | Event::Blocked { .. }
-            | Event::Undelivered { .. }
-            | Event::JoinBlocked { .. }
-            | Event::Sleep { .. }
-            | Event::Outcome { .. }
-            | Event::RwAcquire { .. }
-            | Event::RwRelease { .. }
-            | Event::NetOpen { .. }
-            | Event::NetWrite { .. }
-            | Event::NetRead { .. }
-            | Event::NetSendTo { .. }
-            | Event::NetRecvFrom { .. }
-            | Event::NetFail { .. } => None,
+    /// Tells the controller that the process executed `event`, with the tests that hold after
+    /// it for the controller to ask.
+    fn executed(&mut self, event: &Event) {
+        let Some(tests) = &mut self.tests else {
+            self.shared.controller.executed(self.id, event, None);
+            return;
         };
-        let holds = match &mut self.intervals {
-            Some(intervals) => self
-                .components
-                .iter()
-                .zip(intervals.iter_mut())
-                .filter_map(|(c, i)| i.observe(c, event, entry.as_deref()).then_some(c.id))
-                .collect(),
-            None => self
-                .components
-                .iter()
-                .filter(|c| c.holds_after(event, entry.as_deref()))
-                .map(|c| c.id)
-                .collect(),
+        let entry = match event.nesting() {
+            Nesting::Exit => self.prelogs.pop(),
+            Nesting::Enter | Nesting::Flat => None,
         };
+        let mut after = tests.after(event, entry.as_deref());
+        self.shared
+            .controller
+            .executed(self.id, event, Some(&mut after));
         if let Event::EblockEnter { prelog, .. } = event {
             self.prelogs.push(prelog.clone());
         }
-        holds
     }
 
     /// Executes the next logged event without an operation of the program (a `Blocked`,
@@ -186,7 +143,7 @@ impl ReplayProcess {
             return;
         };
         self.next += 1;
-        self.shared.controller.executed(self.id, &event, &[]);
+        self.shared.controller.executed(self.id, &event, None);
     }
 }
 
@@ -697,8 +654,7 @@ impl ProcessBackend for ReplayProcess {
             self.diverge(describe(&logged), describe(event));
         }
         self.next += 1;
-        let holds = self.evaluate(&logged);
-        self.shared.controller.executed(self.id, &logged, &holds);
+        self.executed(&logged);
     }
 
     fn waiting_for(&mut self, dependency: Dependency) {

@@ -6,7 +6,7 @@ use ppd_formats::Event;
 use ppd_formats::value::{self, Value};
 
 use super::resolve::{Component, Matcher};
-use super::{CmpOp, Expr, Operand};
+use super::{CmpOp, Comparison, Expr, Logic, Operand};
 
 /// The logged values an event makes visible to a condition.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -118,21 +118,23 @@ impl Scope {
     }
 
     fn root(&self, name: &str) -> Option<Value> {
-        match name {
+        let special = match name {
             "value" => self.value.clone(),
             "%0" => self.ret.clone(),
             "seq" => self.seq.map(Value::from),
             "sender" => self.sender.map(Value::from),
-            _ => {
-                if let Some(i) = name.strip_prefix('%').and_then(|n| n.parse::<usize>().ok()) {
-                    return self.args.get(i.checked_sub(1)?).map(|(_, v)| v.clone());
-                }
-                self.args
-                    .iter()
-                    .find(|(n, _)| n == name)
-                    .map(|(_, v)| v.clone())
+            _ => None,
+        };
+        // An e-block's scope has none of those: its parameter may be called `value` or `seq`.
+        special.or_else(|| {
+            if let Some(i) = name.strip_prefix('%').and_then(|n| n.parse::<usize>().ok()) {
+                return self.args.get(i.checked_sub(1)?).map(|(_, v)| v.clone());
             }
-        }
+            self.args
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.clone())
+        })
     }
 
     fn operand(&self, operand: &Operand) -> Option<Value> {
@@ -148,28 +150,33 @@ impl Scope {
         }
     }
 
-    /// Evaluates a condition. A missing value or a comparison between values that do not
-    /// compare (a string with a number) is false.
+    /// Evaluates a condition, left to right. A missing value or a comparison between values
+    /// that do not compare (a string with a number) is false.
     pub fn eval(&self, expr: &Expr) -> bool {
-        match expr {
-            Expr::And(a, b) => self.eval(a) && self.eval(b),
-            Expr::Or(a, b) => self.eval(a) || self.eval(b),
-            Expr::Compare(a, op, b) => {
-                let (Some(a), Some(b)) = (self.operand(a), self.operand(b)) else {
-                    return false;
-                };
-                match (compare(&a, &b), op) {
-                    (Some(o), CmpOp::Eq) => o == Ordering::Equal,
-                    (Some(o), CmpOp::Ne) => o != Ordering::Equal,
-                    (Some(o), CmpOp::Lt) => o == Ordering::Less,
-                    (Some(o), CmpOp::Le) => o != Ordering::Greater,
-                    (Some(o), CmpOp::Gt) => o == Ordering::Greater,
-                    (Some(o), CmpOp::Ge) => o != Ordering::Less,
-                    (None, CmpOp::Eq) => a == b,
-                    (None, CmpOp::Ne) => a != b,
-                    (None, _) => false,
-                }
-            }
+        let mut holds = self.compare(&expr.first);
+        for (logic, c) in &expr.rest {
+            holds = match logic {
+                Logic::And => holds && self.compare(c),
+                Logic::Or => holds || self.compare(c),
+            };
+        }
+        holds
+    }
+
+    fn compare(&self, c: &Comparison) -> bool {
+        let (Some(a), Some(b)) = (self.operand(&c.left), self.operand(&c.right)) else {
+            return false;
+        };
+        match (compare(&a, &b), c.op) {
+            (Some(o), CmpOp::Eq) => o == Ordering::Equal,
+            (Some(o), CmpOp::Ne) => o != Ordering::Equal,
+            (Some(o), CmpOp::Lt) => o == Ordering::Less,
+            (Some(o), CmpOp::Le) => o != Ordering::Greater,
+            (Some(o), CmpOp::Gt) => o == Ordering::Greater,
+            (Some(o), CmpOp::Ge) => o != Ordering::Less,
+            (None, CmpOp::Eq) => a == b,
+            (None, CmpOp::Ne) => a != b,
+            (None, _) => false,
         }
     }
 }
@@ -302,31 +309,29 @@ impl Interval {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::predicate::{Catalog, parse};
+    use crate::predicate::{EventPattern, Predicate, parse};
     use ppd_formats::ProcessId;
     use std::sync::Arc;
 
+    /// The component `text` (one simple predicate), bound without a recording.
     fn component(text: &str) -> Component {
-        let catalog = Catalog {
-            processes: vec![(ProcessId(0), "p".into())],
-            eblocks: [(
-                "f".to_owned(),
-                vec!["account".to_owned(), "amount".to_owned()],
-            )]
-            .into_iter()
-            .collect(),
-            labels: ["holding".to_owned(), "balance".to_owned()]
-                .into_iter()
-                .collect(),
-            channels: vec![],
-            objects: Default::default(),
+        let Predicate::Simple(simple) = parse(text).unwrap() else {
+            panic!("{text} is not a simple predicate");
         };
-        parse(text)
-            .unwrap()
-            .resolve(&catalog)
-            .unwrap()
-            .components
-            .remove(0)
+        let matcher = match &simple.event {
+            EventPattern::Enter(f) => Matcher::Enter(f.clone()),
+            EventPattern::Exit(f) => Matcher::Exit(f.clone()),
+            EventPattern::Mark(l) => Matcher::Mark(l.clone()),
+            EventPattern::Send(_) => Matcher::Send(None),
+            EventPattern::Recv(_) => Matcher::Recv(None),
+        };
+        Component {
+            id: 0,
+            process: ProcessId(0),
+            matcher,
+            condition: simple.condition,
+            text: text.to_owned(),
+        }
     }
 
     fn mark(label: &str, v: impl serde::Serialize) -> Event {
@@ -392,6 +397,20 @@ mod tests {
             !c.holds_after(&mark("balance", "3"), None),
             "a string is not a number"
         );
+    }
+
+    #[test]
+    fn conditions_read_left_to_right() {
+        // `a || b && c` is `(a || b) && c`, as the predicate prints it.
+        let c = component("p: mark balance if value > 0 || value < -10 && value != 5");
+        assert_eq!(
+            c.condition.as_ref().unwrap().to_string(),
+            "(value > 0 || value < -10) && value != 5"
+        );
+        assert!(c.holds_after(&mark("balance", 3), None));
+        assert!(!c.holds_after(&mark("balance", 5), None));
+        assert!(c.holds_after(&mark("balance", -20), None));
+        assert!(!c.holds_after(&mark("balance", -3), None));
     }
 
     #[test]

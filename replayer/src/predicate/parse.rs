@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use super::{CmpOp, EventPattern, Expr, Operand, Predicate, Simple};
+use super::{CmpOp, Comparison, EventPattern, Expr, Logic, Operand, Predicate, Simple};
 
 /// A predicate that does not parse.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,18 +17,39 @@ pub struct ParseError {
 
 impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let column = self.input[..self.offset.min(self.input.len())]
-            .chars()
-            .count();
-        writeln!(
-            f,
-            "bad predicate at column {}: {}",
-            column + 1,
-            self.message
-        )?;
-        writeln!(f, "  {}", self.input)?;
-        write!(f, "  {}^", " ".repeat(column))
+        point_at(f, &self.input, self.offset, &self.message)
     }
+}
+
+/// The widest predicate shown whole under an error; a longer one is shown around the problem.
+const SHOWN: usize = 100;
+
+/// Writes `message` about `text` at byte `offset`: the column, the text and a caret under it
+/// (for a long text, the part of it around the caret).
+pub(super) fn point_at(
+    f: &mut fmt::Formatter<'_>,
+    text: &str,
+    offset: usize,
+    message: &str,
+) -> fmt::Result {
+    let column = text
+        .char_indices()
+        .take_while(|&(at, _)| at < offset)
+        .count();
+    writeln!(f, "bad predicate at column {}: {message}", column + 1)?;
+    let chars = text.chars().count();
+    let (from, to) = if chars <= SHOWN {
+        (0, chars)
+    } else {
+        let from = column.saturating_sub(SHOWN / 2).min(chars - SHOWN);
+        (from, from + SHOWN)
+    };
+    let before = if from > 0 { "…" } else { "" };
+    let after = if to < chars { "…" } else { "" };
+    let shown: String = text.chars().skip(from).take(to - from).collect();
+    writeln!(f, "  {before}{shown}{after}")?;
+    let pad = column - from + before.chars().count();
+    write!(f, "  {}^", " ".repeat(pad))
 }
 
 impl std::error::Error for ParseError {}
@@ -280,23 +301,20 @@ impl Parser<'_> {
     }
 
     fn expr(&mut self) -> Result<Expr, ParseError> {
-        let mut left = self.comparison()?;
+        let first = self.comparison()?;
+        let mut rest = Vec::new();
         loop {
-            match self.peek() {
-                Tok::AndAnd => {
-                    self.bump();
-                    left = Expr::And(Box::new(left), Box::new(self.comparison()?));
-                }
-                Tok::OrOr => {
-                    self.bump();
-                    left = Expr::Or(Box::new(left), Box::new(self.comparison()?));
-                }
-                _ => return Ok(left),
-            }
+            let logic = match self.peek() {
+                Tok::AndAnd => Logic::And,
+                Tok::OrOr => Logic::Or,
+                _ => return Ok(Expr { first, rest }),
+            };
+            self.bump();
+            rest.push((logic, self.comparison()?));
         }
     }
 
-    fn comparison(&mut self) -> Result<Expr, ParseError> {
+    fn comparison(&mut self) -> Result<Comparison, ParseError> {
         let left = self.operand()?;
         let op = match self.peek() {
             Tok::Cmp(op) => *op,
@@ -308,7 +326,7 @@ impl Parser<'_> {
         };
         self.bump();
         let right = self.operand()?;
-        Ok(Expr::Compare(left, op, right))
+        Ok(Comparison { left, op, right })
     }
 
     fn operand(&mut self) -> Result<Operand, ParseError> {
@@ -461,13 +479,13 @@ mod tests {
         check(
             "client-0: send requests if value.amount >= 50 && value.account == 1",
             expect![[r#"
-                Simple(Simple { process: "client-0", event: Send(Some("requests")), condition: Some(And(Compare(Path(["value", "amount"]), Ge, Int(50)), Compare(Path(["value", "account"]), Eq, Int(1)))) })
+                Simple(Simple { process: "client-0", event: Send(Some("requests")), condition: Some(Expr { first: Comparison { left: Path(["value", "amount"]), op: Ge, right: Int(50) }, rest: [(And, Comparison { left: Path(["value", "account"]), op: Eq, right: Int(1) })] }) })
                 client-0: send requests if value.amount >= 50 && value.account == 1"#]],
         );
         check(
             "teller: exit bank::handle if %0 < -5",
             expect![[r#"
-                Simple(Simple { process: "teller", event: Exit("bank::handle"), condition: Some(Compare(Path(["%0"]), Lt, Int(-5))) })
+                Simple(Simple { process: "teller", event: Exit("bank::handle"), condition: Some(Expr { first: Comparison { left: Path(["%0"]), op: Lt, right: Int(-5) }, rest: [] }) })
                 teller: exit bank::handle if %0 < -5"#]],
         );
     }
@@ -483,7 +501,7 @@ mod tests {
         check(
             "a: recv | b: send if value == \"x\"",
             expect![[r#"
-                Disjunctive([Simple { process: "a", event: Recv(None), condition: None }, Simple { process: "b", event: Send(None), condition: Some(Compare(Path(["value"]), Eq, Str("x"))) }])
+                Disjunctive([Simple { process: "a", event: Recv(None), condition: None }, Simple { process: "b", event: Send(None), condition: Some(Expr { first: Comparison { left: Path(["value"]), op: Eq, right: Str("x") }, rest: [] }) }])
                 a: recv | b: send if value == "x""#]],
         );
         check(
@@ -495,7 +513,7 @@ mod tests {
         check(
             "a: mark holding if value == true == b: mark holding if value == true",
             expect![[r#"
-                Simultaneous([Simple { process: "a", event: Mark("holding"), condition: Some(Compare(Path(["value"]), Eq, Bool(true))) }, Simple { process: "b", event: Mark("holding"), condition: Some(Compare(Path(["value"]), Eq, Bool(true))) }])
+                Simultaneous([Simple { process: "a", event: Mark("holding"), condition: Some(Expr { first: Comparison { left: Path(["value"]), op: Eq, right: Bool(true) }, rest: [] }) }, Simple { process: "b", event: Mark("holding"), condition: Some(Expr { first: Comparison { left: Path(["value"]), op: Eq, right: Bool(true) }, rest: [] }) }])
                 a: mark holding if value == true == b: mark holding if value == true"#]],
         );
     }

@@ -1,4 +1,4 @@
-//! Every way of passing a value an e-block accepts.
+//! Every way of passing a value an e-block accepts: this program compiles, and runs.
 
 use ppd::sync::mpsc::{Receiver, Sender, channel};
 use serde::{Deserialize, Serialize};
