@@ -393,12 +393,8 @@ fn decode<S: EventStore>(
     if width != trace.processes().len() {
         return Err("process count differs".into());
     }
-    progress::stage(
-        "reading the clocks from the cache",
-        Some(trace.event_count()),
-    );
+    let mut counted = progress::pass("reading the clocks from the cache", trace.event_count());
     let mut per_process = Vec::with_capacity(width);
-    let mut counted = progress::Counter::new();
     for p in 0..width {
         let events = c.u32()? as usize;
         if events != trace.process(p as u32).events.len() {

@@ -18,8 +18,7 @@ use crate::vclock::Clocks;
 
 /// The Lamport time of every event, per process.
 pub fn lamport(trace: &Trace, clocks: &Clocks) -> Vec<Vec<Tick>> {
-    progress::stage("computing Lamport times", Some(trace.event_count()));
-    let mut counted = progress::Counter::new();
+    let mut counted = progress::pass("computing Lamport times", trace.event_count());
     let n = trace.processes().len();
     // Per process, the sources of its incoming edges, in the order of the events they enter:
     // walked with one cursor per process, no lookup per event.

@@ -179,8 +179,8 @@ impl Sockets {
 
 /// Finds the message races of a trace.
 pub fn message_races<S: EventStore>(trace: &Trace<S>, clocks: &Clocks) -> Vec<MessageRace> {
-    progress::stage("finding the message races", Some(trace.event_count()));
-    Candidates::of(trace, progress::Counter::new()).races(trace, clocks)
+    let counted = progress::pass("finding the message races", trace.event_count());
+    Candidates::of(trace, counted).races(trace, clocks)
 }
 
 /// Every channel's sends and receives, gathered without the clocks: a report can gather them

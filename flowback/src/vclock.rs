@@ -487,7 +487,8 @@ impl Present {
 }
 
 impl Present {
-    fn scan<S: EventStore>(trace: &Trace<S>) -> Present {
+    /// Goes through every event, each `counted`.
+    fn scan<S: EventStore>(trace: &Trace<S>, mut counted: progress::Counter) -> Present {
         let mut present = Present {
             sends: SeqSet::new(trace.objects().len()),
             unlocked: vec![Vec::new(); trace.objects().len()],
@@ -495,8 +496,6 @@ impl Present {
         };
         // A dense version is at most the number of events.
         let reachable = trace.event_count();
-        // The stage's count: this pass and the ranks' run side by side over the same events.
-        let mut counted = progress::Counter::new();
         for proc in trace.processes() {
             let mut held: Vec<(ObjIdx, u64)> = Vec::new();
             for ev in proc.events.iter() {
@@ -590,7 +589,7 @@ struct Engine<'t, 'o, O: Observer, S: EventStore> {
     edges: Vec<SyncEdge>,
     edge_count: usize,
     notes: Vec<String>,
-    /// The events stamped, for the progress report.
+    /// The events stamped, for the progress report (its pass begins in `stamp_all`).
     stamped: progress::Counter,
 }
 
@@ -598,11 +597,12 @@ impl<'t, 'o, O: Observer, S: EventStore> Engine<'t, 'o, O, S> {
     fn new(trace: &'t Trace<S>, observer: &'o mut O, keep: Keep) -> Engine<'t, 'o, O, S> {
         let width = trace.processes().len();
         // Two passes over every event that need nothing of each other.
-        progress::stage("ordering each object's accesses", Some(trace.event_count()));
+        // The pass's count is the scan's: the ranks run beside it over the same events.
+        let counted = progress::pass("ordering each object's accesses", trace.event_count());
         let (ranks, present) = if trace.event_count() < threads::WORTH_A_THREAD {
-            (Ranks::compute(trace), Present::scan(trace))
+            (Ranks::compute(trace), Present::scan(trace, counted))
         } else {
-            threads::both(|| Ranks::compute(trace), || Present::scan(trace))
+            threads::both(|| Ranks::compute(trace), || Present::scan(trace, counted))
         };
         let objects = trace
             .objects()
@@ -650,7 +650,7 @@ impl<'t, 'o, O: Observer, S: EventStore> Engine<'t, 'o, O, S> {
             edges: Vec::new(),
             edge_count: 0,
             notes,
-            stamped: progress::Counter::new(),
+            stamped: progress::Counter::silent(),
         }
     }
 
@@ -770,7 +770,7 @@ impl<'t, 'o, O: Observer, S: EventStore> Engine<'t, 'o, O, S> {
 
     /// Stamps every event.
     fn stamp_all(&mut self) {
-        progress::stage(O::STAGE, Some(self.trace.event_count()));
+        self.stamped = progress::pass(O::STAGE, self.trace.event_count());
         for p in (0..self.width as u32).rev() {
             self.push(p);
         }

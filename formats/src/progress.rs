@@ -1,14 +1,16 @@
 //! How far long work has got, for whoever shows it.
 //!
-//! Libraries only count: reading a log reports the events of each block it decodes, and each
-//! pass over a run's events is a stage of its own that says what it does and, when it is
-//! known, how many events it will go through. A pass counts only its own events, so a count
-//! never runs past its stage's total, and a second pass over the same events is a second
-//! stage, not more of the first. The `ppd` command installs a [`Progress`] that draws it;
-//! without one (a library user, a test) every report is a relaxed atomic load and nothing
+//! Libraries only count. A [`stage`] that reads logs counts the events of each block the log
+//! reader decodes ([`advance`]); a [`pass`] over a run's events counts them itself, with the
+//! [`Counter`] it returns, and while it runs the blocks a reader decodes are not counted (a
+//! store that decodes its events from the log again for the pass would count them twice). So
+//! a count never runs past its stage's total, and a second pass over the same events is a
+//! second stage, not more of the first. The `ppd` command installs a [`Progress`] that draws
+//! it; without one (a library user, a test) every report is a relaxed atomic load and nothing
 //! else.
 
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::recording::Recording;
 
@@ -28,15 +30,37 @@ pub fn report_to(sink: Box<dyn Progress>) {
     let _ = SINK.set(sink);
 }
 
-/// Reports that a stage begins.
+/// Whether the current stage counts the blocks log readers decode: it is not a [`pass`].
+static READS_COUNT: AtomicBool = AtomicBool::new(true);
+
+/// Reports that a stage begins, whose count is what log readers decode from now on.
 pub fn stage(what: &str, events: Option<u64>) {
+    READS_COUNT.store(true, Ordering::Relaxed);
     if let Some(sink) = SINK.get() {
         sink.stage(what, events);
     }
 }
 
-/// Reports that `events` more events were gone through.
+/// Reports that a pass over `events` events begins, counted with the counter it returns.
+pub fn pass(what: &str, events: u64) -> Counter {
+    READS_COUNT.store(false, Ordering::Relaxed);
+    if let Some(sink) = SINK.get() {
+        sink.stage(what, Some(events));
+    }
+    Counter {
+        pending: 0,
+        silent: false,
+    }
+}
+
+/// Reports that a log reader decoded `events` more events (not counted during a [`pass`]).
 pub fn advance(events: u64) {
+    if READS_COUNT.load(Ordering::Relaxed) {
+        report(events);
+    }
+}
+
+fn report(events: u64) {
     if let Some(sink) = SINK.get() {
         sink.advance(events);
     }
@@ -52,9 +76,9 @@ pub fn events_in(recording: &Recording) -> Option<u64> {
         .sum()
 }
 
-/// Counts events in a loop that goes through them one by one, and reports them in batches
-/// (the rest when it is dropped), so that the loop pays an addition per event.
-#[derive(Debug, Default)]
+/// Counts the events of a [`pass`] as its loop goes through them one by one, and reports them
+/// in batches (the rest when it is dropped), so that the loop pays an addition per event.
+#[derive(Debug)]
 pub struct Counter {
     pending: u64,
     /// Reports nothing: the pass runs beside another that counts the same events.
@@ -65,11 +89,6 @@ pub struct Counter {
 const BATCH: u64 = 1 << 16;
 
 impl Counter {
-    /// A counter with nothing counted.
-    pub fn new() -> Counter {
-        Counter::default()
-    }
-
     /// A counter that reports nothing, for a pass that runs beside another one counting the
     /// same events: the stage counts them once.
     pub fn silent() -> Counter {
@@ -90,7 +109,7 @@ impl Counter {
 
     fn report(&mut self) {
         if !self.silent {
-            advance(self.pending);
+            report(self.pending);
         }
         self.pending = 0;
     }

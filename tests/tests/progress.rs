@@ -10,8 +10,16 @@ use std::process::{Command, Stdio};
 use ppd_tests::{ppd_bin, record_example};
 
 /// Runs `ppd ARGS` with stderr on a pseudo-terminal wide enough for every line; what reached
-/// the terminal.
+/// the terminal. The command must succeed.
 fn stderr_on_terminal(cwd: &Path, args: &[&str]) -> String {
+    let (status, seen) = terminal_run(cwd, args);
+    assert!(status.success(), "ppd {args:?}: {status}");
+    seen
+}
+
+/// Runs `ppd ARGS` with stderr on a pseudo-terminal; how it ended and what reached the
+/// terminal.
+fn terminal_run(cwd: &Path, args: &[&str]) -> (std::process::ExitStatus, String) {
     let size = nix::pty::Winsize {
         ws_row: 40,
         ws_col: 250,
@@ -28,7 +36,6 @@ fn stderr_on_terminal(cwd: &Path, args: &[&str]) -> String {
         .stderr(Stdio::from(pty.slave))
         .status()
         .expect("run ppd");
-    assert!(status.success(), "ppd {args:?}: {status}");
     // The only writer is gone: the terminal reads what it wrote, then fails (EIO).
     let mut master = std::fs::File::from(pty.master);
     let mut seen = Vec::new();
@@ -39,7 +46,7 @@ fn stderr_on_terminal(cwd: &Path, args: &[&str]) -> String {
         }
         seen.extend_from_slice(&buf[..n]);
     }
-    String::from_utf8_lossy(&seen).into_owned()
+    (status, String::from_utf8_lossy(&seen).into_owned())
 }
 
 #[test]
@@ -163,18 +170,9 @@ fn stages(frames: &[Frame]) -> Vec<&str> {
 
 /// Checks that no frame counts past the recording's `events` or its stage's total, that every
 /// stage with a total is a pass over the whole recording and ends drawn at it, and that the
-/// stages are `expected`, in that order; returns what it read.
+/// stages are `expected`, in that order.
 fn check_stages(terminal: &str, events: u64, expected: &[&str]) {
-    let frames = frames(terminal);
-    for f in &frames {
-        if let Some(count) = f.count {
-            assert!(count <= events, "{f:?} counts past the {events} events");
-        }
-        if let Some(total) = f.total {
-            assert_eq!(total, events, "{f:?}: a pass over the whole recording");
-            assert!(f.count <= Some(total), "{f:?}");
-        }
-    }
+    let frames = check_counts(terminal, events);
     let named: Vec<&str> = stages(&frames)
         .into_iter()
         .filter(|s| *s != "starting")
@@ -186,6 +184,23 @@ fn check_stages(terminal: &str, events: u64, expected: &[&str]) {
             assert_eq!(last.count, last.total, "{stage} ends drawn at its total");
         }
     }
+}
+
+/// Checks that no frame counts past the recording's `events` or its stage's total, and that
+/// every stage with a total is a pass over the whole recording; the frames.
+fn check_counts(terminal: &str, events: u64) -> Vec<Frame> {
+    let frames = frames(terminal);
+    assert!(!frames.is_empty(), "progress is drawn: {terminal:?}");
+    for f in &frames {
+        if let Some(count) = f.count {
+            assert!(count <= events, "{f:?} counts past the {events} events");
+        }
+        if let Some(total) = f.total {
+            assert_eq!(total, events, "{f:?}: a pass over the whole recording");
+            assert!(f.count <= Some(total), "{f:?}");
+        }
+    }
+    frames
 }
 
 /// Each stage of `races`, `graph` and `export` counts the events it goes through, from 0 to the
@@ -273,4 +288,35 @@ fn each_stage_counts_its_own_pass_up_to_the_recordings_events() {
         ]
         .concat(),
     );
+}
+
+/// `ppd analyze tasks` keeps no event in memory: its passes decode the logs again as they go,
+/// and count each event once all the same.
+#[test]
+fn a_pass_over_events_read_again_from_the_logs_counts_each_once() {
+    let work = tempfile::tempdir().unwrap();
+    let rec = work.path().join("rec");
+    let cases = std::path::PathBuf::from(env!("CARGO_BIN_EXE_task_cases"));
+    let recorded = ppd_tests::record_program(work.path(), &rec, &cases, &["farm-panic"], &[]);
+    assert!(
+        String::from_utf8_lossy(&recorded.stderr).contains("ppd: recorded"),
+        "{}",
+        String::from_utf8_lossy(&recorded.stderr)
+    );
+    let events = ppd_tests::info_json(work.path(), &rec)["events"]
+        .as_u64()
+        .unwrap();
+    let (status, seen) = terminal_run(work.path(), &["analyze", "tasks", rec.to_str().unwrap()]);
+    assert!(status.code().is_some(), "{status}");
+    let frames = check_counts(&seen, events);
+    let named = stages(&frames);
+    for stage in [
+        "reading the logs",
+        "ordering each object's accesses",
+        "computing the vector clocks",
+    ] {
+        assert!(named.contains(&stage), "{named:?}");
+        let last = frames.iter().rfind(|f| f.stage == stage).unwrap();
+        assert_eq!(last.count, Some(events), "{stage}: {frames:#?}");
+    }
 }

@@ -56,8 +56,7 @@ pub fn write(trace: &Trace, clocks: &Clocks, out: &mut dyn Write) -> Result<()> 
                    "args": {"sort_index": p}}),
         )?;
     }
-    progress::stage("writing the trace JSON", Some(trace.event_count()));
-    let mut counted = progress::Counter::new();
+    let mut counted = progress::pass("writing the trace JSON", trace.event_count());
     for (p, proc) in trace.processes().iter().enumerate() {
         let t = tid(trace, p as u32);
         let mut open: Vec<(String, u32)> = Vec::new();

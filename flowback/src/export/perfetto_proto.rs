@@ -189,8 +189,7 @@ pub fn write(trace: &Trace, clocks: &Clocks, out: &mut dyn Write) -> Result<()> 
         });
     });
     w.flush_packet()?;
-    progress::stage("writing the Perfetto trace", Some(trace.event_count()));
-    let mut counted = progress::Counter::new();
+    let mut counted = progress::pass("writing the Perfetto trace", trace.event_count());
     for (p, proc) in trace.processes().iter().enumerate() {
         let sequence = p as u64 + 1;
         let uuid = PROCESS_TRACK + 1 + p as u64;

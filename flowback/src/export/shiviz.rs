@@ -97,8 +97,7 @@ pub fn write(trace: &Trace, clocks: &Clocks, window: &Window, out: &mut dyn Writ
     order.sort_unstable();
     put(out, WHAT, format!("{REGEX}\n\n").as_bytes())?;
     let mut line = String::new();
-    progress::stage("writing the ShiViz log", Some(order.len() as u64));
-    let mut counted = progress::Counter::new();
+    let mut counted = progress::pass("writing the ShiViz log", order.len() as u64);
     for (_, e) in order {
         counted.add(1);
         line.clear();

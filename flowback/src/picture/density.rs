@@ -71,8 +71,7 @@ pub(crate) fn summarize(
         .iter()
         .map(|&p| u64::from(input.ranges[p].len() as u32))
         .sum();
-    progress::stage("summing up the events per process and time", Some(inside));
-    let mut counted = progress::Counter::new();
+    let mut counted = progress::pass("summing up the events per process and time", inside);
     let mut density = Vec::with_capacity(input.shown.len());
     let mut landmarks = Vec::new();
     for (lane, &p) in input.shown.iter().enumerate() {

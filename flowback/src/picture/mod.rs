@@ -467,8 +467,7 @@ impl Diagram {
             .iter()
             .map(|r| u64::from(r.len() as u32))
             .sum();
-        progress::stage("laying out the picture", Some(inside));
-        let mut counted = progress::Counter::new();
+        let mut counted = progress::pass("laying out the picture", inside);
         let race_events: BTreeSet<EventRef> = race_pairs.iter().flat_map(|r| [r.0, r.1]).collect();
 
         // Lines: the processes the window shows.

@@ -84,8 +84,7 @@ impl Selection {
             })
             .collect();
         let inside: u64 = ranges.iter().map(|r| u64::from(r.len() as u32)).sum();
-        progress::stage("choosing the dots", Some(inside));
-        let mut counted = progress::Counter::new();
+        let mut counted = progress::pass("choosing the dots", inside);
         let mut candidates: Vec<Vec<u32>> = vec![Vec::new(); n];
         let mut marks: Vec<EventRef> = Vec::new();
         for (p, proc) in trace.processes().iter().enumerate() {
