@@ -41,7 +41,10 @@ pub(crate) fn open(rec: Option<&Path>, args: DamageArgs) -> Result<Checked, CliE
     let dir = resolve(rec)?;
     let recording = Recording::open(&dir)?;
     refuse_live(&dir, &recording)?;
-    ppd_formats::progress::stage("checking the recording", None);
+    ppd_formats::progress::stage(
+        "checking the recording",
+        ppd_formats::progress::events_in(&recording),
+    );
     let integrity = integrity::check(&recording);
     gate(&dir, &integrity, args.allow_damage)?;
     Ok(Checked {

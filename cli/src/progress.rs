@@ -2,8 +2,10 @@
 //!
 //! The libraries count (`ppd_formats::progress`); this draws what they count with `indicatif`,
 //! only when stderr is a terminal and `--quiet` was not given, and only once the command has
-//! run for a second (`PPD_PROGRESS_AFTER_MS` changes that delay). The bar is cleared before
-//! the first line of output, so it never mixes with the answer.
+//! run for a second (`PPD_PROGRESS_AFTER_MS` changes that delay). Each stage gets a bar of its
+//! own, made whole before it replaces the last one, so no frame shows one stage's name with
+//! another's count. The bar is cleared before the first line of output, so it never mixes
+//! with the answer; a note on stderr while it runs is written above it.
 
 use std::io::IsTerminal;
 use std::sync::{Mutex, OnceLock};
@@ -15,12 +17,26 @@ use ppd_formats::progress::{self, Progress};
 /// How long a command runs before its progress is shown.
 const DELAY: Duration = Duration::from_secs(1);
 
+/// How often the spinner turns and the counts are redrawn.
+const TICK: Duration = Duration::from_millis(120);
+
 /// The bar, while the command has not printed its answer.
 #[derive(Debug)]
 struct Terminal {
+    state: Mutex<State>,
+}
+
+#[derive(Debug)]
+struct State {
+    /// The current stage's bar.
     bar: ProgressBar,
-    /// Whether it is drawn, and whether it is gone for good.
-    state: Mutex<(bool, bool)>,
+    /// Whether it shows a count: a stage with no total shows one from its first event on, so
+    /// that no stage says "0 events" while it works on something else.
+    counts: bool,
+    /// Whether the delay has passed and bars are drawn.
+    shown: bool,
+    /// Whether the bar is gone for good.
+    gone: bool,
 }
 
 static TERMINAL: OnceLock<&'static Terminal> = OnceLock::new();
@@ -34,13 +50,13 @@ pub(crate) fn install(quiet: bool) {
         .ok()
         .and_then(|ms| ms.parse().ok())
         .map_or(DELAY, Duration::from_millis);
-    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden())
-        .with_prefix("ppd")
-        .with_message("starting")
-        .with_style(spinner());
     let terminal: &'static Terminal = Box::leak(Box::new(Terminal {
-        bar,
-        state: Mutex::new((false, false)),
+        state: Mutex::new(State {
+            bar: stage_bar("starting", None, false),
+            counts: false,
+            shown: false,
+            gone: false,
+        }),
     }));
     let _ = TERMINAL.set(terminal);
     progress::report_to(Box::new(terminal));
@@ -57,59 +73,104 @@ pub(crate) fn install(quiet: bool) {
 /// Removes the bar for good: the command's answer follows.
 pub(crate) fn clear() {
     if let Some(terminal) = TERMINAL.get() {
-        let mut state = terminal.state.lock().unwrap_or_else(|e| e.into_inner());
-        if !state.1 {
-            *state = (false, true);
-            terminal.bar.finish_and_clear();
+        let mut state = terminal.lock();
+        if !state.gone {
+            if state.shown {
+                state.bar.force_draw();
+            }
+            state.gone = true;
+            state.shown = false;
+            state.bar.finish_and_clear();
         }
     }
 }
 
-fn spinner() -> ProgressStyle {
+/// Writes `line` on stderr, above the bar when one is drawn.
+pub(crate) fn note(line: &str) {
+    match TERMINAL.get() {
+        Some(terminal) => {
+            let state = terminal.lock();
+            state.bar.suspend(|| eprintln!("{line}"));
+        }
+        None => eprintln!("{line}"),
+    }
+}
+
+/// A bar for stage `what` of `events` events (a spinner when that is not known), drawn on
+/// stderr when `shown`.
+fn stage_bar(what: &str, events: Option<u64>, shown: bool) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(events, ProgressDrawTarget::hidden())
+        .with_prefix("ppd")
+        .with_message(what.to_owned())
+        .with_style(match events {
+            Some(_) => bar_style(),
+            None => spinner_style(),
+        });
+    if shown {
+        draw(&bar);
+    }
+    bar
+}
+
+fn draw(bar: &ProgressBar) {
+    bar.set_draw_target(ProgressDrawTarget::stderr());
+    bar.enable_steady_tick(TICK);
+    bar.tick();
+}
+
+fn spinner_style() -> ProgressStyle {
+    ProgressStyle::with_template("{prefix} {spinner} {msg}, {elapsed}")
+        .unwrap_or_else(|_| ProgressStyle::default_spinner())
+}
+
+fn counting_spinner_style() -> ProgressStyle {
     ProgressStyle::with_template("{prefix} {spinner} {msg}: {human_pos} events, {elapsed}")
         .unwrap_or_else(|_| ProgressStyle::default_spinner())
 }
 
-fn bar() -> ProgressStyle {
+fn bar_style() -> ProgressStyle {
     ProgressStyle::with_template(
-        "{prefix} {msg} [{bar:30}] {percent}% of {human_len} events, {elapsed}, {eta} left",
+        "{prefix} {msg} [{bar:30}] {human_pos} of {human_len} events, {elapsed}, {eta} left",
     )
     .unwrap_or_else(|_| ProgressStyle::default_bar())
     .progress_chars("=> ")
 }
 
 impl Terminal {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn show(&self) {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if *state == (false, false) {
-            state.0 = true;
-            self.bar.set_draw_target(ProgressDrawTarget::stderr());
-            self.bar.enable_steady_tick(Duration::from_millis(120));
-            self.bar.tick();
+        let mut state = self.lock();
+        if !state.shown && !state.gone {
+            state.shown = true;
+            draw(&state.bar);
         }
     }
 }
 
 impl Progress for &'static Terminal {
     fn stage(&self, what: &str, events: Option<u64>) {
-        if self.state.lock().unwrap_or_else(|e| e.into_inner()).1 {
+        let mut state = self.lock();
+        if state.gone {
             return;
         }
-        match events {
-            Some(n) => {
-                self.bar.set_style(bar());
-                self.bar.set_length(n);
-            }
-            None => {
-                self.bar.set_style(spinner());
-                self.bar.unset_length();
-            }
+        // The last stage's line shows where it ended, then the new one is drawn in its place.
+        if state.shown {
+            state.bar.force_draw();
         }
-        self.bar.reset();
-        self.bar.set_message(what.to_owned());
+        state.bar.finish_and_clear();
+        state.bar = stage_bar(what, events, state.shown);
+        state.counts = events.is_some();
     }
 
     fn advance(&self, events: u64) {
-        self.bar.inc(events);
+        let mut state = self.lock();
+        if !state.counts {
+            state.counts = true;
+            state.bar.set_style(counting_spinner_style());
+        }
+        state.bar.inc(events);
     }
 }

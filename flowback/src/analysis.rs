@@ -3,7 +3,7 @@
 
 use std::sync::OnceLock;
 
-use ppd_formats::Recording;
+use ppd_formats::{Recording, progress};
 
 use crate::cache::{self, CacheOutcome};
 use crate::deadlock::{self, Deadlocks};
@@ -68,7 +68,8 @@ impl Analysis {
             || races::clocks_and_races_counting_edges(trace),
             || {
                 (
-                    Candidates::of(trace),
+                    // Beside the clocks, which count the same events.
+                    Candidates::of(trace, progress::Counter::silent()),
                     deadlock::deadlocks(trace),
                     lock_order::potential_deadlocks(trace).0,
                 )

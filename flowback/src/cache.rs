@@ -26,7 +26,7 @@ use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
-use ppd_formats::Recording;
+use ppd_formats::{Recording, progress};
 
 use crate::hb::SyncKind;
 use crate::trace::{EventRef, EventStore, Trace};
@@ -393,6 +393,7 @@ fn decode<S: EventStore>(
     if width != trace.processes().len() {
         return Err("process count differs".into());
     }
+    let mut counted = progress::pass("reading the clocks from the cache", trace.event_count());
     let mut per_process = Vec::with_capacity(width);
     for p in 0..width {
         let events = c.u32()? as usize;
@@ -403,6 +404,7 @@ fn decode<S: EventStore>(
         let checkpoints = c.u32s(n)?;
         let pool = c.u32s(n.checked_mul(width).ok_or("count overflows")?)?;
         per_process.push((checkpoints, pool));
+        counted.add(events as u64);
     }
     let n_edges = c.u64()?;
     let edges = c.edges(n_edges)?;

@@ -9,6 +9,7 @@
 //! edges in event order.
 
 use ppd_formats::order::Tick;
+use ppd_formats::progress;
 
 use crate::fasthash::FastMap;
 
@@ -17,6 +18,7 @@ use crate::vclock::Clocks;
 
 /// The Lamport time of every event, per process.
 pub fn lamport(trace: &Trace, clocks: &Clocks) -> Vec<Vec<Tick>> {
+    let mut counted = progress::pass("computing Lamport times", trace.event_count());
     let n = trace.processes().len();
     // Per process, the sources of its incoming edges, in the order of the events they enter:
     // walked with one cursor per process, no lookup per event.
@@ -63,6 +65,7 @@ pub fn lamport(trace: &Trace, clocks: &Clocks) -> Vec<Vec<Tick>> {
                 }
                 cursor[p] = i;
                 times[p].push(t + 1);
+                counted.add(1);
                 if !waiting.is_empty()
                     && let Some(ws) = waiting.remove(&EventRef::new(p as u32, k))
                 {
@@ -82,6 +85,7 @@ pub fn lamport(trace: &Trace, clocks: &Clocks) -> Vec<Vec<Tick>> {
         };
         let t = times[p].last().copied().unwrap_or(0);
         times[p].push(t + 1);
+        counted.add(1);
         waiting.retain(|_, ws| !ws.contains(&p));
         stack.push(p);
         on_stack[p] = true;

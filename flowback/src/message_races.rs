@@ -29,6 +29,7 @@ use crate::fasthash::FastMap;
 
 use crate::trace::{EventRef, EventStore, NO_OBJECT, ObjIdx, Op, SiteId, Trace};
 use crate::vclock::Clocks;
+use ppd_formats::progress;
 
 /// A message race, deduplicated by the sites of its two sends.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -178,7 +179,8 @@ impl Sockets {
 
 /// Finds the message races of a trace.
 pub fn message_races<S: EventStore>(trace: &Trace<S>, clocks: &Clocks) -> Vec<MessageRace> {
-    Candidates::of(trace).races(trace, clocks)
+    let counted = progress::pass("finding the message races", trace.event_count());
+    Candidates::of(trace, counted).races(trace, clocks)
 }
 
 /// Every channel's sends and receives, gathered without the clocks: a report can gather them
@@ -191,14 +193,18 @@ pub(crate) struct Candidates {
 }
 
 impl Candidates {
-    /// The sends and receives of `trace`, by channel.
-    pub(crate) fn of<S: EventStore>(trace: &Trace<S>) -> Candidates {
+    /// The sends and receives of `trace`, by channel; each event gone through is `counted`.
+    pub(crate) fn of<S: EventStore>(
+        trace: &Trace<S>,
+        mut counted: progress::Counter,
+    ) -> Candidates {
         let mut channels: Vec<Channel> = Vec::new();
         channels.resize_with(trace.objects().len(), Channel::default);
         let mut sockets = Sockets::default();
         for (p, proc) in trace.processes().iter().enumerate() {
             let p = p as u32;
             for (k, ev) in proc.events.iter().enumerate() {
+                counted.add(1);
                 match ev.op {
                     Op::Send { channel, seq } => {
                         channels[channel as usize].push(p, k as u32, ev.site, Some(seq));

@@ -230,6 +230,8 @@ impl RaceDetector {
 }
 
 impl Observer for RaceDetector {
+    const STAGE: &'static str = "computing the vector clocks and the data races";
+
     #[inline]
     fn access(
         &mut self,

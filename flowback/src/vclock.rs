@@ -42,6 +42,7 @@ use crate::fasthash::{FastMap, FastSet};
 use crate::hb::SyncKind;
 use ppd_formats::event::{AtomicOp, MemOrdering, RwMode};
 use ppd_formats::order::{Order, Point, Rule, Sequence, Sync};
+use ppd_formats::progress;
 
 use crate::threads;
 use crate::trace::{Ev, EventRef, EventStore, ObjIdx, Op, SiteId, Trace};
@@ -54,6 +55,9 @@ pub trait Observer {
     /// Whether [`Observer::mark`] wants to be called: a constant, so that an observer that
     /// does not want marks adds nothing to the stamping of local events.
     const MARKS: bool = false;
+
+    /// What the stamping is called in a progress report, this analysis along.
+    const STAGE: &'static str = "computing the vector clocks";
 
     /// Access `e` to `object` did `op` with `ordering` at `site`; `clock` is its vector clock.
     /// Each object's accesses come in version order.
@@ -483,7 +487,8 @@ impl Present {
 }
 
 impl Present {
-    fn scan<S: EventStore>(trace: &Trace<S>) -> Present {
+    /// Goes through every event, each `counted`.
+    fn scan<S: EventStore>(trace: &Trace<S>, mut counted: progress::Counter) -> Present {
         let mut present = Present {
             sends: SeqSet::new(trace.objects().len()),
             unlocked: vec![Vec::new(); trace.objects().len()],
@@ -494,6 +499,7 @@ impl Present {
         for proc in trace.processes() {
             let mut held: Vec<(ObjIdx, u64)> = Vec::new();
             for ev in proc.events.iter() {
+                counted.add(1);
                 let sync = ev.op.sync();
                 match sync.rule(proc.id, Order::Replay) {
                     Rule::Gives(Point::Message { channel, seq }) => {
@@ -583,16 +589,20 @@ struct Engine<'t, 'o, O: Observer, S: EventStore> {
     edges: Vec<SyncEdge>,
     edge_count: usize,
     notes: Vec<String>,
+    /// The events stamped, for the progress report (its pass begins in `stamp_all`).
+    stamped: progress::Counter,
 }
 
 impl<'t, 'o, O: Observer, S: EventStore> Engine<'t, 'o, O, S> {
     fn new(trace: &'t Trace<S>, observer: &'o mut O, keep: Keep) -> Engine<'t, 'o, O, S> {
         let width = trace.processes().len();
         // Two passes over every event that need nothing of each other.
+        // The pass's count is the scan's: the ranks run beside it over the same events.
+        let counted = progress::pass("ordering each object's accesses", trace.event_count());
         let (ranks, present) = if trace.event_count() < threads::WORTH_A_THREAD {
-            (Ranks::compute(trace), Present::scan(trace))
+            (Ranks::compute(trace), Present::scan(trace, counted))
         } else {
-            threads::both(|| Ranks::compute(trace), || Present::scan(trace))
+            threads::both(|| Ranks::compute(trace), || Present::scan(trace, counted))
         };
         let objects = trace
             .objects()
@@ -640,6 +650,7 @@ impl<'t, 'o, O: Observer, S: EventStore> Engine<'t, 'o, O, S> {
             edges: Vec::new(),
             edge_count: 0,
             notes,
+            stamped: progress::Counter::silent(),
         }
     }
 
@@ -724,6 +735,7 @@ impl<'t, 'o, O: Observer, S: EventStore> Engine<'t, 'o, O, S> {
                 .mark(EventRef::new(p as u32, k), &self.current[p]);
         }
         self.next[p] += 1;
+        self.stamped.add(1);
         self.before[p] = self.head[p].take();
         self.head[p] = self.cursors[p].next();
     }
@@ -758,6 +770,7 @@ impl<'t, 'o, O: Observer, S: EventStore> Engine<'t, 'o, O, S> {
 
     /// Stamps every event.
     fn stamp_all(&mut self) {
+        self.stamped = progress::pass(O::STAGE, self.trace.event_count());
         for p in (0..self.width as u32).rev() {
             self.push(p);
         }

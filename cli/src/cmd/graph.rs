@@ -20,6 +20,7 @@ use super::races::{classify, open_analysis};
 use crate::damage::DamageArgs;
 use crate::exit::{CliError, CmdResult, failure, input};
 use crate::output::outln;
+use crate::progress;
 
 /// Picture formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -77,7 +78,7 @@ pub(crate) fn run(args: &Args) -> CmdResult {
     let cut = match HaltCut::load(dir) {
         Ok(cut) => cut,
         Err(e) => {
-            eprintln!("ppd: not drawing the halt cut: {e}");
+            progress::note(&format!("ppd: not drawing the halt cut: {e}"));
             None
         }
     };
@@ -106,8 +107,7 @@ pub(crate) fn run(args: &Args) -> CmdResult {
         budget: (!args.full).then_some(args.max_dots),
         chosen: focus.iter().flatten().copied().collect(),
     };
-    // The slow part on a long run (Lamport times, the selection, the layout): where progress
-    // would be reported. The plan is made once: `--full`'s estimate counts the picture below.
+    // The plan is made once: `--full`'s estimate counts the picture below.
     let plan = Plan::new(
         &analysis.trace,
         &analysis.clocks,
@@ -123,13 +123,13 @@ pub(crate) fn run(args: &Args) -> CmdResult {
             Format::Svg => svg::estimated_bytes(size),
             Format::Dot => dot::estimated_bytes(size),
         };
-        eprintln!(
+        progress::note(&format!(
             "ppd: the full picture: {} dots, {} arrows, {} boxes: about {}",
             size.dots,
             size.arrows,
             size.runs,
             megabytes(bytes)
-        );
+        ));
         if bytes > HUGE && !args.yes {
             return Err(input(anyhow::anyhow!(
                 "not writing a picture of about {}: add --yes to write it anyway, or zoom with \
@@ -150,8 +150,9 @@ pub(crate) fn run(args: &Args) -> CmdResult {
         diagram.focus(events);
     }
     for note in &diagram.left_out {
-        eprintln!("ppd: left out: {note}");
+        progress::note(&format!("ppd: left out: {note}"));
     }
+    ppd_formats::progress::stage("writing the picture", None);
     let text = match args.format {
         Format::Html => html::render(&diagram),
         Format::Svg => svg::render(&diagram),

@@ -41,9 +41,7 @@ pub(crate) fn open_analysis(
     damage: DamageArgs,
 ) -> Result<(Checked, Analysis), CliError> {
     let checked = damage::open(rec, damage)?;
-    ppd_formats::progress::stage("reading the logs", None);
     let analysis = Analysis::open(&checked.recording).map_err(classify)?;
-    ppd_formats::progress::stage("analysing", None);
     Ok((checked, analysis))
 }
 

@@ -15,6 +15,7 @@ use crate::error::Result;
 use crate::lamport::lamport;
 use crate::trace::{EventRef, Op, Trace};
 use crate::vclock::Clocks;
+use ppd_formats::progress;
 
 const WHAT: &str = "the Perfetto trace";
 
@@ -55,10 +56,12 @@ pub fn write(trace: &Trace, clocks: &Clocks, out: &mut dyn Write) -> Result<()> 
                    "args": {"sort_index": p}}),
         )?;
     }
+    let mut counted = progress::pass("writing the trace JSON", trace.event_count());
     for (p, proc) in trace.processes().iter().enumerate() {
         let t = tid(trace, p as u32);
         let mut open: Vec<(String, u32)> = Vec::new();
         for (k, ev) in proc.events.iter().enumerate() {
+            counted.add(1);
             let e = EventRef::new(p as u32, k as u32);
             let ts = times[p][k];
             if let Op::EblockEnter { name } = ev.op {

@@ -30,6 +30,7 @@ use crate::error::Result;
 use crate::lamport::lamport;
 use crate::trace::{NameId, ObjIdx, Op, SiteId, Trace};
 use crate::vclock::Clocks;
+use ppd_formats::progress;
 
 const WHAT: &str = "the Perfetto trace";
 
@@ -188,6 +189,7 @@ pub fn write(trace: &Trace, clocks: &Clocks, out: &mut dyn Write) -> Result<()> 
         });
     });
     w.flush_packet()?;
+    let mut counted = progress::pass("writing the Perfetto trace", trace.event_count());
     for (p, proc) in trace.processes().iter().enumerate() {
         let sequence = p as u64 + 1;
         let uuid = PROCESS_TRACK + 1 + p as u64;
@@ -209,6 +211,7 @@ pub fn write(trace: &Trace, clocks: &Clocks, out: &mut dyn Write) -> Result<()> 
         let mut tables = Interned::default();
         let mut open: Vec<NameKey> = Vec::new();
         for (k, ev) in proc.events.iter().enumerate() {
+            counted.add(1);
             let ts = u64::from(times[p][k]);
             if let Op::EblockEnter { name } = ev.op {
                 let key = NameKey::Eblock(name);

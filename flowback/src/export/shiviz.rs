@@ -32,6 +32,7 @@ use crate::lamport::lamport;
 use crate::trace::{EventRef, Trace};
 use crate::vclock::Clocks;
 use crate::window::Window;
+use ppd_formats::progress;
 
 /// The regular expression ShiViz parses this log with.
 pub const REGEX: &str = r"(?<event>.*)\n(?<host>\S*) (?<clock>{.*})";
@@ -96,7 +97,9 @@ pub fn write(trace: &Trace, clocks: &Clocks, window: &Window, out: &mut dyn Writ
     order.sort_unstable();
     put(out, WHAT, format!("{REGEX}\n\n").as_bytes())?;
     let mut line = String::new();
+    let mut counted = progress::pass("writing the ShiViz log", order.len() as u64);
     for (_, e) in order {
+        counted.add(1);
         line.clear();
         let text = trace.describe(e).replace(['\n', '\r'], " ");
         line.push_str(&text);

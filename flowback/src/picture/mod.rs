@@ -22,6 +22,7 @@
 //! and [`Diagram::left_out`] says in sentences what was not drawn. A [`Window`] zooms: only
 //! its processes and Lamport times are laid out.
 
+mod density;
 pub mod dot;
 pub mod html;
 mod select;
@@ -41,7 +42,9 @@ use crate::reads_from::{ReadsFrom, reads_from};
 use crate::trace::{EventRef, Op, Trace};
 use crate::vclock::Clocks;
 use crate::window::Window;
+pub use density::{Density, Landmark};
 use ppd_formats::order::Tick;
+use ppd_formats::progress;
 use select::{Inputs, Selection};
 
 /// Horizontal distance between columns, in pixels.
@@ -69,6 +72,9 @@ pub struct Lane {
     pub events: u32,
     /// `ended`, `blocked` or `running` (when the recording stopped).
     pub ending: &'static str,
+    /// The Lamport times of its first and last event in the window (none: it has no event
+    /// there).
+    pub span: Option<(Tick, Tick)>,
 }
 
 /// An event drawn as a dot.
@@ -77,7 +83,10 @@ pub struct Node {
     /// Its line.
     pub lane: u32,
     /// Its column.
+    #[serde(skip)]
     pub col: u32,
+    /// Its Lamport time.
+    pub time: Tick,
     /// Its index in the process's log.
     pub event: u32,
     /// Its kind (`send`, `recv`, `lock`, ...).
@@ -97,7 +106,12 @@ pub struct Run {
     /// Its line.
     pub lane: u32,
     /// Its column.
+    #[serde(skip)]
     pub col: u32,
+    /// The Lamport times of its first and last event.
+    pub from: Tick,
+    /// See `from`.
+    pub to: Tick,
     /// Index of its first event.
     pub first: u32,
     /// How many events it holds.
@@ -118,11 +132,17 @@ pub struct Bundle {
     /// The line of the item the edges start in.
     pub from_lane: u32,
     /// Its column.
+    #[serde(skip)]
     pub from_col: u32,
+    /// Its Lamport time (a box's: the middle of its span).
+    pub from_time: Tick,
     /// The line of the item they end in.
     pub to_lane: u32,
     /// Its column.
+    #[serde(skip)]
     pub to_col: u32,
+    /// Its Lamport time, as `from_time`.
+    pub to_time: Tick,
     /// Their kind (`message`, `lock`, `spawn`, ...).
     pub kind: &'static str,
     /// How many edges.
@@ -165,7 +185,11 @@ pub struct CutLine {
     /// The predicate that halted the replay.
     pub predicate: String,
     /// Per line (in lane order), the column the cut crosses it at.
+    #[serde(skip)]
     pub cols: Vec<f64>,
+    /// Per line, the Lamport time it crosses it at: between its last event inside and its
+    /// first outside.
+    pub times: Vec<f64>,
     /// Whether no synchronization edge enters the cut from outside.
     pub consistent: bool,
 }
@@ -191,9 +215,18 @@ pub struct Diagram {
     /// The halt cut, if a replay halted.
     pub cut: Option<CutLine>,
     /// Number of columns.
+    #[serde(skip)]
     pub columns: u32,
     /// Number of events of the run.
     pub events: u64,
+    /// The Lamport times of the first and last event the diagram shows (none: it shows none).
+    pub span: Option<(Tick, Tick)>,
+    /// Whether only some stretches are drawn in detail (see the module documentation).
+    pub overview: bool,
+    /// How many events each line has in each stretch of Lamport time.
+    pub density: Density,
+    /// Where the events that matter are, dots or not.
+    pub landmarks: Vec<Landmark>,
     /// What the diagram does not draw, in sentences (nothing for a full diagram of the run).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<String>,
@@ -209,6 +242,8 @@ pub struct Size {
     pub arrows: u64,
     /// Boxes of local events.
     pub runs: u64,
+    /// Counts of the density (events per line and stretch of Lamport time).
+    pub cells: u64,
 }
 
 /// What a diagram is drawn from: the analyses it needs (Lamport times, race sides, how each
@@ -235,9 +270,11 @@ impl Plan {
         view: &View,
     ) -> Plan {
         let n = trace.processes().len();
+        progress::stage("finding how each process ended", None);
         let ends = deadlocks(trace).endings;
         let times = lamport(trace, clocks);
         let race_pairs = race_pairs(trace, data, messages);
+        progress::stage("finding which write each atomic read read", None);
         let data_edges = reads_from(trace);
         let cut_at: Option<Vec<u64>> =
             cut.map(|c| (0..n as u32).map(|p| c.events_of(trace, p)).collect());
@@ -307,6 +344,15 @@ impl Plan {
             .filter(|e| is_dot(e.from) && is_dot(e.to))
             .count();
         size.arrows = (sync_arrows + data_arrows) as u64;
+        let spans = selection
+            .ranges
+            .iter()
+            .zip(&self.times)
+            .filter_map(|(range, times)| lane_span(times, range));
+        let lanes = spans.clone().count();
+        if let Some(span) = spans.reduce(|a, b| (a.0.min(b.0), a.1.max(b.1))) {
+            size.cells = (lanes * density::bins(lanes, span).1) as u64;
+        }
         size
     }
 }
@@ -416,6 +462,12 @@ impl Diagram {
             selection,
         } = plan;
         let n = trace.processes().len();
+        let inside: u64 = selection
+            .ranges
+            .iter()
+            .map(|r| u64::from(r.len() as u32))
+            .sum();
+        let mut counted = progress::pass("laying out the picture", inside);
         let race_events: BTreeSet<EventRef> = race_pairs.iter().flat_map(|r| [r.0, r.1]).collect();
 
         // Lines: the processes the window shows.
@@ -472,6 +524,7 @@ impl Diagram {
                     nodes.push(Node {
                         lane,
                         col: 0,
+                        time: times[p][k as usize],
                         event: k,
                         kind: op.kind_name(),
                         class,
@@ -480,6 +533,7 @@ impl Diagram {
                     });
                     next_point += 1;
                     k += 1;
+                    counted.add(1);
                 } else {
                     let end = points.get(next_point).copied().unwrap_or(range.end);
                     let hidden = candidates.partition_point(|&c| c < end)
@@ -488,14 +542,19 @@ impl Diagram {
                     runs.push(Run {
                         lane,
                         col: 0,
+                        from: times[p][k as usize],
+                        to: times[p][end as usize - 1],
                         first: k,
                         count: end - k,
                         hidden: hidden as u32,
                     });
+                    counted.add(u64::from(end - k));
                     k = end;
                 }
             }
         }
+        // Its stage ends here: what it holds is its own.
+        drop(counted);
         // Edges between dots are arrows; the others, between the items holding their ends,
         // are bundled.
         let item_of = |e: EventRef| -> Option<ItemAt> {
@@ -562,24 +621,27 @@ impl Diagram {
             }
         }
         let columns = assign_columns(&items, &mut nodes, &mut runs, &arrows);
-        let place = |(p, i): ItemAt| -> (u32, u32) {
+        let place = |(p, i): ItemAt| -> (u32, u32, Tick) {
             let (is_node, j) = items[p as usize][i];
             if is_node {
-                (nodes[j].lane, nodes[j].col)
+                (nodes[j].lane, nodes[j].col, nodes[j].time)
             } else {
-                (runs[j].lane, runs[j].col)
+                let r = &runs[j];
+                (r.lane, r.col, r.from + (r.to - r.from) / 2)
             }
         };
         let mut bundles: Vec<Bundle> = bundled
             .into_iter()
             .map(|((a, b, kind), count)| {
-                let (from_lane, from_col) = place(a);
-                let (to_lane, to_col) = place(b);
+                let (from_lane, from_col, from_time) = place(a);
+                let (to_lane, to_col, to_time) = place(b);
                 Bundle {
                     from_lane,
                     from_col,
+                    from_time,
                     to_lane,
                     to_col,
+                    to_time,
                     kind,
                     count,
                 }
@@ -600,6 +662,19 @@ impl Diagram {
             .collect();
         let shown: Vec<usize> = (0..n).filter(|&p| lane_of[p].is_some()).collect();
         let cut = cut.zip(cut_at).map(|(c, at)| {
+            let times = shown
+                .iter()
+                .map(|&p| {
+                    let time_of = |k: u64| times[p].get(k as usize).map(|&t| f64::from(t));
+                    let before = at[p].checked_sub(1).and_then(time_of);
+                    match (before, time_of(at[p])) {
+                        (Some(b), Some(a)) => (a + b) / 2.0,
+                        (Some(b), None) => b + 0.5,
+                        (None, Some(a)) => a - 0.5,
+                        (None, None) => -0.5,
+                    }
+                })
+                .collect();
             let cols = shown
                 .iter()
                 .map(|&p| {
@@ -621,6 +696,7 @@ impl Diagram {
             CutLine {
                 predicate: c.predicate.clone(),
                 cols,
+                times,
                 consistent: c.crossing_edges(trace, clocks).is_empty(),
             }
         });
@@ -638,9 +714,25 @@ impl Diagram {
                         Ending::Blocked => "blocked",
                         Ending::Running => "running",
                     },
+                    span: lane_span(&times[p], &selection.ranges[p]),
                 }
             })
-            .collect();
+            .collect::<Vec<Lane>>();
+        let span = lanes
+            .iter()
+            .filter_map(|l| l.span)
+            .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)));
+        let (density, landmarks) = density::summarize(
+            &density::Inputs {
+                trace,
+                times: &times,
+                ranges: &selection.ranges,
+                shown: &shown,
+                races: &race_events,
+                endings: &ends,
+            },
+            span,
+        );
         let left_out = left_out(trace, &view.window, &selection, &runs, &bundles, outside);
         Diagram {
             title: title.to_owned(),
@@ -653,9 +745,22 @@ impl Diagram {
             cut,
             columns,
             events: trace.event_count(),
+            span,
+            overview: selection.overview,
+            density,
+            landmarks,
             left_out,
         }
     }
+}
+
+/// The Lamport times of the first and last of `range`, events of a process whose times are
+/// `times`.
+fn lane_span(times: &[Tick], range: &std::ops::Range<u32>) -> Option<(Tick, Tick)> {
+    if range.is_empty() {
+        return None;
+    }
+    Some((times[range.start as usize], times[range.end as usize - 1]))
 }
 
 /// A race's two sides, kind (`data` or `message`), variable or channel, and count.

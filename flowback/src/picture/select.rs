@@ -15,6 +15,7 @@ use crate::reads_from::ReadsFrom;
 use crate::trace::{EventRef, Op, Trace};
 use crate::vclock::Clocks;
 use crate::window::Window;
+use ppd_formats::progress;
 
 /// Events that make a stretch worth drawing, most important first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -82,7 +83,10 @@ impl Selection {
                 }
             })
             .collect();
+        let inside: u64 = ranges.iter().map(|r| u64::from(r.len() as u32)).sum();
+        let mut counted = progress::pass("choosing the dots", inside);
         let mut candidates: Vec<Vec<u32>> = vec![Vec::new(); n];
+        let mut marks: Vec<EventRef> = Vec::new();
         for (p, proc) in trace.processes().iter().enumerate() {
             let r = ranges[p].clone();
             if r.is_empty() {
@@ -91,11 +95,14 @@ impl Selection {
             candidates[p].push(r.start);
             candidates[p].push(r.end - 1);
             for k in r {
-                if matches!(
-                    proc.events[k as usize].op,
-                    Op::Mark { .. } | Op::Send { .. }
-                ) {
-                    candidates[p].push(k);
+                counted.add(1);
+                match proc.events[k as usize].op {
+                    Op::Mark { .. } => {
+                        candidates[p].push(k);
+                        marks.push(EventRef::new(p as u32, k));
+                    }
+                    Op::Send { .. } => candidates[p].push(k),
+                    _ => {}
                 }
             }
         }
@@ -128,15 +135,15 @@ impl Selection {
             anchors_left_out: Vec::new(),
         };
         match budget {
-            Some(budget) if total > budget => selection.overview(input, budget),
+            Some(budget) if total > budget => selection.overview(input, &marks, budget),
             _ => selection.dots = selection.candidates.clone(),
         }
         selection
     }
 
     /// Draws in detail the start and end of the window and the neighbourhoods of the events
-    /// that matter, as many as `budget` dots hold.
-    fn overview(&mut self, input: &Inputs<'_>, budget: usize) {
+    /// that matter (`marks`: the window's marks), as many as `budget` dots hold.
+    fn overview(&mut self, input: &Inputs<'_>, marks: &[EventRef], budget: usize) {
         self.overview = true;
         let times = input.times;
         let shown: Vec<usize> = (0..self.ranges.len())
@@ -183,12 +190,8 @@ impl Selection {
             if panicked || input.endings[p] == Ending::Blocked {
                 anchor(Anchor::Ending, EventRef::new(p as u32, k as u32));
             }
-            for k in self.ranges[p].clone() {
-                if matches!(proc.events[k as usize].op, Op::Mark { .. }) {
-                    anchor(Anchor::Mark, EventRef::new(p as u32, k));
-                }
-            }
         }
+        marks.iter().for_each(|&e| anchor(Anchor::Mark, e));
         input.chosen.iter().for_each(|&e| anchor(Anchor::Chosen, e));
         anchors.sort_unstable();
         anchors.dedup();

@@ -13,7 +13,7 @@ use std::ops::Range;
 
 use std::sync::Arc;
 
-use ppd_formats::{Event, LogReader, LogState, Recording};
+use ppd_formats::{Event, LogReader, LogState, Recording, progress};
 
 use super::logged::Counted;
 use super::{
@@ -64,6 +64,7 @@ impl Trace<Logged> {
     pub fn load_logged(recording: &Recording) -> Result<Trace<Logged>> {
         let logs = open_logs(recording);
         let whole = whole_logs(&logs);
+        progress::stage(READING, Some(events_of(&whole)));
         let (b, _) = read_pieces::<Counted>(recording, &logs, &whole, false, &mut |_, _| {});
         let dictionary = Arc::new(b.dictionary());
         let trace = b.build();
@@ -91,6 +92,14 @@ fn open_logs(recording: &Recording) -> Vec<Log> {
         .iter()
         .map(|entry| recording.open_log(entry))
         .collect()
+}
+
+/// What the stage that decodes every log is called.
+const READING: &str = "reading the logs";
+
+/// How many events `pieces` hold.
+fn events_of(pieces: &[Piece]) -> u64 {
+    pieces.iter().map(|p| p.range.end - p.range.start).sum()
 }
 
 /// Every log whole, in order.
@@ -125,7 +134,8 @@ fn read_with<S: EventStore + EventSink>(
         ids.windows(2).all(|w| w[0] != w[1])
     };
     let whole = whole_logs(&logs);
-    let total: u64 = whole.iter().map(|p| p.range.end).sum();
+    let total = events_of(&whole);
+    progress::stage(READING, Some(total));
     let parts = if total < parallel_from || !ids_unique || threads < 2 {
         vec![whole]
     } else {
@@ -165,6 +175,10 @@ fn read_with<S: EventStore + EventSink>(
         })
     });
     if cut_inside {
+        progress::stage(
+            "reading the logs again, one after the other (damage ends one of them)",
+            Some(total),
+        );
         let (b, _) = read_pieces(recording, logs, &whole_logs(logs), false, &mut |_, _| {});
         return Ok(b.build());
     }

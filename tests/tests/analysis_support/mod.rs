@@ -172,9 +172,54 @@ fn on_path(names: &[&str]) -> Option<PathBuf> {
 
 /// The DOM of `page` after its scripts ran, as headless Chromium serializes it.
 pub(crate) fn render_dom(chromium: &Path, page: &Path) -> String {
+    render_dom_at(chromium, page, "")
+}
+
+/// The DOM of `page` opened at `fragment` (`#from=10&to=20`; empty: none) after its scripts
+/// ran. The window and its scale are those of [`screenshot`], so the coordinates the page
+/// reports are the screenshot's pixels.
+pub(crate) fn render_dom_at(chromium: &Path, page: &Path, fragment: &str) -> String {
+    let out = run_chromium(chromium, page, fragment, &["--dump-dom"]);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// What headless Chromium shows of `page` opened at `fragment`: a 1400×900 window, one device
+/// pixel a CSS pixel.
+pub(crate) fn screenshot(chromium: &Path, page: &Path, fragment: &str) -> Screenshot {
+    let dir = tempfile::tempdir().expect("a directory for the screenshot");
+    let png = dir.path().join("shot.png");
+    run_chromium(
+        chromium,
+        page,
+        fragment,
+        &[&format!("--screenshot={}", png.display())],
+    );
+    let file = std::fs::File::open(&png).expect("chromium wrote the screenshot");
+    let mut reader = png::Decoder::new(std::io::BufReader::new(file))
+        .read_info()
+        .expect("a PNG");
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).expect("the PNG's pixels");
+    let channels = info.color_type.samples();
+    assert!(
+        info.bit_depth == png::BitDepth::Eight && channels >= 3,
+        "an 8-bit colour screenshot: {info:?}"
+    );
+    let rgb = buf[..info.buffer_size()]
+        .chunks(channels)
+        .flat_map(|px| [px[0], px[1], px[2]])
+        .collect();
+    Screenshot {
+        width: info.width,
+        height: info.height,
+        rgb,
+    }
+}
+
+fn run_chromium(chromium: &Path, page: &Path, fragment: &str, mode: &[&str]) -> Output {
     let profile = tempfile::tempdir().expect("browser profile directory");
     let url = format!(
-        "file://{}",
+        "file://{}{fragment}",
         page.canonicalize().expect("page exists").display()
     );
     let out = Command::new(chromium)
@@ -187,10 +232,12 @@ pub(crate) fn render_dom(chromium: &Path, page: &Path) -> String {
             "--disable-component-update",
             "--disable-sync",
             "--no-first-run",
+            "--hide-scrollbars",
+            "--force-device-scale-factor=1",
             "--window-size=1400,900",
         ])
         .arg(format!("--user-data-dir={}", profile.path().display()))
-        .arg("--dump-dom")
+        .args(mode)
         .arg(&url)
         .output()
         .expect("run chromium");
@@ -199,7 +246,68 @@ pub(crate) fn render_dom(chromium: &Path, page: &Path) -> String {
         "chromium failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    out
+}
+
+/// A screenshot's pixels.
+pub(crate) struct Screenshot {
+    pub(crate) width: u32,
+    pub(crate) height: u32,
+    rgb: Vec<u8>,
+}
+
+impl Screenshot {
+    /// The colour at `(x, y)` (black outside the picture).
+    pub(crate) fn pixel(&self, x: u32, y: u32) -> [u8; 3] {
+        if x >= self.width || y >= self.height {
+            return [0, 0, 0];
+        }
+        let i = 3 * (y as usize * self.width as usize + x as usize);
+        [self.rgb[i], self.rgb[i + 1], self.rgb[i + 2]]
+    }
+
+    /// How many pixels of the rectangle `xs × ys` `matches`.
+    pub(crate) fn count(
+        &self,
+        xs: std::ops::Range<u32>,
+        ys: std::ops::Range<u32>,
+        matches: impl Fn([u8; 3]) -> bool,
+    ) -> usize {
+        ys.flat_map(|y| xs.clone().map(move |x| (x, y)))
+            .filter(|&(x, y)| matches(self.pixel(x, y)))
+            .count()
+    }
+
+    /// The share of the columns `xs` that have a pixel `matches` somewhere in the rows `ys`.
+    pub(crate) fn columns_with(
+        &self,
+        xs: std::ops::Range<u32>,
+        ys: std::ops::Range<u32>,
+        matches: impl Fn([u8; 3]) -> bool,
+    ) -> f64 {
+        let width = xs.len().max(1);
+        let hit = xs
+            .filter(|&x| ys.clone().any(|y| matches(self.pixel(x, y))))
+            .count();
+        hit as f64 / width as f64
+    }
+}
+
+/// `#rrggbb` as a colour.
+pub(crate) fn colour(hex: &str) -> [u8; 3] {
+    let hex = hex.trim_start_matches('#');
+    let part = |i: usize| u8::from_str_radix(&hex[i..i + 2], 16).expect("a #rrggbb colour");
+    [part(0), part(2), part(4)]
+}
+
+/// Whether `a` is `b` within `tolerance` in every channel.
+pub(crate) fn near(a: [u8; 3], b: [u8; 3], tolerance: u8) -> bool {
+    a.iter().zip(b).all(|(&x, y)| x.abs_diff(y) <= tolerance)
+}
+
+/// Whether a pixel is dark enough to be text.
+pub(crate) fn is_ink(px: [u8; 3]) -> bool {
+    u32::from(px[0]) + u32::from(px[1]) + u32::from(px[2]) < 3 * 110
 }
 
 /// How many times `needle` occurs in `haystack`.
