@@ -763,7 +763,10 @@ fn messages_name_what_is_wrong() {
         let out = ppd(work.path(), &["why", r, id, "balance"]);
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(2), "{id}: {err}");
-        assert!(err.contains(&format!("no process `{id}` in the recording")), "{id}: {err}");
+        assert!(
+            err.contains(&format!("no process `{id}` in the recording")),
+            "{id}: {err}"
+        );
     }
     let missing = work.path().join("no/such/dir/x.svg");
     let out = ppd(

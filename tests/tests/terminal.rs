@@ -15,8 +15,8 @@ fn on_terminal(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> (Option<i32>,
     let status = Command::new(ppd_bin())
         .args(args)
         .current_dir(cwd)
-        .envs(env.iter().copied())
         .env_remove("NO_COLOR")
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::from(slave.try_clone().unwrap()))
         .stderr(Stdio::from(slave))
@@ -116,7 +116,10 @@ fn reports_are_coloured_on_a_terminal_unless_no_color_or_never_and_never_into_a_
         assert!(colored(&seen), "{args:?}: no colour on a terminal: {seen}");
         // The process names are what is painted, and painting keeps the text.
         assert!(seen.contains("teller"), "{args:?}: {seen}");
-        for (env, flag) in [(&[("NO_COLOR", "1")][..], None), (&[][..], Some("--color=never"))] {
+        for (env, flag) in [
+            (&[("NO_COLOR", "1")][..], None),
+            (&[][..], Some("--color=never")),
+        ] {
             let mut with = args.to_vec();
             with.extend(flag);
             let (code, plain) = on_terminal(work.path(), &with, env);
@@ -124,11 +127,17 @@ fn reports_are_coloured_on_a_terminal_unless_no_color_or_never_and_never_into_a_
             assert!(!colored(&plain), "{with:?} {env:?}: {plain}");
         }
         let piped = ppd(work.path(), args);
-        assert!(!colored(&String::from_utf8_lossy(&piped.stdout)), "{args:?} into a pipe");
+        assert!(
+            !colored(&String::from_utf8_lossy(&piped.stdout)),
+            "{args:?} into a pipe"
+        );
         let mut forced = args.to_vec();
         forced.push("--color=always");
         let piped = ppd(work.path(), &forced);
-        assert!(colored(&String::from_utf8_lossy(&piped.stdout)), "{forced:?} into a pipe");
+        assert!(
+            colored(&String::from_utf8_lossy(&piped.stdout)),
+            "{forced:?} into a pipe"
+        );
     }
     // JSON is for programs: never coloured, whatever is asked.
     let (_, json) = on_terminal(work.path(), &["info", rec, "--json", "--color=always"], &[]);

@@ -5,9 +5,9 @@ use std::process::ExitCode;
 
 use ppd_formats::Recording;
 use ppd_formats::authenticity::Authenticity;
+use ppd_formats::ending::ProcessEnding;
 use ppd_formats::integrity::{self, FileAuthenticity};
 use ppd_formats::recording::resolve;
-use ppd_formats::ending::ProcessEnding;
 use ppd_formats::summary::{Payloads, RecordingSummary, summarize};
 
 use anyhow::anyhow;
