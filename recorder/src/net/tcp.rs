@@ -215,7 +215,7 @@ super::stream::read_write!(TcpStream);
 /// A stream is logged as its socket's id (it can be an e-block argument).
 impl serde::Serialize for TcpStream {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        crate::sync::handle::serialize(self.inner.id(), serializer)
+        crate::sync::handle::serialize(self.inner.id(), ppd_formats::value::End::Whole, serializer)
     }
 }
 

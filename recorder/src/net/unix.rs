@@ -243,7 +243,7 @@ super::stream::read_write!(UnixStream);
 
 impl serde::Serialize for UnixStream {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        crate::sync::handle::serialize(self.inner.id(), serializer)
+        crate::sync::handle::serialize(self.inner.id(), ppd_formats::value::End::Whole, serializer)
     }
 }
 
