@@ -4,7 +4,6 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use ppd_formats::Recording;
-use ppd_formats::recording::resolve;
 use ppd_formats::summary::{Payloads, RecordingSummary, summarize};
 
 use anyhow::anyhow;
@@ -15,7 +14,7 @@ use crate::output;
 use crate::output::outln;
 
 pub(crate) fn run(rec: Option<&Path>, json: bool, damage: DamageArgs) -> CmdResult {
-    let dir = resolve(rec)?;
+    let dir = crate::rec::resolve(rec)?;
     let recording = Recording::open(&dir)?;
     let summary = summarize(&recording, Payloads::Verify)?;
     // A recording being written changes while it is read: what a log held a moment ago may
