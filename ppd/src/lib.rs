@@ -84,7 +84,7 @@ pub mod __private {
     pub use inventory;
     pub use ppd_recorder::__capture as capture;
     pub use ppd_recorder::__register_values as register_values;
-    pub use ppd_recorder::runtime::binding::{Bound, RegisterBound, SkipBound, name_objects};
+    pub use ppd_recorder::runtime::binding::{Binding, Bindings, Bound, RegisterBound, SkipBound};
     pub use ppd_recorder::{eblock, trace};
     pub use ppd_replayer::emulate;
 

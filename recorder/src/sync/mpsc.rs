@@ -171,7 +171,7 @@ pub(crate) fn make<T>(
         );
     }
     // The channel and its hidden semaphores all carry the name of the binding it is made in.
-    let name = name.or_else(|| runtime::binding::take(site));
+    let name = name.or_else(|| runtime::binding::name_at(site));
     let (tx, rx) = carrier::enveloped();
     let id = runtime::create(ObjectKind::Channel, 0, name, site);
     let meta = Arc::new(ChannelMeta {
