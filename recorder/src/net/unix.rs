@@ -91,6 +91,10 @@ impl OsStream for std_unix::UnixStream {
         (&mut &*self).read(buf)
     }
 
+    fn os_read_to_end(&self, buf: &mut Vec<u8>) -> io::Result<usize> {
+        (&mut &*self).read_to_end(buf)
+    }
+
     fn os_write(&self, buf: &[u8]) -> io::Result<usize> {
         (&mut &*self).write(buf)
     }
