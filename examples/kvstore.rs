@@ -24,9 +24,9 @@
 //! `ppd why backup/replication newer --at 'mark ignored'`.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
 use std::process::ExitCode;
 
+use ppd::io::{BufRead, BufReader, Write};
 use ppd::net::{TcpListener, TcpStream};
 use ppd::sync::{Arc, Mutex};
 

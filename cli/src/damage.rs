@@ -16,7 +16,6 @@ use anyhow::anyhow;
 use ppd_formats::Recording;
 use ppd_formats::ending::RunEnding;
 use ppd_formats::integrity::{self, FileAuthenticity, Integrity};
-use ppd_formats::recording::resolve;
 
 use crate::exit::{CliError, input};
 
@@ -38,7 +37,7 @@ pub(crate) struct Checked {
 
 /// Finds, opens and checks the recording `rec` names (or the newest).
 pub(crate) fn open(rec: Option<&Path>, args: DamageArgs) -> Result<Checked, CliError> {
-    let dir = resolve(rec)?;
+    let dir = crate::rec::resolve(rec)?;
     let recording = Recording::open(&dir)?;
     refuse_live(&dir, &recording)?;
     ppd_formats::progress::stage(

@@ -9,6 +9,7 @@ mod damage;
 mod exit;
 mod output;
 mod progress;
+mod rec;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -1,25 +1,24 @@
 //! The one rule every command uses to find a process the user named: an exact process name
 //! first; in a recording of several OS processes, whose processes are named `NODE/NAME`, a
 //! `NAME` that only one node has; `p<N>` (or `N`, or `p<NODE>.<N>`) as a process id only when
-//! no process has that name; an error listing the candidates when the name is ambiguous or
-//! unknown.
+//! no process has that name; an error listing the candidates when the name is ambiguous (by
+//! the names that tell them apart) or unknown.
 
 use crate::ids::ProcessId;
 
 /// Why a process name does not name exactly one process.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProcessNameError {
-    /// Several processes have the name.
-    #[error(
-        "`{name}` names {} processes ({}); name one by its id",
-        ids.len(),
-        ids.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
-    )]
+    /// Several processes have the name: each is listed by the name that finds it alone (its
+    /// full `NODE/NAME`), or by its id when they share that too.
+    #[error("{}", ambiguous(name, ids, names))]
     Ambiguous {
         /// The name.
         name: String,
         /// Their ids.
         ids: Vec<ProcessId>,
+        /// Their full names, in the order of `ids`.
+        names: Vec<String>,
     },
     /// No process has the name, and it is not the id of one.
     #[error("no process `{name}` in the recording (its processes: {})", known.join(", "))]
@@ -31,16 +30,36 @@ pub enum ProcessNameError {
     },
 }
 
+/// What to say of a name several processes have: each by its full name and id (`server/main
+/// (p0), client/main (p1.0)`), and to name one by that name, or by its id when they share it.
+fn ambiguous(name: &str, ids: &[ProcessId], names: &[String]) -> String {
+    let listed: Vec<String> = ids
+        .iter()
+        .zip(names)
+        .map(|(id, n)| format!("{n} ({id})"))
+        .collect();
+    let distinct: std::collections::BTreeSet<&String> = names.iter().collect();
+    let how = if distinct.len() == names.len() {
+        "name one of them"
+    } else {
+        "name one by its id"
+    };
+    format!(
+        "`{name}` names {} processes ({}); {how}",
+        ids.len(),
+        listed.join(", ")
+    )
+}
+
 /// Finds the process `name` names among `processes` (id and name of each).
 pub fn resolve_process<'a>(
     name: &str,
     processes: impl IntoIterator<Item = (ProcessId, &'a str)> + Clone,
 ) -> Result<ProcessId, ProcessNameError> {
-    let named: Vec<ProcessId> = processes
+    let named: Vec<(ProcessId, &str)> = processes
         .clone()
         .into_iter()
         .filter(|(_, n)| *n == name)
-        .map(|(id, _)| id)
         .collect();
     let named = if named.is_empty() && !name.contains('/') {
         let suffix = format!("/{name}");
@@ -48,17 +67,17 @@ pub fn resolve_process<'a>(
             .clone()
             .into_iter()
             .filter(|(_, n)| n.ends_with(&suffix))
-            .map(|(id, _)| id)
             .collect()
     } else {
         named
     };
     match named.as_slice() {
-        [id] => return Ok(*id),
+        [(id, _)] => return Ok(*id),
         [_, _, ..] => {
             return Err(ProcessNameError::Ambiguous {
                 name: name.to_owned(),
-                ids: named,
+                ids: named.iter().map(|(id, _)| *id).collect(),
+                names: named.iter().map(|(_, n)| (*n).to_owned()).collect(),
             });
         }
         [] => {}
@@ -134,7 +153,7 @@ mod tests {
         let err = resolve_process("worker", procs()).unwrap_err().to_string();
         assert_eq!(
             err,
-            "`worker` names 2 processes (p2, p3); name one by its id"
+            "`worker` names 2 processes (worker (p2), worker (p3)); name one by its id"
         );
         let err = resolve_process("p9", procs()).unwrap_err().to_string();
         assert_eq!(
@@ -159,10 +178,14 @@ mod tests {
             resolve_process("sender", nodes.clone()),
             Ok(ProcessId::on_node(1, 1))
         );
-        assert!(matches!(
-            resolve_process("main", nodes.clone()),
-            Err(ProcessNameError::Ambiguous { .. })
-        ));
+        assert_eq!(
+            resolve_process("main", nodes.clone())
+                .unwrap_err()
+                .to_string(),
+            "`main` names 2 processes (server-1/main (p0), client-1/main (p1.0)); name one of \
+             them",
+            "each by the name that finds it alone"
+        );
         assert_eq!(
             resolve_process("p1.1", nodes.clone()),
             Ok(ProcessId::on_node(1, 1))

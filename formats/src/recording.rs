@@ -349,11 +349,15 @@ fn check_log_name(dir: &Path, log: &str) -> Result<()> {
 }
 
 /// Finds the recording a command should use: `arg` if given (a recording, or a directory of
-/// recordings whose newest is taken), else the newest in `./ppd-recordings`.
+/// recordings whose newest is taken; `latest`, when nothing here has that name, is the newest
+/// in `./ppd-recordings`, as its link there says), else the newest in `./ppd-recordings`.
 pub fn resolve(arg: Option<&Path>) -> Result<PathBuf> {
     let base = match arg {
         Some(path) if path.join(crate::manifest::MANIFEST_FILE).exists() => {
             return Ok(path.to_owned());
+        }
+        Some(path) if path == Path::new(LATEST) && fs::symlink_metadata(path).is_err() => {
+            PathBuf::from(RECORDINGS_DIR)
         }
         Some(path) => path.to_owned(),
         None => PathBuf::from(RECORDINGS_DIR),

@@ -3,13 +3,18 @@
 //! Prelogs, postlogs, payloads and marks are encoded with serde into self-describing
 //! MessagePack (struct fields by name), so the tools can print, compare and search values of a
 //! program they were not compiled with. [`Value`] is the decoded form; [`show`] prints it the
-//! way Rust code would write it.
+//! way Rust code would write it. A ppd object in a value (a channel end, a mutex, an atomic, a
+//! socket passed to an e-block) is a [`Handle`], which [`show_with`] prints as the object it is
+//! (`channel requests (receiver)`).
 
+use std::fmt;
 use std::fmt::Write as _;
 
 mod parse;
 
+use crate::ids::ObjectId;
 pub use parse::{ParseError, parse};
+
 pub use rmpv::{Integer, Value};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -25,6 +30,144 @@ pub fn encode_value(value: &Value) -> Vec<u8> {
     // Writing into a Vec cannot fail.
     let _ = rmpv::encode::write_value(&mut out, value);
     out
+}
+
+/// The MessagePack extension type of a [`Handle`].
+pub const HANDLE_EXT: i8 = 0x50;
+
+/// A ppd object logged as a value: extension type [`HANDLE_EXT`], whose 9 bytes are the
+/// object's id (big-endian, as its creator's log numbers it) and which end of it the value is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Handle {
+    /// The object.
+    pub object: ObjectId,
+    /// Which end of it.
+    pub end: End,
+}
+
+/// Which end of an object a handle is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum End {
+    /// The object itself: a mutex, an atomic, a socket.
+    Whole,
+    /// A channel's sending end.
+    Sender,
+    /// A channel's receiving end.
+    Receiver,
+}
+
+impl Handle {
+    /// The bytes of its extension value.
+    pub fn payload(self) -> [u8; 9] {
+        let mut bytes = [0; 9];
+        bytes[..8].copy_from_slice(&self.object.0.to_be_bytes());
+        bytes[8] = match self.end {
+            End::Whole => 0,
+            End::Sender => 1,
+            End::Receiver => 2,
+        };
+        bytes
+    }
+
+    /// The handle an extension value is, if it is one.
+    pub fn from_ext(tag: i8, bytes: &[u8]) -> Option<Handle> {
+        let (id, end) = match bytes {
+            [id @ .., end] if tag == HANDLE_EXT && id.len() == 8 => (id, end),
+            _ => return None,
+        };
+        let end = match end {
+            0 => End::Whole,
+            1 => End::Sender,
+            2 => End::Receiver,
+            _ => return None,
+        };
+        let id = u64::from_be_bytes(id.try_into().ok()?);
+        Some(Handle {
+            object: ObjectId(id),
+            end,
+        })
+    }
+
+    /// The handle `value` is, if it is one.
+    pub fn of(value: &Value) -> Option<Handle> {
+        match value {
+            Value::Ext(tag, bytes) => Handle::from_ext(*tag, bytes),
+            _ => None,
+        }
+    }
+
+    /// The handle as reports write it, given the object's label (`channel requests`).
+    pub fn described(self, object: &str) -> String {
+        match self.end {
+            End::Whole => object.to_owned(),
+            End::Sender => format!("{object} (sender)"),
+            End::Receiver => format!("{object} (receiver)"),
+        }
+    }
+}
+
+/// The name serde's MessagePack encoder gives an extension value.
+const EXT_STRUCT: &str = "_ExtStruct";
+
+/// A handle is written as its extension value (with any other serializer: the tag and bytes).
+impl Serialize for Handle {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        struct Bytes([u8; 9]);
+        impl Serialize for Bytes {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_bytes(&self.0)
+            }
+        }
+        serializer.serialize_newtype_struct(EXT_STRUCT, &(HANDLE_EXT, Bytes(self.payload())))
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Handle {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::Deserialize as _;
+        use serde::de::{self, Visitor};
+
+        struct Bytes(Vec<u8>);
+        impl<'de> serde::Deserialize<'de> for Bytes {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct Raw;
+                impl Visitor<'_> for Raw {
+                    type Value = Bytes;
+                    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                        f.write_str("the bytes of a ppd object")
+                    }
+                    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Bytes, E> {
+                        Ok(Bytes(v.to_vec()))
+                    }
+                }
+                d.deserialize_bytes(Raw)
+            }
+        }
+
+        struct Ext;
+        impl<'de> Visitor<'de> for Ext {
+            type Value = Handle;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a ppd object (MessagePack extension type 0x50)")
+            }
+            fn visit_newtype_struct<D: serde::Deserializer<'de>>(
+                self,
+                d: D,
+            ) -> Result<Handle, D::Error> {
+                let (tag, Bytes(bytes)) = <(i8, Bytes)>::deserialize(d)?;
+                Handle::from_ext(tag, &bytes)
+                    .ok_or_else(|| de::Error::custom("an extension value that is no ppd object"))
+            }
+        }
+        deserializer.deserialize_newtype_struct(EXT_STRUCT, Ext)
+    }
+}
+
+/// `#0.3 (receiver)`: the object by its id, as its creator's log numbers it.
+impl fmt::Display for Handle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.described(&self.object.to_string()))
+    }
 }
 
 /// Encodes `value` as self-describing MessagePack.
@@ -136,17 +279,53 @@ pub fn decode(bytes: &[u8]) -> Result<Value, ValueError> {
     Ok(value)
 }
 
-/// Prints a value as Rust would write it: `{balance: -50, owner: "ann"}`, `Deposit(20)`.
+/// What a reader of the recording knows of the objects handles name, for [`show_with`] and
+/// [`to_json_with`].
+pub trait Objects {
+    /// The id the recording gives the object that a value logged by one of its nodes calls
+    /// `object` (the node's ids moved up).
+    fn id(&self, object: ObjectId) -> ObjectId;
+    /// What the object with the recording's id `object` is called: its kind and name
+    /// (`channel requests`).
+    fn label(&self, object: ObjectId) -> String;
+}
+
+/// Objects by the ids values give them: a value read without its recording.
+struct ById;
+
+impl Objects for ById {
+    fn id(&self, object: ObjectId) -> ObjectId {
+        object
+    }
+
+    fn label(&self, object: ObjectId) -> String {
+        object.to_string()
+    }
+}
+
+/// Prints a value as Rust would write it: `{balance: -50, owner: "ann"}`, `Deposit(20)`; a
+/// handle by its object's id (`#0.3 (receiver)`).
 pub fn show(value: &Value) -> String {
+    show_with(value, &ById)
+}
+
+/// Prints a value as [`show`] does, a handle as `objects` calls its object (`channel requests
+/// (receiver)`).
+pub fn show_with(value: &Value, objects: &dyn Objects) -> String {
     let mut out = String::new();
-    write_value(&mut out, value);
+    write_value(&mut out, value, objects);
     out
 }
 
 /// Decodes and prints, or says why the bytes are not a value.
 pub fn show_bytes(bytes: &[u8]) -> String {
+    show_bytes_with(bytes, &ById)
+}
+
+/// Decodes and prints as [`show_with`], or says why the bytes are not a value.
+pub fn show_bytes_with(bytes: &[u8], objects: &dyn Objects) -> String {
     match decode(bytes) {
-        Ok(v) => show(&v),
+        Ok(v) => show_with(&v, objects),
         Err(e) => format!("<undecodable value: {e}>"),
     }
 }
@@ -157,7 +336,7 @@ fn is_identifier(s: &str) -> bool {
         && chars.all(|c| c.is_alphanumeric() || c == '_')
 }
 
-fn write_value(out: &mut String, value: &Value) {
+fn write_value(out: &mut String, value: &Value, objects: &dyn Objects) {
     match value {
         Value::Nil => out.push_str("()"),
         Value::Boolean(b) => {
@@ -187,7 +366,7 @@ fn write_value(out: &mut String, value: &Value) {
                 if i > 0 {
                     out.push_str(", ");
                 }
-                write_value(out, item);
+                write_value(out, item, objects);
             }
             out.push(']');
         }
@@ -202,7 +381,7 @@ fn write_value(out: &mut String, value: &Value) {
                 match v {
                     Value::Map(_) => {
                         out.push(' ');
-                        write_value(out, v);
+                        write_value(out, v, objects);
                     }
                     Value::Array(items) => {
                         out.push('(');
@@ -210,13 +389,13 @@ fn write_value(out: &mut String, value: &Value) {
                             if i > 0 {
                                 out.push_str(", ");
                             }
-                            write_value(out, item);
+                            write_value(out, item, objects);
                         }
                         out.push(')');
                     }
                     _ => {
                         out.push('(');
-                        write_value(out, v);
+                        write_value(out, v, objects);
                         out.push(')');
                     }
                 }
@@ -231,23 +410,37 @@ fn write_value(out: &mut String, value: &Value) {
                     Value::String(s) if s.as_str().is_some_and(is_identifier) => {
                         out.push_str(s.as_str().unwrap_or_default());
                     }
-                    _ => write_value(out, k),
+                    _ => write_value(out, k, objects),
                 }
                 out.push_str(": ");
-                write_value(out, v);
+                write_value(out, v, objects);
             }
             out.push('}');
         }
-        Value::Ext(tag, bytes) => {
-            let _ = write!(out, "<ext {tag}: {bytes:?}>");
-        }
+        Value::Ext(tag, bytes) => match Handle::from_ext(*tag, bytes) {
+            Some(handle) => {
+                let label = objects.label(objects.id(handle.object));
+                out.push_str(&handle.described(&label));
+            }
+            None => {
+                let _ = write!(out, "<ext {tag}: {bytes:?}>");
+            }
+        },
     }
 }
 
 /// Converts a value to JSON for machine-readable reports: maps with string keys become
-/// objects, binary becomes an array of bytes, other keys are printed.
+/// objects, binary becomes an array of bytes, other keys are printed, a handle is `{"object":
+/// "#0.3 (receiver)", "id": "#0.3"}`.
 pub fn to_json(value: &Value) -> serde_json::Value {
+    to_json_with(value, &ById)
+}
+
+/// Converts a value to JSON as [`to_json`] does, a handle as `objects` calls its object
+/// (`{"object": "channel requests (receiver)", "id": "#0.3"}`).
+pub fn to_json_with(value: &Value, objects: &dyn Objects) -> serde_json::Value {
     use serde_json::Value as J;
+    let to_json = |v: &Value| to_json_with(v, objects);
     match value {
         Value::Nil => J::Null,
         Value::Boolean(b) => J::Bool(*b),
@@ -260,20 +453,29 @@ pub fn to_json(value: &Value) -> serde_json::Value {
         Value::F64(x) => J::from(*x),
         Value::String(s) => J::String(s.as_str().unwrap_or("<invalid utf-8>").to_owned()),
         Value::Binary(b) => J::Array(b.iter().map(|x| J::from(*x)).collect()),
-        Value::Array(items) => J::Array(items.iter().map(to_json).collect()),
+        Value::Array(items) => J::Array(items.iter().map(&to_json).collect()),
         Value::Map(entries) => J::Object(
             entries
                 .iter()
                 .map(|(k, v)| {
                     let key = match k {
                         Value::String(s) => s.as_str().unwrap_or("?").to_owned(),
-                        other => show(other),
+                        other => show_with(other, objects),
                     };
                     (key, to_json(v))
                 })
                 .collect(),
         ),
-        Value::Ext(tag, bytes) => J::String(format!("<ext {tag}: {bytes:?}>")),
+        Value::Ext(tag, bytes) => match Handle::from_ext(*tag, bytes) {
+            Some(handle) => {
+                let id = objects.id(handle.object);
+                serde_json::json!({
+                    "object": handle.described(&objects.label(id)),
+                    "id": id.to_string(),
+                })
+            }
+            None => J::String(format!("<ext {tag}: {bytes:?}>")),
+        },
     }
 }
 
@@ -371,6 +573,64 @@ mod tests {
         let back: Account = decode_as(&entries[0].1).unwrap();
         assert_eq!(back.balance, 3);
         assert!(map_entries(&encode(&7u8).unwrap()).is_err());
+    }
+
+    #[test]
+    fn a_handle_is_an_extension_value_shown_as_the_object_it_is() {
+        let receiver = Handle {
+            object: ObjectId::new(crate::ProcessId(1), 3),
+            end: End::Receiver,
+        };
+        let mutex = Handle {
+            object: ObjectId(0),
+            end: End::Whole,
+        };
+        let mut w = MapWriter::new(3);
+        w.entry("rx", &receiver)
+            .entry("lock", &mutex)
+            .entry("n", &4u64);
+        let v = decode(&w.finish()).unwrap();
+        assert_eq!(Handle::of(field(&v, "rx").unwrap()), Some(receiver));
+        assert_eq!(
+            Handle::of(field(&v, "n").unwrap()),
+            None,
+            "a number is none"
+        );
+        assert_eq!(show(&v), "{rx: #1.3 (receiver), lock: #0.0, n: 4}");
+        // A reader of a recording in which the value's node is node 2.
+        struct Node2;
+        impl Objects for Node2 {
+            fn id(&self, object: ObjectId) -> ObjectId {
+                object.rebased(crate::ProcessId::on_node(2, 0).0)
+            }
+            fn label(&self, object: ObjectId) -> String {
+                match object.ordinal() {
+                    3 => "channel requests".to_owned(),
+                    _ => format!("mutex {object}"),
+                }
+            }
+        }
+        assert_eq!(
+            show_with(&v, &Node2),
+            "{rx: channel requests (receiver), lock: mutex #2.0.0, n: 4}"
+        );
+        assert_eq!(
+            to_json_with(&v, &Node2)["rx"],
+            serde_json::json!({"object": "channel requests (receiver)", "id": "#2.1.3"})
+        );
+        let back: Handle = decode_as(&encode(&receiver).unwrap()).unwrap();
+        assert_eq!(back, receiver);
+        assert!(decode_as::<Handle>(&encode(&7u64).unwrap()).is_err());
+        assert_eq!(Handle::from_ext(HANDLE_EXT, &[0; 8]), None, "too short");
+        assert_eq!(
+            Handle::from_ext(HANDLE_EXT, &[0, 0, 0, 0, 0, 0, 0, 0, 9]),
+            None
+        );
+        assert_eq!(
+            Handle::from_ext(1, &receiver.payload()),
+            None,
+            "another type"
+        );
     }
 
     #[test]

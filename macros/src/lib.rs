@@ -11,6 +11,7 @@
 //! Each attribute is split into parsing (syntax into a model), checking (every error collected
 //! with its span, never a panic) and expansion.
 
+mod binding;
 mod eblock;
 mod main_attr;
 

@@ -30,7 +30,7 @@
 //! # Building without ppd
 //!
 //! With the default `record` feature turned off (`default-features = false`),
-//! `ppd::{thread, sync, time, collections}` are std's modules, `ppd::channel` (and
+//! `ppd::{thread, sync, time, collections, io}` are std's modules, `ppd::channel` (and
 //! `ppd::select!`) is crossbeam-channel, `#[ppd::main]`, `#[ppd::eblock]` and `#[ppd::eblocks]` leave the code as
 //! it is and `ppd::mark!` does nothing: the build carries no ppd code, as loom's and shuttle's
 //! switches do. Only the std-mirroring surface switches; ppd's own additions (`rand`, `task`,
@@ -39,12 +39,14 @@
 #[cfg(feature = "record")]
 pub use ppd_macros::{eblock, eblocks, main};
 #[cfg(feature = "record")]
-pub use ppd_recorder::{channel, collections, mark, net, rand, select, sync, task, thread, time};
+pub use ppd_recorder::{
+    channel, collections, io, mark, net, rand, select, sync, task, thread, time,
+};
 
 #[cfg(not(feature = "record"))]
 pub use ppd_macros_off::{eblock, eblocks, main};
 #[cfg(not(feature = "record"))]
-pub use std::{collections, sync, thread, time};
+pub use std::{collections, io, sync, thread, time};
 
 /// std's networking, in a build without ppd: `std::net`, and `std::os::unix::net` as `unix`.
 #[cfg(not(feature = "record"))]
@@ -84,7 +86,7 @@ pub mod __private {
     pub use inventory;
     pub use ppd_recorder::__capture as capture;
     pub use ppd_recorder::__register_values as register_values;
-    pub use ppd_recorder::runtime::binding::{Bound, RegisterBound, SkipBound, name_objects};
+    pub use ppd_recorder::runtime::binding::{Binding, Bindings, Bound, RegisterBound, SkipBound};
     pub use ppd_recorder::{eblock, trace};
     pub use ppd_replayer::emulate;
 

@@ -14,6 +14,7 @@
 pub mod channel;
 pub mod collections;
 pub mod eblock;
+pub mod io;
 mod mark;
 pub mod net;
 pub mod rand;

@@ -183,3 +183,58 @@ fn events_left_in_their_logs_are_the_events_read_into_memory_sockets_paired() {
         assert!(paired > 0, "{case}: the reads are paired with their writes");
     }
 }
+
+/// The line of `tests/src/bin/net_cases.rs` that holds `needle`.
+fn source_line(needle: &str) -> u64 {
+    let source = include_str!("../src/bin/net_cases.rs");
+    1 + source
+        .lines()
+        .position(|l| l.contains(needle))
+        .unwrap_or_else(|| panic!("{needle} is not in net_cases.rs")) as u64
+}
+
+#[test]
+fn every_read_and_write_is_located_at_the_line_of_the_program_that_made_it() {
+    let work = tempfile::tempdir().unwrap();
+    let (dir, printed) = record_case(work.path(), "sites", &["sites"]);
+    assert_eq!(
+        printed, "head first [\"second\", \"third\"] all of it\n",
+        "what the server read"
+    );
+    assert_replays(work.path(), &dir, &printed);
+    let events = exported_events(work.path(), &dir);
+    let lines_of = |kind: &str| -> std::collections::BTreeSet<u64> {
+        events
+            .iter()
+            .filter(|e| e["kind"] == kind)
+            .map(|e| {
+                assert_eq!(
+                    e["file"], "tests/src/bin/net_cases.rs",
+                    "located outside the program: {e}"
+                );
+                e["line"].as_u64().unwrap()
+            })
+            .collect()
+    };
+    let expected = |needles: &[&str]| needles.iter().map(|n| source_line(n)).collect();
+    assert_eq!(
+        lines_of("net_write"),
+        expected(&[
+            "stream.write_all(b\"head\")",
+            "writeln!(stream, \"first\")",
+            "write!(&stream, ",
+            "(&second).write_all(",
+        ]),
+        "each write at its line: write_all, writeln!, write!"
+    );
+    assert_eq!(
+        lines_of("net_read"),
+        expected(&[
+            "(&stream).read_exact(",
+            "reader.read_line(",
+            "for line in reader.lines()",
+            "(&second).read_to_string(",
+        ]),
+        "each read at its line, through ppd's BufReader too"
+    );
+}

@@ -351,6 +351,43 @@ fn state_is_restored_from_accumulated_logs() {
 }
 
 #[test]
+fn channel_ends_passed_to_an_eblock_are_shown_as_the_channels_they_are() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record_case(work.path(), "chain");
+    let (code, stdout, stderr) = why(work.path(), &dir, &["doubler", "--state"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    for shown in [
+        "input = channel readings (receiver)",
+        "out = channel doubled (sender)",
+    ] {
+        assert!(stdout.contains(shown), "no `{shown}` in:\n{stdout}");
+    }
+    let (code, stdout, stderr) = why(work.path(), &dir, &["doubler", "--state", "--json"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let state: Value = serde_json::from_str(&stdout).unwrap();
+    let input = state["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "input")
+        .unwrap();
+    assert_eq!(input["value"], "channel readings (receiver)", "{state:#}");
+    assert_eq!(input["json"]["object"], "channel readings (receiver)");
+    assert!(
+        input["json"]["id"].as_str().unwrap().starts_with('#'),
+        "the id beside the name: {state:#}"
+    );
+
+    // In a chain, the parameter is the channel too.
+    let (code, stdout, stderr) = why(work.path(), &dir, &["doubler", "input", "--at", "double#2"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.contains("input = channel readings (receiver)"),
+        "{stdout}"
+    );
+}
+
+#[test]
 fn a_halted_replay_shows_restored_state_and_is_a_point_to_ask_at() {
     let work = tempfile::tempdir().unwrap();
     let dir = record_case(work.path(), "chain");

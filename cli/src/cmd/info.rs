@@ -7,7 +7,6 @@ use ppd_formats::Recording;
 use ppd_formats::authenticity::Authenticity;
 use ppd_formats::ending::ProcessEnding;
 use ppd_formats::integrity::{self, FileAuthenticity};
-use ppd_formats::recording::resolve;
 use ppd_formats::summary::{Payloads, RecordingSummary, summarize};
 
 use anyhow::anyhow;
@@ -19,7 +18,7 @@ use crate::output;
 use crate::output::outln;
 
 pub(crate) fn run(rec: Option<&Path>, json: bool, damage: DamageArgs) -> CmdResult {
-    let dir = resolve(rec)?;
+    let dir = crate::rec::resolve(rec)?;
     let recording = Recording::open(&dir)?;
     // How the run ended is the manifest's word: not given from one whose MAC fails.
     let authenticity = integrity::authenticity(&recording);

@@ -16,6 +16,7 @@ use crate::damage::{self, DamageArgs};
 use crate::exit::{CliError, CmdResult, input};
 use crate::output;
 use crate::output::{out, outln};
+use crate::rec;
 
 /// How many dependences a why-query follows unless told.
 pub(crate) const DEFAULT_DEPTH: usize = 12;
@@ -61,6 +62,10 @@ struct Target {
     var: Option<String>,
 }
 
+/// Splits the positional arguments into `[REC] PROCESS VAR`. Which of them were given is read
+/// off their number, except that a first argument naming a recording is taken for `REC`
+/// whatever follows: `ppd why REC teller` is missing its variable, not asking about a process
+/// called REC.
 fn positionals(args: &Args) -> Result<Target, CliError> {
     let needs_var = !args.state && args.what_if.is_empty();
     let a = &args.args;
@@ -69,14 +74,36 @@ fn positionals(args: &Args) -> Result<Target, CliError> {
         process: process.clone(),
         var: var.cloned(),
     };
-    match (needs_var, a.len()) {
-        (true, 3) => Ok(t(Some(&a[0]), &a[1], Some(&a[2]))),
-        (true, 2) => Ok(t(None, &a[0], Some(&a[1]))),
+    let rec_first = a.first().is_some_and(|first| rec::names_recording(first));
+    let state_hint = |rec: Option<&String>, process: &str| {
+        let rec = rec.map_or_else(String::new, |r| format!("{r} "));
+        format!("`ppd why {rec}{process} --state` lists the values its e-blocks logged")
+    };
+    match (needs_var, a.as_slice()) {
+        (true, [rec, process, var]) => Ok(t(Some(rec), process, Some(var))),
+        (true, [rec, process]) if rec_first => Err(input(anyhow!(
+            "missing VAR: ppd why [REC] PROCESS VAR ({rec} is the recording and {process} the \
+             process; {})",
+            state_hint(Some(rec), process)
+        ))),
+        (true, [process, var]) => Ok(t(None, process, Some(var))),
+        (true, [rec]) if rec_first => Err(input(anyhow!(
+            "missing PROCESS and VAR: ppd why [REC] PROCESS VAR ({rec} is the recording; `ppd \
+             info {rec}` lists its processes)"
+        ))),
+        (true, [process]) => Err(input(anyhow!(
+            "missing VAR: ppd why [REC] PROCESS VAR ({})",
+            state_hint(None, process)
+        ))),
         (true, _) => Err(input(anyhow!(
             "give the process and the variable: ppd why [REC] PROCESS VAR"
         ))),
-        (false, 2) => Ok(t(Some(&a[0]), &a[1], None)),
-        (false, 1) => Ok(t(None, &a[0], None)),
+        (false, [rec, process]) => Ok(t(Some(rec), process, None)),
+        (false, [rec]) if rec_first => Err(input(anyhow!(
+            "missing PROCESS: ppd why [REC] PROCESS --state | --what-if NAME=VALUE ({rec} is the \
+             recording; `ppd info {rec}` lists its processes)"
+        ))),
+        (false, [process]) => Ok(t(None, process, None)),
         (false, _) => Err(input(anyhow!(
             "with --state or --what-if, give only [REC] PROCESS (the point is --at)"
         ))),

@@ -11,11 +11,11 @@
 use std::collections::{BTreeSet, HashMap};
 
 use ppd_formats::trace::RecordKind;
-use ppd_formats::value::{self, Value};
+use ppd_formats::value::Value;
 use ppd_formats::{Event, ProcessId};
 
 use super::answer::{Dependence, Edge, NodeKind, Step, Via, node_kind};
-use super::engine::{Dep, Engine, Outside, Site, Stall, Try, decoded, record_value};
+use super::engine::{Dep, Engine, Outside, Site, Stall, Try, decoded};
 use super::place::Place;
 use super::store::{InstanceKey, Lookup};
 use crate::error::Result;
@@ -246,7 +246,7 @@ impl Engine<'_, '_> {
                 step.text = r.text.clone();
                 step.record = Some(r.kind);
                 step.event = r.event;
-                step.value = record_value(r, place.as_ref());
+                step.value = self.record_value(inst.process, r, place.as_ref());
                 let shown_place = place.as_ref().map(ToString::to_string).or(r.var.clone());
                 step.node = node_kind(r.kind);
                 if r.kind == RecordKind::Branch {
@@ -364,7 +364,7 @@ impl Engine<'_, '_> {
                     .iter()
                     .find(|(n, _)| *n == param.root)
                     .and_then(|(_, v)| param.select(&whole, v))
-                    .map(value::show);
+                    .map(|v| self.show(inst.process, v));
                 let callee_name = self.eblock_name(*callee).unwrap_or_default();
                 let mut step = blank(inst.process, self.process_name(inst.process));
                 step.eblock = Some(trace.eblock.clone());

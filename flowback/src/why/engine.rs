@@ -26,6 +26,7 @@ use ppd_formats::value::{self, Value};
 use ppd_formats::{Event, ObjectId, ProcessId};
 
 use super::answer::{Answer, Dependence, LeakReport, Query, Via};
+use super::objects::Objects;
 use super::place::Place;
 use super::shared::Histories;
 use super::store::{InstanceKey, Lookup, TraceStore};
@@ -148,31 +149,9 @@ pub(super) fn decoded(captured: Option<&Captured>) -> Option<Value> {
     }
 }
 
-/// A captured value as the answer shows it.
-pub(super) fn shown(captured: Option<&Captured>) -> Option<String> {
-    Some(match captured? {
-        Captured::Value(bytes) => value::show_bytes(bytes),
-        Captured::Debug(text) => text.clone(),
-        Captured::Opaque(ty) => format!("<{ty}>"),
-    })
-}
-
 fn as_index(v: &Value) -> Option<u64> {
     v.as_u64()
         .or_else(|| v.as_i64().and_then(|i| u64::try_from(i).ok()))
-}
-
-/// The part of a record's value `place` names, or the whole value.
-pub(super) fn record_value(record: &Record, place: Option<&Place>) -> Option<String> {
-    let var = record.var.as_deref().and_then(Place::parse);
-    match (place, var) {
-        (Some(place), Some(var)) if place.steps.len() > var.steps.len() => Some(
-            decoded(record.value.as_ref())
-                .and_then(|v| place.select(&var, &v).map(value::show))
-                .unwrap_or_else(|| "?".into()),
-        ),
-        _ => shown(record.value.as_ref()),
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -183,7 +162,7 @@ pub(super) struct Engine<'s, 'r> {
     logs: HashMap<InstanceKey, Arc<Logs>>,
     leaks: BTreeMap<InstanceKey, (String, Vec<Leak>)>,
     /// Objects as answers name them, looked up once each.
-    objects: std::cell::RefCell<HashMap<ObjectId, String>>,
+    objects: Objects<'r>,
     /// Accesses to shared objects, read as queries cross them.
     pub(super) shared: Histories,
     /// The object each node reached through shared memory was reached through.
@@ -194,11 +173,12 @@ pub(super) struct Engine<'s, 'r> {
 
 impl<'s, 'r> Engine<'s, 'r> {
     pub(super) fn new(store: &'s mut TraceStore<'r>) -> Engine<'s, 'r> {
+        let objects = Objects::new(store.recording());
         Engine {
             store,
             logs: HashMap::new(),
             leaks: BTreeMap::new(),
-            objects: std::cell::RefCell::new(HashMap::new()),
+            objects,
             shared: Histories::default(),
             through: HashMap::new(),
             wire: None,
@@ -207,11 +187,36 @@ impl<'s, 'r> Engine<'s, 'r> {
 
     /// An object by the name it was created with (`channel doubled`), else its kind and id.
     pub(super) fn object_name(&self, object: ObjectId) -> String {
-        self.objects
-            .borrow_mut()
-            .entry(object)
-            .or_insert_with(|| ppd_formats::ending::object_label(self.store.recording(), object))
-            .clone()
+        self.objects.label(object)
+    }
+
+    /// A value `process` logged, as the answer shows it (a handle as its object).
+    pub(super) fn show(&self, process: ProcessId, value: &Value) -> String {
+        self.objects.show(process, value)
+    }
+
+    /// A value a trace of `process` captured, as the answer shows it.
+    pub(super) fn shown(&self, process: ProcessId, captured: Option<&Captured>) -> Option<String> {
+        self.objects.shown(process, captured)
+    }
+
+    /// The part of a record's value `place` names, or the whole value (a record of a trace of
+    /// `process`).
+    pub(super) fn record_value(
+        &self,
+        process: ProcessId,
+        record: &Record,
+        place: Option<&Place>,
+    ) -> Option<String> {
+        let var = record.var.as_deref().and_then(Place::parse);
+        match (place, var) {
+            (Some(place), Some(var)) if place.steps.len() > var.steps.len() => Some(
+                decoded(record.value.as_ref())
+                    .and_then(|v| place.select(&var, &v).map(|v| self.show(process, v)))
+                    .unwrap_or_else(|| "?".into()),
+            ),
+            _ => self.shown(process, record.value.as_ref()),
+        }
     }
 
     /// An object by its name alone (`account`), else its id: what `via lock ...` says.
@@ -680,7 +685,8 @@ impl<'s, 'r> Engine<'s, 'r> {
             logged_before = true;
             let after = place.select(&whole, after);
             if after != Some(&here) {
-                let left = after.map_or_else(|| "no such part".into(), value::show);
+                let left =
+                    after.map_or_else(|| "no such part".into(), |v| self.show(inst.process, v));
                 return Ok(vec![self.outside(
                     inst,
                     r,
@@ -726,7 +732,7 @@ impl<'s, 'r> Engine<'s, 'r> {
             inst,
             r,
             Some(place.to_string()),
-            Some(value::show(&here)),
+            Some(self.show(inst.process, &here)),
             &note,
         )])
     }
@@ -777,7 +783,7 @@ impl<'s, 'r> Engine<'s, 'r> {
                             process: m.sender,
                             inst: None,
                             var: None,
-                            value: shown(r.value.as_ref()),
+                            value: self.shown(receiver, r.value.as_ref()),
                             file: String::new(),
                             line: 0,
                             text: format!("read from {}", self.object_name(socket)),
@@ -791,6 +797,7 @@ impl<'s, 'r> Engine<'s, 'r> {
         let index = self.store.index(sender)?;
         let from = self.process_name(sender);
         let channel = self.object_name(m.channel);
+        let received = self.shown(receiver, r.value.as_ref());
         let untraced = |note: String| {
             vec![(
                 Dependence::Data,
@@ -799,7 +806,7 @@ impl<'s, 'r> Engine<'s, 'r> {
                     process: sender,
                     inst: None,
                     var: None,
-                    value: shown(r.value.as_ref()),
+                    value: received.clone(),
                     file: String::new(),
                     line: 0,
                     text: format!("message {} on {channel}", m.seq),

@@ -27,6 +27,7 @@ pub mod chain;
 mod changes;
 pub mod engine;
 pub mod index;
+mod objects;
 pub mod place;
 pub mod point;
 pub mod render;

@@ -18,7 +18,8 @@ use ppd_replayer::emulate::OUTCOME;
 use serde::Serialize;
 
 use super::did_you_mean;
-use super::engine::{Engine, shown};
+use super::engine::Engine;
+use super::objects::Objects;
 use super::place::Place;
 use super::store::{InstanceKey, TraceStore};
 use crate::error::{FlowbackError, Result};
@@ -77,6 +78,7 @@ pub fn state_at(
     let mut latest: BTreeMap<String, RestoredValue> = BTreeMap::new();
     let mut open: Vec<String> = Vec::new();
     let mut last = None;
+    let objects = Objects::new(recording);
     let mut take = |bytes: &[u8], eblock: &str, logged_on: LoggedOn, event: u64| {
         for (name, bytes) in value::map_entries(bytes).unwrap_or_default() {
             let Ok(v) = value::decode(&bytes) else {
@@ -86,8 +88,8 @@ pub fn state_at(
                 name.clone(),
                 RestoredValue {
                     name,
-                    value: value::show(&v),
-                    json: value::to_json(&v),
+                    value: objects.show(process, &v),
+                    json: objects.json(process, &v),
                     eblock: eblock.to_owned(),
                     logged_on,
                     event,
@@ -209,7 +211,11 @@ pub fn what_if(
             )));
         };
         let bytes = value::encode_value(given);
-        changed.push((name.clone(), value::show(recorded), value::show(given)));
+        changed.push((
+            name.clone(),
+            engine.show(inst.process, recorded),
+            engine.show(inst.process, given),
+        ));
         overrides.push((name.clone(), bytes));
     }
     let trace = engine.store.what_if(inst, overrides)?;
@@ -243,8 +249,8 @@ pub fn what_if(
         .iter()
         .map(|(name, v)| Outcome {
             name: name.clone(),
-            recorded: value::show(v),
-            what_if: Some(value::show(v)),
+            recorded: engine.show(inst.process, v),
+            what_if: Some(engine.show(inst.process, v)),
         })
         .collect();
     let mut left_the_log = None;
@@ -276,7 +282,7 @@ pub fn what_if(
             .find(|r| r.var.as_deref() == Some("%0"))
         && let Some(o) = outcomes.iter_mut().find(|o| o.name == "%0")
     {
-        o.what_if = shown(ret.value.as_ref());
+        o.what_if = engine.shown(inst.process, ret.value.as_ref());
     }
     let returned = || {
         trace
@@ -284,7 +290,7 @@ pub fn what_if(
             .iter()
             .rev()
             .find(|r| r.var.as_deref() == Some("%0"))
-            .and_then(|r| shown(r.value.as_ref()))
+            .and_then(|r| engine.shown(inst.process, r.value.as_ref()))
             .map_or_else(|| "returns".to_owned(), |v| format!("returns {v}"))
     };
     let ending = match (&trace.logged_panic, &trace.panicked) {

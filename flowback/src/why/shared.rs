@@ -25,7 +25,7 @@ use ppd_formats::trace::{Record, RecordKind, Trace};
 use ppd_formats::{Event, ObjectId, ProcessId, Recording};
 
 use super::answer::{Dependence, Via};
-use super::engine::{Dep, Engine, Outside, Site, Stall, Try, shown};
+use super::engine::{Dep, Engine, Outside, Site, Stall, Try};
 use super::place::Place;
 use super::store::InstanceKey;
 use crate::error::{FlowbackError, Result};
@@ -266,7 +266,7 @@ impl Engine<'_, '_> {
         let Some(k) = r.event else {
             return Ok(Vec::new());
         };
-        let value = shown(r.value.as_ref());
+        let value = self.shown(inst.process, r.value.as_ref());
         match self.store.event(inst.process, k)? {
             Event::Lock {
                 object,

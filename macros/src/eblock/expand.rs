@@ -1,7 +1,8 @@
 //! Expanding a checked e-block into: the function itself, logging a prelog at entry and a
 //! postlog at exit (and taking its results from a postlog when an enclosing instance is being
 //! re-executed); its tracing twin; the emulator that rebuilds its arguments from a prelog and
-//! runs the twin; and the emulator's registration.
+//! runs the twin; and the registrations of the emulator and of the names its `let`s give the
+//! objects they make (`crate::binding`).
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
@@ -12,6 +13,7 @@ use super::model::{Eblock, Param, Passing};
 use super::trace::{self, Tracer};
 use super::uses;
 use super::values;
+use crate::binding;
 
 /// The pieces of an expanded e-block.
 pub(crate) struct Expansion {
@@ -101,6 +103,7 @@ pub(crate) fn expand(eblock: &Eblock, self_ty: Option<&Type>) -> Expansion {
     let param_names: Vec<syn::Ident> = params.iter().map(|p| p.name.clone()).collect();
     let mut body = (*function.block).clone();
     values::register_in(&mut body, &param_names);
+    binding::register_in(&mut body);
     let registrations: Vec<TokenStream> = params
         .iter()
         .map(|p| {
@@ -216,6 +219,7 @@ pub(crate) fn expand(eblock: &Eblock, self_ty: Option<&Type>) -> Expansion {
         Some(ty) => quote!(<#ty>::#emulate_ident),
         None => quote!(#emulate_ident),
     };
+    let bindings = binding::table(&function.block, ident.span());
     let registration = quote_spanned! {ident.span()=>
         ::ppd::__private::inventory::submit! {
             ::ppd::__private::emulate::Emulator {
@@ -227,6 +231,7 @@ pub(crate) fn expand(eblock: &Eblock, self_ty: Option<&Type>) -> Expansion {
                 run: #run,
             }
         }
+        #bindings
     };
     Expansion {
         items: quote! { #wrapper #twin #emulator },

@@ -17,6 +17,7 @@ use syn::visit_mut::VisitMut;
 use syn::{Block, Expr, Local, Stmt, parse_quote};
 
 use super::uses;
+use crate::binding;
 
 /// Methods that change their receiver: a statement calling one on a place records the place's
 /// new value. (A method that consumed its receiver could not be read back, hence a list.)
@@ -252,6 +253,8 @@ impl Tracer {
         out.extend(lent_before);
         let refutable = traced.init.as_ref().is_some_and(|i| i.diverge.is_some());
         out.push(Stmt::Local(traced));
+        // As in the recorded function: the process that binds an object creates it.
+        out.extend(binding::registrations(local));
         if refutable {
             // The pattern matched: the rest of the block runs because it did.
             out.push(parse_quote! {
@@ -549,8 +552,9 @@ fn is_compound_assignment(op: &syn::BinOp) -> bool {
 impl VisitMut for Tracer {
     fn visit_expr_mut(&mut self, expr: &mut Expr) {
         match expr {
-            // Not traced: they run at another time, or are another function.
-            Expr::Closure(_) | Expr::Async(_) => {}
+            // Not traced: they run at another time, or are another function. What they bind
+            // is registered as in the recorded function.
+            Expr::Closure(_) | Expr::Async(_) => binding::register_in_untraced(expr),
             Expr::Block(b) => {
                 b.block = self.block(&b.block, false);
             }

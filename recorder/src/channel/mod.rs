@@ -599,7 +599,11 @@ impl<T: Send> Receiver<T> {
 /// A receiver is logged as its channel's id (it can be an e-block argument).
 impl<T> Serialize for Receiver<T> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        crate::sync::handle::serialize(self.core.id(), serializer)
+        crate::sync::handle::serialize(
+            self.core.id(),
+            ppd_formats::value::End::Receiver,
+            serializer,
+        )
     }
 }
 

@@ -1,6 +1,7 @@
 //! A connected stream socket, TCP or Unix, as one generic wrapper: std's socket as it is in
 //! pass-through mode, the logged [`Core`] (and std's socket, when recording) under a backend.
 
+use std::fmt;
 use std::io;
 use std::net::Shutdown;
 use std::os::fd::{AsRawFd, RawFd};
@@ -29,6 +30,8 @@ pub(crate) trait OsStream: OsTimeouts {
     /// Reads and writes through a shared reference, as std's sockets allow
     /// (`Read for &TcpStream`): clones of a logged stream share one socket.
     fn os_read(&self, buf: &mut [u8]) -> io::Result<usize>;
+    /// std's `read_to_end`, which reads into the vector's spare room.
+    fn os_read_to_end(&self, buf: &mut Vec<u8>) -> io::Result<usize>;
     fn os_write(&self, buf: &[u8]) -> io::Result<usize>;
     fn os_flush(&self) -> io::Result<()>;
     /// The peer's OS process, for a Unix socket.
@@ -119,27 +122,133 @@ impl<S: OsStream> Stream<S> {
         l.os.as_ref().map(AsRawFd::as_raw_fd)
     }
 
+    /// A read, located at `site` (or at the line a [`crate::io::BufReader`] reading it was
+    /// called from).
     pub(crate) fn read(&self, buf: &mut [u8], site: Site) -> io::Result<usize> {
         match self {
             Stream::Plain(s) => s.os_read(buf),
-            Stream::Logged(l) => l.core.read(Self::fd(l), buf, false, site),
+            Stream::Logged(l) => l.core.read(Self::fd(l), buf, false, located(site)),
         }
     }
 
     pub(crate) fn peek(&self, buf: &mut [u8], site: Site) -> io::Result<usize> {
         match self {
             Stream::Plain(s) => s.os_peek(buf),
-            Stream::Logged(l) => l.core.read(Self::fd(l), buf, true, site),
+            Stream::Logged(l) => l.core.read(Self::fd(l), buf, true, located(site)),
         }
     }
 
     pub(crate) fn write(&self, buf: &[u8], site: Site) -> io::Result<usize> {
         match self {
             Stream::Plain(s) => s.os_write(buf),
-            Stream::Logged(l) => l.core.write(Self::fd(l), buf, site, |buf| match &l.os {
-                Some(os) => os.os_write(buf),
-                None => Err(io::Error::other("ppd: no socket to write to")),
-            }),
+            Stream::Logged(l) => l
+                .core
+                .write(Self::fd(l), buf, located(site), |buf| match &l.os {
+                    Some(os) => os.os_write(buf),
+                    None => Err(io::Error::other("ppd: no socket to write to")),
+                }),
+        }
+    }
+
+    /// `Write::write_all`, every write located at `site`: std's provided method would locate
+    /// them at its own line.
+    pub(crate) fn write_all(&self, mut buf: &[u8], site: Site) -> io::Result<()> {
+        while !buf.is_empty() {
+            match self.write(buf, site) {
+                Ok(0) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::WriteZero,
+                        "failed to write whole buffer",
+                    ));
+                }
+                Ok(n) => buf = &buf[n..],
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// `Write::write_fmt` (`write!`, `writeln!`): each piece written with [`write_all`](Self::write_all)
+    /// as std's does, located at `site`.
+    pub(crate) fn write_fmt(&self, args: fmt::Arguments<'_>, site: Site) -> io::Result<()> {
+        struct Pieces<'a, S> {
+            stream: &'a Stream<S>,
+            site: Site,
+            error: io::Result<()>,
+        }
+        impl<S: OsStream> fmt::Write for Pieces<'_, S> {
+            fn write_str(&mut self, piece: &str) -> fmt::Result {
+                self.stream
+                    .write_all(piece.as_bytes(), self.site)
+                    .map_err(|e| {
+                        self.error = Err(e);
+                        fmt::Error
+                    })
+            }
+        }
+        let mut pieces = Pieces {
+            stream: self,
+            site,
+            error: Ok(()),
+        };
+        match fmt::write(&mut pieces, args) {
+            Ok(()) => Ok(()),
+            Err(_) if pieces.error.is_err() => pieces.error,
+            Err(_) => Err(io::Error::other(
+                "a formatting trait implementation returned an error",
+            )),
+        }
+    }
+
+    /// `Read::read_exact`, every read located at `site`.
+    pub(crate) fn read_exact(&self, mut buf: &mut [u8], site: Site) -> io::Result<()> {
+        while !buf.is_empty() {
+            match self.read(buf, site) {
+                Ok(0) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "failed to fill whole buffer",
+                    ));
+                }
+                Ok(n) => buf = &mut buf[n..],
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// `Read::read_to_end`, every read located at `site`; std's own in pass-through mode.
+    pub(crate) fn read_to_end(&self, out: &mut Vec<u8>, site: Site) -> io::Result<usize> {
+        if let Stream::Plain(s) = self {
+            return s.os_read_to_end(out);
+        }
+        let start = out.len();
+        let mut chunk = [0u8; 8 * 1024];
+        loop {
+            match self.read(&mut chunk, site) {
+                Ok(0) => return Ok(out.len() - start),
+                Ok(n) => out.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// `Read::read_to_string`: as std's, what was read is kept only if it is UTF-8.
+    pub(crate) fn read_to_string(&self, out: &mut String, site: Site) -> io::Result<usize> {
+        let mut bytes = Vec::new();
+        let read = self.read_to_end(&mut bytes, site);
+        match String::from_utf8(bytes) {
+            Ok(text) => {
+                out.push_str(&text);
+                read
+            }
+            Err(_) => read.and(Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "stream did not contain valid UTF-8",
+            ))),
         }
     }
 
@@ -209,39 +318,62 @@ impl<S: OsStream> Stream<S> {
     }
 }
 
+/// The site of an operation: where its caller is, unless a [`crate::io::BufReader`] called
+/// it on behalf of the line that called that.
+fn located(site: Site) -> Site {
+    crate::io::reading_for().unwrap_or(site)
+}
+
 /// `Read` and `Write` for a public stream type (with its `Stream` as `inner`) and for a shared
-/// reference to it, as std has them for its streams.
+/// reference to it, as std has them for its streams. Every method that reads or writes is
+/// `#[track_caller]`, std's provided ones too (`write_all`, `write!`, `read_exact`,
+/// `read_to_end`, `read_to_string`), so that each logged operation is located at the line of
+/// the program that asked for it, not in std.
 macro_rules! read_write {
     ($stream:ty) => {
+        super::stream::read_write!(@read $stream);
+        super::stream::read_write!(@read &$stream);
+        super::stream::read_write!(@write $stream);
+        super::stream::read_write!(@write &$stream);
+    };
+    (@read $stream:ty) => {
         impl std::io::Read for $stream {
             #[track_caller]
             fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
                 self.inner.read(buf, std::panic::Location::caller())
             }
-        }
 
-        impl std::io::Read for &$stream {
             #[track_caller]
-            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-                self.inner.read(buf, std::panic::Location::caller())
+            fn read_exact(&mut self, buf: &mut [u8]) -> std::io::Result<()> {
+                self.inner.read_exact(buf, std::panic::Location::caller())
+            }
+
+            #[track_caller]
+            fn read_to_end(&mut self, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+                self.inner.read_to_end(buf, std::panic::Location::caller())
+            }
+
+            #[track_caller]
+            fn read_to_string(&mut self, buf: &mut String) -> std::io::Result<usize> {
+                self.inner.read_to_string(buf, std::panic::Location::caller())
             }
         }
-
+    };
+    (@write $stream:ty) => {
         impl std::io::Write for $stream {
             #[track_caller]
             fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
                 self.inner.write(buf, std::panic::Location::caller())
             }
 
-            fn flush(&mut self) -> std::io::Result<()> {
-                self.inner.flush()
-            }
-        }
-
-        impl std::io::Write for &$stream {
             #[track_caller]
-            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-                self.inner.write(buf, std::panic::Location::caller())
+            fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+                self.inner.write_all(buf, std::panic::Location::caller())
+            }
+
+            #[track_caller]
+            fn write_fmt(&mut self, args: std::fmt::Arguments<'_>) -> std::io::Result<()> {
+                self.inner.write_fmt(args, std::panic::Location::caller())
             }
 
             fn flush(&mut self) -> std::io::Result<()> {

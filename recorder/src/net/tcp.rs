@@ -46,6 +46,10 @@ impl OsStream for std::net::TcpStream {
         (&mut &*self).read(buf)
     }
 
+    fn os_read_to_end(&self, buf: &mut Vec<u8>) -> io::Result<usize> {
+        (&mut &*self).read_to_end(buf)
+    }
+
     fn os_write(&self, buf: &[u8]) -> io::Result<usize> {
         (&mut &*self).write(buf)
     }
@@ -215,7 +219,7 @@ super::stream::read_write!(TcpStream);
 /// A stream is logged as its socket's id (it can be an e-block argument).
 impl serde::Serialize for TcpStream {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        crate::sync::handle::serialize(self.inner.id(), serializer)
+        crate::sync::handle::serialize(self.inner.id(), ppd_formats::value::End::Whole, serializer)
     }
 }
 

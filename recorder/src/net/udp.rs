@@ -184,7 +184,7 @@ impl UdpSocket {
 /// A socket is logged as its id (it can be an e-block argument).
 impl serde::Serialize for UdpSocket {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        crate::sync::handle::serialize(self.inner.id(), serializer)
+        crate::sync::handle::serialize(self.inner.id(), ppd_formats::value::End::Whole, serializer)
     }
 }
 

@@ -91,6 +91,10 @@ impl OsStream for std_unix::UnixStream {
         (&mut &*self).read(buf)
     }
 
+    fn os_read_to_end(&self, buf: &mut Vec<u8>) -> io::Result<usize> {
+        (&mut &*self).read_to_end(buf)
+    }
+
     fn os_write(&self, buf: &[u8]) -> io::Result<usize> {
         (&mut &*self).write(buf)
     }
@@ -243,7 +247,7 @@ super::stream::read_write!(UnixStream);
 
 impl serde::Serialize for UnixStream {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        crate::sync::handle::serialize(self.inner.id(), serializer)
+        crate::sync::handle::serialize(self.inner.id(), ppd_formats::value::End::Whole, serializer)
     }
 }
 

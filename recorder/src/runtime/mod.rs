@@ -378,7 +378,7 @@ pub fn create(
     if !active() {
         return ObjectId(0);
     }
-    let name = name.or_else(|| binding::take(site));
+    let name = name.or_else(|| binding::name_at(site));
     let id = with_process(|p| {
         let id = ObjectId::new(p.id, p.next_object);
         p.next_object += 1;

@@ -150,7 +150,7 @@ macro_rules! atomic_int {
         /// each access read is what it logged.
         impl serde::Serialize for $name {
             fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                super::handle::serialize(self.meta.id(), serializer)
+                super::handle::serialize(self.meta.id(), ppd_formats::value::End::Whole, serializer)
             }
         }
 
@@ -512,7 +512,7 @@ impl Default for AtomicBool {
 /// Logged as its id (it can be an e-block argument).
 impl serde::Serialize for AtomicBool {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        super::handle::serialize(self.meta.id(), serializer)
+        super::handle::serialize(self.meta.id(), ppd_formats::value::End::Whole, serializer)
     }
 }
 

@@ -171,7 +171,7 @@ pub(crate) fn make<T>(
         );
     }
     // The channel and its hidden semaphores all carry the name of the binding it is made in.
-    let name = name.or_else(|| runtime::binding::take(site));
+    let name = name.or_else(|| runtime::binding::name_at(site));
     let (tx, rx) = carrier::enveloped();
     let id = runtime::create(ObjectKind::Channel, 0, name, site);
     let meta = Arc::new(ChannelMeta {
@@ -426,7 +426,7 @@ impl<T> Sender<T> {
 /// A sender is logged as its channel's id (it can be an e-block argument).
 impl<T> Serialize for Sender<T> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        super::handle::serialize(self.meta.id, serializer)
+        super::handle::serialize(self.meta.id, ppd_formats::value::End::Sender, serializer)
     }
 }
 
@@ -641,7 +641,11 @@ impl<T> Clone for ReceiverCore<T> {
 /// A receiver is logged as its channel's id (it can be an e-block argument).
 impl<T> Serialize for Receiver<T> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        super::handle::serialize(self.core.meta.id, serializer)
+        super::handle::serialize(
+            self.core.meta.id,
+            ppd_formats::value::End::Receiver,
+            serializer,
+        )
     }
 }
 

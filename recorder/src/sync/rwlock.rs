@@ -180,7 +180,7 @@ impl<T: Serialize + DeserializeOwned> Carries for RwLock<T> {
 /// value at each acquisition is the one the acquisition logged.
 impl<T> Serialize for RwLock<T> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        super::handle::serialize(self.meta.id(), serializer)
+        super::handle::serialize(self.meta.id(), ppd_formats::value::End::Whole, serializer)
     }
 }
 

@@ -70,7 +70,7 @@ impl crate::runtime::binding::LazyObject for Semaphore {
 /// Logged as its id (it can be an e-block argument).
 impl serde::Serialize for Semaphore {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        super::handle::serialize(self.meta.id(), serializer)
+        super::handle::serialize(self.meta.id(), ppd_formats::value::End::Whole, serializer)
     }
 }
 

@@ -19,7 +19,10 @@
 //!   prints the answer;
 //! * `udp-collector PORTFILE`: collects datagrams from any senders, starting late, until none
 //!   comes for a second, and prints how many it got;
-//! * `udp-sender ADDR NAME COUNT`: sends COUNT kilobyte datagrams to ADDR.
+//! * `udp-sender ADDR NAME COUNT`: sends COUNT kilobyte datagrams to ADDR;
+//! * `sites`: `main` writes to `server` with `write_all`, `writeln!` and `write!`, `server`
+//!   reads with `read_exact`, a `ppd::io::BufReader`'s `read_line` and `lines`, and
+//!   `read_to_string`, each on a line of its own.
 
 use std::io::{BufRead, BufReader, Read, Write};
 
@@ -385,6 +388,42 @@ fn send_one(socket: &UdpSocket, to: String, name: String, k: u64) -> usize {
     socket.send_to(text.as_bytes(), to.as_str()).expect("send")
 }
 
+/// Every way of reading and writing a stream the program itself names, each on a line of its
+/// own: a logged operation is located at its line.
+fn sites() {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("address");
+    let server = spawn("server", move || {
+        let (stream, _) = listener.accept().expect("accept");
+        let mut head = [0u8; 4];
+        (&stream).read_exact(&mut head).expect("four bytes");
+        let mut reader = ppd::io::BufReader::new(&stream);
+        let mut first = String::new();
+        reader.read_line(&mut first).expect("a line");
+        let mut rest = Vec::new();
+        for line in reader.lines() {
+            rest.push(line.expect("a line"));
+        }
+        let (second, _) = listener.accept().expect("accept");
+        let mut all = String::new();
+        (&second).read_to_string(&mut all).expect("text");
+        println!(
+            "{} {} {rest:?} {all}",
+            String::from_utf8_lossy(&head),
+            first.trim()
+        );
+    });
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream.write_all(b"head").expect("written");
+    writeln!(stream, "first").expect("written");
+    write!(&stream, "second\nthird\n").expect("written");
+    drop(stream);
+    let second = TcpStream::connect(addr).expect("connect");
+    (&second).write_all(b"all of it").expect("written");
+    drop(second);
+    server.join().expect("server");
+}
+
 #[ppd::main]
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -399,6 +438,7 @@ fn main() {
         Some("plain-echo-server") => plain_echo_server(),
         Some("refused") => refused(),
         Some("shared") => shared(),
+        Some("sites") => sites(),
         Some("total-server") => total_server(
             args.get(2).map_or("tcp", String::as_str),
             args.get(3).map_or("port", String::as_str),
