@@ -174,7 +174,7 @@ pub(crate) fn answer(
         }),
         Format::Dot => out!("{}", render::dot(&answer)),
         Format::Text => {
-            out!("{}", render::text(&answer));
+            out!("{}", render::text_with(&answer, output::palette()));
             // The answer is only as whole as the logs it came from.
             for d in &integrity.damage {
                 outln!("answered from a damaged log: {d}");

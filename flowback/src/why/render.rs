@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt::Write;
 
 use super::answer::{Answer, Dependence, Edge, NodeKind, Step, Via};
+use crate::palette::Palette;
 
 /// How many levels deep a tree is drawn before its chain goes on in a tree of its own.
 const NESTING: usize = 32;
@@ -51,6 +52,12 @@ struct Line<'a> {
 
 /// The answer as indented trees, one node per line with its statement below it.
 pub fn text(answer: &Answer) -> String {
+    text_with(answer, Palette::PLAIN)
+}
+
+/// [`text`] coloured with `palette`: process names, sites, values and the kind of each step
+/// painted, the tree and the quoted source faint. With [`Palette::PLAIN`] it is [`text`].
+pub fn text_with(answer: &Answer, palette: Palette) -> String {
     let under = drawn_under(answer);
     // Steps referred to from elsewhere carry their number where they are drawn.
     let referenced: BTreeSet<usize> = answer
@@ -70,7 +77,12 @@ pub fn text(answer: &Answer) -> String {
     } else {
         format!("at {}", answer.at)
     };
-    let _ = writeln!(out, "why {} {} ({at}):", answer.process, answer.var);
+    let _ = writeln!(
+        out,
+        "why {} {} ({at}):",
+        palette.process(&answer.process),
+        palette.value(&answer.var)
+    );
     let mut trees: VecDeque<(usize, Option<&Edge>)> = VecDeque::new();
     if !answer.steps.is_empty() {
         trees.push_back((0, None));
@@ -89,7 +101,7 @@ pub fn text(answer: &Answer) -> String {
             full: true,
         }];
         while let Some(line) = lines.pop() {
-            match write_line(&mut out, answer, &line, &referenced) {
+            match write_line(&mut out, answer, &line, &referenced, palette) {
                 Written::Step => lines.extend(children(answer, &line, &under).into_iter().rev()),
                 Written::Reference => {}
                 Written::Deferred(edge) => trees.push_back((line.step, Some(edge))),
@@ -99,14 +111,20 @@ pub fn text(answer: &Answer) -> String {
     if !answer.leaks.is_empty() {
         let _ = writeln!(
             out,
-            "\nwarning: re-execution did not reproduce the log; the answer may be wrong where it \
-             passes through these instances:"
+            "\n{}: re-execution did not reproduce the log; the answer may be wrong where it \
+             passes through these instances:",
+            palette.alarm("warning")
         );
         for l in &answer.leaks {
             let _ = writeln!(
                 out,
                 "  {} {} (entered at event {}): {}: logged {}, re-executed {}",
-                l.process, l.eblock, l.instance, l.what, l.logged, l.reproduced
+                palette.process(&l.process),
+                l.eblock,
+                l.instance,
+                l.what,
+                palette.value(&l.logged),
+                palette.value(&l.reproduced)
             );
         }
     }
@@ -161,6 +179,7 @@ fn write_line<'a>(
     answer: &'a Answer,
     line: &Line<'a>,
     referenced: &BTreeSet<usize>,
+    palette: Palette,
 ) -> Written<'a> {
     let step = &answer.steps[line.step];
     let deeper = !step.deps.is_empty() || step.more;
@@ -171,10 +190,10 @@ fn write_line<'a>(
     if !line.full || deferred.is_some() {
         let _ = writeln!(
             out,
-            "{}{}  (see #{})",
-            line.first,
-            label(step, line.edge),
-            step.id
+            "{}{}  {}",
+            palette.faint(&line.first),
+            label(step, line.edge, palette),
+            palette.faint(format!("(see #{})", step.id))
         );
         return deferred.map_or(Written::Reference, Written::Deferred);
     }
@@ -185,30 +204,40 @@ fn write_line<'a>(
         String::new()
     };
     let parent = line.parent.map(|p| &answer.steps[p]);
-    let place = place_of(step, parent);
+    let place = place_of(step, parent, palette);
     let place = if place.is_empty() {
         String::new()
     } else {
         format!("  ({place})")
     };
-    let _ = writeln!(out, "{}{tag}{}{place}", line.first, label(step, line.edge));
+    let _ = writeln!(
+        out,
+        "{}{tag}{}{place}",
+        palette.faint(&line.first),
+        label(step, line.edge, palette)
+    );
     let bar = if deeper { "│ " } else { "  " };
-    let rest = &line.rest;
+    let rest = palette.faint(format!("{}{bar}", line.rest));
     if !step.text.is_empty() {
-        let _ = writeln!(out, "{rest}{bar}  {}", step.text);
+        let _ = writeln!(out, "{rest}  {}", palette.faint(&step.text));
     }
     if let Some(note) = &step.note {
-        let _ = writeln!(out, "{rest}{bar}  [{note}]");
+        let _ = writeln!(out, "{rest}  {}", palette.note(format!("[{note}]")));
     }
     if step.more {
-        let _ = writeln!(out, "{rest}└─ … (more: raise --depth)");
+        let _ = writeln!(
+            out,
+            "{}{}",
+            palette.faint(format!("{}└─ ", line.rest)),
+            palette.note("… (more: raise --depth)")
+        );
     }
     Written::Step
 }
 
 /// A step as a line shows it, with how the step above depends on it (`edge`).
-fn label(step: &Step, edge: Option<&Edge>) -> String {
-    let value = step.value.as_deref().map(shorten);
+fn label(step: &Step, edge: Option<&Edge>, palette: Palette) -> String {
+    let value = step.value.as_deref().map(|v| palette.value(shorten(v)));
     let what = match (&step.var, &value, step.record) {
         (Some(var), Some(value), _) => format!("{var} = {value}"),
         (Some(var), None, _) => var.clone(),
@@ -238,7 +267,7 @@ fn label(step: &Step, edge: Option<&Edge>) -> String {
             }
         }
     };
-    format!("{kind}{via}: {what}")
+    format!("{}: {what}", palette.kind(format!("{kind}{via}")))
 }
 
 /// Values longer than a line are cut in the tree (`--json` has them whole).
@@ -268,16 +297,19 @@ fn record_word(r: ppd_formats::trace::RecordKind) -> &'static str {
     }
 }
 
-fn place_of(step: &Step, parent: Option<&Step>) -> String {
+fn place_of(step: &Step, parent: Option<&Step>, palette: Palette) -> String {
     let mut parts = Vec::new();
     if !step.file.is_empty() {
-        parts.push(format!("{}:{}", step.file, step.line));
+        parts.push(palette.site(format!("{}:{}", step.file, step.line)));
     }
     let moved = parent.is_none_or(|p| p.pid != step.pid || p.instance != step.instance);
     if moved {
         match (&step.eblock, step.instance) {
-            (Some(e), Some(i)) => parts.push(format!("{} {e} entered at event {i}", step.process)),
-            _ => parts.push(step.process.clone()),
+            (Some(e), Some(i)) => parts.push(format!(
+                "{} {e} entered at event {i}",
+                palette.process(&step.process)
+            )),
+            _ => parts.push(palette.process(&step.process)),
         }
     }
     parts.join(", ")
@@ -322,7 +354,7 @@ pub fn dot(answer: &Answer) -> String {
                 NodeKind::Subgraph => "box3d",
                 NodeKind::Outside => "note",
             };
-            let mut text = label(s, None);
+            let mut text = label(s, None, Palette::PLAIN);
             if !s.file.is_empty() {
                 let _ = write!(text, "\n{}:{}", s.file, s.line);
             }
