@@ -29,4 +29,4 @@ mod sets;
 
 pub use bits::Bits;
 pub use dcfg::{Dcfg, DcfgError, Kind, Node, NodeId, Process};
-pub use sets::{Analysis, Counts};
+pub use sets::{Analysis, Counts, Ordering};

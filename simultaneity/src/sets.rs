@@ -273,3 +273,47 @@ fn dominators(g: &Dcfg, into: &[Vec<NodeId>], root: impl Fn(usize) -> NodeId) ->
     }
     dom
 }
+
+/// A guaranteed interaction that orders two nodes: every execution of `after` happens after
+/// the one execution of `before`, through the send `send` (in `before`'s process, after
+/// `before` on every path) and the receive `recv` (in `after`'s process, before `after` on
+/// every path), whose execution the send's is guaranteed to precede (`recv ∈ POST2(send)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ordering {
+    /// The earlier node.
+    pub before: NodeId,
+    /// The send after it.
+    pub send: NodeId,
+    /// The receive that must follow the send.
+    pub recv: NodeId,
+    /// The later node.
+    pub after: NodeId,
+}
+
+impl Analysis {
+    /// A guaranteed interaction that puts every execution of `after` after `before`, if the
+    /// sets find one. Only POST2's guarantees are used, so this never orders two nodes some
+    /// run leaves unordered — given that `before`'s process runs its body once: `before` must
+    /// lie on no cycle (`before ∉ Reach(before)`), else a later execution of it could follow
+    /// `after`.
+    pub fn ordered(&self, before: NodeId, after: NodeId) -> Option<Ordering> {
+        if self.reach[before].contains(before) || self.process[before] == self.process[after] {
+            return None;
+        }
+        (0..self.kind.len())
+            .filter(|&s| self.kind[s] == Kind::Send && s != before && self.dom[s].contains(before))
+            .find_map(|send| {
+                self.post2[send]
+                    .iter()
+                    .find(|&r| {
+                        self.process[r] == self.process[after] && self.dom[after].contains(r)
+                    })
+                    .map(|recv| Ordering {
+                        before,
+                        send,
+                        recv,
+                        after,
+                    })
+            })
+    }
+}

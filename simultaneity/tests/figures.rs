@@ -189,3 +189,76 @@ fn worklists_stay_within_the_bound_of_section_3_2_5() {
     // Each send reaches every other process's receive once around the ring.
     assert_eq!(names(&g, &a.pre[g.find("R0").unwrap()]), "{S1, S2, S3}");
 }
+
+/// Whether every execution of `after` follows `before`, as the chain that says so.
+fn order(input: &str, before: &str, after: &str) -> String {
+    let g = graph(input);
+    let a = Analysis::new(&g);
+    match a.ordered(g.find(before).unwrap(), g.find(after).unwrap()) {
+        Some(o) => format!(
+            "{} -> {} => {} -> {}",
+            g.nodes[o.before].label,
+            g.nodes[o.send].label,
+            g.nodes[o.recv].label,
+            g.nodes[o.after].label
+        ),
+        None => "unordered".to_owned(),
+    }
+}
+
+#[test]
+fn an_acknowledgement_orders_two_critical_sections() {
+    // left leaves its section (cl), sends S1; right waits for it at R1 before its own (cr).
+    let ack = "
+        left: cl S1
+        right: R1 cr
+        S1 -> R1
+    ";
+    assert_eq!(order(ack, "cl", "cr"), "cl -> S1 => R1 -> cr");
+    assert_eq!(order(ack, "cr", "cl"), "unordered");
+}
+
+#[test]
+fn a_message_nothing_waits_for_before_the_section_orders_nothing() {
+    // right's section comes before its receive, so the message cannot hold it back.
+    let overlap = "
+        left: cl S1
+        right: cr R1
+        S1 -> R1
+    ";
+    assert_eq!(order(overlap, "cl", "cr"), "unordered");
+}
+
+#[test]
+fn a_section_in_a_loop_or_a_receive_with_two_senders_orders_nothing() {
+    let looped = "
+        left: cl S1 cl
+        right: R1 cr
+        S1 -> R1
+    ";
+    assert_eq!(
+        order(looped, "cl", "cr"),
+        "unordered",
+        "a later cl may follow cr"
+    );
+    let shared = "
+        left: cl S1
+        other: S2
+        right: R1 cr
+        S1 -> R1
+        S2 -> R1
+    ";
+    assert_eq!(
+        order(shared, "cl", "cr"),
+        "unordered",
+        "R1 may get other's message"
+    );
+    let relayed = "
+        left: cl S1
+        mid: R1 S2
+        right: R2 cr
+        S1 -> R1
+        S2 -> R2
+    ";
+    assert_eq!(order(relayed, "cl", "cr"), "cl -> S1 => R2 -> cr");
+}
