@@ -20,8 +20,23 @@
 //! pairs by counting (`#S > #R`) is not done, the graph is given its edges by whoever builds
 //! it; `Reach(n)` holds `n` only when `n` lies on a cycle, and `Dom(n)`/`PDom(n)` hold `n`.
 //!
+//! * [`Analysis::ordered`]: the guaranteed interaction (a send after one node on every path,
+//!   a receive in its `POST2` set before the other on every path) that orders every execution
+//!   of one node after the single execution of another — what a static "impossible in every
+//!   run" verdict for `==` or `&` has to rest on. It uses guarantees only, never `PRE`'s
+//!   potential interactions.
+//!
+//! The event classes of §3.1 and ppd's `==`: a component `mark L` without a condition holds
+//! from the process's first mark `L` on, so it is *monotonic*; `mark L if E` (from a mark that
+//! satisfies `E` to the next mark `L` that does not) and `enter F` (while inside `F`) are not,
+//! and their stability at a recognition point needs post-recognition interactions (*dependent
+//! monotonic*) or, in addition, no change of the state they test between `S_i` and `R_i`
+//! (*generalized dependent monotonic*, checked with `StatsAlongPaths`). ppd's replay evaluates
+//! `==` over the lattice of the replayed run's consistent states, where the halted state is
+//! the evaluated one, so its dynamic evaluation needs no stability argument.
+//!
 //! Not done yet: building the DCFG from a program's source, recognition points for a
-//! predicate and the instrumentation of §3.3.
+//! predicate, the `ppd check` command and the instrumentation of §3.3.
 
 mod bits;
 mod dcfg;
