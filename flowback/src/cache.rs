@@ -28,8 +28,8 @@ use std::path::PathBuf;
 
 use ppd_formats::{Recording, progress};
 
-use crate::hb::SyncKind;
 use crate::trace::{EventRef, EventStore, Trace};
+use crate::vclock::hb::SyncKind;
 use crate::vclock::{Clocks, SyncEdge};
 
 /// File name of the cache inside `cache/`.

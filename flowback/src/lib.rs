@@ -2,7 +2,7 @@
 //!
 //! A recording is read into a [`Trace`] (every event of every process, interned). The
 //! [`Clocks`] give every event a Fidge vector clock, computed after the run by the replay
-//! algorithm of Lin's thesis §5.4.1 generalized to ppd's synchronization edges ([`hb`]) and
+//! algorithm of Lin's thesis §5.4.1 generalized to ppd's synchronization edges ([`vclock::hb`]) and
 //! cached in the recording. From the clocks: data races (Miller & Choi §6, Definitions
 //! 6.1–6.4, [`races`]), message races ([`message_races`]), deadlocks ([`deadlock`]),
 //! time-space diagrams ([`picture`]) and exports for other viewers ([`export`]). From the
@@ -16,7 +16,6 @@ pub mod error;
 pub mod export;
 mod fasthash;
 pub mod halt;
-pub mod hb;
 pub mod lamport;
 pub mod lock_order;
 pub mod message_races;

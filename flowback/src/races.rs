@@ -31,8 +31,8 @@
 
 use ppd_formats::event::{AtomicOp, MemOrdering};
 
-use crate::hb::AccessClass;
 use crate::trace::{EventRef, EventStore, ObjIdx, SiteId, Trace};
+use crate::vclock::hb::AccessClass;
 use crate::vclock::{Clocks, Observer};
 
 /// A data race: the unordered, conflicting accesses to one atomic at one pair of source

@@ -8,12 +8,12 @@ use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
 use crate::deadlock::{Deadlocks, Ending};
-use crate::hb::AccessClass;
 use crate::lock_order::PotentialDeadlock;
 use crate::message_races::MessageRace;
 use crate::races::DataRace;
 use crate::trace::{EventRef, EventStore, Op, Trace, access_name, ordering_name};
 use crate::vclock::Clocks;
+use crate::vclock::hb::AccessClass;
 
 /// A vector clock as reports print it: the non-zero components, in process order, keyed by
 /// process id (`"p3"`).

@@ -10,7 +10,7 @@
 //!
 //! Beyond the thesis, which has only send and receive between processors:
 //!
-//! * every synchronization edge of [`crate::hb`] is a "send" (the event the edge starts from
+//! * every synchronization edge of [`crate::vclock::hb`] is a "send" (the event the edge starts from
 //!   parks its clock under a key) and a "receive" (the event it ends at waits for the key):
 //!   messages are matched by (channel, sequence number) rather than by destination processor;
 //!   unlock → lock, spawn → start and exit → join by what the events name;
@@ -39,7 +39,8 @@ use std::collections::VecDeque;
 use ppd_formats::ProcessId;
 
 use crate::fasthash::{FastMap, FastSet};
-use crate::hb::SyncKind;
+use hb::SyncKind;
+use ppd_formats::clock::{self, VectorClock};
 use ppd_formats::event::{AtomicOp, MemOrdering, RwMode};
 use ppd_formats::order::{Order, Point, Rule, Sequence, Sync};
 use ppd_formats::progress;
@@ -182,11 +183,7 @@ impl Clocks {
     /// Whether `a` happened before `b` (a → b).
     #[inline]
     pub fn happened_before(&self, a: EventRef, b: EventRef) -> bool {
-        if a.process == b.process {
-            a.index < b.index
-        } else {
-            a.index < self.component(b, a.process)
-        }
+        happened_before(a, b, |q| self.component(b, q))
     }
 
     /// Whether neither event happened before the other (and they are distinct).
@@ -1072,7 +1069,7 @@ impl<'t, 'o, O: Observer, S: EventStore> Engine<'t, 'o, O, S> {
         Step::Stamped
     }
 
-    /// A write extends, restarts or ends the release sequence (see [`crate::hb`]).
+    /// A write extends, restarts or ends the release sequence (see [`crate::vclock::hb`]).
     fn release_write(&mut self, clock: &[u32], e: EventRef, object: ObjIdx, sequence: Sequence) {
         let starts = matches!(sequence, Sequence::Joins { .. } | Sequence::Restarts);
         let fresh = if starts && self.objects[object as usize].rel.is_none() {
@@ -1086,7 +1083,7 @@ impl<'t, 'o, O: Observer, S: EventStore> Engine<'t, 'o, O, S> {
             Sequence::Joins { heads } => {
                 match (&mut st.rel, fresh) {
                     (Some(rel), _) => {
-                        join(rel, clock);
+                        rel.join(clock);
                     }
                     (rel, fresh) => *rel = fresh,
                 }
@@ -1112,7 +1109,7 @@ impl<'t, 'o, O: Observer, S: EventStore> Engine<'t, 'o, O, S> {
         }
     }
 
-    /// A P: takes an initial permit, else the oldest V's permit (see [`crate::hb`]).
+    /// A P: takes an initial permit, else the oldest V's permit (see [`crate::vclock::hb`]).
     fn sem_acquire(&mut self, clock: &mut [u32], e: EventRef, object: ObjIdx, rank: u64) -> bool {
         let st = &mut self.objects[object as usize];
         if rank <= st.done {
@@ -1169,7 +1166,7 @@ impl<'t, 'o, O: Observer, S: EventStore> Engine<'t, 'o, O, S> {
                 });
             }
         }
-        let changed = join(clock, &rel);
+        let changed = clock.join(&rel);
         let st = &mut self.objects[object as usize];
         st.rel = Some(rel);
         st.rel_from = sources;
@@ -1208,7 +1205,7 @@ impl<'t, 'o, O: Observer, S: EventStore> Engine<'t, 'o, O, S> {
             return false;
         }
         self.add_edge(SyncEdge { from, to, kind });
-        join(clock, other)
+        clock.join(other)
     }
 
     fn add_edge(&mut self, edge: SyncEdge) {
@@ -1219,20 +1216,17 @@ impl<'t, 'o, O: Observer, S: EventStore> Engine<'t, 'o, O, S> {
     }
 }
 
-/// Component-wise maximum; whether anything grew.
+/// Whether `a` happened before `b`, given the components of `b`'s clock
+/// ([`clock::happened_before`] on the analysis's event references).
 #[inline]
-fn join(into: &mut [u32], other: &[u32]) -> bool {
-    let mut changed = false;
-    for (a, &b) in into.iter_mut().zip(other) {
-        if b > *a {
-            *a = b;
-            changed = true;
-        }
-    }
-    changed
+pub(crate) fn happened_before(a: EventRef, b: EventRef, of_b: impl FnOnce(u32) -> u32) -> bool {
+    clock::happened_before((a.process, a.index), (b.process, b.index), || {
+        of_b(a.process)
+    })
 }
 
 mod covering;
+pub mod hb;
 mod seq_set;
 #[cfg(test)]
 mod tests;

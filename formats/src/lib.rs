@@ -10,6 +10,7 @@
 //! file and the byte offset.
 
 pub mod authenticity;
+pub mod clock;
 mod codec;
 pub mod ending;
 pub mod error;

@@ -9,6 +9,8 @@ use std::path::Path;
 use analysis_support::{listing, record, record_scenario};
 use ppd_flowback::Analysis;
 use ppd_flowback::trace::{EventRef, Op};
+use ppd_formats::clock::VectorClock;
+use ppd_formats::order::Tick;
 use ppd_formats::{Event, Recording};
 use ppd_replayer::local::replay_clocks;
 
@@ -66,6 +68,19 @@ fn compare(dir: &Path) -> Agreement {
                 );
                 same &= hb == rp;
             }
+            // The same containment through the one vector-clock type both sides share: the
+            // analysis's clock, laid out by process id as the controller's is, is below it.
+            let mut seen: Vec<Tick> = vec![0; replayed.len()];
+            for (j, other) in trace.processes().iter().enumerate() {
+                seen[other.id.index()] = analysis.clocks.component(b, j as u32);
+            }
+            assert!(
+                seen.leq(replayed),
+                "{}: event {k} of {}: {seen:?} not below {replayed:?}",
+                dir.display(),
+                proc.name
+            );
+            same &= seen == *replayed;
         }
     }
     if same {

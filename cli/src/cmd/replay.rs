@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::anyhow;
+use ppd_formats::clock::VectorClock;
 use ppd_formats::ending::ProcessEnding;
 use ppd_formats::integrity::Integrity;
 use ppd_formats::order::Tick;
@@ -706,14 +707,13 @@ fn stop(
 /// one with the fewest events is returned.
 fn first_disjunctive_cut(ctx: &mut Context, plan: &Resolved) -> Result<Option<Vec<u64>>, CliError> {
     let history = history(ctx, plan)?;
-    let leq = |a: &[Tick], b: &[Tick]| a.iter().zip(b).all(|(x, y)| x <= y);
     let minimal: Vec<&Vec<Tick>> = history
         .iter()
         .map(|s| &s.vclock)
         .filter(|vc| {
             !history
                 .iter()
-                .any(|other| other.vclock != **vc && leq(&other.vclock, vc))
+                .any(|other| other.vclock != **vc && other.vclock.leq(vc))
         })
         .collect();
     Ok(minimal

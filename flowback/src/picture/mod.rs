@@ -579,7 +579,7 @@ impl Diagram {
                     e.from,
                     e.to,
                     e.kind.name(),
-                    e.kind == crate::hb::SyncKind::Message,
+                    e.kind == crate::vclock::hb::SyncKind::Message,
                 )
             })
             .chain(

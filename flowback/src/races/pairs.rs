@@ -16,9 +16,9 @@
 //! work per access is one comparison per process and class, plus a binary search and a count
 //! update per racing site; the memory, one index per access of a racy variable.
 
-use crate::hb::AccessClass;
 use crate::trace::{EventRef, EventStore, ObjIdx, Op, SiteId, Trace};
 use crate::vclock::Clocks;
+use crate::vclock::hb::AccessClass;
 
 use super::{CHECKS, DataRace, class_index};
 use crate::fasthash::FastMap;

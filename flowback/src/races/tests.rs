@@ -5,10 +5,10 @@ use ppd_formats::{ObjectId, ProcessId};
 use proptest::prelude::*;
 
 use super::*;
-use crate::hb::AccessClass;
 use crate::synth::{self, Shape};
 use crate::testing::{reference_clocks, reference_races};
 use crate::trace::{NO_SITE, Op};
+use crate::vclock::hb::AccessClass;
 
 fn found(trace: &Trace) -> BTreeMap<(ObjIdx, u32, u32), u64> {
     data_races(trace)

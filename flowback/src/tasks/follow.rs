@@ -106,11 +106,7 @@ pub(crate) trait EventClocks {
 
     /// Whether `a` happened before `b`.
     fn happened_before(&self, a: EventRef, b: EventRef) -> bool {
-        if a.process == b.process {
-            a.index < b.index
-        } else {
-            a.index < self.component(b, a.process)
-        }
+        crate::vclock::happened_before(a, b, |q| self.component(b, q))
     }
 }
 

@@ -32,6 +32,7 @@ use std::time::Instant;
 
 use crossbeam_utils::CachePadded;
 
+use ppd_formats::clock::VectorClock;
 use ppd_formats::order::{Order, Point, Rule, Tick};
 use ppd_formats::{Event, ObjectId, ProcessId};
 use ppd_recorder::runtime::backend::Dependency;
@@ -653,9 +654,7 @@ impl Controller {
         let own = Tick::try_from(position).unwrap_or(Tick::MAX);
         lc.vclock[i] = own;
         let merge = |into: &mut Vec<Tick>, from: &[Tick]| {
-            for (a, b) in into.iter_mut().zip(from) {
-                *a = (*a).max(*b);
-            }
+            into.join(from);
         };
         let produced = &mut st.produced;
         if let Event::Create { object, .. } = event {

@@ -98,6 +98,7 @@ impl Linked {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ppd_formats::clock::VectorClock;
 
     /// A small random generator, so that the runs below are the same on every machine.
     struct Rng(u64);
@@ -120,9 +121,7 @@ mod tests {
             let p = rng.below(processes as u64) as usize;
             if !out.is_empty() && rng.below(3) == 0 {
                 let (_, sent) = &out[rng.below(out.len() as u64) as usize];
-                for (a, b) in clocks[p].iter_mut().zip(sent) {
-                    *a = (*a).max(*b);
-                }
+                clocks[p].join(sent);
             }
             clocks[p][p] += 1;
             out.push((p, clocks[p].clone()));
