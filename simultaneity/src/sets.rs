@@ -24,6 +24,18 @@ pub struct Counts {
     pub post2_steps: usize,
 }
 
+/// The edges of `messages` whose `end` (their send, or their receive) no other edge shares.
+fn unique_edges(
+    messages: &[(NodeId, NodeId)],
+    end: impl Fn(&(NodeId, NodeId)) -> NodeId,
+) -> Vec<(NodeId, NodeId)> {
+    messages
+        .iter()
+        .copied()
+        .filter(|e| messages.iter().filter(|f| end(f) == end(e)).count() == 1)
+        .collect()
+}
+
 /// The sets of §3.2 for one graph.
 #[derive(Debug, Clone)]
 pub struct Analysis {
@@ -56,9 +68,9 @@ impl Analysis {
             reach,
             dom,
             pdom,
-            pre: vec![Bits::new(n); n],
-            post1: vec![Bits::new(n); n],
-            post2: vec![Bits::new(n); n],
+            pre: Vec::new(),
+            post1: Vec::new(),
+            post2: Vec::new(),
             counts: Counts {
                 nodes: n,
                 sends: g.nodes.iter().filter(|x| x.kind == Kind::Send).count(),
@@ -69,9 +81,14 @@ impl Analysis {
             process: g.nodes.iter().map(|x| x.process).collect(),
             kind: g.nodes.iter().map(|x| x.kind).collect(),
         };
-        a.pre(g);
-        a.post1(g);
-        a.post2(g);
+        let only_out_edge = unique_edges(&g.messages, |&(s, _)| s);
+        let only_in_edge: Vec<(NodeId, NodeId)> = unique_edges(&g.messages, |&(_, r)| r)
+            .into_iter()
+            .map(|(s, r)| (r, s))
+            .collect();
+        (a.pre, a.counts.pre_steps) = a.propagate(&g.messages, &a.reach, Kind::Send);
+        (a.post1, a.counts.post1_steps) = a.propagate(&only_out_edge, &a.pdom, Kind::Send);
+        (a.post2, a.counts.post2_steps) = a.propagate(&only_in_edge, &a.dom, Kind::Recv);
         a
     }
 
@@ -87,99 +104,52 @@ impl Analysis {
         (0..self.kind.len()).filter(move |&m| self.process[m] == p && self.kind[m] == kind)
     }
 
-    /// §3.2.1: `PRE(R) = ∪_{S→R} PRE(S) − {S' : P(S') = P(R)}`,
-    /// `PRE(S) = ∪_{R : S ∈ Reach(R)} PRE(R) ∪ {S}`, by the worklist of changed edges.
-    fn pre(&mut self, g: &Dcfg) {
-        for (s, _) in &g.messages {
-            self.pre[*s].insert(*s);
-        }
-        for s in 0..self.kind.len() {
-            if self.kind[s] == Kind::Send {
-                self.pre[s].insert(s);
+    /// The one worklist of §3.2.1 and §3.2.2, over `edges` oriented the way the sets flow;
+    /// returns the sets and how many edges it took off the list.
+    ///
+    /// * PRE (§3.2.1): `PRE(R) = ∪_{S→R} PRE(S) − {S' : P(S') = P(R)}`,
+    ///   `PRE(S) = ∪_{R : S ∈ Reach(R)} PRE(R) ∪ {S}`: every edge, from send to receive,
+    ///   `along` = Reach, `seeds` = sends.
+    /// * POST1 (§3.2.2, forward): `POST1(R) = ∪_{S →uniq R} POST1(S) − {S' : P(S') = P(R)}`,
+    ///   `POST1(S) = ∪_{R : S ∈ PDom(R)} POST1(R) ∪ {S}`: the edges that are their send's
+    ///   only out-edge, from send to receive, `along` = PDom, `seeds` = sends.
+    /// * POST2 (§3.2.2, backward): `POST2(S) = ∪_{uniq S→R} POST2(R) − {R' : P(R') = P(S)}`,
+    ///   `POST2(R) = ∪_{S : R ∈ Dom(S)} POST2(S) ∪ {R}`: the edges that are their receive's
+    ///   only in-edge, from receive to send, `along` = Dom, `seeds` = receives.
+    ///
+    /// Each node of kind `seeds` starts with itself. When the set at an edge's head grows, it
+    /// flows into the `seeds` of the head's process that `along` relates to the head, and the
+    /// edges leaving those go back on the list.
+    fn propagate(
+        &self,
+        edges: &[(NodeId, NodeId)],
+        along: &[Bits],
+        seeds: Kind,
+    ) -> (Vec<Bits>, usize) {
+        let n = self.kind.len();
+        let mut sets = vec![Bits::new(n); n];
+        for (m, set) in sets.iter_mut().enumerate() {
+            if self.kind[m] == seeds {
+                set.insert(m);
             }
         }
-        let mut list: VecDeque<(NodeId, NodeId)> = g.messages.iter().copied().collect();
-        while let Some((s, r)) = list.pop_front() {
-            self.counts.pre_steps += 1;
-            let mut add = self.pre[s].clone();
-            self.same_process(&mut add, self.process[r]);
-            if !self.pre[r].union_with(&add) {
+        let mut steps = 0;
+        let mut list: VecDeque<(NodeId, NodeId)> = edges.iter().copied().collect();
+        while let Some((tail, head)) = list.pop_front() {
+            steps += 1;
+            let mut add = sets[tail].clone();
+            self.same_process(&mut add, self.process[head]);
+            if !sets[head].union_with(&add) {
                 continue;
             }
-            let from_r = self.pre[r].clone();
-            let sends: Vec<NodeId> = self.in_process(self.process[r], Kind::Send).collect();
-            for s2 in sends {
-                if self.reach[r].contains(s2) && self.pre[s2].union_with(&from_r) {
-                    list.extend(g.messages.iter().copied().filter(|&(a, _)| a == s2));
+            let from_head = sets[head].clone();
+            for next in self.in_process(self.process[head], seeds) {
+                if along[head].contains(next) && sets[next].union_with(&from_head) {
+                    list.extend(edges.iter().copied().filter(|&(a, _)| a == next));
                 }
             }
         }
-    }
-
-    /// §3.2.2, forward: `POST1(R) = ∪_{S →uniq R} POST1(S) − {S' : P(S') = P(R)}`,
-    /// `POST1(S) = ∪_{R : S ∈ PDom(R)} POST1(R) ∪ {S}`, over the edges that are their send's
-    /// only out-edge.
-    fn post1(&mut self, g: &Dcfg) {
-        let uniq: Vec<(NodeId, NodeId)> = g
-            .messages
-            .iter()
-            .copied()
-            .filter(|&(s, _)| g.messages.iter().filter(|&&(a, _)| a == s).count() == 1)
-            .collect();
-        for s in 0..self.kind.len() {
-            if self.kind[s] == Kind::Send {
-                self.post1[s].insert(s);
-            }
-        }
-        let mut list: VecDeque<(NodeId, NodeId)> = uniq.iter().copied().collect();
-        while let Some((s, r)) = list.pop_front() {
-            self.counts.post1_steps += 1;
-            let mut add = self.post1[s].clone();
-            self.same_process(&mut add, self.process[r]);
-            if !self.post1[r].union_with(&add) {
-                continue;
-            }
-            let from_r = self.post1[r].clone();
-            let sends: Vec<NodeId> = self.in_process(self.process[r], Kind::Send).collect();
-            for s2 in sends {
-                if self.pdom[r].contains(s2) && self.post1[s2].union_with(&from_r) {
-                    list.extend(uniq.iter().copied().filter(|&(a, _)| a == s2));
-                }
-            }
-        }
-    }
-
-    /// §3.2.2, backward: `POST2(S) = ∪_{uniq S→R} POST2(R) − {R' : P(R') = P(S)}`,
-    /// `POST2(R) = ∪_{S : R ∈ Dom(S)} POST2(S) ∪ {R}`, over the edges that are their
-    /// receive's only in-edge.
-    fn post2(&mut self, g: &Dcfg) {
-        let uniq: Vec<(NodeId, NodeId)> = g
-            .messages
-            .iter()
-            .copied()
-            .filter(|&(_, r)| g.messages.iter().filter(|&&(_, b)| b == r).count() == 1)
-            .collect();
-        for r in 0..self.kind.len() {
-            if self.kind[r] == Kind::Recv {
-                self.post2[r].insert(r);
-            }
-        }
-        let mut list: VecDeque<(NodeId, NodeId)> = uniq.iter().copied().collect();
-        while let Some((s, r)) = list.pop_front() {
-            self.counts.post2_steps += 1;
-            let mut add = self.post2[r].clone();
-            self.same_process(&mut add, self.process[s]);
-            if !self.post2[s].union_with(&add) {
-                continue;
-            }
-            let from_s = self.post2[s].clone();
-            let receives: Vec<NodeId> = self.in_process(self.process[s], Kind::Recv).collect();
-            for r2 in receives {
-                if self.dom[s].contains(r2) && self.post2[r2].union_with(&from_s) {
-                    list.extend(uniq.iter().copied().filter(|&(_, b)| b == r2));
-                }
-            }
-        }
+        (sets, steps)
     }
 
     /// `StatsAlongPaths(source, dest)` (§3.2.3): every node on some intraprocess path from
