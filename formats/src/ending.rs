@@ -200,11 +200,16 @@ fn recorder_alive(manifest: &Manifest) -> bool {
 
 /// When OS process `pid` started, in Unix nanoseconds, from `/proc/PID/stat` (its start in
 /// clock ticks after boot) and `/proc/stat` (the boot time); `None` when there is no such
-/// process or it cannot be read.
+/// process, it has ended (a zombie whose parent has not reaped it yet: a SIGKILLed program
+/// stays one for a moment), or it cannot be read.
 fn process_start_unix_ns(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name, field 2, is in parentheses and may hold spaces: count from after it.
     let after_name = &stat[stat.rfind(')')? + 1..];
+    // Field 3, the state: Z (zombie) and X (dead) have ended.
+    if matches!(after_name.split_whitespace().next()?, "Z" | "X") {
+        return None;
+    }
     // Field 22, the start time: the 20th after the name.
     let ticks: u64 = after_name.split_whitespace().nth(19)?.parse().ok()?;
     let boot_s: u64 = std::fs::read_to_string("/proc/stat")
@@ -503,5 +508,30 @@ pub fn object_label(recording: &Recording, object: ObjectId) -> String {
         Some((kind, Some(name))) => format!("{kind} {name}"),
         Some((kind, None)) => format!("{kind} {object}"),
         None => object.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::process_start_unix_ns;
+
+    #[test]
+    fn a_process_that_ended_but_is_not_reaped_is_not_alive() {
+        assert!(process_start_unix_ns(std::process::id()).is_some());
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let state = |pid: u32| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+            stat[stat.rfind(')').unwrap() + 1..]
+                .split_whitespace()
+                .next()
+                .unwrap()
+                .to_owned()
+        };
+        // Not waited for, the child stays a zombie once it has exited.
+        while state(child.id()) != "Z" {
+            std::thread::yield_now();
+        }
+        assert_eq!(process_start_unix_ns(child.id()), None);
+        child.wait().unwrap();
     }
 }
