@@ -169,6 +169,15 @@ impl Provided {
         }
     }
 
+    /// A wait on a lock nobody holds: it ends with the grant already due.
+    fn free() -> Provided {
+        Provided {
+            by: Vec::new(),
+            guessed: false,
+            can_deadlock: false,
+        }
+    }
+
     /// A wait a peer outside the recording can end at any time.
     fn outside() -> Provided {
         Provided {
@@ -271,7 +280,10 @@ pub fn deadlocks<S: EventStore>(trace: &Trace<S>) -> Deadlocks {
     };
 
     // Who holds which mutex, who sent on which channel, permits held and given.
-    let mut holder: FastMap<ObjIdx, u32> = FastMap::default();
+    // Mutexes: whether each process's last step on it took it. The logs are read a process at
+    // a time, so the holder is whoever still holds at the end of its own log, not whoever
+    // happened to be read last.
+    let mut holds: FastMap<(ObjIdx, u32), bool> = FastMap::default();
     let mut senders: FastMap<ObjIdx, BTreeSet<u32>> = FastMap::default();
     let mut net_permits: FastMap<(ObjIdx, u32), i64> = FastMap::default();
     let mut releasers: FastMap<ObjIdx, BTreeSet<u32>> = FastMap::default();
@@ -297,15 +309,13 @@ pub fn deadlocks<S: EventStore>(trace: &Trace<S>) -> Deadlocks {
             // The happened-before edges say who holds, who sends and who gives permits.
             match ev.op.sync().rule(proc.id, Order::HappenedBefore) {
                 Rule::Takes(Point::Released(object)) => {
-                    holder.insert(object, p);
+                    holds.insert((object, p), true);
                     if trace.object(object).kind == Some(ObjectKind::Condvar) {
                         condvar_users.entry(object).or_default().insert(p);
                     }
                 }
                 Rule::Gives(Point::Released(object)) => {
-                    if holder.get(&object) == Some(&p) {
-                        holder.remove(&object);
-                    }
+                    holds.insert((object, p), false);
                 }
                 Rule::Gives(Point::Message { channel, .. }) => {
                     if sent_last != Some(channel) {
@@ -430,15 +440,28 @@ pub fn deadlocks<S: EventStore>(trace: &Trace<S>) -> Deadlocks {
             // A reader-writer lock's waiter waits for every holder: a writer for the readers
             // or the writer, a reader for the writer holding it or queued before it (which
             // itself waits for the readers). Readers alone never block a reader.
-            WaitKind::Lock if trace.object(object).kind == Some(ObjectKind::RwLock) => {
-                Provided::known(alive(
-                    &mut rw_holds
+            WaitKind::Lock => {
+                let holders: Vec<u32> = if trace.object(object).kind == Some(ObjectKind::RwLock) {
+                    rw_holds
                         .iter()
                         .filter(|((o, _), holds)| *o == object && **holds > 0)
-                        .map(|((_, q), _)| *q),
-                ))
+                        .map(|((_, q), _)| *q)
+                        .collect()
+                } else {
+                    holds
+                        .iter()
+                        .filter(|((o, _), held)| *o == object && **held)
+                        .map(|((_, q), _)| *q)
+                        .collect()
+                };
+                if holders.is_empty() {
+                    // Released by its last holder: the wake-up was on its way when the logs
+                    // end (the grant of a released lock is not refused).
+                    Provided::free()
+                } else {
+                    Provided::known(alive(&mut holders.into_iter()))
+                }
             }
-            WaitKind::Lock => Provided::known(alive(&mut holder.get(&object).copied().into_iter())),
             WaitKind::Message => {
                 message_providers(p, alive(&mut known(&senders).into_iter()), |q| {
                     acts_only_after_end_of(q, p)
@@ -966,6 +989,70 @@ mod tests {
         assert!(!d.any(), "{d:?}");
         assert!(d.blocked.iter().all(|b| b.left_waiting), "{d:?}");
         assert!(d.cycles.is_empty());
+    }
+
+    /// A lock released by its last holder is granted to its waiter next: a waiter whose log
+    /// ends before the grant is not deadlocked, nor is the process that joins it.
+    #[test]
+    fn a_wait_for_a_released_lock_is_no_deadlock() {
+        let (mut b, main, child, _) = main_spawns_a_child_with_a_channel("waiter");
+        let m = b.define_object(ObjectId::new(ProcessId(0), 1), ObjectKind::Mutex, 0, None);
+        b.push(main, Op::Create { object: m }, NO_SITE);
+        let lock = Op::Lock {
+            object: m,
+            version: 1,
+            prev: None,
+        };
+        b.push(main, lock, NO_SITE);
+        b.push(main, Op::Unlock { object: m }, NO_SITE);
+        b.push(child, Op::Blocked { object: m }, NO_SITE);
+        b.push(
+            main,
+            Op::JoinBlocked {
+                child: ProcessId(1),
+            },
+            NO_SITE,
+        );
+        let d = deadlocks(&b.build());
+        assert_eq!(d.blocked.len(), 2, "{d:?}");
+        assert!(d.blocked[1].waits_for.is_empty(), "{d:?}");
+        assert!(!d.any(), "{d:?}");
+        assert!(d.cycles.is_empty(), "{d:?}");
+    }
+
+    /// The holder of a mutex is whoever's log ends holding it, whatever order the logs are
+    /// read in: `w2`, read after `w1`, took and released it before `w1` took it.
+    #[test]
+    fn the_holder_is_who_ends_holding_the_lock_not_who_is_read_last() {
+        let (mut b, main, w1, jobs) = main_spawns_a_child_with_a_channel("w1");
+        let w2 = b.add_process(ProcessId(2), "w2", Some(ProcessId(0)));
+        let spawn = Op::Spawn {
+            child: ProcessId(2),
+        };
+        b.push(main, spawn, NO_SITE);
+        let start = Op::Start {
+            parent: Some(ProcessId(0)),
+        };
+        b.push(w2, start, NO_SITE);
+        let m = b.define_object(ObjectId::new(ProcessId(0), 1), ObjectKind::Mutex, 0, None);
+        b.push(main, Op::Create { object: m }, NO_SITE);
+        let lock = |version| Op::Lock {
+            object: m,
+            version,
+            prev: None,
+        };
+        b.push(w2, lock(1), NO_SITE);
+        b.push(w2, Op::Unlock { object: m }, NO_SITE);
+        b.push(w1, lock(2), NO_SITE);
+        b.push(w1, Op::Blocked { object: jobs }, NO_SITE);
+        b.push(w2, Op::Blocked { object: m }, NO_SITE);
+        let d = deadlocks(&b.build());
+        let on_lock = d
+            .blocked
+            .iter()
+            .find(|b| b.process == w2)
+            .expect("w2 is blocked");
+        assert_eq!(on_lock.waits_for, vec![w1], "{d:?}");
     }
 
     /// Waits that form a cycle are a deadlock whether or not `main` returned.

@@ -428,11 +428,15 @@ fn a_fetcher_holding_the_only_sender_left_waits_for_itself_with_main_behind_it()
     );
 }
 
-/// Records `waits name` (a program that exits by itself) until each process of `waiting` ended
-/// its log waiting on one of the objects listed with it: the program lets them reach their
-/// waits before `main` returns, which a loaded machine can outrun, so a recording that missed
-/// is made again, a few times at most.
-fn record_exited_with_waits(work: &Path, name: &str, waiting: &[(&str, &[&str])]) -> PathBuf {
+/// Records `waits name` (a program that exits by itself) until the final waits of its
+/// processes are `settled`: the program lets them reach their waits before `main` returns,
+/// which a loaded machine can outrun, so a recording that missed is made again, a few times
+/// at most.
+fn record_exited_with_waits(
+    work: &Path,
+    name: &str,
+    settled: impl Fn(&dyn Fn(&str) -> Option<String>) -> bool,
+) -> PathBuf {
     let dir = work.join(name);
     for _ in 0..5 {
         let _ = std::fs::remove_dir_all(&dir);
@@ -444,13 +448,11 @@ fn record_exited_with_waits(work: &Path, name: &str, waiting: &[(&str, &[&str])]
             String::from_utf8_lossy(&out.stderr)
         );
         let recording = Recording::open(&dir).expect("the recording opens");
-        if waiting.iter().all(|(process, objects)| {
-            final_wait(&recording, process).is_some_and(|(on, _)| objects.contains(&on.as_str()))
-        }) {
+        if settled(&|process| final_wait(&recording, process).map(|(on, _)| on)) {
             return dir;
         }
     }
-    panic!("{name}: five recordings never ended with {waiting:?} in their waits");
+    panic!("{name}: five recordings never ended with their processes' waits settled");
 }
 
 /// The Book's pool has no shutdown: when main returns, its idle workers are still waiting for
@@ -461,12 +463,17 @@ fn record_exited_with_waits(work: &Path, name: &str, waiting: &[(&str, &[&str])]
 fn idle_workers_of_a_pool_when_main_returns_are_left_waiting_not_deadlocked() {
     let work = tempfile::tempdir().unwrap();
     let workers = ["worker0", "worker1", "worker2"];
-    let idle: &[&str] = &["jobs", "receiver"];
-    let dir = record_exited_with_waits(
-        work.path(),
-        "idle-pool",
-        &workers.map(|worker| (worker, idle)),
-    );
+    // Settled: one worker receives, holding the receiver's lock, the others wait for it.
+    let dir = record_exited_with_waits(work.path(), "idle-pool", |wait_of| {
+        let waits = workers.map(wait_of);
+        let on = |object: &str| {
+            waits
+                .iter()
+                .filter(|w| w.as_deref() == Some(object))
+                .count()
+        };
+        on("jobs") == 1 && on("receiver") == workers.len() - 1
+    });
     let report = races_json(work.path(), &dir);
     assert!(
         report["deadlocks"]["cycles"].as_array().unwrap().is_empty(),
@@ -513,11 +520,9 @@ fn idle_workers_of_a_pool_when_main_returns_are_left_waiting_not_deadlocked() {
 #[test]
 fn a_cycle_of_waits_when_main_returns_is_still_a_deadlock() {
     let work = tempfile::tempdir().unwrap();
-    let dir = record_exited_with_waits(
-        work.path(),
-        "exit-cycle",
-        &[("left", &["m2"]), ("right", &["m1"])],
-    );
+    let dir = record_exited_with_waits(work.path(), "exit-cycle", |wait_of| {
+        wait_of("left").as_deref() == Some("m2") && wait_of("right").as_deref() == Some("m1")
+    });
     let report = races_json(work.path(), &dir);
     let cycle = cycle_of(&report);
     assert_eq!(members_of(&cycle), ["left", "right"], "{report:#}");
