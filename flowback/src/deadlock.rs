@@ -39,7 +39,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use ppd_formats::ProcessId;
-use ppd_formats::event::{AtomicOp, ObjectKind};
+use ppd_formats::event::{AtomicOp, Class, ObjectKind};
 use ppd_formats::order::{Order, Point, Rule};
 
 use crate::fasthash::FastMap;
@@ -220,41 +220,28 @@ enum Waited {
 
 /// How a log whose last event is `last` ends, and what it waits on if it ends blocked.
 fn ending(last: Option<Op>) -> (Ending, Option<Waited>) {
-    match last {
-        Some(Op::Blocked { object }) => (Ending::Blocked, Some(Waited::Object(object))),
-        Some(Op::JoinBlocked { child }) => (Ending::Blocked, Some(Waited::Process(child))),
-        Some(Op::Exit | Op::Panic { .. }) => (Ending::Ended, None),
-        Some(
-            Op::Start { .. }
-            | Op::Spawn { .. }
-            | Op::Join { .. }
-            | Op::Create { .. }
-            | Op::Send { .. }
-            | Op::Recv { .. }
-            | Op::RecvNone { .. }
-            | Op::Select { .. }
-            | Op::Lock { .. }
-            | Op::Unlock { .. }
-            | Op::SemAcquire { .. }
-            | Op::SemRelease { .. }
-            | Op::Atomic { .. }
-            | Op::Clock
-            | Op::Random
-            | Op::Answer { .. }
-            | Op::EblockEnter { .. }
-            | Op::EblockExit { .. }
-            | Op::Mark { .. }
-            | Op::Undelivered { .. }
-            | Op::Sleep { .. }
-            | Op::Outcome { .. }
-            | Op::RwAcquire { .. }
-            | Op::RwRelease { .. }
-            | Op::NetOpen { .. }
-            | Op::NetWrite { .. }
-            | Op::NetRead { .. }
-            | Op::NetFail { .. },
-        )
-        | None => (Ending::Running, None),
+    let Some(op) = last else {
+        return (Ending::Running, None);
+    };
+    match op.kind().class() {
+        Class::Wait => match op {
+            Op::Blocked { object } => (Ending::Blocked, Some(Waited::Object(object))),
+            Op::JoinBlocked { child } => (Ending::Blocked, Some(Waited::Process(child))),
+            // A sleep: only time ends it, nobody else.
+            _ => (Ending::Running, None),
+        },
+        Class::Lifecycle if op.kind().ends_process() => (Ending::Ended, None),
+        Class::Lifecycle
+        | Class::Create
+        | Class::Message
+        | Class::Lock
+        | Class::Semaphore
+        | Class::Atomic
+        | Class::Input
+        | Class::Attempt
+        | Class::Eblock
+        | Class::Mark
+        | Class::Socket => (Ending::Running, None),
     }
 }
 

@@ -21,7 +21,7 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use ppd_formats::event::{Outcome, RwMode};
+use ppd_formats::event::{Class, Outcome, RwMode};
 
 use crate::trace::{EventRef, EventStore, ObjIdx, Op, SiteId, Trace};
 
@@ -74,84 +74,72 @@ pub fn lock_order_edges<S: EventStore>(trace: &Trace<S>) -> (Vec<LockOrderEdge>,
         // The mutex whose next acquisition is a `try_lock`'s.
         let mut tried: Option<ObjIdx> = None;
         for (i, ev) in proc.events.iter().enumerate() {
-            match ev.op {
-                Op::Lock { object, .. } | Op::RwAcquire { object, .. } => {
-                    stats.acquisitions += 1;
-                    let at = EventRef::new(p, i as u32);
-                    // A try never waits: it is no step of a deadlock, though what it holds is.
-                    // Nor is a read of a reader-writer lock taken here: it waits only for a
-                    // writer, and two readers never block each other, so a cycle through it
-                    // is not reported (what it holds still gates others' steps).
-                    let reads = matches!(
-                        ev.op,
-                        Op::RwAcquire {
-                            mode: RwMode::Read,
-                            ..
+            match ev.op.kind().class() {
+                Class::Lock => match ev.op {
+                    Op::Lock { object, .. } | Op::RwAcquire { object, .. } => {
+                        stats.acquisitions += 1;
+                        let at = EventRef::new(p, i as u32);
+                        // A try never waits: it is no step of a deadlock, though what it holds is.
+                        // Nor is a read of a reader-writer lock taken here: it waits only for a
+                        // writer, and two readers never block each other, so a cycle through it
+                        // is not reported (what it holds still gates others' steps).
+                        let reads = matches!(
+                            ev.op,
+                            Op::RwAcquire {
+                                mode: RwMode::Read,
+                                ..
+                            }
+                        );
+                        let waits = tried.take() != Some(object) && !reads;
+                        if waits && !held.is_empty() {
+                            let gates: Vec<ObjIdx> = held
+                                .iter()
+                                .map(|&(m, _)| m)
+                                .collect::<BTreeSet<_>>()
+                                .into_iter()
+                                .collect();
+                            for &(m, m_at) in &held {
+                                if m == object {
+                                    continue;
+                                }
+                                let key =
+                                    (p, m, object, trace.event(m_at).site, ev.site, gates.clone());
+                                if seen.insert(key) {
+                                    edges.push(LockOrderEdge {
+                                        process: p,
+                                        held: m,
+                                        held_at: m_at,
+                                        acquired: object,
+                                        acquired_at: at,
+                                        gates: gates.clone(),
+                                    });
+                                }
+                            }
                         }
-                    );
-                    let waits = tried.take() != Some(object) && !reads;
-                    if waits && !held.is_empty() {
-                        let gates: Vec<ObjIdx> = held
-                            .iter()
-                            .map(|&(m, _)| m)
-                            .collect::<BTreeSet<_>>()
-                            .into_iter()
-                            .collect();
-                        for &(m, m_at) in &held {
-                            if m == object {
-                                continue;
-                            }
-                            let key =
-                                (p, m, object, trace.event(m_at).site, ev.site, gates.clone());
-                            if seen.insert(key) {
-                                edges.push(LockOrderEdge {
-                                    process: p,
-                                    held: m,
-                                    held_at: m_at,
-                                    acquired: object,
-                                    acquired_at: at,
-                                    gates: gates.clone(),
-                                });
-                            }
+                        held.push((object, at));
+                    }
+                    Op::Unlock { object } | Op::RwRelease { object, .. } => {
+                        if let Some(k) = held.iter().rposition(|&(m, _)| m == object) {
+                            held.remove(k);
                         }
                     }
-                    held.push((object, at));
-                }
-                Op::Unlock { object } | Op::RwRelease { object, .. } => {
-                    if let Some(k) = held.iter().rposition(|&(m, _)| m == object) {
-                        held.remove(k);
+                    _ => {}
+                },
+                Class::Attempt => {
+                    if let Op::Outcome { object, outcome } = ev.op {
+                        tried = (outcome == Outcome::Acquired).then_some(object);
                     }
                 }
-                Op::Start { .. }
-                | Op::Spawn { .. }
-                | Op::Join { .. }
-                | Op::Exit
-                | Op::Panic { .. }
-                | Op::Create { .. }
-                | Op::Send { .. }
-                | Op::Recv { .. }
-                | Op::RecvNone { .. }
-                | Op::Select { .. }
-                | Op::SemAcquire { .. }
-                | Op::SemRelease { .. }
-                | Op::Atomic { .. }
-                | Op::Clock
-                | Op::Random
-                | Op::Answer { .. }
-                | Op::EblockEnter { .. }
-                | Op::EblockExit { .. }
-                | Op::Mark { .. }
-                | Op::Blocked { .. }
-                | Op::Undelivered { .. }
-                | Op::JoinBlocked { .. }
-                | Op::NetOpen { .. }
-                | Op::NetWrite { .. }
-                | Op::NetRead { .. }
-                | Op::NetFail { .. }
-                | Op::Sleep { .. } => {}
-                Op::Outcome { object, outcome } => {
-                    tried = (outcome == Outcome::Acquired).then_some(object);
-                }
+                Class::Lifecycle
+                | Class::Create
+                | Class::Message
+                | Class::Semaphore
+                | Class::Atomic
+                | Class::Input
+                | Class::Eblock
+                | Class::Mark
+                | Class::Wait
+                | Class::Socket => {}
             }
         }
     }

@@ -29,6 +29,7 @@ use crate::fasthash::FastMap;
 
 use crate::trace::{EventRef, EventStore, NO_OBJECT, ObjIdx, Op, SiteId, Trace};
 use crate::vclock::Clocks;
+use ppd_formats::event::Class;
 use ppd_formats::progress;
 
 /// A message race, deduplicated by the sites of its two sends.
@@ -205,63 +206,56 @@ impl Candidates {
             let p = p as u32;
             for (k, ev) in proc.events.iter().enumerate() {
                 counted.add(1);
-                match ev.op {
-                    Op::Send { channel, seq } => {
-                        channels[channel as usize].push(p, k as u32, ev.site, Some(seq));
-                    }
-                    Op::Undelivered { channel, seq } => {
-                        channels[channel as usize].undeliver(trace, p, seq);
-                    }
-                    Op::Recv { channel, .. } => {
-                        channels[channel as usize]
-                            .receives
-                            .push((EventRef::new(p, k as u32), ev.op));
-                    }
-                    Op::NetWrite {
-                        socket,
-                        seq,
-                        datagram,
-                    } => sockets.write(EventRef::new(p, k as u32), ev.site, socket, seq, datagram),
-                    Op::NetRead {
-                        socket,
-                        peer,
-                        seq,
-                        datagram,
-                        end: false,
-                    } if peer != NO_OBJECT => {
-                        let channel = sockets.read(socket, peer, seq, datagram);
-                        channels[channel as usize]
-                            .receives
-                            .push((EventRef::new(p, k as u32), ev.op));
-                    }
-                    Op::Start { .. }
-                    | Op::Spawn { .. }
-                    | Op::Join { .. }
-                    | Op::Exit
-                    | Op::Panic { .. }
-                    | Op::Create { .. }
-                    | Op::RecvNone { .. }
-                    | Op::Select { .. }
-                    | Op::Lock { .. }
-                    | Op::Unlock { .. }
-                    | Op::SemAcquire { .. }
-                    | Op::SemRelease { .. }
-                    | Op::Atomic { .. }
-                    | Op::Clock
-                    | Op::Random
-                    | Op::Answer { .. }
-                    | Op::EblockEnter { .. }
-                    | Op::EblockExit { .. }
-                    | Op::Mark { .. }
-                    | Op::Blocked { .. }
-                    | Op::JoinBlocked { .. }
-                    | Op::Sleep { .. }
-                    | Op::Outcome { .. }
-                    | Op::RwAcquire { .. }
-                    | Op::RwRelease { .. }
-                    | Op::NetOpen { .. }
-                    | Op::NetRead { .. }
-                    | Op::NetFail { .. } => {}
+                match ev.op.kind().class() {
+                    Class::Message | Class::Socket => match ev.op {
+                        Op::Send { channel, seq } => {
+                            channels[channel as usize].push(p, k as u32, ev.site, Some(seq));
+                        }
+                        Op::Undelivered { channel, seq } => {
+                            channels[channel as usize].undeliver(trace, p, seq);
+                        }
+                        Op::Recv { channel, .. } => {
+                            channels[channel as usize]
+                                .receives
+                                .push((EventRef::new(p, k as u32), ev.op));
+                        }
+                        Op::NetWrite {
+                            socket,
+                            seq,
+                            datagram,
+                        } => sockets.write(
+                            EventRef::new(p, k as u32),
+                            ev.site,
+                            socket,
+                            seq,
+                            datagram,
+                        ),
+                        Op::NetRead {
+                            socket,
+                            peer,
+                            seq,
+                            datagram,
+                            end: false,
+                        } if peer != NO_OBJECT => {
+                            let channel = sockets.read(socket, peer, seq, datagram);
+                            channels[channel as usize]
+                                .receives
+                                .push((EventRef::new(p, k as u32), ev.op));
+                        }
+                        // A receive that got nothing, a select's choice, a socket made or failed,
+                        // a read of the end or of a writer outside the recording: no message.
+                        _ => {}
+                    },
+                    Class::Lifecycle
+                    | Class::Create
+                    | Class::Lock
+                    | Class::Semaphore
+                    | Class::Atomic
+                    | Class::Input
+                    | Class::Attempt
+                    | Class::Eblock
+                    | Class::Mark
+                    | Class::Wait => {}
                 }
             }
         }

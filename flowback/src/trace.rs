@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ppd_formats::event::{
-    AtomicOp, MemOrdering, ObjectKind, Outcome, Question, RecvOutcome, RwMode,
+    AtomicOp, EventKind, MemOrdering, ObjectKind, Outcome, Question, RecvOutcome, RwMode,
 };
 use ppd_formats::order::Sync;
 use ppd_formats::{Event, ObjectId, ProcessId, Site, net};
@@ -186,48 +186,54 @@ pub enum Op {
 pub const NO_OBJECT: ObjIdx = u32::MAX;
 
 impl Op {
-    /// The snake_case name of the event kind.
-    pub fn kind_name(&self) -> &'static str {
+    /// The event's kind in the table of kinds (`ppd_formats::event::EventKind`): a socket
+    /// write or read of a datagram is the datagram's kind.
+    pub fn kind(&self) -> EventKind {
         match self {
-            Op::Start { .. } => "start",
-            Op::Spawn { .. } => "spawn",
-            Op::Join { .. } => "join",
-            Op::Exit => "exit",
-            Op::Panic { .. } => "panic",
-            Op::Create { .. } => "create",
-            Op::Send { .. } => "send",
-            Op::Recv { .. } => "recv",
-            Op::RecvNone { .. } => "recv_none",
-            Op::Select { .. } => "select",
-            Op::Lock { .. } => "lock",
-            Op::Unlock { .. } => "unlock",
-            Op::SemAcquire { .. } => "sem_acquire",
-            Op::SemRelease { .. } => "sem_release",
-            Op::Atomic { .. } => "atomic",
-            Op::Clock => "clock",
-            Op::Random => "random",
-            Op::EblockEnter { .. } => "eblock_enter",
-            Op::EblockExit { .. } => "eblock_exit",
-            Op::Mark { .. } => "mark",
-            Op::Blocked { .. } => "blocked",
-            Op::Undelivered { .. } => "undelivered",
-            Op::JoinBlocked { .. } => "join_blocked",
-            Op::Sleep { .. } => "sleep",
-            Op::Answer { .. } => "answer",
-            Op::Outcome { .. } => "outcome",
-            Op::RwAcquire { .. } => "rw_acquire",
-            Op::RwRelease { .. } => "rw_release",
-            Op::NetOpen { .. } => "net_open",
+            Op::Start { .. } => EventKind::Start,
+            Op::Spawn { .. } => EventKind::Spawn,
+            Op::Join { .. } => EventKind::Join,
+            Op::Exit => EventKind::Exit,
+            Op::Panic { .. } => EventKind::Panic,
+            Op::Create { .. } => EventKind::Create,
+            Op::Send { .. } => EventKind::Send,
+            Op::Recv { .. } => EventKind::Recv,
+            Op::RecvNone { .. } => EventKind::RecvNone,
+            Op::Select { .. } => EventKind::Select,
+            Op::Lock { .. } => EventKind::Lock,
+            Op::Unlock { .. } => EventKind::Unlock,
+            Op::SemAcquire { .. } => EventKind::SemAcquire,
+            Op::SemRelease { .. } => EventKind::SemRelease,
+            Op::Atomic { .. } => EventKind::Atomic,
+            Op::Clock => EventKind::Clock,
+            Op::Random => EventKind::Random,
+            Op::EblockEnter { .. } => EventKind::EblockEnter,
+            Op::EblockExit { .. } => EventKind::EblockExit,
+            Op::Mark { .. } => EventKind::Mark,
+            Op::Blocked { .. } => EventKind::Blocked,
+            Op::Undelivered { .. } => EventKind::Undelivered,
+            Op::JoinBlocked { .. } => EventKind::JoinBlocked,
+            Op::Sleep { .. } => EventKind::Sleep,
+            Op::Answer { .. } => EventKind::Answer,
+            Op::Outcome { .. } => EventKind::Outcome,
+            Op::RwAcquire { .. } => EventKind::RwAcquire,
+            Op::RwRelease { .. } => EventKind::RwRelease,
+            Op::NetOpen { .. } => EventKind::NetOpen,
             Op::NetWrite {
                 datagram: false, ..
-            } => "net_write",
-            Op::NetWrite { datagram: true, .. } => "net_send_to",
+            } => EventKind::NetWrite,
+            Op::NetWrite { datagram: true, .. } => EventKind::NetSendTo,
             Op::NetRead {
                 datagram: false, ..
-            } => "net_read",
-            Op::NetRead { datagram: true, .. } => "net_recv_from",
-            Op::NetFail { .. } => "net_fail",
+            } => EventKind::NetRead,
+            Op::NetRead { datagram: true, .. } => EventKind::NetRecvFrom,
+            Op::NetFail { .. } => EventKind::NetFail,
         }
+    }
+
+    /// The snake_case name of the event kind.
+    pub fn kind_name(&self) -> &'static str {
+        self.kind().name()
     }
 
     /// The shared object the event acts on.
@@ -346,7 +352,7 @@ impl Op {
 
     /// Whether the process ended with this event.
     pub fn is_end(&self) -> bool {
-        matches!(self, Op::Exit | Op::Panic { .. })
+        self.kind().ends_process()
     }
 }
 

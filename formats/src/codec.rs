@@ -45,28 +45,10 @@ const FLAG_B: u8 = 0x80;
 /// The longest a LEB128 encoding of a `u64` can be.
 const MAX_VARINT: usize = 10;
 
-/// The position of `kind` in [`EventKind::ALL`]: its declaration order, which `ALL` follows
-/// (checked at compile time below).
-#[inline]
-pub(crate) fn kind_index(kind: EventKind) -> usize {
-    kind as usize
-}
-
-const _: () = {
-    let mut i = 0;
-    while i < EventKind::ALL.len() {
-        assert!(
-            EventKind::ALL[i] as usize == i,
-            "EventKind::ALL is in declaration order"
-        );
-        i += 1;
-    }
-};
-
 /// Writes the tag byte of an event of `kind` with `flags`, and its extended-kind number when
 /// the kind has no tag of its own.
 fn put_tag(out: &mut Vec<u8>, kind: EventKind, flags: u8) {
-    let k = kind_index(kind);
+    let k = kind.index();
     match k.checked_sub(FIRST_EXTENDED_KIND) {
         None => out.push((TAG_EVENT_BASE + k as u8) | flags),
         Some(extended) => {
@@ -1976,7 +1958,7 @@ mod tests {
         // version delta zigzag(3), mode write.
         assert_eq!(buf, [TAG_DEF_OBJECT, 1, 30, 1, 0, 6, 1]);
         assert_eq!(FIRST_EXTENDED_KIND, 26);
-        assert_eq!(kind_index(EventKind::RwRelease), FIRST_EXTENDED_KIND + 1);
+        assert_eq!(EventKind::RwRelease.index(), FIRST_EXTENDED_KIND + 1);
     }
 
     #[test]

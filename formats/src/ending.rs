@@ -287,35 +287,8 @@ impl ProcessEnding {
                 ),
                 since_event: last,
             },
-            Event::Start { .. }
-            | Event::Spawn { .. }
-            | Event::Join { .. }
-            | Event::Create { .. }
-            | Event::Send { .. }
-            | Event::Recv { .. }
-            | Event::RecvNone { .. }
-            | Event::Select { .. }
-            | Event::Lock { .. }
-            | Event::Unlock { .. }
-            | Event::SemAcquire { .. }
-            | Event::SemRelease { .. }
-            | Event::Atomic { .. }
-            | Event::Clock { .. }
-            | Event::Random { .. }
-            | Event::EblockEnter { .. }
-            | Event::EblockExit { .. }
-            | Event::Mark { .. }
-            | Event::Undelivered { .. }
-            | Event::NetOpen { .. }
-            | Event::NetWrite { .. }
-            | Event::NetRead { .. }
-            | Event::NetSendTo { .. }
-            | Event::NetRecvFrom { .. }
-            | Event::NetFail { .. }
-            | Event::Answer { .. } => ProcessEnding::Running { last_event: last },
-            Event::Outcome { .. } | Event::RwAcquire { .. } | Event::RwRelease { .. } => {
-                ProcessEnding::Running { last_event: last }
-            }
+            // Any other last event: the process was running.
+            _ => ProcessEnding::Running { last_event: last },
         })
     }
 

@@ -929,8 +929,7 @@ impl LogReader {
         let mut counts = vec![0u64; EventKind::ALL.len()];
         for item in self.events() {
             let (_, e) = item?;
-            let i = EventKind::ALL.iter().position(|k| *k == e.kind());
-            counts[i.unwrap_or(0)] += 1;
+            counts[e.kind().index()] += 1;
         }
         Ok(EventKind::ALL.iter().copied().zip(counts).collect())
     }

@@ -136,10 +136,7 @@ impl Interval {
     fn next_event(&mut self) -> Option<(u64, Event)> {
         loop {
             match self.events.next()? {
-                Ok((
-                    _,
-                    Event::Blocked { .. } | Event::JoinBlocked { .. } | Event::Sleep { .. },
-                )) => continue,
+                Ok((_, e)) if e.kind().is_wait() => continue,
                 Ok(item) => return Some(item),
                 Err(e) => {
                     self.leak("the log", "a readable event".into(), e.to_string());
@@ -152,10 +149,8 @@ impl Interval {
     /// Passes over the markers a wait left (`Blocked`, `JoinBlocked`, `Sleep`), which
     /// [`Interval::next_event`] skips too, so that a peek sees the operation that followed.
     fn skip_wait_markers(&mut self) {
-        while let Some(Ok((
-            _,
-            Event::Blocked { .. } | Event::JoinBlocked { .. } | Event::Sleep { .. },
-        ))) = self.events.peek()
+        while let Some(Ok((_, e))) = self.events.peek()
+            && e.kind().is_wait()
         {
             self.events.next();
         }
@@ -713,41 +708,7 @@ fn emulate_instance(
             file,
             line,
         }) => (None, Some(panic_outcome(&message, &file, line))),
-        Some(
-            Event::Start { .. }
-            | Event::Spawn { .. }
-            | Event::Join { .. }
-            | Event::Exit
-            | Event::Create { .. }
-            | Event::Send { .. }
-            | Event::Recv { .. }
-            | Event::RecvNone { .. }
-            | Event::Select { .. }
-            | Event::Lock { .. }
-            | Event::Unlock { .. }
-            | Event::SemAcquire { .. }
-            | Event::SemRelease { .. }
-            | Event::Atomic { .. }
-            | Event::Clock { .. }
-            | Event::Random { .. }
-            | Event::Answer { .. }
-            | Event::EblockEnter { .. }
-            | Event::Mark { .. }
-            | Event::Blocked { .. }
-            | Event::Undelivered { .. }
-            | Event::JoinBlocked { .. }
-            | Event::Sleep { .. }
-            | Event::Outcome { .. }
-            | Event::RwAcquire { .. }
-            | Event::RwRelease { .. }
-            | Event::NetOpen { .. }
-            | Event::NetWrite { .. }
-            | Event::NetRead { .. }
-            | Event::NetSendTo { .. }
-            | Event::NetRecvFrom { .. }
-            | Event::NetFail { .. },
-        )
-        | None => (None, logged_panic),
+        _ => (None, logged_panic),
     };
     if let Some(Event::EblockExit { postlog, .. }) = &exit {
         let logged = value::map_entries(postlog).unwrap_or_default();

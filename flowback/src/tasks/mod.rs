@@ -803,37 +803,7 @@ fn locate<S: EventStore>(
             .enumerate()
             .find_map(|(k, e)| match e.op {
                 Op::Panic { message } => Some((k, message)),
-                Op::Start { .. }
-                | Op::Spawn { .. }
-                | Op::Join { .. }
-                | Op::Exit
-                | Op::Create { .. }
-                | Op::Send { .. }
-                | Op::Recv { .. }
-                | Op::RecvNone { .. }
-                | Op::Select { .. }
-                | Op::Lock { .. }
-                | Op::Unlock { .. }
-                | Op::SemAcquire { .. }
-                | Op::SemRelease { .. }
-                | Op::Atomic { .. }
-                | Op::Clock
-                | Op::Random
-                | Op::Answer { .. }
-                | Op::EblockEnter { .. }
-                | Op::EblockExit { .. }
-                | Op::Mark { .. }
-                | Op::Blocked { .. }
-                | Op::Undelivered { .. }
-                | Op::JoinBlocked { .. }
-                | Op::Sleep { .. }
-                | Op::Outcome { .. }
-                | Op::RwAcquire { .. }
-                | Op::RwRelease { .. }
-                | Op::NetOpen { .. }
-                | Op::NetWrite { .. }
-                | Op::NetRead { .. }
-                | Op::NetFail { .. } => None,
+                _ => None,
             });
         if let Some((k, message)) = panic {
             let at = EventRef::new(last.process, last.index + 1 + k as u32);
@@ -901,37 +871,8 @@ fn stopped<S: EventStore>(
                 node,
                 format!("panicked: {}", trace.name(message)),
             ),
-            Op::Start { .. }
-            | Op::Spawn { .. }
-            | Op::Join { .. }
-            | Op::Exit
-            | Op::Create { .. }
-            | Op::Send { .. }
-            | Op::Recv { .. }
-            | Op::RecvNone { .. }
-            | Op::Select { .. }
-            | Op::Lock { .. }
-            | Op::Unlock { .. }
-            | Op::SemAcquire { .. }
-            | Op::SemRelease { .. }
-            | Op::Atomic { .. }
-            | Op::Clock
-            | Op::Random
-            | Op::Answer { .. }
-            | Op::EblockEnter { .. }
-            | Op::EblockExit { .. }
-            | Op::Mark { .. }
-            | Op::Blocked { .. }
-            | Op::Undelivered { .. }
-            | Op::JoinBlocked { .. }
-            | Op::Sleep { .. }
-            | Op::Outcome { .. }
-            | Op::RwAcquire { .. }
-            | Op::RwRelease { .. }
-            | Op::NetOpen { .. }
-            | Op::NetWrite { .. }
-            | Op::NetRead { .. }
-            | Op::NetFail { .. } => error(
+            // An exit (`is_end` found nothing else).
+            _ => error(
                 Fault::Process,
                 role,
                 at,

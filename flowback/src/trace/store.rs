@@ -12,7 +12,9 @@
 //!   tasks in flight rather than the run.
 
 use ppd_formats::ProcessId;
-use ppd_formats::event::{AtomicOp, MemOrdering, Outcome, Question, RecvOutcome, RwMode};
+use ppd_formats::event::{
+    AtomicOp, EventKind, MemOrdering, Outcome, Question, RecvOutcome, RwMode,
+};
 
 use super::{Ev, ObjIdx, Op};
 
@@ -190,7 +192,8 @@ impl EventSink for Compact {
             return;
         }
         let start = self.offset(k);
-        if self.bytes[start] != Tag::NetRead as u8 {
+        let tag = self.bytes[start];
+        if tag != EventKind::NetRead as u8 && tag != EventKind::NetRecvFrom as u8 {
             return;
         }
         // The tag, the site, the socket, then the two fixed-width fields.
@@ -229,79 +232,6 @@ impl Iterator for CompactIter<'_> {
 
 impl ExactSizeIterator for CompactIter<'_> {}
 
-/// The first byte of an encoded event: which [`Op`] it is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-enum Tag {
-    Start,
-    Spawn,
-    Join,
-    Exit,
-    Panic,
-    Create,
-    Send,
-    Recv,
-    RecvNone,
-    Select,
-    Lock,
-    Unlock,
-    SemAcquire,
-    SemRelease,
-    Atomic,
-    Clock,
-    Random,
-    EblockEnter,
-    EblockExit,
-    Mark,
-    Blocked,
-    Undelivered,
-    JoinBlocked,
-    Sleep,
-    Answer,
-    Outcome,
-    RwAcquire,
-    RwRelease,
-    NetOpen,
-    NetWrite,
-    NetRead,
-    NetFail,
-}
-
-const TAGS: [Tag; 32] = [
-    Tag::Start,
-    Tag::Spawn,
-    Tag::Join,
-    Tag::Exit,
-    Tag::Panic,
-    Tag::Create,
-    Tag::Send,
-    Tag::Recv,
-    Tag::RecvNone,
-    Tag::Select,
-    Tag::Lock,
-    Tag::Unlock,
-    Tag::SemAcquire,
-    Tag::SemRelease,
-    Tag::Atomic,
-    Tag::Clock,
-    Tag::Random,
-    Tag::EblockEnter,
-    Tag::EblockExit,
-    Tag::Mark,
-    Tag::Blocked,
-    Tag::Undelivered,
-    Tag::JoinBlocked,
-    Tag::Sleep,
-    Tag::Answer,
-    Tag::Outcome,
-    Tag::RwAcquire,
-    Tag::RwRelease,
-    Tag::NetOpen,
-    Tag::NetWrite,
-    Tag::NetRead,
-    Tag::NetFail,
-];
-
 const RECV_OUTCOMES: [RecvOutcome; 3] = [
     RecvOutcome::Empty,
     RecvOutcome::Timeout,
@@ -335,8 +265,9 @@ fn put_pid(out: &mut Vec<u8>, pid: Option<ProcessId>) {
 }
 
 fn encode(out: &mut Vec<u8>, ev: Ev) {
-    let (tag, site) = (tag_of(&ev.op), ev.site);
-    out.push(tag as u8);
+    // The first byte is the event's kind, in the table's order (`EventKind::ALL`).
+    let (kind, site) = (ev.op.kind(), ev.site);
+    out.push(kind.index() as u8);
     put(out, u64::from(site.wrapping_add(1)));
     match ev.op {
         Op::Start { parent } => put_pid(out, parent),
@@ -431,65 +362,24 @@ fn encode(out: &mut Vec<u8>, ev: Ev) {
             put(out, version);
             out.push(small(&RW_MODES, &mode));
         }
-        Op::NetWrite {
-            socket,
-            seq,
-            datagram,
-        } => {
+        // Whether it is a datagram is in the kind.
+        Op::NetWrite { socket, seq, .. } => {
             put(out, u64::from(socket));
             put(out, seq);
-            out.push(u8::from(datagram));
         }
         Op::NetRead {
             socket,
             peer,
             seq,
-            datagram,
             end,
+            ..
         } => {
             // Fixed width where pairing fills them in later (`set_read_source`).
             put(out, u64::from(socket));
             out.extend_from_slice(&peer.to_le_bytes());
             out.extend_from_slice(&seq.to_le_bytes());
-            out.push(u8::from(datagram) | u8::from(end) << 1);
+            out.push(u8::from(end));
         }
-    }
-}
-
-fn tag_of(op: &Op) -> Tag {
-    match op {
-        Op::Start { .. } => Tag::Start,
-        Op::Spawn { .. } => Tag::Spawn,
-        Op::Join { .. } => Tag::Join,
-        Op::Exit => Tag::Exit,
-        Op::Panic { .. } => Tag::Panic,
-        Op::Create { .. } => Tag::Create,
-        Op::Send { .. } => Tag::Send,
-        Op::Recv { .. } => Tag::Recv,
-        Op::RecvNone { .. } => Tag::RecvNone,
-        Op::Select { .. } => Tag::Select,
-        Op::Lock { .. } => Tag::Lock,
-        Op::Unlock { .. } => Tag::Unlock,
-        Op::SemAcquire { .. } => Tag::SemAcquire,
-        Op::SemRelease { .. } => Tag::SemRelease,
-        Op::Atomic { .. } => Tag::Atomic,
-        Op::Clock => Tag::Clock,
-        Op::Random => Tag::Random,
-        Op::EblockEnter { .. } => Tag::EblockEnter,
-        Op::EblockExit { .. } => Tag::EblockExit,
-        Op::Mark { .. } => Tag::Mark,
-        Op::Blocked { .. } => Tag::Blocked,
-        Op::Undelivered { .. } => Tag::Undelivered,
-        Op::JoinBlocked { .. } => Tag::JoinBlocked,
-        Op::Sleep { .. } => Tag::Sleep,
-        Op::Answer { .. } => Tag::Answer,
-        Op::Outcome { .. } => Tag::Outcome,
-        Op::RwAcquire { .. } => Tag::RwAcquire,
-        Op::RwRelease { .. } => Tag::RwRelease,
-        Op::NetOpen { .. } => Tag::NetOpen,
-        Op::NetWrite { .. } => Tag::NetWrite,
-        Op::NetRead { .. } => Tag::NetRead,
-        Op::NetFail { .. } => Tag::NetFail,
     }
 }
 
@@ -532,89 +422,89 @@ fn pid_at(bytes: &[u8], pos: &mut usize) -> Option<ProcessId> {
 
 #[inline]
 fn decode(bytes: &[u8], pos: &mut usize) -> Ev {
-    let tag = TAGS[usize::from(byte(bytes, pos))];
+    let kind = EventKind::ALL[usize::from(byte(bytes, pos))];
     // Stored plus one, so that `NO_SITE` (`u32::MAX`) takes one byte.
     let site = (varint(bytes, pos) as u32).wrapping_sub(1);
     let b = bytes;
-    let op = match tag {
-        Tag::Start => Op::Start {
+    let op = match kind {
+        EventKind::Start => Op::Start {
             parent: pid_at(b, pos),
         },
-        Tag::Spawn => Op::Spawn {
+        EventKind::Spawn => Op::Spawn {
             child: ProcessId(u32_at(b, pos)),
         },
-        Tag::Join => Op::Join {
+        EventKind::Join => Op::Join {
             child: ProcessId(u32_at(b, pos)),
         },
-        Tag::JoinBlocked => Op::JoinBlocked {
+        EventKind::JoinBlocked => Op::JoinBlocked {
             child: ProcessId(u32_at(b, pos)),
         },
-        Tag::Exit => Op::Exit,
-        Tag::Clock => Op::Clock,
-        Tag::Random => Op::Random,
-        Tag::Panic => Op::Panic {
+        EventKind::Exit => Op::Exit,
+        EventKind::Clock => Op::Clock,
+        EventKind::Random => Op::Random,
+        EventKind::Panic => Op::Panic {
             message: u32_at(b, pos),
         },
-        Tag::EblockEnter => Op::EblockEnter {
+        EventKind::EblockEnter => Op::EblockEnter {
             name: u32_at(b, pos),
         },
-        Tag::EblockExit => Op::EblockExit {
+        EventKind::EblockExit => Op::EblockExit {
             name: u32_at(b, pos),
         },
-        Tag::Mark => Op::Mark {
+        EventKind::Mark => Op::Mark {
             label: u32_at(b, pos),
         },
-        Tag::Create => Op::Create {
+        EventKind::Create => Op::Create {
             object: u32_at(b, pos),
         },
-        Tag::Unlock => Op::Unlock {
+        EventKind::Unlock => Op::Unlock {
             object: u32_at(b, pos),
         },
-        Tag::Blocked => Op::Blocked {
+        EventKind::Blocked => Op::Blocked {
             object: u32_at(b, pos),
         },
-        Tag::NetOpen => Op::NetOpen {
+        EventKind::NetOpen => Op::NetOpen {
             socket: u32_at(b, pos),
         },
-        Tag::NetFail => Op::NetFail {
+        EventKind::NetFail => Op::NetFail {
             socket: u32_at(b, pos),
         },
-        Tag::Send => Op::Send {
+        EventKind::Send => Op::Send {
             channel: u32_at(b, pos),
             seq: varint(b, pos),
         },
-        Tag::Undelivered => Op::Undelivered {
+        EventKind::Undelivered => Op::Undelivered {
             channel: u32_at(b, pos),
             seq: varint(b, pos),
         },
-        Tag::Recv => Op::Recv {
+        EventKind::Recv => Op::Recv {
             channel: u32_at(b, pos),
             sender: ProcessId(u32_at(b, pos)),
             seq: varint(b, pos),
         },
-        Tag::RecvNone => Op::RecvNone {
+        EventKind::RecvNone => Op::RecvNone {
             channel: u32_at(b, pos),
             outcome: RECV_OUTCOMES[usize::from(byte(b, pos))],
         },
-        Tag::Select => Op::Select {
+        EventKind::Select => Op::Select {
             index: u32_at(b, pos),
         },
-        Tag::Lock => Op::Lock {
+        EventKind::Lock => Op::Lock {
             object: u32_at(b, pos),
             version: varint(b, pos),
             prev: pid_at(b, pos),
         },
-        Tag::SemAcquire => Op::SemAcquire {
+        EventKind::SemAcquire => Op::SemAcquire {
             object: u32_at(b, pos),
             version: varint(b, pos),
             prev: pid_at(b, pos),
         },
-        Tag::SemRelease => Op::SemRelease {
+        EventKind::SemRelease => Op::SemRelease {
             object: u32_at(b, pos),
             version: varint(b, pos),
             prev: pid_at(b, pos),
         },
-        Tag::Atomic => {
+        EventKind::Atomic => {
             let object = u32_at(b, pos);
             let version = varint(b, pos);
             let prev = pid_at(b, pos);
@@ -627,47 +517,47 @@ fn decode(bytes: &[u8], pos: &mut usize) -> Ev {
                 ordering: ORDERINGS[usize::from(how & 0xf)],
             }
         }
-        Tag::Sleep => Op::Sleep {
+        EventKind::Sleep => Op::Sleep {
             nanos: varint(b, pos),
         },
-        Tag::Answer => Op::Answer {
+        EventKind::Answer => Op::Answer {
             question: QUESTIONS[usize::from(byte(b, pos))],
             value: varint(b, pos),
         },
-        Tag::Outcome => Op::Outcome {
+        EventKind::Outcome => Op::Outcome {
             object: u32_at(b, pos),
             outcome: OUTCOMES[usize::from(byte(b, pos))],
         },
-        Tag::RwAcquire => Op::RwAcquire {
+        EventKind::RwAcquire => Op::RwAcquire {
             object: u32_at(b, pos),
             version: varint(b, pos),
             prev: pid_at(b, pos),
             mode: RW_MODES[usize::from(byte(b, pos))],
         },
-        Tag::RwRelease => Op::RwRelease {
+        EventKind::RwRelease => Op::RwRelease {
             object: u32_at(b, pos),
             version: varint(b, pos),
             mode: RW_MODES[usize::from(byte(b, pos))],
         },
-        Tag::NetWrite => Op::NetWrite {
+        EventKind::NetWrite | EventKind::NetSendTo => Op::NetWrite {
             socket: u32_at(b, pos),
             seq: varint(b, pos),
-            datagram: byte(b, pos) != 0,
+            datagram: kind == EventKind::NetSendTo,
         },
-        Tag::NetRead => {
+        EventKind::NetRead | EventKind::NetRecvFrom => {
             let socket = u32_at(b, pos);
             let mut peer = [0; 4];
             peer.copy_from_slice(&b[*pos..*pos + 4]);
             let mut seq = [0; 8];
             seq.copy_from_slice(&b[*pos + 4..*pos + 12]);
             *pos += 12;
-            let flags = byte(b, pos);
+            let end = byte(b, pos) != 0;
             Op::NetRead {
                 socket,
                 peer: u32::from_le_bytes(peer),
                 seq: u64::from_le_bytes(seq),
-                datagram: flags & 1 != 0,
-                end: flags & 2 != 0,
+                datagram: kind == EventKind::NetRecvFrom,
+                end,
             }
         }
     };

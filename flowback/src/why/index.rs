@@ -241,38 +241,8 @@ fn scan(recording: &Recording, process: ProcessId) -> Result<(PathBuf, Scan)> {
                     event: k,
                 });
             }
-            Event::Start { .. }
-            | Event::Spawn { .. }
-            | Event::Join { .. }
-            | Event::Exit
-            | Event::Panic { .. }
-            | Event::Create { .. }
-            | Event::Send { .. }
-            | Event::Recv { .. }
-            | Event::RecvNone { .. }
-            | Event::Select { .. }
-            | Event::Lock { .. }
-            | Event::Unlock { .. }
-            | Event::SemAcquire { .. }
-            | Event::SemRelease { .. }
-            | Event::Atomic { .. }
-            | Event::Clock { .. }
-            | Event::Random { .. }
-            | Event::Answer { .. }
-            | Event::Mark { .. }
-            | Event::Blocked { .. }
-            | Event::Undelivered { .. }
-            | Event::JoinBlocked { .. }
-            | Event::Sleep { .. }
-            | Event::Outcome { .. }
-            | Event::RwAcquire { .. }
-            | Event::RwRelease { .. }
-            | Event::NetOpen { .. }
-            | Event::NetWrite { .. }
-            | Event::NetRead { .. }
-            | Event::NetSendTo { .. }
-            | Event::NetRecvFrom { .. }
-            | Event::NetFail { .. } => {}
+            // Nothing else defines an instance or a message.
+            _ => {}
         }
     }
     found.sends.sort_by_key(|s| (s.channel, s.seq));

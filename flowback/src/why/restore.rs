@@ -112,38 +112,8 @@ pub fn state_at(
                 take(postlog, eblock, LoggedOn::Exit, k);
                 open.pop();
             }
-            Event::Start { .. }
-            | Event::Spawn { .. }
-            | Event::Join { .. }
-            | Event::Exit
-            | Event::Panic { .. }
-            | Event::Create { .. }
-            | Event::Send { .. }
-            | Event::Recv { .. }
-            | Event::RecvNone { .. }
-            | Event::Select { .. }
-            | Event::Lock { .. }
-            | Event::Unlock { .. }
-            | Event::SemAcquire { .. }
-            | Event::SemRelease { .. }
-            | Event::Atomic { .. }
-            | Event::Clock { .. }
-            | Event::Random { .. }
-            | Event::Answer { .. }
-            | Event::Mark { .. }
-            | Event::Blocked { .. }
-            | Event::Undelivered { .. }
-            | Event::JoinBlocked { .. }
-            | Event::Sleep { .. }
-            | Event::Outcome { .. }
-            | Event::RwAcquire { .. }
-            | Event::RwRelease { .. }
-            | Event::NetOpen { .. }
-            | Event::NetWrite { .. }
-            | Event::NetRead { .. }
-            | Event::NetSendTo { .. }
-            | Event::NetRecvFrom { .. }
-            | Event::NetFail { .. } => {}
+            // Only e-blocks log values to restore.
+            _ => {}
         }
     }
     Ok(RestoredState {

@@ -20,7 +20,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded};
 
 use self::compressor::Job;
 use self::ring::Ring;
-use crate::codec::{Encoder, TAG_SPAN, kind_index, put_varint};
+use crate::codec::{Encoder, TAG_SPAN, put_varint};
 use crate::error::{FormatError, Result};
 use crate::event::{Borrowed, Event, EventKind};
 use crate::ids::ProcessId;
@@ -395,7 +395,7 @@ impl LogWriter {
     fn count(&mut self, kind: EventKind) {
         self.next_event += 1;
         self.stats.events += 1;
-        self.stats.kind_counts[kind_index(kind)] += 1;
+        self.stats.kind_counts[kind.index()] += 1;
     }
 
     fn remaining(&self) -> usize {

@@ -251,35 +251,7 @@ impl HaltState {
                         );
                     }
                     Event::Recv { channel, seq, .. } => received.push((*channel, *seq)),
-                    Event::Start { .. }
-                    | Event::Spawn { .. }
-                    | Event::Join { .. }
-                    | Event::Exit
-                    | Event::Panic { .. }
-                    | Event::Create { .. }
-                    | Event::RecvNone { .. }
-                    | Event::Select { .. }
-                    | Event::Lock { .. }
-                    | Event::Unlock { .. }
-                    | Event::SemAcquire { .. }
-                    | Event::SemRelease { .. }
-                    | Event::Atomic { .. }
-                    | Event::Clock { .. }
-                    | Event::Random { .. }
-                    | Event::Answer { .. }
-                    | Event::Blocked { .. }
-                    | Event::Undelivered { .. }
-                    | Event::JoinBlocked { .. }
-                    | Event::Sleep { .. }
-                    | Event::Outcome { .. }
-                    | Event::RwAcquire { .. }
-                    | Event::RwRelease { .. }
-                    | Event::NetOpen { .. }
-                    | Event::NetWrite { .. }
-                    | Event::NetRead { .. }
-                    | Event::NetSendTo { .. }
-                    | Event::NetRecvFrom { .. }
-                    | Event::NetFail { .. } => {}
+                    _ => {}
                 }
                 if index + 1 == report.events {
                     if last.is_none() {

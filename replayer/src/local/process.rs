@@ -154,35 +154,7 @@ fn logged_value(e: &Event) -> bool {
         Event::Send { payload, .. } | Event::Recv { payload, .. } => payload.is_some(),
         Event::Lock { value, .. } | Event::RwAcquire { value, .. } => value.is_some(),
         Event::Atomic { value, .. } => value.is_some(),
-        Event::Start { .. }
-        | Event::Spawn { .. }
-        | Event::Join { .. }
-        | Event::Exit
-        | Event::Panic { .. }
-        | Event::Create { .. }
-        | Event::RecvNone { .. }
-        | Event::Select { .. }
-        | Event::Unlock { .. }
-        | Event::SemAcquire { .. }
-        | Event::SemRelease { .. }
-        | Event::Clock { .. }
-        | Event::Random { .. }
-        | Event::Answer { .. }
-        | Event::EblockEnter { .. }
-        | Event::EblockExit { .. }
-        | Event::Mark { .. }
-        | Event::Blocked { .. }
-        | Event::Undelivered { .. }
-        | Event::JoinBlocked { .. }
-        | Event::Sleep { .. }
-        | Event::Outcome { .. }
-        | Event::RwRelease { .. }
-        | Event::NetOpen { .. }
-        | Event::NetWrite { .. }
-        | Event::NetRead { .. }
-        | Event::NetSendTo { .. }
-        | Event::NetRecvFrom { .. }
-        | Event::NetFail { .. } => false,
+        _ => false,
     }
 }
 
@@ -605,9 +577,7 @@ impl ProcessBackend for ReplayProcess {
                 Some(Err(damage)) => {
                     Err(format!("a readable event (the log is damaged: {damage})"))
                 }
-                Some(Ok(
-                    e @ (Event::Blocked { .. } | Event::JoinBlocked { .. } | Event::Sleep { .. }),
-                )) if op.kind != e.kind() => Ok(None),
+                Some(Ok(e)) if e.kind().is_wait() && op.kind != e.kind() => Ok(None),
                 Some(Ok(e)) if !op_matches(&op, e) => Err(describe(e)),
                 Some(Ok(e)) => Ok(Some(e.clone())),
             };

@@ -85,35 +85,7 @@ impl Scope {
                     ..Scope::default()
                 }
             }
-            Event::Start { .. }
-            | Event::Spawn { .. }
-            | Event::Join { .. }
-            | Event::Exit
-            | Event::Panic { .. }
-            | Event::Create { .. }
-            | Event::RecvNone { .. }
-            | Event::Select { .. }
-            | Event::Lock { .. }
-            | Event::Unlock { .. }
-            | Event::SemAcquire { .. }
-            | Event::SemRelease { .. }
-            | Event::Atomic { .. }
-            | Event::Clock { .. }
-            | Event::Random { .. }
-            | Event::Answer { .. }
-            | Event::Blocked { .. }
-            | Event::Undelivered { .. }
-            | Event::JoinBlocked { .. }
-            | Event::Sleep { .. }
-            | Event::Outcome { .. }
-            | Event::RwAcquire { .. }
-            | Event::RwRelease { .. }
-            | Event::NetOpen { .. }
-            | Event::NetWrite { .. }
-            | Event::NetRead { .. }
-            | Event::NetSendTo { .. }
-            | Event::NetRecvFrom { .. }
-            | Event::NetFail { .. } => Scope::default(),
+            _ => Scope::default(),
         }
     }
 
@@ -216,43 +188,7 @@ impl Component {
             (Matcher::Mark(l), Event::Mark { label, .. }) => **label == **l,
             (Matcher::Send(c), Event::Send { channel, .. }) => c.is_none_or(|c| c == *channel),
             (Matcher::Recv(c), Event::Recv { channel, .. }) => c.is_none_or(|c| c == *channel),
-            (
-                _,
-                Event::Start { .. }
-                | Event::Spawn { .. }
-                | Event::Join { .. }
-                | Event::Exit
-                | Event::Panic { .. }
-                | Event::Create { .. }
-                | Event::Send { .. }
-                | Event::Recv { .. }
-                | Event::RecvNone { .. }
-                | Event::Select { .. }
-                | Event::Lock { .. }
-                | Event::Unlock { .. }
-                | Event::SemAcquire { .. }
-                | Event::SemRelease { .. }
-                | Event::Atomic { .. }
-                | Event::Clock { .. }
-                | Event::Random { .. }
-                | Event::Answer { .. }
-                | Event::EblockEnter { .. }
-                | Event::EblockExit { .. }
-                | Event::Mark { .. }
-                | Event::Blocked { .. }
-                | Event::Undelivered { .. }
-                | Event::JoinBlocked { .. }
-                | Event::Sleep { .. }
-                | Event::Outcome { .. }
-                | Event::RwAcquire { .. }
-                | Event::RwRelease { .. }
-                | Event::NetOpen { .. }
-                | Event::NetWrite { .. }
-                | Event::NetRead { .. }
-                | Event::NetSendTo { .. }
-                | Event::NetRecvFrom { .. }
-                | Event::NetFail { .. },
-            ) => false,
+            _ => false,
         }
     }
 

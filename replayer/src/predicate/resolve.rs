@@ -196,34 +196,7 @@ impl Catalog {
                             catalog.channels.push((object, name.map(|n| n.to_string())));
                         }
                     }
-                    Event::Start { .. }
-                    | Event::Spawn { .. }
-                    | Event::Join { .. }
-                    | Event::Exit
-                    | Event::Panic { .. }
-                    | Event::RecvNone { .. }
-                    | Event::Select { .. }
-                    | Event::Lock { .. }
-                    | Event::Unlock { .. }
-                    | Event::SemAcquire { .. }
-                    | Event::SemRelease { .. }
-                    | Event::Atomic { .. }
-                    | Event::Clock { .. }
-                    | Event::Random { .. }
-                    | Event::Answer { .. }
-                    | Event::Blocked { .. }
-                    | Event::Undelivered { .. }
-                    | Event::JoinBlocked { .. }
-                    | Event::Sleep { .. }
-                    | Event::Outcome { .. }
-                    | Event::RwAcquire { .. }
-                    | Event::RwRelease { .. }
-                    | Event::NetOpen { .. }
-                    | Event::NetWrite { .. }
-                    | Event::NetRead { .. }
-                    | Event::NetSendTo { .. }
-                    | Event::NetRecvFrom { .. }
-                    | Event::NetFail { .. } => {}
+                    _ => {}
                 }
             }
             if logged != Logged::default() {

@@ -20,6 +20,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::ids::{ObjectId, ProcessId};
 
+mod kind;
+
+pub use kind::{Class, EventKind, Nesting};
+
 /// How sites, names and bytes are represented in an [`Event`].
 pub trait Repr {
     /// A source location.
@@ -885,153 +889,11 @@ pub fn datagram_digest(bytes: &[u8]) -> u64 {
     hash
 }
 
-/// The kind of an event, without its data; used for counting and filtering.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[allow(missing_docs)]
-pub enum EventKind {
-    Start,
-    Spawn,
-    Join,
-    Exit,
-    Panic,
-    Create,
-    Send,
-    Recv,
-    RecvNone,
-    Select,
-    Lock,
-    Unlock,
-    SemAcquire,
-    SemRelease,
-    Atomic,
-    Clock,
-    Random,
-    EblockEnter,
-    EblockExit,
-    Mark,
-    Blocked,
-    Undelivered,
-    JoinBlocked,
-    Sleep,
-    Answer,
-    Outcome,
-    RwAcquire,
-    RwRelease,
-    NetOpen,
-    NetWrite,
-    NetRead,
-    NetSendTo,
-    NetRecvFrom,
-    NetFail,
-}
-
-impl EventKind {
-    /// Every kind, in tag order.
-    pub const ALL: [EventKind; 34] = [
-        EventKind::Start,
-        EventKind::Spawn,
-        EventKind::Join,
-        EventKind::Exit,
-        EventKind::Panic,
-        EventKind::Create,
-        EventKind::Send,
-        EventKind::Recv,
-        EventKind::RecvNone,
-        EventKind::Select,
-        EventKind::Lock,
-        EventKind::Unlock,
-        EventKind::SemAcquire,
-        EventKind::SemRelease,
-        EventKind::Atomic,
-        EventKind::Clock,
-        EventKind::Random,
-        EventKind::EblockEnter,
-        EventKind::EblockExit,
-        EventKind::Mark,
-        EventKind::Blocked,
-        EventKind::Undelivered,
-        EventKind::JoinBlocked,
-        EventKind::Sleep,
-        EventKind::Answer,
-        EventKind::Outcome,
-        EventKind::RwAcquire,
-        EventKind::RwRelease,
-        EventKind::NetOpen,
-        EventKind::NetWrite,
-        EventKind::NetRead,
-        EventKind::NetSendTo,
-        EventKind::NetRecvFrom,
-        EventKind::NetFail,
-    ];
-
-    /// The snake_case name used in text and JSON output.
-    pub fn name(self) -> &'static str {
-        match self {
-            EventKind::Start => "start",
-            EventKind::Spawn => "spawn",
-            EventKind::Join => "join",
-            EventKind::Exit => "exit",
-            EventKind::Panic => "panic",
-            EventKind::Create => "create",
-            EventKind::Send => "send",
-            EventKind::Recv => "recv",
-            EventKind::RecvNone => "recv_none",
-            EventKind::Select => "select",
-            EventKind::Lock => "lock",
-            EventKind::Unlock => "unlock",
-            EventKind::SemAcquire => "sem_acquire",
-            EventKind::SemRelease => "sem_release",
-            EventKind::Atomic => "atomic",
-            EventKind::Clock => "clock",
-            EventKind::Random => "random",
-            EventKind::EblockEnter => "eblock_enter",
-            EventKind::EblockExit => "eblock_exit",
-            EventKind::Mark => "mark",
-            EventKind::Blocked => "blocked",
-            EventKind::Undelivered => "undelivered",
-            EventKind::JoinBlocked => "join_blocked",
-            EventKind::Sleep => "sleep",
-            EventKind::Answer => "answer",
-            EventKind::Outcome => "outcome",
-            EventKind::RwAcquire => "rw_acquire",
-            EventKind::RwRelease => "rw_release",
-            EventKind::NetOpen => "net_open",
-            EventKind::NetWrite => "net_write",
-            EventKind::NetRead => "net_read",
-            EventKind::NetSendTo => "net_send_to",
-            EventKind::NetRecvFrom => "net_recv_from",
-            EventKind::NetFail => "net_fail",
-        }
-    }
-}
-
-impl fmt::Display for EventKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// How an event changes its process's e-block nesting.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Nesting {
-    /// An e-block instance begins (`EblockEnter`).
-    Enter,
-    /// The innermost open instance ends (`EblockExit`).
-    Exit,
-    /// Every other kind.
-    Flat,
-}
-
 impl<R: Repr> Event<R> {
     /// How the event changes the e-block nesting: what the walkers that only track nesting
     /// match on, so that a new kind is decided once, in [`Event::kind`].
     pub fn nesting(&self) -> Nesting {
-        match self.kind() {
-            EventKind::EblockEnter => Nesting::Enter,
-            EventKind::EblockExit => Nesting::Exit,
-            _ => Nesting::Flat,
-        }
+        self.kind().nesting()
     }
 
     /// The event's kind.
