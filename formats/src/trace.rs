@@ -98,7 +98,7 @@ pub struct Record {
 
 /// The trace of one e-block instance.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Trace {
+pub struct EblockTrace {
     /// The process.
     pub process: ProcessId,
     /// The e-block.
@@ -120,7 +120,7 @@ pub struct Trace {
     pub panicked: Option<String>,
 }
 
-impl Trace {
+impl EblockTrace {
     /// The trace as a recording of several OS processes numbers it: a node's re-execution
     /// names its processes and objects as the node's logs do, and the recording moves them up
     /// by the node's `base` (see `ProcessId::NODE_SHIFT`).

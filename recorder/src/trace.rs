@@ -13,7 +13,7 @@ use serde::Serialize;
 
 /// A statement of a traced body: where it is and how it reads.
 #[derive(Debug)]
-pub struct Site {
+pub struct Statement {
     /// Source file.
     pub file: &'static str,
     /// Line.
@@ -30,7 +30,7 @@ struct Tracer {
     /// Runtime records since the last definition: the results the next one holds.
     pending: Vec<u32>,
     /// The statement executing, for runtime records.
-    statement: Option<(&'static Site, &'static [&'static str])>,
+    statement: Option<(&'static Statement, &'static [&'static str])>,
     /// Arguments of the calls being evaluated, innermost last: a nested e-block's call record
     /// takes the innermost.
     calls: Vec<Args>,
@@ -77,7 +77,7 @@ impl Tracer {
         index
     }
 
-    fn at(&mut self, kind: RecordKind, site: &Site, var: Option<&str>) -> Record {
+    fn at(&mut self, kind: RecordKind, site: &Statement, var: Option<&str>) -> Record {
         Record {
             kind,
             file: site.file.to_owned(),
@@ -97,7 +97,7 @@ impl Tracer {
 }
 
 /// A parameter of the instance, as its entry received it (`name` or `%n`).
-pub fn entry(site: &'static Site, param: &str, value: Captured) {
+pub fn entry(site: &'static Statement, param: &str, value: Captured) {
     with(|t| {
         let mut r = t.at(RecordKind::Entry, site, Some(param));
         r.value = Some(value);
@@ -107,7 +107,7 @@ pub fn entry(site: &'static Site, param: &str, value: Captured) {
 
 /// A statement begins: the runtime operations it performs are attributed to it, and what
 /// earlier statements received no longer feeds definitions.
-pub fn statement(site: &'static Site, uses: &'static [&'static str]) {
+pub fn statement(site: &'static Statement, uses: &'static [&'static str]) {
     with(|t| {
         t.statement = Some((site, uses));
         t.pending.clear();
@@ -119,7 +119,7 @@ pub fn statement(site: &'static Site, uses: &'static [&'static str]) {
 /// receives (`for line in reader.lines()` reads a socket) is the head's doing, not that of
 /// the last statement of the body before it.
 pub fn announced<I: IntoIterator>(
-    site: &'static Site,
+    site: &'static Statement,
     uses: &'static [&'static str],
     iter: I,
 ) -> Announced<I::IntoIter> {
@@ -133,7 +133,7 @@ pub fn announced<I: IntoIterator>(
 /// See [`announced`].
 #[derive(Debug)]
 pub struct Announced<I> {
-    site: &'static Site,
+    site: &'static Statement,
     uses: &'static [&'static str],
     inner: I,
 }
@@ -155,7 +155,7 @@ pub fn call_args(args: Args) {
 }
 
 /// A variable or place got a value, computed from `uses`.
-pub fn def(site: &'static Site, var: &str, value: Captured, uses: &[&str]) {
+pub fn def(site: &'static Statement, var: &str, value: Captured, uses: &[&str]) {
     with(|t| {
         let mut r = t.at(RecordKind::Def, site, Some(var));
         r.value = Some(value);
@@ -166,7 +166,7 @@ pub fn def(site: &'static Site, var: &str, value: Captured, uses: &[&str]) {
 
 /// A variable a pattern binds: like [`def`], but every binding of one pattern holds the
 /// same inputs (`let (a, b) = rx.recv()?`); [`end_bindings`] consumes them.
-pub fn binding(site: &'static Site, var: &str, value: Captured, uses: &[&str]) {
+pub fn binding(site: &'static Statement, var: &str, value: Captured, uses: &[&str]) {
     with(|t| {
         let inputs = t.pending.clone();
         let mut r = t.at(RecordKind::Def, site, Some(var));
@@ -185,7 +185,7 @@ pub fn end_bindings() {
 
 /// Like [`def`], only if the value changed (a method call that may have mutated its receiver).
 pub fn def_if_changed(
-    site: &'static Site,
+    site: &'static Statement,
     var: &str,
     before: &Captured,
     after: Captured,
@@ -199,14 +199,20 @@ pub fn def_if_changed(
 /// A place a statement lent mutably to a call (`&mut line`), if the call changed it: like
 /// [`binding`], it shares the statement's inputs with the other places and bindings the
 /// statement defines (`let n = stream.read(&mut buf)?` defines both from the read).
-pub fn lent(site: &'static Site, var: &str, before: &Captured, after: Captured, uses: &[&str]) {
+pub fn lent(
+    site: &'static Statement,
+    var: &str,
+    before: &Captured,
+    after: Captured,
+    uses: &[&str],
+) {
     if *before != after {
         binding(site, var, after, uses);
     }
 }
 
 /// A branch condition was evaluated to `value`; returns the branch's record for [`scope`].
-pub fn branch(site: &'static Site, value: Captured, uses: &[&str]) -> u32 {
+pub fn branch(site: &'static Statement, value: Captured, uses: &[&str]) -> u32 {
     with(|t| {
         let mut r = t.at(RecordKind::Branch, site, None);
         r.value = Some(value);
@@ -219,7 +225,7 @@ pub fn branch(site: &'static Site, value: Captured, uses: &[&str]) -> u32 {
 /// Like [`branch`], leaving the operations it depends on to the definitions that follow:
 /// `let Some(x) = rx.recv() else { .. }` both decides a branch and defines `x` from the
 /// receive.
-pub fn branch_sharing_inputs(site: &'static Site, value: Captured, uses: &[&str]) -> u32 {
+pub fn branch_sharing_inputs(site: &'static Statement, value: Captured, uses: &[&str]) -> u32 {
     with(|t| {
         let inputs = t.pending.clone();
         let mut r = t.at(RecordKind::Branch, site, None);
@@ -251,7 +257,7 @@ impl Drop for Scope {
 }
 
 /// The instance returns `value`, computed from `uses`.
-pub fn ret(site: &'static Site, value: Captured, uses: &[&str]) {
+pub fn ret(site: &'static Statement, value: Captured, uses: &[&str]) {
     with(|t| {
         let mut r = t.at(RecordKind::Return, site, Some("%0"));
         r.value = Some(value);
@@ -311,7 +317,7 @@ pub fn operation(
     });
 }
 
-static UNKNOWN: Site = Site {
+static UNKNOWN: Statement = Statement {
     file: "",
     line: 0,
     text: "",
@@ -388,7 +394,7 @@ mod tests {
     #[derive(Debug)]
     struct OnlyDebug(#[allow(dead_code)] u8);
 
-    static S: Site = Site {
+    static S: Statement = Statement {
         file: "f.rs",
         line: 3,
         text: "let x = a + b;",

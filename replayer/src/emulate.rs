@@ -24,13 +24,13 @@ use std::sync::{Arc, Mutex};
 
 use ppd_formats::event::{Nesting, Owned, RwMode};
 use ppd_formats::reader::Events;
-use ppd_formats::trace::{Captured, EblockInfo, Leak, MessageRef, RecordKind, Trace};
+use ppd_formats::trace::{Captured, EblockInfo, EblockTrace, Leak, MessageRef, RecordKind};
 use ppd_formats::value;
 use ppd_formats::{Borrowed, Event, EventKind, LogReader, ProcessId, Recording};
 use ppd_recorder::runtime::backend::{Dependency, Mode, Op, ProcessBackend, Runtime};
 use ppd_recorder::runtime::{self, env};
 use ppd_recorder::task::Compute;
-use ppd_recorder::trace::{self as tracer, Site};
+use ppd_recorder::trace::{self as tracer, Statement};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -69,7 +69,7 @@ struct Stopped;
 
 impl Ctx {
     /// The logged bytes of parameter `name`, recorded as the instance's entry.
-    fn arg_bytes(&mut self, name: &str, site: &'static Site) -> Vec<u8> {
+    fn arg_bytes(&mut self, name: &str, site: &'static Statement) -> Vec<u8> {
         let Some((_, bytes)) = self.prelog.iter().find(|(n, _)| n == name) else {
             runtime::diverged(&format!("the prelog has no argument `{name}`"));
         };
@@ -78,7 +78,7 @@ impl Ctx {
     }
 
     /// The logged value of parameter `name`, recorded as the instance's entry.
-    pub fn arg<T: DeserializeOwned>(&mut self, name: &str, site: &'static Site) -> T {
+    pub fn arg<T: DeserializeOwned>(&mut self, name: &str, site: &'static Statement) -> T {
         let Some((_, bytes)) = self.prelog.iter().find(|(n, _)| n == name) else {
             runtime::diverged(&format!("the prelog has no argument `{name}`"));
         };
@@ -514,7 +514,7 @@ pub struct Request {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Response {
     /// The traces, in the order asked for.
-    pub traces: Vec<Trace>,
+    pub traces: Vec<EblockTrace>,
     /// Instances that could not be re-executed, and why.
     pub errors: Vec<String>,
     /// The e-blocks of the binary, when asked to describe them.
@@ -606,7 +606,7 @@ fn emulate_one(
     process: ProcessId,
     enter: u64,
     overrides: Vec<(String, Vec<u8>)>,
-) -> Result<Trace, String> {
+) -> Result<EblockTrace, String> {
     emulate_instance(
         recording,
         process,
@@ -641,7 +641,7 @@ fn emulate_instance(
     enter: u64,
     overrides: Vec<(String, Vec<u8>)>,
     runner: &mut Runner<'_>,
-) -> Result<Trace, String> {
+) -> Result<EblockTrace, String> {
     let entry = recording
         .process(process)
         .ok_or_else(|| format!("no process {process} in the recording"))?;
@@ -749,7 +749,7 @@ fn emulate_instance(
         }
         _ => {}
     }
-    Ok(Trace {
+    Ok(EblockTrace {
         process,
         eblock: eblock.to_string(),
         enter,
@@ -1014,13 +1014,13 @@ fn serve_task(compute: &mut Compute<'_>) -> Result<(), String> {
 
 /// Where a task's computation's trace places its entry and result: the call that started its
 /// virtual machine (a closure has no statements of its own to trace).
-fn computation_site(instance: &Instance<'_>) -> &'static Site {
+fn computation_site(instance: &Instance<'_>) -> &'static Statement {
     let (file, line) = instance
         .site
         .map_or((String::new(), 0), |s| (s.file.clone(), s.line));
     let call = instance.eblock.rsplit("::").next().unwrap_or("work");
     // One instance per program run: leaking its site is bounded.
-    Box::leak(Box::new(Site {
+    Box::leak(Box::new(Statement {
         file: Box::leak(file.into_boxed_str()),
         line,
         text: Box::leak(format!("{call}(input)").into_boxed_str()),

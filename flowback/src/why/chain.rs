@@ -15,14 +15,14 @@ use ppd_formats::value::Value;
 use ppd_formats::{Event, ProcessId};
 
 use super::answer::{Dependence, Edge, NodeKind, Step, Via, node_kind};
-use super::engine::{Dep, Engine, Outside, Site, Stall, Try, decoded};
+use super::engine::{Dep, DepNode, Engine, Outside, Stall, Try, decoded};
 use super::place::Place;
 use super::store::{InstanceKey, Lookup};
 use crate::error::Result;
 
 /// A step of the answer while it is being built.
 struct Node {
-    site: Site,
+    site: DepNode,
     /// The step the search first reached it from.
     parent: Option<usize>,
     deps: Vec<Edge>,
@@ -32,14 +32,14 @@ struct Node {
 impl Engine<'_, '_> {
     /// The steps of the answer: the dependences of `target`, followed breadth first to
     /// `depth` or to the end of the graph, whichever comes first.
-    pub(super) fn chain(&mut self, target: Site, depth: usize) -> Result<Vec<Step>> {
+    pub(super) fn chain(&mut self, target: DepNode, depth: usize) -> Result<Vec<Step>> {
         let mut nodes = vec![Node {
             site: target.clone(),
             parent: None,
             deps: Vec::new(),
             more: false,
         }];
-        let mut seen: HashMap<Site, usize> = HashMap::from([(target, 0)]);
+        let mut seen: HashMap<DepNode, usize> = HashMap::from([(target, 0)]);
         let mut level = vec![0usize];
         for _ in 0..depth {
             // The depth is the user's; what there is to follow bounds the work.
@@ -148,7 +148,7 @@ impl Engine<'_, '_> {
         Ok(deps
             .into_iter()
             .filter(|(kind, _, site)| match (kind, site) {
-                (Dependence::Control, Site::Record { inst, rec, .. }) => {
+                (Dependence::Control, DepNode::Record { inst, rec, .. }) => {
                     inherited != Some((*inst, *rec))
                 }
                 _ => true,
@@ -159,11 +159,11 @@ impl Engine<'_, '_> {
     /// Whether a step the depth left unfollowed may depend on more: anything but a value
     /// from outside the traced code, or an input from the log other than a value read from
     /// shared memory.
-    fn may_depend(&mut self, site: &Site) -> bool {
+    fn may_depend(&mut self, site: &DepNode) -> bool {
         let (inst, rec) = match site {
-            Site::Outside(_) => return false,
-            Site::CallOutput { .. } | Site::Publish { .. } => return true,
-            Site::Record { inst, rec, .. } => (*inst, *rec),
+            DepNode::Outside(_) => return false,
+            DepNode::CallOutput { .. } | DepNode::Publish { .. } => return true,
+            DepNode::Record { inst, rec, .. } => (*inst, *rec),
         };
         let Lookup::Ready(trace) = self.store.trace(inst) else {
             return true;
@@ -183,12 +183,12 @@ impl Engine<'_, '_> {
     }
 
     /// The branch a node's statement is control dependent on, if its trace is at hand.
-    fn control_of(&mut self, site: &Site) -> Option<(InstanceKey, u32)> {
+    fn control_of(&mut self, site: &DepNode) -> Option<(InstanceKey, u32)> {
         let (inst, rec) = match site {
-            Site::Record { inst, rec, .. }
-            | Site::CallOutput { inst, rec, .. }
-            | Site::Publish { inst, rec, .. } => (*inst, *rec),
-            Site::Outside(_) => return None,
+            DepNode::Record { inst, rec, .. }
+            | DepNode::CallOutput { inst, rec, .. }
+            | DepNode::Publish { inst, rec, .. } => (*inst, *rec),
+            DepNode::Outside(_) => return None,
         };
         match self.store.trace(inst) {
             Lookup::Ready(t) => t.records[rec as usize].control.map(|c| (inst, c)),
@@ -201,7 +201,7 @@ impl Engine<'_, '_> {
         (
             Dependence::Data,
             None,
-            Site::Outside(Box::new(Outside {
+            DepNode::Outside(Box::new(Outside {
                 process: key.process,
                 inst: Some(key),
                 var: None,
@@ -215,7 +215,7 @@ impl Engine<'_, '_> {
     }
 
     /// A node as the answer shows it.
-    pub(super) fn describe(&mut self, site: &Site) -> Try<Step> {
+    pub(super) fn describe(&mut self, site: &DepNode) -> Try<Step> {
         let blank = |process: ProcessId, name: String| Step {
             id: 0,
             process: name,
@@ -235,7 +235,7 @@ impl Engine<'_, '_> {
             deps: Vec::new(),
         };
         match site {
-            Site::Record { inst, rec, place } => {
+            DepNode::Record { inst, rec, place } => {
                 let trace = self.trace(*inst)?;
                 let r = &trace.records[*rec as usize];
                 let mut step = blank(inst.process, self.process_name(inst.process));
@@ -348,7 +348,7 @@ impl Engine<'_, '_> {
                 };
                 Ok(step)
             }
-            Site::CallOutput {
+            DepNode::CallOutput {
                 inst,
                 rec,
                 callee,
@@ -383,7 +383,7 @@ impl Engine<'_, '_> {
                 ));
                 Ok(step)
             }
-            Site::Publish { inst, rec, value } => {
+            DepNode::Publish { inst, rec, value } => {
                 let trace = self.trace(*inst)?;
                 let r = &trace.records[*rec as usize];
                 let mut step = blank(inst.process, self.process_name(inst.process));
@@ -406,7 +406,7 @@ impl Engine<'_, '_> {
                 }
                 Ok(step)
             }
-            Site::Outside(o) => {
+            DepNode::Outside(o) => {
                 let mut step = blank(o.process, self.process_name(o.process));
                 if let Some(inst) = o.inst {
                     step.eblock = self.eblock_name(inst);

@@ -21,7 +21,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-use ppd_formats::trace::{Captured, Leak, Record, RecordKind, Trace};
+use ppd_formats::trace::{Captured, EblockTrace, Leak, Record, RecordKind};
 use ppd_formats::value::{self, Value};
 use ppd_formats::{Event, ObjectId, ProcessId};
 
@@ -60,7 +60,7 @@ pub fn ask(store: &mut TraceStore<'_>, query: &Query) -> Result<Answer> {
 
 /// A node of the dependence graph.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(super) enum Site {
+pub(super) enum DepNode {
     /// Record `rec` of an instance's trace, about `place` (its own variable or a part of it).
     Record {
         inst: InstanceKey,
@@ -125,7 +125,7 @@ impl From<ppd_formats::FormatError> for Stall {
 pub(super) type Try<T> = std::result::Result<T, Stall>;
 
 /// An edge to a dependence.
-pub(super) type Dep = (Dependence, Option<Via>, Site);
+pub(super) type Dep = (Dependence, Option<Via>, DepNode);
 
 /// An instance's logged arguments and results, decoded.
 #[derive(Debug, Default)]
@@ -166,7 +166,7 @@ pub(super) struct Engine<'s, 'r> {
     /// Accesses to shared objects, read as queries cross them.
     pub(super) shared: Histories,
     /// The object each node reached through shared memory was reached through.
-    pub(super) through: HashMap<Site, ObjectId>,
+    pub(super) through: HashMap<DepNode, ObjectId>,
     /// The recording's connections, read when a query first meets a socket read.
     wire: Option<super::wire::Wire>,
 }
@@ -258,7 +258,7 @@ impl<'s, 'r> Engine<'s, 'r> {
     }
 
     /// An instance's trace.
-    pub(super) fn trace(&mut self, key: InstanceKey) -> Try<Arc<Trace>> {
+    pub(super) fn trace(&mut self, key: InstanceKey) -> Try<Arc<EblockTrace>> {
         match self.store.trace(key) {
             Lookup::Ready(trace) => {
                 if !trace.leaks.is_empty() {
@@ -331,7 +331,7 @@ impl<'s, 'r> Engine<'s, 'r> {
         before: usize,
         place: &Place,
         nesting: u32,
-    ) -> Try<Option<Site>> {
+    ) -> Try<Option<DepNode>> {
         let trace = self.trace(inst)?;
         for ri in (0..before.min(trace.records.len())).rev() {
             let r = &trace.records[ri];
@@ -350,7 +350,7 @@ impl<'s, 'r> Engine<'s, 'r> {
                         } else {
                             var
                         };
-                        return Ok(Some(Site::Record {
+                        return Ok(Some(DepNode::Record {
                             inst,
                             rec: ri as u32,
                             place: Some(refined),
@@ -400,7 +400,7 @@ impl<'s, 'r> Engine<'s, 'r> {
         nesting: u32,
     ) -> Try<Option<u64>> {
         let site = self.last_def(inst, before, &Place::variable(var), nesting)?;
-        let Some(Site::Record { rec, .. }) = site else {
+        let Some(DepNode::Record { rec, .. }) = site else {
             return Ok(None);
         };
         let trace = self.trace(inst)?;
@@ -412,11 +412,11 @@ impl<'s, 'r> Engine<'s, 'r> {
     fn call_output(
         &mut self,
         inst: InstanceKey,
-        trace: &Trace,
+        trace: &EblockTrace,
         ri: usize,
         place: &Place,
         nesting: u32,
-    ) -> Try<Option<Site>> {
+    ) -> Try<Option<DepNode>> {
         let r = &trace.records[ri];
         let Some(enter) = r.call else {
             return Ok(None);
@@ -461,7 +461,7 @@ impl<'s, 'r> Engine<'s, 'r> {
             if before.is_some() && before == after {
                 continue;
             }
-            return Ok(Some(Site::CallOutput {
+            return Ok(Some(DepNode::CallOutput {
                 inst,
                 rec: ri as u32,
                 callee,
@@ -476,9 +476,9 @@ impl<'s, 'r> Engine<'s, 'r> {
     // Dependences
 
     /// What a node depends on.
-    pub(super) fn deps(&mut self, site: &Site) -> Try<Vec<Dep>> {
+    pub(super) fn deps(&mut self, site: &DepNode) -> Try<Vec<Dep>> {
         match site {
-            Site::Record { inst, rec, place } => {
+            DepNode::Record { inst, rec, place } => {
                 let trace = self.trace(*inst)?;
                 let r = &trace.records[*rec as usize];
                 let mut deps = match r.kind {
@@ -496,13 +496,13 @@ impl<'s, 'r> Engine<'s, 'r> {
                 deps.extend(control_dep(*inst, r));
                 Ok(deps)
             }
-            Site::Publish { inst, rec, .. } => {
+            DepNode::Publish { inst, rec, .. } => {
                 let trace = self.trace(*inst)?;
                 let mut deps = self.data_deps(*inst, &trace, *rec as usize)?;
                 deps.extend(control_dep(*inst, &trace.records[*rec as usize]));
                 Ok(deps)
             }
-            Site::CallOutput {
+            DepNode::CallOutput {
                 inst,
                 rec,
                 callee,
@@ -524,7 +524,7 @@ impl<'s, 'r> Engine<'s, 'r> {
                     }
                 })
             }
-            Site::Outside(_) => Ok(Vec::new()),
+            DepNode::Outside(_) => Ok(Vec::new()),
         }
     }
 
@@ -543,7 +543,7 @@ impl<'s, 'r> Engine<'s, 'r> {
         (
             Dependence::Data,
             None,
-            Site::Outside(Box::new(Outside {
+            DepNode::Outside(Box::new(Outside {
                 process: inst.process,
                 inst: Some(inst),
                 var,
@@ -556,7 +556,7 @@ impl<'s, 'r> Engine<'s, 'r> {
         )
     }
 
-    fn data_deps(&mut self, inst: InstanceKey, trace: &Trace, rec: usize) -> Try<Vec<Dep>> {
+    fn data_deps(&mut self, inst: InstanceKey, trace: &EblockTrace, rec: usize) -> Try<Vec<Dep>> {
         let r = &trace.records[rec];
         // What was passed to a nested call whose result this holds reaches it through the
         // callee (its `%n`), not directly.
@@ -590,7 +590,7 @@ impl<'s, 'r> Engine<'s, 'r> {
             deps.push((
                 Dependence::Data,
                 None,
-                Site::Record {
+                DepNode::Record {
                     inst,
                     rec: input,
                     place: None,
@@ -605,7 +605,7 @@ impl<'s, 'r> Engine<'s, 'r> {
     fn entry_source(
         &mut self,
         inst: InstanceKey,
-        trace: &Trace,
+        trace: &EblockTrace,
         rec: u32,
         place: Option<&Place>,
     ) -> Try<Vec<Dep>> {
@@ -779,7 +779,7 @@ impl<'s, 'r> Engine<'s, 'r> {
                     return Ok(vec![(
                         Dependence::Data,
                         Some(Via::Message),
-                        Site::Outside(Box::new(Outside {
+                        DepNode::Outside(Box::new(Outside {
                             process: m.sender,
                             inst: None,
                             var: None,
@@ -802,7 +802,7 @@ impl<'s, 'r> Engine<'s, 'r> {
             vec![(
                 Dependence::Data,
                 Some(Via::Message),
-                Site::Outside(Box::new(Outside {
+                DepNode::Outside(Box::new(Outside {
                     process: sender,
                     inst: None,
                     var: None,
@@ -830,7 +830,7 @@ impl<'s, 'r> Engine<'s, 'r> {
                 Some(i) => vec![(
                     Dependence::Data,
                     Some(Via::Message),
-                    Site::Record {
+                    DepNode::Record {
                         inst: key,
                         rec: i as u32,
                         place: None,
@@ -863,7 +863,7 @@ impl<'s, 'r> Engine<'s, 'r> {
                 Some(i) => vec![(
                     Dependence::Data,
                     Some(Via::Call),
-                    Site::Record {
+                    DepNode::Record {
                         inst: callee,
                         rec: i as u32,
                         place: None,
@@ -883,7 +883,7 @@ fn control_dep(inst: InstanceKey, r: &Record) -> Option<Dep> {
         (
             Dependence::Control,
             None,
-            Site::Record {
+            DepNode::Record {
                 inst,
                 rec: branch,
                 place: None,
@@ -896,7 +896,7 @@ fn control_dep(inst: InstanceKey, r: &Record) -> Option<Dep> {
 /// computed from, `place` (a part of the parameter) rebased onto them when the argument is a
 /// variable or place itself. Calls record what each argument was computed from; a call that did
 /// not (an e-block called from untraced code inside a traced one) is matched by name.
-fn argument_places(call: &Record, callee: &Trace, rec: u32, place: &Place) -> Vec<Place> {
+fn argument_places(call: &Record, callee: &EblockTrace, rec: u32, place: &Place) -> Vec<Place> {
     let param = Place::variable(&place.root);
     let params = callee
         .records

@@ -21,11 +21,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use ppd_formats::event::{AtomicOp, RwMode, Site as EventSite};
-use ppd_formats::trace::{Record, RecordKind, Trace};
+use ppd_formats::trace::{EblockTrace, Record, RecordKind};
 use ppd_formats::{Event, ObjectId, ProcessId, Recording};
 
 use super::answer::{Dependence, Via};
-use super::engine::{Dep, Engine, Outside, Site, Stall, Try};
+use super::engine::{Dep, DepNode, Engine, Outside, Stall, Try};
 use super::place::Place;
 use super::store::InstanceKey;
 use crate::error::{FlowbackError, Result};
@@ -427,7 +427,7 @@ impl Engine<'_, '_> {
         version: u64,
         access: &Access,
         value: Option<String>,
-    ) -> Try<Site> {
+    ) -> Try<DepNode> {
         let index = self.store.index(access.process)?;
         let Some((_, instance)) = index.innermost_containing(access.event)? else {
             let note = format!(
@@ -448,7 +448,7 @@ impl Engine<'_, '_> {
                 .iter()
                 .rposition(|x| x.kind == RecordKind::Publish && x.event == Some(access.event))
             {
-                Some(rec) => Site::Publish {
+                Some(rec) => DepNode::Publish {
                     inst,
                     rec: rec as u32,
                     value,
@@ -461,7 +461,7 @@ impl Engine<'_, '_> {
                         trace.eblock
                     );
                     let mut site = self.untraced(object, access, access.event, note, value);
-                    if let Site::Outside(o) = &mut site {
+                    if let DepNode::Outside(o) = &mut site {
                         o.inst = Some(inst);
                     }
                     site
@@ -512,8 +512,10 @@ impl Engine<'_, '_> {
             _ => trace.records.len(),
         };
         Ok(match self.last_def(inst, end, &guard, 0)? {
-            Some(site @ Site::Record { rec, .. }) if rec as usize > bound => Section::Wrote(site),
-            Some(site @ Site::CallOutput { rec, .. }) if rec as usize > bound => {
+            Some(site @ DepNode::Record { rec, .. }) if rec as usize > bound => {
+                Section::Wrote(site)
+            }
+            Some(site @ DepNode::CallOutput { rec, .. }) if rec as usize > bound => {
                 Section::Wrote(site)
             }
             _ => Section::Unchanged,
@@ -542,7 +544,7 @@ impl Engine<'_, '_> {
                     Some(read) => Some(read),
                     None => (via == Via::Atomic).then(|| c.init.to_string()),
                 };
-                Site::Outside(Box::new(Outside {
+                DepNode::Outside(Box::new(Outside {
                     process: creator,
                     inst: self.containing(creator, c.event)?,
                     var: None,
@@ -553,7 +555,7 @@ impl Engine<'_, '_> {
                     note,
                 }))
             }
-            None => Site::Outside(Box::new(Outside {
+            None => DepNode::Outside(Box::new(Outside {
                 process: creator,
                 inst: None,
                 var: None,
@@ -573,7 +575,7 @@ impl Engine<'_, '_> {
     /// The walk back could not go on.
     fn lost(&mut self, object: ObjectId, why: &str, value: Option<String>, via: Via) -> Dep {
         let name = self.object_name(object);
-        let site = Site::Outside(Box::new(Outside {
+        let site = DepNode::Outside(Box::new(Outside {
             process: object.creator(),
             inst: None,
             var: None,
@@ -594,13 +596,13 @@ impl Engine<'_, '_> {
         event: u64,
         note: String,
         value: Option<String>,
-    ) -> Site {
+    ) -> DepNode {
         let name = self.object_name(object);
         let what = match access.kind {
             AccessKind::Lock | AccessKind::RwAcquire(_) | AccessKind::RwRelease => "released",
             AccessKind::Atomic(_) => "stored into",
         };
-        Site::Outside(Box::new(Outside {
+        DepNode::Outside(Box::new(Outside {
             process: access.process,
             inst: None,
             var: None,
@@ -627,7 +629,7 @@ impl Engine<'_, '_> {
     }
 
     /// A data dependence through `object`, remembered so the answer can name it.
-    fn crossing(&mut self, via: Via, object: ObjectId, site: Site) -> Dep {
+    fn crossing(&mut self, via: Via, object: ObjectId, site: DepNode) -> Dep {
         self.through.insert(site.clone(), object);
         (Dependence::Data, Some(via), site)
     }
@@ -636,7 +638,7 @@ impl Engine<'_, '_> {
 /// What a critical section did with the guarded value.
 enum Section {
     /// This statement wrote it last.
-    Wrote(Site),
+    Wrote(DepNode),
     /// Nothing: the value it released is the one it found.
     Unchanged,
     /// The trace cannot say: why.
@@ -645,7 +647,7 @@ enum Section {
 
 /// The place a critical section's guard is bound to, and the record that binds it: the first
 /// definition holding the acquisition's input record (`let mut guard = account.lock()...`).
-fn guard_binding(trace: &Trace, lock_event: u64) -> Option<(Place, usize)> {
+fn guard_binding(trace: &EblockTrace, lock_event: u64) -> Option<(Place, usize)> {
     let input = trace
         .records
         .iter()

@@ -12,7 +12,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use ppd_formats::trace::{EblockInfo, Trace};
+use ppd_formats::trace::{EblockInfo, EblockTrace};
 use ppd_formats::{Event, LogReader, ProcessId, Recording};
 use ppd_replayer::debugger::check_binary;
 use ppd_replayer::emulate::{self, Request};
@@ -34,7 +34,7 @@ pub struct InstanceKey {
 #[derive(Debug, Clone)]
 pub enum Lookup {
     /// Its trace.
-    Ready(Arc<Trace>),
+    Ready(Arc<EblockTrace>),
     /// Nothing yet: it must be re-executed.
     Missing,
     /// It could not be re-executed, and why.
@@ -158,7 +158,7 @@ impl<'r> TraceStore<'r> {
             .trace_path(key)
             .ok()
             .and_then(|path| ppd_formats::private::read_regular(&path, "read a trace").ok())
-            .and_then(|bytes| serde_json::from_slice::<Trace>(&bytes).ok())
+            .and_then(|bytes| serde_json::from_slice::<EblockTrace>(&bytes).ok())
             .filter(|t| t.process == key.process && t.enter == key.enter);
         match cached {
             Some(trace) => {
@@ -217,7 +217,7 @@ impl<'r> TraceStore<'r> {
         &mut self,
         key: InstanceKey,
         overrides: Vec<(String, Vec<u8>)>,
-    ) -> Result<Trace> {
+    ) -> Result<EblockTrace> {
         let mut response = self.run(Request {
             instances: vec![(key.process, key.enter)],
             overrides,
@@ -361,7 +361,7 @@ impl<'r> TraceStore<'r> {
     }
 
     /// Caches a trace.
-    fn save(&self, key: InstanceKey, trace: &Trace) {
+    fn save(&self, key: InstanceKey, trace: &EblockTrace) {
         let Ok(path) = self.trace_path(key) else {
             return;
         };

@@ -12,7 +12,7 @@ use ppd_formats::ProcessId;
 use super::answer::Query;
 use ppd_replayer::emulate::STOPPED;
 
-use super::engine::{Engine, Site, Stall};
+use super::engine::{DepNode, Engine, Stall};
 use super::place::Place;
 use super::store::{InstanceKey, Lookup};
 use super::{did_you_mean, find_process};
@@ -24,7 +24,7 @@ const TARGET_BATCH: usize = 8;
 
 impl Engine<'_, '_> {
     /// The process and the definition the query is about.
-    pub(super) fn target(&mut self, query: &Query) -> Result<(ProcessId, Site)> {
+    pub(super) fn target(&mut self, query: &Query) -> Result<(ProcessId, DepNode)> {
         let recording = self.store.recording();
         let process = find_process(recording, &query.process)?;
         let name = self.process_name(process);

@@ -114,11 +114,11 @@ fn one_line<'a>(lines: impl Iterator<Item = &'a str>) -> String {
     out
 }
 
-/// `&'static Site` for a statement, its line taken from `span`.
+/// `&'static Statement` for a statement, its line taken from `span`.
 pub(crate) fn site(span: Span, text: &str) -> TokenStream {
     quote_spanned! {span=>
         {
-            static __PPD_SITE: ::ppd::__private::trace::Site = ::ppd::__private::trace::Site {
+            static __PPD_SITE: ::ppd::__private::trace::Statement = ::ppd::__private::trace::Statement {
                 file: ::core::file!(),
                 line: ::core::line!(),
                 text: #text,

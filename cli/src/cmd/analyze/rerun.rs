@@ -10,7 +10,7 @@ use ppd_flowback::tasks::TaskRecording;
 use ppd_flowback::tasks::rerun::{Computation, Part};
 use ppd_formats::Recording;
 use ppd_formats::task::SPLIT_EBLOCK;
-use ppd_formats::trace::{Captured, Record, RecordKind, Trace};
+use ppd_formats::trace::{Captured, EblockTrace, Record, RecordKind};
 use ppd_formats::value;
 use ppd_replayer::debugger::check_binary;
 use ppd_replayer::emulate::{TaskInvocation, TaskRerun};
@@ -131,7 +131,7 @@ struct RerunOutput<'a> {
     eblock: &'a str,
     enter: u64,
     outcome: String,
-    trace: &'a Trace,
+    trace: &'a EblockTrace,
 }
 
 /// `--rerun UNIT`: re-executes the unit's computation and prints its trace and how its result
@@ -235,7 +235,7 @@ fn show(v: &Captured) -> String {
 }
 
 /// How the re-execution compares with the log, in one line.
-fn outcome(trace: &Trace) -> String {
+fn outcome(trace: &EblockTrace) -> String {
     let result = trace
         .records
         .iter()
