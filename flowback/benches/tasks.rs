@@ -21,7 +21,7 @@ use std::time::Instant;
 use ppd_flowback::tasks::TaskRecording;
 use ppd_formats::event::ObjectKind;
 use ppd_formats::manifest::Manifest;
-use ppd_formats::task::{Step, TaskMark};
+use ppd_formats::task::{TaskMark, TaskStep};
 use ppd_formats::{Borrowed, Event, LogWriter, ObjectId, ProcessId, Recording, WriterOptions};
 
 #[path = "common/memory.rs"]
@@ -89,12 +89,12 @@ fn write_farm(dir: &Path, tasks: u64, poison: u64) -> u64 {
             },
         );
     }
-    let mark = |step: Step, task: u64, arg: u64, value: &mut Vec<u8>| {
+    let mark = |step: TaskStep, task: u64, arg: u64, value: &mut Vec<u8>| {
         *value = TaskMark(run, task, Vec::new(), arg).encode();
         step.label()
     };
     let mut value = Vec::new();
-    let label = mark(Step::Farm, 0, tasks, &mut value);
+    let label = mark(TaskStep::Farm, 0, tasks, &mut value);
     put(
         &mut logs,
         0,
@@ -111,7 +111,7 @@ fn write_farm(dir: &Path, tasks: u64, poison: u64) -> u64 {
     loop {
         for w in 1..=WORKERS {
             if busy[w as usize].is_none() && !dead[w as usize] && next < tasks {
-                let label = mark(Step::Give, next, u64::from(w), &mut value);
+                let label = mark(TaskStep::Give, next, u64::from(w), &mut value);
                 put(
                     &mut logs,
                     0,
@@ -154,7 +154,7 @@ fn write_farm(dir: &Path, tasks: u64, poison: u64) -> u64 {
                     payload: None,
                 },
             );
-            let label = mark(Step::Begin, task, 0, &mut value);
+            let label = mark(TaskStep::Begin, task, 0, &mut value);
             put(
                 &mut logs,
                 w,
@@ -177,7 +177,7 @@ fn write_farm(dir: &Path, tasks: u64, poison: u64) -> u64 {
                 dead[w as usize] = true;
                 continue;
             }
-            let label = mark(Step::End, task, 0, &mut value);
+            let label = mark(TaskStep::End, task, 0, &mut value);
             put(
                 &mut logs,
                 w,
@@ -210,7 +210,7 @@ fn write_farm(dir: &Path, tasks: u64, poison: u64) -> u64 {
                     payload: None,
                 },
             );
-            let label = mark(Step::Collect, task, 0, &mut value);
+            let label = mark(TaskStep::Collect, task, 0, &mut value);
             put(
                 &mut logs,
                 0,

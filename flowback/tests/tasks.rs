@@ -7,13 +7,13 @@ use std::path::Path;
 
 use ppd_flowback::tasks::TaskRecording;
 use ppd_formats::manifest::Manifest;
-use ppd_formats::task::{Step, TaskMark};
+use ppd_formats::task::{TaskMark, TaskStep};
 use ppd_formats::{Borrowed, Event, ProcessId, Recording};
 
 mod common;
 use common::{manifest, write_log};
 
-fn mark<'a>(step: Step, value: &'a [u8]) -> Event<Borrowed<'a>> {
+fn mark<'a>(step: TaskStep, value: &'a [u8]) -> Event<Borrowed<'a>> {
     Event::Mark {
         label: step.label(),
         site: Some(Location::caller()),
@@ -45,10 +45,10 @@ fn write_recording(dir: &Path) {
             Event::Start {
                 parent: Some(ProcessId(0)),
             },
-            mark(Step::Begin, &begin0),
-            mark(Step::End, &end0),
-            mark(Step::Begin, &foreign),
-            mark(Step::Begin, &begin1),
+            mark(TaskStep::Begin, &begin0),
+            mark(TaskStep::End, &end0),
+            mark(TaskStep::Begin, &foreign),
+            mark(TaskStep::Begin, &begin1),
             Event::Panic {
                 message: "task 1 failed",
                 file: "src/worker.rs",

@@ -35,7 +35,7 @@ pub fn is_computation(eblock: &str) -> bool {
 /// A step of a task's life, as its mark's label names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Step {
+pub enum TaskStep {
     /// A processor farm starts: `arg` is its number of tasks (logged by the generator).
     Farm,
     /// A divide-and-conquer run starts on task 0 (logged by the generator).
@@ -54,39 +54,39 @@ pub enum Step {
     Join,
 }
 
-impl Step {
+impl TaskStep {
     /// Every step, in the order of a task's life.
-    pub const ALL: [Step; 8] = [
-        Step::Farm,
-        Step::Dc,
-        Step::Give,
-        Step::Begin,
-        Step::Split,
-        Step::End,
-        Step::Collect,
-        Step::Join,
+    pub const ALL: [TaskStep; 8] = [
+        TaskStep::Farm,
+        TaskStep::Dc,
+        TaskStep::Give,
+        TaskStep::Begin,
+        TaskStep::Split,
+        TaskStep::End,
+        TaskStep::Collect,
+        TaskStep::Join,
     ];
 
     /// The mark label of this step.
     pub fn label(self) -> &'static str {
         match self {
-            Step::Farm => "ppd.task.farm",
-            Step::Dc => "ppd.task.dc",
-            Step::Give => "ppd.task.give",
-            Step::Begin => "ppd.task.begin",
-            Step::Split => "ppd.task.split",
-            Step::End => "ppd.task.end",
-            Step::Collect => "ppd.task.collect",
-            Step::Join => "ppd.task.join",
+            TaskStep::Farm => "ppd.task.farm",
+            TaskStep::Dc => "ppd.task.dc",
+            TaskStep::Give => "ppd.task.give",
+            TaskStep::Begin => "ppd.task.begin",
+            TaskStep::Split => "ppd.task.split",
+            TaskStep::End => "ppd.task.end",
+            TaskStep::Collect => "ppd.task.collect",
+            TaskStep::Join => "ppd.task.join",
         }
     }
 
     /// The step a mark label names, if it is a task mark.
-    pub fn of_label(label: &str) -> Option<Step> {
+    pub fn of_label(label: &str) -> Option<TaskStep> {
         if !label.starts_with(PREFIX) {
             return None;
         }
-        Step::ALL.into_iter().find(|s| s.label() == label)
+        TaskStep::ALL.into_iter().find(|s| s.label() == label)
     }
 }
 
@@ -101,7 +101,7 @@ pub struct TaskMark(
     pub u64,
     /// The subtask's path from the task: child indexes, empty for the task itself.
     pub Vec<u32>,
-    /// The step's argument (see [`Step`]); 0 when it has none.
+    /// The step's argument (see [`TaskStep`]); 0 when it has none.
     pub u64,
 );
 
@@ -130,11 +130,11 @@ mod tests {
 
     #[test]
     fn labels_round_trip_and_other_marks_are_not_steps() {
-        for s in Step::ALL {
-            assert_eq!(Step::of_label(s.label()), Some(s));
+        for s in TaskStep::ALL {
+            assert_eq!(TaskStep::of_label(s.label()), Some(s));
         }
-        assert_eq!(Step::of_label("ppd.task.other"), None);
-        assert_eq!(Step::of_label("negative"), None);
+        assert_eq!(TaskStep::of_label("ppd.task.other"), None);
+        assert_eq!(TaskStep::of_label("negative"), None);
     }
 
     #[test]

@@ -79,7 +79,7 @@ pub struct Lane {
 
 /// An event drawn as a dot.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Node {
+pub struct Dot {
     /// Its line.
     pub lane: u32,
     /// Its column.
@@ -202,7 +202,7 @@ pub struct Diagram {
     /// The processes.
     pub lanes: Vec<Lane>,
     /// The dots.
-    pub nodes: Vec<Node>,
+    pub nodes: Vec<Dot>,
     /// The collapsed runs.
     pub runs: Vec<Run>,
     /// The arrows.
@@ -483,7 +483,7 @@ impl Diagram {
                 .collect()
         };
         // Items per line: dots and collapsed runs, in event order.
-        let mut nodes: Vec<Node> = Vec::new();
+        let mut nodes: Vec<Dot> = Vec::new();
         let mut runs: Vec<Run> = Vec::new();
         let mut node_of: FastMap<EventRef, u32> = FastMap::default();
         // Per process: items as (is_node, index into nodes or runs), and each one's first event.
@@ -521,7 +521,7 @@ impl Diagram {
                     }
                     node_of.insert(e, nodes.len() as u32);
                     items[p].push((true, nodes.len()));
-                    nodes.push(Node {
+                    nodes.push(Dot {
                         lane,
                         col: 0,
                         time: times[p][k as usize],
@@ -877,7 +877,7 @@ impl Placing {
         p: usize,
         (is_node, i): (bool, usize),
         col: u32,
-        nodes: &mut [Node],
+        nodes: &mut [Dot],
         runs: &mut [Run],
     ) {
         if is_node {
@@ -900,7 +900,7 @@ impl Placing {
 /// from happened-before, so nothing waits forever (a damaged input is let through).
 fn assign_columns(
     items: &[Vec<(bool, usize)>],
-    nodes: &mut [Node],
+    nodes: &mut [Dot],
     runs: &mut [Run],
     arrows: &[Arrow],
 ) -> u32 {

@@ -26,7 +26,7 @@
 //! each log at a time.
 
 use ppd_formats::reader::Events;
-use ppd_formats::task::Step;
+use ppd_formats::task::TaskStep;
 use roaring::RoaringTreemap;
 
 use super::{Runs, TaskEvent, Unit, UnitEvents, Vm, task_event};
@@ -219,7 +219,7 @@ impl<M: MarkSource> Follower<M> {
     /// A mark of a task dropped as complete: a collection is a duplicate; anything else adds
     /// nothing to a completed unit (as a repeated step adds nothing to an open one).
     fn after_completion(&mut self, e: TaskEvent, clock: &[u32]) {
-        if e.step != Step::Collect {
+        if e.step != TaskStep::Collect {
             return;
         }
         let first_late_of_its_task = !self
@@ -284,15 +284,20 @@ impl<M: MarkSource> Observer for Follower<M> {
         };
         let (run, task) = (e.unit.vm, e.unit.task);
         match e.step {
-            Step::Farm => {
+            TaskStep::Farm => {
                 self.out.runs.vms.insert(run, (Vm::Farm, e.arg));
                 return;
             }
-            Step::Dc => {
+            TaskStep::Dc => {
                 self.out.runs.vms.insert(run, (Vm::DivideAndConquer, 1));
                 return;
             }
-            Step::Give | Step::Begin | Step::Split | Step::End | Step::Collect | Step::Join => {}
+            TaskStep::Give
+            | TaskStep::Begin
+            | TaskStep::Split
+            | TaskStep::End
+            | TaskStep::Collect
+            | TaskStep::Join => {}
         }
         if self.done.get(&run).is_some_and(|d| d.contains(task)) {
             self.after_completion(e, clock);

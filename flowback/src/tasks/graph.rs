@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use ppd_formats::ProcessId;
-use ppd_formats::task::Step;
+use ppd_formats::task::TaskStep;
 use serde::Serialize;
 
 use super::follow::EventClocks;
@@ -24,7 +24,7 @@ const MAX_ARC_EVENTS: usize = 400;
 #[derive(Clone, Debug, Serialize)]
 pub struct GraphEvent {
     /// The step it logs.
-    pub step: Step,
+    pub step: TaskStep,
     /// The unit's subtask path (`-`: the task itself).
     pub subtask: String,
     /// Its process, `name/pN`.
@@ -86,28 +86,28 @@ impl TaskGraph {
             .collect();
         units.sort_by(|a, b| a.0.cmp(b.0));
         let vm = units.first().map_or(Vm::Hand, |(u, _)| runs.vm_of(u));
-        let mut raw: Vec<(EventRef, Step, String)> = Vec::new();
+        let mut raw: Vec<(EventRef, TaskStep, String)> = Vec::new();
         let mut expected: BTreeMap<u32, u32> = BTreeMap::new();
         for (unit, u) in &units {
             let sub = unit.subtask();
-            let mut add = |e: EventRef, step: Step| raw.push((e, step, sub.clone()));
+            let mut add = |e: EventRef, step: TaskStep| raw.push((e, step, sub.clone()));
             if let Some((g, _)) = u.give {
-                add(g, Step::Give);
+                add(g, TaskStep::Give);
             }
             if let Some(b) = u.begin {
-                add(b, Step::Begin);
+                add(b, TaskStep::Begin);
             }
             if let Some((s, _)) = u.split {
-                add(s, Step::Split);
+                add(s, TaskStep::Split);
             }
             if let Some(e) = u.end {
-                add(e, Step::End);
+                add(e, TaskStep::End);
             }
             for c in u.collects.into_iter().flatten() {
-                add(c, Step::Collect);
+                add(c, TaskStep::Collect);
             }
             if let Some(j) = u.join {
-                add(j, Step::Join);
+                add(j, TaskStep::Join);
             }
             // The roles this unit gives its processes, and the events each role logs.
             let worker = u.begin.map(|b| trace.process(b.process).id).or_else(|| {

@@ -42,7 +42,7 @@ pub mod rerun;
 pub mod synth;
 
 use ppd_formats::ending::RunEnding;
-use ppd_formats::task::{Step, TaskMark};
+use ppd_formats::task::{TaskMark, TaskStep};
 use ppd_formats::{Event, ProcessId, Recording};
 use serde::Serialize;
 
@@ -58,7 +58,7 @@ pub use graph::TaskGraph;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TaskEvent {
     /// Which step.
-    pub step: Step,
+    pub step: TaskStep,
     /// The unit it concerns.
     pub unit: Unit,
     /// The step's argument: a worker's process id (give), a number of subtasks (split, join).
@@ -99,7 +99,7 @@ fn task_event(at: EventRef, event: &Event) -> Option<Result<TaskEvent, (String, 
     let Event::Mark { label, value, .. } = event else {
         return None;
     };
-    let step = Step::of_label(label)?;
+    let step = TaskStep::of_label(label)?;
     Some(match TaskMark::decode(value) {
         Ok(TaskMark(vm, task, path, arg)) => Ok(TaskEvent {
             step,
@@ -350,20 +350,20 @@ impl UnitEvents {
 
     /// Takes step `step` at `at` with argument `arg`; a repeated step adds nothing, except a
     /// collection, which is counted.
-    pub(crate) fn add(&mut self, step: Step, at: EventRef, arg: u64) {
+    pub(crate) fn add(&mut self, step: TaskStep, at: EventRef, arg: u64) {
         match step {
-            Step::Give => self.give = self.give.or(Some((at, arg))),
-            Step::Begin => self.begin = self.begin.or(Some(at)),
-            Step::Split => self.split = self.split.or(Some((at, arg))),
-            Step::End => self.end = self.end.or(Some(at)),
-            Step::Collect => {
+            TaskStep::Give => self.give = self.give.or(Some((at, arg))),
+            TaskStep::Begin => self.begin = self.begin.or(Some(at)),
+            TaskStep::Split => self.split = self.split.or(Some((at, arg))),
+            TaskStep::End => self.end = self.end.or(Some(at)),
+            TaskStep::Collect => {
                 if let Some(slot) = self.collects.iter_mut().find(|c| c.is_none()) {
                     *slot = Some(at);
                 }
                 self.collected += 1;
             }
-            Step::Join => self.join = self.join.or(Some(at)),
-            Step::Farm | Step::Dc => {}
+            TaskStep::Join => self.join = self.join.or(Some(at)),
+            TaskStep::Farm | TaskStep::Dc => {}
         }
     }
 
@@ -401,11 +401,11 @@ impl Runs {
 
     fn add(&mut self, e: TaskEvent) {
         match e.step {
-            Step::Farm => {
+            TaskStep::Farm => {
                 self.vms.insert(e.unit.vm, (Vm::Farm, e.arg));
                 return;
             }
-            Step::Dc => {
+            TaskStep::Dc => {
                 self.vms.insert(e.unit.vm, (Vm::DivideAndConquer, 1));
                 return;
             }
@@ -651,7 +651,7 @@ pub fn task_graph<S: EventStore>(
 ) -> Result<Option<TaskGraph>> {
     let mut runs = Runs::new([]);
     read_marks(recording, trace, |e| {
-        if e.unit.task == task || matches!(e.step, Step::Farm | Step::Dc) {
+        if e.unit.task == task || matches!(e.step, TaskStep::Farm | TaskStep::Dc) {
             runs.add(e);
         }
     })?;
@@ -830,8 +830,8 @@ fn locate<S: EventStore>(
 /// the others by its value `[run, task, path, arg]`.
 fn stop_predicate<S: EventStore>(trace: &Trace<S>, unit: &Unit, u: &UnitEvents) -> Option<String> {
     let (at, step) = match (u.begin, u.give) {
-        (Some(b), _) => (b, Step::Begin),
-        (None, Some((g, _))) => (g, Step::Give),
+        (Some(b), _) => (b, TaskStep::Begin),
+        (None, Some((g, _))) => (g, TaskStep::Give),
         (None, None) => return None,
     };
     let mut condition = format!("value.0 == {} && value.1 == {}", unit.vm, unit.task);

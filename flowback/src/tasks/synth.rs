@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use ppd_formats::event::ObjectKind;
-use ppd_formats::task::Step;
+use ppd_formats::task::TaskStep;
 use ppd_formats::{ObjectId, ProcessId};
 
 use super::{TaskEvent, Unit};
@@ -17,7 +17,7 @@ pub struct Sim {
     channels: HashMap<(u32, u32), (ObjIdx, u64)>,
     events: Vec<TaskEvent>,
     site: SiteId,
-    labels: HashMap<Step, u32>,
+    labels: HashMap<TaskStep, u32>,
 }
 
 impl Sim {
@@ -34,7 +34,7 @@ impl Sim {
             builder.add_process(ProcessId(p), &name, parent);
         }
         let site = builder.site("src/main.rs", 10, 5);
-        let labels = Step::ALL
+        let labels = TaskStep::ALL
             .iter()
             .map(|s| (*s, builder.name(s.label())))
             .collect();
@@ -48,7 +48,7 @@ impl Sim {
     }
 
     /// Logs task step `step` of `unit` in process `p`.
-    pub fn mark(&mut self, p: u32, step: Step, unit: &Unit, arg: u64) -> EventRef {
+    pub fn mark(&mut self, p: u32, step: TaskStep, unit: &Unit, arg: u64) -> EventRef {
         let label = self.labels[&step];
         let at = self.builder.push(p, Op::Mark { label }, self.site);
         self.events.push(TaskEvent {
@@ -136,7 +136,7 @@ pub fn farm(tasks: u64, workers: u32, fault: Fault) -> (Trace, Vec<TaskEvent>) {
         task,
         path: Vec::new(),
     };
-    sim.mark(0, Step::Farm, &unit(0), tasks);
+    sim.mark(0, TaskStep::Farm, &unit(0), tasks);
     let mut dead = vec![false; workers as usize + 1];
     let mut busy: Vec<Option<u64>> = vec![None; workers as usize + 1];
     let mut next = 0;
@@ -144,7 +144,7 @@ pub fn farm(tasks: u64, workers: u32, fault: Fault) -> (Trace, Vec<TaskEvent>) {
         // Hand a task to every idle, live worker.
         for w in 1..=workers {
             if busy[w as usize].is_none() && !dead[w as usize] && next < tasks {
-                sim.mark(0, Step::Give, &unit(next), u64::from(w));
+                sim.mark(0, TaskStep::Give, &unit(next), u64::from(w));
                 sim.message(0, w);
                 busy[w as usize] = Some(next);
                 next += 1;
@@ -158,7 +158,7 @@ pub fn farm(tasks: u64, workers: u32, fault: Fault) -> (Trace, Vec<TaskEvent>) {
             let Some(task) = busy[w as usize] else {
                 continue;
             };
-            sim.mark(w, Step::Begin, &unit(task), 0);
+            sim.mark(w, TaskStep::Begin, &unit(task), 0);
             match fault {
                 Fault::Panic(t) if t == task => {
                     sim.panic(w, "task input is poisoned", "src/work.rs", 7);
@@ -174,15 +174,15 @@ pub fn farm(tasks: u64, workers: u32, fault: Fault) -> (Trace, Vec<TaskEvent>) {
                 }
                 _ => {}
             }
-            sim.mark(w, Step::End, &unit(task), 0);
+            sim.mark(w, TaskStep::End, &unit(task), 0);
             if fault == Fault::LoseResult(task) {
                 sim.send(w, 0);
             } else {
                 sim.message(w, 0);
-                sim.mark(0, Step::Collect, &unit(task), 0);
+                sim.mark(0, TaskStep::Collect, &unit(task), 0);
                 if fault == Fault::Duplicate(task) {
                     sim.message(w, 0);
-                    sim.mark(0, Step::Collect, &unit(task), 0);
+                    sim.mark(0, TaskStep::Collect, &unit(task), 0);
                 }
             }
             busy[w as usize] = None;

@@ -1,4 +1,4 @@
-use ppd_formats::task::Step;
+use ppd_formats::task::TaskStep;
 
 use super::synth::{self, Fault as Inject, Sim};
 use super::*;
@@ -127,8 +127,8 @@ fn the_task_in_focus_is_kept_with_its_clocks_though_it_completed() {
 fn a_task_handed_out_and_never_begun_is_lost_at_the_worker_it_went_to() {
     let mut sim = Sim::new(3);
     let u = unit(1, 0, &[]);
-    sim.mark(0, Step::Farm, &u, 1);
-    sim.mark(0, Step::Give, &u, 2);
+    sim.mark(0, TaskStep::Farm, &u, 1);
+    sim.mark(0, TaskStep::Give, &u, 2);
     sim.send(0, 2);
     let report = analyse_run(sim.finish());
     assert_eq!(
@@ -140,28 +140,28 @@ fn a_task_handed_out_and_never_begun_is_lost_at_the_worker_it_went_to() {
 /// Divide and conquer: the root split in two on worker 1, both children solved on worker 2.
 fn split_in_two(sim: &mut Sim, join: bool, second_child_done: bool) {
     let root = unit(1, 0, &[]);
-    sim.mark(0, Step::Dc, &root, 1);
-    sim.mark(0, Step::Give, &root, 1);
+    sim.mark(0, TaskStep::Dc, &root, 1);
+    sim.mark(0, TaskStep::Give, &root, 1);
     sim.message(0, 1);
-    sim.mark(1, Step::Begin, &root, 0);
-    sim.mark(1, Step::Split, &root, 2);
+    sim.mark(1, TaskStep::Begin, &root, 0);
+    sim.mark(1, TaskStep::Split, &root, 2);
     sim.message(1, 0);
-    sim.mark(0, Step::Collect, &root, 0);
+    sim.mark(0, TaskStep::Collect, &root, 0);
     for i in 0..2 {
         let child = unit(1, 0, &[i]);
-        sim.mark(0, Step::Give, &child, 2);
+        sim.mark(0, TaskStep::Give, &child, 2);
         sim.message(0, 2);
-        sim.mark(2, Step::Begin, &child, 0);
+        sim.mark(2, TaskStep::Begin, &child, 0);
         if i == 1 && !second_child_done {
             sim.panic(2, "leaf failed", "src/leaf.rs", 3);
             return;
         }
-        sim.mark(2, Step::End, &child, 0);
+        sim.mark(2, TaskStep::End, &child, 0);
         sim.message(2, 0);
-        sim.mark(0, Step::Collect, &child, 0);
+        sim.mark(0, TaskStep::Collect, &child, 0);
     }
     if join {
-        sim.mark(0, Step::Join, &root, 2);
+        sim.mark(0, TaskStep::Join, &root, 2);
     }
 }
 
@@ -214,7 +214,7 @@ fn a_joined_divide_and_conquer_is_a_success_and_its_graph_is_complete() {
     assert!(g.coalesced.iter().all(|v| v.complete), "{:?}", g.coalesced);
     // The data flow ends in one place: the join.
     assert_eq!(g.frontier.len(), 1);
-    assert_eq!(g.events[g.frontier[0]].step, Step::Join);
+    assert_eq!(g.events[g.frontier[0]].step, TaskStep::Join);
 }
 
 #[test]
@@ -223,8 +223,16 @@ fn a_task_graph_is_the_chain_give_begin_end_collect() {
     let clocks = Clocks::compute(&trace);
     let runs = Runs::new(events);
     let g = TaskGraph::build(&trace, &clocks, &runs, 1, 2);
-    let steps: Vec<Step> = g.events.iter().map(|e| e.step).collect();
-    assert_eq!(steps, [Step::Give, Step::Begin, Step::End, Step::Collect]);
+    let steps: Vec<TaskStep> = g.events.iter().map(|e| e.step).collect();
+    assert_eq!(
+        steps,
+        [
+            TaskStep::Give,
+            TaskStep::Begin,
+            TaskStep::End,
+            TaskStep::Collect
+        ]
+    );
     assert_eq!(g.arcs, [(0, 1), (1, 2), (2, 3)]);
     let hung = TaskGraph::build(&trace, &clocks, &runs, 1, 3);
     assert_eq!(hung.frontier, [1]);
@@ -235,13 +243,13 @@ fn a_task_graph_is_the_chain_give_begin_end_collect() {
 fn a_panic_ranks_before_an_earlier_lost_result() {
     let mut sim = Sim::new(3);
     let (t0, t1) = (unit(1, 0, &[]), unit(1, 1, &[]));
-    sim.mark(0, Step::Farm, &t0, 2);
+    sim.mark(0, TaskStep::Farm, &t0, 2);
     for (t, w) in [(&t0, 1), (&t1, 2)] {
-        sim.mark(0, Step::Give, t, u64::from(w));
+        sim.mark(0, TaskStep::Give, t, u64::from(w));
         sim.message(0, w);
-        sim.mark(w, Step::Begin, t, 0);
+        sim.mark(w, TaskStep::Begin, t, 0);
     }
-    sim.mark(1, Step::End, &t0, 0);
+    sim.mark(1, TaskStep::End, &t0, 0);
     sim.send(1, 0);
     sim.panic(2, "bad", "src/work.rs", 4);
     let report = analyse_run(sim.finish());
@@ -264,8 +272,8 @@ fn nested_enter_guards_report_the_innermost_subtask() {
     // By hand: task 1, inside it subtask 1.4, which panics.
     let t1 = unit(0, 1, &[]);
     let t14 = unit(0, 1, &[4]);
-    sim.mark(2, Step::Begin, &t1, 0);
-    sim.mark(2, Step::Begin, &t14, 0);
+    sim.mark(2, TaskStep::Begin, &t1, 0);
+    sim.mark(2, TaskStep::Begin, &t14, 0);
     sim.panic(2, "bad", "src/hand.rs", 9);
     let report = analyse_run(sim.finish());
     assert_eq!(

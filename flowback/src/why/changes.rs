@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use rmpv::ValueRef;
 
-use super::place::{Index, Place, Step};
+use super::place::{Index, Place, Projection};
 
 /// More changed parts than this in one comparison are recorded as the whole parameter.
 const PARTS_LIMIT: usize = 64;
@@ -54,23 +54,23 @@ fn decode(bytes: &[u8]) -> Option<ValueRef<'_>> {
 }
 
 /// The step that selects a map entry by its key, when a place can name it.
-fn key_step(key: &ValueRef<'_>) -> Option<Step> {
+fn key_step(key: &ValueRef<'_>) -> Option<Projection> {
     if let Some(n) = key.as_u64() {
-        return Some(Step::Index(Index::At(n)));
+        return Some(Projection::Index(Index::At(n)));
     }
     let key = text(key)?;
     if let Ok(n) = key.parse::<u64>() {
-        return Some(Step::Index(Index::At(n)));
+        return Some(Projection::Index(Index::At(n)));
     }
     let name = !key.is_empty() && key.chars().all(|c| c.is_alphanumeric() || c == '_');
-    name.then(|| Step::Field(key.to_owned()))
+    name.then(|| Projection::Field(key.to_owned()))
 }
 
 /// The steps of a map's entries, or `None` when one cannot be named or two name the same.
 fn keyed<'v, 'a>(
     entries: &'v [(ValueRef<'a>, ValueRef<'a>)],
-) -> Option<Vec<(Step, &'v ValueRef<'a>)>> {
-    let mut out: Vec<(Step, &ValueRef<'a>)> = Vec::with_capacity(entries.len());
+) -> Option<Vec<(Projection, &'v ValueRef<'a>)>> {
+    let mut out: Vec<(Projection, &ValueRef<'a>)> = Vec::with_capacity(entries.len());
     for (k, v) in entries {
         let step = key_step(k)?;
         if out.iter().any(|(s, _)| *s == step) {
@@ -108,7 +108,7 @@ fn diff(a: &ValueRef<'_>, b: &ValueRef<'_>, at: &mut Place, out: &mut Vec<Place>
         }
         (ValueRef::Array(x), ValueRef::Array(y)) if x.len() == y.len() => {
             for (i, (xv, yv)) in x.iter().zip(y).enumerate() {
-                at.steps.push(Step::Index(Index::At(i as u64)));
+                at.steps.push(Projection::Index(Index::At(i as u64)));
                 diff(xv, yv, at, out);
                 at.steps.pop();
             }

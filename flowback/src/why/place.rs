@@ -17,12 +17,12 @@ pub struct Place {
     /// The variable (`bank`, `self`, `%0`).
     pub root: String,
     /// Fields and indexes, outermost first.
-    pub steps: Vec<Step>,
+    pub steps: Vec<Projection>,
 }
 
 /// One step into a value.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Step {
+pub enum Projection {
     /// `.name` (or `.0` of a tuple).
     Field(String),
     /// `[...]`.
@@ -76,14 +76,14 @@ impl Place {
                 steps.push(match name.parse::<u64>() {
                     // `.1` on an array (a user's `accounts.1`) is an index; on a tuple the
                     // logged value is an array too.
-                    Ok(n) => Step::Index(Index::At(n)),
-                    Err(_) => Step::Field(name.to_owned()),
+                    Ok(n) => Projection::Index(Index::At(n)),
+                    Err(_) => Projection::Field(name.to_owned()),
                 });
                 rest = &after[end..];
             } else if rest.starts_with('[') {
                 let close = matching_bracket(rest)?;
                 let inside = rest[1..close].trim();
-                steps.push(Step::Index(Index::of(inside)));
+                steps.push(Projection::Index(Index::of(inside)));
                 rest = &rest[close + 1..];
             } else {
                 return None;
@@ -98,7 +98,7 @@ impl Place {
     /// The variables its indexes read.
     pub fn index_variables(&self) -> impl Iterator<Item = &str> {
         self.steps.iter().filter_map(|s| match s {
-            Step::Index(Index::Var(v)) => Some(v.as_str()),
+            Projection::Index(Index::Var(v)) => Some(v.as_str()),
             _ => None,
         })
     }
@@ -110,7 +110,7 @@ impl Place {
             .steps
             .iter()
             .map(|s| match s {
-                Step::Index(Index::Var(v)) => Step::Index(match value_of(v) {
+                Projection::Index(Index::Var(v)) => Projection::Index(match value_of(v) {
                     Some(n) => Index::At(n),
                     None => Index::Unknown(v.clone()),
                 }),
@@ -156,8 +156,8 @@ impl Place {
             .iter()
             .rev()
             .find_map(|s| match s {
-                Step::Field(f) => Some(f.as_str()),
-                Step::Index(_) => None,
+                Projection::Field(f) => Some(f.as_str()),
+                Projection::Index(_) => None,
             })
             .unwrap_or(&self.root)
     }
@@ -185,26 +185,26 @@ impl Index {
     }
 }
 
-impl Step {
-    fn may_equal(&self, other: &Step) -> bool {
+impl Projection {
+    fn may_equal(&self, other: &Projection) -> bool {
         match (self, other) {
-            (Step::Field(a), Step::Field(b)) => a == b,
-            (Step::Index(Index::At(a)), Step::Index(Index::At(b))) => a == b,
-            (Step::Index(_), Step::Index(_)) => true,
+            (Projection::Field(a), Projection::Field(b)) => a == b,
+            (Projection::Index(Index::At(a)), Projection::Index(Index::At(b))) => a == b,
+            (Projection::Index(_), Projection::Index(_)) => true,
             _ => false,
         }
     }
 
     fn select<'v>(&self, value: &'v Value) -> Option<&'v Value> {
         match (self, value) {
-            (Step::Field(f), Value::Map(entries)) => entries
+            (Projection::Field(f), Value::Map(entries)) => entries
                 .iter()
                 .find(|(k, _)| k.as_str() == Some(f))
                 .map(|(_, v)| v),
-            (Step::Index(Index::At(n)), Value::Array(items)) => {
+            (Projection::Index(Index::At(n)), Value::Array(items)) => {
                 items.get(usize::try_from(*n).ok()?)
             }
-            (Step::Index(Index::At(n)), Value::Map(entries)) => entries
+            (Projection::Index(Index::At(n)), Value::Map(entries)) => entries
                 .iter()
                 .find(|(k, _)| k.as_u64() == Some(*n) || k.as_str() == Some(&n.to_string()))
                 .map(|(_, v)| v),
@@ -235,9 +235,9 @@ impl fmt::Display for Place {
         f.write_str(&self.root)?;
         for step in &self.steps {
             match step {
-                Step::Field(name) => write!(f, ".{name}")?,
-                Step::Index(Index::Var(v) | Index::Unknown(v)) => write!(f, "[{v}]")?,
-                Step::Index(Index::At(n)) => write!(f, "[{n}]")?,
+                Projection::Field(name) => write!(f, ".{name}")?,
+                Projection::Index(Index::Var(v) | Index::Unknown(v)) => write!(f, "[{v}]")?,
+                Projection::Index(Index::At(n)) => write!(f, "[{n}]")?,
             }
         }
         Ok(())
@@ -262,7 +262,7 @@ mod tests {
         assert_eq!(p("bank.accounts.1"), p("bank.accounts[1]"));
         assert_eq!(
             p("v[i+1]").steps,
-            [Step::Index(Index::Unknown("i+1".into()))]
+            [Projection::Index(Index::Unknown("i+1".into()))]
         );
         assert_eq!(p("m[a[b]].x").steps.len(), 2);
         assert_eq!(p("%0").root, "%0");

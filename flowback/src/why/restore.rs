@@ -126,7 +126,7 @@ pub fn state_at(
 
 /// One output of a what-if.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Outcome {
+pub struct WhatIfOutput {
     /// `%0` or a `&mut` argument.
     pub name: String,
     /// What the recorded run produced.
@@ -147,7 +147,7 @@ pub struct WhatIf {
     /// The arguments changed: name, recorded value, value tried.
     pub changed: Vec<(String, String, String)>,
     /// Its outputs, recorded and changed.
-    pub outcomes: Vec<Outcome>,
+    pub outcomes: Vec<WhatIfOutput>,
     /// Where the changed run left the recorded path, if it did: it stopped there.
     pub left_the_log: Option<String>,
     /// How the instance ended, recorded and changed, when either panicked: `panics: "message"
@@ -214,10 +214,10 @@ pub fn what_if(
             value::show(given)
         )));
     }
-    let mut outcomes: Vec<Outcome> = logs
+    let mut outcomes: Vec<WhatIfOutput> = logs
         .postlog
         .iter()
-        .map(|(name, v)| Outcome {
+        .map(|(name, v)| WhatIfOutput {
             name: name.clone(),
             recorded: engine.show(inst.process, v),
             what_if: Some(engine.show(inst.process, v)),

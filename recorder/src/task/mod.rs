@@ -31,7 +31,7 @@ use std::panic::Location;
 use std::sync::{Arc, OnceLock};
 
 use ppd_formats::task::{
-    COMBINE_EBLOCK, SOLVE_EBLOCK, SPLIT_EBLOCK, Step, TaskMark, WORK_EBLOCK, WORKER_NODE_RUN,
+    COMBINE_EBLOCK, SOLVE_EBLOCK, SPLIT_EBLOCK, TaskMark, TaskStep, WORK_EBLOCK, WORKER_NODE_RUN,
 };
 use ppd_formats::value;
 use ppd_formats::{Event, EventKind, ProcessId};
@@ -54,7 +54,7 @@ pub type SubtaskPath = Vec<u32>;
 
 /// Logs one step of task `task`'s subtask `path` of virtual machine run `vm` at `site`.
 fn log(
-    step: Step,
+    step: TaskStep,
     (vm, task): (u64, u64),
     path: &[u32],
     arg: u64,
@@ -264,7 +264,7 @@ where
             return Err(job);
         };
         log(
-            Step::Give,
+            TaskStep::Give,
             (self.vm, task),
             &path,
             worker_arg(&self.handles[w]),
@@ -396,13 +396,13 @@ where
         WORK_EBLOCK => result_bytes(&work(logged(input)?)),
         other => Err(format!("a farm runs no {other}")),
     });
-    log(Step::Farm, (vm, 0), &[], total as u64, site);
+    log(TaskStep::Farm, (vm, 0), &[], total as u64, site);
     let pool: Pool<(u64, T), (u64, R)> =
         Pool::start(vm, workers, "farm-worker", move |_, inbox, outbox| {
             for (task, input) in inbox.iter() {
-                log(Step::Begin, (vm, task), &[], 0, site);
+                log(TaskStep::Begin, (vm, task), &[], 0, site);
                 let result = computation(WORK_EBLOCK, site, input, &work);
-                log(Step::End, (vm, task), &[], 0, site);
+                log(TaskStep::End, (vm, task), &[], 0, site);
                 if outbox.send((task, result)).is_err() {
                     return;
                 }
@@ -439,7 +439,7 @@ where
             }
             match self.next() {
                 Some(Reply::Answer((task, result))) => {
-                    log(Step::Collect, (self.vm, task), &[], 0, site);
+                    log(TaskStep::Collect, (self.vm, task), &[], 0, site);
                     if let Some(slot) = results.get_mut(task as usize) {
                         *slot = Some(result);
                     }
@@ -523,19 +523,19 @@ where
         COMBINE_EBLOCK => result_bytes(&combine(logged(input)?)),
         other => Err(format!("a divide and conquer runs no {other}")),
     });
-    log(Step::Dc, (vm, 0), &[], 1, site);
+    log(TaskStep::Dc, (vm, 0), &[], 1, site);
     let mut pool: Pool<Job<P>, Answer<P, R>> =
         Pool::start(vm, workers, "dc-worker", move |_, inbox, outbox| {
             for Job { path, problem } in inbox.iter() {
-                log(Step::Begin, (vm, 0), &path, 0, site);
+                log(TaskStep::Begin, (vm, 0), &path, 0, site);
                 let answer = match computation(SPLIT_EBLOCK, site, &problem, &split) {
                     Some(parts) => {
-                        log(Step::Split, (vm, 0), &path, parts.len() as u64, site);
+                        log(TaskStep::Split, (vm, 0), &path, parts.len() as u64, site);
                         Answer::Split(path, parts)
                     }
                     None => {
                         let result = computation(SOLVE_EBLOCK, site, problem, &solve);
-                        log(Step::End, (vm, 0), &path, 0, site);
+                        log(TaskStep::End, (vm, 0), &path, 0, site);
                         Answer::Solved(path, result)
                     }
                 };
@@ -563,11 +563,11 @@ where
         }
         match pool.next() {
             Some(Reply::Answer(Answer::Split(path, parts))) => {
-                log(Step::Collect, (vm, 0), &path, 0, site);
+                log(TaskStep::Collect, (vm, 0), &path, 0, site);
                 if parts.is_empty() {
                     // Nothing to wait for: the split is its own join.
                     let joined = computation(COMBINE_EBLOCK, site, Vec::new(), &mut combine);
-                    log(Step::Join, (vm, 0), &path, 0, site);
+                    log(TaskStep::Join, (vm, 0), &path, 0, site);
                     root = deliver(vm, &mut nodes, &mut combine, path, joined, site).or(root);
                     continue;
                 }
@@ -587,7 +587,7 @@ where
                 }
             }
             Some(Reply::Answer(Answer::Solved(path, result))) => {
-                log(Step::Collect, (vm, 0), &path, 0, site);
+                log(TaskStep::Collect, (vm, 0), &path, 0, site);
                 root = deliver(vm, &mut nodes, &mut combine, path, result, site).or(root);
             }
             Some(Reply::Died(w, (task, path))) => failed.push((task, path, w)),
@@ -624,7 +624,7 @@ fn deliver<R: Serialize + DeserializeOwned>(
         let parts: Vec<R> = node.results.into_iter().flatten().collect();
         let n = parts.len() as u64;
         result = computation(COMBINE_EBLOCK, site, parts, &mut *combine);
-        log(Step::Join, (vm, 0), &path, n, site);
+        log(TaskStep::Join, (vm, 0), &path, n, site);
     }
 }
 
@@ -675,7 +675,7 @@ pub fn enter(id: u64) -> TaskGuard {
         e.push(unit.clone());
         unit
     });
-    log(Step::Begin, (0, task), &path, 0, site);
+    log(TaskStep::Begin, (0, task), &path, 0, site);
     TaskGuard {
         task,
         path,
@@ -701,7 +701,7 @@ impl Drop for TaskGuard {
         ENTERED.with(|e| e.borrow_mut().pop());
         // Unwinding: the task did not end; the process's `Panic` event says why.
         if !std::thread::panicking() {
-            log(Step::End, (0, self.task), &self.path, 0, self.site);
+            log(TaskStep::End, (0, self.task), &self.path, 0, self.site);
         }
     }
 }

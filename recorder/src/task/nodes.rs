@@ -23,7 +23,7 @@ use std::net::ToSocketAddrs;
 use std::panic::Location;
 use std::sync::Mutex;
 
-use ppd_formats::task::{Step, WORK_EBLOCK};
+use ppd_formats::task::{TaskStep, WORK_EBLOCK};
 use ppd_formats::value;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -97,7 +97,7 @@ where
     let site = Location::caller();
     let total = tasks.len();
     let vm = next_run();
-    log(Step::Farm, (vm, 0), &[], total as u64, site);
+    log(TaskStep::Farm, (vm, 0), &[], total as u64, site);
     // Proxy `i` serves the `i`th node accepted: a choice the log holds (the accept order),
     // so replay pairs them the same way.
     let connections: Vec<Mutex<Option<TcpStream>>> = (0..workers.max(1))
@@ -160,9 +160,9 @@ where
     });
     let mut stream = TcpStream::connect(farm)?;
     while let Some((vm, task, input)) = read_frame::<(u64, u64, T)>(&mut stream)? {
-        log(Step::Begin, (vm, task), &[], 0, site);
+        log(TaskStep::Begin, (vm, task), &[], 0, site);
         let result = computation(WORK_EBLOCK, site, input, &work);
-        log(Step::End, (vm, task), &[], 0, site);
+        log(TaskStep::End, (vm, task), &[], 0, site);
         write_frame(&mut stream, &(task, result))?;
     }
     Ok(())

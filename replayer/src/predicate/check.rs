@@ -41,7 +41,7 @@ pub(super) enum Values<'a> {
 /// What a variable reads.
 enum Root<'s> {
     /// Logged values of this shape.
-    Logged(&'s Shape),
+    LoggedShapes(&'s Shape),
     /// A message's sequence number or sender: an integer.
     Integer,
 }
@@ -81,7 +81,7 @@ impl Values<'_> {
         };
         let number = name.strip_prefix('%').and_then(|n| n.parse::<usize>().ok());
         match (self, number) {
-            (Values::Mark(shape), None) if name == "value" => Ok(Root::Logged(shape)),
+            (Values::Mark(shape), None) if name == "value" => Ok(Root::LoggedShapes(shape)),
             (Values::Message { payloads, .. }, None) if name == "value" => {
                 if payloads.is_empty() {
                     return Err(refuse(
@@ -93,7 +93,7 @@ impl Values<'_> {
                         ),
                     ));
                 }
-                Ok(Root::Logged(payloads))
+                Ok(Root::LoggedShapes(payloads))
             }
             (Values::Message { .. }, None) if name == "seq" => Ok(Root::Integer),
             (Values::Message { receive, .. }, None) if name == "sender" => {
@@ -109,9 +109,11 @@ impl Values<'_> {
             (Values::Enter { params, args } | Values::Exit { params, args, .. }, _)
                 if params.iter().any(|p| p == name) =>
             {
-                Ok(Root::Logged(args.field(name).unwrap_or(Shape::none())))
+                Ok(Root::LoggedShapes(
+                    args.field(name).unwrap_or(Shape::none()),
+                ))
             }
-            (Values::Exit { ret, .. }, Some(0)) => Ok(Root::Logged(ret)),
+            (Values::Exit { ret, .. }, Some(0)) => Ok(Root::LoggedShapes(ret)),
             (Values::Enter { .. }, Some(0)) => Err(refuse(
                 "variable",
                 format!(
@@ -121,7 +123,9 @@ impl Values<'_> {
             )),
             (Values::Enter { params, args } | Values::Exit { params, args, .. }, Some(n)) => {
                 match params.get(n - 1) {
-                    Some(param) => Ok(Root::Logged(args.field(param).unwrap_or(Shape::none()))),
+                    Some(param) => Ok(Root::LoggedShapes(
+                        args.field(param).unwrap_or(Shape::none()),
+                    )),
                     None => Err(refuse("variable", past_the_parameters(params, self, event))),
                 }
             }
@@ -198,7 +202,7 @@ fn kinds(
             };
             return Err(at(miss, path[0].len() + 1));
         }
-        Root::Logged(shape) => shape,
+        Root::LoggedShapes(shape) => shape,
     };
     shape.follow(&path[1..]).map_err(|miss| {
         let segment = miss.segment + 1;

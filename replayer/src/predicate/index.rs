@@ -201,15 +201,15 @@ impl After<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::predicate::{Catalog, Logged, Shape, parse};
+    use crate::predicate::{Catalog, LoggedShapes, Shape, parse};
     use ppd_formats::value;
 
     fn resolved(text: &str) -> Resolved {
         let mut ints = Shape::default();
         ints.add(&value::encode(&1).unwrap());
-        let marks = || Logged {
+        let marks = || LoggedShapes {
             marks: [("x".to_owned(), ints.clone())].into(),
-            ..Logged::default()
+            ..LoggedShapes::default()
         };
         let catalog = Catalog {
             processes: vec![(ProcessId(0), "p".into()), (ProcessId(1), "q".into())],

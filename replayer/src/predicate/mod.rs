@@ -40,7 +40,7 @@ pub use index::{After, Local, Tests};
 pub use linked::Linked;
 pub use parse::{ParseError, parse};
 pub use resolve::{
-    Catalog, Combination, Component, Logged, Matcher, Place, ResolveError, Resolved, closest,
+    Catalog, Combination, Component, LoggedShapes, Matcher, Place, ResolveError, Resolved, closest,
 };
 pub use shape::{Kinds, Shape};
 
@@ -383,9 +383,9 @@ mod tests {
     fn catalog() -> Catalog {
         let mut shape = Shape::default();
         shape.add(&value::encode(&7).unwrap());
-        let logged = Logged {
+        let logged = LoggedShapes {
             marks: [("x".to_owned(), shape)].into(),
-            ..Logged::default()
+            ..LoggedShapes::default()
         };
         Catalog {
             processes: vec![(ProcessId(0), "p".into())],

@@ -34,13 +34,13 @@ pub struct Catalog {
     pub objects: BTreeMap<ObjectId, String>,
     /// What each process logged (a process that logged none of it is absent).
     #[serde(default)]
-    pub logged: BTreeMap<ProcessId, Logged>,
+    pub logged: BTreeMap<ProcessId, LoggedShapes>,
 }
 
 /// What one process logged that a predicate can be about: its marks, e-block entries and exits,
 /// sends and receives, each with the shape of the values logged with it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Logged {
+pub struct LoggedShapes {
     /// Labels marked, with their values.
     pub marks: BTreeMap<String, Shape>,
     /// E-blocks entered, with their prelogs (a map from parameter to argument).
@@ -53,7 +53,7 @@ pub struct Logged {
     pub received: BTreeMap<ObjectId, Shape>,
 }
 
-impl Logged {
+impl LoggedShapes {
     /// Merges a logged value (none: a message whose payload was not logged) into the shape at
     /// `key` of `map`; a value not `wanted` is not read, and its shape says nothing is known.
     fn add<K, Q>(map: &mut BTreeMap<K, Shape>, key: &Q, bytes: Option<&[u8]>, wanted: bool)
@@ -153,7 +153,7 @@ impl Catalog {
         };
         for entry in recording.processes() {
             let reader = recording.open_log(entry)?;
-            let mut logged = Logged::default();
+            let mut logged = LoggedShapes::default();
             for item in reader.events() {
                 let (_, event) = item?;
                 let wants = wanted.wants(entry.id, &event);
@@ -169,23 +169,25 @@ impl Catalog {
                             };
                             catalog.eblocks.insert(eblock.to_string(), params);
                         }
-                        Logged::add(&mut logged.entered, &*eblock, Some(&prelog), wants);
+                        LoggedShapes::add(&mut logged.entered, &*eblock, Some(&prelog), wants);
                     }
                     Event::EblockExit { eblock, postlog } => {
-                        Logged::add(&mut logged.exited, &*eblock, Some(&postlog), wants);
+                        LoggedShapes::add(&mut logged.exited, &*eblock, Some(&postlog), wants);
                     }
                     Event::Mark { label, value, .. } => {
                         if !catalog.labels.contains(&*label) {
                             catalog.labels.insert(label.to_string());
                         }
-                        Logged::add(&mut logged.marks, &*label, Some(&value), wants);
+                        LoggedShapes::add(&mut logged.marks, &*label, Some(&value), wants);
                     }
                     Event::Send {
                         channel, payload, ..
-                    } => Logged::add(&mut logged.sent, &channel, payload.as_deref(), wants),
+                    } => LoggedShapes::add(&mut logged.sent, &channel, payload.as_deref(), wants),
                     Event::Recv {
                         channel, payload, ..
-                    } => Logged::add(&mut logged.received, &channel, payload.as_deref(), wants),
+                    } => {
+                        LoggedShapes::add(&mut logged.received, &channel, payload.as_deref(), wants)
+                    }
                     Event::Create {
                         object, kind, name, ..
                     } => {
@@ -199,7 +201,7 @@ impl Catalog {
                     _ => {}
                 }
             }
-            if logged != Logged::default() {
+            if logged != LoggedShapes::default() {
                 catalog.logged.insert(entry.id, logged);
             }
         }
@@ -253,8 +255,8 @@ impl Catalog {
     }
 
     /// What process `id` logged.
-    fn logged_by(&self, id: ProcessId) -> &Logged {
-        static NOTHING: Logged = Logged {
+    fn logged_by(&self, id: ProcessId) -> &LoggedShapes {
+        static NOTHING: LoggedShapes = LoggedShapes {
             marks: BTreeMap::new(),
             entered: BTreeMap::new(),
             exited: BTreeMap::new(),
@@ -266,7 +268,7 @@ impl Catalog {
 
     /// The processes whose logs `has` says have something, as a phrase: "auditor",
     /// "client-0, client-1 and 2 more".
-    fn who(&self, has: impl Fn(&Logged) -> bool) -> Option<String> {
+    fn who(&self, has: impl Fn(&LoggedShapes) -> bool) -> Option<String> {
         let names: Vec<String> = self
             .logged
             .iter()
@@ -791,7 +793,7 @@ mod tests {
     fn catalog() -> Catalog {
         let bank = json!({"accounts": [{"owner": "ann", "balance": -20}], "went_negative": true});
         let withdraw = json!({"Withdraw": {"client": 0, "account": 0, "amount": 50}});
-        let teller = Logged {
+        let teller = LoggedShapes {
             marks: [("negative".to_owned(), shape(&[json!(-20)]))].into(),
             entered: [(
                 "bank::handle".to_owned(),
@@ -809,15 +811,15 @@ mod tests {
             sent: [(REPLIES, Shape::default())].into(),
             received: [(REQUESTS, shape(std::slice::from_ref(&withdraw)))].into(),
         };
-        let auditor = Logged {
+        let auditor = LoggedShapes {
             marks: [("total".to_owned(), shape(&[json!(180)]))].into(),
             received: [(REPLIES, Shape::default())].into(),
-            ..Logged::default()
+            ..LoggedShapes::default()
         };
-        let client = Logged {
+        let client = LoggedShapes {
             entered: [("bank::operate".to_owned(), shape(&[json!({"id": 0})]))].into(),
             sent: [(REQUESTS, shape(&[withdraw]))].into(),
-            ..Logged::default()
+            ..LoggedShapes::default()
         };
         Catalog {
             processes: vec![
