@@ -9,10 +9,12 @@
 //! lock acquisitions alone: potential deadlocks ([`lock_order`]). From the atomics' version
 //! order: which write each read read ([`reads_from`]), drawn with the happened-before edges.
 
-pub mod analysis;
+#![deny(missing_docs)]
+
+pub(crate) mod analysis;
 pub mod cache;
 pub mod deadlock;
-pub mod error;
+pub(crate) mod error;
 pub mod export;
 mod fasthash;
 pub mod halt;
@@ -24,6 +26,7 @@ pub mod picture;
 pub mod races;
 pub mod reads_from;
 pub mod report;
+#[cfg(any(test, feature = "synth"))]
 pub mod synth;
 pub mod tasks;
 #[cfg(test)]

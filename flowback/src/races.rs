@@ -146,12 +146,7 @@ const CHECKS: [[bool; 4]; 4] = {
     while i < 4 {
         let mut j = 0;
         while j < 4 {
-            let (a, b) = (CLASSES[i], CLASSES[j]);
-            let writes = matches!(a, AccessClass::DataWrite | AccessClass::SyncWrite)
-                || matches!(b, AccessClass::DataWrite | AccessClass::SyncWrite);
-            let data = matches!(a, AccessClass::DataRead | AccessClass::DataWrite)
-                || matches!(b, AccessClass::DataRead | AccessClass::DataWrite);
-            m[i][j] = writes && data;
+            m[i][j] = CLASSES[i].conflicts(CLASSES[j]);
             j += 1;
         }
         i += 1;

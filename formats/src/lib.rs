@@ -9,11 +9,13 @@
 //! Nothing here panics on bad input: every read path returns a [`FormatError`] that names the
 //! file and the byte offset.
 
+#![deny(missing_docs)]
+
 pub mod authenticity;
 pub mod clock;
 mod codec;
 pub mod ending;
-pub mod error;
+pub(crate) mod error;
 pub mod event;
 pub mod ids;
 pub mod integrity;

@@ -2,6 +2,8 @@
 //! `record` feature: each leaves the item exactly as written, so the program is the plain std
 //! program and carries no ppd code. No parsing, hence no dependencies.
 
+#![deny(missing_docs)]
+
 use proc_macro::TokenStream;
 
 /// Leaves `fn main` as it is.

@@ -11,6 +11,8 @@
 //! Each attribute is split into parsing (syntax into a model), checking (every error collected
 //! with its span, never a panic) and expansion.
 
+#![deny(missing_docs)]
+
 mod binding;
 mod eblock;
 mod main_attr;

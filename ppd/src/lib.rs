@@ -26,6 +26,8 @@
 //! every lock and atomic access, every clock and random value. `ppd replay` reproduces the run
 //! from those logs, `ppd info` summarizes a recording.
 
+#![deny(missing_docs)]
+
 //!
 //! # Building without ppd
 //!

@@ -11,6 +11,8 @@
 //!
 //! Programs use it through the `ppd` crate, whose `#[ppd::main]` picks the mode.
 
+#![deny(missing_docs)]
+
 pub mod channel;
 pub mod collections;
 pub mod eblock;

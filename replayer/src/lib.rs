@@ -6,6 +6,8 @@
 //! back the halted state. They talk through [`protocol`]. [`predicate`] is the breakpoint
 //! language.
 
+#![deny(missing_docs)]
+
 pub mod debugger;
 mod describe;
 pub mod emulate;

@@ -38,6 +38,8 @@
 //! Not done yet: building the DCFG from a program's source, recognition points for a
 //! predicate, the `ppd check` command and the instrumentation of §3.3.
 
+#![deny(missing_docs)]
+
 mod bits;
 mod dcfg;
 mod sets;

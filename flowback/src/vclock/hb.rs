@@ -34,7 +34,6 @@
 //! ordering; a plain store ends it. Relaxed accesses order nothing.
 
 use ppd_formats::event::{AtomicOp, MemOrdering};
-pub use ppd_formats::order::{acquires, releases};
 use serde::{Deserialize, Serialize};
 
 /// The kind of a synchronization edge.
@@ -133,18 +132,18 @@ impl AccessClass {
     }
 
     /// Whether the access writes.
-    pub fn writes(self) -> bool {
+    pub const fn writes(self) -> bool {
         matches!(self, AccessClass::DataWrite | AccessClass::SyncWrite)
     }
 
     /// Whether the access is a plain data access.
-    pub fn is_data(self) -> bool {
+    pub const fn is_data(self) -> bool {
         matches!(self, AccessClass::DataRead | AccessClass::DataWrite)
     }
 
     /// Whether two unordered accesses of these classes race: they conflict (one writes) and
     /// at least one is a data access.
-    pub fn conflicts(self, other: AccessClass) -> bool {
+    pub const fn conflicts(self, other: AccessClass) -> bool {
         (self.writes() || other.writes()) && (self.is_data() || other.is_data())
     }
 }
@@ -152,6 +151,8 @@ impl AccessClass {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use ppd_formats::order::{acquires, releases};
 
     #[test]
     fn relaxed_loads_and_stores_are_data_and_rmws_never_race_with_each_other() {

@@ -21,14 +21,23 @@ const FIELDS: usize = 256;
 pub struct Kinds(u16);
 
 impl Kinds {
+    /// MessagePack nil (a unit, a `None`).
     pub const NIL: Kinds = Kinds(1);
+    /// A boolean.
     pub const BOOL: Kinds = Kinds(1 << 1);
+    /// An integer.
     pub const INTEGER: Kinds = Kinds(1 << 2);
+    /// A floating-point number.
     pub const FLOAT: Kinds = Kinds(1 << 3);
+    /// A string.
     pub const STRING: Kinds = Kinds(1 << 4);
+    /// Bytes.
     pub const BINARY: Kinds = Kinds(1 << 5);
+    /// An array (a sequence or a tuple).
     pub const ARRAY: Kinds = Kinds(1 << 6);
+    /// A map (a struct or a map).
     pub const MAP: Kinds = Kinds(1 << 7);
+    /// An extension value (a ppd object's handle).
     pub const EXTENSION: Kinds = Kinds(1 << 8);
     /// Nothing is known: anything may be there.
     pub const ANY: Kinds = Kinds(u16::MAX);
