@@ -11,6 +11,7 @@ mod barrier;
 mod bound;
 mod condvar;
 pub(crate) mod handle;
+mod lock_core;
 pub mod mpsc;
 mod mutex;
 mod object;

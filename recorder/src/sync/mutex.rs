@@ -14,14 +14,15 @@ use std::ops::{Deref, DerefMut};
 use std::panic::Location;
 use std::sync::{LockResult, PoisonError, TryLockError, TryLockResult};
 
-use ppd_formats::event::{ObjectKind, Outcome};
+use ppd_formats::event::ObjectKind;
 use ppd_formats::{Event, EventKind, ObjectId, ProcessId};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::object::{ObjectMeta, another_process};
-use super::values::{Carries, Opaque, Values};
-use crate::runtime::backend::{Dependency, Mode, Op, expected};
+use super::lock_core::{self, LockKind};
+use super::object::ObjectMeta;
+use super::values::{Carries, Values};
+use crate::runtime::backend::{Mode, Op, expected};
 use crate::runtime::{self};
 
 /// A mutual-exclusion lock, like `std::sync::Mutex`, for any `T: Send`.
@@ -115,11 +116,7 @@ impl<T> Mutex<T> {
     /// assert_eq!(m.into_inner().unwrap(), 2);
     /// ```
     pub fn get_mut(&mut self) -> LockResult<&mut T> {
-        let meta = &self.meta;
-        match self.inner.get_mut() {
-            Ok(v) => Ok(present_mut(v, meta)),
-            Err(p) => Err(PoisonError::new(present_mut(p.into_inner(), meta))),
-        }
+        lock_core::value_mut(self.inner.get_mut(), LockKind::Mutex, &self.meta)
     }
 
     /// Consumes the mutex and returns the value.
@@ -130,12 +127,7 @@ impl<T> Mutex<T> {
     /// ```
     pub fn into_inner(self) -> LockResult<T> {
         let id = self.meta.id();
-        match self.inner.into_inner() {
-            Ok(v) => Ok(v.unwrap_or_else(|| vacant(id))),
-            Err(p) => Err(PoisonError::new(
-                p.into_inner().unwrap_or_else(|| vacant(id)),
-            )),
-        }
+        lock_core::into_value(self.inner.into_inner(), LockKind::Mutex, id)
     }
 
     /// Whether a holder panicked, as std's: poisoning follows from panics, which replay
@@ -166,28 +158,6 @@ impl<T> Mutex<T> {
     pub fn clear_poison(&self) {
         self.inner.clear_poison();
     }
-}
-
-/// The value of a mutex that has one (every mutex but an emulated one before its first
-/// acquisition).
-/// The value of a mutex that has one: every mutex but one rebuilt for a re-execution before
-/// its first acquisition. The id is asked for only then (asking registers the object).
-#[inline]
-fn present_mut<'v, T>(value: &'v mut Option<T>, mutex: &ObjectMeta) -> &'v mut T {
-    match value {
-        Some(v) => v,
-        None => vacant(mutex.id()),
-    }
-}
-
-/// A re-executed e-block used the value of a mutex it never acquired: the prelog holds only
-/// the mutex's id, so there is no value to give it.
-#[cold]
-fn vacant(id: ObjectId) -> ! {
-    runtime::diverged(&format!(
-        "the value of mutex {id}, which the re-executed e-block used without acquiring it \
-         (the log holds a mutex's value only at its acquisitions)"
-    ))
 }
 
 impl<T> crate::runtime::binding::LazyObject for Mutex<T> {
@@ -277,32 +247,7 @@ impl<T> Mutex<T> {
         &self,
         site: &'static Location<'static>,
     ) -> TryLockResult<std::sync::MutexGuard<'_, Option<T>>> {
-        let object = self.meta.id();
-        let answer = runtime::expect(Op::on(EventKind::Outcome, object, Some(site)));
-        // None: the lock was held. Some: it acquired, and recording already holds the lock
-        // (the try acquires before anything is logged: its answer comes first).
-        let tried = match answer {
-            Some(Event::Outcome {
-                outcome: Outcome::WouldBlock,
-                ..
-            }) => None,
-            // Replay: the try acquired; the `Lock` logged next says in which turn.
-            Some(_) => Some(None),
-            None => match self.inner.try_lock() {
-                Ok(guard) => Some(Some(Ok(guard))),
-                Err(TryLockError::Poisoned(p)) => Some(Some(Err(p))),
-                Err(TryLockError::WouldBlock) => None,
-            },
-        };
-        let outcome = match tried {
-            Some(_) => Outcome::Acquired,
-            None => Outcome::WouldBlock,
-        };
-        runtime::done(&Event::Outcome {
-            object,
-            outcome,
-            site: Some(site),
-        });
+        let tried = lock_core::try_answer(&self.meta, site, || self.inner.try_lock());
         match tried {
             Some(acquired) => self.lock_logged(acquired, site).map_err(TryLockError::from),
             None => Err(TryLockError::WouldBlock),
@@ -321,15 +266,7 @@ impl<T> Mutex<T> {
         let logged = runtime::expect(Op::on(EventKind::Lock, object, Some(site)));
         let (acquired, version, prev) = match expected::version(&logged) {
             Some((version, prev)) => {
-                // Acquisition `version` needs the release of the one before: say so before
-                // blocking on it, so a debugger holding the holder knows who waits.
-                if let Some(by) = another_process(prev).filter(|_| version > 1) {
-                    runtime::waiting_for(Dependency::Version {
-                        object,
-                        version: version - 1,
-                        by,
-                    });
-                }
+                lock_core::announce_turn(object, version, prev);
                 // The acquisition is logged below, after the lock is held: the next acquirer
                 // waits for this one's release, which is logged before the lock is let go.
                 let acquired = self
@@ -338,20 +275,13 @@ impl<T> Mutex<T> {
                 (acquired, version, prev)
             }
             None => {
-                let acquired = match tried {
-                    Some(acquired) => acquired,
-                    None => match self.inner.try_lock() {
-                        Ok(guard) => Ok(guard),
-                        Err(TryLockError::Poisoned(p)) => Err(p),
-                        Err(TryLockError::WouldBlock) => {
-                            runtime::done(&Event::Blocked {
-                                object,
-                                site: Some(site),
-                            });
-                            self.inner.lock()
-                        }
-                    },
-                };
+                let acquired = lock_core::acquire_recording(
+                    object,
+                    site,
+                    tried,
+                    || self.inner.try_lock(),
+                    || self.inner.lock(),
+                );
                 let (version, prev) = self.meta.record_serialized();
                 (acquired, version, prev)
             }
@@ -377,24 +307,21 @@ impl<T> Mutex<T> {
             Ok(g) => &mut **g,
             Err(p) => &mut **p.get_mut(),
         };
-        let rebuilt = match logged {
+        let logged_bytes = match logged {
             Some(Event::Lock {
                 value: Some(bytes), ..
-            }) => self.values.decode(bytes),
-            _ if held.is_some() => return,
-            _ if !self.values.known() => Err(Opaque::NotSerde(std::any::type_name::<T>())),
-            _ => Err(Opaque::Undecodable(
-                "the acquisition was logged without it".into(),
-            )),
+            }) => Some(&bytes[..]),
+            _ => None,
         };
-        match rebuilt {
-            Ok(v) => *held = Some(v),
-            Err(why) => runtime::diverged(&format!(
-                "a lock of mutex {} at {site} (acquisition {version}) that needs the locked \
-                 value, which is not in the log: {why}",
-                self.meta.id()
-            )),
-        }
+        lock_core::restore_value(
+            LockKind::Mutex,
+            &self.meta,
+            &self.values,
+            held,
+            logged_bytes,
+            version,
+            site,
+        );
     }
 
     /// Logs an acquisition and hands out the guard.
@@ -405,15 +332,11 @@ impl<T> Mutex<T> {
         prev: Option<ProcessId>,
         site: &'static Location<'static>,
     ) -> LockResult<std::sync::MutexGuard<'a, Option<T>>> {
-        let value = if runtime::wants_payload() {
-            let held = match &acquired {
-                Ok(g) => &**g,
-                Err(p) => &**p.get_ref(),
-            };
-            held.as_ref().and_then(|v| self.values.encode(v))
-        } else {
-            None
+        let held = match &acquired {
+            Ok(g) => &**g,
+            Err(p) => &**p.get_ref(),
         };
+        let value = lock_core::logged_value(&self.values, held);
         runtime::done(&Event::Lock {
             object: self.meta.id(),
             version,
@@ -492,7 +415,7 @@ impl<T> Deref for MutexGuard<'_, T> {
     fn deref(&self) -> &T {
         match &**self.inner {
             Some(v) => v,
-            None => vacant(self.mutex.meta.id()),
+            None => lock_core::vacant(LockKind::Mutex, self.mutex.meta.id()),
         }
     }
 }
@@ -500,7 +423,7 @@ impl<T> Deref for MutexGuard<'_, T> {
 impl<T> DerefMut for MutexGuard<'_, T> {
     #[inline]
     fn deref_mut(&mut self) -> &mut T {
-        present_mut(&mut *self.inner, &self.mutex.meta)
+        lock_core::present_mut(&mut *self.inner, LockKind::Mutex, &self.mutex.meta)
     }
 }
 

@@ -17,14 +17,15 @@ use std::ops::{Deref, DerefMut};
 use std::panic::Location;
 use std::sync::{LockResult, PoisonError, TryLockError, TryLockResult};
 
-use ppd_formats::event::{ObjectKind, Outcome, RwMode};
-use ppd_formats::{Event, EventKind, ObjectId};
+use ppd_formats::event::{ObjectKind, RwMode};
+use ppd_formats::{Event, EventKind};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::object::{ObjectMeta, another_process};
-use super::values::{Carries, Opaque, Values};
-use crate::runtime::backend::{Dependency, Mode, Op, expected};
+use super::lock_core::{self, LockKind};
+use super::object::ObjectMeta;
+use super::values::{Carries, Values};
+use crate::runtime::backend::{Mode, Op, expected};
 use crate::runtime::{self};
 
 /// A reader-writer lock, like `std::sync::RwLock`, for any `T: Send + Sync`.
@@ -109,22 +110,13 @@ impl<T> RwLock<T> {
     /// assert_eq!(lock.into_inner().unwrap(), 2);
     /// ```
     pub fn get_mut(&mut self) -> LockResult<&mut T> {
-        let id = self.meta.id();
-        match self.inner.get_mut() {
-            Ok(v) => Ok(present_mut(v, id)),
-            Err(p) => Err(PoisonError::new(present_mut(p.into_inner(), id))),
-        }
+        lock_core::value_mut(self.inner.get_mut(), LockKind::RwLock, &self.meta)
     }
 
     /// Consumes the lock and returns the value.
     pub fn into_inner(self) -> LockResult<T> {
         let id = self.meta.id();
-        match self.inner.into_inner() {
-            Ok(v) => Ok(v.unwrap_or_else(|| vacant(id))),
-            Err(p) => Err(PoisonError::new(
-                p.into_inner().unwrap_or_else(|| vacant(id)),
-            )),
-        }
+        lock_core::into_value(self.inner.into_inner(), LockKind::RwLock, id)
     }
 
     /// Whether a writer panicked while holding the lock, as std's: poisoning follows from
@@ -150,23 +142,6 @@ impl<T> RwLock<T> {
     pub fn clear_poison(&self) {
         self.inner.clear_poison();
     }
-}
-
-fn present_mut<T>(value: &mut Option<T>, id: ObjectId) -> &mut T {
-    match value {
-        Some(v) => v,
-        None => vacant(id),
-    }
-}
-
-/// A re-executed e-block used the value of a lock it never acquired: the prelog holds only
-/// the lock's id, so there is no value to give it.
-#[cold]
-fn vacant(id: ObjectId) -> ! {
-    runtime::diverged(&format!(
-        "the value of rwlock {id}, which the re-executed e-block used without acquiring it \
-         (the log holds a lock's value only at its acquisitions)"
-    ))
 }
 
 /// Registers the serde codec of a lock whose values are serde (see `super::values`).
@@ -309,31 +284,7 @@ impl<T> RwLock<T> {
         site: &'static Location<'static>,
         try_now: impl FnOnce() -> TryLockResult<G>,
     ) -> Option<Option<LockResult<G>>> {
-        let object = self.meta.id();
-        let answer = runtime::expect(Op::on(EventKind::Outcome, object, Some(site)));
-        let tried = match answer {
-            Some(Event::Outcome {
-                outcome: Outcome::WouldBlock,
-                ..
-            }) => None,
-            // Replay: it acquired; the `RwAcquire` logged next says in which turn.
-            Some(_) => Some(None),
-            None => match try_now() {
-                Ok(guard) => Some(Some(Ok(guard))),
-                Err(TryLockError::Poisoned(p)) => Some(Some(Err(p))),
-                Err(TryLockError::WouldBlock) => None,
-            },
-        };
-        runtime::done(&Event::Outcome {
-            object,
-            outcome: if tried.is_some() {
-                Outcome::Acquired
-            } else {
-                Outcome::WouldBlock
-            },
-            site: Some(site),
-        });
-        tried
+        lock_core::try_answer(&self.meta, site, try_now)
     }
 
     /// An acquisition under a backend, out of line so that pass-through inlines to std's.
@@ -352,15 +303,11 @@ impl<T> RwLock<T> {
         let object = self.meta.id();
         let logged = runtime::expect(Op::on(EventKind::RwAcquire, object, Some(site)));
         let log = |acquired: &LockResult<G>, version, prev| {
-            let value = if runtime::wants_payload() {
-                let held = match acquired {
-                    Ok(g) => &**g,
-                    Err(p) => &**p.get_ref(),
-                };
-                held.as_ref().and_then(|v| self.values.encode(v))
-            } else {
-                None
+            let held = match acquired {
+                Ok(g) => &**g,
+                Err(p) => &**p.get_ref(),
             };
+            let value = lock_core::logged_value(&self.values, held);
             runtime::done(&Event::RwAcquire {
                 object,
                 version,
@@ -375,32 +322,13 @@ impl<T> RwLock<T> {
                 if runtime::mode() == Mode::Emulate {
                     self.restore(logged.as_ref(), version, site);
                 }
-                if let Some(by) = another_process(prev).filter(|_| version > 1) {
-                    runtime::waiting_for(Dependency::Version {
-                        object,
-                        version: version - 1,
-                        by,
-                    });
-                }
+                lock_core::announce_turn(object, version, prev);
                 self.meta.replay(version, prev, block, |acquired| {
                     log(acquired, version, prev)
                 })
             }
             None => {
-                let acquired = match tried {
-                    Some(acquired) => acquired,
-                    None => match try_now() {
-                        Ok(guard) => Ok(guard),
-                        Err(TryLockError::Poisoned(p)) => Err(p),
-                        Err(TryLockError::WouldBlock) => {
-                            runtime::done(&Event::Blocked {
-                                object,
-                                site: Some(site),
-                            });
-                            block()
-                        }
-                    },
-                };
+                let acquired = lock_core::acquire_recording(object, site, tried, try_now, block);
                 // Held: the version is taken, and logged, before any later operation can be.
                 self.meta
                     .record_logged(|| (), |(), version, prev| log(&acquired, version, prev));
@@ -415,24 +343,21 @@ impl<T> RwLock<T> {
     /// without a logged value the re-execution stops, saying why.
     fn restore(&self, logged: Option<&Event>, version: u64, site: &'static Location<'static>) {
         let mut held = self.inner.write().unwrap_or_else(|p| p.into_inner());
-        let rebuilt = match logged {
+        let logged_bytes = match logged {
             Some(Event::RwAcquire {
                 value: Some(bytes), ..
-            }) => self.values.decode(bytes),
-            _ if held.is_some() => return,
-            _ if !self.values.known() => Err(Opaque::NotSerde(std::any::type_name::<T>())),
-            _ => Err(Opaque::Undecodable(
-                "the acquisition was logged without it".into(),
-            )),
+            }) => Some(&bytes[..]),
+            _ => None,
         };
-        match rebuilt {
-            Ok(v) => *held = Some(v),
-            Err(why) => runtime::diverged(&format!(
-                "a lock of rwlock {} at {site} (operation {version}) that needs the locked \
-                 value, which is not in the log: {why}",
-                self.meta.id()
-            )),
-        }
+        lock_core::restore_value(
+            LockKind::RwLock,
+            &self.meta,
+            &self.values,
+            &mut held,
+            logged_bytes,
+            version,
+            site,
+        );
     }
 }
 
@@ -544,7 +469,7 @@ impl<T> Deref for RwLockReadGuard<'_, T> {
     fn deref(&self) -> &T {
         match &**self.inner {
             Some(v) => v,
-            None => vacant(self.lock.meta.id()),
+            None => lock_core::vacant(LockKind::RwLock, self.lock.meta.id()),
         }
     }
 }
@@ -556,7 +481,7 @@ impl<T> Deref for RwLockWriteGuard<'_, T> {
     fn deref(&self) -> &T {
         match &**self.inner {
             Some(v) => v,
-            None => vacant(self.lock.meta.id()),
+            None => lock_core::vacant(LockKind::RwLock, self.lock.meta.id()),
         }
     }
 }
@@ -566,7 +491,7 @@ impl<T> DerefMut for RwLockWriteGuard<'_, T> {
     fn deref_mut(&mut self) -> &mut T {
         match &mut **self.inner {
             Some(v) => v,
-            None => vacant(self.lock.meta.id()),
+            None => lock_core::vacant(LockKind::RwLock, self.lock.meta.id()),
         }
     }
 }
