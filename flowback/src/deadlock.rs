@@ -245,6 +245,114 @@ fn ending(last: Option<Op>) -> (Ending, Option<Waited>) {
     }
 }
 
+/// What the logs say each process holds and gives at their ends: the edges of the wait-for
+/// graph's candidates.
+struct Holdings {
+    /// Mutexes: whether each process's last step on it took it. The logs are read a process
+    /// at a time, so the holder is whoever still holds at the end of its own log, not whoever
+    /// happened to be read last.
+    holds: FastMap<(ObjIdx, u32), bool>,
+    /// Channels: the processes that sent on each.
+    senders: FastMap<ObjIdx, BTreeSet<u32>>,
+    /// Semaphores: the permits each process took and did not give back.
+    net_permits: FastMap<(ObjIdx, u32), i64>,
+    /// Semaphores: the processes that gave permits.
+    releasers: FastMap<ObjIdx, BTreeSet<u32>>,
+    /// Reader-writer locks: holds per process (a reader may hold more than one).
+    rw_holds: FastMap<(ObjIdx, u32), i64>,
+    /// Condition variables: who took the queue's lock.
+    condvar_users: FastMap<ObjIdx, BTreeSet<u32>>,
+    /// Park tokens: who unparked them.
+    unparkers: FastMap<ObjIdx, BTreeSet<u32>>,
+    /// Sockets: who used each (the other end's users could send to a reader of this one).
+    socket_users: FastMap<ObjIdx, BTreeSet<u32>>,
+}
+
+impl Holdings {
+    /// Who holds which mutex, who sent on which channel, permits held and given, read off the
+    /// happened-before rules of every event.
+    fn of<S: EventStore>(trace: &Trace<S>) -> Holdings {
+        let mut holds: FastMap<(ObjIdx, u32), bool> = FastMap::default();
+        let mut senders: FastMap<ObjIdx, BTreeSet<u32>> = FastMap::default();
+        let mut net_permits: FastMap<(ObjIdx, u32), i64> = FastMap::default();
+        let mut releasers: FastMap<ObjIdx, BTreeSet<u32>> = FastMap::default();
+        let mut rw_holds: FastMap<(ObjIdx, u32), i64> = FastMap::default();
+        let mut condvar_users: FastMap<ObjIdx, BTreeSet<u32>> = FastMap::default();
+        let mut unparkers: FastMap<ObjIdx, BTreeSet<u32>> = FastMap::default();
+        let mut socket_users: FastMap<ObjIdx, BTreeSet<u32>> = FastMap::default();
+        for (p, proc) in trace.processes().iter().enumerate() {
+            let p = p as u32;
+            // A process mostly sends on the channel it sent on last: already listed.
+            let mut sent_last: Option<ObjIdx> = None;
+            for ev in proc.events.iter() {
+                if let Op::NetOpen { socket }
+                | Op::NetWrite { socket, .. }
+                | Op::NetRead { socket, .. }
+                | Op::NetFail { socket } = ev.op
+                {
+                    socket_users.entry(socket).or_default().insert(p);
+                }
+                // The happened-before edges say who holds, who sends and who gives permits.
+                match ev.op.sync().rule(proc.id, Order::HappenedBefore) {
+                    Rule::Takes(Point::Released(object)) => {
+                        holds.insert((object, p), true);
+                        if trace.object(object).kind == Some(ObjectKind::Condvar) {
+                            condvar_users.entry(object).or_default().insert(p);
+                        }
+                    }
+                    Rule::Gives(Point::Released(object)) => {
+                        holds.insert((object, p), false);
+                    }
+                    Rule::Gives(Point::Message { channel, .. }) => {
+                        if sent_last != Some(channel) {
+                            senders.entry(channel).or_default().insert(p);
+                            sent_last = Some(channel);
+                        }
+                    }
+                    Rule::TakesPermit(object) => *net_permits.entry((object, p)).or_default() += 1,
+                    Rule::GivesPermit(object) => {
+                        *net_permits.entry((object, p)).or_default() -= 1;
+                        releasers.entry(object).or_default().insert(p);
+                    }
+                    Rule::RwAcquire { object, .. } => {
+                        *rw_holds.entry((object, p)).or_default() += 1
+                    }
+                    Rule::RwRelease { object, .. } => {
+                        *rw_holds.entry((object, p)).or_default() -= 1
+                    }
+                    Rule::Atomic {
+                        object,
+                        op: AtomicOp::Store,
+                        ..
+                    } if trace.object(object).id.is_park_token() => {
+                        unparkers.entry(object).or_default().insert(p);
+                    }
+                    Rule::Local
+                    | Rule::Takes(
+                        Point::Message { .. }
+                        | Point::Spawned(_)
+                        | Point::Ended(_)
+                        | Point::Accessed(_),
+                    )
+                    | Rule::Gives(Point::Spawned(_) | Point::Ended(_) | Point::Accessed(_))
+                    | Rule::Chains(_)
+                    | Rule::Atomic { .. } => {}
+                }
+            }
+        }
+        Holdings {
+            holds,
+            senders,
+            net_permits,
+            releasers,
+            rw_holds,
+            condvar_users,
+            unparkers,
+            socket_users,
+        }
+    }
+}
+
 /// Analyses how the run of `trace` ended.
 pub fn deadlocks<S: EventStore>(trace: &Trace<S>) -> Deadlocks {
     let n = trace.processes().len();
@@ -266,77 +374,16 @@ pub fn deadlocks<S: EventStore>(trace: &Trace<S>) -> Deadlocks {
             .is_some_and(|m| endings[m as usize] == Ending::Ended)
     };
 
-    // Who holds which mutex, who sent on which channel, permits held and given.
-    // Mutexes: whether each process's last step on it took it. The logs are read a process at
-    // a time, so the holder is whoever still holds at the end of its own log, not whoever
-    // happened to be read last.
-    let mut holds: FastMap<(ObjIdx, u32), bool> = FastMap::default();
-    let mut senders: FastMap<ObjIdx, BTreeSet<u32>> = FastMap::default();
-    let mut net_permits: FastMap<(ObjIdx, u32), i64> = FastMap::default();
-    let mut releasers: FastMap<ObjIdx, BTreeSet<u32>> = FastMap::default();
-    // Reader-writer locks: holds per process (a reader may hold more than one).
-    let mut rw_holds: FastMap<(ObjIdx, u32), i64> = FastMap::default();
-    // Condition variables: who took the queue's lock. Park tokens: who unparked them.
-    let mut condvar_users: FastMap<ObjIdx, BTreeSet<u32>> = FastMap::default();
-    let mut unparkers: FastMap<ObjIdx, BTreeSet<u32>> = FastMap::default();
-    // Sockets: who used each (the other end's users could send to a reader of this one).
-    let mut socket_users: FastMap<ObjIdx, BTreeSet<u32>> = FastMap::default();
-    for (p, proc) in trace.processes().iter().enumerate() {
-        let p = p as u32;
-        // A process mostly sends on the channel it sent on last: already listed.
-        let mut sent_last: Option<ObjIdx> = None;
-        for ev in proc.events.iter() {
-            if let Op::NetOpen { socket }
-            | Op::NetWrite { socket, .. }
-            | Op::NetRead { socket, .. }
-            | Op::NetFail { socket } = ev.op
-            {
-                socket_users.entry(socket).or_default().insert(p);
-            }
-            // The happened-before edges say who holds, who sends and who gives permits.
-            match ev.op.sync().rule(proc.id, Order::HappenedBefore) {
-                Rule::Takes(Point::Released(object)) => {
-                    holds.insert((object, p), true);
-                    if trace.object(object).kind == Some(ObjectKind::Condvar) {
-                        condvar_users.entry(object).or_default().insert(p);
-                    }
-                }
-                Rule::Gives(Point::Released(object)) => {
-                    holds.insert((object, p), false);
-                }
-                Rule::Gives(Point::Message { channel, .. }) => {
-                    if sent_last != Some(channel) {
-                        senders.entry(channel).or_default().insert(p);
-                        sent_last = Some(channel);
-                    }
-                }
-                Rule::TakesPermit(object) => *net_permits.entry((object, p)).or_default() += 1,
-                Rule::GivesPermit(object) => {
-                    *net_permits.entry((object, p)).or_default() -= 1;
-                    releasers.entry(object).or_default().insert(p);
-                }
-                Rule::RwAcquire { object, .. } => *rw_holds.entry((object, p)).or_default() += 1,
-                Rule::RwRelease { object, .. } => *rw_holds.entry((object, p)).or_default() -= 1,
-                Rule::Atomic {
-                    object,
-                    op: AtomicOp::Store,
-                    ..
-                } if trace.object(object).id.is_park_token() => {
-                    unparkers.entry(object).or_default().insert(p);
-                }
-                Rule::Local
-                | Rule::Takes(
-                    Point::Message { .. }
-                    | Point::Spawned(_)
-                    | Point::Ended(_)
-                    | Point::Accessed(_),
-                )
-                | Rule::Gives(Point::Spawned(_) | Point::Ended(_) | Point::Accessed(_))
-                | Rule::Chains(_)
-                | Rule::Atomic { .. } => {}
-            }
-        }
-    }
+    let Holdings {
+        holds,
+        senders,
+        net_permits,
+        releasers,
+        rw_holds,
+        condvar_users,
+        unparkers,
+        socket_users,
+    } = Holdings::of(trace);
     let creator = |object: ObjIdx| trace.object(object).created.map(|c| c.process);
     // Whether `q` can act again only after `p` has ended: it joins `p`, or joins a process
     // that can act again only after `p` has ended. A chain of joins visits each process once.
@@ -509,7 +556,23 @@ pub fn deadlocks<S: EventStore>(trace: &Trace<S>) -> Deadlocks {
         push(&mut blocked, wait, provided);
     }
 
-    // The largest set closed under "waits only for members".
+    let position = close_deadlocked(&mut blocked);
+
+    for b in &mut blocked {
+        b.left_waiting = !b.deadlocked && program_exited(b.process);
+    }
+
+    let cycles = cycles_of(&blocked, &position);
+    Deadlocks {
+        endings,
+        blocked,
+        cycles,
+    }
+}
+
+/// Leaves deadlocked only the largest set of `blocked` processes closed under "waits only for
+/// members"; returns each blocked process's position in `blocked`.
+fn close_deadlocked(blocked: &mut [BlockedProcess]) -> HashMap<u32, usize> {
     let position: HashMap<u32, usize> = blocked
         .iter()
         .enumerate()
@@ -534,12 +597,12 @@ pub fn deadlocks<S: EventStore>(trace: &Trace<S>) -> Deadlocks {
             break;
         }
     }
+    position
+}
 
-    for b in &mut blocked {
-        b.left_waiting = !b.deadlocked && program_exited(b.process);
-    }
-
-    // Cycles: follow each deadlocked process's first deadlocked provider.
+/// The wait-for cycles among the deadlocked: each deadlocked process's first deadlocked
+/// provider followed until a process repeats; each cycle starts at its least member.
+fn cycles_of(blocked: &[BlockedProcess], position: &HashMap<u32, usize>) -> Vec<Vec<usize>> {
     let mut cycles: Vec<Vec<usize>> = Vec::new();
     let mut seen = vec![false; blocked.len()];
     for start in 0..blocked.len() {
@@ -581,11 +644,7 @@ pub fn deadlocks<S: EventStore>(trace: &Trace<S>) -> Deadlocks {
             cycle.rotate_left(min);
         }
     }
-    Deadlocks {
-        endings,
-        blocked,
-        cycles,
-    }
+    cycles
 }
 
 #[cfg(test)]
