@@ -14,6 +14,7 @@
 pub mod authenticity;
 pub mod clock;
 mod codec;
+pub mod eblock_trace;
 pub mod ending;
 pub(crate) mod error;
 pub mod event;
@@ -31,7 +32,6 @@ pub mod reader;
 pub mod recording;
 pub mod summary;
 pub mod task;
-pub mod trace;
 pub mod value;
 pub mod writer;
 

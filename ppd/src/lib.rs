@@ -89,7 +89,7 @@ pub mod __private {
     pub use ppd_recorder::__capture as capture;
     pub use ppd_recorder::__register_values as register_values;
     pub use ppd_recorder::runtime::binding::{Binding, Bindings, Bound, RegisterBound, SkipBound};
-    pub use ppd_recorder::{eblock, trace};
+    pub use ppd_recorder::{eblock, tracer};
     pub use ppd_replayer::emulate;
 
     /// What an e-block argument or result must be: logged in prelogs and postlogs, rebuilt

@@ -25,6 +25,6 @@ pub mod sync;
 pub mod task;
 pub mod thread;
 pub mod time;
-pub mod trace;
+pub mod tracer;
 
 pub use mark::mark;

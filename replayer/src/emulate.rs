@@ -22,15 +22,15 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use ppd_formats::eblock_trace::{Captured, EblockInfo, EblockTrace, Leak, MessageRef, RecordKind};
 use ppd_formats::event::{Nesting, Owned, RwMode};
 use ppd_formats::reader::Events;
-use ppd_formats::trace::{Captured, EblockInfo, EblockTrace, Leak, MessageRef, RecordKind};
 use ppd_formats::value;
 use ppd_formats::{Borrowed, Event, EventKind, LogReader, ProcessId, Recording};
 use ppd_recorder::runtime::backend::{Dependency, Mode, Op, ProcessBackend, Runtime};
 use ppd_recorder::runtime::{self, env};
 use ppd_recorder::task::Compute;
-use ppd_recorder::trace::{self as tracer, Statement};
+use ppd_recorder::tracer::{self as tracer, Statement};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -767,7 +767,7 @@ type Outcome = (
     Vec<(String, Vec<u8>)>,
     Option<Event<Owned>>,
     Ended,
-    Vec<ppd_formats::trace::Record>,
+    Vec<ppd_formats::eblock_trace::Record>,
 );
 
 /// Runs one instance on the current (fresh) thread, as process `process`, against `events`.

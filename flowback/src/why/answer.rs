@@ -1,7 +1,7 @@
 //! The answer to a why-query: a tree of steps, each a node of the dynamic program dependence
 //! graph (Miller & Choi §4.2) with the dependence that led to it.
 
-use ppd_formats::trace::RecordKind;
+use ppd_formats::eblock_trace::RecordKind;
 use serde::Serialize;
 
 use super::point::Point;

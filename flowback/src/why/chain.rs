@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use ppd_formats::trace::RecordKind;
+use ppd_formats::eblock_trace::RecordKind;
 use ppd_formats::value::Value;
 use ppd_formats::{Event, ProcessId};
 

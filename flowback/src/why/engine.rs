@@ -21,7 +21,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-use ppd_formats::trace::{Captured, EblockTrace, Leak, Record, RecordKind};
+use ppd_formats::eblock_trace::{Captured, EblockTrace, Leak, Record, RecordKind};
 use ppd_formats::value::{self, Value};
 use ppd_formats::{Event, ObjectId, ProcessId};
 

@@ -5,7 +5,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use ppd_formats::trace::Captured;
+use ppd_formats::eblock_trace::Captured;
 use ppd_formats::value::{self, Value};
 use ppd_formats::{ObjectId, ProcessId, Recording};
 

@@ -281,8 +281,8 @@ fn shorten(value: &str) -> String {
     }
 }
 
-fn record_word(r: ppd_formats::trace::RecordKind) -> &'static str {
-    use ppd_formats::trace::RecordKind::*;
+fn record_word(r: ppd_formats::eblock_trace::RecordKind) -> &'static str {
+    use ppd_formats::eblock_trace::RecordKind::*;
     match r {
         Entry => "entry",
         Def => "defines",

@@ -20,8 +20,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
+use ppd_formats::eblock_trace::{EblockTrace, Record, RecordKind};
 use ppd_formats::event::{AtomicOp, RwMode, Site as EventSite};
-use ppd_formats::trace::{EblockTrace, Record, RecordKind};
 use ppd_formats::{Event, ObjectId, ProcessId, Recording};
 
 use super::answer::{Dependence, Via};

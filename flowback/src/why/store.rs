@@ -12,7 +12,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use ppd_formats::trace::{EblockInfo, EblockTrace};
+use ppd_formats::eblock_trace::{EblockInfo, EblockTrace};
 use ppd_formats::{Event, LogReader, ProcessId, Recording};
 use ppd_replayer::debugger::check_binary;
 use ppd_replayer::emulate::{self, Request};

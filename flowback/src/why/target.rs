@@ -47,7 +47,7 @@ impl Engine<'_, '_> {
             .filter(|e| index.names().contains(&e.name))
             .collect();
         // Every e-block defines its returned value, `%0`.
-        let known = |e: &ppd_formats::trace::EblockInfo| -> Vec<Place> {
+        let known = |e: &ppd_formats::eblock_trace::EblockInfo| -> Vec<Place> {
             e.params
                 .iter()
                 .chain(&e.defines)

@@ -118,7 +118,7 @@ fn one_line<'a>(lines: impl Iterator<Item = &'a str>) -> String {
 pub(crate) fn site(span: Span, text: &str) -> TokenStream {
     quote_spanned! {span=>
         {
-            static __PPD_SITE: ::ppd::__private::trace::Statement = ::ppd::__private::trace::Statement {
+            static __PPD_SITE: ::ppd::__private::tracer::Statement = ::ppd::__private::tracer::Statement {
                 file: ::core::file!(),
                 line: ::core::line!(),
                 text: #text,
@@ -173,13 +173,13 @@ impl Tracer {
                 self.defines.insert(name.clone());
                 let ident = syn::Ident::new(name, Span::call_site());
                 parse_quote! {
-                    ::ppd::__private::trace::binding(#site, #name, ::ppd::__private::capture!(#ident), #used);
+                    ::ppd::__private::tracer::binding(#site, #name, ::ppd::__private::capture!(#ident), #used);
                 }
             })
             .collect();
         // Also without bindings: a branch that shared its inputs with them must not pass them
         // on to the next statement.
-        out.push(parse_quote! { ::ppd::__private::trace::end_bindings(); });
+        out.push(parse_quote! { ::ppd::__private::tracer::end_bindings(); });
         out
     }
 
@@ -201,7 +201,7 @@ impl Tracer {
                         attrs: Vec::new(),
                         mac: m.mac.clone(),
                     })));
-                    stmts.push(parse_quote! { ::ppd::__private::trace::statement(#site, #used); });
+                    stmts.push(parse_quote! { ::ppd::__private::tracer::statement(#site, #used); });
                     stmts.push(stmt.clone());
                 }
                 Stmt::Expr(expr, None) if i == last && function_body => {
@@ -239,9 +239,9 @@ impl Tracer {
                 other => parse_quote!({ #other }),
             };
             let guarded: Expr = parse_quote! {{
-                let __ppd_branch = ::ppd::__private::trace::branch(
+                let __ppd_branch = ::ppd::__private::tracer::branch(
                     #site, ::ppd::__private::capture!(false), #used_tokens);
-                let _ppd_scope = ::ppd::__private::trace::scope(__ppd_branch);
+                let _ppd_scope = ::ppd::__private::tracer::scope(__ppd_branch);
                 #inner
             }};
             **diverge = guarded;
@@ -249,7 +249,7 @@ impl Tracer {
         let binds = uses::bindings(&local.pat);
         let (lent_before, lent_after) = self.lent(&site, &init.expr, &used, &binds);
         let mut out =
-            vec![parse_quote! { ::ppd::__private::trace::statement(#site, #used_tokens); }];
+            vec![parse_quote! { ::ppd::__private::tracer::statement(#site, #used_tokens); }];
         out.extend(lent_before);
         let refutable = traced.init.as_ref().is_some_and(|i| i.diverge.is_some());
         out.push(Stmt::Local(traced));
@@ -258,11 +258,11 @@ impl Tracer {
         if refutable {
             // The pattern matched: the rest of the block runs because it did.
             out.push(parse_quote! {
-                let __ppd_matched = ::ppd::__private::trace::branch_sharing_inputs(
+                let __ppd_matched = ::ppd::__private::tracer::branch_sharing_inputs(
                     #site, ::ppd::__private::capture!(true), #used_tokens);
             });
             out.push(parse_quote! {
-                let _ppd_rest = ::ppd::__private::trace::scope(__ppd_matched);
+                let _ppd_rest = ::ppd::__private::tracer::scope(__ppd_matched);
             });
         }
         out.extend(lent_after);
@@ -293,7 +293,7 @@ impl Tracer {
             let saved = syn::Ident::new(&format!("__ppd_lent_{i}"), Span::call_site());
             before.push(parse_quote! { let #saved = ::ppd::__private::capture!(#place); });
             after.push(parse_quote! {
-                ::ppd::__private::trace::lent(
+                ::ppd::__private::tracer::lent(
                     #site, #name, &#saved, ::ppd::__private::capture!(#place), #used);
             });
         }
@@ -312,7 +312,7 @@ impl Tracer {
             self.visit_expr_mut(&mut traced);
             self.tail = false;
             return vec![
-                parse_quote! { ::ppd::__private::trace::statement(#site, #used); },
+                parse_quote! { ::ppd::__private::tracer::statement(#site, #used); },
                 Stmt::Expr(traced, None),
             ];
         }
@@ -322,9 +322,9 @@ impl Tracer {
         self.visit_expr_mut(&mut traced);
         vec![Stmt::Expr(
             parse_quote! {{
-                ::ppd::__private::trace::statement(#site, #used);
+                ::ppd::__private::tracer::statement(#site, #used);
                 let __ppd_returned = #traced;
-                ::ppd::__private::trace::ret(#site, ::ppd::__private::capture!(__ppd_returned), #used);
+                ::ppd::__private::tracer::ret(#site, ::ppd::__private::capture!(__ppd_returned), #used);
                 __ppd_returned
             }},
             None,
@@ -338,7 +338,7 @@ impl Tracer {
         let semi_token: Option<syn::Token![;]> = semi.then(Default::default);
         let announce = |used: &[String]| -> Stmt {
             let used = strs(used);
-            parse_quote! { ::ppd::__private::trace::statement(#site, #used); }
+            parse_quote! { ::ppd::__private::tracer::statement(#site, #used); }
         };
         match expr {
             // `place = value` and `place op= value`.
@@ -370,7 +370,7 @@ impl Tracer {
                     parse_quote! { let __ppd_before = ::ppd::__private::capture!(#place); },
                     Stmt::Expr(traced, semi_token),
                     parse_quote! {
-                        ::ppd::__private::trace::def_if_changed(
+                        ::ppd::__private::tracer::def_if_changed(
                             #site, #name, &__ppd_before, ::ppd::__private::capture!(#place),
                             #used_tokens);
                     },
@@ -384,7 +384,7 @@ impl Tracer {
                 out.push(Stmt::Expr(traced, semi_token));
                 if !after.is_empty() {
                     out.extend(after);
-                    out.push(parse_quote! { ::ppd::__private::trace::end_bindings(); });
+                    out.push(parse_quote! { ::ppd::__private::tracer::end_bindings(); });
                 }
                 out
             }
@@ -430,7 +430,7 @@ impl Tracer {
             announce(&used),
             Stmt::Expr(traced, Some(Default::default())),
             parse_quote! {
-                ::ppd::__private::trace::def(#site, #name, ::ppd::__private::capture!(#read_back), #used_tokens);
+                ::ppd::__private::tracer::def(#site, #name, ::ppd::__private::capture!(#read_back), #used_tokens);
             },
         ]
     }
@@ -451,8 +451,8 @@ impl Tracer {
         let inner = self.block(body, tail);
         let stmts = &inner.stmts;
         parse_quote! {{
-            let __ppd_branch = ::ppd::__private::trace::branch_sharing_inputs(#site, #value, #used_tokens);
-            let _ppd_scope = ::ppd::__private::trace::scope(__ppd_branch);
+            let __ppd_branch = ::ppd::__private::tracer::branch_sharing_inputs(#site, #value, #used_tokens);
+            let _ppd_scope = ::ppd::__private::tracer::scope(__ppd_branch);
             #(#defs)*
             #(#stmts)*
         }}
@@ -514,7 +514,7 @@ fn is_function_call(c: &syn::ExprCall) -> bool {
 fn announced_call(args: &[Vec<String>], call: &Expr) -> Expr {
     let args = args.iter().map(|a| strs(a));
     parse_quote! {
-        (::ppd::__private::trace::call_args(&[#(#args),*]), #call).1
+        (::ppd::__private::tracer::call_args(&[#(#args),*]), #call).1
     }
 }
 
@@ -574,7 +574,7 @@ impl VisitMut for Tracer {
                 let iter = &f.expr;
                 let used_tokens = strs(&used);
                 *f.expr = parse_quote! {
-                    ::ppd::__private::trace::announced(#site, #used_tokens, #iter)
+                    ::ppd::__private::tracer::announced(#site, #used_tokens, #iter)
                 };
                 let binds = uses::bindings(&f.pat);
                 f.body = self.chosen(
@@ -622,13 +622,13 @@ impl VisitMut for Tracer {
                         let v = &**value;
                         **value = parse_quote! {{
                             let __ppd_returned = #v;
-                            ::ppd::__private::trace::ret(#site, ::ppd::__private::capture!(__ppd_returned), #used);
+                            ::ppd::__private::tracer::ret(#site, ::ppd::__private::capture!(__ppd_returned), #used);
                             __ppd_returned
                         }};
                     }
                     None => {
                         *expr = parse_quote! {{
-                            ::ppd::__private::trace::ret(#site, ::ppd::__private::capture!(()), &[]);
+                            ::ppd::__private::tracer::ret(#site, ::ppd::__private::capture!(()), &[]);
                             return;
                         }};
                     }
@@ -716,15 +716,15 @@ impl Tracer {
             };
             let inner = self.block(&body, tail);
             let stmts = inner.stmts;
-            quote! { else { let _ppd_scope = ::ppd::__private::trace::scope(__ppd_branch); #(#stmts)* } }
+            quote! { else { let _ppd_scope = ::ppd::__private::tracer::scope(__ppd_branch); #(#stmts)* } }
         });
         parse_quote! {{
-            ::ppd::__private::trace::statement(#site, #used_tokens);
+            ::ppd::__private::tracer::statement(#site, #used_tokens);
             let __ppd_condition: bool = #cond;
-            let __ppd_branch = ::ppd::__private::trace::branch(
+            let __ppd_branch = ::ppd::__private::tracer::branch(
                 #site, ::ppd::__private::capture!(__ppd_condition), #used_tokens);
             if __ppd_condition {
-                let _ppd_scope = ::ppd::__private::trace::scope(__ppd_branch);
+                let _ppd_scope = ::ppd::__private::tracer::scope(__ppd_branch);
                 #(#then_stmts)*
             } #otherwise
         }}
@@ -740,19 +740,19 @@ impl Tracer {
         let inner = self.block(&i.then_branch, false);
         let stmts = &inner.stmts;
         vec![
-            parse_quote! { ::ppd::__private::trace::statement(#site, #used); },
+            parse_quote! { ::ppd::__private::tracer::statement(#site, #used); },
             parse_quote! { let __ppd_guard: bool = #cond; },
             parse_quote! {
-                let __ppd_guard_branch = ::ppd::__private::trace::branch(
+                let __ppd_guard_branch = ::ppd::__private::tracer::branch(
                     #site, ::ppd::__private::capture!(__ppd_guard), #used);
             },
             parse_quote! {
                 if __ppd_guard {
-                    let _ppd_scope = ::ppd::__private::trace::scope(__ppd_guard_branch);
+                    let _ppd_scope = ::ppd::__private::tracer::scope(__ppd_guard_branch);
                     #(#stmts)*
                 }
             },
-            parse_quote! { let _ppd_rest = ::ppd::__private::trace::scope(__ppd_guard_branch); },
+            parse_quote! { let _ppd_rest = ::ppd::__private::tracer::scope(__ppd_guard_branch); },
         ]
     }
 
@@ -781,13 +781,13 @@ impl Tracer {
         parse_quote! {{
             let mut __ppd_loop_branch: u32 = u32::MAX;
             #label while ({
-                ::ppd::__private::trace::statement(#site, #used_tokens);
+                ::ppd::__private::tracer::statement(#site, #used_tokens);
                 let __ppd_condition: bool = #cond;
-                __ppd_loop_branch = ::ppd::__private::trace::branch(
+                __ppd_loop_branch = ::ppd::__private::tracer::branch(
                     #site, ::ppd::__private::capture!(__ppd_condition), #used_tokens);
                 __ppd_condition
             }) {
-                let _ppd_scope = ::ppd::__private::trace::scope(__ppd_loop_branch);
+                let _ppd_scope = ::ppd::__private::tracer::scope(__ppd_loop_branch);
                 #(#stmts)*
             }
         }}

@@ -8,7 +8,7 @@
 use std::cell::RefCell;
 use std::fmt::Debug;
 
-use ppd_formats::trace::{Captured, MessageRef, Record, RecordKind};
+use ppd_formats::eblock_trace::{Captured, MessageRef, Record, RecordKind};
 use serde::Serialize;
 
 /// A statement of a traced body: where it is and how it reads.
@@ -380,8 +380,8 @@ pub mod probe {
 macro_rules! __capture {
     ($value:expr) => {{
         #[allow(unused_imports)]
-        use $crate::trace::probe::{ViaDebug as _, ViaNothing as _, ViaSerialize as _};
-        (&&&$crate::trace::probe::Probe(&$value)).capture()
+        use $crate::tracer::probe::{ViaDebug as _, ViaNothing as _, ViaSerialize as _};
+        (&&&$crate::tracer::probe::Probe(&$value)).capture()
     }};
 }
 
