@@ -39,9 +39,12 @@
 //! predicate, the `ppd check` command and the instrumentation of §3.3.
 
 mod bits;
+mod check;
 mod dcfg;
 mod sets;
+pub mod source;
 
 pub use bits::Bits;
+pub use check::{CheckError, Combination, Component, Event, Recognition, Verdict, check, render};
 pub use dcfg::{Dcfg, DcfgError, Kind, Node, NodeId, Process};
 pub use sets::{Analysis, Counts, Ordering};

@@ -1,0 +1,347 @@
+//! The DCFG built from Rust source, and the static verdicts on predicates over it. Programs
+//! are real Rust: the two of `tests/src/bin` that the end-to-end tests also record, and small
+//! ones written here.
+
+use expect_test::{Expect, expect};
+use ppd_simultaneity::source::{self, Program, SourceError};
+use ppd_simultaneity::{Combination, Component, Event, check, render};
+
+const ORDERED: &str = include_str!("../../tests/src/bin/ordered_sections.rs");
+const OVERLAPPING: &str = include_str!("../../tests/src/bin/overlapping_sections.rs");
+
+fn program(text: &str) -> Program {
+    source::from_sources(&[("prog.rs".to_owned(), text.to_owned())]).unwrap()
+}
+
+/// `P: EVENT [NAME]` joined by `==` or `&`.
+fn components(pred: &str) -> (Combination, Vec<Component>) {
+    let (how, sep) = if pred.contains("==") {
+        (Combination::Simultaneous, "==")
+    } else {
+        (Combination::Conjunctive, "&")
+    };
+    let cs = pred
+        .split(sep)
+        .map(|s| {
+            let (process, event) = s.split_once(':').unwrap();
+            let mut words = event.split_whitespace();
+            let kw = words.next().unwrap();
+            let name = words.next().map(str::to_owned);
+            let event = match kw {
+                "enter" => Event::Enter(name.unwrap()),
+                "exit" => Event::Exit(name.unwrap()),
+                "send" => Event::Send(name),
+                "recv" => Event::Recv(name),
+                "mark" => Event::Mark(name.unwrap()),
+                _ => panic!("{kw}"),
+            };
+            Component {
+                process: process.trim().to_owned(),
+                event,
+            }
+        })
+        .collect();
+    (how, cs)
+}
+
+/// The verdict on `pred` over `text`, as `ppd check` prints it.
+fn verdict(text: &str, pred: &str, expect: Expect) {
+    let prog = program(text);
+    let (how, cs) = components(pred);
+    let out = match check(&prog, how, &cs) {
+        Ok(v) => render(&prog, &cs, &v),
+        Err(e) => format!("error: {e}\n"),
+    };
+    expect.assert_eq(&out);
+}
+
+/// Each process's nodes with their successors, then the message edges.
+fn graph(text: &str, expect: Expect) {
+    let prog = program(text);
+    let g = &prog.graph;
+    let mut out = String::new();
+    for (p, proc) in g.processes.iter().enumerate() {
+        out.push_str(&format!("{}:\n", proc.name));
+        for (n, node) in g.nodes.iter().enumerate().filter(|(_, x)| x.process == p) {
+            let succ: Vec<String> = g.succ[n].iter().map(|s| s.to_string()).collect();
+            out.push_str(&format!("  {n} {} -> [{}]\n", node.label, succ.join(" ")));
+        }
+    }
+    for (s, r) in &g.messages {
+        out.push_str(&format!("message {s} -> {r}\n"));
+    }
+    expect.assert_eq(&out);
+}
+
+#[test]
+fn an_acknowledgement_protocol_orders_the_critical_sections() {
+    verdict(
+        ORDERED,
+        "first: enter critical_first == second: enter critical_second",
+        expect![[r#"
+            impossible in every run: `first: enter critical_first` and `second: enter critical_second` never hold together
+              `first: enter critical_first` is over before `second: enter critical_second` holds:
+                exit critical_first at prog.rs:32 (first)
+                send on `done_tx`/`done_rx` at prog.rs:33 (first)
+                receive on `done_tx`/`done_rx` at prog.rs:41 (second)
+                enter critical_second at prog.rs:42 (second)
+        "#]],
+    );
+}
+
+#[test]
+fn the_same_protocol_with_the_wait_after_the_section_lets_them_overlap() {
+    verdict(
+        OVERLAPPING,
+        "first: enter critical_first == second: enter critical_second",
+        expect![[r#"
+            possible: no guaranteed interaction orders the components
+              `first: enter critical_first` is evaluated at:
+                enter critical_first at prog.rs:32
+              `second: enter critical_second` is evaluated at:
+                enter critical_second at prog.rs:41
+              recognition point in `first`: receive on `ack_tx`/`ack_rx` at prog.rs:34
+                after enter critical_first at prog.rs:32
+                after receive on `ack_tx`/`ack_rx` at prog.rs:34 (may carry send on `ack_tx`/`ack_rx` at prog.rs:43)
+              recognition point in `second`: receive on `done_tx`/`done_rx` at prog.rs:42
+                after receive on `done_tx`/`done_rx` at prog.rs:42 (may carry send on `done_tx`/`done_rx` at prog.rs:33)
+                after enter critical_second at prog.rs:41
+        "#]],
+    );
+}
+
+/// A worker that sends on every other turn of a loop, and a main that receives until the
+/// channel closes.
+const CONDITIONAL: &str = r#"
+use ppd::sync::mpsc::channel;
+
+#[ppd::main]
+fn main() {
+    let (tx, rx) = channel();
+    let w = ppd::thread::Builder::new()
+        .name("worker".into())
+        .spawn(move || {
+            for i in 0..10 {
+                if i % 2 == 0 {
+                    tx.send(i).unwrap();
+                }
+                ppd::mark!("turn", i);
+            }
+        })
+        .unwrap();
+    while let Ok(v) = rx.recv() {
+        ppd::mark!("got", v);
+    }
+    w.join().unwrap();
+}
+"#;
+
+#[test]
+fn a_conditional_send_in_a_loop() {
+    graph(
+        CONDITIONAL,
+        expect![[r#"
+            main:
+              0 start at prog.rs:4 -> [2]
+              1 end at prog.rs:22 -> []
+              2 statement at prog.rs:6 -> [3]
+              3 statement at prog.rs:7 -> [12]
+              12 spawn worker at prog.rs:7 -> [13]
+              13 statement at prog.rs:18 -> [14]
+              14 loop at prog.rs:18 -> [15 16]
+              15 receive without a message at prog.rs:18 -> [18]
+              16 receive on `tx`/`rx` at prog.rs:18 -> [17]
+              17 mark got at prog.rs:19 -> [14]
+              18 statement at prog.rs:21 -> [1]
+            worker:
+              4 start at prog.rs:9 -> [6]
+              5 end at prog.rs:16 -> []
+              6 statement at prog.rs:10 -> [7]
+              7 loop at prog.rs:10 -> [8 5]
+              8 statement at prog.rs:11 -> [9 11]
+              9 statement at prog.rs:12 -> [10]
+              10 send on `tx`/`rx` at prog.rs:12 -> [11]
+              11 mark turn at prog.rs:14 -> [7]
+            message 10 -> 16
+        "#]],
+    );
+    // Every turn's mark may come before or after a send: nothing orders it with a receive.
+    verdict(
+        CONDITIONAL,
+        "worker: mark turn & main: recv",
+        expect![[r#"
+            possible: no guaranteed interaction orders the components
+              `worker: mark turn` is evaluated at:
+                mark turn at prog.rs:14
+              `main: recv` is evaluated at:
+                receive on `tx`/`rx` at prog.rs:18
+              recognition point in `main`: loop at prog.rs:18
+                after receive on `tx`/`rx` at prog.rs:18 (may carry send on `tx`/`rx` at prog.rs:12)
+                after receive on `tx`/`rx` at prog.rs:18
+        "#]],
+    );
+}
+
+#[test]
+fn a_mark_before_a_send_and_one_after_its_receive() {
+    let text = r#"
+use ppd::sync::mpsc::channel;
+
+#[ppd::main]
+fn main() {
+    let (tx, rx) = channel();
+    let w = ppd::thread::Builder::new()
+        .name("worker".into())
+        .spawn(move || {
+            ppd::mark!("before");
+            tx.send(1).unwrap();
+        })
+        .unwrap();
+    let v: u32 = rx.recv().unwrap();
+    ppd::mark!("after", v);
+    w.join().unwrap();
+}
+"#;
+    // Right after each mark, in one state: the send after `before` must have reached `after`.
+    verdict(
+        text,
+        "worker: mark before & main: mark after",
+        expect![[r#"
+        impossible in every run: `worker: mark before` and `main: mark after` never hold together
+          `worker: mark before` is over before `main: mark after` holds:
+            mark before at prog.rs:10 (worker)
+            send on `tx`/`rx` at prog.rs:11 (worker)
+            receive on `tx`/`rx` at prog.rs:14 (main)
+            mark after at prog.rs:15 (main)
+    "#]],
+    );
+    // Under `==` a mark holds from the mark on, so both hold once both have run.
+    verdict(
+        text,
+        "worker: mark before == main: mark after",
+        expect![[r#"
+        possible: no guaranteed interaction orders the components
+          `worker: mark before` is evaluated at:
+            mark before at prog.rs:10
+          `main: mark after` is evaluated at:
+            mark after at prog.rs:15
+          recognition point in `main`: mark after at prog.rs:15
+            after receive on `tx`/`rx` at prog.rs:14 (may carry send on `tx`/`rx` at prog.rs:11)
+            after mark after at prog.rs:15
+    "#]],
+    );
+    // A receive that may find nothing guarantees nothing.
+    verdict(
+        &text.replace("rx.recv().unwrap()", "rx.try_recv().unwrap_or(0)"),
+        "worker: mark before & main: mark after",
+        expect![[r#"
+            possible: no guaranteed interaction orders the components
+              `worker: mark before` is evaluated at:
+                mark before at prog.rs:10
+              `main: mark after` is evaluated at:
+                mark after at prog.rs:15
+              recognition point in `main`: mark after at prog.rs:15
+                after receive on `tx`/`rx` at prog.rs:14 (may carry send on `tx`/`rx` at prog.rs:11)
+                after mark after at prog.rs:15
+        "#]],
+    );
+}
+
+#[test]
+fn a_channel_passed_through_a_function_is_unknown() {
+    verdict(
+        r#"
+use ppd::sync::mpsc::{Sender, channel};
+
+fn pass(tx: Sender<u32>) {
+    tx.send(1).unwrap();
+}
+
+#[ppd::eblock]
+fn critical() {}
+
+#[ppd::main]
+fn main() {
+    let (tx, rx) = channel();
+    let w = ppd::thread::Builder::new()
+        .name("worker".into())
+        .spawn(move || {
+            ppd::mark!("before");
+            pass(tx);
+        })
+        .unwrap();
+    rx.recv().unwrap();
+    critical();
+    w.join().unwrap();
+}
+"#,
+        "worker: mark before & main: enter critical",
+        expect![[r#"
+            unknown: the analysis cannot decide
+              channel end `tx` used where the analysis cannot follow it at prog.rs:18
+              call of `pass`, which communicates, is not followed at prog.rs:18
+        "#]],
+    );
+}
+
+#[test]
+fn names_of_unnamed_and_replicated_processes() {
+    let text = r#"
+#[ppd::main]
+fn main() {
+    let a = ppd::thread::spawn(|| ppd::mark!("x"));
+    let b = ppd::thread::spawn(|| ppd::mark!("y"));
+    let many: Vec<_> = (0..3)
+        .map(|i| ppd::thread::Builder::new().name(format!("w{i}")).spawn(move || ppd::mark!("z")))
+        .collect();
+}
+"#;
+    verdict(
+        text,
+        "main.1: mark x == main.2: mark y",
+        expect![[r#"
+        possible: no guaranteed interaction orders the components
+          `main.1: mark x` is evaluated at:
+            mark x at prog.rs:4
+          `main.2: mark y` is evaluated at:
+            mark y at prog.rs:5
+    "#]],
+    );
+    verdict(
+        text,
+        "w1: mark z == main.2: mark y",
+        expect![[r#"
+        unknown: the analysis cannot decide
+          no process is named `w1` in the source; the names of the processes spawned at prog.rs:7 are not known
+    "#]],
+    );
+}
+
+#[test]
+fn bad_input_is_a_typed_error() {
+    let err = source::from_sources(&[(
+        "bad.rs".to_owned(),
+        "fn main() {\n  let x = ;\n}".to_owned(),
+    )])
+    .unwrap_err();
+    expect!["bad.rs:2:11: cannot parse: expected an expression"].assert_eq(&err.to_string());
+    assert!(matches!(err, SourceError::Parse { line: 2, .. }));
+    let err =
+        source::from_sources(&[("lib.rs".to_owned(), "fn helper() {}".to_owned())]).unwrap_err();
+    expect!["no `#[ppd::main]` function (nor a `fn main`) in lib.rs"].assert_eq(&err.to_string());
+    verdict(
+        ORDERED,
+        "first: enter critical_first == third: enter critical_second",
+        expect![[r#"
+        error: no process `third` in the program (its processes: main, first, second)
+    "#]],
+    );
+    verdict(
+        ORDERED,
+        "first: enter nowhere == second: enter critical_second",
+        expect![[r#"
+        unknown: the analysis cannot decide
+          no `enter nowhere` found in process `first`
+    "#]],
+    );
+}
