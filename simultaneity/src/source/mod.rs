@@ -189,12 +189,16 @@ pub struct Program {
 impl Program {
     /// A node described for a report: `send on tx at src/main.rs:12`.
     pub fn describe(&self, n: NodeId) -> String {
-        let site = &self.sites[n];
+        format!("{} at {}", self.what_text(n), self.sites[n])
+    }
+
+    /// What a node does, for a report: `send on tx`.
+    pub fn what_text(&self, n: NodeId) -> String {
         let chan = |c: &Option<usize>| match c {
             Some(c) => format!(" on `{}`", self.channels[*c].names.join("`/`")),
             None => " on an unknown channel".to_owned(),
         };
-        let what = match &self.what[n] {
+        match &self.what[n] {
             What::Start => "start".to_owned(),
             What::Stop => "end".to_owned(),
             What::Stmt => "statement".to_owned(),
@@ -209,8 +213,7 @@ impl Program {
             What::Spawn(p) => format!("spawn {}", self.process_name(*p)),
             What::Opaque(f) => format!("call {f} (not followed)"),
             What::Unmodelled => "send by an unmodelled sender".to_owned(),
-        };
-        format!("{what} at {site}")
+        }
     }
 
     /// A process's name for reports.
@@ -226,7 +229,7 @@ impl Program {
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
     /// A file or directory that cannot be read.
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}")]
     Io {
         /// The path.
         path: PathBuf,

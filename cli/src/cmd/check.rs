@@ -1,0 +1,207 @@
+//! `ppd check PRED`: a static verdict on a `==` or `&` predicate, from the program's source
+//! (Spezialetti & Gupta's analysis, in `ppd-simultaneity`), before anything runs.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::anyhow;
+use ppd_replayer::predicate::{self, EventPattern, Predicate};
+use ppd_simultaneity::source::{self, Program};
+use ppd_simultaneity::{Combination, Component, Event, NodeId, Verdict};
+use serde::Serialize;
+
+use crate::exit::{CmdResult, input};
+use crate::output;
+
+/// The exit code of an *impossible* verdict.
+const IMPOSSIBLE: u8 = 1;
+/// The exit code of an *unknown* verdict.
+const UNKNOWN: u8 = 3;
+
+/// Arguments of `ppd check`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Verdicts and exit codes:
+  0  possible: no guaranteed interaction orders the components; the points where each is
+     evaluated and the recognition points (Spezialetti & Gupta, section 3.2.4) are listed
+  1  impossible in every run: a send after one component's end whose message a receive
+     before the other's start must have taken; the chain is printed with file:line
+  3  unknown: something the analysis does not model decides it; each is named with file:line
+  2  bad input: unparsable source, no #[ppd::main], a bad predicate or a process the source
+     does not have
+
+Under `==`, `enter F` holds while inside F and `mark L` from the mark on; under `&`, each
+component holds right after its event. Conditions (`if EXPR`) are not read: they only narrow
+a component, so an impossible verdict stays sound, and a possible one means possible as far
+as the program's messages go.")]
+pub(crate) struct Args {
+    /// The predicate: `P: EVENT == Q: EVENT` or `P: EVENT & Q: EVENT` (more components allowed).
+    predicate: String,
+    /// The program's source: its `#[ppd::main]` file, or a directory holding exactly one.
+    #[arg(long, default_value = ".")]
+    source: PathBuf,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The components of `pred` and how they combine, or why `ppd check` cannot take it.
+pub(crate) fn components(pred: &Predicate) -> Result<(Combination, Vec<Component>), String> {
+    let (how, simples) = match pred {
+        Predicate::Simultaneous(v) => (Combination::Simultaneous, v),
+        Predicate::Conjunctive(v) => (Combination::Conjunctive, v),
+        _ => {
+            return Err(
+                "ppd check decides `==` and `&` predicates of two or more components".to_owned(),
+            );
+        }
+    };
+    let components = simples
+        .iter()
+        .map(|s| Component {
+            process: s.process.clone(),
+            event: match &s.event {
+                EventPattern::Enter(f) => Event::Enter(f.clone()),
+                EventPattern::Exit(f) => Event::Exit(f.clone()),
+                EventPattern::Send(c) => Event::Send(c.clone()),
+                EventPattern::Recv(c) => Event::Recv(c.clone()),
+                EventPattern::Mark(l) => Event::Mark(l.clone()),
+            },
+        })
+        .collect();
+    Ok((how, components))
+}
+
+/// The static verdict on `text` over the program at `source`.
+pub(crate) fn decide(
+    text: &str,
+    source: &Path,
+) -> Result<(Program, Vec<Component>, Verdict), crate::exit::CliError> {
+    let parsed = predicate::parse(text).map_err(input)?;
+    let (how, components) = components(&parsed).map_err(|e| input(anyhow!(e)))?;
+    let program = source::load(source).map_err(input)?;
+    let verdict = ppd_simultaneity::check(&program, how, &components).map_err(input)?;
+    Ok((program, components, verdict))
+}
+
+#[derive(Serialize)]
+struct Place {
+    process: String,
+    what: String,
+    file: String,
+    line: usize,
+}
+
+fn place(p: &Program, n: NodeId) -> Place {
+    Place {
+        process: p.process_name(p.graph.nodes[n].process),
+        what: p.what_text(n),
+        file: p.sites[n].file.clone(),
+        line: p.sites[n].line,
+    }
+}
+
+#[derive(Serialize)]
+struct Points {
+    component: String,
+    at: Vec<Place>,
+}
+
+#[derive(Serialize)]
+struct Recognition {
+    point: Place,
+    after: Vec<Place>,
+}
+
+#[derive(Serialize)]
+struct Report {
+    predicate: String,
+    verdict: &'static str,
+    files: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    points: Vec<Points>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    recognition: Vec<Recognition>,
+    /// For an impossible verdict: the two components, and per ordering the chain
+    /// `[end of one, send, receive, start of the other]`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    never_together: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    orderings: Vec<Vec<Place>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    reasons: Vec<String>,
+}
+
+fn report(text: &str, p: &Program, components: &[Component], v: &Verdict) -> Report {
+    let mut r = Report {
+        predicate: text.to_owned(),
+        verdict: "",
+        files: p.files.clone(),
+        points: Vec::new(),
+        recognition: Vec::new(),
+        never_together: Vec::new(),
+        orderings: Vec::new(),
+        reasons: Vec::new(),
+    };
+    match v {
+        Verdict::Possible {
+            points,
+            recognition,
+        } => {
+            r.verdict = "possible";
+            r.points = components
+                .iter()
+                .zip(points)
+                .map(|(c, ns)| Points {
+                    component: c.to_string(),
+                    at: ns.iter().map(|&n| place(p, n)).collect(),
+                })
+                .collect();
+            r.recognition = recognition
+                .iter()
+                .map(|x| Recognition {
+                    point: place(p, x.point),
+                    after: x.via.iter().map(|&(n, _)| place(p, n)).collect(),
+                })
+                .collect();
+        }
+        Verdict::Impossible { pair, orderings } => {
+            r.verdict = "impossible";
+            r.never_together = vec![
+                components[pair.0].to_string(),
+                components[pair.1].to_string(),
+            ];
+            r.orderings = orderings
+                .iter()
+                .map(|o| {
+                    [o.before, o.send, o.recv, o.after]
+                        .iter()
+                        .map(|&n| place(p, n))
+                        .collect()
+                })
+                .collect();
+        }
+        Verdict::Unknown { reasons } => {
+            r.verdict = "unknown";
+            r.reasons = reasons.clone();
+        }
+    }
+    r
+}
+
+pub(crate) fn run(args: &Args) -> CmdResult {
+    let (program, components, verdict) = decide(&args.predicate, &args.source)?;
+    if args.json {
+        output::json(&report(&args.predicate, &program, &components, &verdict));
+    } else {
+        output::out!(
+            "{}",
+            ppd_simultaneity::render(&program, &components, &verdict)
+        );
+    }
+    Ok(match verdict {
+        Verdict::Possible { .. } => ExitCode::SUCCESS,
+        Verdict::Impossible { .. } => ExitCode::from(IMPOSSIBLE),
+        Verdict::Unknown { .. } => ExitCode::from(UNKNOWN),
+    })
+}
