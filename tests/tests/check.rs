@@ -1,0 +1,132 @@
+//! `ppd check`: the static verdict on a `==` predicate, against what recorded runs show. An
+//! *impossible* verdict must never be contradicted by a run (checked by recording the program
+//! many times, with random delays, and evaluating the predicate over each run's consistent
+//! global states with `ppd replay --stop`); a *possible* one is borne out by some run.
+
+use std::path::{Path, PathBuf};
+
+use ppd_tests::{output_text, ppd, record_program};
+
+const SECTIONS: &str = "first: enter critical_first == second: enter critical_second";
+const RUNS: usize = 20;
+
+fn source(bin: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("src/bin")
+        .join(format!("{bin}.rs"))
+}
+
+/// `ppd check --json PRED --source FILE`: the exit code and the report.
+fn check(work: &Path, pred: &str, bin: &str) -> (Option<i32>, serde_json::Value) {
+    let src = source(bin);
+    let out = ppd(
+        work,
+        &["check", "--json", pred, "--source", src.to_str().unwrap()],
+    );
+    let (stdout, stderr) = output_text(&out);
+    let report = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    (out.status.code(), report)
+}
+
+/// Records `program` `RUNS` times and says, for each run, whether `pred` held in some
+/// consistent global state of it.
+fn held_in_runs(work: &Path, program: &Path, pred: &str) -> Vec<bool> {
+    (0..RUNS)
+        .map(|i| {
+            let dir = work.join(format!("run-{i}"));
+            let rec = record_program(work, &dir, program, &[], &[]);
+            assert!(rec.status.success(), "{}", output_text(&rec).1);
+            let out = ppd(work, &["replay", dir.to_str().unwrap(), "--stop", pred]);
+            let (stdout, stderr) = output_text(&out);
+            match out.status.code() {
+                Some(0) => true,
+                Some(1) if stderr.contains("the predicate never holds in this run") => {
+                    // Both parts were reached: the run got as far as the predicate's events.
+                    assert!(stderr.contains("every part held at some point"), "{stderr}");
+                    false
+                }
+                code => panic!("replay exited with {code:?}: {stdout}{stderr}"),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn an_impossible_verdict_is_never_contradicted_by_a_run() {
+    let work = tempfile::tempdir().unwrap();
+    let (code, report) = check(work.path(), SECTIONS, "ordered_sections");
+    assert_eq!(code, Some(1), "{report:#}");
+    assert_eq!(report["verdict"], "impossible", "{report:#}");
+    let chain: Vec<(String, u64)> = report["orderings"][0]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["what"].as_str().unwrap().to_owned(),
+                p["line"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let text = std::fs::read_to_string(source("ordered_sections")).unwrap();
+    let line_of = |needle: &str| {
+        text.lines()
+            .position(|l| l.contains(needle))
+            .map(|i| i as u64 + 1)
+            .unwrap()
+    };
+    assert_eq!(
+        chain,
+        [
+            (
+                "exit critical_first".to_owned(),
+                line_of("critical_first(delay);")
+            ),
+            (
+                "send on `done_tx`/`done_rx`".to_owned(),
+                line_of("done_tx.send(delay)")
+            ),
+            (
+                "receive on `done_tx`/`done_rx`".to_owned(),
+                line_of("done_rx.recv()")
+            ),
+            (
+                "enter critical_second".to_owned(),
+                line_of("critical_second(got);")
+            ),
+        ]
+    );
+    let program = PathBuf::from(env!("CARGO_BIN_EXE_ordered_sections"));
+    let held = held_in_runs(work.path(), &program, SECTIONS);
+    assert!(held.iter().all(|h| !h), "held in runs {held:?}");
+}
+
+#[test]
+fn a_possible_verdict_is_borne_out_by_some_run() {
+    let work = tempfile::tempdir().unwrap();
+    let (code, report) = check(work.path(), SECTIONS, "overlapping_sections");
+    assert_eq!(code, Some(0), "{report:#}");
+    assert_eq!(report["verdict"], "possible", "{report:#}");
+    let program = PathBuf::from(env!("CARGO_BIN_EXE_overlapping_sections"));
+    let held = held_in_runs(work.path(), &program, SECTIONS);
+    assert!(held.iter().any(|&h| h), "held in no run");
+}
+
+#[test]
+fn an_example_whose_channels_live_in_structs_is_unknown() {
+    let work = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/token_ring.rs");
+    let out = ppd(
+        work.path(),
+        &[
+            "check",
+            "node-0: mark holding if value > 0 == node-2: mark holding if value > 0",
+            "--source",
+            src.to_str().unwrap(),
+        ],
+    );
+    let (stdout, stderr) = output_text(&out);
+    assert_eq!(out.status.code(), Some(3), "{stdout}{stderr}");
+    assert!(stdout.starts_with("unknown:"), "{stdout}");
+    assert!(stdout.contains("token_ring.rs:"), "{stdout}");
+}
