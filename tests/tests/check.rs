@@ -36,7 +36,17 @@ fn held_in_runs(work: &Path, program: &Path, pred: &str) -> Vec<bool> {
             let dir = work.join(format!("run-{i}"));
             let rec = record_program(work, &dir, program, &[], &[]);
             assert!(rec.status.success(), "{}", output_text(&rec).1);
-            let out = ppd(work, &["replay", dir.to_str().unwrap(), "--stop", pred]);
+            // `--no-check`: evaluate the predicate over the run, whatever the source says.
+            let out = ppd(
+                work,
+                &[
+                    "replay",
+                    dir.to_str().unwrap(),
+                    "--stop",
+                    pred,
+                    "--no-check",
+                ],
+            );
             let (stdout, stderr) = output_text(&out);
             match out.status.code() {
                 Some(0) => true,
@@ -99,6 +109,20 @@ fn an_impossible_verdict_is_never_contradicted_by_a_run() {
     let program = PathBuf::from(env!("CARGO_BIN_EXE_ordered_sections"));
     let held = held_in_runs(work.path(), &program, SECTIONS);
     assert!(held.iter().all(|h| !h), "held in runs {held:?}");
+    // Without `--no-check`, replay finds the recorded source and refuses before replaying.
+    let dir = work.path().join("run-0");
+    let out = ppd(
+        work.path(),
+        &["replay", dir.to_str().unwrap(), "--stop", SECTIONS],
+    );
+    let (stdout, stderr) = output_text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("the predicate cannot hold in any run of")
+            && stderr.contains("ordered_sections.rs")
+            && stderr.contains("send on `done_tx`/`done_rx`"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -110,6 +134,18 @@ fn a_possible_verdict_is_borne_out_by_some_run() {
     let program = PathBuf::from(env!("CARGO_BIN_EXE_overlapping_sections"));
     let held = held_in_runs(work.path(), &program, SECTIONS);
     assert!(held.iter().any(|&h| h), "held in no run");
+    // A possible predicate replays as before, the check notwithstanding.
+    let dir = work.path().join("run-0");
+    let out = ppd(
+        work.path(),
+        &["replay", dir.to_str().unwrap(), "--stop", SECTIONS],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(if held[0] { 0 } else { 1 }),
+        "{}",
+        output_text(&out).1
+    );
 }
 
 #[test]

@@ -205,3 +205,82 @@ pub(crate) fn run(args: &Args) -> CmdResult {
         Verdict::Unknown { .. } => ExitCode::from(UNKNOWN),
     })
 }
+
+/// The `#[ppd::main]` file of the recorded program, if it can be found unchanged since the
+/// recording started: among the source files the main process's events name, resolved
+/// against the recording's working directory, the current one and the directories above the
+/// recorded binary.
+pub(crate) fn recorded_source(recording: &ppd_formats::Recording) -> Option<PathBuf> {
+    let manifest = recording.manifest();
+    let entry = recording.processes().first()?;
+    let mut files: Vec<String> = Vec::new();
+    for e in recording.open_log(entry).ok()?.events().take(10_000) {
+        let Ok((_, event)) = e else { break };
+        if let Some(site) = event.site()
+            && !files.contains(&site.file)
+        {
+            files.push(site.file.clone());
+        }
+    }
+    let mut bases = vec![manifest.cwd.clone(), PathBuf::new()];
+    bases.extend(
+        manifest
+            .program
+            .path
+            .ancestors()
+            .skip(1)
+            .map(Path::to_owned),
+    );
+    let started = std::time::UNIX_EPOCH + std::time::Duration::from_nanos(manifest.start_unix_ns);
+    for f in files.iter().filter(|f| f.ends_with(".rs")) {
+        for base in &bases {
+            let path = base.join(f);
+            let Ok(meta) = std::fs::metadata(&path) else {
+                continue;
+            };
+            // A source edited since the run may not be what was recorded.
+            if meta.modified().is_ok_and(|m| m > started) {
+                return None;
+            }
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            if text.contains("ppd::main") {
+                return Some(path);
+            }
+        }
+    }
+    None
+}
+
+/// Refuses the `==` predicate `text`, before a replay of `recording`, when the program's
+/// source shows that no run can satisfy it; proceeds (`Ok`) whenever the source is not found or the verdict is
+/// anything but *impossible*.
+pub(crate) fn refuse_impossible(
+    recording: &ppd_formats::Recording,
+    text: &str,
+) -> Result<(), crate::exit::CliError> {
+    let Ok(parsed) = predicate::parse(text) else {
+        return Ok(());
+    };
+    let Ok((how, components)) = components(&parsed) else {
+        return Ok(());
+    };
+    if how != Combination::Simultaneous {
+        return Ok(());
+    }
+    let Some(src) = recorded_source(recording) else {
+        return Ok(());
+    };
+    let Ok(program) = source::load(&src) else {
+        return Ok(());
+    };
+    match ppd_simultaneity::check(&program, how, &components) {
+        Ok(v @ Verdict::Impossible { .. }) => Err(input(anyhow!(
+            "the predicate cannot hold in any run of {} (--no-check replays anyway):\n{}",
+            src.display(),
+            ppd_simultaneity::render(&program, &components, &v).trim_end()
+        ))),
+        _ => Ok(()),
+    }
+}
