@@ -35,8 +35,23 @@
 //! `==` over the lattice of the replayed run's consistent states, where the halted state is
 //! the evaluated one, so its dynamic evaluation needs no stability argument.
 //!
-//! Not done yet: building the DCFG from a program's source, recognition points for a
-//! predicate, the `ppd check` command and the instrumentation of §3.3.
+//! * [`source`]: the DCFG built from a program's Rust source with `syn` — the paper takes the
+//!   graph as given (§2); which constructs are modelled and where the analysis gives up is
+//!   listed there. Going beyond the paper, a receive forks into a node that took a message and
+//!   one that took none (disconnected, empty, timed out), so that only code that needs a
+//!   message is dominated by the receive; and senders the analysis cannot see are one extra
+//!   *unmodelled sender* process whose edges keep `POST2` from promising anything about the
+//!   receives they could feed.
+//! * [`check()`]: the verdict on a `==` or `&` predicate of local components: *impossible*
+//!   from [`Analysis::ordered`] only, *possible* with the recognition points of §3.2.4
+//!   (condition (i): `PathExists` through receives whose `PRE` holds a send after each
+//!   component; condition (ii), the post-recognition sends, is not checked, since ppd's
+//!   replay halts without them), or *unknown* with the constructs that decide it.
+//!   [`render`] words it for `ppd check`.
+//!
+//! Not done: the §2 pruning of send–receive pairs by counting, stability of generalized
+//! dependent monotonic components (`StatsAlongPaths` is there, no predicate uses it), and the
+//! instrumentation of §3.3 — ppd's replay evaluates predicates over recorded runs instead.
 
 mod bits;
 mod check;
