@@ -27,12 +27,55 @@ pub(crate) struct Functions {
     pub(crate) effects: BTreeMap<String, Hidden>,
     /// The e-blocks, by name.
     pub(crate) eblocks: BTreeSet<String>,
+    /// Every function's definition, by name.
+    pub(crate) defs: BTreeMap<String, Vec<std::rc::Rc<Def>>>,
+    /// The program's module names.
+    pub(crate) modules: BTreeSet<String>,
+}
+
+/// A function's definition, for the walk to follow a call into it.
+#[derive(Debug)]
+pub(crate) struct Def {
+    /// Its name.
+    pub(crate) name: String,
+    /// The type of the `impl` it is in, for a method or an associated function.
+    pub(crate) owner: Option<String>,
+    /// Each parameter's name, when it is a plain name; `None` for `self` and patterns.
+    pub(crate) params: Vec<Option<String>>,
+    /// Whether the first parameter is `self`.
+    pub(crate) has_self: bool,
+    /// Its body.
+    pub(crate) block: syn::Block,
+    /// The file it is in.
+    pub(crate) file: String,
+}
+
+impl Functions {
+    /// The one function `name` of `owner` (`None`: a free function), if exactly one.
+    pub(crate) fn def(&self, owner: Option<&str>, name: &str) -> Option<std::rc::Rc<Def>> {
+        let mut it = self
+            .defs
+            .get(name)?
+            .iter()
+            .filter(|d| d.owner.as_deref() == owner);
+        let d = it.next()?;
+        it.next().is_none().then(|| d.clone())
+    }
+
+    /// Whether some `impl` of the program is for a type named `name`.
+    pub(crate) fn is_type(&self, name: &str) -> bool {
+        self.defs
+            .values()
+            .flatten()
+            .any(|d| d.owner.as_deref() == Some(name))
+    }
 }
 
 impl Functions {
     pub(crate) fn of(files: &[File]) -> Functions {
         let mut c = Collect::default();
         for f in files {
+            c.file = f.name.clone();
             c.visit_file(&f.ast);
         }
         let mut effects: BTreeMap<String, Hidden> = c
@@ -68,6 +111,8 @@ impl Functions {
         Functions {
             effects,
             eblocks: c.eblocks,
+            defs: c.defs,
+            modules: c.modules,
         }
     }
 
@@ -115,6 +160,11 @@ struct Collect {
     eblocks: BTreeSet<String>,
     /// The function being read, and whether the enclosing item is under `#[eblocks]`.
     current: Vec<String>,
+    defs: BTreeMap<String, Vec<std::rc::Rc<Def>>>,
+    modules: BTreeSet<String>,
+    file: String,
+    /// The type of the `impl` being read.
+    owner: Vec<String>,
     eblocks_scope: usize,
 }
 
@@ -129,6 +179,36 @@ impl Collect {
         self.current.pop();
     }
 
+    fn define(&mut self, sig: &syn::Signature, block: &syn::Block, owner: Option<String>) {
+        let mut has_self = false;
+        let params = sig
+            .inputs
+            .iter()
+            .map(|a| match a {
+                syn::FnArg::Receiver(_) => {
+                    has_self = true;
+                    None
+                }
+                syn::FnArg::Typed(t) => match &*t.pat {
+                    syn::Pat::Ident(i) if i.subpat.is_none() => Some(i.ident.to_string()),
+                    _ => None,
+                },
+            })
+            .collect();
+        let name = sig.ident.to_string();
+        self.defs
+            .entry(name.clone())
+            .or_default()
+            .push(std::rc::Rc::new(Def {
+                name,
+                owner,
+                params,
+                has_self,
+                block: block.clone(),
+                file: self.file.clone(),
+            }));
+    }
+
     fn here(&mut self) -> Option<&mut (Hidden, BTreeSet<String>)> {
         let name = self.current.last()?.clone();
         self.own.get_mut(&name)
@@ -137,12 +217,15 @@ impl Collect {
 
 impl<'ast> Visit<'ast> for Collect {
     fn visit_item_fn(&mut self, i: &'ast syn::ItemFn) {
+        self.define(&i.sig, &i.block, None);
         self.with_fn(i.sig.ident.to_string(), &i.attrs, |c| {
             syn::visit::visit_item_fn(c, i)
         });
     }
 
     fn visit_impl_item_fn(&mut self, i: &'ast syn::ImplItemFn) {
+        let owner = self.owner.last().cloned();
+        self.define(&i.sig, &i.block, owner);
         self.with_fn(i.sig.ident.to_string(), &i.attrs, |c| {
             syn::visit::visit_impl_item_fn(c, i)
         });
@@ -157,11 +240,18 @@ impl<'ast> Visit<'ast> for Collect {
     fn visit_item_impl(&mut self, i: &'ast syn::ItemImpl) {
         let scoped = has_attr(&i.attrs, "eblocks");
         self.eblocks_scope += usize::from(scoped);
+        let owner = match &*i.self_ty {
+            syn::Type::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
+            _ => None,
+        };
+        self.owner.push(owner.unwrap_or_default());
         syn::visit::visit_item_impl(self, i);
+        self.owner.pop();
         self.eblocks_scope -= usize::from(scoped);
     }
 
     fn visit_item_mod(&mut self, i: &'ast syn::ItemMod) {
+        self.modules.insert(i.ident.to_string());
         let scoped = has_attr(&i.attrs, "eblocks");
         self.eblocks_scope += usize::from(scoped);
         syn::visit::visit_item_mod(self, i);

@@ -28,9 +28,16 @@
 //!   constructors), aliases `let b = a`, `let b = a.clone()`, `let b = Sender::clone(&a)`, and
 //!   the capture of those names by spawned closures. Each send is joined by a message edge to
 //!   each receive of the same channel in another process.
+//! * **Calls of the program's functions** that communicate, spawn, mark or enter e-blocks are
+//!   followed into the callee's body (to a depth of 8, never into a function already being
+//!   followed): channel ends passed as arguments (`f(tx)`, `f(&tx)`, `f(tx.clone())`) are
+//!   bound to the parameters, `return` and `?` leave the call. A call is resolved by name: a
+//!   plain `f(..)` or `crate::`/`self::`/`super::`/`module::f(..)` to the program's one free
+//!   function `f`, `T::f(..)`/`Self::f(..)` and `self.f(..)` to the one `f` of the program's
+//!   `impl T`. Other method calls (`x.f()`) are not followed.
 //! * **Points for predicates**: `ppd::mark!("L", ..)` (a `mark L` statement node), and calls
 //!   of `#[ppd::eblock]` functions (and of the functions of an item under `#[ppd::eblocks]`):
-//!   an `enter F` node, then an `exit F` node.
+//!   an `enter F` node, the body when it is followed, then an `exit F` node.
 //!
 //! # Where the analysis gives up
 //!
@@ -41,7 +48,8 @@
 //!   function parameter, a vector element), a channel end that escapes (passed to a function,
 //!   put in a struct, sent, returned), a send to a channel from the process that also receives
 //!   it, a call of a function of the program that communicates, spawns, marks or enters an
-//!   e-block (its body is not inlined), and communication inside a closure or `async` block
+//!   e-block and is not followed (a method call on a value, recursion, a name defined more
+//!   than once), ends a call gives back, and communication inside a closure or `async` block
 //!   that is not a spawned body. The receives such a construct could feed are given an extra
 //!   in-edge from an *unmodelled sender* process, so that no guarantee (`POST2`) rests on them;
 //! * a mark whose label is not a literal, a process whose name is not a literal;

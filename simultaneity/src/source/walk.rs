@@ -115,6 +115,7 @@ pub(crate) fn build(files: &[File]) -> Result<Program, SourceError> {
         taint_all: false,
         fns,
         file: file.name.clone(),
+        inlining: Vec::new(),
     };
     let p = w.new_process(Some("main".to_owned()), main.span(), false);
     let mut cx = Ctx::new(p, w.g.processes[p].stop, Some("main".to_owned()), false);
@@ -156,6 +157,10 @@ struct Ctx {
     /// Spawns so far, while they are countable (straight-line code only).
     spawned: Option<usize>,
     replicated: bool,
+    /// For each call being followed, innermost last: the nodes its `return`s leave.
+    returns: Vec<Vec<NodeId>>,
+    /// The type whose method is being followed, for `self.m()` and `Self::m()`.
+    owner: Option<String>,
 }
 
 impl Ctx {
@@ -169,6 +174,8 @@ impl Ctx {
             in_loop: 0,
             spawned: Some(0),
             replicated,
+            returns: Vec::new(),
+            owner: None,
         }
     }
 }
@@ -195,7 +202,12 @@ struct W {
     taint_all: bool,
     fns: Functions,
     file: String,
+    /// The functions whose calls are being followed, innermost last.
+    inlining: Vec<String>,
 }
+
+/// How deep the walk follows calls into calls.
+const INLINE_DEPTH: usize = 8;
 
 fn peel(e: &syn::Expr) -> &syn::Expr {
     match e {
@@ -610,17 +622,17 @@ impl W {
                     self.expr(cx, cur, env, x);
                 }
                 let from = std::mem::take(cur);
-                self.flow_all(&from, cx.stop);
+                self.ret(cx, from);
             }
             E::Try(t) => {
                 if let Some(m) = recv_call(&t.expr) {
                     let fail = self.recv(cx, cur, env, m);
-                    self.flow_all(&fail, cx.stop);
+                    self.ret(cx, fail);
                 } else {
                     self.expr(cx, cur, env, &t.expr);
                 }
                 let from = cur.clone();
-                self.flow_all(&from, cx.stop);
+                self.ret(cx, from);
             }
             E::Call(c) => self.call(cx, cur, env, c),
             E::MethodCall(m) => self.method_call(cx, cur, env, m),
@@ -730,6 +742,93 @@ impl W {
         }
     }
 
+    /// A `return` (or `?`) from the nodes `from`: to the end of the call being followed, else
+    /// to the process's end.
+    fn ret(&mut self, cx: &mut Ctx, from: Vec<NodeId>) {
+        match cx.returns.last_mut() {
+            Some(frame) => extend_unique(frame, &from),
+            None => self.flow_all(&from, cx.stop),
+        }
+    }
+
+    /// The function a call of `func` runs, when the program defines exactly one it can be.
+    fn callee(&self, cx: &Ctx, func: &syn::Expr) -> Option<std::rc::Rc<effects::Def>> {
+        let syn::Expr::Path(p) = peel(func) else {
+            return None;
+        };
+        if p.qself.is_some() {
+            return None;
+        }
+        let segs: Vec<String> = p
+            .path
+            .segments
+            .iter()
+            .map(|s| s.ident.to_string())
+            .collect();
+        let (name, quals) = segs.split_last()?;
+        match quals.last().map(String::as_str) {
+            None | Some("crate" | "self" | "super") => self.fns.def(None, name),
+            Some("Self") => self.fns.def(Some(cx.owner.as_deref()?), name),
+            Some(q) if self.fns.is_type(q) => self.fns.def(Some(q), name),
+            Some(q) if self.fns.modules.contains(q) => self.fns.def(None, name),
+            Some(_) => None,
+        }
+    }
+
+    /// Follows a call into `def`'s body: `args` (with `receiver` first for a method call)
+    /// are bound to its parameters when they are channel ends, and walked otherwise.
+    fn inline(
+        &mut self,
+        cx: &mut Ctx,
+        cur: &mut Vec<NodeId>,
+        env: &Env,
+        def: &effects::Def,
+        args: &[&syn::Expr],
+        span: Span,
+    ) {
+        let mut inner = Env::new();
+        let params: &[Option<String>] = if def.has_self && args.len() + 1 == def.params.len() {
+            &def.params[1..]
+        } else {
+            &def.params
+        };
+        for (i, a) in args.iter().enumerate() {
+            match (params.get(i).cloned().flatten(), self.alias(env, a)) {
+                (Some(name), Some(end)) => {
+                    inner.insert(name, end);
+                }
+                _ => self.expr(cx, cur, env, a),
+            }
+        }
+        let eblock = self.fns.eblocks.contains(&def.name);
+        if eblock {
+            self.node(cx, cur, What::Enter(def.name.clone()), span);
+        }
+        let file = std::mem::replace(&mut self.file, def.file.clone());
+        let loops = std::mem::take(&mut cx.loops);
+        let owner = std::mem::replace(&mut cx.owner, def.owner.clone());
+        self.inlining.push(def.name.clone());
+        cx.returns.push(Vec::new());
+        self.block(cx, cur, &inner, &def.block);
+        let returned = cx.returns.pop().unwrap_or_default();
+        extend_unique(cur, &returned);
+        self.inlining.pop();
+        cx.owner = owner;
+        cx.loops = loops;
+        self.file = file;
+        if eblock {
+            self.node(cx, cur, What::Exit(def.name.clone()), span);
+        }
+    }
+
+    /// Whether a call of `def` is to be followed: it does something the graph needs, and is
+    /// not already being followed (recursion) nor too deep.
+    fn follows(&self, def: &effects::Def) -> bool {
+        self.fns.effects_of(&def.name).is_some()
+            && !self.inlining.contains(&def.name)
+            && self.inlining.len() < INLINE_DEPTH
+    }
+
     /// Walks a loop body from `head`, its end flowing back to `head`; leaves the loop's
     /// context on the stack for [`W::pop_loop`].
     fn looped(
@@ -819,6 +918,13 @@ impl W {
             && let Some(syn::Expr::Closure(cl)) = c.args.first().map(peel)
         {
             self.expr(cx, cur, env, &cl.body);
+            return;
+        }
+        if let Some(def) = self.callee(cx, &c.func)
+            && self.follows(&def)
+        {
+            let args: Vec<&syn::Expr> = c.args.iter().collect();
+            self.inline(cx, cur, env, &def, &args, c.span());
             return;
         }
         for a in &c.args {
@@ -915,6 +1021,16 @@ impl W {
             let naming = naming(&m.receiver);
             self.expr(cx, cur, env, &m.receiver);
             self.spawn(cx, cur, env, m.args.first(), naming, m.span());
+            return;
+        }
+        if ident_of(&m.receiver).as_deref() == Some("self")
+            && let Some(owner) = cx.owner.clone()
+            && let Some(def) = self.fns.def(Some(&owner), &method)
+            && def.has_self
+            && self.follows(&def)
+        {
+            let args: Vec<&syn::Expr> = m.args.iter().collect();
+            self.inline(cx, cur, env, &def, &args, m.span());
             return;
         }
         if let Some(chan) = self.end_of(env, &m.receiver) {
