@@ -278,8 +278,21 @@ pub fn check(
     let a = Analysis::new(&prog.graph);
     let mut reasons = Vec::new();
     let mut known = Vec::new();
+    let reachable = |n: NodeId| {
+        let start = prog.graph.processes[prog.graph.nodes[n].process].start;
+        n == start || a.reach[start].contains(n)
+    };
     for (i, c) in components.iter().enumerate() {
         match nodes_of(prog, c)? {
+            // A node the graph cannot reach may be a gap in it: no verdict rests on one.
+            Ok((_, nodes)) if !nodes.iter().all(|&n| reachable(n)) => {
+                for n in nodes.into_iter().filter(|&n| !reachable(n)) {
+                    reasons.push(format!(
+                        "{} is not reachable in the graph",
+                        prog.describe(n)
+                    ));
+                }
+            }
             Ok((p, nodes)) => {
                 let iv = intervals(prog, how, c, &nodes);
                 known.push((i, p, nodes, iv));
@@ -292,7 +305,7 @@ pub fn check(
             if pi == pj {
                 continue;
             }
-            if let Some(orderings) = disjoint(&a, ii, ij) {
+            if let Some(orderings) = disjoint(&a, ii, ij, &reachable) {
                 return Ok(Verdict::Impossible {
                     pair: (*i, *j),
                     orderings,
@@ -332,13 +345,22 @@ pub fn check(
 
 /// Orderings that separate every occurrence of one component from every occurrence of the
 /// other, if there are.
-fn disjoint(a: &Analysis, first: &Intervals, second: &Intervals) -> Option<Vec<Ordering>> {
+fn disjoint(
+    a: &Analysis,
+    first: &Intervals,
+    second: &Intervals,
+    reachable: &dyn Fn(NodeId) -> bool,
+) -> Option<Vec<Ordering>> {
+    let ordered = |before: NodeId, after: NodeId| {
+        a.ordered(before, after)
+            .filter(|o| reachable(o.send) && reachable(o.recv))
+    };
     let mut out = Vec::new();
     for &(s1, e1) in first {
         for &(s2, e2) in second {
             let o = e1
-                .and_then(|e1| a.ordered(e1, s2))
-                .or_else(|| e2.and_then(|e2| a.ordered(e2, s1)))?;
+                .and_then(|e1| ordered(e1, s2))
+                .or_else(|| e2.and_then(|e2| ordered(e2, s1)))?;
             if !out.contains(&o) {
                 out.push(o);
             }

@@ -501,3 +501,119 @@ fn main() {
         "#]],
     );
 }
+
+#[test]
+fn a_name_rebound_by_a_pattern_is_no_longer_the_channel_end() {
+    // The loop's `tx` is each sender of `others`, not the channel of `rx`: its send is on an
+    // unknown channel, which may feed `rx`, so nothing is guaranteed.
+    verdict(
+        r#"
+use ppd::sync::mpsc::channel;
+
+#[ppd::main]
+fn main() {
+    let (tx, rx) = channel();
+    let others = vec![tx.clone()];
+    let w = ppd::thread::Builder::new()
+        .name("worker".into())
+        .spawn(move || {
+            ppd::mark!("before");
+            for tx in others {
+                tx.send(1).unwrap();
+            }
+        })
+        .unwrap();
+    drop(tx);
+    rx.recv().unwrap();
+    ppd::mark!("after");
+    w.join().unwrap();
+}
+"#,
+        "worker: mark before & main: mark after",
+        expect![[r#"
+            unknown: the analysis cannot decide
+              `tx.clone()` used where the analysis cannot follow it at prog.rs:7
+              `.send` on `tx`, whose channel is not known at prog.rs:13
+        "#]],
+    );
+}
+
+#[test]
+fn a_channel_end_a_closure_captures_guarantees_nothing_for_its_channel() {
+    let text = r#"
+use ppd::sync::mpsc::channel;
+
+#[ppd::main]
+fn main() {
+    let (tx, rx) = channel();
+    let (tx2, rx2) = channel::<u32>();
+    let tx3 = tx.clone();
+    let w = ppd::thread::Builder::new()
+        .name("worker".into())
+        .spawn(move || {
+            ppd::mark!("before");
+            tx.send(1).unwrap();
+        })
+        .unwrap();
+    let later = move || external::forward(CAPTURED);
+    rx.recv().unwrap();
+    rx2.recv().unwrap();
+    ppd::mark!("after");
+    w.join().unwrap();
+    later();
+}
+"#;
+    // The closure hands on an end of the other channel: `rx`'s message still comes from the
+    // worker only.
+    verdict(
+        &text.replace("CAPTURED", "tx2"),
+        "worker: mark before & main: mark after",
+        expect![[r#"
+            impossible in every run: `worker: mark before` and `main: mark after` never hold together
+              `worker: mark before` is over before `main: mark after` holds:
+                mark before at prog.rs:12 (worker)
+                send on `tx`/`rx` at prog.rs:13 (worker)
+                receive on `tx`/`rx` at prog.rs:17 (main)
+                mark after at prog.rs:19 (main)
+        "#]],
+    );
+    // It hands on a clone of the worker's sender: `rx` may get a message from elsewhere.
+    verdict(
+        &text.replace("CAPTURED", "tx3"),
+        "worker: mark before & main: mark after",
+        expect![[r#"
+            unknown: the analysis cannot decide
+              channel end `tx3` used inside a closure at prog.rs:16
+        "#]],
+    );
+}
+
+#[test]
+fn a_point_after_an_endless_loop_is_not_reachable() {
+    verdict(
+        r#"
+use ppd::sync::mpsc::channel;
+
+#[ppd::main]
+fn main() {
+    let (tx, rx) = channel();
+    let w = ppd::thread::Builder::new()
+        .name("worker".into())
+        .spawn(move || {
+            ppd::mark!("before");
+            tx.send(1).unwrap();
+        })
+        .unwrap();
+    loop {
+        rx.recv().unwrap();
+    }
+    ppd::mark!("after");
+}
+"#,
+        "worker: mark before & main: mark after",
+        expect![[r#"
+            unknown: the analysis cannot decide
+              mark after at prog.rs:17 is not reachable in the graph
+        "#]],
+    );
+}

@@ -559,7 +559,13 @@ impl W {
                 self.expr(cx, cur, env, &a.left);
             }
             E::Async(a) => self.detached(cx, env, |d| d.visit_block(&a.block)),
-            E::Closure(c) => self.detached(cx, env, |d| d.visit_expr(&c.body)),
+            E::Closure(c) => {
+                let mut inner = env.clone();
+                for p in &c.inputs {
+                    inner = shadowed(&inner, p);
+                }
+                self.detached(cx, &inner, |d| d.visit_expr(&c.body))
+            }
             E::Await(a) => self.expr(cx, cur, env, &a.base),
             E::Binary(b) => {
                 self.expr(cx, cur, env, &b.left);
@@ -692,6 +698,7 @@ impl W {
                 cx.conditional += 1;
                 for arm in &m.arms {
                     let mut here = start.clone();
+                    let env = &shadowed(env, &arm.pat);
                     if let Some((_, g)) = &arm.guard {
                         self.expr(cx, &mut here, env, g);
                     }
@@ -714,7 +721,7 @@ impl W {
                 self.looped(cx, env, head, wl.label.as_ref(), |w, cx, cur| {
                     let leave = w.condition(cx, cur, env, &wl.cond);
                     exit = leave;
-                    w.block(cx, cur, env, &wl.body);
+                    w.block(cx, cur, &cond_env(env, &wl.cond), &wl.body);
                 });
                 let mut out = self.pop_loop(cx);
                 extend_unique(&mut out, &exit);
@@ -732,7 +739,7 @@ impl W {
                         Some(chan) => exit = w.fork(cx, cur, Some(chan), f.expr.span()),
                         None => exit = cur.clone(),
                     }
-                    w.block(cx, cur, env, &f.body);
+                    w.block(cx, cur, &shadowed(env, &f.pat), &f.body);
                 });
                 let mut out = self.pop_loop(cx);
                 extend_unique(&mut out, &exit);
@@ -883,7 +890,7 @@ impl W {
     fn if_expr(&mut self, cx: &mut Ctx, cur: &mut Vec<NodeId>, env: &Env, i: &syn::ExprIf) {
         let mut other = self.condition(cx, cur, env, &i.cond);
         cx.conditional += 1;
-        self.block(cx, cur, env, &i.then_branch);
+        self.block(cx, cur, &cond_env(env, &i.cond), &i.then_branch);
         if let Some((_, e)) = &i.else_branch {
             self.expr(cx, &mut other, env, e);
         }
@@ -910,6 +917,10 @@ impl W {
         if name == "spawn" {
             self.spawn(cx, cur, env, c.args.first(), Naming::Default, c.span());
             return;
+        }
+        if ["farm", "divide_and_conquer", "spawn_blocking"].contains(&name.as_str()) {
+            // ppd::task's virtual machines start processes of their own.
+            self.hidden[cx.p].spawn = true;
         }
         if name == "drop" && c.args.len() == 1 && self.end_of(env, &c.args[0]).is_some() {
             return;
@@ -1262,6 +1273,26 @@ impl W {
     }
 }
 
+/// `env` without the names `pat` binds.
+fn shadowed(env: &Env, pat: &syn::Pat) -> Env {
+    let mut out = env.clone();
+    for n in names_of(pat) {
+        out.remove(&n);
+    }
+    out
+}
+
+/// `env` without the names the `let`s of condition `cond` bind.
+fn cond_env(env: &Env, cond: &syn::Expr) -> Env {
+    match peel(cond) {
+        syn::Expr::Let(l) => shadowed(env, &l.pat),
+        syn::Expr::Binary(b) if matches!(b.op, syn::BinOp::And(_)) => {
+            cond_env(&cond_env(env, &b.left), &b.right)
+        }
+        _ => env.clone(),
+    }
+}
+
 fn strip_type(p: &syn::Pat) -> &syn::Pat {
     match p {
         syn::Pat::Type(t) => strip_type(&t.pat),
@@ -1370,6 +1401,20 @@ impl<'ast> Visit<'ast> for Detached<'_> {
             self.w.hidden[self.p].enters.insert(name);
         }
         syn::visit::visit_expr_call(self, c);
+    }
+
+    fn visit_expr_path(&mut self, p: &'ast syn::ExprPath) {
+        if let Some(i) = p.path.get_ident()
+            && let Some(end) = self.env.get(&i.to_string()).copied()
+        {
+            let cx = self.ctx();
+            self.w.escape(
+                &cx,
+                end.chan,
+                format!("channel end `{i}` used inside a closure"),
+                p.span(),
+            );
+        }
     }
 
     fn visit_local(&mut self, l: &'ast syn::Local) {
