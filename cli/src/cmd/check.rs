@@ -113,11 +113,39 @@ struct Recognition {
     after: Vec<Place>,
 }
 
+/// The size of the graph and the work of §3.2.5's steps.
+#[derive(Serialize)]
+struct Work {
+    processes: usize,
+    nodes: usize,
+    sends: usize,
+    receives: usize,
+    message_edges: usize,
+    pre_steps: usize,
+    post1_steps: usize,
+    post2_steps: usize,
+}
+
+fn work(p: &Program) -> Work {
+    let c = ppd_simultaneity::Analysis::new(&p.graph).counts;
+    Work {
+        processes: p.graph.processes.len(),
+        nodes: c.nodes,
+        sends: c.sends,
+        receives: c.receives,
+        message_edges: c.edges,
+        pre_steps: c.pre_steps,
+        post1_steps: c.post1_steps,
+        post2_steps: c.post2_steps,
+    }
+}
+
 #[derive(Serialize)]
 struct Report {
     predicate: String,
     verdict: &'static str,
     files: Vec<String>,
+    graph: Work,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     points: Vec<Points>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -137,6 +165,7 @@ fn report(text: &str, p: &Program, components: &[Component], v: &Verdict) -> Rep
         predicate: text.to_owned(),
         verdict: "",
         files: p.files.clone(),
+        graph: work(p),
         points: Vec::new(),
         recognition: Vec::new(),
         never_together: Vec::new(),
@@ -197,6 +226,16 @@ pub(crate) fn run(args: &Args) -> CmdResult {
         output::out!(
             "{}",
             ppd_simultaneity::render(&program, &components, &verdict)
+        );
+        let w = work(&program);
+        output::outln!(
+            "(from {} file(s): {} processes, {} nodes, {} sends, {} receives, {} message edges)",
+            program.files.len(),
+            w.processes,
+            w.nodes,
+            w.sends,
+            w.receives,
+            w.message_edges
         );
     }
     Ok(match verdict {
