@@ -617,3 +617,69 @@ fn main() {
         "#]],
     );
 }
+
+#[test]
+fn labelled_loops_let_else_early_return_and_a_scope() {
+    graph(
+        r#"
+use ppd::sync::mpsc::channel;
+
+#[ppd::main]
+fn main() {
+    let (tx, rx) = channel::<u32>();
+    let (back_tx, back_rx) = channel::<u32>();
+    ppd::thread::scope(|s| {
+        s.spawn(move || {
+            'outer: loop {
+                let Ok(v) = rx.recv() else { break };
+                match v {
+                    0 => continue 'outer,
+                    1 => break 'outer,
+                    _ => {}
+                }
+                if back_tx.send(v).is_err() {
+                    return;
+                }
+            }
+            ppd::mark!("done");
+        });
+    });
+    tx.send(2).unwrap();
+    let got = back_rx.recv_timeout(std::time::Duration::from_millis(5))?;
+    ppd::mark!("got", got);
+}
+"#,
+        expect![[r#"
+            main:
+              0 start at prog.rs:4 -> [2]
+              1 end at prog.rs:27 -> []
+              2 statement at prog.rs:6 -> [3]
+              3 statement at prog.rs:7 -> [4]
+              4 statement at prog.rs:8 -> [5]
+              5 statement at prog.rs:9 -> [19]
+              19 spawn main.1 at prog.rs:9 -> [20]
+              20 statement at prog.rs:24 -> [21]
+              21 send on `tx`/`rx` at prog.rs:24 -> [22]
+              22 statement at prog.rs:25 -> [23 24]
+              23 receive without a message at prog.rs:25 -> [1]
+              24 receive on `back_tx`/`back_rx` at prog.rs:25 -> [1 25]
+              25 mark got at prog.rs:26 -> [1]
+            main.1:
+              6 start at prog.rs:9 -> [8]
+              7 end at prog.rs:22 -> []
+              8 statement at prog.rs:10 -> [9]
+              9 loop at prog.rs:10 -> [10]
+              10 statement at prog.rs:11 -> [11 12]
+              11 receive without a message at prog.rs:11 -> [13]
+              12 receive on `tx`/`rx` at prog.rs:11 -> [14]
+              13 statement at prog.rs:11 -> [18]
+              14 statement at prog.rs:12 -> [9 15 18]
+              15 statement at prog.rs:17 -> [16]
+              16 send on `back_tx`/`back_rx` at prog.rs:17 -> [17 9]
+              17 statement at prog.rs:18 -> [7]
+              18 mark done at prog.rs:21 -> [7]
+            message 21 -> 12
+            message 16 -> 24
+        "#]],
+    );
+}
