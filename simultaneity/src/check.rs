@@ -387,7 +387,12 @@ fn recognition_points(
             .collect();
         // The process's end last: an evaluation there comes too late to halt anything.
         let stop = g.processes[p].stop;
-        let points = nodes.iter().copied().filter(|&n| n != stop).chain([stop]);
+        let late = |n: &NodeId| *n == stop || prog.what[*n] == What::Ending;
+        let points = nodes
+            .iter()
+            .copied()
+            .filter(|n| !late(n))
+            .chain(nodes.iter().copied().filter(late));
         'point: for point in points {
             let mut list = Vec::new();
             let mut via = Vec::new();

@@ -100,6 +100,9 @@ fn the_same_protocol_with_the_wait_after_the_section_lets_them_overlap() {
                 enter critical_first at prog.rs:32
               `second: enter critical_second` is evaluated at:
                 enter critical_second at prog.rs:41
+              recognition point in `main`: join first at prog.rs:46
+                after join first at prog.rs:46 (may carry end, before a join at prog.rs:35)
+                after join first at prog.rs:46 (may carry send on `ack_tx`/`ack_rx` at prog.rs:43)
               recognition point in `first`: receive on `ack_tx`/`ack_rx` at prog.rs:34
                 after enter critical_first at prog.rs:32
                 after receive on `ack_tx`/`ack_rx` at prog.rs:34 (may carry send on `ack_tx`/`ack_rx` at prog.rs:43)
@@ -145,24 +148,29 @@ fn a_conditional_send_in_a_loop() {
               0 start at prog.rs:4 -> [2]
               1 end at prog.rs:22 -> []
               2 statement at prog.rs:6 -> [3]
-              3 statement at prog.rs:7 -> [12]
-              12 spawn worker at prog.rs:7 -> [13]
-              13 statement at prog.rs:18 -> [14]
-              14 loop at prog.rs:18 -> [15 16]
-              15 receive without a message at prog.rs:18 -> [18]
-              16 receive on `tx`/`rx` at prog.rs:18 -> [17]
-              17 mark got at prog.rs:19 -> [14]
-              18 statement at prog.rs:21 -> [1]
+              3 statement at prog.rs:7 -> [4]
+              4 spawn worker at prog.rs:7 -> [15]
+              15 statement at prog.rs:18 -> [16]
+              16 loop at prog.rs:18 -> [17 18]
+              17 receive without a message at prog.rs:18 -> [20]
+              18 receive on `tx`/`rx` at prog.rs:18 -> [19]
+              19 mark got at prog.rs:19 -> [16]
+              20 statement at prog.rs:21 -> [21]
+              21 join worker at prog.rs:21 -> [1]
             worker:
-              4 start at prog.rs:9 -> [6]
-              5 end at prog.rs:16 -> []
-              6 statement at prog.rs:10 -> [7]
-              7 loop at prog.rs:10 -> [8 5]
-              8 statement at prog.rs:11 -> [9 11]
-              9 statement at prog.rs:12 -> [10]
-              10 send on `tx`/`rx` at prog.rs:12 -> [11]
-              11 mark turn at prog.rs:14 -> [7]
-            message 10 -> 16
+              5 start at prog.rs:9 -> [8]
+              6 end at prog.rs:16 -> []
+              7 end, before a join at prog.rs:16 -> [6]
+              8 start, after the spawn at prog.rs:9 -> [9]
+              9 statement at prog.rs:10 -> [10]
+              10 loop at prog.rs:10 -> [11 7]
+              11 statement at prog.rs:11 -> [12 14]
+              12 statement at prog.rs:12 -> [13]
+              13 send on `tx`/`rx` at prog.rs:12 -> [14]
+              14 mark turn at prog.rs:14 -> [10]
+            message 4 -> 8
+            message 7 -> 21
+            message 13 -> 18
         "#]],
     );
     // Every turn's mark may come before or after a send: nothing orders it with a receive.
@@ -656,30 +664,87 @@ fn main() {
               2 statement at prog.rs:6 -> [3]
               3 statement at prog.rs:7 -> [4]
               4 statement at prog.rs:8 -> [5]
-              5 statement at prog.rs:9 -> [19]
-              19 spawn main.1 at prog.rs:9 -> [20]
-              20 statement at prog.rs:24 -> [21]
-              21 send on `tx`/`rx` at prog.rs:24 -> [22]
-              22 statement at prog.rs:25 -> [23 24]
-              23 receive without a message at prog.rs:25 -> [1]
-              24 receive on `back_tx`/`back_rx` at prog.rs:25 -> [1 25]
-              25 mark got at prog.rs:26 -> [1]
+              5 statement at prog.rs:9 -> [6]
+              6 spawn main.1 at prog.rs:9 -> [22]
+              22 statement at prog.rs:24 -> [23]
+              23 send on `tx`/`rx` at prog.rs:24 -> [24]
+              24 statement at prog.rs:25 -> [25 26]
+              25 receive without a message at prog.rs:25 -> [1]
+              26 receive on `back_tx`/`back_rx` at prog.rs:25 -> [1 27]
+              27 mark got at prog.rs:26 -> [1]
             main.1:
-              6 start at prog.rs:9 -> [8]
-              7 end at prog.rs:22 -> []
-              8 statement at prog.rs:10 -> [9]
-              9 loop at prog.rs:10 -> [10]
-              10 statement at prog.rs:11 -> [11 12]
-              11 receive without a message at prog.rs:11 -> [13]
-              12 receive on `tx`/`rx` at prog.rs:11 -> [14]
-              13 statement at prog.rs:11 -> [18]
-              14 statement at prog.rs:12 -> [9 15 18]
-              15 statement at prog.rs:17 -> [16]
-              16 send on `back_tx`/`back_rx` at prog.rs:17 -> [17 9]
-              17 statement at prog.rs:18 -> [7]
-              18 mark done at prog.rs:21 -> [7]
-            message 21 -> 12
-            message 16 -> 24
+              7 start at prog.rs:9 -> [10]
+              8 end at prog.rs:22 -> []
+              9 end, before a join at prog.rs:22 -> [8]
+              10 start, after the spawn at prog.rs:9 -> [11]
+              11 statement at prog.rs:10 -> [12]
+              12 loop at prog.rs:10 -> [13]
+              13 statement at prog.rs:11 -> [14 15]
+              14 receive without a message at prog.rs:11 -> [16]
+              15 receive on `tx`/`rx` at prog.rs:11 -> [17]
+              16 statement at prog.rs:11 -> [21]
+              17 statement at prog.rs:12 -> [12 18 21]
+              18 statement at prog.rs:17 -> [19]
+              19 send on `back_tx`/`back_rx` at prog.rs:17 -> [20 12]
+              20 statement at prog.rs:18 -> [9]
+              21 mark done at prog.rs:21 -> [9]
+            message 6 -> 10
+            message 23 -> 15
+            message 19 -> 26
         "#]],
+    );
+}
+
+#[test]
+fn a_spawn_and_a_join_order_the_parent_and_the_child() {
+    let text = r#"
+#[ppd::main]
+fn main() {
+    ppd::mark!("before");
+    let h = ppd::thread::Builder::new()
+        .name("worker".into())
+        .spawn(|| ppd::mark!("inside"))
+        .unwrap();
+    JOIN.join().unwrap();
+    ppd::mark!("after");
+}
+"#;
+    let joined = text.replace("JOIN", "h");
+    verdict(
+        &joined,
+        "main: mark before & worker: mark inside",
+        expect![[r#"
+        impossible in every run: `main: mark before` and `worker: mark inside` never hold together
+          `main: mark before` is over before `worker: mark inside` holds:
+            mark before at prog.rs:4 (main)
+            spawn worker at prog.rs:5 (main)
+            start, after the spawn at prog.rs:7 (worker)
+            mark inside at prog.rs:7 (worker)
+    "#]],
+    );
+    verdict(
+        &joined,
+        "worker: mark inside & main: mark after",
+        expect![[r#"
+        impossible in every run: `worker: mark inside` and `main: mark after` never hold together
+          `worker: mark inside` is over before `main: mark after` holds:
+            mark inside at prog.rs:7 (worker)
+            end, before a join at prog.rs:7 (worker)
+            join worker at prog.rs:9 (main)
+            mark after at prog.rs:10 (main)
+    "#]],
+    );
+    // A join of a handle the analysis does not know orders nothing.
+    let other = text.replace("JOIN", "{ let g = h; g }");
+    verdict(
+        &other,
+        "worker: mark inside & main: mark after",
+        expect![[r#"
+        possible: no guaranteed interaction orders the components
+          `worker: mark inside` is evaluated at:
+            mark inside at prog.rs:7
+          `main: mark after` is evaluated at:
+            mark after at prog.rs:10
+    "#]],
     );
 }

@@ -10,6 +10,11 @@
 //!   builder; an unnamed thread gets ppd's default name `PARENT.K` when its spawn is the K-th
 //!   spawn of a parent that spawns only in straight-line code. A spawn inside a loop or inside
 //!   a closure makes a *replicated* process (several instances, told apart by no name).
+//! * **Spawn and join as interactions**, as ppd's happened-before has them
+//!   (`ppd_formats::order`): the spawn node is a send whose only receive is the child's first
+//!   node; the child's last node (every way out of its body goes through it) is a send whose
+//!   receive is `h.join()` on a handle bound by `let h = ..spawn(..)` (perhaps unwrapped) and
+//!   not rebound since.
 //! * **Control flow**: one statement node per statement and per `let`; sequences, `if`/`else`,
 //!   `if let`, `match` (with guards), `loop`/`while`/`while let`/`for`, labelled and unlabelled
 //!   `break`/`continue`, `return`, `?` (an edge to the process's end), `&&`/`||` (the right
@@ -55,9 +60,10 @@
 //! * a mark whose label is not a literal, a process whose name is not a literal;
 //! * functions outside the files read (other crates) are assumed not to communicate on the
 //!   program's channels unless a channel end is passed to them (which is an escape), and not
-//!   to mark or enter e-blocks; sockets (`ppd::net`), locks, atomics, `select!`, spawn and join
-//!   are not interactions here: they can only order events the analysis then fails to order,
-//!   never make it order events a run leaves unordered.
+//!   to mark or enter e-blocks; sockets (`ppd::net`), locks, atomics, `select!`, the implicit
+//!   joins at the end of a `thread::scope` and joins of handles kept in collections are not
+//!   interactions here: they can only order events the analysis then fails to order, never
+//!   make it order events a run leaves unordered.
 //!
 //! Panics are not modelled except after a failed receive that is unwrapped; they can only end
 //! a process early, which the dominator-based guarantees do not depend on.
@@ -109,8 +115,15 @@ pub enum What {
     Enter(String),
     /// The exit of an e-block.
     Exit(String),
-    /// A spawn of a process (an index into [`Program::processes`]).
+    /// A spawn of a process (an index into [`Program::processes`]): a send, whose receive
+    /// is the child's [`What::Started`].
     Spawn(usize),
+    /// A spawned process's first node: a receive from its spawn.
+    Started,
+    /// A spawned process's last node before its end: a send, to the joins of its handle.
+    Ending,
+    /// `handle.join()` of a process: a receive from its [`What::Ending`].
+    Joined(usize),
     /// A call of the program's function that the analysis does not follow.
     Opaque(String),
     /// The send of the unmodelled-sender process.
@@ -219,6 +232,9 @@ impl Program {
             What::Enter(f) => format!("enter {f}"),
             What::Exit(f) => format!("exit {f}"),
             What::Spawn(p) => format!("spawn {}", self.process_name(*p)),
+            What::Started => "start, after the spawn".to_owned(),
+            What::Ending => "end, before a join".to_owned(),
+            What::Joined(p) => format!("join {}", self.process_name(*p)),
             What::Opaque(f) => format!("call {f} (not followed)"),
             What::Unmodelled => "send by an unmodelled sender".to_owned(),
         }

@@ -23,10 +23,13 @@ const CONSTRUCTORS: &[&str] = &[
     "named",
 ];
 
-/// One end of a known channel.
+/// What a name is bound to: one end of a known channel, or the join handle of a process.
 #[derive(Debug, Clone, Copy)]
 struct End {
+    /// The channel, or for a handle the process.
     chan: usize,
+    /// Whether it is a join handle.
+    handle: bool,
 }
 
 type Env = HashMap<String, End>;
@@ -116,6 +119,7 @@ pub(crate) fn build(files: &[File]) -> Result<Program, SourceError> {
         fns,
         file: file.name.clone(),
         inlining: Vec::new(),
+        endings: HashMap::new(),
     };
     let p = w.new_process(Some("main".to_owned()), main.span(), false);
     let mut cx = Ctx::new(p, w.g.processes[p].stop, Some("main".to_owned()), false);
@@ -204,6 +208,8 @@ struct W {
     file: String,
     /// The functions whose calls are being followed, innermost last.
     inlining: Vec<String>,
+    /// Each spawned process's end node, which its join receives from.
+    endings: HashMap<usize, NodeId>,
 }
 
 /// How deep the walk follows calls into calls.
@@ -365,8 +371,8 @@ impl W {
     /// Adds a node after `cur` and makes it the current one.
     fn node(&mut self, cx: &Ctx, cur: &mut Vec<NodeId>, what: What, span: Span) -> NodeId {
         let kind = match what {
-            What::Send(_) | What::Unmodelled => Kind::Send,
-            What::Recv(_) => Kind::Recv,
+            What::Send(_) | What::Unmodelled | What::Spawn(_) | What::Ending => Kind::Send,
+            What::Recv(_) | What::Started | What::Joined(_) => Kind::Recv,
             _ => Kind::Stmt,
         };
         let n = self.g.node(cx.p, kind, "");
@@ -434,7 +440,13 @@ impl W {
                 env.remove(n);
             }
             for e in ends.into_iter().flatten() {
-                env.insert(e, End { chan });
+                env.insert(
+                    e,
+                    End {
+                        chan,
+                        handle: false,
+                    },
+                );
             }
             return;
         }
@@ -460,6 +472,20 @@ impl W {
         }
         for n in &names {
             env.remove(n);
+        }
+        // `let h = spawn(..)`: `h.join()` returns after the process ended.
+        if let Some(name) = simple_ident(&l.pat)
+            && is_spawn(&init.expr)
+            && let [n] = cur.as_slice()
+            && let What::Spawn(child) = self.what[*n]
+        {
+            env.insert(
+                name,
+                End {
+                    chan: child,
+                    handle: true,
+                },
+            );
         }
     }
 
@@ -539,7 +565,10 @@ impl W {
     }
 
     fn end_of(&self, env: &Env, e: &syn::Expr) -> Option<usize> {
-        ident_of(e).and_then(|i| env.get(&i)).map(|e| e.chan)
+        ident_of(e)
+            .and_then(|i| env.get(&i))
+            .filter(|e| !e.handle)
+            .map(|e| e.chan)
     }
 
     fn escape(&mut self, cx: &Ctx, chan: usize, what: String, span: Span) {
@@ -679,6 +708,7 @@ impl W {
             E::Path(p) => {
                 if let Some(i) = p.path.get_ident()
                     && let Some(end) = env.get(&i.to_string()).copied()
+                    && !end.handle
                 {
                     self.escape(
                         cx,
@@ -1028,6 +1058,19 @@ impl W {
             self.node(cx, cur, What::Send(chan), m.span());
             return;
         }
+        if method == "join"
+            && m.args.is_empty()
+            && let Some(i) = ident_of(&m.receiver)
+            && let Some(end) = env.get(&i).copied()
+            && end.handle
+        {
+            let joined = self.node(cx, cur, What::Joined(end.chan), m.span());
+            if let Some(&ending) = self.endings.get(&end.chan) {
+                // Both are in the graph, in two processes: this cannot fail.
+                let _ = self.g.message(ending, joined);
+            }
+            return;
+        }
         if method == "spawn" {
             let naming = naming(&m.receiver);
             self.expr(cx, cur, env, &m.receiver);
@@ -1103,8 +1146,10 @@ impl W {
                 _ => None,
             },
         };
-        let child = self.spawn_body(env, closure, name, replicated);
-        self.node(cx, cur, What::Spawn(child), span);
+        // The child's index is the next process's.
+        let child = self.g.processes.len();
+        let spawn = self.node(cx, cur, What::Spawn(child), span);
+        self.spawn_body(env, closure, name, replicated, Some(spawn));
     }
 
     /// A spawned closure's body as a new process; returns it.
@@ -1114,6 +1159,7 @@ impl W {
         closure: &syn::ExprClosure,
         name: Option<String>,
         replicated: bool,
+        spawned_by: Option<NodeId>,
     ) -> usize {
         let p = self.new_process(name.clone(), closure.span(), replicated);
         if name.is_none() {
@@ -1125,9 +1171,19 @@ impl W {
         }
         let stop = self.g.processes[p].stop;
         let mut cx = Ctx::new(p, stop, name, replicated);
+        // Its end, which a join waits for: every way out of the body goes through it.
+        let ending = self.node(&cx, &mut Vec::new(), What::Ending, closure.body.span());
+        self.sites[ending].line = closure.body.span().end().line;
+        let _ = self.g.flow(ending, stop);
+        self.endings.insert(p, ending);
+        cx.stop = ending;
         let mut cur = vec![self.g.processes[p].start];
+        if let Some(spawn) = spawned_by {
+            let started = self.node(&cx, &mut cur, What::Started, closure.span());
+            let _ = self.g.message(spawn, started);
+        }
         self.expr(&mut cx, &mut cur, env, &closure.body);
-        self.flow_all(&cur, stop);
+        self.flow_all(&cur, ending);
         p
     }
 
@@ -1293,6 +1349,24 @@ fn cond_env(env: &Env, cond: &syn::Expr) -> Env {
     }
 }
 
+/// Whether `e` is a spawn of a closure (`spawn(..)`, `Builder::..spawn(..)`), perhaps
+/// unwrapped.
+fn is_spawn(e: &syn::Expr) -> bool {
+    match peel(e) {
+        syn::Expr::MethodCall(m) if m.method == "unwrap" || m.method == "expect" => {
+            is_spawn(&m.receiver)
+        }
+        syn::Expr::MethodCall(m) => {
+            m.method == "spawn" && matches!(m.args.first().map(peel), Some(syn::Expr::Closure(_)))
+        }
+        syn::Expr::Call(c) => {
+            last_segment(&c.func).as_deref() == Some("spawn")
+                && matches!(c.args.first().map(peel), Some(syn::Expr::Closure(_)))
+        }
+        _ => false,
+    }
+}
+
 fn strip_type(p: &syn::Pat) -> &syn::Pat {
     match p {
         syn::Pat::Type(t) => strip_type(&t.pat),
@@ -1367,7 +1441,7 @@ impl<'ast> Visit<'ast> for Detached<'_> {
             };
             self.spawned = true;
             let env = self.env.clone();
-            self.w.spawn_body(&env, c, name, true);
+            self.w.spawn_body(&env, c, name, true, None);
             self.visit_expr(&m.receiver);
             return;
         }
@@ -1392,7 +1466,7 @@ impl<'ast> Visit<'ast> for Detached<'_> {
         {
             self.spawned = true;
             let env = self.env.clone();
-            self.w.spawn_body(&env, cl, None, true);
+            self.w.spawn_body(&env, cl, None, true, None);
             return;
         }
         if let Some(h) = self.w.fns.effects_of(&name).cloned() {
@@ -1406,6 +1480,7 @@ impl<'ast> Visit<'ast> for Detached<'_> {
     fn visit_expr_path(&mut self, p: &'ast syn::ExprPath) {
         if let Some(i) = p.path.get_ident()
             && let Some(end) = self.env.get(&i.to_string()).copied()
+            && !end.handle
         {
             let cx = self.ctx();
             self.w.escape(
