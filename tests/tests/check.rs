@@ -166,3 +166,150 @@ fn an_example_whose_channels_live_in_structs_is_unknown() {
     assert!(stdout.starts_with("unknown:"), "{stdout}");
     assert!(stdout.contains("token_ring.rs:"), "{stdout}");
 }
+
+/// A process of a scenario: its name, its marks, and whether it runs sections.
+type Offers = (&'static str, &'static [&'static str], bool);
+
+/// The processes of each scenario of `protocols` and the components each offers: its marks,
+/// and `enter section` where it runs sections.
+const PROTOCOLS: &[(&str, &[Offers])] = &[
+    (
+        "request_response",
+        &[
+            ("server", &["s_start", "s_got", "s_sent"], true),
+            ("client", &["c_start", "c_sent", "c_got"], true),
+            ("main", &["m_end"], false),
+        ],
+    ),
+    (
+        "conditional_ack",
+        &[
+            ("worker", &["w_got", "w_acked", "w_done"], false),
+            (
+                "boss",
+                &["b_start", "b_sent", "b_acked", "b_acked_twice"],
+                false,
+            ),
+        ],
+    ),
+    (
+        "polling",
+        &[
+            ("poller", &["p_got"], true),
+            ("sender", &["x_before", "x_after"], true),
+        ],
+    ),
+    (
+        "relay",
+        &[
+            ("a", &["a_before", "a_after"], true),
+            ("b", &["b_start", "b_mid"], false),
+            ("c", &["c_start", "c_got"], true),
+        ],
+    ),
+    (
+        "spawn_join",
+        &[
+            ("main", &["m_before", "m_during", "m_after"], true),
+            ("child", &["k_inside"], true),
+        ],
+    ),
+    (
+        "stop_message",
+        &[
+            ("looper", &["l_item", "l_end"], false),
+            ("ctl", &["c_sent_all", "c_done"], false),
+        ],
+    ),
+];
+
+/// Every `&` and `==` pair of components of two processes of one scenario of `protocols`,
+/// decided by `ppd check`; each pair called impossible is replayed against every recorded
+/// run and must never hold, each called possible against two runs, to count how many of them
+/// a run bears out.
+#[test]
+fn impossible_verdicts_on_every_pair_of_a_protocol_are_never_contradicted() {
+    const PROTOCOL_RUNS: usize = 8;
+    let work = tempfile::tempdir().unwrap();
+    let program = PathBuf::from(env!("CARGO_BIN_EXE_protocols"));
+    let (mut impossible, mut possible, mut borne_out, mut unknown) = (0, 0, 0, 0);
+    for (scenario, processes) in PROTOCOLS {
+        let runs: Vec<PathBuf> = (0..PROTOCOL_RUNS)
+            .map(|i| {
+                let dir = work.path().join(format!("{scenario}-{i}"));
+                let rec = record_program(work.path(), &dir, &program, &[scenario], &[]);
+                assert!(rec.status.success(), "{}", output_text(&rec).1);
+                dir
+            })
+            .collect();
+        let components: Vec<(&str, String)> = processes
+            .iter()
+            .flat_map(|(p, marks, section)| {
+                let marks = marks.iter().map(move |m| (*p, format!("{p}: mark {m}")));
+                let section = section.then(|| (*p, format!("{p}: enter section")));
+                marks.chain(section)
+            })
+            .collect();
+        for (i, (p, x)) in components.iter().enumerate() {
+            for (q, y) in &components[i + 1..] {
+                if p == q {
+                    continue;
+                }
+                for op in ["&", "=="] {
+                    let pred = format!("{x} {op} {y}");
+                    let (code, report) = check(work.path(), &pred, "protocols");
+                    let (tried, must_not_hold) = match report["verdict"].as_str() {
+                        Some("impossible") => {
+                            assert_eq!(code, Some(1), "{pred}: {report:#}");
+                            impossible += 1;
+                            (&runs[..], true)
+                        }
+                        Some("possible") => {
+                            assert_eq!(code, Some(0), "{pred}: {report:#}");
+                            possible += 1;
+                            (&runs[..2], false)
+                        }
+                        _ => {
+                            assert_eq!(code, Some(3), "{pred}: {report:#}");
+                            unknown += 1;
+                            continue;
+                        }
+                    };
+                    let mut held_somewhere = false;
+                    for dir in tried {
+                        let out = ppd(
+                            work.path(),
+                            &[
+                                "replay",
+                                dir.to_str().unwrap(),
+                                "--stop",
+                                &pred,
+                                "--no-check",
+                            ],
+                        );
+                        let (stdout, stderr) = output_text(&out);
+                        match out.status.code() {
+                            Some(0) => {
+                                assert!(
+                                    !must_not_hold,
+                                    "{pred} is impossible by {report:#}, but held in {}: {stdout}",
+                                    dir.display()
+                                );
+                                held_somewhere = true;
+                            }
+                            Some(1) if stderr.contains("never holds") => {}
+                            code => panic!("{pred}: replay exited with {code:?}: {stderr}"),
+                        }
+                    }
+                    borne_out += usize::from(held_somewhere);
+                }
+            }
+        }
+    }
+    eprintln!(
+        "{impossible} impossible (never held in {PROTOCOL_RUNS} runs each), {possible} possible \
+         ({borne_out} held in one of two runs), {unknown} unknown"
+    );
+    assert!(impossible >= 10, "{impossible} impossible verdicts");
+    assert!(borne_out > 0, "no possible verdict held in any run");
+}
