@@ -748,3 +748,54 @@ fn main() {
     "#]],
     );
 }
+
+#[test]
+fn a_program_of_several_files_is_read_through_its_modules() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    std::fs::create_dir_all(src.join("net")).unwrap();
+    std::fs::write(
+        src.join("main.rs"),
+        r#"mod net;
+mod work;
+
+#[ppd::main]
+fn main() {
+    let (tx, rx) = ppd::sync::mpsc::channel();
+    let w = ppd::thread::Builder::new()
+        .name("worker".into())
+        .spawn(move || work::run(tx))
+        .unwrap();
+    net::wait(rx);
+    ppd::mark!("after");
+    w.join().unwrap();
+}
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("work.rs"),
+        "pub fn run(tx: ppd::sync::mpsc::Sender<u32>) {\n    ppd::mark!(\"before\");\n    tx.send(1).unwrap();\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("net/mod.rs"),
+        "pub fn wait(rx: ppd::sync::mpsc::Receiver<u32>) {\n    rx.recv().unwrap();\n}\n",
+    )
+    .unwrap();
+    // A stray file with a parse error that the program does not include is not read.
+    std::fs::write(src.join("stray.rs"), "fn (").unwrap();
+    let prog = source::load(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+    let (how, cs) = components("worker: mark before & main: mark after");
+    let v = check(&prog, how, &cs).unwrap();
+    let root = dir.path().display().to_string();
+    expect![[r#"
+        impossible in every run: `worker: mark before` and `main: mark after` never hold together
+          `worker: mark before` is over before `main: mark after` holds:
+            mark before at DIR/src/work.rs:2 (worker)
+            send on `tx`/`rx` at DIR/src/work.rs:3 (worker)
+            receive on `tx`/`rx` at DIR/src/net/mod.rs:2 (main)
+            mark after at DIR/src/main.rs:12 (main)
+    "#]]
+    .assert_eq(&render(&prog, &cs, &v).replace(&root, "DIR"));
+}
