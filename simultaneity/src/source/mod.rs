@@ -8,7 +8,8 @@
 //!   (`ppd::thread::spawn`, `Builder::spawn`, a scope's `s.spawn`). A process's name is the
 //!   literal of `.name("x".into())` (or `.to_string()`, `.to_owned()`, `String::from`) on the
 //!   builder; an unnamed thread gets ppd's default name `PARENT.K` when its spawn is the K-th
-//!   spawn of a parent that spawns only in straight-line code. A spawn inside a loop or inside
+//!   spawn of a parent that spawns only in straight-line code (and in no call the walk does
+//!   not follow). A spawn inside a loop or inside
 //!   a closure makes a *replicated* process (several instances, told apart by no name).
 //! * **Spawn and join as interactions**, as ppd's happened-before has them
 //!   (`ppd_formats::order`): the spawn node is a send whose only receive is the child's first
@@ -17,9 +18,11 @@
 //!   not rebound since.
 //! * **Control flow**: one statement node per statement and per `let`; sequences, `if`/`else`,
 //!   `if let`, `match` (with guards), `loop`/`while`/`while let`/`for`, labelled and unlabelled
-//!   `break`/`continue`, `return`, `?` (an edge to the process's end), `&&`/`||` (the right
-//!   operand may not run), blocks, `unsafe` blocks, and `thread::scope(|s| …)` (its closure
-//!   runs once, in place).
+//!   `break`/`continue`, `return`, `?` (an edge out of the function being followed, else to
+//!   the process's end), `&&`/`||` (the right operand may not run), blocks, `unsafe` blocks,
+//!   and `thread::scope(|s| …)` (its closure runs once, in place). The names a pattern binds
+//!   (`let`, `for`, `match` arms, `if let`, `while let`, closure parameters) shadow channel
+//!   ends and handles of the same names.
 //! * **Sends** (`Kind::Send`): `.send(`, `.try_send(`, `.send_timeout(` on a channel end the
 //!   analysis knows. **Receives** (`Kind::Recv`): `.recv(`, `.try_recv(`, `.recv_timeout(`,
 //!   `.recv_deadline(`, and each turn of `for m in rx`, `&rx`, `rx.iter()`, `rx.try_iter()`,
@@ -51,13 +54,14 @@
 //!
 //! * a send or receive on something that is not a known channel end (a struct field, a
 //!   function parameter, a vector element), a channel end that escapes (passed to a function,
-//!   put in a struct, sent, returned), a send to a channel from the process that also receives
-//!   it, a call of a function of the program that communicates, spawns, marks or enters an
-//!   e-block and is not followed (a method call on a value, recursion, a name defined more
-//!   than once), ends a call gives back, and communication inside a closure or `async` block
-//!   that is not a spawned body. The receives such a construct could feed are given an extra
+//!   put in a struct, sent, returned, captured by a closure that is not a spawned body), a
+//!   send to a channel from the process that also receives it, a call of a function of the
+//!   program that communicates, spawns, marks or enters an e-block and is not followed (a
+//!   method call on a value, recursion, a name defined more than once), ends a call gives
+//!   back, and communication inside a closure or `async` block that is not a spawned body. The receives such a construct could feed are given an extra
 //!   in-edge from an *unmodelled sender* process, so that no guarantee (`POST2`) rests on them;
-//! * a mark whose label is not a literal, a process whose name is not a literal;
+//! * a mark whose label is not a literal, a process whose name is not a literal, a component
+//!   whose node the graph cannot reach (no verdict rests on a gap in the graph);
 //! * functions outside the files read (other crates) are assumed not to communicate on the
 //!   program's channels unless a channel end is passed to them (which is an escape), and not
 //!   to mark or enter e-blocks; sockets (`ppd::net`), locks, atomics, `select!`, the implicit

@@ -991,8 +991,12 @@ impl W {
     }
 
     /// Records that process `cx.p` may do `h` where the graph does not show it.
-    fn hide(&mut self, cx: &Ctx, h: &Hidden, what: &str, span: Span) {
+    fn hide(&mut self, cx: &mut Ctx, h: &Hidden, what: &str, span: Span) {
         effects::merge(&mut self.hidden[cx.p], h);
+        if h.spawn {
+            // Spawns the graph does not count: later default names are not known.
+            cx.spawned = None;
+        }
         let mut does = Vec::new();
         if h.comm {
             does.push("communicates".to_owned());
@@ -1424,8 +1428,9 @@ impl Detached<'_> {
     }
 
     fn hide(&mut self, h: Hidden, what: &str, span: Span) {
-        let cx = self.ctx();
-        self.w.hide(&cx, &h, what, span);
+        let mut cx = self.ctx();
+        self.spawned |= h.spawn;
+        self.w.hide(&mut cx, &h, what, span);
     }
 }
 
