@@ -293,8 +293,8 @@ pub(crate) fn recorded_source(recording: &ppd_formats::Recording) -> Option<Path
 }
 
 /// Refuses the `==` predicate `text`, before a replay of `recording`, when the program's
-/// source shows that no run can satisfy it; proceeds (`Ok`) whenever the source is not found or the verdict is
-/// anything but *impossible*.
+/// source shows that no run can satisfy it; proceeds (`Ok`) whenever the source is not found
+/// or the verdict is anything but *impossible*.
 pub(crate) fn refuse_impossible(
     recording: &ppd_formats::Recording,
     text: &str,

@@ -58,8 +58,9 @@
 //!   send to a channel from the process that also receives it, a call of a function of the
 //!   program that communicates, spawns, marks or enters an e-block and is not followed (a
 //!   method call on a value, recursion, a name defined more than once), ends a call gives
-//!   back, and communication inside a closure or `async` block that is not a spawned body. The receives such a construct could feed are given an extra
-//!   in-edge from an *unmodelled sender* process, so that no guarantee (`POST2`) rests on them;
+//!   back, and communication inside a closure or `async` block that is not a spawned body.
+//!   The receives such a construct could feed are given an extra in-edge from an
+//!   *unmodelled sender* process, so that no guarantee (`POST2`) rests on them;
 //! * a mark whose label is not a literal, a process whose name is not a literal, a component
 //!   whose node the graph cannot reach (no verdict rests on a gap in the graph);
 //! * functions outside the files read (other crates) are assumed not to communicate on the
