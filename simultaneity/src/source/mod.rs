@@ -64,8 +64,10 @@
 //! * a mark whose label is not a literal, a process whose name is not a literal, a component
 //!   whose node the graph cannot reach (no verdict rests on a gap in the graph);
 //! * functions outside the files read (other crates) are assumed not to communicate on the
-//!   program's channels unless a channel end is passed to them (which is an escape), and not
-//!   to mark or enter e-blocks; sockets (`ppd::net`), locks, atomics, `select!`, the implicit
+//!   program's channels unless a channel end is passed to them (which is an escape), not to
+//!   send or receive on channels of their own (a `send` or `recv` component counts the
+//!   operations the source shows; `ppd::task`'s `farm` and `divide_and_conquer` are known to
+//!   communicate and spawn), and not to mark or enter e-blocks; sockets (`ppd::net`), locks, atomics, `select!`, the implicit
 //!   joins at the end of a `thread::scope` and joins of handles kept in collections are not
 //!   interactions here: they can only order events the analysis then fails to order, never
 //!   make it order events a run leaves unordered.

@@ -949,8 +949,11 @@ impl W {
             return;
         }
         if ["farm", "divide_and_conquer", "spawn_blocking"].contains(&name.as_str()) {
-            // ppd::task's virtual machines start processes of their own.
+            // ppd::task's virtual machines start processes of their own, and talk to them
+            // over channels of their own from the calling process.
             self.hidden[cx.p].spawn = true;
+            self.hidden[cx.p].comm = true;
+            cx.spawned = None;
         }
         if name == "drop" && c.args.len() == 1 && self.end_of(env, &c.args[0]).is_some() {
             return;
