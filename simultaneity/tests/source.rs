@@ -799,3 +799,38 @@ fn main() {
     "#]]
     .assert_eq(&render(&prog, &cs, &v).replace(&root, "DIR"));
 }
+
+#[test]
+fn an_eblock_named_as_a_value_may_run_anywhere() {
+    verdict(
+        r#"
+use ppd::sync::mpsc::channel;
+
+#[ppd::eblock]
+fn critical(k: u32) -> u32 {
+    k
+}
+
+#[ppd::main]
+fn main() {
+    let (tx, rx) = channel();
+    let w = ppd::thread::Builder::new()
+        .name("worker".into())
+        .spawn(move || {
+            critical(0);
+            tx.send(1).unwrap();
+        })
+        .unwrap();
+    let _: Vec<u32> = (0..2).map(critical).collect();
+    rx.recv().unwrap();
+    critical(2);
+    w.join().unwrap();
+}
+"#,
+        "worker: enter critical == main: enter critical",
+        expect![[r#"
+            unknown: the analysis cannot decide
+              process `main` may reach `enter critical` in code the analysis does not follow
+        "#]],
+    );
+}

@@ -706,6 +706,7 @@ impl W {
             }
             E::Macro(m) => self.mac(cx, cur, env, &m.mac),
             E::Path(p) => {
+                self.fn_as_value(cx, p);
                 if let Some(i) = p.path.get_ident()
                     && let Some(end) = env.get(&i.to_string()).copied()
                     && !end.handle
@@ -990,6 +991,21 @@ impl W {
         }
         if eblock {
             self.node(cx, cur, What::Exit(name.to_owned()), span);
+        }
+    }
+
+    /// A function of the program named as a value (`.map(f)`, `spawn(f)`): it may run
+    /// anywhere, so what it does is hidden.
+    fn fn_as_value(&mut self, cx: &mut Ctx, p: &syn::ExprPath) {
+        let Some(name) = p.path.segments.last().map(|s| s.ident.to_string()) else {
+            return;
+        };
+        let mut h = self.fns.effects_of(&name).cloned().unwrap_or_default();
+        if self.fns.eblocks.contains(&name) {
+            h.enters.insert(name.clone());
+        }
+        if !effects::is_empty(&h) {
+            self.hide(cx, &h, &format!("`{name}` taken as a value"), p.span());
         }
     }
 
@@ -1482,10 +1498,16 @@ impl<'ast> Visit<'ast> for Detached<'_> {
         } else if self.w.fns.eblocks.contains(&name) {
             self.w.hidden[self.p].enters.insert(name);
         }
-        syn::visit::visit_expr_call(self, c);
+        // The callee itself is not a value here: only the arguments are read.
+        for a in &c.args {
+            self.visit_expr(a);
+        }
     }
 
     fn visit_expr_path(&mut self, p: &'ast syn::ExprPath) {
+        let mut cx = self.ctx();
+        self.w.fn_as_value(&mut cx, p);
+        self.spawned |= cx.spawned.is_none();
         if let Some(i) = p.path.get_ident()
             && let Some(end) = self.env.get(&i.to_string()).copied()
             && !end.handle
