@@ -149,6 +149,37 @@ fn check_refuses_bad_input_with_exit_code_2() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
         assert!(stderr(&out).contains(message), "{args:?}: {}", stderr(&out));
     }
+    // Source nested deeper than the analysis reads is refused, not a crash.
+    let deep = dir.path().join("deep.rs");
+    let body = format!("{}1{}", "(".repeat(5000), ")".repeat(5000));
+    std::fs::write(
+        &deep,
+        format!("#[ppd::main]\nfn main() {{\n    let x = {body};\n}}\n"),
+    )
+    .unwrap();
+    let chain = dir.path().join("chain.rs");
+    let body = vec!["1"; 20_000].join(" + ");
+    std::fs::write(
+        &chain,
+        format!("#[ppd::main]\nfn main() {{\n    let x = {body};\n}}\n"),
+    )
+    .unwrap();
+    for file in [&deep, &chain] {
+        let out = ppd(&[
+            "check",
+            "a: mark x == b: mark y",
+            "--source",
+            file.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains(":3: nested deeper than 256 levels"),
+            "{}",
+            stderr(&out)
+        );
+    }
+    std::fs::remove_file(&deep).unwrap();
+    std::fs::remove_file(&chain).unwrap();
     std::fs::write(dir.path().join("bad.rs"), "fn helper() {}\n").unwrap();
     let out = ppd(&[
         "check",

@@ -79,9 +79,35 @@ pub(crate) fn decide(
 ) -> Result<(Program, Vec<Component>, Verdict), crate::exit::CliError> {
     let parsed = predicate::parse(text).map_err(input)?;
     let (how, components) = components(&parsed).map_err(|e| input(anyhow!(e)))?;
-    let program = source::load(source).map_err(input)?;
-    let verdict = ppd_simultaneity::check(&program, how, &components).map_err(input)?;
+    let (program, verdict) = analyse(source, how, &components)?;
     Ok((program, components, verdict))
+}
+
+/// The stack the analysis runs on: parsing and walking recurse as deep as the source nests,
+/// which the analysis bounds, but in frames larger than a main thread's stack allows for.
+const STACK: usize = 256 << 20;
+
+/// Builds the program's graph and decides the predicate, on a thread with a stack of
+/// [`STACK`] bytes.
+fn analyse(
+    source: &Path,
+    how: Combination,
+    components: &[Component],
+) -> Result<(Program, Verdict), crate::exit::CliError> {
+    let source = source.to_owned();
+    let components = components.to_vec();
+    let work = move || -> Result<(Program, Verdict), crate::exit::CliError> {
+        let program = source::load(&source).map_err(input)?;
+        let verdict = ppd_simultaneity::check(&program, how, &components).map_err(input)?;
+        Ok((program, verdict))
+    };
+    std::thread::Builder::new()
+        .name("ppd-check".into())
+        .stack_size(STACK)
+        .spawn(work)
+        .map_err(|e| crate::exit::failure(anyhow!("cannot start the analysis: {e}")))?
+        .join()
+        .map_err(|_| crate::exit::failure(anyhow!("the analysis failed")))?
 }
 
 #[derive(Serialize)]
@@ -311,11 +337,8 @@ pub(crate) fn refuse_impossible(
     let Some(src) = recorded_source(recording) else {
         return Ok(());
     };
-    let Ok(program) = source::load(&src) else {
-        return Ok(());
-    };
-    match ppd_simultaneity::check(&program, how, &components) {
-        Ok(v @ Verdict::Impossible { .. }) => Err(input(anyhow!(
+    match analyse(&src, how, &components) {
+        Ok((program, v @ Verdict::Impossible { .. })) => Err(input(anyhow!(
             "the predicate cannot hold in any run of {} (--no-check replays anyway):\n{}",
             src.display(),
             ppd_simultaneity::render(&program, &components, &v).trim_end()

@@ -285,6 +285,16 @@ pub enum SourceError {
     /// More than one program.
     #[error("several `#[ppd::main]` functions ({0}): name one file with --source")]
     SeveralMains(String),
+    /// Source nested deeper than the analysis reads.
+    #[error("{file}:{line}: nested deeper than {limit} levels, which the analysis does not read")]
+    TooDeep {
+        /// The file.
+        file: String,
+        /// The line where the limit is passed.
+        line: usize,
+        /// The limit.
+        limit: usize,
+    },
 }
 
 /// One parsed file.
@@ -295,7 +305,59 @@ pub(crate) struct File {
 }
 
 /// Parses `text` as the file `name`.
+/// How deep brackets may nest in a file, and expressions in the walk: deeper source is
+/// refused rather than parsed, since parsing and walking it recurse.
+pub(crate) const DEPTH_LIMIT: usize = 256;
+
+/// The line where `text`'s brackets (outside strings, characters and comments) nest deeper
+/// than [`DEPTH_LIMIT`], if they do. A rough scan, only to keep recursion bounded.
+fn too_deep(text: &str) -> Option<usize> {
+    let (mut depth, mut line) = (0usize, 1);
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\n' => line += 1,
+            '(' | '[' | '{' => {
+                depth += 1;
+                if depth > DEPTH_LIMIT {
+                    return Some(line);
+                }
+            }
+            ')' | ']' | '}' => depth = depth.saturating_sub(1),
+            '"' => {
+                while let Some(c) = chars.next() {
+                    match c {
+                        '\\' => {
+                            chars.next();
+                        }
+                        '"' => break,
+                        '\n' => line += 1,
+                        _ => {}
+                    }
+                }
+            }
+            '/' if chars.peek() == Some(&'/') => {
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        line += 1;
+                        break;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 fn parse_file(name: &str, text: &str) -> Result<File, SourceError> {
+    if let Some(line) = too_deep(text) {
+        return Err(SourceError::TooDeep {
+            file: name.to_owned(),
+            line,
+            limit: DEPTH_LIMIT,
+        });
+    }
     let ast = syn::parse_file(text).map_err(|e| {
         let at = e.span().start();
         SourceError::Parse {

@@ -120,12 +120,21 @@ pub(crate) fn build(files: &[File]) -> Result<Program, SourceError> {
         file: file.name.clone(),
         inlining: Vec::new(),
         endings: HashMap::new(),
+        depth: 0,
+        too_deep: None,
     };
     let p = w.new_process(Some("main".to_owned()), main.span(), false);
     let mut cx = Ctx::new(p, w.g.processes[p].stop, Some("main".to_owned()), false);
     let mut cur = vec![w.g.processes[p].start];
     w.block(&mut cx, &mut cur, &Env::new(), &main.block);
     w.flow_all(&cur, cx.stop);
+    if let Some(site) = w.too_deep {
+        return Err(SourceError::TooDeep {
+            file: site.file,
+            line: site.line,
+            limit: super::DEPTH_LIMIT,
+        });
+    }
     w.finish();
     Ok(Program {
         graph: w.g,
@@ -210,6 +219,10 @@ struct W {
     inlining: Vec<String>,
     /// Each spawned process's end node, which its join receives from.
     endings: HashMap<usize, NodeId>,
+    /// How deep the walk is in expressions (calls followed included).
+    depth: usize,
+    /// Where the walk passed the depth limit, if it did.
+    too_deep: Option<Site>,
 }
 
 /// How deep the walk follows calls into calls.
@@ -579,6 +592,18 @@ impl W {
     }
 
     fn expr(&mut self, cx: &mut Ctx, cur: &mut Vec<NodeId>, env: &Env, e: &syn::Expr) {
+        if self.depth >= super::DEPTH_LIMIT {
+            if self.too_deep.is_none() {
+                self.too_deep = Some(self.site(e.span()));
+            }
+            return;
+        }
+        self.depth += 1;
+        self.expr_in(cx, cur, env, e);
+        self.depth -= 1;
+    }
+
+    fn expr_in(&mut self, cx: &mut Ctx, cur: &mut Vec<NodeId>, env: &Env, e: &syn::Expr) {
         use syn::Expr as E;
         match e {
             E::Array(a) => a.elems.iter().for_each(|x| self.expr(cx, cur, env, x)),
