@@ -75,6 +75,10 @@ pub enum Verdict {
         pair: (usize, usize),
         /// The guaranteed interactions that order each pair of their occurrences.
         orderings: Vec<Ordering>,
+        /// For each ordering, its whole chain: the earlier node, then each send and the
+        /// receive that must have taken its message (through the processes in between), then
+        /// the later node.
+        chains: Vec<Vec<NodeId>>,
     },
     /// The analysis cannot decide.
     Unknown {
@@ -306,9 +310,11 @@ pub fn check(
                 continue;
             }
             if let Some(orderings) = disjoint(&a, ii, ij, &reachable) {
+                let chains = orderings.iter().map(|o| chain(prog, &a, o)).collect();
                 return Ok(Verdict::Impossible {
                     pair: (*i, *j),
                     orderings,
+                    chains,
                 });
             }
         }
@@ -341,6 +347,53 @@ pub fn check(
         points,
         recognition,
     })
+}
+
+/// The chain behind `o`: from its send, each message edge that is its receive's only
+/// in-edge, and from that receive a send of the same process it dominates, until `o`'s
+/// receive — the hops `POST2` was built from (§3.2.2).
+fn chain(prog: &Program, a: &Analysis, o: &Ordering) -> Vec<NodeId> {
+    let g = &prog.graph;
+    let mut into = vec![0usize; g.nodes.len()];
+    for &(_, r) in &g.messages {
+        into[r] += 1;
+    }
+    let mut queue = std::collections::VecDeque::from([vec![o.send]]);
+    let mut seen = vec![false; g.nodes.len()];
+    seen[o.send] = true;
+    while let Some(path) = queue.pop_front() {
+        let s = *path.last().expect("never empty");
+        for &(x, r) in &g.messages {
+            if x != s || into[r] != 1 || !a.post2[r].contains(o.recv) {
+                continue;
+            }
+            let mut next = path.clone();
+            next.push(r);
+            if r == o.recv {
+                let mut whole = vec![o.before];
+                whole.extend(next);
+                whole.push(o.after);
+                return whole;
+            }
+            let p = g.nodes[r].process;
+            let onward: Vec<NodeId> = (0..g.nodes.len())
+                .filter(|&z| {
+                    !seen[z]
+                        && g.nodes[z].process == p
+                        && g.nodes[z].kind == Kind::Send
+                        && a.dom[z].contains(r)
+                        && a.post2[z].contains(o.recv)
+                })
+                .collect();
+            for z in onward {
+                seen[z] = true;
+                let mut further = next.clone();
+                further.push(z);
+                queue.push_back(further);
+            }
+        }
+    }
+    vec![o.before, o.send, o.recv, o.after]
 }
 
 /// Orderings that separate every occurrence of one component from every occurrence of the
@@ -470,18 +523,22 @@ pub fn render(prog: &Program, components: &[Component], verdict: &Verdict) -> St
                 }
             }
         }
-        Verdict::Impossible { pair, orderings } => {
+        Verdict::Impossible {
+            pair,
+            orderings,
+            chains,
+        } => {
             out.push_str(&format!(
                 "impossible in every run: `{}` and `{}` never hold together\n",
                 components[pair.0], components[pair.1]
             ));
-            for o in orderings {
+            for (o, chain) in orderings.iter().zip(chains) {
                 out.push_str(&format!(
                     "  `{}` is over before `{}` holds:\n",
                     process_of(prog, o.before, components),
                     process_of(prog, o.after, components),
                 ));
-                for n in [o.before, o.send, o.recv, o.after] {
+                for &n in chain {
                     out.push_str(&format!(
                         "    {} ({})\n",
                         prog.describe(n),

@@ -834,3 +834,45 @@ fn main() {
         "#]],
     );
 }
+
+#[test]
+fn an_ordering_through_a_third_process_names_every_hop() {
+    verdict(
+        r#"
+use ppd::sync::mpsc::channel;
+
+#[ppd::main]
+fn main() {
+    let (ab_tx, ab_rx) = channel::<u32>();
+    let (bc_tx, bc_rx) = channel::<u32>();
+    let a = ppd::thread::Builder::new()
+        .name("a".into())
+        .spawn(move || {
+            ppd::mark!("first");
+            ab_tx.send(1).unwrap();
+        })
+        .unwrap();
+    let b = ppd::thread::Builder::new()
+        .name("b".into())
+        .spawn(move || {
+            let v = ab_rx.recv().unwrap();
+            bc_tx.send(v).unwrap();
+        })
+        .unwrap();
+    bc_rx.recv().unwrap();
+    ppd::mark!("last");
+}
+"#,
+        "a: mark first & main: mark last",
+        expect![[r#"
+            impossible in every run: `a: mark first` and `main: mark last` never hold together
+              `a: mark first` is over before `main: mark last` holds:
+                mark first at prog.rs:11 (a)
+                send on `ab_tx`/`ab_rx` at prog.rs:12 (a)
+                receive on `ab_tx`/`ab_rx` at prog.rs:18 (b)
+                send on `bc_tx`/`bc_rx` at prog.rs:19 (b)
+                receive on `bc_tx`/`bc_rx` at prog.rs:22 (main)
+                mark last at prog.rs:23 (main)
+        "#]],
+    );
+}

@@ -177,7 +177,7 @@ struct Report {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     recognition: Vec<Recognition>,
     /// For an impossible verdict: the two components, and per ordering the chain
-    /// `[end of one, send, receive, start of the other]`.
+    /// `[end of one, send, receive, (send, receive)..., start of the other]`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     never_together: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -220,20 +220,15 @@ fn report(text: &str, p: &Program, components: &[Component], v: &Verdict) -> Rep
                 })
                 .collect();
         }
-        Verdict::Impossible { pair, orderings } => {
+        Verdict::Impossible { pair, chains, .. } => {
             r.verdict = "impossible";
             r.never_together = vec![
                 components[pair.0].to_string(),
                 components[pair.1].to_string(),
             ];
-            r.orderings = orderings
+            r.orderings = chains
                 .iter()
-                .map(|o| {
-                    [o.before, o.send, o.recv, o.after]
-                        .iter()
-                        .map(|&n| place(p, n))
-                        .collect()
-                })
+                .map(|c| c.iter().map(|&n| place(p, n)).collect())
                 .collect();
         }
         Verdict::Unknown { reasons } => {
