@@ -250,24 +250,11 @@ fn intervals(prog: &Program, how: Combination, c: &Component, nodes: &[NodeId]) 
     nodes
         .iter()
         .map(|&n| match (how, &c.event) {
-            (Combination::Simultaneous, Event::Enter(f)) => (n, exit_after(prog, n, last(f))),
+            (Combination::Simultaneous, Event::Enter(_)) => (n, prog.closes.get(&n).copied()),
             (Combination::Simultaneous, Event::Mark(_)) => (n, None),
             _ => (n, Some(n)),
         })
         .collect()
-}
-
-/// The `exit f` node that closes the `enter f` node `n` (the walk puts it at most two nodes on).
-fn exit_after(prog: &Program, n: NodeId, f: &str) -> Option<NodeId> {
-    let mut at = n;
-    for _ in 0..3 {
-        let next = prog.graph.succ[at].first().copied()?;
-        if prog.what[next] == What::Exit(f.to_owned()) {
-            return Some(next);
-        }
-        at = next;
-    }
-    None
 }
 
 /// Decides `components` combined by `how` over `prog`.

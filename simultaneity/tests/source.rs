@@ -876,3 +876,50 @@ fn main() {
         "#]],
     );
 }
+
+#[test]
+fn an_eblock_whose_body_is_followed_still_closes_at_its_exit() {
+    verdict(
+        r#"
+use ppd::sync::mpsc::{Sender, channel};
+
+#[ppd::eblock]
+fn first_section(log: &Sender<u32>) {
+    log.send(0).unwrap();
+}
+
+#[ppd::eblock]
+fn second_section() {}
+
+#[ppd::main]
+fn main() {
+    let (log_tx, log_rx) = channel();
+    let (done_tx, done_rx) = channel();
+    let a = ppd::thread::Builder::new()
+        .name("a".into())
+        .spawn(move || {
+            first_section(&log_tx);
+            done_tx.send(1).unwrap();
+        })
+        .unwrap();
+    let b = ppd::thread::Builder::new()
+        .name("b".into())
+        .spawn(move || {
+            let _: u32 = done_rx.recv().unwrap();
+            second_section();
+        })
+        .unwrap();
+    let _: u32 = log_rx.recv().unwrap();
+}
+"#,
+        "a: enter first_section == b: enter second_section",
+        expect![[r#"
+            impossible in every run: `a: enter first_section` and `b: enter second_section` never hold together
+              `a: enter first_section` is over before `b: enter second_section` holds:
+                exit first_section at prog.rs:19 (a)
+                send on `done_tx`/`done_rx` at prog.rs:20 (a)
+                receive on `done_tx`/`done_rx` at prog.rs:26 (b)
+                enter second_section at prog.rs:27 (b)
+        "#]],
+    );
+}

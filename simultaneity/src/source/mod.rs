@@ -210,6 +210,8 @@ pub struct Program {
     pub channels: Vec<Channel>,
     /// The constructs not modelled.
     pub unknowns: Vec<Unknown>,
+    /// The `exit F` node that closes each `enter F` node.
+    pub closes: std::collections::BTreeMap<NodeId, NodeId>,
     /// The files read.
     pub files: Vec<String>,
 }

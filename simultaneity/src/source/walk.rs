@@ -1,7 +1,7 @@
 //! The walk over a program's syntax that builds its DCFG (see the module above for what it
 //! models).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use proc_macro2::Span;
@@ -120,6 +120,7 @@ pub(crate) fn build(files: &[File]) -> Result<Program, SourceError> {
         file: file.name.clone(),
         inlining: Vec::new(),
         endings: HashMap::new(),
+        closes: BTreeMap::new(),
         depth: 0,
         too_deep: None,
     };
@@ -144,6 +145,7 @@ pub(crate) fn build(files: &[File]) -> Result<Program, SourceError> {
         hidden: w.hidden,
         channels: w.channels,
         unknowns: w.unknowns,
+        closes: w.closes,
         files: files.iter().map(|f| f.name.clone()).collect(),
     })
 }
@@ -219,6 +221,8 @@ struct W {
     inlining: Vec<String>,
     /// Each spawned process's end node, which its join receives from.
     endings: HashMap<usize, NodeId>,
+    /// The `exit F` node of each `enter F` node.
+    closes: BTreeMap<NodeId, NodeId>,
     /// How deep the walk is in expressions (calls followed included).
     depth: usize,
     /// Where the walk passed the depth limit, if it did.
@@ -864,9 +868,7 @@ impl W {
             }
         }
         let eblock = self.fns.eblocks.contains(&def.name);
-        if eblock {
-            self.node(cx, cur, What::Enter(def.name.clone()), span);
-        }
+        let enter = eblock.then(|| self.node(cx, cur, What::Enter(def.name.clone()), span));
         let file = std::mem::replace(&mut self.file, def.file.clone());
         let loops = std::mem::take(&mut cx.loops);
         let owner = std::mem::replace(&mut cx.owner, def.owner.clone());
@@ -879,8 +881,9 @@ impl W {
         cx.owner = owner;
         cx.loops = loops;
         self.file = file;
-        if eblock {
-            self.node(cx, cur, What::Exit(def.name.clone()), span);
+        if let Some(enter) = enter {
+            let exit = self.node(cx, cur, What::Exit(def.name.clone()), span);
+            self.closes.insert(enter, exit);
         }
     }
 
@@ -1007,15 +1010,14 @@ impl W {
     fn called(&mut self, cx: &mut Ctx, cur: &mut Vec<NodeId>, name: &str, span: Span) {
         let eblock = self.fns.eblocks.contains(name);
         let effects = self.fns.effects_of(name).cloned();
-        if eblock {
-            self.node(cx, cur, What::Enter(name.to_owned()), span);
-        }
+        let enter = eblock.then(|| self.node(cx, cur, What::Enter(name.to_owned()), span));
         if let Some(h) = effects {
             self.node(cx, cur, What::Opaque(name.to_owned()), span);
             self.hide(cx, &h, &format!("call of `{name}`"), span);
         }
-        if eblock {
-            self.node(cx, cur, What::Exit(name.to_owned()), span);
+        if let Some(enter) = enter {
+            let exit = self.node(cx, cur, What::Exit(name.to_owned()), span);
+            self.closes.insert(enter, exit);
         }
     }
 
@@ -1365,6 +1367,7 @@ impl W {
             hidden: Vec::new(),
             channels: std::mem::take(&mut self.channels),
             unknowns: Vec::new(),
+            closes: BTreeMap::new(),
             files: Vec::new(),
         };
         for i in 0..self.g.nodes.len() {
