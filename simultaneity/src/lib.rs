@@ -16,9 +16,10 @@
 //!   `POST1` and `POST2` each O(S × E) edge examinations, `StatsAlongPaths` O(N²), `PathExists`
 //!   O(|PATH|²) calls of `StatsAlongPaths`.
 //!
-//! Where this goes beyond the paper or simplifies: the paper's §2 pruning of send–receive
-//! pairs by counting (`#S > #R`) is not done, the graph is given its edges by whoever builds
-//! it; `Reach(n)` holds `n` only when `n` lies on a cycle, and `Dom(n)`/`PDom(n)` hold `n`.
+//! Where this goes beyond the paper or simplifies: [`Dcfg`] takes the edges its builder gives
+//! it ([`source`] prunes send–receive pairs by the §2 counting, `#S > #R`, where one process
+//! sends on a channel and one other receives from it); `Reach(n)` holds `n` only when `n`
+//! lies on a cycle, and `Dom(n)`/`PDom(n)` hold `n`.
 //!
 //! * [`Analysis::ordered`]: the guaranteed interaction (a send after one node on every path,
 //!   a receive in its `POST2` set before the other on every path) that orders every execution
@@ -49,7 +50,7 @@
 //!   replay halts without them), or *unknown* with the constructs that decide it.
 //!   [`render`] words it for `ppd check`.
 //!
-//! Not done: the §2 pruning of send–receive pairs by counting, stability of generalized
+//! Not done: stability of generalized
 //! dependent monotonic components (`StatsAlongPaths` is there, no predicate uses it), and the
 //! instrumentation of §3.3 — ppd's replay evaluates predicates over recorded runs instead.
 

@@ -923,3 +923,112 @@ fn main() {
         "#]],
     );
 }
+
+#[test]
+fn a_send_cannot_reach_a_receive_that_comes_before_its_message() {
+    // §2: the second send's message is the second on the channel, so the first receive
+    // cannot get it; the first receive then has one sender and guarantees its send.
+    let text = r#"
+use ppd::sync::mpsc::channel;
+
+#[ppd::main]
+fn main() {
+    let (tx, rx) = channel();
+    let w = ppd::thread::Builder::new()
+        .name("worker".into())
+        .spawn(move || {
+            ppd::mark!("first");
+            tx.SEND(1).unwrap();
+            ppd::mark!("between");
+            tx.send(2).unwrap();
+        })
+        .unwrap();
+    let _: u32 = rx.recv().unwrap();
+    ppd::mark!("one");
+    let _: u32 = rx.recv().unwrap();
+    ppd::mark!("two");
+    w.join().unwrap();
+}
+"#;
+    let pruned = text.replace("SEND", "send");
+    graph(
+        &pruned,
+        expect![[r#"
+        main:
+          0 start at prog.rs:4 -> [2]
+          1 end at prog.rs:21 -> []
+          2 statement at prog.rs:6 -> [3]
+          3 statement at prog.rs:7 -> [4]
+          4 spawn worker at prog.rs:7 -> [15]
+          15 statement at prog.rs:16 -> [16 17]
+          16 receive without a message at prog.rs:16 -> [1]
+          17 receive on `tx`/`rx` at prog.rs:16 -> [18]
+          18 mark one at prog.rs:17 -> [19]
+          19 statement at prog.rs:18 -> [20 21]
+          20 receive without a message at prog.rs:18 -> [1]
+          21 receive on `tx`/`rx` at prog.rs:18 -> [22]
+          22 mark two at prog.rs:19 -> [23]
+          23 statement at prog.rs:20 -> [24]
+          24 join worker at prog.rs:20 -> [1]
+        worker:
+          5 start at prog.rs:9 -> [8]
+          6 end at prog.rs:14 -> []
+          7 end, before a join at prog.rs:14 -> [6]
+          8 start, after the spawn at prog.rs:9 -> [9]
+          9 mark first at prog.rs:10 -> [10]
+          10 statement at prog.rs:11 -> [11]
+          11 send on `tx`/`rx` at prog.rs:11 -> [12]
+          12 mark between at prog.rs:12 -> [13]
+          13 statement at prog.rs:13 -> [14]
+          14 send on `tx`/`rx` at prog.rs:13 -> [7]
+        message 4 -> 8
+        message 7 -> 24
+        message 11 -> 17
+        message 11 -> 21
+        message 14 -> 21
+    "#]],
+    );
+    verdict(
+        &pruned,
+        "worker: mark first & main: mark one",
+        expect![[r#"
+        impossible in every run: `worker: mark first` and `main: mark one` never hold together
+          `worker: mark first` is over before `main: mark one` holds:
+            mark first at prog.rs:10 (worker)
+            send on `tx`/`rx` at prog.rs:11 (worker)
+            receive on `tx`/`rx` at prog.rs:16 (main)
+            mark one at prog.rs:17 (main)
+    "#]],
+    );
+    // Counting keeps both sends' edges into the second receive (`#S` is at most its `#R`
+    // for both), so it guarantees neither: `between` and `two` stay unordered.
+    verdict(
+        &pruned,
+        "worker: mark between & main: mark two",
+        expect![[r#"
+        possible: no guaranteed interaction orders the components
+          `worker: mark between` is evaluated at:
+            mark between at prog.rs:12
+          `main: mark two` is evaluated at:
+            mark two at prog.rs:19
+          recognition point in `main`: mark two at prog.rs:19
+            after receive on `tx`/`rx` at prog.rs:18 (may carry send on `tx`/`rx` at prog.rs:13)
+            after mark two at prog.rs:19
+    "#]],
+    );
+    // A `try_send` may send nothing: no pair is pruned.
+    verdict(
+        &text.replace("SEND", "try_send"),
+        "worker: mark first & main: mark one",
+        expect![[r#"
+            possible: no guaranteed interaction orders the components
+              `worker: mark first` is evaluated at:
+                mark first at prog.rs:10
+              `main: mark one` is evaluated at:
+                mark one at prog.rs:17
+              recognition point in `main`: mark one at prog.rs:17
+                after receive on `tx`/`rx` at prog.rs:16 (may carry send on `tx`/`rx` at prog.rs:11)
+                after mark one at prog.rs:17
+        "#]],
+    );
+}

@@ -221,6 +221,13 @@ const PROTOCOLS: &[(&str, &[Offers])] = &[
             ("ctl", &["c_sent_all", "c_done"], false),
         ],
     ),
+    (
+        "two_messages",
+        &[
+            ("producer", &["q_first", "q_between", "q_after"], true),
+            ("consumer", &["r_start", "r_one", "r_two"], true),
+        ],
+    ),
 ];
 
 /// Every `&` and `==` pair of components of two processes of one scenario of `protocols`,

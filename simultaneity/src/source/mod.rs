@@ -35,7 +35,10 @@
 //!   `named_sync_channel`, `unbounded`, `bounded`, `named` (ppd's and crossbeam's
 //!   constructors), aliases `let b = a`, `let b = a.clone()`, `let b = Sender::clone(&a)`, and
 //!   the capture of those names by spawned closures. Each send is joined by a message edge to
-//!   each receive of the same channel in another process.
+//!   each receive of the same channel in another process, except the pairs §2's counting
+//!   rules out: on a channel made once, that one process sends on with `.send(..)` and one
+//!   other receives from, the message of a send that at least `#S` sends precede cannot
+//!   reach a receive that at most `#R < #S` receives precede (messages arrive in order).
 //! * **Calls of the program's functions** that communicate, spawn, mark or enter e-blocks are
 //!   followed into the callee's body (to a depth of 8, never into a function already being
 //!   followed): channel ends passed as arguments (`f(tx)`, `f(&tx)`, `f(tx.clone())`) are

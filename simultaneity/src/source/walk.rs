@@ -121,6 +121,8 @@ pub(crate) fn build(files: &[File]) -> Result<Program, SourceError> {
         inlining: Vec::new(),
         endings: HashMap::new(),
         closes: BTreeMap::new(),
+        made_in_loop: Vec::new(),
+        plain_sends: Default::default(),
         depth: 0,
         too_deep: None,
     };
@@ -223,6 +225,11 @@ struct W {
     endings: HashMap<usize, NodeId>,
     /// The `exit F` node of each `enter F` node.
     closes: BTreeMap<NodeId, NodeId>,
+    /// Per channel, whether it was made in a loop or a replicated process (several channels
+    /// at run time).
+    made_in_loop: Vec<bool>,
+    /// The sends that are `.send(..)`: a message, unless the channel is disconnected.
+    plain_sends: std::collections::HashSet<NodeId>,
     /// How deep the walk is in expressions (calls followed included).
     depth: usize,
     /// Where the walk passed the depth limit, if it did.
@@ -450,6 +457,7 @@ impl W {
                 site: self.site(l.span()),
                 escapes: false,
             });
+            self.made_in_loop.push(cx.in_loop > 0 || cx.replicated);
             for a in c.args.iter() {
                 self.expr(cx, cur, env, a);
             }
@@ -1105,7 +1113,10 @@ impl W {
             for a in &m.args {
                 self.expr(cx, cur, env, a);
             }
-            self.node(cx, cur, What::Send(chan), m.span());
+            let n = self.node(cx, cur, What::Send(chan), m.span());
+            if method == "send" {
+                self.plain_sends.insert(n);
+            }
             return;
         }
         if method == "join"
@@ -1302,6 +1313,136 @@ impl W {
         }
     }
 
+    /// The send–receive pairs no run can match (§2): on a channel one process sends on with
+    /// `.send` and one other process receives from (neither replicated, the channel made
+    /// once and not escaping, no send the graph cannot place), messages arrive in the order
+    /// they were sent, so the message of send `S` cannot reach receive `R` when `#S`, the
+    /// fewest sends on the channel before `S` on any path, exceeds `#R`, the most receives
+    /// from it before `R` on any path.
+    fn infeasible_pairs(&self, sends: &[NodeId]) -> std::collections::HashSet<(NodeId, NodeId)> {
+        let mut out = std::collections::HashSet::new();
+        if self.taint_all {
+            return out;
+        }
+        let n = self.g.nodes.len();
+        for c in 0..self.channels.len() {
+            let ss: Vec<NodeId> = sends
+                .iter()
+                .copied()
+                .filter(|&s| self.what[s] == What::Send(Some(c)))
+                .collect();
+            let rs: Vec<NodeId> = (0..n)
+                .filter(|&r| self.what[r] == What::Recv(Some(c)))
+                .collect();
+            let (Some(&s0), Some(&r0)) = (ss.first(), rs.first()) else {
+                continue;
+            };
+            let (ps, pr) = (self.g.nodes[s0].process, self.g.nodes[r0].process);
+            let one = |v: &[NodeId], p: usize| v.iter().all(|&x| self.g.nodes[x].process == p);
+            if ps == pr
+                || !one(&ss, ps)
+                || !one(&rs, pr)
+                || self.processes[ps].replicated
+                || self.processes[pr].replicated
+                || self.channels[c].escapes
+                || self.made_in_loop[c]
+                || !ss.iter().all(|s| self.plain_sends.contains(s))
+            {
+                continue;
+            }
+            let fewest = self.fewest_before(ps, &ss);
+            let most = self.most_before(pr, &rs);
+            for &s in &ss {
+                for &r in &rs {
+                    if let (Some(k), Some(Some(m))) = (fewest[s], most.get(&r))
+                        && k > *m
+                    {
+                        out.insert((s, r));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// For each node of process `p`, the fewest nodes of `counted` strictly before it on a
+    /// path from the start (`None`: unreachable), by a 0-1 breadth-first search.
+    fn fewest_before(&self, p: usize, counted: &[NodeId]) -> Vec<Option<usize>> {
+        let n = self.g.nodes.len();
+        let mut best: Vec<Option<usize>> = vec![None; n];
+        let start = self.g.processes[p].start;
+        let mut queue = std::collections::VecDeque::from([(start, 0usize)]);
+        best[start] = Some(0);
+        while let Some((x, k)) = queue.pop_front() {
+            if best[x].is_some_and(|b| b < k) {
+                continue;
+            }
+            let w = usize::from(counted.contains(&x));
+            for &y in &self.g.succ[x] {
+                let ky = k + w;
+                if best[y].is_none_or(|b| ky < b) {
+                    best[y] = Some(ky);
+                    if w == 0 {
+                        queue.push_front((y, ky));
+                    } else {
+                        queue.push_back((y, ky));
+                    }
+                }
+            }
+        }
+        best
+    }
+
+    /// For each node of `counted` (in process `p`), the most nodes of `counted` strictly
+    /// before it on a path from the start: `None` when unbounded (a counted node on a cycle
+    /// leads to it).
+    fn most_before(&self, p: usize, counted: &[NodeId]) -> HashMap<NodeId, Option<usize>> {
+        let n = self.g.nodes.len();
+        // Which nodes reach which, within the process.
+        let reaches = |from: NodeId| {
+            let mut seen = vec![false; n];
+            let mut stack = vec![from];
+            while let Some(x) = stack.pop() {
+                for &y in &self.g.succ[x] {
+                    if !seen[y] {
+                        seen[y] = true;
+                        stack.push(y);
+                    }
+                }
+            }
+            seen
+        };
+        let from: HashMap<NodeId, Vec<bool>> = counted.iter().map(|&q| (q, reaches(q))).collect();
+        // Longest paths by relaxation; a node no counted cycle leads to settles within n
+        // rounds.
+        let start = self.g.processes[p].start;
+        let mut best: Vec<Option<usize>> = vec![None; n];
+        best[start] = Some(0);
+        for _ in 0..=n {
+            let mut changed = false;
+            for x in 0..n {
+                let Some(k) = best[x] else { continue };
+                let k = k + usize::from(counted.contains(&x));
+                for &y in &self.g.succ[x] {
+                    if best[y].is_none_or(|b| k > b) {
+                        best[y] = Some(k);
+                        changed = true;
+                    }
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        counted
+            .iter()
+            .map(|&r| {
+                let unbounded = counted.iter().any(|&q| from[&q][q] && from[&q][r]);
+                (r, if unbounded { None } else { best[r] })
+            })
+            .collect()
+    }
+
     /// Gives every receive its message edges, and an edge from the unmodelled sender where
     /// senders the graph lacks may feed it; labels every node.
     fn finish(&mut self) {
@@ -1309,6 +1450,7 @@ impl W {
         let sends: Vec<NodeId> = (0..n)
             .filter(|&i| matches!(self.what[i], What::Send(_)))
             .collect();
+        let infeasible = self.infeasible_pairs(&sends);
         let mut unmodelled = None;
         for r in 0..n {
             let What::Recv(chan) = self.what[r] else {
@@ -1329,7 +1471,7 @@ impl W {
                 }
                 if self.g.nodes[s].process == rp {
                     needs = true;
-                } else {
+                } else if !infeasible.contains(&(s, r)) {
                     let _ = self.g.message(s, r);
                 }
             }

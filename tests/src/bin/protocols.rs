@@ -205,6 +205,35 @@ fn stop_message() {
     ctl.join().unwrap();
 }
 
+/// Two messages on one channel: the first receive can only get the first send's message.
+fn two_messages() {
+    let (tx, rx) = channel::<u64>();
+    let producer = Builder::new()
+        .name("producer".into())
+        .spawn(move || {
+            ppd::mark!("q_first");
+            tx.send(1).unwrap();
+            section(1);
+            ppd::mark!("q_between");
+            tx.send(2).unwrap();
+            ppd::mark!("q_after");
+        })
+        .unwrap();
+    let consumer = Builder::new()
+        .name("consumer".into())
+        .spawn(move || {
+            ppd::mark!("r_start");
+            rx.recv().unwrap();
+            ppd::mark!("r_one");
+            rx.recv().unwrap();
+            ppd::mark!("r_two");
+            section(2);
+        })
+        .unwrap();
+    producer.join().unwrap();
+    consumer.join().unwrap();
+}
+
 #[ppd::main]
 fn main() {
     let which = std::env::args().nth(1).unwrap_or_default();
@@ -215,6 +244,7 @@ fn main() {
         "relay" => relay(),
         "spawn_join" => spawn_join(),
         "stop_message" => stop_message(),
+        "two_messages" => two_messages(),
         other => panic!("no scenario {other:?}"),
     }
 }
