@@ -802,8 +802,7 @@ fn main() {
 
 #[test]
 fn an_eblock_named_as_a_value_may_run_anywhere() {
-    verdict(
-        r#"
+    let text = r#"
 use ppd::sync::mpsc::channel;
 
 #[ppd::eblock]
@@ -826,11 +825,29 @@ fn main() {
     critical(2);
     w.join().unwrap();
 }
-"#,
+"#;
+    verdict(
+        text,
         "worker: enter critical == main: enter critical",
         expect![[r#"
             unknown: the analysis cannot decide
               process `main` may reach `enter critical` in code the analysis does not follow
+        "#]],
+    );
+    // A local of the same name is not the function.
+    verdict(
+        &text.replace(
+            "let _: Vec<u32> = (0..2).map(critical).collect();",
+            "{ let critical = 3u32; let _ = critical + 1; }",
+        ),
+        "worker: enter critical == main: enter critical",
+        expect![[r#"
+            impossible in every run: `worker: enter critical` and `main: enter critical` never hold together
+              `worker: enter critical` is over before `main: enter critical` holds:
+                exit critical at prog.rs:15 (worker)
+                send on `tx`/`rx` at prog.rs:16 (worker)
+                receive on `tx`/`rx` at prog.rs:20 (main)
+                enter critical at prog.rs:21 (main)
         "#]],
     );
 }

@@ -23,16 +23,18 @@ const CONSTRUCTORS: &[&str] = &[
     "named",
 ];
 
-/// What a name is bound to: one end of a known channel, or the join handle of a process.
-#[derive(Debug, Clone, Copy)]
-struct End {
-    /// The channel, or for a handle the process.
-    chan: usize,
-    /// Whether it is a join handle.
-    handle: bool,
+/// What a name is bound to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Bound {
+    /// An end of a known channel.
+    Chan(usize),
+    /// The join handle of a process.
+    Handle(usize),
+    /// Anything else: a local that shadows what the name meant outside.
+    Local,
 }
 
-type Env = HashMap<String, End>;
+type Env = HashMap<String, Bound>;
 
 /// Whether `f` holds a `#[ppd::main]` function.
 pub(crate) fn has_ppd_main(f: &File) -> bool {
@@ -435,7 +437,7 @@ impl W {
         pat_idents(&l.pat, &mut names);
         let Some(init) = &l.init else {
             for n in &names {
-                env.remove(n);
+                env.insert(n.clone(), Bound::Local);
             }
             return;
         };
@@ -462,16 +464,10 @@ impl W {
                 self.expr(cx, cur, env, a);
             }
             for n in &names_of(&l.pat) {
-                env.remove(n);
+                env.insert(n.clone(), Bound::Local);
             }
             for e in ends.into_iter().flatten() {
-                env.insert(
-                    e,
-                    End {
-                        chan,
-                        handle: false,
-                    },
-                );
+                env.insert(e, Bound::Chan(chan));
             }
             return;
         }
@@ -496,7 +492,7 @@ impl W {
             cur.extend(fail);
         }
         for n in &names {
-            env.remove(n);
+            env.insert(n.clone(), Bound::Local);
         }
         // `let h = spawn(..)`: `h.join()` returns after the process ended.
         if let Some(name) = simple_ident(&l.pat)
@@ -504,20 +500,14 @@ impl W {
             && let [n] = cur.as_slice()
             && let What::Spawn(child) = self.what[*n]
         {
-            env.insert(
-                name,
-                End {
-                    chan: child,
-                    handle: true,
-                },
-            );
+            env.insert(name, Bound::Handle(child));
         }
     }
 
     /// The end `e` denotes, when it is a known end or a clone of one.
-    fn alias(&self, env: &Env, e: &syn::Expr) -> Option<End> {
+    fn alias(&self, env: &Env, e: &syn::Expr) -> Option<Bound> {
         if let Some(i) = ident_of(e) {
-            return env.get(&i).copied();
+            return env.get(&i).copied().filter(|b| *b != Bound::Local);
         }
         match peel(e) {
             syn::Expr::MethodCall(m) if m.method == "clone" && m.args.is_empty() => {
@@ -590,10 +580,10 @@ impl W {
     }
 
     fn end_of(&self, env: &Env, e: &syn::Expr) -> Option<usize> {
-        ident_of(e)
-            .and_then(|i| env.get(&i))
-            .filter(|e| !e.handle)
-            .map(|e| e.chan)
+        match ident_of(e).and_then(|i| env.get(&i).copied()) {
+            Some(Bound::Chan(c)) => Some(c),
+            _ => None,
+        }
     }
 
     fn escape(&mut self, cx: &Ctx, chan: usize, what: String, span: Span) {
@@ -743,14 +733,13 @@ impl W {
             }
             E::Macro(m) => self.mac(cx, cur, env, &m.mac),
             E::Path(p) => {
-                self.fn_as_value(cx, p);
+                self.fn_as_value(cx, env, p);
                 if let Some(i) = p.path.get_ident()
-                    && let Some(end) = env.get(&i.to_string()).copied()
-                    && !end.handle
+                    && let Some(Bound::Chan(chan)) = env.get(&i.to_string()).copied()
                 {
                     self.escape(
                         cx,
-                        end.chan,
+                        chan,
                         format!("channel end `{i}` used where the analysis cannot follow it"),
                         p.span(),
                     );
@@ -872,7 +861,12 @@ impl W {
                 (Some(name), Some(end)) => {
                     inner.insert(name, end);
                 }
-                _ => self.expr(cx, cur, env, a),
+                (name, _) => {
+                    self.expr(cx, cur, env, a);
+                    if let Some(name) = name {
+                        inner.insert(name, Bound::Local);
+                    }
+                }
             }
         }
         let eblock = self.fns.eblocks.contains(&def.name);
@@ -1031,10 +1025,14 @@ impl W {
 
     /// A function of the program named as a value (`.map(f)`, `spawn(f)`): it may run
     /// anywhere, so what it does is hidden.
-    fn fn_as_value(&mut self, cx: &mut Ctx, p: &syn::ExprPath) {
+    fn fn_as_value(&mut self, cx: &mut Ctx, env: &Env, p: &syn::ExprPath) {
         let Some(name) = p.path.segments.last().map(|s| s.ident.to_string()) else {
             return;
         };
+        if p.path.segments.len() == 1 && env.contains_key(&name) {
+            // A local of that name, not the function.
+            return;
+        }
         let mut h = self.fns.effects_of(&name).cloned().unwrap_or_default();
         if self.fns.eblocks.contains(&name) {
             h.enters.insert(name.clone());
@@ -1122,11 +1120,10 @@ impl W {
         if method == "join"
             && m.args.is_empty()
             && let Some(i) = ident_of(&m.receiver)
-            && let Some(end) = env.get(&i).copied()
-            && end.handle
+            && let Some(Bound::Handle(child)) = env.get(&i).copied()
         {
-            let joined = self.node(cx, cur, What::Joined(end.chan), m.span());
-            if let Some(&ending) = self.endings.get(&end.chan) {
+            let joined = self.node(cx, cur, What::Joined(child), m.span());
+            if let Some(&ending) = self.endings.get(&child) {
                 // Both are in the graph, in two processes: this cannot fail.
                 let _ = self.g.message(ending, joined);
             }
@@ -1526,7 +1523,7 @@ impl W {
 fn shadowed(env: &Env, pat: &syn::Pat) -> Env {
     let mut out = env.clone();
     for n in names_of(pat) {
-        out.remove(&n);
+        out.insert(n, Bound::Local);
     }
     out
 }
@@ -1676,16 +1673,16 @@ impl<'ast> Visit<'ast> for Detached<'_> {
 
     fn visit_expr_path(&mut self, p: &'ast syn::ExprPath) {
         let mut cx = self.ctx();
-        self.w.fn_as_value(&mut cx, p);
+        let env = self.env.clone();
+        self.w.fn_as_value(&mut cx, &env, p);
         self.spawned |= cx.spawned.is_none();
         if let Some(i) = p.path.get_ident()
-            && let Some(end) = self.env.get(&i.to_string()).copied()
-            && !end.handle
+            && let Some(Bound::Chan(chan)) = self.env.get(&i.to_string()).copied()
         {
             let cx = self.ctx();
             self.w.escape(
                 &cx,
-                end.chan,
+                chan,
                 format!("channel end `{i}` used inside a closure"),
                 p.span(),
             );
