@@ -180,7 +180,7 @@ fn check_refuses_bad_input_with_exit_code_2() {
     }
     std::fs::remove_file(&deep).unwrap();
     std::fs::remove_file(&chain).unwrap();
-    std::fs::write(dir.path().join("bad.rs"), "fn helper() {}\n").unwrap();
+    std::fs::write(dir.path().join("bad.rs"), "fn unused() {}\n").unwrap();
     let out = ppd(&[
         "check",
         "a: mark x == b: mark y",

@@ -338,7 +338,7 @@ fn bad_input_is_a_typed_error() {
     expect!["bad.rs:2:11: cannot parse: expected an expression"].assert_eq(&err.to_string());
     assert!(matches!(err, SourceError::Parse { line: 2, .. }));
     let err =
-        source::from_sources(&[("lib.rs".to_owned(), "fn helper() {}".to_owned())]).unwrap_err();
+        source::from_sources(&[("lib.rs".to_owned(), "fn unused() {}".to_owned())]).unwrap_err();
     expect!["no `#[ppd::main]` function (nor a `fn main`) in lib.rs"].assert_eq(&err.to_string());
     verdict(
         ORDERED,
