@@ -296,7 +296,7 @@ pub fn check(
             if pi == pj {
                 continue;
             }
-            if let Some(orderings) = disjoint(&a, ii, ij, &reachable) {
+            if let Some(orderings) = disjoint(prog, &a, ii, ij, &reachable) {
                 let chains = orderings.iter().map(|o| chain(prog, &a, o)).collect();
                 return Ok(Verdict::Impossible {
                     pair: (*i, *j),
@@ -334,6 +334,30 @@ pub fn check(
         points,
         recognition,
     })
+}
+
+/// An ordering through the end of `before`'s process: a join waits for a process's last
+/// event, whichever it is (a panic included), so every execution of every node of the
+/// process precedes a receive in `POST2` of its end node — no matter whether `before` lies
+/// on a cycle or on every path to the end. (The end node stands for the process's last
+/// event; the process must run once, which a replicated one does not.)
+fn joined_before(prog: &Program, a: &Analysis, before: NodeId, after: NodeId) -> Option<Ordering> {
+    let p = prog.graph.nodes[before].process;
+    if prog.processes[p].replicated || prog.graph.nodes[after].process == p {
+        return None;
+    }
+    let end = (0..prog.graph.nodes.len())
+        .find(|&n| prog.graph.nodes[n].process == p && prog.what[n] == What::Ending)?;
+    let q = prog.graph.nodes[after].process;
+    a.post2[end]
+        .iter()
+        .find(|&r| prog.graph.nodes[r].process == q && a.dom[after].contains(r))
+        .map(|recv| Ordering {
+            before,
+            send: end,
+            recv,
+            after,
+        })
 }
 
 /// The chain behind `o`: from its send, each message edge that is its receive's only
@@ -386,6 +410,7 @@ fn chain(prog: &Program, a: &Analysis, o: &Ordering) -> Vec<NodeId> {
 /// Orderings that separate every occurrence of one component from every occurrence of the
 /// other, if there are.
 fn disjoint(
+    prog: &Program,
     a: &Analysis,
     first: &Intervals,
     second: &Intervals,
@@ -393,6 +418,7 @@ fn disjoint(
 ) -> Option<Vec<Ordering>> {
     let ordered = |before: NodeId, after: NodeId| {
         a.ordered(before, after)
+            .or_else(|| joined_before(prog, a, before, after))
             .filter(|o| reachable(o.send) && reachable(o.recv))
     };
     let mut out = Vec::new();

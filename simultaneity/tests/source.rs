@@ -1049,3 +1049,41 @@ fn main() {
         "#]],
     );
 }
+
+#[test]
+fn a_join_follows_everything_its_process_did_even_on_a_cycle() {
+    // The worker may end early (its receive panics), and `item` lies on a cycle: neither
+    // matters, since the join comes after the worker's last event, whichever it was.
+    verdict(
+        r#"
+use ppd::sync::mpsc::channel;
+
+#[ppd::main]
+fn main() {
+    let (tx, rx) = channel::<u32>();
+    let w = ppd::thread::Builder::new()
+        .name("worker".into())
+        .spawn(move || {
+            for _ in 0..3 {
+                let _ = rx.recv().unwrap();
+                ppd::mark!("item");
+            }
+        })
+        .unwrap();
+    tx.send(1).unwrap();
+    drop(tx);
+    w.join().ok();
+    ppd::mark!("after");
+}
+"#,
+        "worker: mark item & main: mark after",
+        expect![[r#"
+            impossible in every run: `worker: mark item` and `main: mark after` never hold together
+              `worker: mark item` is over before `main: mark after` holds:
+                mark item at prog.rs:12 (worker)
+                end, before a join at prog.rs:14 (worker)
+                join worker at prog.rs:18 (main)
+                mark after at prog.rs:19 (main)
+        "#]],
+    );
+}
