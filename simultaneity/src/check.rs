@@ -5,6 +5,9 @@
 //! `POST2` of §3.2.2): two components that can hold at once need a consistent global state
 //! inside both; a send after the end of one, whose message a receive before the start of the
 //! other must have taken (the receive's only in-edge), puts every such state out of reach.
+//! Beyond the paper, a join orders every event of the joined process before it (the end
+//! node stands for the process's last event, whatever it was), and the chain behind each
+//! ordering is rebuilt hop by hop for the report.
 //! *Possible* means no guaranteed interaction orders them in the graph; with it come the
 //! points where each component is evaluated and, where §3.2.4's condition (i) finds one, a
 //! recognition point: a node `p` of some process `P` such that `PathExists(p, {R_i})` for
