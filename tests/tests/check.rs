@@ -320,3 +320,26 @@ fn impossible_verdicts_on_every_pair_of_a_protocol_are_never_contradicted() {
     assert!(impossible >= 10, "{impossible} impossible verdicts");
     assert!(borne_out > 0, "no possible verdict held in any run");
 }
+
+/// The README shows what `ppd check` prints for `ordered_sections`: it must be what it prints.
+#[test]
+fn the_readme_shows_what_check_prints() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let out = ppd(
+        &root,
+        &[
+            "check",
+            SECTIONS,
+            "--source",
+            "tests/src/bin/ordered_sections.rs",
+        ],
+    );
+    let (stdout, stderr) = output_text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let shown = format!("      --source tests/src/bin/ordered_sections.rs\n{stdout}```");
+    assert!(
+        readme.contains(&shown),
+        "the README does not show:\n{stdout}"
+    );
+}
