@@ -340,10 +340,12 @@ pub fn check(
 }
 
 /// An ordering through the end of `before`'s process: a join waits for a process's last
-/// event, whichever it is (a panic included), so every execution of every node of the
-/// process precedes a receive in `POST2` of its end node — no matter whether `before` lies
-/// on a cycle or on every path to the end. (The end node stands for the process's last
-/// event; the process must run once, which a replicated one does not.)
+/// event, whichever it is (its exit or its panic, which ppd logs after every other event),
+/// so every execution of every node of the process precedes a receive in `POST2` of its end
+/// node — no matter whether `before` lies on a cycle or on every path to the end. (The end
+/// node stands for the process's last event; the process must run once, which a replicated
+/// one does not.) Sound for a component that holds only right after `before`; not for the
+/// end of an interval, which a panic inside it never reaches.
 fn joined_before(prog: &Program, a: &Analysis, before: NodeId, after: NodeId) -> Option<Ordering> {
     let p = prog.graph.nodes[before].process;
     if prog.processes[p].replicated || prog.graph.nodes[after].process == p {
@@ -419,17 +421,24 @@ fn disjoint(
     second: &Intervals,
     reachable: &dyn Fn(NodeId) -> bool,
 ) -> Option<Vec<Ordering>> {
-    let ordered = |before: NodeId, after: NodeId| {
+    // `point`: the earlier component holds only right after its node. A join orders only
+    // such a one: a process that panics inside an e-block ends with the e-block's interval
+    // open (its last state is inside), so a join does not follow the interval's end.
+    let ordered = |before: NodeId, after: NodeId, point: bool| {
         a.ordered(before, after)
-            .or_else(|| joined_before(prog, a, before, after))
+            .or_else(|| {
+                point
+                    .then(|| joined_before(prog, a, before, after))
+                    .flatten()
+            })
             .filter(|o| reachable(o.send) && reachable(o.recv))
     };
     let mut out = Vec::new();
     for &(s1, e1) in first {
         for &(s2, e2) in second {
             let o = e1
-                .and_then(|e1| ordered(e1, s2))
-                .or_else(|| e2.and_then(|e2| ordered(e2, s1)))?;
+                .and_then(|e1| ordered(e1, s2, e1 == s1))
+                .or_else(|| e2.and_then(|e2| ordered(e2, s1, e2 == s2)))?;
             if !out.contains(&o) {
                 out.push(o);
             }

@@ -158,16 +158,16 @@ fn a_conditional_send_in_a_loop() {
               20 statement at prog.rs:21 -> [21]
               21 join worker at prog.rs:21 -> [1]
             worker:
-              5 start at prog.rs:9 -> [8]
+              5 start at prog.rs:9 -> [8 7]
               6 end at prog.rs:16 -> []
               7 end, before a join at prog.rs:16 -> [6]
-              8 start, after the spawn at prog.rs:9 -> [9]
-              9 statement at prog.rs:10 -> [10]
+              8 start, after the spawn at prog.rs:9 -> [9 7]
+              9 statement at prog.rs:10 -> [10 7]
               10 loop at prog.rs:10 -> [11 7]
-              11 statement at prog.rs:11 -> [12 14]
-              12 statement at prog.rs:12 -> [13]
-              13 send on `tx`/`rx` at prog.rs:12 -> [14]
-              14 mark turn at prog.rs:14 -> [10]
+              11 statement at prog.rs:11 -> [12 14 7]
+              12 statement at prog.rs:12 -> [13 7]
+              13 send on `tx`/`rx` at prog.rs:12 -> [14 7]
+              14 mark turn at prog.rs:14 -> [10 7]
             message 4 -> 8
             message 7 -> 21
             message 13 -> 18
@@ -673,19 +673,19 @@ fn main() {
               26 receive on `back_tx`/`back_rx` at prog.rs:25 -> [1 27]
               27 mark got at prog.rs:26 -> [1]
             main.1:
-              7 start at prog.rs:9 -> [10]
+              7 start at prog.rs:9 -> [10 9]
               8 end at prog.rs:22 -> []
               9 end, before a join at prog.rs:22 -> [8]
-              10 start, after the spawn at prog.rs:9 -> [11]
-              11 statement at prog.rs:10 -> [12]
-              12 loop at prog.rs:10 -> [13]
-              13 statement at prog.rs:11 -> [14 15]
-              14 receive without a message at prog.rs:11 -> [16]
-              15 receive on `tx`/`rx` at prog.rs:11 -> [17]
-              16 statement at prog.rs:11 -> [21]
-              17 statement at prog.rs:12 -> [12 18 21]
-              18 statement at prog.rs:17 -> [19]
-              19 send on `back_tx`/`back_rx` at prog.rs:17 -> [20 12]
+              10 start, after the spawn at prog.rs:9 -> [11 9]
+              11 statement at prog.rs:10 -> [12 9]
+              12 loop at prog.rs:10 -> [13 9]
+              13 statement at prog.rs:11 -> [14 15 9]
+              14 receive without a message at prog.rs:11 -> [16 9]
+              15 receive on `tx`/`rx` at prog.rs:11 -> [17 9]
+              16 statement at prog.rs:11 -> [21 9]
+              17 statement at prog.rs:12 -> [12 18 21 9]
+              18 statement at prog.rs:17 -> [19 9]
+              19 send on `back_tx`/`back_rx` at prog.rs:17 -> [20 12 9]
               20 statement at prog.rs:18 -> [9]
               21 mark done at prog.rs:21 -> [9]
             message 6 -> 10
@@ -971,39 +971,39 @@ fn main() {
     graph(
         &pruned,
         expect![[r#"
-        main:
-          0 start at prog.rs:4 -> [2]
-          1 end at prog.rs:21 -> []
-          2 statement at prog.rs:6 -> [3]
-          3 statement at prog.rs:7 -> [4]
-          4 spawn worker at prog.rs:7 -> [15]
-          15 statement at prog.rs:16 -> [16 17]
-          16 receive without a message at prog.rs:16 -> [1]
-          17 receive on `tx`/`rx` at prog.rs:16 -> [18]
-          18 mark one at prog.rs:17 -> [19]
-          19 statement at prog.rs:18 -> [20 21]
-          20 receive without a message at prog.rs:18 -> [1]
-          21 receive on `tx`/`rx` at prog.rs:18 -> [22]
-          22 mark two at prog.rs:19 -> [23]
-          23 statement at prog.rs:20 -> [24]
-          24 join worker at prog.rs:20 -> [1]
-        worker:
-          5 start at prog.rs:9 -> [8]
-          6 end at prog.rs:14 -> []
-          7 end, before a join at prog.rs:14 -> [6]
-          8 start, after the spawn at prog.rs:9 -> [9]
-          9 mark first at prog.rs:10 -> [10]
-          10 statement at prog.rs:11 -> [11]
-          11 send on `tx`/`rx` at prog.rs:11 -> [12]
-          12 mark between at prog.rs:12 -> [13]
-          13 statement at prog.rs:13 -> [14]
-          14 send on `tx`/`rx` at prog.rs:13 -> [7]
-        message 4 -> 8
-        message 7 -> 24
-        message 11 -> 17
-        message 11 -> 21
-        message 14 -> 21
-    "#]],
+            main:
+              0 start at prog.rs:4 -> [2]
+              1 end at prog.rs:21 -> []
+              2 statement at prog.rs:6 -> [3]
+              3 statement at prog.rs:7 -> [4]
+              4 spawn worker at prog.rs:7 -> [15]
+              15 statement at prog.rs:16 -> [16 17]
+              16 receive without a message at prog.rs:16 -> [1]
+              17 receive on `tx`/`rx` at prog.rs:16 -> [18]
+              18 mark one at prog.rs:17 -> [19]
+              19 statement at prog.rs:18 -> [20 21]
+              20 receive without a message at prog.rs:18 -> [1]
+              21 receive on `tx`/`rx` at prog.rs:18 -> [22]
+              22 mark two at prog.rs:19 -> [23]
+              23 statement at prog.rs:20 -> [24]
+              24 join worker at prog.rs:20 -> [1]
+            worker:
+              5 start at prog.rs:9 -> [8 7]
+              6 end at prog.rs:14 -> []
+              7 end, before a join at prog.rs:14 -> [6]
+              8 start, after the spawn at prog.rs:9 -> [9 7]
+              9 mark first at prog.rs:10 -> [10 7]
+              10 statement at prog.rs:11 -> [11 7]
+              11 send on `tx`/`rx` at prog.rs:11 -> [12 7]
+              12 mark between at prog.rs:12 -> [13 7]
+              13 statement at prog.rs:13 -> [14 7]
+              14 send on `tx`/`rx` at prog.rs:13 -> [7]
+            message 4 -> 8
+            message 7 -> 24
+            message 11 -> 17
+            message 11 -> 21
+            message 14 -> 21
+        "#]],
     );
     verdict(
         &pruned,
@@ -1084,6 +1084,46 @@ fn main() {
                 end, before a join at prog.rs:14 (worker)
                 join worker at prog.rs:18 (main)
                 mark after at prog.rs:19 (main)
+        "#]],
+    );
+}
+
+#[test]
+fn a_join_does_not_close_an_interval_a_panic_may_leave_open() {
+    // If `critical` panics, the worker's last state is inside it, and main's state after
+    // the join sees that state: the join orders nothing for an interval.
+    verdict(
+        r#"
+#[ppd::eblock]
+fn critical(k: u32) -> u32 {
+    k
+}
+
+#[ppd::eblock]
+fn later() {}
+
+#[ppd::main]
+fn main() {
+    let w = ppd::thread::Builder::new()
+        .name("worker".into())
+        .spawn(|| {
+            critical(1);
+        })
+        .unwrap();
+    let _ = w.join();
+    later();
+}
+"#,
+        "worker: enter critical == main: enter later",
+        expect![[r#"
+            possible: no guaranteed interaction orders the components
+              `worker: enter critical` is evaluated at:
+                enter critical at prog.rs:15
+              `main: enter later` is evaluated at:
+                enter later at prog.rs:19
+              recognition point in `main`: enter later at prog.rs:19
+                after join worker at prog.rs:18 (may carry end, before a join at prog.rs:16)
+                after enter later at prog.rs:19
         "#]],
     );
 }

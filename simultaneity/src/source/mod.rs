@@ -13,9 +13,11 @@
 //!   a closure makes a *replicated* process (several instances, told apart by no name).
 //! * **Spawn and join as interactions**, as ppd's happened-before has them
 //!   (`ppd_formats::order`): the spawn node is a send whose only receive is the child's first
-//!   node; the child's last node (every way out of its body goes through it) is a send whose
-//!   receive is `h.join()` on a handle bound by `let h = ..spawn(..)` (perhaps unwrapped) and
-//!   not rebound since.
+//!   node; the child's last node, which every node flows to (a panic may end the process
+//!   anywhere, and ppd logs it as its last event), is a send whose receive is `h.join()` on a
+//!   handle bound by `let h = ..spawn(..)` (perhaps unwrapped) and not rebound since. So a
+//!   join orders what holds right after an event of the child before it, but not the end of
+//!   an e-block's interval, which a panic inside the e-block leaves open.
 //! * **Control flow**: one statement node per statement and per `let`; sequences, `if`/`else`,
 //!   `if let`, `match` (with guards), `loop`/`while`/`while let`/`for`, labelled and unlabelled
 //!   `break`/`continue`, `return`, `?` (an edge out of the function being followed, else to

@@ -1242,6 +1242,14 @@ impl W {
         }
         self.expr(&mut cx, &mut cur, env, &closure.body);
         self.flow_all(&cur, ending);
+        // A panic may end the process after any node (and ppd logs it as its last event):
+        // the end, which joins wait for, is reached from everywhere, so no node dominates it
+        // and no guarantee claims a node ran because the process ended.
+        for n in 0..self.g.nodes.len() {
+            if self.g.nodes[n].process == p && n != ending && n != stop {
+                let _ = self.g.flow(n, ending);
+            }
+        }
         p
     }
 
