@@ -49,6 +49,9 @@ enum Command {
     },
     /// Data races, message races and deadlocks of a recorded run.
     Races(cmd::races::Args),
+    /// A static verdict on a `==` or `&` predicate from the program's source: possible
+    /// (exit 0), impossible in every run (1) or unknown (3).
+    Check(cmd::check::Args),
     /// A time-space diagram of a run: HTML (zoomable), SVG or Graphviz.
     Graph(cmd::graph::Args),
     /// Export a run for Perfetto, ShiViz or scripts.
@@ -107,6 +110,7 @@ fn main() -> ExitCode {
         Command::Why(args) => cmd::why::run(&args),
         Command::Info { rec, json, damage } => cmd::info::run(rec.as_deref(), json, damage),
         Command::Races(args) => cmd::races::run(&args),
+        Command::Check(args) => cmd::check::run(&args),
         Command::Graph(args) => cmd::graph::run(&args),
         Command::Export(args) => cmd::export::run(&args),
         Command::Analyze(args) => cmd::analyze::run(&args),

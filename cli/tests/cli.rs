@@ -36,6 +36,7 @@ fn help_lists_every_command() {
             "why",
             "info",
             "races",
+            "check",
             "graph",
             "export",
             "analyze",
@@ -109,6 +110,86 @@ fn completions_are_written_for_each_shell_and_name_every_command() {
     assert_eq!(out.status.code(), Some(2));
     assert!(
         stderr(&out).contains("invalid value 'tcsh'"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn check_refuses_bad_input_with_exit_code_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.rs");
+    std::fs::write(&bad, "#[ppd::main]\nfn main() {\n    let x = ;\n}\n").unwrap();
+    let bad = bad.to_str().unwrap();
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["check", "a: mark x ==", "--source", bad],
+            "bad predicate at column 13",
+        ),
+        (
+            &["check", "a: mark x", "--source", bad],
+            "decides `==` and `&` predicates",
+        ),
+        (
+            &["check", "a: mark x == b: mark y", "--source", bad],
+            "bad.rs:3:13: cannot parse",
+        ),
+        (
+            &[
+                "check",
+                "a: mark x == b: mark y",
+                "--source",
+                dir.path().to_str().unwrap(),
+            ],
+            "bad.rs:3:13: cannot parse",
+        ),
+    ];
+    for (args, message) in cases {
+        let out = ppd(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(message), "{args:?}: {}", stderr(&out));
+    }
+    // Source nested deeper than the analysis reads is refused, not a crash.
+    let deep = dir.path().join("deep.rs");
+    let body = format!("{}1{}", "(".repeat(5000), ")".repeat(5000));
+    std::fs::write(
+        &deep,
+        format!("#[ppd::main]\nfn main() {{\n    let x = {body};\n}}\n"),
+    )
+    .unwrap();
+    let chain = dir.path().join("chain.rs");
+    let body = vec!["1"; 20_000].join(" + ");
+    std::fs::write(
+        &chain,
+        format!("#[ppd::main]\nfn main() {{\n    let x = {body};\n}}\n"),
+    )
+    .unwrap();
+    for file in [&deep, &chain] {
+        let out = ppd(&[
+            "check",
+            "a: mark x == b: mark y",
+            "--source",
+            file.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains(":3: nested deeper than 256 levels"),
+            "{}",
+            stderr(&out)
+        );
+    }
+    std::fs::remove_file(&deep).unwrap();
+    std::fs::remove_file(&chain).unwrap();
+    std::fs::write(dir.path().join("bad.rs"), "fn unused() {}\n").unwrap();
+    let out = ppd(&[
+        "check",
+        "a: mark x == b: mark y",
+        "--source",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("no `#[ppd::main]` function"),
         "{}",
         stderr(&out)
     );

@@ -16,9 +16,10 @@
 //!   `POST1` and `POST2` each O(S × E) edge examinations, `StatsAlongPaths` O(N²), `PathExists`
 //!   O(|PATH|²) calls of `StatsAlongPaths`.
 //!
-//! Where this goes beyond the paper or simplifies: the paper's §2 pruning of send–receive
-//! pairs by counting (`#S > #R`) is not done, the graph is given its edges by whoever builds
-//! it; `Reach(n)` holds `n` only when `n` lies on a cycle, and `Dom(n)`/`PDom(n)` hold `n`.
+//! Where this goes beyond the paper or simplifies: [`Dcfg`] takes the edges its builder gives
+//! it ([`source`] prunes send–receive pairs by the §2 counting, `#S > #R`, where one process
+//! sends on a channel and one other receives from it); `Reach(n)` holds `n` only when `n`
+//! lies on a cycle, and `Dom(n)`/`PDom(n)` hold `n`.
 //!
 //! * [`Analysis::ordered`]: the guaranteed interaction (a send after one node on every path,
 //!   a receive in its `POST2` set before the other on every path) that orders every execution
@@ -35,15 +36,33 @@
 //! `==` over the lattice of the replayed run's consistent states, where the halted state is
 //! the evaluated one, so its dynamic evaluation needs no stability argument.
 //!
-//! Not done yet: building the DCFG from a program's source, recognition points for a
-//! predicate, the `ppd check` command and the instrumentation of §3.3.
+//! * [`source`]: the DCFG built from a program's Rust source with `syn` — the paper takes the
+//!   graph as given (§2); which constructs are modelled and where the analysis gives up is
+//!   listed there. Going beyond the paper, a receive forks into a node that took a message and
+//!   one that took none (disconnected, empty, timed out), so that only code that needs a
+//!   message is dominated by the receive; and senders the analysis cannot see are one extra
+//!   *unmodelled sender* process whose edges keep `POST2` from promising anything about the
+//!   receives they could feed.
+//! * [`check()`]: the verdict on a `==` or `&` predicate of local components: *impossible*
+//!   from [`Analysis::ordered`] only, *possible* with the recognition points of §3.2.4
+//!   (condition (i): `PathExists` through receives whose `PRE` holds a send after each
+//!   component; condition (ii), the post-recognition sends, is not checked, since ppd's
+//!   replay halts without them), or *unknown* with the constructs that decide it.
+//!   [`render`] words it for `ppd check`.
+//!
+//! Not done: stability of generalized
+//! dependent monotonic components (`StatsAlongPaths` is there, no predicate uses it), and the
+//! instrumentation of §3.3 — ppd's replay evaluates predicates over recorded runs instead.
 
 #![deny(missing_docs)]
 
 mod bits;
+mod check;
 mod dcfg;
 mod sets;
+pub mod source;
 
 pub use bits::Bits;
+pub use check::{CheckError, Combination, Component, Event, Recognition, Verdict, check, render};
 pub use dcfg::{Dcfg, DcfgError, Kind, Node, NodeId, Process};
 pub use sets::{Analysis, Counts, Ordering};

@@ -40,6 +40,10 @@ pub(crate) struct Args {
     /// With a disjunctive --stop: replay twice to halt exactly at a first satisfying state.
     #[arg(long, requires = "stop")]
     first: bool,
+    /// Replay even a `==` --stop that the program's source shows no run can satisfy
+    /// (see `ppd check`; the check runs only when the recorded source is found unchanged).
+    #[arg(long, requires = "stop")]
+    no_check: bool,
     /// Print --print's values at every global state satisfying PRED, without halting.
     #[arg(long, value_name = "PRED", requires = "print")]
     trace: Option<String>,
@@ -277,6 +281,9 @@ fn run_one(args: &Args, recording: Recording, integrity: Integrity) -> CmdResult
     }
     if let Some(pred) = &args.stop {
         let plan = ctx.resolve(pred)?;
+        if !args.no_check {
+            crate::cmd::check::refuse_impossible(&ctx.recording, pred)?;
+        }
         return stop(&mut ctx, plan, args.first, args.json, args.interactive);
     }
     if let Some(cut) = &args.to {
