@@ -91,118 +91,72 @@ fn put_pid(out: &mut Vec<u8>, pid: ProcessId) {
     put_varint(out, u64::from(pid.0));
 }
 
-fn object_kind_code(kind: ObjectKind) -> u8 {
-    match kind {
-        ObjectKind::Channel => 0,
-        ObjectKind::Mutex => 1,
-        ObjectKind::Semaphore => 2,
-        ObjectKind::Atomic => 3,
-        ObjectKind::RwLock => 4,
-        ObjectKind::Condvar => 5,
-        ObjectKind::Socket => 6,
-    }
+/// An enum the codec writes as one byte. Each code is declared once, in [`byte_codes!`], and
+/// both directions are made from it: `code` matches every variant (a new variant is a compile
+/// error until it has a code), `from_code` refuses a byte no variant has.
+trait ByteCode: Copy + Sized {
+    /// What a decoding error calls a byte of no variant.
+    const WHAT: &'static str;
+    fn code(self) -> u8;
+    fn from_code(code: u8) -> Option<Self>;
 }
 
-fn socket_kind_code(kind: SocketKind) -> u8 {
-    match kind {
-        SocketKind::TcpListener => 0,
-        SocketKind::TcpStream => 1,
-        SocketKind::UdpSocket => 2,
-        SocketKind::UnixListener => 3,
-        SocketKind::UnixStream => 4,
-        SocketKind::UnixDatagram => 5,
-    }
+/// Declares the byte codes of enums: `Type, "what" { Variant = code, ... }` (`docs/format.md`
+/// §4.3 lists them).
+macro_rules! byte_codes {
+    ($($ty:ident, $what:literal { $($variant:ident = $code:literal),* $(,)? })*) => {
+        $(
+            impl ByteCode for $ty {
+                const WHAT: &'static str = $what;
+
+                fn code(self) -> u8 {
+                    match self {
+                        $($ty::$variant => $code,)*
+                    }
+                }
+
+                fn from_code(code: u8) -> Option<Self> {
+                    match code {
+                        $($code => Some($ty::$variant),)*
+                        _ => None,
+                    }
+                }
+            }
+        )*
+    };
 }
 
-fn open_how_code(how: OpenHow) -> u8 {
-    match how {
-        OpenHow::Bind => 0,
-        OpenHow::Connect => 1,
-        OpenHow::Accept => 2,
-        OpenHow::Pair => 3,
+byte_codes! {
+    ObjectKind, "object kind" {
+        Channel = 0, Mutex = 1, Semaphore = 2, Atomic = 3, RwLock = 4, Condvar = 5, Socket = 6,
     }
-}
-
-fn net_op_code(op: NetOp) -> u8 {
-    match op {
-        NetOp::Bind => 0,
-        NetOp::Connect => 1,
-        NetOp::Accept => 2,
-        NetOp::Read => 3,
-        NetOp::Write => 4,
-        NetOp::SendTo => 5,
-        NetOp::RecvFrom => 6,
-        NetOp::Shutdown => 7,
+    SocketKind, "socket kind" {
+        TcpListener = 0, TcpStream = 1, UdpSocket = 2, UnixListener = 3, UnixStream = 4,
+        UnixDatagram = 5,
     }
-}
-
-fn rw_mode_code(mode: RwMode) -> u8 {
-    match mode {
-        RwMode::Read => 0,
-        RwMode::Write => 1,
+    OpenHow, "way of opening a socket" { Bind = 0, Connect = 1, Accept = 2, Pair = 3 }
+    NetOp, "socket operation" {
+        Bind = 0, Connect = 1, Accept = 2, Read = 3, Write = 4, SendTo = 5, RecvFrom = 6,
+        Shutdown = 7,
     }
-}
-
-fn outcome_code(outcome: RecvOutcome) -> u8 {
-    match outcome {
-        RecvOutcome::Empty => 0,
-        RecvOutcome::Timeout => 1,
-        RecvOutcome::Disconnected => 2,
-    }
-}
-
-fn answer_code(outcome: Outcome) -> u8 {
-    match outcome {
-        Outcome::WouldBlock => 0,
-        Outcome::Acquired => 1,
-    }
-}
-
-fn ordering_code(ordering: MemOrdering) -> u8 {
-    match ordering {
-        MemOrdering::Relaxed => 0,
-        MemOrdering::Release => 1,
-        MemOrdering::Acquire => 2,
-        MemOrdering::AcqRel => 3,
-        MemOrdering::SeqCst => 4,
-    }
-}
-
-fn ordering_of_code(code: u8) -> Option<MemOrdering> {
-    match code {
-        0 => Some(MemOrdering::Relaxed),
-        1 => Some(MemOrdering::Release),
-        2 => Some(MemOrdering::Acquire),
-        3 => Some(MemOrdering::AcqRel),
-        4 => Some(MemOrdering::SeqCst),
-        _ => None,
-    }
+    RwMode, "reader-writer lock mode" { Read = 0, Write = 1 }
+    RecvOutcome, "receive outcome" { Empty = 0, Timeout = 1, Disconnected = 2 }
+    Outcome, "outcome" { WouldBlock = 0, Acquired = 1 }
+    Question, "question" { IsFinished = 0, AvailableParallelism = 1, ChannelLen = 2 }
+    MemOrdering, "memory ordering" { Relaxed = 0, Release = 1, Acquire = 2, AcqRel = 3, SeqCst = 4 }
+    AtomicOp, "atomic operation" { Load = 0, Store = 1, Rmw = 2, CasFail = 3 }
 }
 
 /// Op in bits 0–1, ordering in bits 2–4, failure ordering plus one (0: none) in bits 5–7.
 fn atomic_code(op: AtomicOp, ordering: MemOrdering, failure: Option<MemOrdering>) -> u8 {
-    let op = match op {
-        AtomicOp::Load => 0,
-        AtomicOp::Store => 1,
-        AtomicOp::Rmw => 2,
-        AtomicOp::CasFail => 3,
-    };
-    let failure = failure.map_or(0, |f| ordering_code(f) + 1);
-    op | (ordering_code(ordering) << 2) | (failure << 5)
+    let failure = failure.map_or(0, |f| f.code() + 1);
+    op.code() | (ordering.code() << 2) | (failure << 5)
 }
 
 fn clock_code(source: ClockSource) -> usize {
     match source {
         ClockSource::Monotonic => 0,
         ClockSource::Wall => 1,
-    }
-}
-
-fn question_code(question: Question) -> u8 {
-    match question {
-        Question::IsFinished => 0,
-        Question::AvailableParallelism => 1,
-        Question::ChannelLen => 2,
     }
 }
 
@@ -379,7 +333,7 @@ impl Encoder {
                     tag | if name_id.is_some() { FLAG_A } else { 0 },
                 );
                 put_varint(out, obj as u64);
-                out.push(object_kind_code(*kind));
+                out.push(kind.code());
                 put_varint(out, *init);
                 if let Some(n) = name_id {
                     put_varint(out, u64::from(n));
@@ -432,7 +386,7 @@ impl Encoder {
                 let obj = self.object(out, *channel);
                 put_tag(out, event_kind, tag);
                 put_varint(out, obj as u64);
-                out.push(outcome_code(*outcome));
+                out.push(outcome.code());
                 put_site(out);
             }
             Event::Select { index, .. } => {
@@ -543,7 +497,7 @@ impl Encoder {
                 question, value, ..
             } => {
                 put_tag(out, event_kind, tag);
-                out.push(question_code(*question));
+                out.push(question.code());
                 put_varint(out, *value);
                 put_site(out);
             }
@@ -553,7 +507,7 @@ impl Encoder {
                 let obj = self.object(out, *object);
                 put_tag(out, event_kind, tag);
                 put_varint(out, obj as u64);
-                out.push(answer_code(*outcome));
+                out.push(outcome.code());
                 put_site(out);
             }
             Event::EblockEnter { eblock, prelog, .. } => {
@@ -583,7 +537,7 @@ impl Encoder {
                 put_tag(out, event_kind, tag | flags);
                 put_varint(out, obj as u64);
                 put_delta(out, &mut self.last_version[obj], *version);
-                out.push(rw_mode_code(*mode));
+                out.push(mode.code());
                 if let Some(p) = prev {
                     put_pid(out, *p);
                 }
@@ -607,7 +561,7 @@ impl Encoder {
                 );
                 put_varint(out, obj as u64);
                 put_delta(out, &mut self.last_version[obj], *version);
-                out.push(rw_mode_code(*mode));
+                out.push(mode.code());
                 if let Some(p) = prev {
                     put_pid(out, *p);
                 }
@@ -637,8 +591,8 @@ impl Encoder {
                     | if peer_pid.is_some() { FLAG_B } else { 0 };
                 put_tag(out, event_kind, tag | flags);
                 put_varint(out, obj as u64);
-                out.push(socket_kind_code(*kind));
-                out.push(open_how_code(*how));
+                out.push(kind.code());
+                out.push(how.code());
                 put_bytes(out, local.as_bytes());
                 put_bytes(out, peer.as_bytes());
                 put_varint(out, *unix_ns);
@@ -720,7 +674,7 @@ impl Encoder {
                     tag | if error.os.is_some() { FLAG_A } else { 0 },
                 );
                 put_varint(out, obj as u64);
-                out.push(net_op_code(*op));
+                out.push(op.code());
                 out.push(error.kind);
                 if let Some(code) = error.os {
                     put_varint(out, zigzag(i64::from(code)));
@@ -764,6 +718,15 @@ impl<'a> Cursor<'a> {
             position: self.record_start,
             detail: detail.into(),
         })
+    }
+
+    /// A byte of a [`ByteCode`] enum.
+    fn coded<T: ByteCode>(&mut self) -> Result<T, DecodeError> {
+        let code = self.u8()?;
+        match T::from_code(code) {
+            Some(value) => Ok(value),
+            None => self.fail(format!("unknown {} {code}", T::WHAT)),
+        }
     }
 
     fn u8(&mut self) -> Result<u8, DecodeError> {
@@ -1033,16 +996,7 @@ impl Decoder {
             },
             EventKind::Create => {
                 let obj = self.object(cur)?;
-                let kind = match cur.u8()? {
-                    0 => ObjectKind::Channel,
-                    1 => ObjectKind::Mutex,
-                    2 => ObjectKind::Semaphore,
-                    3 => ObjectKind::Atomic,
-                    4 => ObjectKind::RwLock,
-                    5 => ObjectKind::Condvar,
-                    6 => ObjectKind::Socket,
-                    k => return cur.fail(format!("unknown object kind {k}")),
-                };
+                let kind = cur.coded()?;
                 let init = cur.varint()?;
                 let name = if a { Some(self.name(cur)?) } else { None };
                 Event::Create {
@@ -1077,12 +1031,7 @@ impl Decoder {
             }
             EventKind::RecvNone => {
                 let obj = self.object(cur)?;
-                let outcome = match cur.u8()? {
-                    0 => RecvOutcome::Empty,
-                    1 => RecvOutcome::Timeout,
-                    2 => RecvOutcome::Disconnected,
-                    o => return cur.fail(format!("unknown receive outcome {o}")),
-                };
+                let outcome = cur.coded()?;
                 Event::RecvNone {
                     channel: self.objects[obj],
                     outcome,
@@ -1154,19 +1103,15 @@ impl Decoder {
                 let obj = self.object(cur)?;
                 let version = cur.delta(&mut self.last_version[obj])?;
                 let code = cur.u8()?;
-                let op = match code & 0b11 {
-                    0 => AtomicOp::Load,
-                    1 => AtomicOp::Store,
-                    2 => AtomicOp::Rmw,
-                    _ => AtomicOp::CasFail,
-                };
+                // Two bits, four operations: every value is one.
+                let op = AtomicOp::from_code(code & 0b11).unwrap_or(AtomicOp::CasFail);
                 let o = (code >> 2) & 0b111;
-                let Some(ordering) = ordering_of_code(o) else {
+                let Some(ordering) = MemOrdering::from_code(o) else {
                     return cur.fail(format!("unknown memory ordering {o}"));
                 };
                 let failure = match code >> 5 {
                     0 => None,
-                    f => match ordering_of_code(f - 1) {
+                    f => match MemOrdering::from_code(f - 1) {
                         Some(o) => Some(o),
                         None => return cur.fail(format!("unknown failure ordering {}", f - 1)),
                     },
@@ -1200,12 +1145,7 @@ impl Decoder {
                 site: self.site(cur, tag)?,
             },
             EventKind::Answer => {
-                let question = match cur.u8()? {
-                    0 => Question::IsFinished,
-                    1 => Question::AvailableParallelism,
-                    2 => Question::ChannelLen,
-                    q => return cur.fail(format!("unknown question {q}")),
-                };
+                let question = cur.coded()?;
                 Event::Answer {
                     question,
                     value: cur.varint()?,
@@ -1214,11 +1154,7 @@ impl Decoder {
             }
             EventKind::Outcome => {
                 let obj = self.object(cur)?;
-                let outcome = match cur.u8()? {
-                    0 => Outcome::WouldBlock,
-                    1 => Outcome::Acquired,
-                    o => return cur.fail(format!("unknown outcome {o}")),
-                };
+                let outcome = cur.coded()?;
                 Event::Outcome {
                     object: self.objects[obj],
                     outcome,
@@ -1228,11 +1164,7 @@ impl Decoder {
             EventKind::RwAcquire | EventKind::RwRelease => {
                 let obj = self.object(cur)?;
                 let version = cur.delta(&mut self.last_version[obj])?;
-                let mode = match cur.u8()? {
-                    0 => RwMode::Read,
-                    1 => RwMode::Write,
-                    m => return cur.fail(format!("unknown reader-writer lock mode {m}")),
-                };
+                let mode = cur.coded()?;
                 let prev = Self::opt_pid(cur, a)?;
                 let site = self.site(cur, tag)?;
                 let object = self.objects[obj];
@@ -1271,22 +1203,8 @@ impl Decoder {
             },
             EventKind::NetOpen => {
                 let obj = self.object(cur)?;
-                let kind = match cur.u8()? {
-                    0 => SocketKind::TcpListener,
-                    1 => SocketKind::TcpStream,
-                    2 => SocketKind::UdpSocket,
-                    3 => SocketKind::UnixListener,
-                    4 => SocketKind::UnixStream,
-                    5 => SocketKind::UnixDatagram,
-                    k => return cur.fail(format!("unknown socket kind {k}")),
-                };
-                let how = match cur.u8()? {
-                    0 => OpenHow::Bind,
-                    1 => OpenHow::Connect,
-                    2 => OpenHow::Accept,
-                    3 => OpenHow::Pair,
-                    h => return cur.fail(format!("unknown way of opening a socket {h}")),
-                };
+                let kind = cur.coded()?;
+                let how = cur.coded()?;
                 let local = cur.text()?.into();
                 let peer = cur.text()?.into();
                 let unix_ns = cur.varint()?;
@@ -1359,17 +1277,7 @@ impl Decoder {
             }
             EventKind::NetFail => {
                 let obj = self.object(cur)?;
-                let op = match cur.u8()? {
-                    0 => NetOp::Bind,
-                    1 => NetOp::Connect,
-                    2 => NetOp::Accept,
-                    3 => NetOp::Read,
-                    4 => NetOp::Write,
-                    5 => NetOp::SendTo,
-                    6 => NetOp::RecvFrom,
-                    7 => NetOp::Shutdown,
-                    o => return cur.fail(format!("unknown socket operation {o}")),
-                };
+                let op = cur.coded()?;
                 let kind = cur.u8()?;
                 let os = if a {
                     let raw = unzigzag(cur.varint()?);
