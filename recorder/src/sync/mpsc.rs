@@ -849,6 +849,15 @@ impl<T: Send> ReceiverCore<T> {
 
     /// Record: takes whatever the channel delivers and logs it.
     fn receive_live(&self, wait: Wait, site: &'static Location<'static>) -> Result<T, RecvOutcome> {
+        // A receive that may wait is waiting for a rendezvous sender from its start, back-off
+        // included, as crossbeam's is registered with the channel before it spins: a
+        // `try_send` meanwhile hands it the message.
+        let _waiting = match wait {
+            Wait::Try => None,
+            Wait::Block | Wait::Timeout(_) => {
+                self.meta.bound.as_ref().and_then(|b| b.receiver_waits())
+            }
+        };
         let first = match wait {
             // A timed wait is not lengthened by the back-off.
             Wait::Try | Wait::Timeout(_) => self.inner.try_recv(),
@@ -861,12 +870,10 @@ impl<T: Send> ReceiverCore<T> {
                 Wait::Try => Err(RecvOutcome::Empty),
                 Wait::Block => {
                     self.log_blocked(site);
-                    let _waiting = self.meta.bound.as_ref().map(|b| b.receiver_waits());
                     self.inner.recv().map_err(|_| RecvOutcome::Disconnected)
                 }
                 Wait::Timeout(d) => {
                     self.log_blocked(site);
-                    let _waiting = self.meta.bound.as_ref().map(|b| b.receiver_waits());
                     self.inner.recv_timeout(d).map_err(|e| match e {
                         cc::RecvTimeoutError::Timeout => RecvOutcome::Timeout,
                         cc::RecvTimeoutError::Disconnected => RecvOutcome::Disconnected,

@@ -20,7 +20,7 @@ use smallvec::SmallVec;
 use super::{Receiver, ReceiverCore, RecvError, SendError, Sender, Wait};
 use crate::runtime;
 use crate::runtime::backend::Op;
-use crate::sync::bound::Bound;
+use crate::sync::bound::{Bound, WaitingReceiver};
 
 /// Waits on several receivers at once and receives from the one that is ready.
 ///
@@ -51,8 +51,12 @@ pub struct Select<'a> {
 /// An operation of a [`Select`].
 #[derive(Clone, Copy)]
 enum SelectOp<'a> {
-    /// A receive from `channel`.
-    Recv { channel: ObjectId },
+    /// A receive from `channel`. Under a backend, `bound` is a bounded channel's room, told
+    /// while the selection waits (a rendezvous send looks whether a receive waits).
+    Recv {
+        channel: ObjectId,
+        bound: Option<&'a Bound>,
+    },
     /// A send on `channel`. Under a backend, `bound` is its room (none: unbounded, always
     /// ready), and the carriers' selection does not judge it.
     Send {
@@ -64,7 +68,7 @@ enum SelectOp<'a> {
 impl SelectOp<'_> {
     fn channel(&self) -> ObjectId {
         match *self {
-            SelectOp::Recv { channel } | SelectOp::Send { channel, .. } => channel,
+            SelectOp::Recv { channel, .. } | SelectOp::Send { channel, .. } => channel,
         }
     }
 }
@@ -132,6 +136,7 @@ impl<'a> Select<'a> {
     pub(crate) fn recv_core<T>(&mut self, receiver: &'a ReceiverCore<T>) -> usize {
         self.ops.push(SelectOp::Recv {
             channel: receiver.meta.id,
+            bound: receiver.meta.bound.as_deref(),
         });
         receiver.inner.select_recv(&mut self.inner)
     }
@@ -297,6 +302,7 @@ impl<'a> Select<'a> {
                 Err(e) if matches!(wait, Wait::Try) => Err(e),
                 Err(_) => {
                     log_blocked(first, site);
+                    let _waiting = waiting_receives(&self.ops);
                     live(&mut self.inner, wait)
                 }
             }
@@ -359,7 +365,7 @@ impl<'a> Select<'a> {
             turn
         });
         let n = self.ops.len();
-        let mut blocked = false;
+        let mut waiting = None;
         loop {
             let ready_send = (0..n).map(|k| (turn + k) % n).find(|&i| match self.ops[i] {
                 SelectOp::Send { bound, .. } => bound.is_none_or(|b| b.could_send()),
@@ -378,21 +384,42 @@ impl<'a> Select<'a> {
             if matches!(wait, Wait::Try) || deadline.is_some_and(|d| Instant::now() >= d) {
                 return Err(SelectTimeoutError);
             }
-            if !blocked {
+            if waiting.is_none() {
                 log_blocked(first, site);
-                blocked = true;
+                waiting = Some(waiting_receives(&self.ops));
             }
-            let mut waiting = receives.clone();
-            let woken = waiting.recv(&pinged);
+            let mut woken_by = receives.clone();
+            let woken = woken_by.recv(&pinged);
             let ready = match deadline {
-                Some(deadline) => waiting.ready_deadline(deadline).ok(),
-                None => Some(waiting.ready()),
+                Some(deadline) => woken_by.ready_deadline(deadline).ok(),
+                None => Some(woken_by.ready()),
             };
             if ready == Some(woken) {
                 let _ = pinged.try_recv();
             }
         }
     }
+}
+
+/// A waiting selection's receives from rendezvous channels, told to their rooms until the
+/// guards drop: a `try_send` on one of them meanwhile hands over its message, as it does to a
+/// receive waiting in `recv`.
+/// A receive from a channel the selection also sends on is not told: its own send must not
+/// look taken by it.
+fn waiting_receives<'a>(ops: &[SelectOp<'a>]) -> SmallVec<[WaitingReceiver<'a>; 4]> {
+    let sends_on = |channel: ObjectId| {
+        ops.iter()
+            .any(|op| matches!(*op, SelectOp::Send { channel: c, .. } if c == channel))
+    };
+    ops.iter()
+        .filter_map(|op| match *op {
+            SelectOp::Recv {
+                channel,
+                bound: Some(bound),
+            } if !sends_on(channel) => bound.receiver_waits(),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The carriers' own choice among `sel`'s operations, waiting as `wait` says.
@@ -567,7 +594,7 @@ impl SelectedOperation<'_> {
     #[inline]
     pub(crate) fn recv_core<T: Send>(self, receiver: &ReceiverCore<T>) -> Result<T, RecvError> {
         if runtime::active()
-            && !matches!(self.op, Some(SelectOp::Recv { channel }) if channel == receiver.meta.id)
+            && !matches!(self.op, Some(SelectOp::Recv { channel, .. }) if channel == receiver.meta.id)
         {
             panic!("passed a receiver that wasn't selected");
         }

@@ -1,0 +1,182 @@
+//! Programs that check `ppd::channel` answers as crossbeam-channel does, chosen by the first
+//! argument; each prints what each operation answered, which is the same in every mode
+//! (run alone, recorded, replayed):
+//!
+//! * `rendezvous-try-send`: a `try_send` on a `bounded(0)` channel answers `Full` while no
+//!   receive waits, and succeeds once a receiver waits in `recv` (it takes the message);
+//! * `disconnected`: once the only receiver is gone, `send`, `try_send` and `send_timeout`
+//!   fail and give the message back, on a rendezvous, a bounded and an unbounded channel;
+//! * `send-timeout`: a `send_timeout` on a full bounded channel and on a rendezvous channel
+//!   nobody receives from times out and gives the message back; the next message is the one
+//!   received;
+//! * `timers`: `after`, `at` and `tick` deliver the instant they were due, a tick taken late
+//!   is due next a period after it was taken, and a timer whose delivery was taken is empty.
+
+use std::time::Duration;
+
+use ppd::channel::{self, SendError, SendTimeoutError, TrySendError};
+use ppd::time::Instant;
+
+fn spawn<F: FnOnce() + Send + 'static>(name: &str, f: F) -> ppd::thread::JoinHandle<()> {
+    ppd::thread::Builder::new()
+        .name(name.to_owned())
+        .spawn(f)
+        .expect("spawn")
+}
+
+const MS: Duration = Duration::from_millis(1);
+
+/// `try_send`s `value` until it is taken, for a while; whether it was.
+fn try_send_until_taken(s: &channel::Sender<u32>, value: u32) -> bool {
+    for _ in 0..1000 {
+        match s.try_send(value) {
+            Ok(()) => return true,
+            Err(TrySendError::Full(_)) => ppd::thread::sleep(5 * MS),
+            Err(TrySendError::Disconnected(_)) => return false,
+        }
+    }
+    false
+}
+
+fn rendezvous_try_send() {
+    let (s, r) = channel::bounded::<u32>(0);
+    println!(
+        "alone: full, message back: {}",
+        matches!(s.try_send(1), Err(TrySendError::Full(1)))
+    );
+    let receiver = spawn("receiver", move || {
+        println!("received: {:?}", r.recv());
+        // Now waiting in a selection, beside a channel nothing is sent on.
+        let (_quiet, nothing) = channel::unbounded::<u32>();
+        ppd::select! {
+            recv(r) -> got => println!("selected: {got:?}"),
+            recv(nothing) -> _ => unreachable!("nothing is sent"),
+        }
+    });
+    // The receiver gets to its `recv` and waits there; until it does, `Full`.
+    println!(
+        "taken by the waiting receive: {}",
+        try_send_until_taken(&s, 2)
+    );
+    println!(
+        "taken by the waiting selection: {}",
+        try_send_until_taken(&s, 3)
+    );
+    // Were it not taken, the selection ends when the channel is disconnected.
+    drop(s);
+    receiver.join().expect("receiver");
+}
+
+fn disconnected() {
+    let (s0, r0) = channel::bounded::<u32>(0);
+    let (s1, r1) = channel::bounded::<u32>(1);
+    let (su, ru) = channel::unbounded::<u32>();
+    // Dropped on another thread, which has ended before the sends.
+    spawn("receiver", move || drop((r0, r1, ru)))
+        .join()
+        .expect("receiver");
+    for (name, s) in [("rendezvous", &s0), ("bounded", &s1), ("unbounded", &su)] {
+        let sent = s.send(1);
+        println!("{name} send: {}", matches!(sent, Err(SendError(1))));
+        let tried = s.try_send(2);
+        println!(
+            "{name} try_send: {}",
+            matches!(tried, Err(TrySendError::Disconnected(2)))
+        );
+        let timed = s.send_timeout(3, 50 * MS);
+        println!(
+            "{name} send_timeout: {}",
+            matches!(timed, Err(SendTimeoutError::Disconnected(3)))
+        );
+    }
+}
+
+fn send_timeout() {
+    let (s, r) = channel::bounded::<u32>(1);
+    s.send(1).expect("room");
+    let start = Instant::now();
+    let late = s.send_timeout(7, 100 * MS);
+    println!(
+        "full: timed out, message back: {}, waited the timeout: {}",
+        matches!(late, Err(SendTimeoutError::Timeout(7))),
+        start.elapsed() >= 100 * MS
+    );
+    println!("then: {:?} {:?}", r.recv(), r.try_recv());
+
+    let (s, r) = channel::bounded::<u32>(0);
+    let (go, wait_for_go) = channel::bounded::<()>(1);
+    let receiver = spawn("receiver", move || {
+        // Told when the timed send has returned; should it never return, after a while.
+        let _ = wait_for_go.recv_timeout(5000 * MS);
+        println!("rendezvous then: {:?}", r.recv());
+    });
+    let start = Instant::now();
+    let late = s.send_timeout(7, 100 * MS);
+    println!(
+        "rendezvous: timed out, message back: {}, waited the timeout: {}",
+        matches!(late, Err(SendTimeoutError::Timeout(7))),
+        start.elapsed() >= 100 * MS
+    );
+    go.send(()).expect("room");
+    println!("rendezvous send: {:?}", s.send(8));
+    receiver.join().expect("receiver");
+}
+
+fn timers() {
+    // A timer is due `duration` after the moment it was made, somewhere between these two
+    // readings of the clock; what it delivers is that due instant, not when it was received.
+    let before = Instant::now();
+    let after = channel::after(50 * MS);
+    let made = Instant::now();
+    ppd::thread::sleep(100 * MS);
+    let fired = after.recv().expect("after delivers");
+    println!(
+        "after: delivered its due instant: {}",
+        before + 50 * MS <= fired && fired <= made + 50 * MS
+    );
+    println!("after: once: {}", after.try_recv().is_err());
+
+    let when = Instant::now() + 20 * MS;
+    let at = channel::at(when);
+    ppd::thread::sleep(40 * MS);
+    println!("at: delivered its instant: {}", at.recv() == Ok(when));
+
+    let before = Instant::now();
+    let tick = channel::tick(50 * MS);
+    let made = Instant::now();
+    let t1 = tick.recv().expect("a tick");
+    println!(
+        "tick 1: delivered its due instant: {}",
+        before + 50 * MS <= t1 && t1 <= made + 50 * MS
+    );
+    ppd::thread::sleep(200 * MS);
+    println!("tick due: len {} full {}", tick.len(), tick.is_full());
+    let taken_at = Instant::now();
+    let t2 = tick.try_recv().expect("a late tick");
+    println!("tick 2: delivered its due instant: {}", t2 == t1 + 50 * MS);
+    println!(
+        "tick taken: len {} empty {} again {}",
+        tick.len(),
+        tick.is_empty(),
+        tick.try_recv().is_ok()
+    );
+    let t3 = tick.recv().expect("a tick");
+    println!(
+        "tick 3: a period after the late one was taken: {}",
+        t3 >= taken_at + 50 * MS
+    );
+}
+
+#[ppd::main]
+fn main() {
+    match std::env::args().nth(1).as_deref() {
+        Some("rendezvous-try-send") => rendezvous_try_send(),
+        Some("disconnected") => disconnected(),
+        Some("send-timeout") => send_timeout(),
+        Some("timers") => timers(),
+        other => {
+            eprintln!("unknown case {other:?}");
+            std::process::exit(2);
+        }
+    }
+}

@@ -1,0 +1,86 @@
+//! `ppd::channel` answers as crossbeam-channel does, in every mode: each case of the
+//! `channel_conformance` program prints what its operations answered, and prints the same
+//! run on its own (pass-through), recorded, and replayed with `--verify`.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use ppd_tests::{assert_replays, output_text, record_program};
+
+fn program() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_channel_conformance"))
+}
+
+/// The lines printed, sorted: a case's threads print in either order.
+fn sorted(printed: &str) -> Vec<&str> {
+    let mut lines: Vec<&str> = printed.lines().collect();
+    lines.sort_unstable();
+    lines
+}
+
+/// Runs case `case` alone, then recorded and replayed; each run must print `expected` (in
+/// any order of lines).
+fn conforms(case: &str, expected: &[&str]) {
+    let mut expected = expected.to_vec();
+    expected.sort_unstable();
+
+    let alone = Command::new(program())
+        .arg(case)
+        .output()
+        .expect("run the program");
+    let (stdout, stderr) = output_text(&alone);
+    assert!(alone.status.success(), "{case} alone failed: {stderr}");
+    assert_eq!(sorted(&stdout), expected, "{case}, pass-through");
+
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join(case);
+    let recorded = record_program(work.path(), &dir, &program(), &[case], &[]);
+    let (stdout, stderr) = output_text(&recorded);
+    assert!(
+        recorded.status.success(),
+        "recording {case} failed: {stderr}"
+    );
+    assert_eq!(sorted(&stdout), expected, "{case}, recorded");
+
+    assert_replays(work.path(), &dir, &stdout);
+}
+
+#[test]
+fn a_rendezvous_try_send_is_taken_by_a_receive_or_selection_waiting_for_it() {
+    conforms(
+        "rendezvous-try-send",
+        &[
+            "alone: full, message back: true",
+            "received: Ok(2)",
+            "taken by the waiting receive: true",
+            "selected: Ok(3)",
+            "taken by the waiting selection: true",
+        ],
+    );
+}
+
+#[test]
+fn every_send_fails_with_its_message_back_once_the_receiver_is_gone() {
+    let mut expected = Vec::new();
+    for channel in ["rendezvous", "bounded", "unbounded"] {
+        for send in ["send", "try_send", "send_timeout"] {
+            expected.push(format!("{channel} {send}: true"));
+        }
+    }
+    let expected: Vec<&str> = expected.iter().map(String::as_str).collect();
+    conforms("disconnected", &expected);
+}
+
+#[test]
+fn a_send_timeout_with_nobody_to_take_the_message_times_out_and_hands_nothing_over() {
+    conforms(
+        "send-timeout",
+        &[
+            "full: timed out, message back: true, waited the timeout: true",
+            "then: Ok(1) Err(Empty)",
+            "rendezvous: timed out, message back: true, waited the timeout: true",
+            "rendezvous then: Ok(8)",
+            "rendezvous send: Ok(())",
+        ],
+    );
+}
