@@ -84,3 +84,20 @@ fn a_send_timeout_with_nobody_to_take_the_message_times_out_and_hands_nothing_ov
         ],
     );
 }
+
+#[test]
+fn timers_deliver_the_instant_they_were_due_and_are_empty_once_taken() {
+    conforms(
+        "timers",
+        &[
+            "after: delivered its due instant: true",
+            "after: once: true",
+            "at: delivered its instant: true",
+            "tick 1: delivered its due instant: true",
+            "tick due: len 1 full true",
+            "tick 2: delivered its due instant: true",
+            "tick taken: len 0 empty true again false",
+            "tick 3: a period after the late one was taken: true",
+        ],
+    );
+}

@@ -94,7 +94,7 @@ fn make<T>(
     )
 }
 
-/// A receiver that delivers the time once, `duration` from now, like
+/// A receiver that delivers, once, the instant it is due, `duration` from now, like
 /// `crossbeam_channel::after`; in replay, the logged time.
 ///
 /// ```
@@ -109,21 +109,22 @@ pub fn after(duration: Duration) -> Receiver<crate::time::Instant> {
     timer(Timer::after(duration), Some(1))
 }
 
-/// A receiver that delivers the time once, at `when`, like `crossbeam_channel::at`; in
-/// replay, the logged time.
+/// A receiver that delivers `when`, once, at `when`, like `crossbeam_channel::at`.
 ///
 /// ```
 /// use std::time::Duration;
 /// let soon = ppd::time::Instant::now() + Duration::from_millis(1);
 /// let fired = ppd::channel::at(soon).recv().unwrap();
-/// assert!(fired >= soon);
+/// assert_eq!(fired, soon);
 /// ```
 #[track_caller]
 pub fn at(when: crate::time::Instant) -> Receiver<crate::time::Instant> {
     timer(Timer::at(when), Some(1))
 }
 
-/// A receiver that delivers the time every `duration`, like `crossbeam_channel::tick`.
+/// A receiver that delivers the instant each tick is due, every `duration`, like
+/// `crossbeam_channel::tick`: a tick received late is delivered once, and the next is due
+/// `duration` after it was received.
 ///
 /// ```
 /// use std::time::Duration;

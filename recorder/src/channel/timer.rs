@@ -5,7 +5,7 @@
 //! logged `Clock` event, given back in replay), sleeps through `ppd::thread::sleep` until the
 //! timer is due (a logged `Sleep`, which replay passes over without sleeping, and which says,
 //! in a run killed during the wait, that only time would have ended it — never `Blocked`), and
-//! delivers the clock's reading after the sleep. A timer no process waits on leaves nothing in
+//! delivers the instant the timer was due, as crossbeam's does. A timer no process waits on leaves nothing in
 //! any log, so a finished run never looks hung because of one.
 
 use std::sync::{Arc, Mutex};
@@ -72,51 +72,68 @@ impl Timer {
         *self.next()
     }
 
-    /// Delivers if the timer is due at `now`: the instant delivered, and the timer moves on
-    /// to its next delivery (a tick that fell behind is due again at once, as crossbeam's
-    /// delivers at most one late tick).
+    /// Delivers if the timer is due at `now`: the instant it was due, as crossbeam's
+    /// delivers, and the timer moves on to its next delivery, a period after `now` (a tick
+    /// taken late is not due again at once: crossbeam's delivers at most one late tick).
     pub(crate) fn take_if_due(&self, now: Instant) -> Option<Instant> {
         let mut next = self.next();
         let due = (*next)?;
         if due > now {
             return None;
         }
-        *next = self.period.map(|period| (due + period).max(now));
-        Some(now)
+        *next = self.period.map(|period| now + period);
+        Some(due)
+    }
+
+    /// A tick's delivery due at `due`, taken before it is due by a receive that will wait
+    /// for it (as crossbeam's claims it before it sleeps): the next is a period after it.
+    /// `false` when another receiver of a clone took it first.
+    fn claim(&self, due: Instant) -> bool {
+        let mut next = self.next();
+        if *next != Some(due) {
+            return false;
+        }
+        *next = self.period.map(|period| due + period);
+        true
     }
 
     /// Waits at most `patience` (none: for as long as it takes) for the timer to be due, and
-    /// delivers; `None` when it was not due in time.
+    /// delivers the instant it was due; `None` when it was not due in time.
     #[track_caller]
     pub(crate) fn receive(&self, patience: Option<Duration>) -> Option<Instant> {
-        let now = Instant::now();
-        if let Some(at) = self.take_if_due(now) {
-            return Some(at);
-        }
-        let wait = self.due().map(|due| due.saturating_duration_since(now));
-        match (wait, patience) {
-            (Some(wait), Some(patience)) if wait > patience => {
-                if !patience.is_zero() {
-                    crate::thread::sleep(patience);
+        let start = Instant::now();
+        let deadline = patience.map(|patience| start + patience);
+        let mut now = start;
+        loop {
+            if let Some(at) = self.take_if_due(now) {
+                return Some(at);
+            }
+            match (self.due(), deadline) {
+                // Not due in time: the receive waits out its patience, as crossbeam's does.
+                (Some(due), Some(deadline)) if due > deadline => break,
+                (None, Some(_)) => break,
+                (Some(due), _) => {
+                    if self.period.is_some() {
+                        if self.claim(due) {
+                            crate::thread::sleep(due.saturating_duration_since(now));
+                            return Some(due);
+                        }
+                    } else {
+                        crate::thread::sleep(due.saturating_duration_since(now));
+                    }
+                    // Another receiver of a clone may have taken this delivery meanwhile.
                 }
-                None
+                // Never due, waited for forever: like crossbeam's, this receive never returns.
+                (None, None) => loop {
+                    std::thread::park();
+                },
             }
-            (Some(wait), _) => {
-                crate::thread::sleep(wait);
-                let now = Instant::now();
-                // Another receiver of a clone may have taken this delivery meanwhile.
-                self.take_if_due(now).or_else(|| self.receive(patience))
-            }
-            (None, Some(patience)) => {
-                if !patience.is_zero() {
-                    crate::thread::sleep(patience);
-                }
-                None
-            }
-            // Never due, waited for forever: like crossbeam's, this receive never returns.
-            (None, None) => loop {
-                std::thread::park();
-            },
+            now = Instant::now();
         }
+        let left = deadline.map_or(Duration::ZERO, |d| d.saturating_duration_since(now));
+        if !left.is_zero() {
+            crate::thread::sleep(left);
+        }
+        None
     }
 }
