@@ -101,3 +101,16 @@ fn timers_deliver_the_instant_they_were_due_and_are_empty_once_taken() {
         ],
     );
 }
+
+#[test]
+fn select_accepts_every_arm_form_crossbeams_does_and_keeps_temporaries_alive() {
+    conforms(
+        "select-forms",
+        &[
+            "block and comma: Some(1)",
+            "trailing commas: true Some(2)",
+            "default alone: default, timeout waited: true",
+            "temporaries: [None, Some(3)]",
+        ],
+    );
+}

@@ -521,77 +521,111 @@ macro_rules! select {
 }
 
 /// Parses `select!`'s arms: receives and sends, then the default. Not a stable interface.
+///
+/// An arm whose body is a block may be followed by a comma or not; any other body is followed
+/// by one unless it is the last arm. An operation's arguments may end in a comma, and
+/// `default()` is `default`.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __select_parse {
-    // A receive arm whose body is a block: the comma after it is optional.
     ([$($ops:tt)*] [$($default:tt)*]
-        recv($r:expr) -> $res:pat => $body:block $(,)? $($rest:tt)*) => {
+        recv($r:expr $(,)?) -> $res:pat => $body:block, $($rest:tt)*) => {
         $crate::__select_parse!([$($ops)* (recv ($r) ($res) ($body))] [$($default)*] $($rest)*)
     };
     ([$($ops:tt)*] [$($default:tt)*]
-        recv($r:expr) -> $res:pat => $body:expr, $($rest:tt)*) => {
+        recv($r:expr $(,)?) -> $res:pat => $body:block $($rest:tt)*) => {
         $crate::__select_parse!([$($ops)* (recv ($r) ($res) ($body))] [$($default)*] $($rest)*)
     };
-    ([$($ops:tt)*] [$($default:tt)*] recv($r:expr) -> $res:pat => $body:expr) => {
+    ([$($ops:tt)*] [$($default:tt)*]
+        recv($r:expr $(,)?) -> $res:pat => $body:expr, $($rest:tt)*) => {
+        $crate::__select_parse!([$($ops)* (recv ($r) ($res) ($body))] [$($default)*] $($rest)*)
+    };
+    ([$($ops:tt)*] [$($default:tt)*] recv($r:expr $(,)?) -> $res:pat => $body:expr) => {
         $crate::__select_parse!([$($ops)* (recv ($r) ($res) ($body))] [$($default)*])
     };
     ([$($ops:tt)*] [$($default:tt)*]
-        send($s:expr, $m:expr) -> $res:pat => $body:block $(,)? $($rest:tt)*) => {
+        send($s:expr, $m:expr $(,)?) -> $res:pat => $body:block, $($rest:tt)*) => {
         $crate::__select_parse!([$($ops)* (send ($s) ($m) ($res) ($body))] [$($default)*]
             $($rest)*)
     };
     ([$($ops:tt)*] [$($default:tt)*]
-        send($s:expr, $m:expr) -> $res:pat => $body:expr, $($rest:tt)*) => {
+        send($s:expr, $m:expr $(,)?) -> $res:pat => $body:block $($rest:tt)*) => {
         $crate::__select_parse!([$($ops)* (send ($s) ($m) ($res) ($body))] [$($default)*]
             $($rest)*)
     };
-    ([$($ops:tt)*] [$($default:tt)*] send($s:expr, $m:expr) -> $res:pat => $body:expr) => {
+    ([$($ops:tt)*] [$($default:tt)*]
+        send($s:expr, $m:expr $(,)?) -> $res:pat => $body:expr, $($rest:tt)*) => {
+        $crate::__select_parse!([$($ops)* (send ($s) ($m) ($res) ($body))] [$($default)*]
+            $($rest)*)
+    };
+    ([$($ops:tt)*] [$($default:tt)*]
+        send($s:expr, $m:expr $(,)?) -> $res:pat => $body:expr) => {
         $crate::__select_parse!([$($ops)* (send ($s) ($m) ($res) ($body))] [$($default)*])
     };
-    ([$($ops:tt)*] [] default => $body:block $(,)? $($rest:tt)*) => {
+    ([$($ops:tt)*] [] default => $($rest:tt)*) => {
+        $crate::__select_parse!([$($ops)*] [] default() => $($rest)*)
+    };
+    ([$($ops:tt)*] [] default() => $body:block, $($rest:tt)*) => {
         $crate::__select_parse!([$($ops)*] [(try) ($body)] $($rest)*)
     };
-    ([$($ops:tt)*] [] default => $body:expr $(, $($rest:tt)*)?) => {
-        $crate::__select_parse!([$($ops)*] [(try) ($body)] $($($rest)*)?)
+    ([$($ops:tt)*] [] default() => $body:block $($rest:tt)*) => {
+        $crate::__select_parse!([$($ops)*] [(try) ($body)] $($rest)*)
     };
-    ([$($ops:tt)*] [] default($timeout:expr) => $body:block $(,)? $($rest:tt)*) => {
+    ([$($ops:tt)*] [] default() => $body:expr, $($rest:tt)*) => {
+        $crate::__select_parse!([$($ops)*] [(try) ($body)] $($rest)*)
+    };
+    ([$($ops:tt)*] [] default() => $body:expr) => {
+        $crate::__select_parse!([$($ops)*] [(try) ($body)])
+    };
+    ([$($ops:tt)*] [] default($timeout:expr $(,)?) => $body:block, $($rest:tt)*) => {
         $crate::__select_parse!([$($ops)*] [(timeout $timeout) ($body)] $($rest)*)
     };
-    ([$($ops:tt)*] [] default($timeout:expr) => $body:expr $(, $($rest:tt)*)?) => {
-        $crate::__select_parse!([$($ops)*] [(timeout $timeout) ($body)] $($($rest)*)?)
+    ([$($ops:tt)*] [] default($timeout:expr $(,)?) => $body:block $($rest:tt)*) => {
+        $crate::__select_parse!([$($ops)*] [(timeout $timeout) ($body)] $($rest)*)
+    };
+    ([$($ops:tt)*] [] default($timeout:expr $(,)?) => $body:expr, $($rest:tt)*) => {
+        $crate::__select_parse!([$($ops)*] [(timeout $timeout) ($body)] $($rest)*)
+    };
+    ([$($ops:tt)*] [] default($timeout:expr $(,)?) => $body:expr) => {
+        $crate::__select_parse!([$($ops)*] [(timeout $timeout) ($body)])
+    };
+    ([$($ops:tt)*] [$($default:tt)+] default $($rest:tt)*) => {
+        compile_error!("there can be only one `default` arm in a `select!`")
     };
     ([$($ops:tt)*] [$($default:tt)*]) => {
         $crate::__select_build!(sel [] [$($ops)*] [$($default)*])
     };
 }
 
-/// Builds `select!`'s selection, one channel end at a time, each bound once. Not a stable
-/// interface.
+/// Builds `select!`'s selection, one channel end at a time, each bound once, by a `match`
+/// whose scrutinee keeps the temporaries of the expression (`r.unwrap_or(&never())`) alive
+/// through the whole selection. Not a stable interface.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __select_build {
     ($sel:ident [$($done:tt)*] [(recv ($r:expr) ($res:pat) ($body:expr)) $($rest:tt)*]
-        [$($default:tt)*]) => {{
-        let end = &$r;
-        $crate::__select_build!($sel [$($done)* (recv end ($res) ($body))] [$($rest)*]
-            [$($default)*])
-    }};
+        [$($default:tt)*]) => {
+        match &$r {
+            end => $crate::__select_build!($sel [$($done)* (recv end ($res) ($body))] [$($rest)*]
+                [$($default)*]),
+        }
+    };
     ($sel:ident [$($done:tt)*] [(send ($s:expr) ($m:expr) ($res:pat) ($body:expr)) $($rest:tt)*]
-        [$($default:tt)*]) => {{
-        let end = &$s;
-        $crate::__select_build!($sel [$($done)* (send end ($m) ($res) ($body))] [$($rest)*]
-            [$($default)*])
-    }};
+        [$($default:tt)*]) => {
+        match &$s {
+            end => $crate::__select_build!($sel [$($done)* (send end ($m) ($res) ($body))] [$($rest)*]
+                [$($default)*]),
+        }
+    };
     ($sel:ident [$(($kind:ident $end:ident $($arm:tt)*))*] [] []) => {{
         let mut $sel = $crate::channel::Select::new();
-        let indexes = [$($sel.$kind($end)),*];
+        let indexes: &[usize] = &[$($sel.$kind($end)),*];
         let op = $sel.select();
         $crate::__select_dispatch!(op indexes 0usize; $(($kind $end $($arm)*))*)
     }};
     ($sel:ident [$(($kind:ident $end:ident $($arm:tt)*))*] [] [(try) ($default:expr)]) => {{
         let mut $sel = $crate::channel::Select::new();
-        let indexes = [$($sel.$kind($end)),*];
+        let indexes: &[usize] = &[$($sel.$kind($end)),*];
         match $sel.try_select() {
             Ok(op) => $crate::__select_dispatch!(op indexes 0usize; $(($kind $end $($arm)*))*),
             Err(_) => $default,
@@ -600,7 +634,7 @@ macro_rules! __select_build {
     ($sel:ident [$(($kind:ident $end:ident $($arm:tt)*))*] []
         [(timeout $timeout:expr) ($default:expr)]) => {{
         let mut $sel = $crate::channel::Select::new();
-        let indexes = [$($sel.$kind($end)),*];
+        let indexes: &[usize] = &[$($sel.$kind($end)),*];
         match $sel.select_timeout($timeout) {
             Ok(op) => $crate::__select_dispatch!(op indexes 0usize; $(($kind $end $($arm)*))*),
             Err(_) => $default,
@@ -629,7 +663,8 @@ macro_rules! __select_dispatch {
             $crate::__select_dispatch!($op $indexes $at + 1; $($rest)*)
         }
     };
-    ($op:ident $indexes:ident $at:expr;) => {
+    ($op:ident $indexes:ident $at:expr;) => {{
+        let _ = (&$op, $indexes);
         unreachable!("select! chose an operation it did not add")
-    };
+    }};
 }

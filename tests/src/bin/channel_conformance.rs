@@ -10,7 +10,10 @@
 //!   nobody receives from times out and gives the message back; the next message is the one
 //!   received;
 //! * `timers`: `after`, `at` and `tick` deliver the instant they were due, a tick taken late
-//!   is due next a period after it was taken, and a timer whose delivery was taken is empty.
+//!   is due next a period after it was taken, and a timer whose delivery was taken is empty;
+//! * `select-forms`: every form of `select!` arm crossbeam's accepts: a block body followed
+//!   by a comma, trailing commas in an operation's arguments, `default()`, a `select!` of a
+//!   default alone, and a receiver made by an expression with temporaries in it.
 
 use std::time::Duration;
 
@@ -167,6 +170,52 @@ fn timers() {
     );
 }
 
+fn select_forms() {
+    let (s, r) = channel::unbounded::<u32>();
+    s.send(1).expect("unbounded");
+    let mut got = None;
+    // A block body, then a comma.
+    ppd::select! {
+        recv(r) -> m => { got = m.ok(); },
+        default => {},
+    }
+    println!("block and comma: {got:?}");
+
+    // Trailing commas in the arguments; `default()`.
+    let sent = ppd::select! {
+        send(s, 2,) -> res => res.is_ok(),
+        default() => false,
+    };
+    let taken = ppd::select! {
+        recv(r,) -> m => m.ok(),
+        default(Duration::from_millis(50),) => None,
+    };
+    println!("trailing commas: {sent} {taken:?}");
+
+    // Nothing but a default.
+    let alone = ppd::select! { default => "default" };
+    let start = Instant::now();
+    ppd::select! { default(20 * MS) => {} }
+    println!(
+        "default alone: {alone}, timeout waited: {}",
+        start.elapsed() >= 20 * MS
+    );
+
+    // The receiver is an expression whose temporary (`never()`) must live through the
+    // selection.
+    let mut picked = Vec::new();
+    for maybe in [None, Some(&r)] {
+        if maybe.is_some() {
+            s.send(3).expect("unbounded");
+        }
+        picked.push(ppd::select! {
+            recv(maybe.unwrap_or(&channel::never())) -> m => m.ok(),
+            default(20 * MS) => None,
+        });
+    }
+    println!("temporaries: {picked:?}");
+}
+
 #[ppd::main]
 fn main() {
     match std::env::args().nth(1).as_deref() {
@@ -174,6 +223,7 @@ fn main() {
         Some("disconnected") => disconnected(),
         Some("send-timeout") => send_timeout(),
         Some("timers") => timers(),
+        Some("select-forms") => select_forms(),
         other => {
             eprintln!("unknown case {other:?}");
             std::process::exit(2);
