@@ -114,3 +114,16 @@ fn select_accepts_every_arm_form_crossbeams_does_and_keeps_temporaries_alive() {
         ],
     );
 }
+
+#[test]
+fn select_biased_and_a_biased_select_choose_the_first_ready_operation_and_select_clones() {
+    conforms(
+        "biased",
+        &[
+            "select_biased!: the first receive, 20 times of 20",
+            "select_biased!, sends too: Ok(\"send\") Ok(7) Ok(\"recv\")",
+            "new_biased: first added: true Ok(5)",
+            "cloned: 1 Ok(2)",
+        ],
+    );
+}

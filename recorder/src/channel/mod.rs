@@ -31,8 +31,9 @@ pub use select::{Select, SelectedOperation};
 
 use timer::Timer;
 
-/// `select!` under the channel module too, where crossbeam-channel has it.
-pub use crate::select;
+/// `select!` and `select_biased!` under the channel module too, where crossbeam-channel has
+/// them.
+pub use crate::{select, select_biased};
 
 use crate::runtime;
 use crate::sync::mpsc::{self, ReceiverCore, Wait};

@@ -34,7 +34,7 @@ use crate::time::Instant;
 /// assert_eq!(op.index(), first);
 /// assert_eq!(op.recv(&r1), Ok(3));
 /// ```
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct Select<'a> {
     inner: mpsc::Select<'a>,
     /// Each operation, in the order added (inline, as the mpsc selection's).
@@ -42,6 +42,7 @@ pub struct Select<'a> {
 }
 
 /// An operation of a [`Select`].
+#[derive(Clone, Copy)]
 enum Slot<'a> {
     /// A receive from or a send on a channel: its index in the mpsc selection.
     Channel(usize),
@@ -73,6 +74,29 @@ impl<'a> Select<'a> {
     pub fn new() -> Select<'a> {
         Select {
             inner: mpsc::Select::new(),
+            ops: SmallVec::new(),
+        }
+    }
+
+    /// An empty selection that, when several operations can proceed, chooses the first
+    /// added, like `crossbeam_channel::Select::new_biased`. A timer that is due is chosen
+    /// before the channels.
+    ///
+    /// ```
+    /// let (s1, r1) = ppd::channel::unbounded::<u8>();
+    /// let (s2, r2) = ppd::channel::unbounded::<u8>();
+    /// s1.send(1).unwrap();
+    /// s2.send(2).unwrap();
+    /// let mut sel = ppd::channel::Select::new_biased();
+    /// let first = sel.recv(&r1);
+    /// sel.recv(&r2);
+    /// let op = sel.select();
+    /// assert_eq!(op.index(), first);
+    /// assert_eq!(op.recv(&r1), Ok(1));
+    /// ```
+    pub fn new_biased() -> Select<'a> {
+        Select {
+            inner: mpsc::Select::new_biased(),
             ops: SmallVec::new(),
         }
     }
@@ -516,7 +540,29 @@ impl SelectedOperation<'_> {
 #[macro_export]
 macro_rules! select {
     ($($tokens:tt)*) => {
-        $crate::__select_parse!([] [] $($tokens)*)
+        $crate::__select_parse!(new [] [] $($tokens)*)
+    };
+}
+
+/// Like [`select!`](crate::select!), choosing the first operation (in the order written) that can proceed
+/// when several can, as crossbeam-channel's `select_biased!` does; the arm taken is logged
+/// and replay takes it again.
+///
+/// ```
+/// let (s1, r1) = ppd::channel::unbounded::<u8>();
+/// let (s2, r2) = ppd::channel::unbounded::<u8>();
+/// s1.send(1).unwrap();
+/// s2.send(2).unwrap();
+/// let first = ppd::select_biased! {
+///     recv(r1) -> msg => msg.unwrap(),
+///     recv(r2) -> msg => msg.unwrap(),
+/// };
+/// assert_eq!(first, 1);
+/// ```
+#[macro_export]
+macro_rules! select_biased {
+    ($($tokens:tt)*) => {
+        $crate::__select_parse!(new_biased [] [] $($tokens)*)
     };
 }
 
@@ -528,72 +574,72 @@ macro_rules! select {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __select_parse {
-    ([$($ops:tt)*] [$($default:tt)*]
+    ($new:ident [$($ops:tt)*] [$($default:tt)*]
         recv($r:expr $(,)?) -> $res:pat => $body:block, $($rest:tt)*) => {
-        $crate::__select_parse!([$($ops)* (recv ($r) ($res) ($body))] [$($default)*] $($rest)*)
+        $crate::__select_parse!($new [$($ops)* (recv ($r) ($res) ($body))] [$($default)*] $($rest)*)
     };
-    ([$($ops:tt)*] [$($default:tt)*]
+    ($new:ident [$($ops:tt)*] [$($default:tt)*]
         recv($r:expr $(,)?) -> $res:pat => $body:block $($rest:tt)*) => {
-        $crate::__select_parse!([$($ops)* (recv ($r) ($res) ($body))] [$($default)*] $($rest)*)
+        $crate::__select_parse!($new [$($ops)* (recv ($r) ($res) ($body))] [$($default)*] $($rest)*)
     };
-    ([$($ops:tt)*] [$($default:tt)*]
+    ($new:ident [$($ops:tt)*] [$($default:tt)*]
         recv($r:expr $(,)?) -> $res:pat => $body:expr, $($rest:tt)*) => {
-        $crate::__select_parse!([$($ops)* (recv ($r) ($res) ($body))] [$($default)*] $($rest)*)
+        $crate::__select_parse!($new [$($ops)* (recv ($r) ($res) ($body))] [$($default)*] $($rest)*)
     };
-    ([$($ops:tt)*] [$($default:tt)*] recv($r:expr $(,)?) -> $res:pat => $body:expr) => {
-        $crate::__select_parse!([$($ops)* (recv ($r) ($res) ($body))] [$($default)*])
+    ($new:ident [$($ops:tt)*] [$($default:tt)*] recv($r:expr $(,)?) -> $res:pat => $body:expr) => {
+        $crate::__select_parse!($new [$($ops)* (recv ($r) ($res) ($body))] [$($default)*])
     };
-    ([$($ops:tt)*] [$($default:tt)*]
+    ($new:ident [$($ops:tt)*] [$($default:tt)*]
         send($s:expr, $m:expr $(,)?) -> $res:pat => $body:block, $($rest:tt)*) => {
-        $crate::__select_parse!([$($ops)* (send ($s) ($m) ($res) ($body))] [$($default)*]
+        $crate::__select_parse!($new [$($ops)* (send ($s) ($m) ($res) ($body))] [$($default)*]
             $($rest)*)
     };
-    ([$($ops:tt)*] [$($default:tt)*]
+    ($new:ident [$($ops:tt)*] [$($default:tt)*]
         send($s:expr, $m:expr $(,)?) -> $res:pat => $body:block $($rest:tt)*) => {
-        $crate::__select_parse!([$($ops)* (send ($s) ($m) ($res) ($body))] [$($default)*]
+        $crate::__select_parse!($new [$($ops)* (send ($s) ($m) ($res) ($body))] [$($default)*]
             $($rest)*)
     };
-    ([$($ops:tt)*] [$($default:tt)*]
+    ($new:ident [$($ops:tt)*] [$($default:tt)*]
         send($s:expr, $m:expr $(,)?) -> $res:pat => $body:expr, $($rest:tt)*) => {
-        $crate::__select_parse!([$($ops)* (send ($s) ($m) ($res) ($body))] [$($default)*]
+        $crate::__select_parse!($new [$($ops)* (send ($s) ($m) ($res) ($body))] [$($default)*]
             $($rest)*)
     };
-    ([$($ops:tt)*] [$($default:tt)*]
+    ($new:ident [$($ops:tt)*] [$($default:tt)*]
         send($s:expr, $m:expr $(,)?) -> $res:pat => $body:expr) => {
-        $crate::__select_parse!([$($ops)* (send ($s) ($m) ($res) ($body))] [$($default)*])
+        $crate::__select_parse!($new [$($ops)* (send ($s) ($m) ($res) ($body))] [$($default)*])
     };
-    ([$($ops:tt)*] [] default => $($rest:tt)*) => {
-        $crate::__select_parse!([$($ops)*] [] default() => $($rest)*)
+    ($new:ident [$($ops:tt)*] [] default => $($rest:tt)*) => {
+        $crate::__select_parse!($new [$($ops)*] [] default() => $($rest)*)
     };
-    ([$($ops:tt)*] [] default() => $body:block, $($rest:tt)*) => {
-        $crate::__select_parse!([$($ops)*] [(try) ($body)] $($rest)*)
+    ($new:ident [$($ops:tt)*] [] default() => $body:block, $($rest:tt)*) => {
+        $crate::__select_parse!($new [$($ops)*] [(try) ($body)] $($rest)*)
     };
-    ([$($ops:tt)*] [] default() => $body:block $($rest:tt)*) => {
-        $crate::__select_parse!([$($ops)*] [(try) ($body)] $($rest)*)
+    ($new:ident [$($ops:tt)*] [] default() => $body:block $($rest:tt)*) => {
+        $crate::__select_parse!($new [$($ops)*] [(try) ($body)] $($rest)*)
     };
-    ([$($ops:tt)*] [] default() => $body:expr, $($rest:tt)*) => {
-        $crate::__select_parse!([$($ops)*] [(try) ($body)] $($rest)*)
+    ($new:ident [$($ops:tt)*] [] default() => $body:expr, $($rest:tt)*) => {
+        $crate::__select_parse!($new [$($ops)*] [(try) ($body)] $($rest)*)
     };
-    ([$($ops:tt)*] [] default() => $body:expr) => {
-        $crate::__select_parse!([$($ops)*] [(try) ($body)])
+    ($new:ident [$($ops:tt)*] [] default() => $body:expr) => {
+        $crate::__select_parse!($new [$($ops)*] [(try) ($body)])
     };
-    ([$($ops:tt)*] [] default($timeout:expr $(,)?) => $body:block, $($rest:tt)*) => {
-        $crate::__select_parse!([$($ops)*] [(timeout $timeout) ($body)] $($rest)*)
+    ($new:ident [$($ops:tt)*] [] default($timeout:expr $(,)?) => $body:block, $($rest:tt)*) => {
+        $crate::__select_parse!($new [$($ops)*] [(timeout $timeout) ($body)] $($rest)*)
     };
-    ([$($ops:tt)*] [] default($timeout:expr $(,)?) => $body:block $($rest:tt)*) => {
-        $crate::__select_parse!([$($ops)*] [(timeout $timeout) ($body)] $($rest)*)
+    ($new:ident [$($ops:tt)*] [] default($timeout:expr $(,)?) => $body:block $($rest:tt)*) => {
+        $crate::__select_parse!($new [$($ops)*] [(timeout $timeout) ($body)] $($rest)*)
     };
-    ([$($ops:tt)*] [] default($timeout:expr $(,)?) => $body:expr, $($rest:tt)*) => {
-        $crate::__select_parse!([$($ops)*] [(timeout $timeout) ($body)] $($rest)*)
+    ($new:ident [$($ops:tt)*] [] default($timeout:expr $(,)?) => $body:expr, $($rest:tt)*) => {
+        $crate::__select_parse!($new [$($ops)*] [(timeout $timeout) ($body)] $($rest)*)
     };
-    ([$($ops:tt)*] [] default($timeout:expr $(,)?) => $body:expr) => {
-        $crate::__select_parse!([$($ops)*] [(timeout $timeout) ($body)])
+    ($new:ident [$($ops:tt)*] [] default($timeout:expr $(,)?) => $body:expr) => {
+        $crate::__select_parse!($new [$($ops)*] [(timeout $timeout) ($body)])
     };
-    ([$($ops:tt)*] [$($default:tt)+] default $($rest:tt)*) => {
+    ($new:ident [$($ops:tt)*] [$($default:tt)+] default $($rest:tt)*) => {
         compile_error!("there can be only one `default` arm in a `select!`")
     };
-    ([$($ops:tt)*] [$($default:tt)*]) => {
-        $crate::__select_build!(sel [] [$($ops)*] [$($default)*])
+    ($new:ident [$($ops:tt)*] [$($default:tt)*]) => {
+        $crate::__select_build!($new sel [] [$($ops)*] [$($default)*])
     };
 }
 
@@ -603,37 +649,37 @@ macro_rules! __select_parse {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __select_build {
-    ($sel:ident [$($done:tt)*] [(recv ($r:expr) ($res:pat) ($body:expr)) $($rest:tt)*]
+    ($new:ident $sel:ident [$($done:tt)*] [(recv ($r:expr) ($res:pat) ($body:expr)) $($rest:tt)*]
         [$($default:tt)*]) => {
         match &$r {
-            end => $crate::__select_build!($sel [$($done)* (recv end ($res) ($body))] [$($rest)*]
+            end => $crate::__select_build!($new $sel [$($done)* (recv end ($res) ($body))] [$($rest)*]
                 [$($default)*]),
         }
     };
-    ($sel:ident [$($done:tt)*] [(send ($s:expr) ($m:expr) ($res:pat) ($body:expr)) $($rest:tt)*]
+    ($new:ident $sel:ident [$($done:tt)*] [(send ($s:expr) ($m:expr) ($res:pat) ($body:expr)) $($rest:tt)*]
         [$($default:tt)*]) => {
         match &$s {
-            end => $crate::__select_build!($sel [$($done)* (send end ($m) ($res) ($body))] [$($rest)*]
+            end => $crate::__select_build!($new $sel [$($done)* (send end ($m) ($res) ($body))] [$($rest)*]
                 [$($default)*]),
         }
     };
-    ($sel:ident [$(($kind:ident $end:ident $($arm:tt)*))*] [] []) => {{
-        let mut $sel = $crate::channel::Select::new();
+    ($new:ident $sel:ident [$(($kind:ident $end:ident $($arm:tt)*))*] [] []) => {{
+        let mut $sel = $crate::channel::Select::$new();
         let indexes: &[usize] = &[$($sel.$kind($end)),*];
         let op = $sel.select();
         $crate::__select_dispatch!(op indexes 0usize; $(($kind $end $($arm)*))*)
     }};
-    ($sel:ident [$(($kind:ident $end:ident $($arm:tt)*))*] [] [(try) ($default:expr)]) => {{
-        let mut $sel = $crate::channel::Select::new();
+    ($new:ident $sel:ident [$(($kind:ident $end:ident $($arm:tt)*))*] [] [(try) ($default:expr)]) => {{
+        let mut $sel = $crate::channel::Select::$new();
         let indexes: &[usize] = &[$($sel.$kind($end)),*];
         match $sel.try_select() {
             Ok(op) => $crate::__select_dispatch!(op indexes 0usize; $(($kind $end $($arm)*))*),
             Err(_) => $default,
         }
     }};
-    ($sel:ident [$(($kind:ident $end:ident $($arm:tt)*))*] []
+    ($new:ident $sel:ident [$(($kind:ident $end:ident $($arm:tt)*))*] []
         [(timeout $timeout:expr) ($default:expr)]) => {{
-        let mut $sel = $crate::channel::Select::new();
+        let mut $sel = $crate::channel::Select::$new();
         let indexes: &[usize] = &[$($sel.$kind($end)),*];
         match $sel.select_timeout($timeout) {
             Ok(op) => $crate::__select_dispatch!(op indexes 0usize; $(($kind $end $($arm)*))*),

@@ -13,7 +13,10 @@
 //!   is due next a period after it was taken, and a timer whose delivery was taken is empty;
 //! * `select-forms`: every form of `select!` arm crossbeam's accepts: a block body followed
 //!   by a comma, trailing commas in an operation's arguments, `default()`, a `select!` of a
-//!   default alone, and a receiver made by an expression with temporaries in it.
+//!   default alone, and a receiver made by an expression with temporaries in it;
+//! * `biased`: `select_biased!` and `Select::new_biased` choose the first of the operations
+//!   that can proceed, receives and sends alike; a cloned `Select` has the operations of the
+//!   one it was cloned from.
 
 use std::time::Duration;
 
@@ -216,6 +219,53 @@ fn select_forms() {
     println!("temporaries: {picked:?}");
 }
 
+fn biased() {
+    let (s1, r1) = channel::unbounded::<u32>();
+    let (s2, r2) = channel::unbounded::<u32>();
+    let mut firsts = 0;
+    for i in 0..20 {
+        s1.send(i).expect("unbounded");
+        s2.send(i).expect("unbounded");
+        let first = ppd::select_biased! {
+            recv(r1) -> m => m.is_ok(),
+            recv(r2) -> _ => false,
+        };
+        firsts += usize::from(first);
+        r2.recv().expect("sent");
+    }
+    println!("select_biased!: the first receive, {firsts} times of 20");
+
+    let (out, out_r) = channel::bounded::<u32>(1);
+    s1.send(1).expect("unbounded");
+    let send_first = ppd::select_biased! {
+        send(out, 7) -> res => res.map(|()| "send"),
+        recv(r1) -> m => m.map(|_| "recv").map_err(|_| channel::SendError(0)),
+    };
+    let sent = out_r.try_recv();
+    s1.send(2).expect("unbounded");
+    let recv_first = ppd::select_biased! {
+        recv(r1) -> m => m.map(|_| "recv").map_err(|_| channel::SendError(0)),
+        send(out, 8) -> res => res.map(|()| "send"),
+    };
+    println!("select_biased!, sends too: {send_first:?} {sent:?} {recv_first:?}");
+
+    s2.send(5).expect("unbounded");
+    s1.send(6).expect("unbounded");
+    let mut sel = channel::Select::new_biased();
+    let second = sel.recv(&r2);
+    sel.recv(&r1);
+    let op = sel.select();
+    let index = op.index();
+    println!(
+        "new_biased: first added: {} {:?}",
+        index == second,
+        op.recv(&r2)
+    );
+    let mut copy = sel.clone();
+    let op = copy.select();
+    println!("cloned: {} {:?}", op.index(), op.recv(&r1));
+}
+
 #[ppd::main]
 fn main() {
     match std::env::args().nth(1).as_deref() {
@@ -224,6 +274,7 @@ fn main() {
         Some("send-timeout") => send_timeout(),
         Some("timers") => timers(),
         Some("select-forms") => select_forms(),
+        Some("biased") => biased(),
         other => {
             eprintln!("unknown case {other:?}");
             std::process::exit(2);

@@ -40,9 +40,12 @@ use crate::sync::bound::{Bound, WaitingReceiver};
 /// assert_eq!(op.index(), a);
 /// assert_eq!(op.recv(&rx1).unwrap(), 9);
 /// ```
+#[derive(Clone)]
 pub struct Select<'a> {
     /// Every operation, under the index it was added with: the carriers' selection.
     inner: cc::Select<'a>,
+    /// Whether the first operation that can proceed is chosen (`new_biased`).
+    biased: bool,
     /// Each operation, in the order added (inline: a selection is made per choice, and most
     /// have a few operations).
     ops: SmallVec<[SelectOp<'a>; 4]>,
@@ -117,6 +120,30 @@ impl<'a> Select<'a> {
     pub fn new() -> Select<'a> {
         Select {
             inner: cc::Select::new(),
+            biased: false,
+            ops: SmallVec::new(),
+        }
+    }
+
+    /// An empty selection that, when several operations can proceed, chooses the first
+    /// added, like `crossbeam_channel::Select::new_biased`.
+    ///
+    /// ```
+    /// let (tx1, rx1) = ppd::sync::mpsc::channel::<u8>();
+    /// let (tx2, rx2) = ppd::sync::mpsc::channel::<u8>();
+    /// tx1.send(1).unwrap();
+    /// tx2.send(2).unwrap();
+    /// let mut sel = ppd::sync::mpsc::Select::new_biased();
+    /// let first = sel.recv(&rx1);
+    /// sel.recv(&rx2);
+    /// let op = sel.select();
+    /// assert_eq!(op.index(), first);
+    /// assert_eq!(op.recv(&rx1), Ok(1));
+    /// ```
+    pub fn new_biased() -> Select<'a> {
+        Select {
+            inner: cc::Select::new_biased(),
+            biased: true,
             ops: SmallVec::new(),
         }
     }
@@ -358,7 +385,8 @@ impl<'a> Select<'a> {
             })
             .collect();
         // Crossbeam chooses at random among ready operations; this takes turns instead, so
-        // that a loop over one selection neither starves a send nor the receives.
+        // that a loop over one selection neither starves a send nor the receives (a biased
+        // selection chooses the first).
         let turn = TURN.with(|t| {
             let turn = t.get();
             t.set(turn.wrapping_add(1));
@@ -366,20 +394,46 @@ impl<'a> Select<'a> {
         });
         let n = self.ops.len();
         let mut waiting = None;
+        let send_ready = |i: usize| match self.ops[i] {
+            SelectOp::Send { bound, .. } => bound.is_none_or(|b| b.could_send()),
+            SelectOp::Recv { .. } => false,
+        };
         loop {
-            let ready_send = (0..n).map(|k| (turn + k) % n).find(|&i| match self.ops[i] {
-                SelectOp::Send { bound, .. } => bound.is_none_or(|b| b.could_send()),
-                SelectOp::Recv { .. } => false,
-            });
-            let receives_first = turn.is_multiple_of(2);
-            if receives_first && let Ok(r) = live(&mut receives, Wait::Try) {
-                return Ok(Chosen::Live(r));
-            }
-            if let Some(i) = ready_send {
-                return Ok(Chosen::Send(i));
-            }
-            if !receives_first && let Ok(r) = live(&mut receives, Wait::Try) {
-                return Ok(Chosen::Live(r));
+            if self.biased {
+                // The first operation that can proceed: the first ready send, unless a receive
+                // added before it is ready (the carriers' biased choice among those).
+                let ready_send = (0..n).find(|&i| send_ready(i));
+                let mut earlier;
+                let looked = match ready_send {
+                    Some(i) => {
+                        earlier = receives.clone();
+                        for j in i + 1..n {
+                            if matches!(self.ops[j], SelectOp::Recv { .. }) {
+                                earlier.remove(j);
+                            }
+                        }
+                        &mut earlier
+                    }
+                    None => &mut receives,
+                };
+                if let Ok(r) = live(looked, Wait::Try) {
+                    return Ok(Chosen::Live(r));
+                }
+                if let Some(i) = ready_send {
+                    return Ok(Chosen::Send(i));
+                }
+            } else {
+                let ready_send = (0..n).map(|k| (turn + k) % n).find(|&i| send_ready(i));
+                let receives_first = turn.is_multiple_of(2);
+                if receives_first && let Ok(r) = live(&mut receives, Wait::Try) {
+                    return Ok(Chosen::Live(r));
+                }
+                if let Some(i) = ready_send {
+                    return Ok(Chosen::Send(i));
+                }
+                if !receives_first && let Ok(r) = live(&mut receives, Wait::Try) {
+                    return Ok(Chosen::Live(r));
+                }
             }
             if matches!(wait, Wait::Try) || deadline.is_some_and(|d| Instant::now() >= d) {
                 return Err(SelectTimeoutError);
