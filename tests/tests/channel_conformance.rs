@@ -127,3 +127,16 @@ fn select_biased_and_a_biased_select_choose_the_first_ready_operation_and_select
         ],
     );
 }
+
+#[test]
+fn messages_need_not_be_send_and_the_ends_of_a_channel_of_send_messages_are_send_and_sync() {
+    conforms(
+        "non-send",
+        &[
+            "rc: Ok(4)",
+            "any: Some(\"any\")",
+            "std: Ok(5) Ok(6)",
+            "cell: Ok(7)",
+        ],
+    );
+}

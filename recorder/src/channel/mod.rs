@@ -226,7 +226,7 @@ fn logged_len(site: &'static Location<'static>, live: impl FnOnce() -> usize) ->
     crate::thread::answer(Question::ChannelLen, site, || live() as u64) as usize
 }
 
-impl<T: Send> Sender<T> {
+impl<T> Sender<T> {
     /// Sends a message, waiting for room in a bounded channel; fails, giving it back, when
     /// every receiver is gone.
     ///
@@ -413,7 +413,7 @@ impl<T> fmt::Debug for Receiver<T> {
     }
 }
 
-impl<T: Send> Receiver<T> {
+impl<T> Receiver<T> {
     /// Waits for a message; fails when every sender is gone and the channel is empty.
     ///
     /// ```
@@ -649,7 +649,7 @@ pub struct Iter<'a, T> {
     receiver: &'a Receiver<T>,
 }
 
-impl<T: Send> Iterator for Iter<'_, T> {
+impl<T> Iterator for Iter<'_, T> {
     type Item = T;
 
     #[track_caller]
@@ -670,7 +670,7 @@ pub struct TryIter<'a, T> {
     receiver: &'a Receiver<T>,
 }
 
-impl<T: Send> Iterator for TryIter<'_, T> {
+impl<T> Iterator for TryIter<'_, T> {
     type Item = T;
 
     #[track_caller]
@@ -693,7 +693,7 @@ pub struct IntoIter<T> {
     receiver: Receiver<T>,
 }
 
-impl<T: Send> Iterator for IntoIter<T> {
+impl<T> Iterator for IntoIter<T> {
     type Item = T;
 
     #[track_caller]
@@ -702,7 +702,7 @@ impl<T: Send> Iterator for IntoIter<T> {
     }
 }
 
-impl<T: Send> IntoIterator for Receiver<T> {
+impl<T> IntoIterator for Receiver<T> {
     type Item = T;
     type IntoIter = IntoIter<T>;
 
@@ -711,7 +711,7 @@ impl<T: Send> IntoIterator for Receiver<T> {
     }
 }
 
-impl<'a, T: Send> IntoIterator for &'a Receiver<T> {
+impl<'a, T> IntoIterator for &'a Receiver<T> {
     type Item = T;
     type IntoIter = Iter<'a, T>;
 

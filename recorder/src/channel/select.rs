@@ -476,7 +476,7 @@ impl SelectedOperation<'_> {
     ///
     /// When `r` is not the receiver chosen, as crossbeam's does.
     #[inline]
-    pub fn recv<T: Send>(self, r: &Receiver<T>) -> Result<T, RecvError> {
+    pub fn recv<T>(self, r: &Receiver<T>) -> Result<T, RecvError> {
         match (self.chosen, &r.timer) {
             (Chosen::Carrier(op), None) => op.recv(&r.core).map_err(|_| RecvError),
             (Chosen::Channel(op), None) => op.recv_core(&r.core).map_err(|_| RecvError),
@@ -498,7 +498,7 @@ impl SelectedOperation<'_> {
     /// # Panics
     ///
     /// When `s` is not the sender chosen, as crossbeam's does.
-    pub fn send<T: Send>(self, s: &Sender<T>, msg: T) -> Result<(), SendError<T>> {
+    pub fn send<T>(self, s: &Sender<T>, msg: T) -> Result<(), SendError<T>> {
         match self.chosen {
             Chosen::Carrier(op) => op
                 .send(&s.inner, msg)

@@ -7,7 +7,7 @@
 //! (`mpsc/lanes.rs`), otherwise from one carrier, holding back messages that arrive early.
 //! Payloads are logged only with `ppd record --payloads`, or inside an e-block, whose
 //! re-execution needs them, and only once the channel's message type is known to be serde
-//! ([`super::values`]): messages may be any `T: Send`, as std's are, and a channel of non-serde
+//! ([`super::values`]): messages may be any `T`, as std's are, and a channel of non-serde
 //! messages (boxed closures, handles) logs the order of its messages but not their contents.
 
 use std::cell::Cell;
@@ -221,7 +221,7 @@ impl<T> fmt::Debug for Sender<T> {
     }
 }
 
-impl<T: Send> Sender<T> {
+impl<T> Sender<T> {
     /// Sends a message; fails, giving it back, when the receiver is gone.
     ///
     /// ```
@@ -292,7 +292,7 @@ impl<T: Send> Sender<T> {
     }
 }
 
-impl<T: Send> Sender<T> {
+impl<T> Sender<T> {
     /// A send that waits for room in a bounded channel: the room's P, then the send (a
     /// rendezvous send then waits until its message is taken).
     #[inline]
@@ -683,7 +683,7 @@ pub(crate) enum Wait {
     Timeout(Duration),
 }
 
-impl<T: Send> Receiver<T> {
+impl<T> Receiver<T> {
     /// Blocks until a message arrives; fails when every sender is gone and the channel is
     /// empty.
     ///
@@ -791,7 +791,7 @@ impl<T: Send> Receiver<T> {
     }
 }
 
-impl<T: Send> ReceiverCore<T> {
+impl<T> ReceiverCore<T> {
     /// Receives a message, waiting as `wait` says; the outcome when there is none.
     #[inline]
     pub(crate) fn receive(
@@ -1099,7 +1099,7 @@ pub struct Iter<'a, T> {
     receiver: &'a Receiver<T>,
 }
 
-impl<T: Send> Iterator for Iter<'_, T> {
+impl<T> Iterator for Iter<'_, T> {
     type Item = T;
 
     #[track_caller]
@@ -1108,7 +1108,7 @@ impl<T: Send> Iterator for Iter<'_, T> {
     }
 }
 
-impl<'a, T: Send> IntoIterator for &'a Receiver<T> {
+impl<'a, T> IntoIterator for &'a Receiver<T> {
     type Item = T;
     type IntoIter = Iter<'a, T>;
 
@@ -1131,7 +1131,7 @@ pub struct TryIter<'a, T> {
     receiver: &'a Receiver<T>,
 }
 
-impl<T: Send> Iterator for TryIter<'_, T> {
+impl<T> Iterator for TryIter<'_, T> {
     type Item = T;
 
     #[track_caller]
@@ -1154,7 +1154,7 @@ pub struct IntoIter<T> {
     receiver: Receiver<T>,
 }
 
-impl<T: Send> Iterator for IntoIter<T> {
+impl<T> Iterator for IntoIter<T> {
     type Item = T;
 
     #[track_caller]
@@ -1163,7 +1163,7 @@ impl<T: Send> Iterator for IntoIter<T> {
     }
 }
 
-impl<T: Send> IntoIterator for Receiver<T> {
+impl<T> IntoIterator for Receiver<T> {
     type Item = T;
     type IntoIter = IntoIter<T>;
 

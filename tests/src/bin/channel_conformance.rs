@@ -16,7 +16,10 @@
 //!   default alone, and a receiver made by an expression with temporaries in it;
 //! * `biased`: `select_biased!` and `Select::new_biased` choose the first of the operations
 //!   that can proceed, receives and sends alike; a cloned `Select` has the operations of the
-//!   one it was cloned from.
+//!   one it was cloned from;
+//! * `non-send`: messages that are not `Send` (`Rc`, `Box<dyn Any>`) go through channels used
+//!   on one thread, with both crossbeam's and std's API, and channels of messages that are
+//!   `Send` but not `Sync` have ends that are both.
 
 use std::time::Duration;
 
@@ -266,6 +269,47 @@ fn biased() {
     println!("cloned: {} {:?}", op.index(), op.recv(&r1));
 }
 
+/// Compiles only for `Send` types.
+fn is_send<T: Send>() {}
+/// Compiles only for `Sync` types.
+fn is_sync<T: Sync>() {}
+
+fn non_send() {
+    let (s, r) = channel::bounded::<std::rc::Rc<u32>>(1);
+    s.send(std::rc::Rc::new(4)).expect("room");
+    println!("rc: {:?}", r.recv().map(|rc| *rc));
+
+    let (s, r) = channel::unbounded::<Box<dyn std::any::Any>>();
+    s.send(Box::new("any")).expect("unbounded");
+    let got = r.recv().expect("sent");
+    println!("any: {:?}", got.downcast_ref::<&str>());
+
+    let (tx, rx) = ppd::sync::mpsc::channel::<std::rc::Rc<u32>>();
+    tx.send(std::rc::Rc::new(5)).expect("receiver");
+    let (stx, srx) = ppd::sync::mpsc::sync_channel::<std::rc::Rc<u32>>(1);
+    stx.try_send(std::rc::Rc::new(6)).expect("room");
+    println!(
+        "std: {:?} {:?}",
+        rx.recv().map(|rc| *rc),
+        srx.recv().map(|rc| *rc)
+    );
+
+    // `Cell` is `Send` but not `Sync`: the ends of its channels are both, as crossbeam's are.
+    is_send::<channel::Sender<std::cell::Cell<u32>>>();
+    is_sync::<channel::Sender<std::cell::Cell<u32>>>();
+    is_send::<channel::Receiver<std::cell::Cell<u32>>>();
+    is_sync::<channel::Receiver<std::cell::Cell<u32>>>();
+    is_send::<ppd::sync::mpsc::Sender<std::cell::Cell<u32>>>();
+    is_send::<ppd::sync::mpsc::Receiver<std::cell::Cell<u32>>>();
+    let (s, r) = channel::unbounded::<std::cell::Cell<u32>>();
+    spawn("sender", move || {
+        s.send(std::cell::Cell::new(7)).expect("receiver")
+    })
+    .join()
+    .expect("sender");
+    println!("cell: {:?}", r.recv().map(|c| c.get()));
+}
+
 #[ppd::main]
 fn main() {
     match std::env::args().nth(1).as_deref() {
@@ -275,6 +319,7 @@ fn main() {
         Some("timers") => timers(),
         Some("select-forms") => select_forms(),
         Some("biased") => biased(),
+        Some("non-send") => non_send(),
         other => {
             eprintln!("unknown case {other:?}");
             std::process::exit(2);

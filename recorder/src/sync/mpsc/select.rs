@@ -636,7 +636,7 @@ impl SelectedOperation<'_> {
     /// assert_eq!(sel.select().recv(&rx), Ok(4));
     /// ```
     #[inline]
-    pub fn recv<T: Send>(self, receiver: &Receiver<T>) -> Result<T, RecvError> {
+    pub fn recv<T>(self, receiver: &Receiver<T>) -> Result<T, RecvError> {
         self.recv_core(&receiver.core)
     }
 
@@ -646,7 +646,7 @@ impl SelectedOperation<'_> {
     ///
     /// When the chosen operation is not a receive from `receiver`'s channel, as crossbeam's.
     #[inline]
-    pub(crate) fn recv_core<T: Send>(self, receiver: &ReceiverCore<T>) -> Result<T, RecvError> {
+    pub(crate) fn recv_core<T>(self, receiver: &ReceiverCore<T>) -> Result<T, RecvError> {
         if runtime::active()
             && !matches!(self.op, Some(SelectOp::Recv { channel, .. }) if channel == receiver.meta.id)
         {
@@ -677,7 +677,7 @@ impl SelectedOperation<'_> {
     /// # Panics
     ///
     /// When the chosen operation is not a send on `sender`'s channel, as crossbeam's.
-    pub(crate) fn send_core<T: Send>(self, sender: &Sender<T>, msg: T) -> Result<(), SendError<T>> {
+    pub(crate) fn send_core<T>(self, sender: &Sender<T>, msg: T) -> Result<(), SendError<T>> {
         if runtime::active()
             && !matches!(self.op, Some(SelectOp::Send { channel, .. }) if channel == sender.meta.id)
         {
