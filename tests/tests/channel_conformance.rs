@@ -140,3 +140,14 @@ fn messages_need_not_be_send_and_the_ends_of_a_channel_of_send_messages_are_send
         ],
     );
 }
+
+#[test]
+fn timers_past_the_end_of_time_are_never_and_endless_timeouts_wait_for_the_timer() {
+    conforms(
+        "far-timers",
+        &[
+            "past the end of time: never true true, empty Err(Empty) Err(Empty)",
+            "endless timeout: true true",
+        ],
+    );
+}

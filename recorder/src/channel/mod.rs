@@ -107,7 +107,11 @@ fn make<T>(
 /// ```
 #[track_caller]
 pub fn after(duration: Duration) -> Receiver<crate::time::Instant> {
-    timer(Timer::after(duration), Some(1))
+    match crate::time::Instant::now().checked_add(duration) {
+        Some(when) => timer(Timer::at(when), Some(1)),
+        // Due past the end of time: never, as crossbeam's is.
+        None => never(),
+    }
 }
 
 /// A receiver that delivers `when`, once, at `when`, like `crossbeam_channel::at`.
@@ -135,7 +139,11 @@ pub fn at(when: crate::time::Instant) -> Receiver<crate::time::Instant> {
 /// ```
 #[track_caller]
 pub fn tick(duration: Duration) -> Receiver<crate::time::Instant> {
-    timer(Timer::tick(duration), Some(1))
+    match crate::time::Instant::now().checked_add(duration) {
+        Some(first) => timer(Timer::tick(first, duration), Some(1)),
+        // Due past the end of time: never, as crossbeam's is.
+        None => never(),
+    }
 }
 
 /// A receiver that never delivers, like `crossbeam_channel::never`: in a [`select!`]

@@ -25,11 +25,6 @@ pub(crate) struct Timer {
 }
 
 impl Timer {
-    /// Due once, `delay` from now.
-    pub(crate) fn after(delay: Duration) -> Timer {
-        Timer::at(Instant::now() + delay)
-    }
-
     /// Due once, at `when`.
     pub(crate) fn at(when: Instant) -> Timer {
         Timer {
@@ -39,10 +34,10 @@ impl Timer {
         }
     }
 
-    /// Due every `period`, from `period` from now.
-    pub(crate) fn tick(period: Duration) -> Timer {
+    /// Due every `period`, first at `first`.
+    pub(crate) fn tick(first: Instant, period: Duration) -> Timer {
         Timer {
-            next: Mutex::new(Some(Instant::now() + period)),
+            next: Mutex::new(Some(first)),
             period: Some(period),
             never: false,
         }
@@ -81,7 +76,7 @@ impl Timer {
         if due > now {
             return None;
         }
-        *next = self.period.map(|period| now + period);
+        *next = self.period.and_then(|period| now.checked_add(period));
         Some(due)
     }
 
@@ -93,7 +88,7 @@ impl Timer {
         if *next != Some(due) {
             return false;
         }
-        *next = self.period.map(|period| due + period);
+        *next = self.period.and_then(|period| due.checked_add(period));
         true
     }
 
@@ -102,7 +97,8 @@ impl Timer {
     #[track_caller]
     pub(crate) fn receive(&self, patience: Option<Duration>) -> Option<Instant> {
         let start = Instant::now();
-        let deadline = patience.map(|patience| start + patience);
+        // A patience too long to have an end is none.
+        let deadline = patience.and_then(|patience| start.checked_add(patience));
         let mut now = start;
         loop {
             if let Some(at) = self.take_if_due(now) {

@@ -19,7 +19,9 @@
 //!   one it was cloned from;
 //! * `non-send`: messages that are not `Send` (`Rc`, `Box<dyn Any>`) go through channels used
 //!   on one thread, with both crossbeam's and std's API, and channels of messages that are
-//!   `Send` but not `Sync` have ends that are both.
+//!   `Send` but not `Sync` have ends that are both;
+//! * `far-timers`: an `after` or `tick` due past the end of time is `never`, and a timer's
+//!   receive with a timeout too long to have an end waits for the timer.
 
 use std::time::Duration;
 
@@ -310,6 +312,24 @@ fn non_send() {
     println!("cell: {:?}", r.recv().map(|c| c.get()));
 }
 
+fn far_timers() {
+    let after = channel::after(Duration::MAX);
+    let tick = channel::tick(Duration::MAX);
+    println!(
+        "past the end of time: never {} {}, empty {:?} {:?}",
+        after.same_channel(&channel::never()),
+        tick.same_channel(&channel::never()),
+        after.try_recv(),
+        tick.try_recv()
+    );
+    let when = Instant::now() + 10 * MS;
+    println!(
+        "endless timeout: {} {}",
+        channel::at(when).recv_timeout(Duration::MAX) == Ok(when),
+        channel::tick(10 * MS).recv_timeout(Duration::MAX).is_ok()
+    );
+}
+
 #[ppd::main]
 fn main() {
     match std::env::args().nth(1).as_deref() {
@@ -320,6 +340,7 @@ fn main() {
         Some("select-forms") => select_forms(),
         Some("biased") => biased(),
         Some("non-send") => non_send(),
+        Some("far-timers") => far_timers(),
         other => {
             eprintln!("unknown case {other:?}");
             std::process::exit(2);
