@@ -151,3 +151,15 @@ fn timers_past_the_end_of_time_are_never_and_endless_timeouts_wait_for_the_timer
         ],
     );
 }
+
+#[test]
+fn a_select_s_operations_can_be_removed_and_ready_deadline_gives_up() {
+    conforms(
+        "select-remove",
+        &[
+            "removed: chose the one left: true Ok(2)",
+            "ready_deadline: true",
+            "the removed receive's message stays: Ok(1)",
+        ],
+    );
+}

@@ -48,6 +48,8 @@ enum Slot<'a> {
     Channel(usize),
     /// A receive from a timer, which the selection reads through the logged clock.
     Timer(&'a Timer),
+    /// An operation taken out ([`Select::remove`]); `timer` when it was a timer's.
+    Removed { timer: bool },
 }
 
 /// What a choice among the operations asks of a timer that is due.
@@ -134,9 +136,43 @@ impl<'a> Select<'a> {
         self.ops.len() - 1
     }
 
-    /// Whether any operation is a timer's.
+    /// Whether any operation is (or was, before its removal) a timer's: the mpsc
+    /// selection's indexes are then not the selection's own.
     fn has_timers(&self) -> bool {
-        self.ops.iter().any(|slot| matches!(slot, Slot::Timer(_)))
+        self.ops
+            .iter()
+            .any(|slot| matches!(slot, Slot::Timer(_) | Slot::Removed { timer: true }))
+    }
+
+    /// Takes the operation with index `index` out of the selection, like
+    /// `crossbeam_channel::Select::remove`; the other operations keep their indexes.
+    ///
+    /// ```
+    /// let (s1, r1) = ppd::channel::unbounded::<u8>();
+    /// let (s2, r2) = ppd::channel::unbounded::<u8>();
+    /// let mut sel = ppd::channel::Select::new();
+    /// let first = sel.recv(&r1);
+    /// let second = sel.recv(&r2);
+    /// sel.remove(first);
+    /// s1.send(1).unwrap();
+    /// s2.send(2).unwrap();
+    /// let op = sel.select();
+    /// assert_eq!(op.index(), second);
+    /// assert_eq!(op.recv(&r2), Ok(2));
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// When no operation has index `index` (never added, or removed already), as crossbeam's.
+    pub fn remove(&mut self, index: usize) {
+        match self.ops.get(index).copied() {
+            Some(Slot::Channel(inner)) => {
+                self.inner.remove(inner);
+                self.ops[index] = Slot::Removed { timer: false };
+            }
+            Some(Slot::Timer(_)) => self.ops[index] = Slot::Removed { timer: true },
+            Some(Slot::Removed { .. }) | None => panic!("no operation with this index"),
+        }
     }
 
     /// Outside a recording, a selection of channels alone is the carriers' choice and nothing
@@ -164,7 +200,7 @@ impl<'a> Select<'a> {
                     timer.take_if_due(now).map(|at| (index, at))
                 }
                 Slot::Timer(timer) => timer.due().filter(|&at| at <= now).map(|_| (index, now)),
-                Slot::Channel(_) => None,
+                Slot::Channel(_) | Slot::Removed { .. } => None,
             })
     }
 
@@ -195,7 +231,7 @@ impl<'a> Select<'a> {
                 .iter()
                 .filter_map(|slot| match slot {
                     Slot::Timer(timer) => timer.due(),
-                    Slot::Channel(_) => None,
+                    Slot::Channel(_) | Slot::Removed { .. } => None,
                 })
                 .min()
                 .map(|at| at.saturating_duration_since(now));
@@ -401,6 +437,25 @@ impl<'a> Select<'a> {
     #[track_caller]
     pub fn ready_timeout(&mut self, timeout: Duration) -> Result<usize, ReadyTimeoutError> {
         self.ready_index(Wait::Timeout(timeout))
+            .map_err(|_| ReadyTimeoutError)
+    }
+
+    /// Like [`ready`](Select::ready), giving up at `deadline`.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// let (_s, r) = ppd::channel::unbounded::<u8>();
+    /// let mut sel = ppd::channel::Select::new();
+    /// sel.recv(&r);
+    /// assert!(sel.ready_deadline(Instant::now()).is_err());
+    /// ```
+    #[track_caller]
+    pub fn ready_deadline(
+        &mut self,
+        deadline: std::time::Instant,
+    ) -> Result<usize, ReadyTimeoutError> {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        self.ready_index(Wait::Timeout(left))
             .map_err(|_| ReadyTimeoutError)
     }
 }

@@ -21,7 +21,9 @@
 //!   on one thread, with both crossbeam's and std's API, and channels of messages that are
 //!   `Send` but not `Sync` have ends that are both;
 //! * `far-timers`: an `after` or `tick` due past the end of time is `never`, and a timer's
-//!   receive with a timeout too long to have an end waits for the timer.
+//!   receive with a timeout too long to have an end waits for the timer;
+//! * `select-remove`: a `Select`'s operations, timers among them, can be removed, the others
+//!   keeping their indexes; `ready_deadline` gives up at its deadline.
 
 use std::time::Duration;
 
@@ -330,6 +332,35 @@ fn far_timers() {
     );
 }
 
+fn select_remove() {
+    let (s1, r1) = channel::unbounded::<u32>();
+    let (s2, r2) = channel::unbounded::<u32>();
+    let due = channel::after(Duration::ZERO);
+    let mut sel = channel::Select::new();
+    let first = sel.recv(&r1);
+    let timer = sel.recv(&due);
+    let last = sel.recv(&r2);
+    sel.remove(first);
+    sel.remove(timer);
+    s1.send(1).expect("unbounded");
+    s2.send(2).expect("unbounded");
+    let op = sel.select();
+    println!(
+        "removed: chose the one left: {} {:?}",
+        op.index() == last,
+        op.recv(&r2)
+    );
+    let (_quiet, nothing) = channel::unbounded::<u32>();
+    let mut sel = channel::Select::new();
+    sel.recv(&nothing);
+    let deadline = std::time::Instant::now() + 20 * MS;
+    println!(
+        "ready_deadline: {:?}",
+        sel.ready_deadline(deadline).is_err()
+    );
+    println!("the removed receive's message stays: {:?}", r1.try_recv());
+}
+
 #[ppd::main]
 fn main() {
     match std::env::args().nth(1).as_deref() {
@@ -341,6 +372,7 @@ fn main() {
         Some("biased") => biased(),
         Some("non-send") => non_send(),
         Some("far-timers") => far_timers(),
+        Some("select-remove") => select_remove(),
         other => {
             eprintln!("unknown case {other:?}");
             std::process::exit(2);

@@ -66,19 +66,23 @@ enum SelectOp<'a> {
         channel: ObjectId,
         bound: Option<&'a Bound>,
     },
+    /// An operation taken out of the selection ([`Select::remove`]); its index stays used.
+    Removed,
 }
 
 impl SelectOp<'_> {
-    fn channel(&self) -> ObjectId {
+    /// The operation's channel; none once removed.
+    fn channel(&self) -> Option<ObjectId> {
         match *self {
-            SelectOp::Recv { channel, .. } | SelectOp::Send { channel, .. } => channel,
+            SelectOp::Recv { channel, .. } | SelectOp::Send { channel, .. } => Some(channel),
+            SelectOp::Removed => None,
         }
     }
 }
 
 impl fmt::Debug for Select<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let channels: Vec<ObjectId> = self.ops.iter().map(SelectOp::channel).collect();
+        let channels: Vec<ObjectId> = self.ops.iter().filter_map(SelectOp::channel).collect();
         f.debug_struct("Select")
             .field("channels", &channels)
             .finish()
@@ -175,6 +179,35 @@ impl<'a> Select<'a> {
             bound: sender.meta.bound.as_deref(),
         });
         sender.inner.select_send(&mut self.inner)
+    }
+
+    /// Takes the operation with index `index` out of the selection, like
+    /// `crossbeam_channel::Select::remove`; the other operations keep their indexes.
+    ///
+    /// ```
+    /// let (tx1, rx1) = ppd::sync::mpsc::channel::<u8>();
+    /// let (tx2, rx2) = ppd::sync::mpsc::channel::<u8>();
+    /// let mut sel = ppd::sync::mpsc::Select::new();
+    /// let first = sel.recv(&rx1);
+    /// let second = sel.recv(&rx2);
+    /// sel.remove(first);
+    /// tx1.send(1).unwrap();
+    /// tx2.send(2).unwrap();
+    /// let op = sel.select();
+    /// assert_eq!(op.index(), second);
+    /// assert_eq!(op.recv(&rx2), Ok(2));
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// When no operation has index `index` (never added, or removed already), as crossbeam's.
+    pub fn remove(&mut self, index: usize) {
+        let op = self.ops.get_mut(index);
+        let Some(op) = op.filter(|op| !matches!(op, SelectOp::Removed)) else {
+            panic!("no operation with this index");
+        };
+        *op = SelectOp::Removed;
+        self.inner.remove(index);
     }
 
     /// Blocks until one of the receives can proceed and chooses it.
@@ -295,7 +328,11 @@ impl<'a> Select<'a> {
         if !runtime::active() {
             return live(&mut self.inner, wait);
         }
-        let first = self.ops.first().map_or(ObjectId(0), SelectOp::channel);
+        let first = self
+            .ops
+            .iter()
+            .find_map(SelectOp::channel)
+            .unwrap_or(ObjectId(0));
         match runtime::expect(Op::plain(EventKind::Select, Some(site))) {
             Some(Event::Select { index, .. }) => {
                 runtime::done(&Event::Select {
@@ -396,7 +433,7 @@ impl<'a> Select<'a> {
         let mut waiting = None;
         let send_ready = |i: usize| match self.ops[i] {
             SelectOp::Send { bound, .. } => bound.is_none_or(|b| b.could_send()),
-            SelectOp::Recv { .. } => false,
+            SelectOp::Recv { .. } | SelectOp::Removed => false,
         };
         loop {
             if self.biased {
