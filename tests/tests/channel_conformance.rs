@@ -163,3 +163,14 @@ fn a_select_s_operations_can_be_removed_and_ready_deadline_gives_up() {
         ],
     );
 }
+
+#[test]
+fn an_unbiased_select_among_due_timers_and_ready_channels_chooses_each_in_turn() {
+    conforms(
+        "timer-fairness",
+        &[
+            "two due timers: each chosen at least a quarter of the time: true",
+            "a channel and two due timers: each chosen at least a sixth of the time: true",
+        ],
+    );
+}

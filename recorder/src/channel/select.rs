@@ -39,6 +39,8 @@ pub struct Select<'a> {
     inner: mpsc::Select<'a>,
     /// Each operation, in the order added (inline, as the mpsc selection's).
     ops: SmallVec<[Slot<'a>; 4]>,
+    /// Whether the first operation that can proceed is chosen (`new_biased`).
+    biased: bool,
 }
 
 /// An operation of a [`Select`].
@@ -77,6 +79,7 @@ impl<'a> Select<'a> {
         Select {
             inner: mpsc::Select::new(),
             ops: SmallVec::new(),
+            biased: false,
         }
     }
 
@@ -100,6 +103,7 @@ impl<'a> Select<'a> {
         Select {
             inner: mpsc::Select::new_biased(),
             ops: SmallVec::new(),
+            biased: true,
         }
     }
 
@@ -190,18 +194,25 @@ impl<'a> Select<'a> {
             .unwrap_or(inner)
     }
 
-    /// A timer due at `now`: its index, and the instant it delivers (`Due::Take`: taken).
-    fn due_timer(&self, now: Instant, due: Due) -> Option<(usize, Instant)> {
-        self.ops
+    /// A timer due at `now` — the `turn`-th of those due, counting round — : its index, and
+    /// the instant it delivers (`Due::Take`: taken).
+    fn due_timer(&self, now: Instant, due: Due, turn: usize) -> Option<(usize, Instant)> {
+        let is_due = |slot: &Slot<'_>| matches!(slot, Slot::Timer(timer) if timer.due().is_some_and(|at| at <= now));
+        let count = self.ops.iter().filter(|slot| is_due(slot)).count();
+        if count == 0 {
+            return None;
+        }
+        let (index, slot) = self
+            .ops
             .iter()
             .enumerate()
-            .find_map(|(index, slot)| match slot {
-                Slot::Timer(timer) if due == Due::Take => {
-                    timer.take_if_due(now).map(|at| (index, at))
-                }
-                Slot::Timer(timer) => timer.due().filter(|&at| at <= now).map(|_| (index, now)),
-                Slot::Channel(_) | Slot::Removed { .. } => None,
-            })
+            .filter(|(_, slot)| is_due(slot))
+            .nth(turn % count)?;
+        match (slot, due) {
+            // Another receiver of a clone may have taken it since.
+            (Slot::Timer(timer), Due::Take) => timer.take_if_due(now).map(|at| (index, at)),
+            (_, _) => Some((index, now)),
+        }
     }
 
     /// The choice among channels and timers, waiting as `wait` says: `attempt` chooses among
@@ -221,9 +232,33 @@ impl<'a> Select<'a> {
             return attempt(&mut self.inner, wait).map(|r| channel(self, r));
         }
         let timers_only = !self.ops.iter().any(|slot| matches!(slot, Slot::Channel(_)));
+        // Crossbeam chooses at random among the operations that can proceed; an unbiased
+        // selection here takes turns instead (which replays, the turns being the process's
+        // own): every other selection looks at the channels before a due timer, and which of
+        // the due timers is taken moves on with every selection that takes one.
+        let (timer_turn, channels_first) = if self.biased {
+            (0, false)
+        } else {
+            let turn = TURN.with(|t| {
+                let turn = t.get();
+                t.set(turn.wrapping_add(1));
+                turn
+            });
+            if timers_only {
+                (turn, false)
+            } else {
+                (turn / 2, turn % 2 == 1)
+            }
+        };
         loop {
             let now = Instant::now();
-            if let Some((index, at)) = self.due_timer(now, due) {
+            if channels_first
+                && self.due_timer(now, Due::Peek, timer_turn).is_some()
+                && let Ok(r) = attempt(&mut self.inner, Wait::Try)
+            {
+                return Ok(channel(self, r));
+            }
+            if let Some((index, at)) = self.due_timer(now, due, timer_turn) {
                 return Ok((index, Chosen::Timer(at)));
             }
             let until_timer = self
@@ -256,7 +291,7 @@ impl<'a> Select<'a> {
                         if let Wait::Timeout(t) = wait {
                             if t <= left {
                                 // The time is up; a timer due now still wins.
-                                return match self.due_timer(Instant::now(), due) {
+                                return match self.due_timer(Instant::now(), due, timer_turn) {
                                     Some((index, at)) => Ok((index, Chosen::Timer(at))),
                                     None => Err(SelectTimeoutError),
                                 };
@@ -273,7 +308,7 @@ impl<'a> Select<'a> {
                     (Wait::Timeout(t), Some(left)) if t > left => wait = Wait::Timeout(t - left),
                     (Wait::Try | Wait::Timeout(_), _) => {
                         let now = Instant::now();
-                        return match self.due_timer(now, due) {
+                        return match self.due_timer(now, due, timer_turn) {
                             Some((index, at)) => Ok((index, Chosen::Timer(at))),
                             None => Err(e),
                         };
@@ -475,6 +510,11 @@ impl<'a> Select<'a> {
 pub struct SelectedOperation<'a> {
     index: usize,
     chosen: Chosen<'a>,
+}
+
+thread_local! {
+    /// Where an unbiased selection with timers starts looking, advanced by every selection.
+    static TURN: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// What a [`Select`] chose.

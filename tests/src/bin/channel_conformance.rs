@@ -23,7 +23,9 @@
 //! * `far-timers`: an `after` or `tick` due past the end of time is `never`, and a timer's
 //!   receive with a timeout too long to have an end waits for the timer;
 //! * `select-remove`: a `Select`'s operations, timers among them, can be removed, the others
-//!   keeping their indexes; `ready_deadline` gives up at its deadline.
+//!   keeping their indexes; `ready_deadline` gives up at its deadline;
+//! * `timer-fairness`: an unbiased selection among due timers and ready channels chooses each
+//!   of them in turn, never always the same one.
 
 use std::time::Duration;
 
@@ -361,6 +363,40 @@ fn select_remove() {
     println!("the removed receive's message stays: {:?}", r1.try_recv());
 }
 
+fn timer_fairness() {
+    const ROUNDS: usize = 100;
+    let mut hits = [0usize; 2];
+    for _ in 0..ROUNDS {
+        ppd::select! {
+            recv(channel::after(Duration::ZERO)) -> _ => hits[0] += 1,
+            recv(channel::after(Duration::ZERO)) -> _ => hits[1] += 1,
+        }
+    }
+    println!(
+        "two due timers: each chosen at least a quarter of the time: {}",
+        hits.iter().all(|&n| n >= ROUNDS / 4)
+    );
+
+    let (s, r) = channel::unbounded::<()>();
+    let mut hits = [0usize; 3];
+    for _ in 0..ROUNDS {
+        s.send(()).expect("unbounded");
+        let due = channel::after(Duration::ZERO);
+        let tick = channel::tick(Duration::ZERO);
+        ppd::thread::sleep(MS);
+        ppd::select! {
+            recv(r) -> _ => hits[0] += 1,
+            recv(due) -> _ => hits[1] += 1,
+            recv(tick) -> _ => hits[2] += 1,
+        }
+        let _ = r.try_recv();
+    }
+    println!(
+        "a channel and two due timers: each chosen at least a sixth of the time: {}",
+        hits.iter().all(|&n| n >= ROUNDS / 6)
+    );
+}
+
 #[ppd::main]
 fn main() {
     match std::env::args().nth(1).as_deref() {
@@ -373,6 +409,7 @@ fn main() {
         Some("non-send") => non_send(),
         Some("far-timers") => far_timers(),
         Some("select-remove") => select_remove(),
+        Some("timer-fairness") => timer_fairness(),
         other => {
             eprintln!("unknown case {other:?}");
             std::process::exit(2);
