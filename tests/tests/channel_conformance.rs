@@ -174,3 +174,19 @@ fn an_unbiased_select_among_due_timers_and_ready_channels_chooses_each_in_turn()
         ],
     );
 }
+
+#[test]
+fn workers_racing_for_shared_timers_replay_with_the_deliveries_each_took() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("shared-timers");
+    let recorded = record_program(work.path(), &dir, &program(), &["shared-timers"], &[]);
+    let (stdout, stderr) = output_text(&recorded);
+    assert!(recorded.status.success(), "recording failed: {stderr}");
+    assert!(
+        stdout.contains("every delivery taken once: true"),
+        "{stdout}"
+    );
+    assert_eq!(stdout.matches(" took ").count(), 4, "{stdout}");
+    // How many deliveries each worker took is the recorded run's; the replay prints it again.
+    assert_replays(work.path(), &dir, &stdout);
+}

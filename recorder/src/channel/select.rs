@@ -194,24 +194,39 @@ impl<'a> Select<'a> {
             .unwrap_or(inner)
     }
 
-    /// A timer due at `now` — the `turn`-th of those due, counting round — : its index, and
-    /// the instant it delivers (`Due::Take`: taken).
-    fn due_timer(&self, now: Instant, due: Due, turn: usize) -> Option<(usize, Instant)> {
-        let is_due = |slot: &Slot<'_>| matches!(slot, Slot::Timer(timer) if timer.due().is_some_and(|at| at <= now));
-        let count = self.ops.iter().filter(|slot| is_due(slot)).count();
+    /// When each timer is next due, each read once (a logged look): the timer's index, the
+    /// timer, and the instant.
+    fn timer_dues(&self) -> SmallVec<[(usize, &'a Timer, Instant); 4]> {
+        self.ops
+            .iter()
+            .enumerate()
+            .filter_map(|(index, slot)| match *slot {
+                Slot::Timer(timer) => timer.due().map(|at| (index, timer, at)),
+                Slot::Channel(_) | Slot::Removed { .. } => None,
+            })
+            .collect()
+    }
+
+    /// Of the timers `dues` says are due at `now`, the `turn`-th (counting round): its index,
+    /// and the instant it delivers (`Due::Take`: taken).
+    fn due_timer(
+        dues: &[(usize, &Timer, Instant)],
+        now: Instant,
+        due: Due,
+        turn: usize,
+    ) -> Option<(usize, Instant)> {
+        let count = dues.iter().filter(|&&(_, _, at)| at <= now).count();
         if count == 0 {
             return None;
         }
-        let (index, slot) = self
-            .ops
+        let &(index, timer, at) = dues
             .iter()
-            .enumerate()
-            .filter(|(_, slot)| is_due(slot))
+            .filter(|&&(_, _, at)| at <= now)
             .nth(turn % count)?;
-        match (slot, due) {
-            // Another receiver of a clone may have taken it since.
-            (Slot::Timer(timer), Due::Take) => timer.take_if_due(now).map(|at| (index, at)),
-            (_, _) => Some((index, now)),
+        match due {
+            // Another receiver of a clone may have taken it since it was looked at.
+            Due::Take => timer.take(at, now).map(|at| (index, at)),
+            Due::Peek => Some((index, now)),
         }
     }
 
@@ -250,24 +265,25 @@ impl<'a> Select<'a> {
                 (turn / 2, turn % 2 == 1)
             }
         };
+        let due_now = |sel: &Self| {
+            let now = Instant::now();
+            Self::due_timer(&sel.timer_dues(), now, due, timer_turn)
+        };
         loop {
             let now = Instant::now();
+            let dues = self.timer_dues();
             if channels_first
-                && self.due_timer(now, Due::Peek, timer_turn).is_some()
+                && Self::due_timer(&dues, now, Due::Peek, timer_turn).is_some()
                 && let Ok(r) = attempt(&mut self.inner, Wait::Try)
             {
                 return Ok(channel(self, r));
             }
-            if let Some((index, at)) = self.due_timer(now, due, timer_turn) {
+            if let Some((index, at)) = Self::due_timer(&dues, now, due, timer_turn) {
                 return Ok((index, Chosen::Timer(at)));
             }
-            let until_timer = self
-                .ops
+            let until_timer = dues
                 .iter()
-                .filter_map(|slot| match slot {
-                    Slot::Timer(timer) => timer.due(),
-                    Slot::Channel(_) | Slot::Removed { .. } => None,
-                })
+                .map(|&(_, _, at)| at)
                 .min()
                 .map(|at| at.saturating_duration_since(now));
             let bounded = match (wait, until_timer) {
@@ -291,7 +307,7 @@ impl<'a> Select<'a> {
                         if let Wait::Timeout(t) = wait {
                             if t <= left {
                                 // The time is up; a timer due now still wins.
-                                return match self.due_timer(Instant::now(), due, timer_turn) {
+                                return match due_now(self) {
                                     Some((index, at)) => Ok((index, Chosen::Timer(at))),
                                     None => Err(SelectTimeoutError),
                                 };
@@ -307,8 +323,7 @@ impl<'a> Select<'a> {
                 Err(e) => match (wait, until_timer) {
                     (Wait::Timeout(t), Some(left)) if t > left => wait = Wait::Timeout(t - left),
                     (Wait::Try | Wait::Timeout(_), _) => {
-                        let now = Instant::now();
-                        return match self.due_timer(now, due, timer_turn) {
+                        return match due_now(self) {
                             Some((index, at)) => Ok((index, Chosen::Timer(at))),
                             None => Err(e),
                         };

@@ -25,14 +25,20 @@
 //! * `select-remove`: a `Select`'s operations, timers among them, can be removed, the others
 //!   keeping their indexes; `ready_deadline` gives up at its deadline;
 //! * `timer-fairness`: an unbiased selection among due timers and ready channels chooses each
-//!   of them in turn, never always the same one.
+//!   of them in turn, never always the same one;
+//! * `shared-timers`: workers race to take the deliveries of timers they share (clones of
+//!   `after` receivers, and of one `tick`); each delivery goes to one of them, and replay
+//!   gives each the ones it took.
 
 use std::time::Duration;
 
 use ppd::channel::{self, SendError, SendTimeoutError, TrySendError};
 use ppd::time::Instant;
 
-fn spawn<F: FnOnce() + Send + 'static>(name: &str, f: F) -> ppd::thread::JoinHandle<()> {
+fn spawn<T: Send + 'static, F: FnOnce() -> T + Send + 'static>(
+    name: &str,
+    f: F,
+) -> ppd::thread::JoinHandle<T> {
     ppd::thread::Builder::new()
         .name(name.to_owned())
         .spawn(f)
@@ -397,6 +403,37 @@ fn timer_fairness() {
     );
 }
 
+fn shared_timers() {
+    const TIMERS: usize = 2000;
+    const WORKERS: usize = 4;
+    let timers: Vec<channel::Receiver<Instant>> = (0..TIMERS)
+        .map(|_| channel::after(Duration::ZERO))
+        .collect();
+    let tick = channel::tick(Duration::ZERO);
+    let start = std::sync::Arc::new(ppd::sync::Barrier::new(WORKERS));
+    let workers: Vec<_> = (0..WORKERS)
+        .map(|w| {
+            let timers = timers.clone();
+            let tick = tick.clone();
+            let start = std::sync::Arc::clone(&start);
+            spawn(&format!("worker {w}"), move || {
+                start.wait();
+                let mut took = 0;
+                let mut ticks = 0;
+                for timer in &timers {
+                    took += usize::from(timer.try_recv().is_ok());
+                    ticks += usize::from(tick.try_recv().is_ok());
+                }
+                // Which worker took how many is the run's; replay must print the same.
+                println!("worker {w} took {took} deliveries and {ticks} ticks");
+                took
+            })
+        })
+        .collect();
+    let total: usize = workers.into_iter().map(|w| w.join().expect("worker")).sum();
+    println!("every delivery taken once: {}", total == TIMERS);
+}
+
 #[ppd::main]
 fn main() {
     match std::env::args().nth(1).as_deref() {
@@ -410,6 +447,7 @@ fn main() {
         Some("far-timers") => far_timers(),
         Some("select-remove") => select_remove(),
         Some("timer-fairness") => timer_fairness(),
+        Some("shared-timers") => shared_timers(),
         other => {
             eprintln!("unknown case {other:?}");
             std::process::exit(2);
