@@ -190,3 +190,11 @@ fn workers_racing_for_shared_timers_replay_with_the_deliveries_each_took() {
     // How many deliveries each worker took is the recorded run's; the replay prints it again.
     assert_replays(work.path(), &dir, &stdout);
 }
+
+#[test]
+fn a_rendezvous_send_waiting_for_a_receive_fails_with_its_message_when_the_receiver_goes() {
+    conforms(
+        "send-waits-disconnect",
+        &["send: Err(1)", "std send: Err(2)", "select send: Err(3)"],
+    );
+}

@@ -137,6 +137,21 @@ impl Bound {
             .try_acquire_at(site, Some(patience), || self.taker_ready())
     }
 
+    /// Whether the channel is a rendezvous channel (capacity 0).
+    pub(crate) fn is_rendezvous(&self) -> bool {
+        self.handoff.is_some()
+    }
+
+    /// Whether the receiver asking is the channel's last.
+    pub(crate) fn last_receiver(&self) -> bool {
+        self.receivers.load(Ordering::Acquire) == 1
+    }
+
+    /// Whether every receiver is gone.
+    pub(crate) fn disconnected(&self) -> bool {
+        self.receivers.load(Ordering::Acquire) == 0
+    }
+
     /// Whether a message sent now is taken (or fails) without waiting for a receive: always
     /// for a channel with room; for a rendezvous channel, while a receive waits for it or
     /// once every receiver is gone.

@@ -56,6 +56,9 @@ pub(crate) struct ChannelMeta<T> {
     bound: Option<Arc<Bound>>,
     /// Replaying a channel with one receiver: its logged messages, by sender.
     lanes: Option<Lanes<T>>,
+    /// A rendezvous channel's messages its last receiver went away without taking, for their
+    /// senders, waiting for them to be taken, to give back.
+    returned: std::sync::Mutex<Vec<Envelope<T>>>,
 }
 
 impl<T> ChannelMeta<T> {
@@ -66,6 +69,7 @@ impl<T> ChannelMeta<T> {
             values: Values::new(),
             bound: None,
             lanes: None,
+            returned: std::sync::Mutex::new(Vec::new()),
         })
     }
 
@@ -180,6 +184,7 @@ pub(crate) fn make<T>(
         values: Values::new(),
         bound: capacity.map(|n| Arc::new(Bound::new(n, name, site))),
         lanes: (runtime::mode() == Mode::Replay && receivers == Receivers::One).then(Lanes::new),
+        returned: std::sync::Mutex::new(Vec::new()),
     });
     (
         Sender {
@@ -241,6 +246,15 @@ impl<T> Sender<T> {
     /// `send` under a backend, out of line so that pass-through inlines to the plain send.
     #[inline(never)]
     fn send_logged(&self, value: T, site: &'static Location<'static>) -> Result<(), SendError<T>> {
+        self.send_logged_seq(value, site).map(|_| ())
+    }
+
+    /// `send_logged`, saying which sequence number the message has.
+    fn send_logged_seq(
+        &self,
+        value: T,
+        site: &'static Location<'static>,
+    ) -> Result<u64, SendError<T>> {
         let channel = self.meta.id;
         let expected = runtime::expect(Op::on(EventKind::Send, channel, Some(site)));
         let seq = runtime::backend::expected::send_seq(&expected).unwrap_or_else(|| {
@@ -270,15 +284,20 @@ impl<T> Sender<T> {
         let env = Envelope { sender, seq, value };
         if let (Some(lanes), Some(_)) = (&self.meta.lanes, &expected) {
             // Replay of a logged send: delivered, as the log says (see the `Err` below).
-            lanes.push(env);
-            return Ok(());
+            let gone = lanes.push(env);
+            self.keep_for_sender(gone);
+            return Ok(seq);
         }
         match self.inner.send(env) {
-            Ok(()) => Ok(()),
+            Ok(()) => Ok(seq),
             // Replay: the log says the message was delivered, so in the recorded run it sat in
             // the channel until the receiver went away unread; here it went away first. Either
             // way nobody receives it, and the sender saw success.
-            Err(_) if matches!(runtime::mode(), Mode::Replay | Mode::Emulate) => Ok(()),
+            Err(env) if matches!(runtime::mode(), Mode::Replay | Mode::Emulate) => {
+                // A rendezvous sender may learn, after its wait, that nobody took it.
+                self.keep_for_sender(vec![env]);
+                Ok(seq)
+            }
             Err(e) => {
                 runtime::expect(Op::on(EventKind::Undelivered, channel, Some(site)));
                 runtime::done(&Event::Undelivered {
@@ -322,15 +341,72 @@ impl<T> Sender<T> {
             return sent;
         };
         bound.enter(site);
-        match self.send_logged(value, site) {
-            Ok(()) => {
-                bound.sent(site);
-                Ok(())
-            }
+        match self.send_logged_seq(value, site) {
+            Ok(seq) => self.handed_over(bound, seq, site),
             Err(e) => {
                 bound.abandoned(site);
                 Err(e)
             }
+        }
+    }
+
+    /// Replay: messages sent after every receiver of a rendezvous channel was gone, kept for
+    /// their senders as the last receiver keeps those it held ([`ReceiverCore::hand_back`]).
+    fn keep_for_sender(&self, gone: Vec<Envelope<T>>) {
+        if gone.is_empty() || !self.meta.bound.as_ref().is_some_and(|b| b.is_rendezvous()) {
+            return;
+        }
+        let mut back = self.meta.returned.lock().unwrap_or_else(|p| p.into_inner());
+        back.extend(gone);
+    }
+
+    /// After a send on a bounded channel delivered message `seq`: a rendezvous send waits
+    /// until it is taken, and fails, giving the message back, when every receiver went away
+    /// without taking it (the last hands back what the channel held, `ChannelMeta::returned`).
+    /// Recorded, that failure is an `Undelivered` after the wait, which replay reads.
+    fn handed_over(
+        &self,
+        bound: &Bound,
+        seq: u64,
+        site: &'static Location<'static>,
+    ) -> Result<(), SendError<T>> {
+        bound.sent(site);
+        if !bound.is_rendezvous() {
+            return Ok(());
+        }
+        let channel = self.meta.id;
+        let untaken = match runtime::mode() {
+            Mode::Record => bound.disconnected(),
+            _ => matches!(
+                runtime::expect_if(Op::on(EventKind::Undelivered, channel, Some(site))),
+                Some(Event::Undelivered { .. })
+            ),
+        };
+        if !untaken {
+            return Ok(());
+        }
+        let sender = runtime::current_process().unwrap_or(UNMANAGED_SENDER);
+        let returned = {
+            let mut back = self.meta.returned.lock().unwrap_or_else(|p| p.into_inner());
+            back.iter()
+                .position(|env| env.seq == seq && env.sender == sender)
+                .map(|i| back.swap_remove(i).value)
+        };
+        match returned {
+            Some(value) => {
+                runtime::done(&Event::Undelivered {
+                    channel,
+                    seq,
+                    site: Some(site),
+                });
+                Err(SendError(value))
+            }
+            // Taken before the receivers went away.
+            None if runtime::mode() == Mode::Record => Ok(()),
+            None => diverged(&format!(
+                "the log says message {seq} on channel {channel} was never taken, but no \
+                 receiver handed it back"
+            )),
         }
     }
 
@@ -369,11 +445,10 @@ impl<T> Sender<T> {
         if !entered {
             return Err(TrySendError::Full(value));
         }
-        match self.send_logged(value, site) {
-            Ok(()) => {
-                bound.sent(site);
-                Ok(())
-            }
+        match self.send_logged_seq(value, site) {
+            Ok(seq) => self
+                .handed_over(bound, seq, site)
+                .map_err(|e| TrySendError::Disconnected(e.0)),
             Err(e) => {
                 bound.abandoned(site);
                 Err(TrySendError::Disconnected(e.0))
@@ -616,8 +691,30 @@ impl<T> ReceiverCore<T> {
 /// carrier's go with its last receiver.
 impl<T> Drop for ReceiverCore<T> {
     fn drop(&mut self) {
+        if let Some(bound) = &self.meta.bound
+            && bound.is_rendezvous()
+            && bound.last_receiver()
+        {
+            self.hand_back();
+        }
         if let Some(lanes) = &self.meta.lanes {
             lanes.close();
+        }
+    }
+}
+
+impl<T> ReceiverCore<T> {
+    /// The last receiver of a rendezvous channel goes: the messages it holds, each sent by a
+    /// sender waiting for it to be taken, go back to their senders (crossbeam's fail, giving
+    /// the message back).
+    fn hand_back(&self) {
+        let mut back = self.meta.returned.lock().unwrap_or_else(|p| p.into_inner());
+        while let Ok(env) = self.inner.try_recv() {
+            back.push(env);
+        }
+        back.extend(self.stash.lock().held.drain().map(|(_, env)| env));
+        if let Some(lanes) = &self.meta.lanes {
+            lanes.take_all(&mut back);
         }
     }
 }

@@ -28,7 +28,9 @@
 //!   of them in turn, never always the same one;
 //! * `shared-timers`: workers race to take the deliveries of timers they share (clones of
 //!   `after` receivers, and of one `tick`); each delivery goes to one of them, and replay
-//!   gives each the ones it took.
+//!   gives each the ones it took;
+//! * `send-waits-disconnect`: a rendezvous send waiting for a receive (in `send` and in a
+//!   `select!`) fails, giving its message back, when the receiver goes away instead.
 
 use std::time::Duration;
 
@@ -434,6 +436,35 @@ fn shared_timers() {
     println!("every delivery taken once: {}", total == TIMERS);
 }
 
+fn send_waits_disconnect() {
+    let (s, r) = channel::bounded::<u32>(0);
+    let dropper = spawn("dropper", move || {
+        ppd::thread::sleep(100 * MS);
+        drop(r);
+    });
+    println!("send: {:?}", s.send(1).map_err(|e| e.into_inner()));
+    dropper.join().expect("dropper");
+
+    let (tx, rx) = ppd::sync::mpsc::sync_channel::<u32>(0);
+    let dropper = spawn("dropper", move || {
+        ppd::thread::sleep(100 * MS);
+        drop(rx);
+    });
+    println!("std send: {:?}", tx.send(2).map_err(|e| e.0));
+    dropper.join().expect("dropper");
+
+    let (s, r) = channel::bounded::<u32>(0);
+    let dropper = spawn("dropper", move || {
+        ppd::thread::sleep(100 * MS);
+        drop(r);
+    });
+    let selected = ppd::select! {
+        send(s, 3) -> res => res.map_err(|e| e.into_inner()),
+    };
+    println!("select send: {selected:?}");
+    dropper.join().expect("dropper");
+}
+
 #[ppd::main]
 fn main() {
     match std::env::args().nth(1).as_deref() {
@@ -448,6 +479,7 @@ fn main() {
         Some("select-remove") => select_remove(),
         Some("timer-fairness") => timer_fairness(),
         Some("shared-timers") => shared_timers(),
+        Some("send-waits-disconnect") => send_waits_disconnect(),
         other => {
             eprintln!("unknown case {other:?}");
             std::process::exit(2);
