@@ -198,3 +198,8 @@ fn a_rendezvous_send_waiting_for_a_receive_fails_with_its_message_when_the_recei
         &["send: Err(1)", "std send: Err(2)", "select send: Err(3)"],
     );
 }
+
+#[test]
+fn selections_that_send_and_receive_on_one_rendezvous_channel_pair_up() {
+    conforms("select-matching", &["paired: 4 sent, 4 received"]);
+}

@@ -156,8 +156,13 @@ impl Bound {
     /// for a channel with room; for a rendezvous channel, while a receive waits for it or
     /// once every receiver is gone.
     fn taker_ready(&self) -> bool {
+        self.taker_ready_besides(0)
+    }
+
+    /// [`taker_ready`](Bound::taker_ready), not counting `own` of the waiting receives.
+    fn taker_ready_besides(&self, own: usize) -> bool {
         self.handoff.is_none()
-            || self.waiting_receivers.load(Ordering::Acquire) > 0
+            || self.waiting_receivers.load(Ordering::Acquire) > own
             || self.receivers.load(Ordering::Acquire) == 0
     }
 
@@ -203,8 +208,13 @@ impl Bound {
     /// free (for a rendezvous channel, while a receive waits for the message), or every
     /// receiver is gone (the send then fails at once). Nothing is logged.
     pub(crate) fn could_send(&self) -> bool {
-        self.receivers.load(Ordering::Acquire) == 0
-            || (self.room.has_permit() && self.taker_ready())
+        self.could_send_besides(0)
+    }
+
+    /// [`could_send`](Bound::could_send), for a selection that has `own` receives of its own
+    /// told to be waiting on the channel: they cannot take its send's message.
+    pub(crate) fn could_send_besides(&self, own: usize) -> bool {
+        self.disconnected() || (self.room.has_permit() && self.taker_ready_besides(own))
     }
 
     /// Pings `watcher` whenever a send may have become possible, until the guard drops.

@@ -30,7 +30,9 @@
 //!   `after` receivers, and of one `tick`); each delivery goes to one of them, and replay
 //!   gives each the ones it took;
 //! * `send-waits-disconnect`: a rendezvous send waiting for a receive (in `send` and in a
-//!   `select!`) fails, giving its message back, when the receiver goes away instead.
+//!   `select!`) fails, giving its message back, when the receiver goes away instead;
+//! * `select-matching`: workers each select between receiving from and sending on one
+//!   rendezvous channel; they pair up, half sending and half receiving, none left waiting.
 
 use std::time::Duration;
 
@@ -465,6 +467,41 @@ fn send_waits_disconnect() {
     dropper.join().expect("dropper");
 }
 
+fn select_matching() {
+    const WORKERS: u32 = 8;
+    let (s, r) = channel::bounded::<u32>(0);
+    let (done, finished) = channel::unbounded::<bool>();
+    let mut workers = Vec::new();
+    for w in 0..WORKERS {
+        let (s, r, done) = (s.clone(), r.clone(), done.clone());
+        workers.push(spawn(&format!("worker {w}"), move || {
+            let sent = ppd::select! {
+                recv(r) -> got => {
+                    assert_ne!(got, Ok(w), "a worker received its own message");
+                    false
+                }
+                send(s, w) -> res => res.is_ok(),
+            };
+            done.send(sent).expect("main waits");
+        }));
+    }
+    let mut sent = 0;
+    for _ in 0..WORKERS {
+        // Should the workers fail to pair up, they wait for ever: say so and stop.
+        match finished.recv_timeout(10_000 * MS) {
+            Ok(s) => sent += u32::from(s),
+            Err(_) => {
+                println!("the workers did not pair up");
+                std::process::exit(1);
+            }
+        }
+    }
+    for worker in workers {
+        worker.join().expect("worker");
+    }
+    println!("paired: {} sent, {} received", sent, WORKERS - sent);
+}
+
 #[ppd::main]
 fn main() {
     match std::env::args().nth(1).as_deref() {
@@ -480,6 +517,7 @@ fn main() {
         Some("timer-fairness") => timer_fairness(),
         Some("shared-timers") => shared_timers(),
         Some("send-waits-disconnect") => send_waits_disconnect(),
+        Some("select-matching") => select_matching(),
         other => {
             eprintln!("unknown case {other:?}");
             std::process::exit(2);

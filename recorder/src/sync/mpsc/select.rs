@@ -431,15 +431,20 @@ impl<'a> Select<'a> {
         });
         let n = self.ops.len();
         let mut waiting = None;
-        let send_ready = |i: usize| match self.ops[i] {
-            SelectOp::Send { bound, .. } => bound.is_none_or(|b| b.could_send()),
+        // Once the selection waits, its own receives are counted among a rendezvous
+        // channel's waiting receivers: a send of its own on that channel needs another.
+        let ops = &self.ops;
+        let send_ready = |i: usize, told: bool| match ops[i] {
+            SelectOp::Send { bound, channel } => bound.is_none_or(|b| {
+                b.could_send_besides(if told { own_receives(ops, channel) } else { 0 })
+            }),
             SelectOp::Recv { .. } | SelectOp::Removed => false,
         };
         loop {
             if self.biased {
                 // The first operation that can proceed: the first ready send, unless a receive
                 // added before it is ready (the carriers' biased choice among those).
-                let ready_send = (0..n).find(|&i| send_ready(i));
+                let ready_send = (0..n).find(|&i| send_ready(i, waiting.is_some()));
                 let mut earlier;
                 let looked = match ready_send {
                     Some(i) => {
@@ -460,7 +465,9 @@ impl<'a> Select<'a> {
                     return Ok(Chosen::Send(i));
                 }
             } else {
-                let ready_send = (0..n).map(|k| (turn + k) % n).find(|&i| send_ready(i));
+                let ready_send = (0..n)
+                    .map(|k| (turn + k) % n)
+                    .find(|&i| send_ready(i, waiting.is_some()));
                 let receives_first = turn.is_multiple_of(2);
                 if receives_first && let Ok(r) = live(&mut receives, Wait::Try) {
                     return Ok(Chosen::Live(r));
@@ -494,23 +501,24 @@ impl<'a> Select<'a> {
 
 /// A waiting selection's receives from rendezvous channels, told to their rooms until the
 /// guards drop: a `try_send` on one of them meanwhile hands over its message, as it does to a
-/// receive waiting in `recv`.
-/// A receive from a channel the selection also sends on is not told: its own send must not
-/// look taken by it.
+/// receive waiting in `recv`, and so does another selection's send arm.
 fn waiting_receives<'a>(ops: &[SelectOp<'a>]) -> SmallVec<[WaitingReceiver<'a>; 4]> {
-    let sends_on = |channel: ObjectId| {
-        ops.iter()
-            .any(|op| matches!(*op, SelectOp::Send { channel: c, .. } if c == channel))
-    };
     ops.iter()
         .filter_map(|op| match *op {
             SelectOp::Recv {
-                channel,
-                bound: Some(bound),
-            } if !sends_on(channel) => bound.receiver_waits(),
+                bound: Some(bound), ..
+            } => bound.receiver_waits(),
             _ => None,
         })
         .collect()
+}
+
+/// How many of `ops` are receives from `channel`: those a selection told the channel's room
+/// are waiting, which its own send on the channel must not count as takers.
+fn own_receives(ops: &[SelectOp<'_>], channel: ObjectId) -> usize {
+    ops.iter()
+        .filter(|op| matches!(**op, SelectOp::Recv { channel: c, bound: Some(_) } if c == channel))
+        .count()
 }
 
 /// The carriers' own choice among `sel`'s operations, waiting as `wait` says.
