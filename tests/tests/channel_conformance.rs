@@ -203,3 +203,11 @@ fn a_rendezvous_send_waiting_for_a_receive_fails_with_its_message_when_the_recei
 fn selections_that_send_and_receive_on_one_rendezvous_channel_pair_up() {
     conforms("select-matching", &["paired: 4 sent, 4 received"]);
 }
+
+#[test]
+fn a_send_a_selection_says_is_ready_succeeds_once_the_receive_has_moved_on() {
+    conforms(
+        "ready-send",
+        &["every try_send the selection said was ready succeeded: true"],
+    );
+}

@@ -949,7 +949,7 @@ impl<T> ReceiverCore<T> {
         // A receive that may wait is waiting for a rendezvous sender from its start, back-off
         // included, as crossbeam's is registered with the channel before it spins: a
         // `try_send` meanwhile hands it the message.
-        let _waiting = match wait {
+        let waiting = match wait {
             Wait::Try => None,
             Wait::Block | Wait::Timeout(_) => {
                 self.meta.bound.as_ref().and_then(|b| b.receiver_waits())
@@ -978,6 +978,9 @@ impl<T> ReceiverCore<T> {
                 }
             },
         };
+        // No longer waiting once it has a message (or none): a sender that looks now must
+        // not count it among the receives waiting for the next.
+        drop(waiting);
         match got {
             Ok(env) => Ok(self.log_recv(env, site)),
             Err(outcome) => {

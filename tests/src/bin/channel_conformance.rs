@@ -32,7 +32,10 @@
 //! * `send-waits-disconnect`: a rendezvous send waiting for a receive (in `send` and in a
 //!   `select!`) fails, giving its message back, when the receiver goes away instead;
 //! * `select-matching`: workers each select between receiving from and sending on one
-//!   rendezvous channel; they pair up, half sending and half receiving, none left waiting.
+//!   rendezvous channel; they pair up, half sending and half receiving, none left waiting;
+//! * `ready-send`: a selection says which of two rendezvous channels a receive waits on, and
+//!   a `try_send` there succeeds, round after round, while the receiver takes turns between
+//!   them: a receive that has taken its message no longer counts as waiting.
 
 use std::time::Duration;
 
@@ -502,6 +505,46 @@ fn select_matching() {
     println!("paired: {} sent, {} received", sent, WORKERS - sent);
 }
 
+fn ready_send() {
+    const ROUNDS: u32 = 2000;
+    let (s1, r1) = channel::bounded::<u32>(0);
+    let (s2, r2) = channel::bounded::<u32>(0);
+    let (done, finished) = channel::bounded::<()>(1);
+    // Should a send wait for a receive that is not coming, nothing else would end the run.
+    let watchdog = spawn("watchdog", move || {
+        if finished.recv_timeout(60_000 * MS).is_err() {
+            println!("a send waited for a receive that was not coming");
+            std::process::exit(1);
+        }
+    });
+    let receiver = spawn("receiver", move || {
+        for i in 0..ROUNDS {
+            assert_eq!(r1.recv(), Ok(i));
+            assert_eq!(r2.recv(), Ok(i));
+        }
+    });
+    let mut sent = 0;
+    for i in 0..ROUNDS {
+        for _ in 0..2 {
+            let mut sel = channel::Select::new();
+            sel.send(&s1);
+            sel.send(&s2);
+            let ok = match sel.ready() {
+                0 => s1.try_send(i).is_ok(),
+                _ => s2.try_send(i).is_ok(),
+            };
+            sent += u32::from(ok);
+        }
+    }
+    receiver.join().expect("receiver");
+    done.send(()).expect("watchdog");
+    watchdog.join().expect("watchdog");
+    println!(
+        "every try_send the selection said was ready succeeded: {}",
+        sent == 2 * ROUNDS
+    );
+}
+
 #[ppd::main]
 fn main() {
     match std::env::args().nth(1).as_deref() {
@@ -518,6 +561,7 @@ fn main() {
         Some("shared-timers") => shared_timers(),
         Some("send-waits-disconnect") => send_waits_disconnect(),
         Some("select-matching") => select_matching(),
+        Some("ready-send") => ready_send(),
         other => {
             eprintln!("unknown case {other:?}");
             std::process::exit(2);
