@@ -627,16 +627,7 @@ impl ProcessBackend for ReplayProcess {
 
     fn expect_if(&mut self, op: Op) -> Option<Event<Owned>> {
         // No gate: this continues the operation already let through (a send that has been
-        // logged must reach its channel before its process is held). A wait marker of the
-        // recorded process is passed over first, as `expect` passes it: an operation made
-        // right after a sleep (a receiver dropped then) finds its own event behind it.
-        while matches!(
-            self.peeked(),
-            Some(Ok(e @ (Event::Blocked { .. } | Event::JoinBlocked { .. } | Event::Sleep { .. })))
-                if op.kind != e.kind()
-        ) {
-            self.pass();
-        }
+        // logged must reach its channel before its process is held).
         let e = match self.peeked() {
             Some(Ok(e)) if op_matches(&op, e) => e.clone(),
             _ => return None,
