@@ -441,10 +441,16 @@ fn shared_timers() {
     println!("every delivery taken once: {}", total == TIMERS);
 }
 
+/// Waits a while, on a channel nothing is sent on (a receive that times out, not a sleep).
+fn pause() {
+    let (_quiet, nothing) = channel::unbounded::<()>();
+    let _ = nothing.recv_timeout(100 * MS);
+}
+
 fn send_waits_disconnect() {
     let (s, r) = channel::bounded::<u32>(0);
     let dropper = spawn("dropper", move || {
-        ppd::thread::sleep(100 * MS);
+        pause();
         drop(r);
     });
     println!("send: {:?}", s.send(1).map_err(|e| e.into_inner()));
@@ -452,7 +458,7 @@ fn send_waits_disconnect() {
 
     let (tx, rx) = ppd::sync::mpsc::sync_channel::<u32>(0);
     let dropper = spawn("dropper", move || {
-        ppd::thread::sleep(100 * MS);
+        pause();
         drop(rx);
     });
     println!("std send: {:?}", tx.send(2).map_err(|e| e.0));
@@ -460,7 +466,7 @@ fn send_waits_disconnect() {
 
     let (s, r) = channel::bounded::<u32>(0);
     let dropper = spawn("dropper", move || {
-        ppd::thread::sleep(100 * MS);
+        pause();
         drop(r);
     });
     let selected = ppd::select! {
