@@ -42,7 +42,7 @@
 pub use ppd_macros::{eblock, eblocks, main};
 #[cfg(feature = "record")]
 pub use ppd_recorder::{
-    channel, collections, io, mark, net, rand, select, sync, task, thread, time,
+    channel, collections, io, mark, net, rand, select, select_biased, sync, task, thread, time,
 };
 
 #[cfg(not(feature = "record"))]
@@ -63,9 +63,9 @@ pub mod net {
 /// crossbeam-channel itself, in a build without ppd.
 #[cfg(not(feature = "record"))]
 pub use crossbeam_channel as channel;
-/// crossbeam-channel's `select!`, in a build without ppd.
+/// crossbeam-channel's `select!` and `select_biased!`, in a build without ppd.
 #[cfg(not(feature = "record"))]
-pub use crossbeam_channel::select;
+pub use crossbeam_channel::{select, select_biased};
 
 /// Does nothing in a build without ppd; the arguments are only borrowed, so they still count
 /// as used.

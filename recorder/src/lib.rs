@@ -2,8 +2,8 @@
 //!
 //! It mirrors `std` — [`thread`], [`sync`] (channels, mutexes, semaphores, atomics), [`time`],
 //! [`collections`] — plus [`rand`] and [`mark!`], so moving a program over is mostly a matter of
-//! changing `use` lines. Channel messages and `Mutex` contents may be any `T: Send`
-//! ([`sync::values`] says when their values are logged).
+//! changing `use` lines. Channel messages may be any `T` and `Mutex` contents any `T: Send`, as
+//! std's ([`sync::values`] says when their values are logged).
 //!
 //! Each nondeterministic choice goes through the current process's
 //! [backend](runtime::backend): nothing in pass-through mode, the log in record mode, the log's

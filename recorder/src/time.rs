@@ -49,6 +49,16 @@ pub struct Instant {
 }
 
 impl Instant {
+    /// The instant `nanos` nanoseconds after the clock's origin (what [`Instant::nanos`] gives).
+    pub(crate) fn from_nanos(nanos: u64) -> Instant {
+        Instant { nanos }
+    }
+
+    /// Nanoseconds since the clock's origin.
+    pub(crate) fn nanos(self) -> u64 {
+        self.nanos
+    }
+
     /// Now.
     ///
     /// ```

@@ -31,8 +31,9 @@ pub use select::{Select, SelectedOperation};
 
 use timer::Timer;
 
-/// `select!` under the channel module too, where crossbeam-channel has it.
-pub use crate::select;
+/// `select!` and `select_biased!` under the channel module too, where crossbeam-channel has
+/// them.
+pub use crate::{select, select_biased};
 
 use crate::runtime;
 use crate::sync::mpsc::{self, ReceiverCore, Wait};
@@ -94,7 +95,7 @@ fn make<T>(
     )
 }
 
-/// A receiver that delivers the time once, `duration` from now, like
+/// A receiver that delivers, once, the instant it is due, `duration` from now, like
 /// `crossbeam_channel::after`; in replay, the logged time.
 ///
 /// ```
@@ -106,24 +107,29 @@ fn make<T>(
 /// ```
 #[track_caller]
 pub fn after(duration: Duration) -> Receiver<crate::time::Instant> {
-    timer(Timer::after(duration), Some(1))
+    match crate::time::Instant::now().checked_add(duration) {
+        Some(when) => timer(Timer::at(when), Some(1)),
+        // Due past the end of time: never, as crossbeam's is.
+        None => never(),
+    }
 }
 
-/// A receiver that delivers the time once, at `when`, like `crossbeam_channel::at`; in
-/// replay, the logged time.
+/// A receiver that delivers `when`, once, at `when`, like `crossbeam_channel::at`.
 ///
 /// ```
 /// use std::time::Duration;
 /// let soon = ppd::time::Instant::now() + Duration::from_millis(1);
 /// let fired = ppd::channel::at(soon).recv().unwrap();
-/// assert!(fired >= soon);
+/// assert_eq!(fired, soon);
 /// ```
 #[track_caller]
 pub fn at(when: crate::time::Instant) -> Receiver<crate::time::Instant> {
     timer(Timer::at(when), Some(1))
 }
 
-/// A receiver that delivers the time every `duration`, like `crossbeam_channel::tick`.
+/// A receiver that delivers the instant each tick is due, every `duration`, like
+/// `crossbeam_channel::tick`: a tick received late is delivered once, and the next is due
+/// `duration` after it was received.
 ///
 /// ```
 /// use std::time::Duration;
@@ -133,7 +139,11 @@ pub fn at(when: crate::time::Instant) -> Receiver<crate::time::Instant> {
 /// ```
 #[track_caller]
 pub fn tick(duration: Duration) -> Receiver<crate::time::Instant> {
-    timer(Timer::tick(duration), Some(1))
+    match crate::time::Instant::now().checked_add(duration) {
+        Some(first) => timer(Timer::tick(first, duration), Some(1)),
+        // Due past the end of time: never, as crossbeam's is.
+        None => never(),
+    }
 }
 
 /// A receiver that never delivers, like `crossbeam_channel::never`: in a [`select!`]
@@ -224,7 +234,7 @@ fn logged_len(site: &'static Location<'static>, live: impl FnOnce() -> usize) ->
     crate::thread::answer(Question::ChannelLen, site, || live() as u64) as usize
 }
 
-impl<T: Send> Sender<T> {
+impl<T> Sender<T> {
     /// Sends a message, waiting for room in a bounded channel; fails, giving it back, when
     /// every receiver is gone.
     ///
@@ -411,7 +421,7 @@ impl<T> fmt::Debug for Receiver<T> {
     }
 }
 
-impl<T: Send> Receiver<T> {
+impl<T> Receiver<T> {
     /// Waits for a message; fails when every sender is gone and the channel is empty.
     ///
     /// ```
@@ -647,7 +657,7 @@ pub struct Iter<'a, T> {
     receiver: &'a Receiver<T>,
 }
 
-impl<T: Send> Iterator for Iter<'_, T> {
+impl<T> Iterator for Iter<'_, T> {
     type Item = T;
 
     #[track_caller]
@@ -668,7 +678,7 @@ pub struct TryIter<'a, T> {
     receiver: &'a Receiver<T>,
 }
 
-impl<T: Send> Iterator for TryIter<'_, T> {
+impl<T> Iterator for TryIter<'_, T> {
     type Item = T;
 
     #[track_caller]
@@ -691,7 +701,7 @@ pub struct IntoIter<T> {
     receiver: Receiver<T>,
 }
 
-impl<T: Send> Iterator for IntoIter<T> {
+impl<T> Iterator for IntoIter<T> {
     type Item = T;
 
     #[track_caller]
@@ -700,7 +710,7 @@ impl<T: Send> Iterator for IntoIter<T> {
     }
 }
 
-impl<T: Send> IntoIterator for Receiver<T> {
+impl<T> IntoIterator for Receiver<T> {
     type Item = T;
     type IntoIter = IntoIter<T>;
 
@@ -709,7 +719,7 @@ impl<T: Send> IntoIterator for Receiver<T> {
     }
 }
 
-impl<'a, T: Send> IntoIterator for &'a Receiver<T> {
+impl<'a, T> IntoIterator for &'a Receiver<T> {
     type Item = T;
     type IntoIter = Iter<'a, T>;
 

@@ -34,19 +34,24 @@ use crate::time::Instant;
 /// assert_eq!(op.index(), first);
 /// assert_eq!(op.recv(&r1), Ok(3));
 /// ```
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct Select<'a> {
     inner: mpsc::Select<'a>,
     /// Each operation, in the order added (inline, as the mpsc selection's).
     ops: SmallVec<[Slot<'a>; 4]>,
+    /// Whether the first operation that can proceed is chosen (`new_biased`).
+    biased: bool,
 }
 
 /// An operation of a [`Select`].
+#[derive(Clone, Copy)]
 enum Slot<'a> {
     /// A receive from or a send on a channel: its index in the mpsc selection.
     Channel(usize),
     /// A receive from a timer, which the selection reads through the logged clock.
     Timer(&'a Timer),
+    /// An operation taken out ([`Select::remove`]); `timer` when it was a timer's.
+    Removed { timer: bool },
 }
 
 /// What a choice among the operations asks of a timer that is due.
@@ -74,6 +79,31 @@ impl<'a> Select<'a> {
         Select {
             inner: mpsc::Select::new(),
             ops: SmallVec::new(),
+            biased: false,
+        }
+    }
+
+    /// An empty selection that, when several operations can proceed, chooses the first
+    /// added, like `crossbeam_channel::Select::new_biased`. A timer that is due is chosen
+    /// before the channels.
+    ///
+    /// ```
+    /// let (s1, r1) = ppd::channel::unbounded::<u8>();
+    /// let (s2, r2) = ppd::channel::unbounded::<u8>();
+    /// s1.send(1).unwrap();
+    /// s2.send(2).unwrap();
+    /// let mut sel = ppd::channel::Select::new_biased();
+    /// let first = sel.recv(&r1);
+    /// sel.recv(&r2);
+    /// let op = sel.select();
+    /// assert_eq!(op.index(), first);
+    /// assert_eq!(op.recv(&r1), Ok(1));
+    /// ```
+    pub fn new_biased() -> Select<'a> {
+        Select {
+            inner: mpsc::Select::new_biased(),
+            ops: SmallVec::new(),
+            biased: true,
         }
     }
 
@@ -110,9 +140,43 @@ impl<'a> Select<'a> {
         self.ops.len() - 1
     }
 
-    /// Whether any operation is a timer's.
+    /// Whether any operation is (or was, before its removal) a timer's: the mpsc
+    /// selection's indexes are then not the selection's own.
     fn has_timers(&self) -> bool {
-        self.ops.iter().any(|slot| matches!(slot, Slot::Timer(_)))
+        self.ops
+            .iter()
+            .any(|slot| matches!(slot, Slot::Timer(_) | Slot::Removed { timer: true }))
+    }
+
+    /// Takes the operation with index `index` out of the selection, like
+    /// `crossbeam_channel::Select::remove`; the other operations keep their indexes.
+    ///
+    /// ```
+    /// let (s1, r1) = ppd::channel::unbounded::<u8>();
+    /// let (s2, r2) = ppd::channel::unbounded::<u8>();
+    /// let mut sel = ppd::channel::Select::new();
+    /// let first = sel.recv(&r1);
+    /// let second = sel.recv(&r2);
+    /// sel.remove(first);
+    /// s1.send(1).unwrap();
+    /// s2.send(2).unwrap();
+    /// let op = sel.select();
+    /// assert_eq!(op.index(), second);
+    /// assert_eq!(op.recv(&r2), Ok(2));
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// When no operation has index `index` (never added, or removed already), as crossbeam's.
+    pub fn remove(&mut self, index: usize) {
+        match self.ops.get(index).copied() {
+            Some(Slot::Channel(inner)) => {
+                self.inner.remove(inner);
+                self.ops[index] = Slot::Removed { timer: false };
+            }
+            Some(Slot::Timer(_)) => self.ops[index] = Slot::Removed { timer: true },
+            Some(Slot::Removed { .. }) | None => panic!("no operation with this index"),
+        }
     }
 
     /// Outside a recording, a selection of channels alone is the carriers' choice and nothing
@@ -130,18 +194,40 @@ impl<'a> Select<'a> {
             .unwrap_or(inner)
     }
 
-    /// A timer due at `now`: its index, and the instant it delivers (`Due::Take`: taken).
-    fn due_timer(&self, now: Instant, due: Due) -> Option<(usize, Instant)> {
+    /// When each timer is next due, each read once (a logged look): the timer's index, the
+    /// timer, and the instant.
+    fn timer_dues(&self) -> SmallVec<[(usize, &'a Timer, Instant); 4]> {
         self.ops
             .iter()
             .enumerate()
-            .find_map(|(index, slot)| match slot {
-                Slot::Timer(timer) if due == Due::Take => {
-                    timer.take_if_due(now).map(|at| (index, at))
-                }
-                Slot::Timer(timer) => timer.due().filter(|&at| at <= now).map(|_| (index, now)),
-                Slot::Channel(_) => None,
+            .filter_map(|(index, slot)| match *slot {
+                Slot::Timer(timer) => timer.due().map(|at| (index, timer, at)),
+                Slot::Channel(_) | Slot::Removed { .. } => None,
             })
+            .collect()
+    }
+
+    /// Of the timers `dues` says are due at `now`, the `turn`-th (counting round): its index,
+    /// and the instant it delivers (`Due::Take`: taken).
+    fn due_timer(
+        dues: &[(usize, &Timer, Instant)],
+        now: Instant,
+        due: Due,
+        turn: usize,
+    ) -> Option<(usize, Instant)> {
+        let count = dues.iter().filter(|&&(_, _, at)| at <= now).count();
+        if count == 0 {
+            return None;
+        }
+        let &(index, timer, at) = dues
+            .iter()
+            .filter(|&&(_, _, at)| at <= now)
+            .nth(turn % count)?;
+        match due {
+            // Another receiver of a clone may have taken it since it was looked at.
+            Due::Take => timer.take(at, now).map(|at| (index, at)),
+            Due::Peek => Some((index, now)),
+        }
     }
 
     /// The choice among channels and timers, waiting as `wait` says: `attempt` chooses among
@@ -161,18 +247,43 @@ impl<'a> Select<'a> {
             return attempt(&mut self.inner, wait).map(|r| channel(self, r));
         }
         let timers_only = !self.ops.iter().any(|slot| matches!(slot, Slot::Channel(_)));
+        // Crossbeam chooses at random among the operations that can proceed; an unbiased
+        // selection here takes turns instead (which replays, the turns being the process's
+        // own): every other selection looks at the channels before a due timer, and which of
+        // the due timers is taken moves on with every selection that takes one.
+        let (timer_turn, channels_first) = if self.biased {
+            (0, false)
+        } else {
+            let turn = TURN.with(|t| {
+                let turn = t.get();
+                t.set(turn.wrapping_add(1));
+                turn
+            });
+            if timers_only {
+                (turn, false)
+            } else {
+                (turn / 2, turn % 2 == 1)
+            }
+        };
+        let due_now = |sel: &Self| {
+            let now = Instant::now();
+            Self::due_timer(&sel.timer_dues(), now, due, timer_turn)
+        };
         loop {
             let now = Instant::now();
-            if let Some((index, at)) = self.due_timer(now, due) {
+            let dues = self.timer_dues();
+            if channels_first
+                && Self::due_timer(&dues, now, Due::Peek, timer_turn).is_some()
+                && let Ok(r) = attempt(&mut self.inner, Wait::Try)
+            {
+                return Ok(channel(self, r));
+            }
+            if let Some((index, at)) = Self::due_timer(&dues, now, due, timer_turn) {
                 return Ok((index, Chosen::Timer(at)));
             }
-            let until_timer = self
-                .ops
+            let until_timer = dues
                 .iter()
-                .filter_map(|slot| match slot {
-                    Slot::Timer(timer) => timer.due(),
-                    Slot::Channel(_) => None,
-                })
+                .map(|&(_, _, at)| at)
                 .min()
                 .map(|at| at.saturating_duration_since(now));
             let bounded = match (wait, until_timer) {
@@ -196,7 +307,7 @@ impl<'a> Select<'a> {
                         if let Wait::Timeout(t) = wait {
                             if t <= left {
                                 // The time is up; a timer due now still wins.
-                                return match self.due_timer(Instant::now(), due) {
+                                return match due_now(self) {
                                     Some((index, at)) => Ok((index, Chosen::Timer(at))),
                                     None => Err(SelectTimeoutError),
                                 };
@@ -212,8 +323,7 @@ impl<'a> Select<'a> {
                 Err(e) => match (wait, until_timer) {
                     (Wait::Timeout(t), Some(left)) if t > left => wait = Wait::Timeout(t - left),
                     (Wait::Try | Wait::Timeout(_), _) => {
-                        let now = Instant::now();
-                        return match self.due_timer(now, due) {
+                        return match due_now(self) {
                             Some((index, at)) => Ok((index, Chosen::Timer(at))),
                             None => Err(e),
                         };
@@ -379,6 +489,25 @@ impl<'a> Select<'a> {
         self.ready_index(Wait::Timeout(timeout))
             .map_err(|_| ReadyTimeoutError)
     }
+
+    /// Like [`ready`](Select::ready), giving up at `deadline`.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// let (_s, r) = ppd::channel::unbounded::<u8>();
+    /// let mut sel = ppd::channel::Select::new();
+    /// sel.recv(&r);
+    /// assert!(sel.ready_deadline(Instant::now()).is_err());
+    /// ```
+    #[track_caller]
+    pub fn ready_deadline(
+        &mut self,
+        deadline: std::time::Instant,
+    ) -> Result<usize, ReadyTimeoutError> {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        self.ready_index(Wait::Timeout(left))
+            .map_err(|_| ReadyTimeoutError)
+    }
 }
 
 /// The operation a [`Select`] chose; complete it with [`recv`](SelectedOperation::recv).
@@ -396,6 +525,11 @@ impl<'a> Select<'a> {
 pub struct SelectedOperation<'a> {
     index: usize,
     chosen: Chosen<'a>,
+}
+
+thread_local! {
+    /// Where an unbiased selection with timers starts looking, advanced by every selection.
+    static TURN: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// What a [`Select`] chose.
@@ -452,7 +586,7 @@ impl SelectedOperation<'_> {
     ///
     /// When `r` is not the receiver chosen, as crossbeam's does.
     #[inline]
-    pub fn recv<T: Send>(self, r: &Receiver<T>) -> Result<T, RecvError> {
+    pub fn recv<T>(self, r: &Receiver<T>) -> Result<T, RecvError> {
         match (self.chosen, &r.timer) {
             (Chosen::Carrier(op), None) => op.recv(&r.core).map_err(|_| RecvError),
             (Chosen::Channel(op), None) => op.recv_core(&r.core).map_err(|_| RecvError),
@@ -474,7 +608,7 @@ impl SelectedOperation<'_> {
     /// # Panics
     ///
     /// When `s` is not the sender chosen, as crossbeam's does.
-    pub fn send<T: Send>(self, s: &Sender<T>, msg: T) -> Result<(), SendError<T>> {
+    pub fn send<T>(self, s: &Sender<T>, msg: T) -> Result<(), SendError<T>> {
         match self.chosen {
             Chosen::Carrier(op) => op
                 .send(&s.inner, msg)
@@ -516,91 +650,147 @@ impl SelectedOperation<'_> {
 #[macro_export]
 macro_rules! select {
     ($($tokens:tt)*) => {
-        $crate::__select_parse!([] [] $($tokens)*)
+        $crate::__select_parse!(new [] [] $($tokens)*)
+    };
+}
+
+/// Like [`select!`](crate::select!), choosing the first operation (in the order written) that can proceed
+/// when several can, as crossbeam-channel's `select_biased!` does; the arm taken is logged
+/// and replay takes it again.
+///
+/// ```
+/// let (s1, r1) = ppd::channel::unbounded::<u8>();
+/// let (s2, r2) = ppd::channel::unbounded::<u8>();
+/// s1.send(1).unwrap();
+/// s2.send(2).unwrap();
+/// let first = ppd::select_biased! {
+///     recv(r1) -> msg => msg.unwrap(),
+///     recv(r2) -> msg => msg.unwrap(),
+/// };
+/// assert_eq!(first, 1);
+/// ```
+#[macro_export]
+macro_rules! select_biased {
+    ($($tokens:tt)*) => {
+        $crate::__select_parse!(new_biased [] [] $($tokens)*)
     };
 }
 
 /// Parses `select!`'s arms: receives and sends, then the default. Not a stable interface.
+///
+/// An arm whose body is a block may be followed by a comma or not; any other body is followed
+/// by one unless it is the last arm. An operation's arguments may end in a comma, and
+/// `default()` is `default`.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __select_parse {
-    // A receive arm whose body is a block: the comma after it is optional.
-    ([$($ops:tt)*] [$($default:tt)*]
-        recv($r:expr) -> $res:pat => $body:block $(,)? $($rest:tt)*) => {
-        $crate::__select_parse!([$($ops)* (recv ($r) ($res) ($body))] [$($default)*] $($rest)*)
+    ($new:ident [$($ops:tt)*] [$($default:tt)*]
+        recv($r:expr $(,)?) -> $res:pat => $body:block, $($rest:tt)*) => {
+        $crate::__select_parse!($new [$($ops)* (recv ($r) ($res) ($body))] [$($default)*] $($rest)*)
     };
-    ([$($ops:tt)*] [$($default:tt)*]
-        recv($r:expr) -> $res:pat => $body:expr, $($rest:tt)*) => {
-        $crate::__select_parse!([$($ops)* (recv ($r) ($res) ($body))] [$($default)*] $($rest)*)
+    ($new:ident [$($ops:tt)*] [$($default:tt)*]
+        recv($r:expr $(,)?) -> $res:pat => $body:block $($rest:tt)*) => {
+        $crate::__select_parse!($new [$($ops)* (recv ($r) ($res) ($body))] [$($default)*] $($rest)*)
     };
-    ([$($ops:tt)*] [$($default:tt)*] recv($r:expr) -> $res:pat => $body:expr) => {
-        $crate::__select_parse!([$($ops)* (recv ($r) ($res) ($body))] [$($default)*])
+    ($new:ident [$($ops:tt)*] [$($default:tt)*]
+        recv($r:expr $(,)?) -> $res:pat => $body:expr, $($rest:tt)*) => {
+        $crate::__select_parse!($new [$($ops)* (recv ($r) ($res) ($body))] [$($default)*] $($rest)*)
     };
-    ([$($ops:tt)*] [$($default:tt)*]
-        send($s:expr, $m:expr) -> $res:pat => $body:block $(,)? $($rest:tt)*) => {
-        $crate::__select_parse!([$($ops)* (send ($s) ($m) ($res) ($body))] [$($default)*]
+    ($new:ident [$($ops:tt)*] [$($default:tt)*] recv($r:expr $(,)?) -> $res:pat => $body:expr) => {
+        $crate::__select_parse!($new [$($ops)* (recv ($r) ($res) ($body))] [$($default)*])
+    };
+    ($new:ident [$($ops:tt)*] [$($default:tt)*]
+        send($s:expr, $m:expr $(,)?) -> $res:pat => $body:block, $($rest:tt)*) => {
+        $crate::__select_parse!($new [$($ops)* (send ($s) ($m) ($res) ($body))] [$($default)*]
             $($rest)*)
     };
-    ([$($ops:tt)*] [$($default:tt)*]
-        send($s:expr, $m:expr) -> $res:pat => $body:expr, $($rest:tt)*) => {
-        $crate::__select_parse!([$($ops)* (send ($s) ($m) ($res) ($body))] [$($default)*]
+    ($new:ident [$($ops:tt)*] [$($default:tt)*]
+        send($s:expr, $m:expr $(,)?) -> $res:pat => $body:block $($rest:tt)*) => {
+        $crate::__select_parse!($new [$($ops)* (send ($s) ($m) ($res) ($body))] [$($default)*]
             $($rest)*)
     };
-    ([$($ops:tt)*] [$($default:tt)*] send($s:expr, $m:expr) -> $res:pat => $body:expr) => {
-        $crate::__select_parse!([$($ops)* (send ($s) ($m) ($res) ($body))] [$($default)*])
+    ($new:ident [$($ops:tt)*] [$($default:tt)*]
+        send($s:expr, $m:expr $(,)?) -> $res:pat => $body:expr, $($rest:tt)*) => {
+        $crate::__select_parse!($new [$($ops)* (send ($s) ($m) ($res) ($body))] [$($default)*]
+            $($rest)*)
     };
-    ([$($ops:tt)*] [] default => $body:block $(,)? $($rest:tt)*) => {
-        $crate::__select_parse!([$($ops)*] [(try) ($body)] $($rest)*)
+    ($new:ident [$($ops:tt)*] [$($default:tt)*]
+        send($s:expr, $m:expr $(,)?) -> $res:pat => $body:expr) => {
+        $crate::__select_parse!($new [$($ops)* (send ($s) ($m) ($res) ($body))] [$($default)*])
     };
-    ([$($ops:tt)*] [] default => $body:expr $(, $($rest:tt)*)?) => {
-        $crate::__select_parse!([$($ops)*] [(try) ($body)] $($($rest)*)?)
+    ($new:ident [$($ops:tt)*] [] default => $($rest:tt)*) => {
+        $crate::__select_parse!($new [$($ops)*] [] default() => $($rest)*)
     };
-    ([$($ops:tt)*] [] default($timeout:expr) => $body:block $(,)? $($rest:tt)*) => {
-        $crate::__select_parse!([$($ops)*] [(timeout $timeout) ($body)] $($rest)*)
+    ($new:ident [$($ops:tt)*] [] default() => $body:block, $($rest:tt)*) => {
+        $crate::__select_parse!($new [$($ops)*] [(try) ($body)] $($rest)*)
     };
-    ([$($ops:tt)*] [] default($timeout:expr) => $body:expr $(, $($rest:tt)*)?) => {
-        $crate::__select_parse!([$($ops)*] [(timeout $timeout) ($body)] $($($rest)*)?)
+    ($new:ident [$($ops:tt)*] [] default() => $body:block $($rest:tt)*) => {
+        $crate::__select_parse!($new [$($ops)*] [(try) ($body)] $($rest)*)
     };
-    ([$($ops:tt)*] [$($default:tt)*]) => {
-        $crate::__select_build!(sel [] [$($ops)*] [$($default)*])
+    ($new:ident [$($ops:tt)*] [] default() => $body:expr, $($rest:tt)*) => {
+        $crate::__select_parse!($new [$($ops)*] [(try) ($body)] $($rest)*)
+    };
+    ($new:ident [$($ops:tt)*] [] default() => $body:expr) => {
+        $crate::__select_parse!($new [$($ops)*] [(try) ($body)])
+    };
+    ($new:ident [$($ops:tt)*] [] default($timeout:expr $(,)?) => $body:block, $($rest:tt)*) => {
+        $crate::__select_parse!($new [$($ops)*] [(timeout $timeout) ($body)] $($rest)*)
+    };
+    ($new:ident [$($ops:tt)*] [] default($timeout:expr $(,)?) => $body:block $($rest:tt)*) => {
+        $crate::__select_parse!($new [$($ops)*] [(timeout $timeout) ($body)] $($rest)*)
+    };
+    ($new:ident [$($ops:tt)*] [] default($timeout:expr $(,)?) => $body:expr, $($rest:tt)*) => {
+        $crate::__select_parse!($new [$($ops)*] [(timeout $timeout) ($body)] $($rest)*)
+    };
+    ($new:ident [$($ops:tt)*] [] default($timeout:expr $(,)?) => $body:expr) => {
+        $crate::__select_parse!($new [$($ops)*] [(timeout $timeout) ($body)])
+    };
+    ($new:ident [$($ops:tt)*] [$($default:tt)+] default $($rest:tt)*) => {
+        compile_error!("there can be only one `default` arm in a `select!`")
+    };
+    ($new:ident [$($ops:tt)*] [$($default:tt)*]) => {
+        $crate::__select_build!($new sel [] [$($ops)*] [$($default)*])
     };
 }
 
-/// Builds `select!`'s selection, one channel end at a time, each bound once. Not a stable
-/// interface.
+/// Builds `select!`'s selection, one channel end at a time, each bound once, by a `match`
+/// whose scrutinee keeps the temporaries of the expression (`r.unwrap_or(&never())`) alive
+/// through the whole selection. Not a stable interface.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __select_build {
-    ($sel:ident [$($done:tt)*] [(recv ($r:expr) ($res:pat) ($body:expr)) $($rest:tt)*]
-        [$($default:tt)*]) => {{
-        let end = &$r;
-        $crate::__select_build!($sel [$($done)* (recv end ($res) ($body))] [$($rest)*]
-            [$($default)*])
-    }};
-    ($sel:ident [$($done:tt)*] [(send ($s:expr) ($m:expr) ($res:pat) ($body:expr)) $($rest:tt)*]
-        [$($default:tt)*]) => {{
-        let end = &$s;
-        $crate::__select_build!($sel [$($done)* (send end ($m) ($res) ($body))] [$($rest)*]
-            [$($default)*])
-    }};
-    ($sel:ident [$(($kind:ident $end:ident $($arm:tt)*))*] [] []) => {{
-        let mut $sel = $crate::channel::Select::new();
-        let indexes = [$($sel.$kind($end)),*];
+    ($new:ident $sel:ident [$($done:tt)*] [(recv ($r:expr) ($res:pat) ($body:expr)) $($rest:tt)*]
+        [$($default:tt)*]) => {
+        match &$r {
+            end => $crate::__select_build!($new $sel [$($done)* (recv end ($res) ($body))] [$($rest)*]
+                [$($default)*]),
+        }
+    };
+    ($new:ident $sel:ident [$($done:tt)*] [(send ($s:expr) ($m:expr) ($res:pat) ($body:expr)) $($rest:tt)*]
+        [$($default:tt)*]) => {
+        match &$s {
+            end => $crate::__select_build!($new $sel [$($done)* (send end ($m) ($res) ($body))] [$($rest)*]
+                [$($default)*]),
+        }
+    };
+    ($new:ident $sel:ident [$(($kind:ident $end:ident $($arm:tt)*))*] [] []) => {{
+        let mut $sel = $crate::channel::Select::$new();
+        let indexes: &[usize] = &[$($sel.$kind($end)),*];
         let op = $sel.select();
         $crate::__select_dispatch!(op indexes 0usize; $(($kind $end $($arm)*))*)
     }};
-    ($sel:ident [$(($kind:ident $end:ident $($arm:tt)*))*] [] [(try) ($default:expr)]) => {{
-        let mut $sel = $crate::channel::Select::new();
-        let indexes = [$($sel.$kind($end)),*];
+    ($new:ident $sel:ident [$(($kind:ident $end:ident $($arm:tt)*))*] [] [(try) ($default:expr)]) => {{
+        let mut $sel = $crate::channel::Select::$new();
+        let indexes: &[usize] = &[$($sel.$kind($end)),*];
         match $sel.try_select() {
             Ok(op) => $crate::__select_dispatch!(op indexes 0usize; $(($kind $end $($arm)*))*),
             Err(_) => $default,
         }
     }};
-    ($sel:ident [$(($kind:ident $end:ident $($arm:tt)*))*] []
+    ($new:ident $sel:ident [$(($kind:ident $end:ident $($arm:tt)*))*] []
         [(timeout $timeout:expr) ($default:expr)]) => {{
-        let mut $sel = $crate::channel::Select::new();
-        let indexes = [$($sel.$kind($end)),*];
+        let mut $sel = $crate::channel::Select::$new();
+        let indexes: &[usize] = &[$($sel.$kind($end)),*];
         match $sel.select_timeout($timeout) {
             Ok(op) => $crate::__select_dispatch!(op indexes 0usize; $(($kind $end $($arm)*))*),
             Err(_) => $default,
@@ -629,7 +819,8 @@ macro_rules! __select_dispatch {
             $crate::__select_dispatch!($op $indexes $at + 1; $($rest)*)
         }
     };
-    ($op:ident $indexes:ident $at:expr;) => {
+    ($op:ident $indexes:ident $at:expr;) => {{
+        let _ = (&$op, $indexes);
         unreachable!("select! chose an operation it did not add")
-    };
+    }};
 }

@@ -14,7 +14,11 @@
 //! A rendezvous channel (capacity 0) has one slot in `room`, so one message is in flight at a
 //! time, and a second semaphore, `handoff`, with none: the receive that takes the message gives
 //! `handoff` a permit, and the send returns only after taking it (so the receive
-//! happens-before the send returns), then frees the slot.
+//! happens-before the send returns), then frees the slot. A send that must not wait for a
+//! receive (`try_send`, and `send_timeout` once its time is up) takes the slot only while a
+//! receive waits for the message — in `recv`, `recv_timeout` or a selection, counted from the
+//! start of its wait — or once every receiver is gone (it then fails as disconnected), so that,
+//! as crossbeam's, it never leaves a message in the channel that nobody takes.
 //!
 //! A selection with a send on the channel cannot wait on the room the way it waits on
 //! carriers; it registers a *watcher* (a crossbeam channel of its own) that every change that
@@ -93,21 +97,73 @@ impl Bound {
     }
 
     /// Before a `try_send`: takes a free slot if there is one (for a rendezvous channel, only
-    /// while a receive waits for the message); the answer is logged.
+    /// while a receive waits for the message, or once every receiver is gone, so that the
+    /// send fails as disconnected rather than full); the answer is logged.
     pub(crate) fn try_enter(&self, site: &'static Location<'static>) -> bool {
-        self.room.try_acquire_at(site, None, || {
-            self.handoff.is_none() || self.waiting_receivers.load(Ordering::Acquire) > 0
-        })
+        self.room.try_acquire_at(site, None, || self.taker_ready())
     }
 
-    /// Before a `send_timeout`: waits at most `patience` for a free slot; the answer is
-    /// logged.
+    /// Before a `send_timeout`: waits at most `patience` for a free slot (for a rendezvous
+    /// channel, also for a receive waiting to take the message: a rendezvous send that times
+    /// out has handed nothing over); the answer is logged.
+    ///
+    /// Recording a rendezvous send, the wait for a receive is made on a watcher, as a
+    /// selection's is, and the slot is then tried; replay gives the logged answer at once.
     pub(crate) fn enter_within(
         &self,
         site: &'static Location<'static>,
         patience: Duration,
     ) -> bool {
-        self.room.try_acquire_at(site, Some(patience), || true)
+        if self.handoff.is_some() && runtime::mode() == Mode::Record && !self.could_send() {
+            runtime::done(&Event::Blocked {
+                object: self.room.id(),
+                site: Some(site),
+            });
+            let (ping, pinged) = cc::bounded(1);
+            let _watch = self.watch(ping);
+            let deadline = std::time::Instant::now().checked_add(patience);
+            while !self.could_send() {
+                let woken = match deadline {
+                    Some(deadline) => pinged.recv_deadline(deadline).is_ok(),
+                    None => pinged.recv().is_ok(),
+                };
+                if !woken {
+                    break;
+                }
+            }
+            return self.room.try_acquire_at(site, None, || self.taker_ready());
+        }
+        self.room
+            .try_acquire_at(site, Some(patience), || self.taker_ready())
+    }
+
+    /// Whether the channel is a rendezvous channel (capacity 0).
+    pub(crate) fn is_rendezvous(&self) -> bool {
+        self.handoff.is_some()
+    }
+
+    /// Whether the receiver asking is the channel's last.
+    pub(crate) fn last_receiver(&self) -> bool {
+        self.receivers.load(Ordering::Acquire) == 1
+    }
+
+    /// Whether every receiver is gone.
+    pub(crate) fn disconnected(&self) -> bool {
+        self.receivers.load(Ordering::Acquire) == 0
+    }
+
+    /// Whether a message sent now is taken (or fails) without waiting for a receive: always
+    /// for a channel with room; for a rendezvous channel, while a receive waits for it or
+    /// once every receiver is gone.
+    fn taker_ready(&self) -> bool {
+        self.taker_ready_besides(0)
+    }
+
+    /// [`taker_ready`](Bound::taker_ready), not counting `own` of the waiting receives.
+    fn taker_ready_besides(&self, own: usize) -> bool {
+        self.handoff.is_none()
+            || self.waiting_receivers.load(Ordering::Acquire) > own
+            || self.receivers.load(Ordering::Acquire) == 0
     }
 
     /// After a send delivered its message: a rendezvous send waits until it is taken.
@@ -138,22 +194,27 @@ impl Bound {
         }
     }
 
-    /// A receive is about to block; the guard says when it stops.
-    pub(crate) fn receiver_waits(&self) -> WaitingReceiver<'_> {
+    /// A receive (or a selection with a receive on the channel) starts waiting; the guard
+    /// says when it stops. Only a rendezvous channel's sends ask whether one waits, so for any
+    /// other channel nothing is counted.
+    pub(crate) fn receiver_waits(&self) -> Option<WaitingReceiver<'_>> {
+        self.handoff.as_ref()?;
         self.waiting_receivers.fetch_add(1, Ordering::AcqRel);
-        if self.handoff.is_some() {
-            self.ping_watchers();
-        }
-        WaitingReceiver(self)
+        self.ping_watchers();
+        Some(WaitingReceiver(self))
     }
 
     /// Whether a send could proceed now without waiting, as a selection judges it: a slot is
     /// free (for a rendezvous channel, while a receive waits for the message), or every
     /// receiver is gone (the send then fails at once). Nothing is logged.
     pub(crate) fn could_send(&self) -> bool {
-        self.receivers.load(Ordering::Acquire) == 0
-            || (self.room.has_permit()
-                && (self.handoff.is_none() || self.waiting_receivers.load(Ordering::Acquire) > 0))
+        self.could_send_besides(0)
+    }
+
+    /// [`could_send`](Bound::could_send), for a selection that has `own` receives of its own
+    /// told to be waiting on the channel: they cannot take its send's message.
+    pub(crate) fn could_send_besides(&self, own: usize) -> bool {
+        self.disconnected() || (self.room.has_permit() && self.taker_ready_besides(own))
     }
 
     /// Pings `watcher` whenever a send may have become possible, until the guard drops.

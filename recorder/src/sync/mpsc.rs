@@ -7,7 +7,7 @@
 //! (`mpsc/lanes.rs`), otherwise from one carrier, holding back messages that arrive early.
 //! Payloads are logged only with `ppd record --payloads`, or inside an e-block, whose
 //! re-execution needs them, and only once the channel's message type is known to be serde
-//! ([`super::values`]): messages may be any `T: Send`, as std's are, and a channel of non-serde
+//! ([`super::values`]): messages may be any `T`, as std's are, and a channel of non-serde
 //! messages (boxed closures, handles) logs the order of its messages but not their contents.
 
 use std::cell::Cell;
@@ -56,6 +56,9 @@ pub(crate) struct ChannelMeta<T> {
     bound: Option<Arc<Bound>>,
     /// Replaying a channel with one receiver: its logged messages, by sender.
     lanes: Option<Lanes<T>>,
+    /// A rendezvous channel's messages its last receiver went away without taking, for their
+    /// senders, waiting for them to be taken, to give back.
+    returned: std::sync::Mutex<Vec<Envelope<T>>>,
 }
 
 impl<T> ChannelMeta<T> {
@@ -66,6 +69,7 @@ impl<T> ChannelMeta<T> {
             values: Values::new(),
             bound: None,
             lanes: None,
+            returned: std::sync::Mutex::new(Vec::new()),
         })
     }
 
@@ -180,6 +184,7 @@ pub(crate) fn make<T>(
         values: Values::new(),
         bound: capacity.map(|n| Arc::new(Bound::new(n, name, site))),
         lanes: (runtime::mode() == Mode::Replay && receivers == Receivers::One).then(Lanes::new),
+        returned: std::sync::Mutex::new(Vec::new()),
     });
     (
         Sender {
@@ -221,7 +226,7 @@ impl<T> fmt::Debug for Sender<T> {
     }
 }
 
-impl<T: Send> Sender<T> {
+impl<T> Sender<T> {
     /// Sends a message; fails, giving it back, when the receiver is gone.
     ///
     /// ```
@@ -241,6 +246,15 @@ impl<T: Send> Sender<T> {
     /// `send` under a backend, out of line so that pass-through inlines to the plain send.
     #[inline(never)]
     fn send_logged(&self, value: T, site: &'static Location<'static>) -> Result<(), SendError<T>> {
+        self.send_logged_seq(value, site).map(|_| ())
+    }
+
+    /// `send_logged`, saying which sequence number the message has.
+    fn send_logged_seq(
+        &self,
+        value: T,
+        site: &'static Location<'static>,
+    ) -> Result<u64, SendError<T>> {
         let channel = self.meta.id;
         let expected = runtime::expect(Op::on(EventKind::Send, channel, Some(site)));
         let seq = runtime::backend::expected::send_seq(&expected).unwrap_or_else(|| {
@@ -270,15 +284,20 @@ impl<T: Send> Sender<T> {
         let env = Envelope { sender, seq, value };
         if let (Some(lanes), Some(_)) = (&self.meta.lanes, &expected) {
             // Replay of a logged send: delivered, as the log says (see the `Err` below).
-            lanes.push(env);
-            return Ok(());
+            let gone = lanes.push(env);
+            self.keep_for_sender(gone);
+            return Ok(seq);
         }
         match self.inner.send(env) {
-            Ok(()) => Ok(()),
+            Ok(()) => Ok(seq),
             // Replay: the log says the message was delivered, so in the recorded run it sat in
             // the channel until the receiver went away unread; here it went away first. Either
             // way nobody receives it, and the sender saw success.
-            Err(_) if matches!(runtime::mode(), Mode::Replay | Mode::Emulate) => Ok(()),
+            Err(env) if matches!(runtime::mode(), Mode::Replay | Mode::Emulate) => {
+                // A rendezvous sender may learn, after its wait, that nobody took it.
+                self.keep_for_sender(vec![env]);
+                Ok(seq)
+            }
             Err(e) => {
                 runtime::expect(Op::on(EventKind::Undelivered, channel, Some(site)));
                 runtime::done(&Event::Undelivered {
@@ -292,7 +311,7 @@ impl<T: Send> Sender<T> {
     }
 }
 
-impl<T: Send> Sender<T> {
+impl<T> Sender<T> {
     /// A send that waits for room in a bounded channel: the room's P, then the send (a
     /// rendezvous send then waits until its message is taken).
     #[inline]
@@ -322,15 +341,72 @@ impl<T: Send> Sender<T> {
             return sent;
         };
         bound.enter(site);
-        match self.send_logged(value, site) {
-            Ok(()) => {
-                bound.sent(site);
-                Ok(())
-            }
+        match self.send_logged_seq(value, site) {
+            Ok(seq) => self.handed_over(bound, seq, site),
             Err(e) => {
                 bound.abandoned(site);
                 Err(e)
             }
+        }
+    }
+
+    /// Replay: messages sent after every receiver of a rendezvous channel was gone, kept for
+    /// their senders as the last receiver keeps those it held ([`ReceiverCore::hand_back`]).
+    fn keep_for_sender(&self, gone: Vec<Envelope<T>>) {
+        if gone.is_empty() || !self.meta.bound.as_ref().is_some_and(|b| b.is_rendezvous()) {
+            return;
+        }
+        let mut back = self.meta.returned.lock().unwrap_or_else(|p| p.into_inner());
+        back.extend(gone);
+    }
+
+    /// After a send on a bounded channel delivered message `seq`: a rendezvous send waits
+    /// until it is taken, and fails, giving the message back, when every receiver went away
+    /// without taking it (the last hands back what the channel held, `ChannelMeta::returned`).
+    /// Recorded, that failure is an `Undelivered` after the wait, which replay reads.
+    fn handed_over(
+        &self,
+        bound: &Bound,
+        seq: u64,
+        site: &'static Location<'static>,
+    ) -> Result<(), SendError<T>> {
+        bound.sent(site);
+        if !bound.is_rendezvous() {
+            return Ok(());
+        }
+        let channel = self.meta.id;
+        let untaken = match runtime::mode() {
+            Mode::Record => bound.disconnected(),
+            _ => matches!(
+                runtime::expect_if(Op::on(EventKind::Undelivered, channel, Some(site))),
+                Some(Event::Undelivered { .. })
+            ),
+        };
+        if !untaken {
+            return Ok(());
+        }
+        let sender = runtime::current_process().unwrap_or(UNMANAGED_SENDER);
+        let returned = {
+            let mut back = self.meta.returned.lock().unwrap_or_else(|p| p.into_inner());
+            back.iter()
+                .position(|env| env.seq == seq && env.sender == sender)
+                .map(|i| back.swap_remove(i).value)
+        };
+        match returned {
+            Some(value) => {
+                runtime::done(&Event::Undelivered {
+                    channel,
+                    seq,
+                    site: Some(site),
+                });
+                Err(SendError(value))
+            }
+            // Taken before the receivers went away.
+            None if runtime::mode() == Mode::Record => Ok(()),
+            None => diverged(&format!(
+                "the log says message {seq} on channel {channel} was never taken, but no \
+                 receiver handed it back"
+            )),
         }
     }
 
@@ -369,11 +445,10 @@ impl<T: Send> Sender<T> {
         if !entered {
             return Err(TrySendError::Full(value));
         }
-        match self.send_logged(value, site) {
-            Ok(()) => {
-                bound.sent(site);
-                Ok(())
-            }
+        match self.send_logged_seq(value, site) {
+            Ok(seq) => self
+                .handed_over(bound, seq, site)
+                .map_err(|e| TrySendError::Disconnected(e.0)),
             Err(e) => {
                 bound.abandoned(site);
                 Err(TrySendError::Disconnected(e.0))
@@ -616,8 +691,30 @@ impl<T> ReceiverCore<T> {
 /// carrier's go with its last receiver.
 impl<T> Drop for ReceiverCore<T> {
     fn drop(&mut self) {
+        if let Some(bound) = &self.meta.bound
+            && bound.is_rendezvous()
+            && bound.last_receiver()
+        {
+            self.hand_back();
+        }
         if let Some(lanes) = &self.meta.lanes {
             lanes.close();
+        }
+    }
+}
+
+impl<T> ReceiverCore<T> {
+    /// The last receiver of a rendezvous channel goes: the messages it holds, each sent by a
+    /// sender waiting for it to be taken, go back to their senders (crossbeam's fail, giving
+    /// the message back).
+    fn hand_back(&self) {
+        let mut back = self.meta.returned.lock().unwrap_or_else(|p| p.into_inner());
+        while let Ok(env) = self.inner.try_recv() {
+            back.push(env);
+        }
+        back.extend(self.stash.lock().held.drain().map(|(_, env)| env));
+        if let Some(lanes) = &self.meta.lanes {
+            lanes.take_all(&mut back);
         }
     }
 }
@@ -683,7 +780,7 @@ pub(crate) enum Wait {
     Timeout(Duration),
 }
 
-impl<T: Send> Receiver<T> {
+impl<T> Receiver<T> {
     /// Blocks until a message arrives; fails when every sender is gone and the channel is
     /// empty.
     ///
@@ -791,7 +888,7 @@ impl<T: Send> Receiver<T> {
     }
 }
 
-impl<T: Send> ReceiverCore<T> {
+impl<T> ReceiverCore<T> {
     /// Receives a message, waiting as `wait` says; the outcome when there is none.
     #[inline]
     pub(crate) fn receive(
@@ -849,6 +946,15 @@ impl<T: Send> ReceiverCore<T> {
 
     /// Record: takes whatever the channel delivers and logs it.
     fn receive_live(&self, wait: Wait, site: &'static Location<'static>) -> Result<T, RecvOutcome> {
+        // A receive that may wait is waiting for a rendezvous sender from its start, back-off
+        // included, as crossbeam's is registered with the channel before it spins: a
+        // `try_send` meanwhile hands it the message.
+        let waiting = match wait {
+            Wait::Try => None,
+            Wait::Block | Wait::Timeout(_) => {
+                self.meta.bound.as_ref().and_then(|b| b.receiver_waits())
+            }
+        };
         let first = match wait {
             // A timed wait is not lengthened by the back-off.
             Wait::Try | Wait::Timeout(_) => self.inner.try_recv(),
@@ -861,12 +967,10 @@ impl<T: Send> ReceiverCore<T> {
                 Wait::Try => Err(RecvOutcome::Empty),
                 Wait::Block => {
                     self.log_blocked(site);
-                    let _waiting = self.meta.bound.as_ref().map(|b| b.receiver_waits());
                     self.inner.recv().map_err(|_| RecvOutcome::Disconnected)
                 }
                 Wait::Timeout(d) => {
                     self.log_blocked(site);
-                    let _waiting = self.meta.bound.as_ref().map(|b| b.receiver_waits());
                     self.inner.recv_timeout(d).map_err(|e| match e {
                         cc::RecvTimeoutError::Timeout => RecvOutcome::Timeout,
                         cc::RecvTimeoutError::Disconnected => RecvOutcome::Disconnected,
@@ -874,6 +978,9 @@ impl<T: Send> ReceiverCore<T> {
                 }
             },
         };
+        // No longer waiting once it has a message (or none): a sender that looks now must
+        // not count it among the receives waiting for the next.
+        drop(waiting);
         match got {
             Ok(env) => Ok(self.log_recv(env, site)),
             Err(outcome) => {
@@ -1092,7 +1199,7 @@ pub struct Iter<'a, T> {
     receiver: &'a Receiver<T>,
 }
 
-impl<T: Send> Iterator for Iter<'_, T> {
+impl<T> Iterator for Iter<'_, T> {
     type Item = T;
 
     #[track_caller]
@@ -1101,7 +1208,7 @@ impl<T: Send> Iterator for Iter<'_, T> {
     }
 }
 
-impl<'a, T: Send> IntoIterator for &'a Receiver<T> {
+impl<'a, T> IntoIterator for &'a Receiver<T> {
     type Item = T;
     type IntoIter = Iter<'a, T>;
 
@@ -1124,7 +1231,7 @@ pub struct TryIter<'a, T> {
     receiver: &'a Receiver<T>,
 }
 
-impl<T: Send> Iterator for TryIter<'_, T> {
+impl<T> Iterator for TryIter<'_, T> {
     type Item = T;
 
     #[track_caller]
@@ -1147,7 +1254,7 @@ pub struct IntoIter<T> {
     receiver: Receiver<T>,
 }
 
-impl<T: Send> Iterator for IntoIter<T> {
+impl<T> Iterator for IntoIter<T> {
     type Item = T;
 
     #[track_caller]
@@ -1156,7 +1263,7 @@ impl<T: Send> Iterator for IntoIter<T> {
     }
 }
 
-impl<T: Send> IntoIterator for Receiver<T> {
+impl<T> IntoIterator for Receiver<T> {
     type Item = T;
     type IntoIter = IntoIter<T>;
 

@@ -18,7 +18,7 @@ use std::time::Duration;
 use crossbeam_utils::{Backoff, CachePadded};
 
 use ppd_formats::event::{ObjectKind, Outcome};
-use ppd_formats::{Event, EventKind, ProcessId};
+use ppd_formats::{Event, EventKind, ObjectId, ProcessId};
 
 use super::object::ObjectMeta;
 use crate::runtime;
@@ -182,6 +182,11 @@ impl Semaphore {
         };
         count.sleepers -= 1;
         count
+    }
+
+    /// The semaphore's id.
+    pub(crate) fn id(&self) -> ObjectId {
+        self.meta.id()
     }
 
     /// Whether a permit is free now: a look that is not an operation (nothing is logged), for

@@ -1,8 +1,8 @@
 //! Which shared objects can log the values they carry.
 //!
-//! ppd's channels and locks take any `T: Send`, as std's do, so their generic code cannot ask
-//! whether `T` is `Serialize + DeserializeOwned`: record and replay only need the order of
-//! choices, which never depends on `T`. Values are needed in two places: where an e-block is
+//! ppd's channels take any `T` and its locks any `T: Send`, as std's do, so their generic code
+//! cannot ask whether `T` is `Serialize + DeserializeOwned`: record and replay only need the
+//! order of choices, which never depends on `T`. Values are needed in two places: where an e-block is
 //! re-executed (a message it received, a value it read under a lock) and where the user asked
 //! for payloads. Both are served by an object's [`Values`] slot, which holds a [`ValueCodec`]
 //! once something that knows the concrete type has put one there:

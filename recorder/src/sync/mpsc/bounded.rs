@@ -73,7 +73,7 @@ impl<T> fmt::Debug for SyncSender<T> {
     }
 }
 
-impl<T: Send> SyncSender<T> {
+impl<T> SyncSender<T> {
     /// Sends a message, waiting while the channel is full (and, for a rendezvous channel,
     /// until a receive has taken it); fails, giving it back, when the receiver is gone.
     ///

@@ -23,6 +23,16 @@ pub(crate) struct Envelope<T> {
     pub(crate) value: T,
 }
 
+/// The header only: the message may be of any type.
+impl<T> std::fmt::Debug for Envelope<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Envelope")
+            .field("sender", &self.sender)
+            .field("seq", &self.seq)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<T> Envelope<T> {
     /// A message without a header: what a bare carrier carries.
     pub(crate) fn bare(value: T) -> Envelope<T> {

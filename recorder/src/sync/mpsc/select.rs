@@ -20,7 +20,7 @@ use smallvec::SmallVec;
 use super::{Receiver, ReceiverCore, RecvError, SendError, Sender, Wait};
 use crate::runtime;
 use crate::runtime::backend::Op;
-use crate::sync::bound::Bound;
+use crate::sync::bound::{Bound, WaitingReceiver};
 
 /// Waits on several receivers at once and receives from the one that is ready.
 ///
@@ -40,9 +40,12 @@ use crate::sync::bound::Bound;
 /// assert_eq!(op.index(), a);
 /// assert_eq!(op.recv(&rx1).unwrap(), 9);
 /// ```
+#[derive(Clone)]
 pub struct Select<'a> {
     /// Every operation, under the index it was added with: the carriers' selection.
     inner: cc::Select<'a>,
+    /// Whether the first operation that can proceed is chosen (`new_biased`).
+    biased: bool,
     /// Each operation, in the order added (inline: a selection is made per choice, and most
     /// have a few operations).
     ops: SmallVec<[SelectOp<'a>; 4]>,
@@ -51,27 +54,35 @@ pub struct Select<'a> {
 /// An operation of a [`Select`].
 #[derive(Clone, Copy)]
 enum SelectOp<'a> {
-    /// A receive from `channel`.
-    Recv { channel: ObjectId },
+    /// A receive from `channel`. Under a backend, `bound` is a bounded channel's room, told
+    /// while the selection waits (a rendezvous send looks whether a receive waits).
+    Recv {
+        channel: ObjectId,
+        bound: Option<&'a Bound>,
+    },
     /// A send on `channel`. Under a backend, `bound` is its room (none: unbounded, always
     /// ready), and the carriers' selection does not judge it.
     Send {
         channel: ObjectId,
         bound: Option<&'a Bound>,
     },
+    /// An operation taken out of the selection ([`Select::remove`]); its index stays used.
+    Removed,
 }
 
 impl SelectOp<'_> {
-    fn channel(&self) -> ObjectId {
+    /// The operation's channel; none once removed.
+    fn channel(&self) -> Option<ObjectId> {
         match *self {
-            SelectOp::Recv { channel } | SelectOp::Send { channel, .. } => channel,
+            SelectOp::Recv { channel, .. } | SelectOp::Send { channel, .. } => Some(channel),
+            SelectOp::Removed => None,
         }
     }
 }
 
 impl fmt::Debug for Select<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let channels: Vec<ObjectId> = self.ops.iter().map(SelectOp::channel).collect();
+        let channels: Vec<ObjectId> = self.ops.iter().filter_map(SelectOp::channel).collect();
         f.debug_struct("Select")
             .field("channels", &channels)
             .finish()
@@ -113,6 +124,30 @@ impl<'a> Select<'a> {
     pub fn new() -> Select<'a> {
         Select {
             inner: cc::Select::new(),
+            biased: false,
+            ops: SmallVec::new(),
+        }
+    }
+
+    /// An empty selection that, when several operations can proceed, chooses the first
+    /// added, like `crossbeam_channel::Select::new_biased`.
+    ///
+    /// ```
+    /// let (tx1, rx1) = ppd::sync::mpsc::channel::<u8>();
+    /// let (tx2, rx2) = ppd::sync::mpsc::channel::<u8>();
+    /// tx1.send(1).unwrap();
+    /// tx2.send(2).unwrap();
+    /// let mut sel = ppd::sync::mpsc::Select::new_biased();
+    /// let first = sel.recv(&rx1);
+    /// sel.recv(&rx2);
+    /// let op = sel.select();
+    /// assert_eq!(op.index(), first);
+    /// assert_eq!(op.recv(&rx1), Ok(1));
+    /// ```
+    pub fn new_biased() -> Select<'a> {
+        Select {
+            inner: cc::Select::new_biased(),
+            biased: true,
             ops: SmallVec::new(),
         }
     }
@@ -132,6 +167,7 @@ impl<'a> Select<'a> {
     pub(crate) fn recv_core<T>(&mut self, receiver: &'a ReceiverCore<T>) -> usize {
         self.ops.push(SelectOp::Recv {
             channel: receiver.meta.id,
+            bound: receiver.meta.bound.as_deref(),
         });
         receiver.inner.select_recv(&mut self.inner)
     }
@@ -143,6 +179,35 @@ impl<'a> Select<'a> {
             bound: sender.meta.bound.as_deref(),
         });
         sender.inner.select_send(&mut self.inner)
+    }
+
+    /// Takes the operation with index `index` out of the selection, like
+    /// `crossbeam_channel::Select::remove`; the other operations keep their indexes.
+    ///
+    /// ```
+    /// let (tx1, rx1) = ppd::sync::mpsc::channel::<u8>();
+    /// let (tx2, rx2) = ppd::sync::mpsc::channel::<u8>();
+    /// let mut sel = ppd::sync::mpsc::Select::new();
+    /// let first = sel.recv(&rx1);
+    /// let second = sel.recv(&rx2);
+    /// sel.remove(first);
+    /// tx1.send(1).unwrap();
+    /// tx2.send(2).unwrap();
+    /// let op = sel.select();
+    /// assert_eq!(op.index(), second);
+    /// assert_eq!(op.recv(&rx2), Ok(2));
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// When no operation has index `index` (never added, or removed already), as crossbeam's.
+    pub fn remove(&mut self, index: usize) {
+        let op = self.ops.get_mut(index);
+        let Some(op) = op.filter(|op| !matches!(op, SelectOp::Removed)) else {
+            panic!("no operation with this index");
+        };
+        *op = SelectOp::Removed;
+        self.inner.remove(index);
     }
 
     /// Blocks until one of the receives can proceed and chooses it.
@@ -263,7 +328,11 @@ impl<'a> Select<'a> {
         if !runtime::active() {
             return live(&mut self.inner, wait);
         }
-        let first = self.ops.first().map_or(ObjectId(0), SelectOp::channel);
+        let first = self
+            .ops
+            .iter()
+            .find_map(SelectOp::channel)
+            .unwrap_or(ObjectId(0));
         match runtime::expect(Op::plain(EventKind::Select, Some(site))) {
             Some(Event::Select { index, .. }) => {
                 runtime::done(&Event::Select {
@@ -297,6 +366,7 @@ impl<'a> Select<'a> {
                 Err(e) if matches!(wait, Wait::Try) => Err(e),
                 Err(_) => {
                     log_blocked(first, site);
+                    let _waiting = waiting_receives(&self.ops);
                     live(&mut self.inner, wait)
                 }
             }
@@ -352,47 +422,103 @@ impl<'a> Select<'a> {
             })
             .collect();
         // Crossbeam chooses at random among ready operations; this takes turns instead, so
-        // that a loop over one selection neither starves a send nor the receives.
+        // that a loop over one selection neither starves a send nor the receives (a biased
+        // selection chooses the first).
         let turn = TURN.with(|t| {
             let turn = t.get();
             t.set(turn.wrapping_add(1));
             turn
         });
         let n = self.ops.len();
-        let mut blocked = false;
+        let mut waiting = None;
+        // Once the selection waits, its own receives are counted among a rendezvous
+        // channel's waiting receivers: a send of its own on that channel needs another.
+        let ops = &self.ops;
+        let send_ready = |i: usize, told: bool| match ops[i] {
+            SelectOp::Send { bound, channel } => bound.is_none_or(|b| {
+                b.could_send_besides(if told { own_receives(ops, channel) } else { 0 })
+            }),
+            SelectOp::Recv { .. } | SelectOp::Removed => false,
+        };
         loop {
-            let ready_send = (0..n).map(|k| (turn + k) % n).find(|&i| match self.ops[i] {
-                SelectOp::Send { bound, .. } => bound.is_none_or(|b| b.could_send()),
-                SelectOp::Recv { .. } => false,
-            });
-            let receives_first = turn.is_multiple_of(2);
-            if receives_first && let Ok(r) = live(&mut receives, Wait::Try) {
-                return Ok(Chosen::Live(r));
-            }
-            if let Some(i) = ready_send {
-                return Ok(Chosen::Send(i));
-            }
-            if !receives_first && let Ok(r) = live(&mut receives, Wait::Try) {
-                return Ok(Chosen::Live(r));
+            if self.biased {
+                // The first operation that can proceed: the first ready send, unless a receive
+                // added before it is ready (the carriers' biased choice among those).
+                let ready_send = (0..n).find(|&i| send_ready(i, waiting.is_some()));
+                let mut earlier;
+                let looked = match ready_send {
+                    Some(i) => {
+                        earlier = receives.clone();
+                        for j in i + 1..n {
+                            if matches!(self.ops[j], SelectOp::Recv { .. }) {
+                                earlier.remove(j);
+                            }
+                        }
+                        &mut earlier
+                    }
+                    None => &mut receives,
+                };
+                if let Ok(r) = live(looked, Wait::Try) {
+                    return Ok(Chosen::Live(r));
+                }
+                if let Some(i) = ready_send {
+                    return Ok(Chosen::Send(i));
+                }
+            } else {
+                let ready_send = (0..n)
+                    .map(|k| (turn + k) % n)
+                    .find(|&i| send_ready(i, waiting.is_some()));
+                let receives_first = turn.is_multiple_of(2);
+                if receives_first && let Ok(r) = live(&mut receives, Wait::Try) {
+                    return Ok(Chosen::Live(r));
+                }
+                if let Some(i) = ready_send {
+                    return Ok(Chosen::Send(i));
+                }
+                if !receives_first && let Ok(r) = live(&mut receives, Wait::Try) {
+                    return Ok(Chosen::Live(r));
+                }
             }
             if matches!(wait, Wait::Try) || deadline.is_some_and(|d| Instant::now() >= d) {
                 return Err(SelectTimeoutError);
             }
-            if !blocked {
+            if waiting.is_none() {
                 log_blocked(first, site);
-                blocked = true;
+                waiting = Some(waiting_receives(&self.ops));
             }
-            let mut waiting = receives.clone();
-            let woken = waiting.recv(&pinged);
+            let mut woken_by = receives.clone();
+            let woken = woken_by.recv(&pinged);
             let ready = match deadline {
-                Some(deadline) => waiting.ready_deadline(deadline).ok(),
-                None => Some(waiting.ready()),
+                Some(deadline) => woken_by.ready_deadline(deadline).ok(),
+                None => Some(woken_by.ready()),
             };
             if ready == Some(woken) {
                 let _ = pinged.try_recv();
             }
         }
     }
+}
+
+/// A waiting selection's receives from rendezvous channels, told to their rooms until the
+/// guards drop: a `try_send` on one of them meanwhile hands over its message, as it does to a
+/// receive waiting in `recv`, and so does another selection's send arm.
+fn waiting_receives<'a>(ops: &[SelectOp<'a>]) -> SmallVec<[WaitingReceiver<'a>; 4]> {
+    ops.iter()
+        .filter_map(|op| match *op {
+            SelectOp::Recv {
+                bound: Some(bound), ..
+            } => bound.receiver_waits(),
+            _ => None,
+        })
+        .collect()
+}
+
+/// How many of `ops` are receives from `channel`: those a selection told the channel's room
+/// are waiting, which its own send on the channel must not count as takers.
+fn own_receives(ops: &[SelectOp<'_>], channel: ObjectId) -> usize {
+    ops.iter()
+        .filter(|op| matches!(**op, SelectOp::Recv { channel: c, bound: Some(_) } if c == channel))
+        .count()
 }
 
 /// The carriers' own choice among `sel`'s operations, waiting as `wait` says.
@@ -555,7 +681,7 @@ impl SelectedOperation<'_> {
     /// assert_eq!(sel.select().recv(&rx), Ok(4));
     /// ```
     #[inline]
-    pub fn recv<T: Send>(self, receiver: &Receiver<T>) -> Result<T, RecvError> {
+    pub fn recv<T>(self, receiver: &Receiver<T>) -> Result<T, RecvError> {
         self.recv_core(&receiver.core)
     }
 
@@ -565,9 +691,9 @@ impl SelectedOperation<'_> {
     ///
     /// When the chosen operation is not a receive from `receiver`'s channel, as crossbeam's.
     #[inline]
-    pub(crate) fn recv_core<T: Send>(self, receiver: &ReceiverCore<T>) -> Result<T, RecvError> {
+    pub(crate) fn recv_core<T>(self, receiver: &ReceiverCore<T>) -> Result<T, RecvError> {
         if runtime::active()
-            && !matches!(self.op, Some(SelectOp::Recv { channel }) if channel == receiver.meta.id)
+            && !matches!(self.op, Some(SelectOp::Recv { channel, .. }) if channel == receiver.meta.id)
         {
             panic!("passed a receiver that wasn't selected");
         }
@@ -596,7 +722,7 @@ impl SelectedOperation<'_> {
     /// # Panics
     ///
     /// When the chosen operation is not a send on `sender`'s channel, as crossbeam's.
-    pub(crate) fn send_core<T: Send>(self, sender: &Sender<T>, msg: T) -> Result<(), SendError<T>> {
+    pub(crate) fn send_core<T>(self, sender: &Sender<T>, msg: T) -> Result<(), SendError<T>> {
         if runtime::active()
             && !matches!(self.op, Some(SelectOp::Send { channel, .. }) if channel == sender.meta.id)
         {
