@@ -139,8 +139,10 @@ fn until_failure_keeps_only_the_run_that_failed() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     let run = err
         .lines()
-        .find_map(|l| l.strip_prefix("ppd: --until-failure: run "))
-        .and_then(|l| l.split_once(" exited with code 1: this is its recording"))
+        .find_map(|l| {
+            l.strip_prefix("ppd: --until-failure: run ")?
+                .split_once(" exited with code 1: this is its recording")
+        })
         .map(|(n, _)| n.parse::<u32>().unwrap())
         .unwrap_or_else(|| panic!("{err}"));
     // Every passing run before it said so, and left nothing.
