@@ -34,6 +34,9 @@ const WORKERS: usize = 4;
 const ROUNDS: u64 = 200;
 /// The round at which the doomed worker dies.
 const DOOM_ROUND: u64 = ROUNDS / 2;
+/// Random numbers each worker draws a round in `ok-random`: logged values that do not
+/// compress, so that the run's log has a size its interleaving cannot shrink.
+const NOISE_DRAWS: usize = 8;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Fate {
@@ -51,11 +54,19 @@ fn spawn<T: Send + 'static>(name: String, f: impl FnOnce() -> T + Send + 'static
 struct Request {
     from: usize,
     round: u64,
+    /// The worker's random draws of the round, folded (0 without them).
+    noise: u64,
+}
+
+/// Who a worker is: its number, its fate, and how many random numbers it draws a round.
+struct Role {
+    me: usize,
+    fate: Fate,
+    draws: usize,
 }
 
 fn worker(
-    me: usize,
-    fate: Fate,
+    Role { me, fate, draws }: Role,
     tally: Arc<Mutex<u64>>,
     hub: Sender<Request>,
     replies: Receiver<u64>,
@@ -73,15 +84,21 @@ fn worker(
             }
         }
         *tally.lock().expect("tally") += 1;
-        hub.send(Request { from: me, round })
-            .expect("the hub is up");
+        let noise = (0..draws).fold(0, |folded, _| folded ^ ppd::rand::next_u64());
+        hub.send(Request {
+            from: me,
+            round,
+            noise,
+        })
+        .expect("the hub is up");
         let answer = replies.recv().expect("the hub answers");
         assert_eq!(answer, round + 1);
     }
 }
 
-/// Runs the hub and the workers; returns the names of the workers that panicked.
-fn run(doomed: Option<(usize, Fate)>) -> Vec<String> {
+/// Runs the hub and the workers, drawing random numbers if `noisy`; returns the names of the
+/// workers that panicked.
+fn run(doomed: Option<(usize, Fate)>, noisy: bool) -> Vec<String> {
     let tally = Arc::new(Mutex::named("tally", 0u64));
     let (to_hub, requests) = named_channel::<Request>("requests");
     let (ready_tx, ready_rx) = channel::<usize>();
@@ -99,14 +116,16 @@ fn run(doomed: Option<(usize, Fate)>) -> Vec<String> {
         };
         let (tally, hub, ready) = (Arc::clone(&tally), to_hub.clone(), ready_tx.clone());
         workers.push(spawn(format!("worker-{me}"), move || {
-            worker(me, fate, tally, hub, reply_rx, ready, go_rx)
+            let draws = if noisy { NOISE_DRAWS } else { 0 };
+            let role = Role { me, fate, draws };
+            worker(role, tally, hub, reply_rx, ready, go_rx)
         }));
     }
     drop(to_hub);
     let hub_tally = Arc::clone(&tally);
     let hub = spawn("hub".into(), move || {
         // Ends when every worker is gone, including one that panicked.
-        for Request { from, round } in requests.iter() {
+        for Request { from, round, .. } in requests.iter() {
             *hub_tally.lock().expect("tally") += 1;
             let _ = reply_txs[from].send(round + 1);
         }
@@ -225,22 +244,27 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("ok") => {
-            let panicked = run(None);
+            let panicked = run(None, false);
+            assert!(panicked.is_empty());
+            ExitCode::SUCCESS
+        }
+        Some("ok-random") => {
+            let panicked = run(None, true);
             assert!(panicked.is_empty());
             ExitCode::SUCCESS
         }
         Some("panic") => {
-            let panicked = run(Some((1, Fate::Panic)));
+            let panicked = run(Some((1, Fate::Panic)), false);
             eprintln!("victim: panicked: {}", panicked.join(", "));
             ExitCode::from(3)
         }
         Some("panic-main") => {
-            let panicked = run(None);
+            let panicked = run(None, false);
             assert!(panicked.is_empty());
             panic!("injected panic in main after every process finished");
         }
         Some("abort") => {
-            run(Some((2, Fate::Abort)));
+            run(Some((2, Fate::Abort)), false);
             unreachable!("worker-2 aborts the program");
         }
         Some("atomics") => {
