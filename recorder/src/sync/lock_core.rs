@@ -44,8 +44,9 @@ impl LockKind {
 
 /// A `try_*`'s answer under a backend: `None` if the lock was held, else that it acquired
 /// (with the std guard when recording, which already holds the lock: the answer is logged
-/// first; without it in replay, where the acquisition logged next says in which turn).
-#[inline]
+/// first; without it in replay, where the acquisition logged next says in which turn). Out of
+/// line, so that a pass-through `try_*` inlines to std's.
+#[inline(never)]
 pub(super) fn try_answer<G>(
     meta: &ObjectMeta,
     site: &'static Location<'static>,

@@ -230,7 +230,7 @@ impl<T> RwLock<T> {
                 RwLockReadGuard::new(g, self, site)
             });
         }
-        let Some(tried) = self.try_logged(site, || self.inner.try_read()) else {
+        let Some(tried) = lock_core::try_answer(&self.meta, site, || self.inner.try_read()) else {
             return Err(TryLockError::WouldBlock);
         };
         let acquired = self.acquire_logged(
@@ -262,7 +262,7 @@ impl<T> RwLock<T> {
                 RwLockWriteGuard::new(g, self, site)
             });
         }
-        let Some(tried) = self.try_logged(site, || self.inner.try_write()) else {
+        let Some(tried) = lock_core::try_answer(&self.meta, site, || self.inner.try_write()) else {
             return Err(TryLockError::WouldBlock);
         };
         let acquired = self.acquire_logged(
@@ -273,18 +273,6 @@ impl<T> RwLock<T> {
             || self.inner.try_write(),
         );
         wrap_write(acquired, self, site).map_err(TryLockError::from)
-    }
-
-    /// A `try_*`'s answer under a backend: `None` if the lock was held, else that it acquired
-    /// (with the std guard when recording, which already holds the lock: the answer is logged
-    /// first).
-    #[inline(never)]
-    fn try_logged<G>(
-        &self,
-        site: &'static Location<'static>,
-        try_now: impl FnOnce() -> TryLockResult<G>,
-    ) -> Option<Option<LockResult<G>>> {
-        lock_core::try_answer(&self.meta, site, try_now)
     }
 
     /// An acquisition under a backend, out of line so that pass-through inlines to std's.
