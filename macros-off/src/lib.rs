@@ -1,4 +1,4 @@
-//! `#[ppd::main]`, `#[ppd::eblock]` and `#[ppd::eblocks]` for a build of `ppd` without its
+//! `#[ppd::main]`, `#[ppd::test]`, `#[ppd::eblock]` and `#[ppd::eblocks]` for a build of `ppd` without its
 //! `record` feature: each leaves the item exactly as written, so the program is the plain std
 //! program and carries no ppd code. No parsing, hence no dependencies.
 
@@ -10,6 +10,14 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn main(_args: TokenStream, item: TokenStream) -> TokenStream {
     item
+}
+
+/// Makes the function a plain `#[test]`.
+#[proc_macro_attribute]
+pub fn test(_args: TokenStream, item: TokenStream) -> TokenStream {
+    let mut test: TokenStream = "#[test]".parse().expect("`#[test]` is an attribute");
+    test.extend(item);
+    test
 }
 
 /// Leaves the function as it is.

@@ -3,6 +3,8 @@
 //! * `#[ppd::main]` on the program's entry point selects the runtime mode (pass-through,
 //!   record, replay or emulate) from the environment before the body runs, and closes the
 //!   logs after it.
+//! * `#[ppd::test]` on a test function does the same for the one test a test binary runs
+//!   under `ppd record`.
 //! * `#[ppd::eblock]` on a function makes it an e-block: its arguments are logged on entry (the
 //!   prelog), its result and final `&mut` arguments on exit (the postlog), and a tracing twin
 //!   and an emulator are generated so that `ppd why` can re-execute one call from its log.
@@ -15,7 +17,7 @@
 
 mod binding;
 mod eblock;
-mod main_attr;
+mod entry;
 
 use proc_macro::TokenStream;
 
@@ -42,5 +44,14 @@ pub fn eblocks(args: TokenStream, item: TokenStream) -> TokenStream {
 /// logs are closed and the manifest completed.
 #[proc_macro_attribute]
 pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
-    main_attr::expand(&args.into(), item.into()).into()
+    entry::expand(entry::Entry::Main, &args.into(), item.into()).into()
+}
+
+/// Makes a function a test (it puts `#[test]` on it) that `ppd record` can record: run the
+/// test binary under `ppd record` with the test's name and `--exact`, and the one test it runs
+/// is the recorded program, its body logical process `main`; `ppd replay` runs the same
+/// command line. Outside a recording it is a plain `#[test]`.
+#[proc_macro_attribute]
+pub fn test(args: TokenStream, item: TokenStream) -> TokenStream {
+    entry::expand(entry::Entry::Test, &args.into(), item.into()).into()
 }

@@ -39,14 +39,24 @@
 //! `Semaphore`, `named` constructors, `current_process`) exist only with `record`.
 
 #[cfg(feature = "record")]
-pub use ppd_macros::{eblock, eblocks, main};
+pub use ppd_macros::{eblock, eblocks, main, test};
 #[cfg(feature = "record")]
 pub use ppd_recorder::{
     channel, collections, io, mark, net, rand, select, select_biased, sync, task, thread, time,
 };
 
+/// crossbeam-utils' twins: `utils::thread::scope`, scoped threads with crossbeam's interface.
+#[cfg(feature = "record")]
+pub mod utils {
+    /// `crossbeam_utils::thread`: [`scope`](thread::scope), whose threads are logical
+    /// processes.
+    pub mod thread {
+        pub use ppd_recorder::thread::crossbeam_scope::{Scope, ScopedJoinHandle, scope};
+    }
+}
+
 #[cfg(not(feature = "record"))]
-pub use ppd_macros_off::{eblock, eblocks, main};
+pub use ppd_macros_off::{eblock, eblocks, main, test};
 #[cfg(not(feature = "record"))]
 pub use std::{collections, io, sync, thread, time};
 
@@ -66,6 +76,9 @@ pub use crossbeam_channel as channel;
 /// crossbeam-channel's `select!` and `select_biased!`, in a build without ppd.
 #[cfg(not(feature = "record"))]
 pub use crossbeam_channel::{select, select_biased};
+/// crossbeam-utils itself, in a build without ppd.
+#[cfg(not(feature = "record"))]
+pub use crossbeam_utils as utils;
 
 /// Does nothing in a build without ppd; the arguments are only borrowed, so they still count
 /// as used.
@@ -110,6 +123,7 @@ pub mod __private {
 
     use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
     use std::process::ExitCode;
+    use std::sync::atomic::{AtomicBool, Ordering};
 
     use ppd_formats::ProcessId;
     use ppd_recorder::runtime::record::RecordRuntime;
@@ -180,13 +194,58 @@ pub mod __private {
         if !runtime::active() {
             return body().exit_code().1;
         }
+        run_as_main(body, MainReturn::exit_code).1
+    }
+
+    /// What a `#[ppd::test]` may return: what libtest accepts of a test.
+    pub trait TestReturn {
+        /// The exit code to record: 0 when the test passed.
+        fn recorded_code(&self) -> i32;
+    }
+
+    impl TestReturn for () {
+        fn recorded_code(&self) -> i32 {
+            0
+        }
+    }
+
+    impl<E> TestReturn for Result<(), E> {
+        fn recorded_code(&self) -> i32 {
+            i32::from(self.is_err())
+        }
+    }
+
+    /// Runs test `name`'s body as logical process `main` under the mode the environment
+    /// selects. A recording is of one test: a second test started in the same recorded run
+    /// fails, naming itself, rather than mixing two tests' processes in one log.
+    pub fn test<R: TestReturn>(name: &str, body: impl FnOnce() -> R) -> R {
+        static STARTED: AtomicBool = AtomicBool::new(false);
+        if std::env::var_os(env::MODE).is_some() && STARTED.swap(true, Ordering::SeqCst) {
+            panic!(
+                "ppd records one test per run, and {name} is a second one: \
+                 run the test binary with the test's name and --exact"
+            );
+        }
+        boot();
+        if !runtime::active() {
+            return body();
+        }
+        run_as_main(body, |value| (value.recorded_code(), value)).1
+    }
+
+    /// Runs `body` as logical process `main` of an active runtime and finishes the run with the
+    /// code `code_of` reads off its value (101 when it panics, the panic going on).
+    fn run_as_main<R, T>(
+        body: impl FnOnce() -> R,
+        code_of: impl FnOnce(R) -> (i32, T),
+    ) -> (i32, T) {
         runtime::enter_process(ProcessId::MAIN, None, "main");
         match catch_unwind(AssertUnwindSafe(body)) {
             Ok(value) => {
-                let (code, exit) = value.exit_code();
+                let (code, out) = code_of(value);
                 runtime::leave_process(&Ending::Returned);
                 runtime::finish(code, false);
-                exit
+                (code, out)
             }
             Err(payload) => {
                 runtime::leave_process_panicked();
