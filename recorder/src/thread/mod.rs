@@ -5,6 +5,7 @@
 //! `Panic`), and a `join` logs `Join`, so the happened-before edges of process creation and
 //! termination are in the recording.
 
+pub mod crossbeam_scope;
 mod current;
 pub(crate) mod park;
 mod scope;
@@ -20,7 +21,7 @@ use ppd_formats::{Event, EventKind, ProcessId};
 
 pub use current::{Thread, ThreadId, current, park, park_timeout};
 pub use scope::{Scope, ScopedJoinHandle, scope};
-pub use std::thread::Result;
+pub use std::thread::{Result, panicking};
 
 use crate::runtime::backend::{Dependency, Op};
 use crate::runtime::{self, Ending};
