@@ -108,6 +108,15 @@ fn logged_access_slow<R>(
     }
 }
 
+/// The failure ordering of std's `compare_and_swap` for `order`.
+fn strongest_failure_ordering(order: Ordering) -> Ordering {
+    match order {
+        Ordering::Release | Ordering::Relaxed => Ordering::Relaxed,
+        Ordering::AcqRel | Ordering::Acquire => Ordering::Acquire,
+        _ => Ordering::SeqCst,
+    }
+}
+
 macro_rules! atomic_int {
     ($name:ident, $int:ty, $doc_value:expr) => {
         #[doc = concat!("An atomic `", stringify!($int), "`, like `std::sync::atomic::", stringify!($name), "`.")]
@@ -290,6 +299,18 @@ macro_rules! atomic_int {
                 failure: Ordering,
             ) -> Result<$int, $int> {
                 self.compare_exchange(current, new, success, failure)
+            }
+
+            /// Stores `new` if the value is `current`; returns the previous value, as std's
+            /// deprecated `compare_and_swap` (a `compare_exchange` whose failure ordering is
+            /// the strongest `order` allows).
+            #[deprecated(note = "use `compare_exchange` or `compare_exchange_weak`, as std says")]
+            #[inline]
+            #[track_caller]
+            pub fn compare_and_swap(&self, current: $int, new: $int, order: Ordering) -> $int {
+                match self.compare_exchange(current, new, order, strongest_failure_ordering(order)) {
+                    Ok(v) | Err(v) => v,
+                }
             }
 
             /// Adds to the value (wrapping); returns the previous value.

@@ -162,6 +162,24 @@ impl Condvar {
         Ok(guard)
     }
 
+    /// Waits for a notification or until `ms` milliseconds have passed, as std's deprecated
+    /// `wait_timeout_ms`: the flag is whether it was woken before the time was up.
+    #[deprecated(note = "use `wait_timeout`, as std says")]
+    #[track_caller]
+    pub fn wait_timeout_ms<'a, T>(
+        &self,
+        guard: MutexGuard<'a, T>,
+        ms: u32,
+    ) -> LockResult<(MutexGuard<'a, T>, bool)> {
+        match self.wait_timeout(guard, Duration::from_millis(u64::from(ms))) {
+            Ok((guard, timeout)) => Ok((guard, !timeout.timed_out())),
+            Err(poisoned) => {
+                let (guard, timeout) = poisoned.into_inner();
+                Err(PoisonError::new((guard, !timeout.timed_out())))
+            }
+        }
+    }
+
     /// Like [`wait`](Condvar::wait), for at most `dur`, as std's.
     #[track_caller]
     pub fn wait_timeout<'a, T>(

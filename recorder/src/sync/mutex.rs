@@ -56,6 +56,14 @@ impl<T: Default> Default for Mutex<T> {
     }
 }
 
+impl<T> From<T> for Mutex<T> {
+    /// A new unlocked mutex holding `value`, as std's.
+    #[track_caller]
+    fn from(value: T) -> Self {
+        Mutex::new(value)
+    }
+}
+
 impl<T> Mutex<T> {
     /// A new unlocked mutex holding `value`.
     ///
@@ -405,6 +413,12 @@ impl<'a, T> MutexGuard<'a, T> {
 impl<T: fmt::Debug> fmt::Debug for MutexGuard<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&**self, f)
+    }
+}
+
+impl<T: fmt::Display> fmt::Display for MutexGuard<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&**self, f)
     }
 }
 

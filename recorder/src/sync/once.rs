@@ -21,11 +21,12 @@
 use std::cell::UnsafeCell;
 use std::fmt;
 use std::mem::MaybeUninit;
-use std::ops::Deref;
+use std::ops::{Deref, DerefMut};
 use std::panic::{Location, RefUnwindSafe, UnwindSafe};
 use std::sync::atomic::{AtomicU8 as PlainU8, AtomicU32 as PlainU32};
 
 use super::atomic::{AtomicU8, Ordering};
+use super::condvar::Condvar;
 use super::mutex::Mutex;
 use crate::runtime::binding::LazyObject;
 use crate::runtime::{self, backend::Mode};
@@ -52,6 +53,12 @@ pub struct Once {
     state: AtomicU8,
     /// Held by the process running the initializer; the others wait on it.
     running: Mutex<()>,
+    /// Where [`Once::wait`] waits for a completion nobody has started yet.
+    finished: Condvar,
+    /// How many processes wait on `finished`: read and written holding `running`, whose
+    /// order replay reproduces, so an initializer notifies (a logged event) only when
+    /// someone waits, in replay as in the recording.
+    waiters: PlainU32,
     /// How many times the `OnceLock` this belongs to was emptied (`take`): a process that saw
     /// an earlier generation complete must look again.
     generation: PlainU32,
@@ -101,6 +108,8 @@ impl Once {
         Once {
             state: AtomicU8::named(name, state),
             running: Mutex::named(name, ()),
+            finished: Condvar::named(name),
+            waiters: PlainU32::new(0),
             generation: PlainU32::new(0),
         }
     }
@@ -193,7 +202,65 @@ impl Once {
         f(&OnceState { poisoned });
         std::mem::forget(running);
         self.state.store(COMPLETE, Ordering::Release);
+        self.wake_waiters();
         drop(held);
+    }
+
+    /// Wakes the processes in [`wait`](Self::wait); the caller holds `running`.
+    fn wake_waiters(&self) {
+        if self.waiters.load(Ordering::Relaxed) > 0 {
+            self.finished.notify_all();
+        }
+    }
+
+    /// Blocks until a call has completed, as std's `Once::wait`. Panics if an initializer
+    /// panicked and none has completed since.
+    ///
+    /// ```
+    /// let once = ppd::sync::Once::new();
+    /// ppd::thread::scope(|s| {
+    ///     s.spawn(|| once.wait());
+    ///     once.call_once(|| {});
+    /// });
+    /// ```
+    #[track_caller]
+    pub fn wait(&self) {
+        if !self.is_completed() {
+            self.wait_slow(false);
+        }
+    }
+
+    /// Blocks until a call has completed, like [`wait`](Self::wait) but waiting on through a
+    /// panicked initializer, as std's `Once::wait_force`.
+    ///
+    /// ```
+    /// let once = ppd::sync::Once::new();
+    /// once.call_once(|| {});
+    /// once.wait_force();
+    /// ```
+    #[track_caller]
+    pub fn wait_force(&self) {
+        if !self.is_completed() {
+            self.wait_slow(true);
+        }
+    }
+
+    #[track_caller]
+    fn wait_slow(&self, force: bool) {
+        let mut held = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            match self.state.load(Ordering::Acquire) {
+                COMPLETE => return,
+                POISONED if !force => {
+                    drop(held);
+                    panic!("Once instance has previously been poisoned");
+                }
+                _ => {}
+            }
+            self.waiters.fetch_add(1, Ordering::Relaxed);
+            held = self.finished.wait(held).unwrap_or_else(|p| p.into_inner());
+            self.waiters.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 
     /// The completed state without logging: the caller holds the `Once` exclusively.
@@ -210,6 +277,8 @@ struct Running<'a> {
 impl Drop for Running<'_> {
     fn drop(&mut self) {
         self.once.state.store(POISONED, Ordering::Release);
+        // Still under `running`: `wait` panics, `wait_force` waits on.
+        self.once.wake_waiters();
     }
 }
 
@@ -418,6 +487,33 @@ impl<T> OnceLock<T> {
         unsafe { (*self.value.get()).assume_init_ref() }
     }
 
+    /// Blocks until the cell is initialized and returns its value, as std's `OnceLock::wait`
+    /// (an initializer that panics leaves it empty, and the wait goes on).
+    ///
+    /// ```
+    /// let cell = ppd::sync::OnceLock::new();
+    /// ppd::thread::scope(|s| {
+    ///     s.spawn(|| assert_eq!(*cell.wait(), 9));
+    ///     cell.set(9).unwrap();
+    /// });
+    /// ```
+    #[track_caller]
+    pub fn wait(&self) -> &T {
+        self.once.wait_force();
+        match self.filled_value() {
+            Some(v) => v,
+            None => self.vacant(Location::caller()),
+        }
+    }
+
+    /// Writes the value into a cell held exclusively, completing it without the hidden lock:
+    /// nobody else can see the cell.
+    fn fill_mut(&mut self, value: T) -> &mut T {
+        *self.once.state.get_mut() = COMPLETE;
+        self.filled.set();
+        self.value.get_mut().write(value)
+    }
+
     /// Writes the value; only the one caller that runs the initializer (or, re-executing an
     /// e-block, the only process) does.
     fn fill(&self, value: T) {
@@ -493,6 +589,16 @@ impl<T> From<T> for OnceLock<T> {
     }
 }
 
+impl<T: PartialEq> PartialEq for OnceLock<T> {
+    /// Equal when both are empty, or both hold equal values, as std's.
+    #[track_caller]
+    fn eq(&self, other: &OnceLock<T>) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl<T: Eq> Eq for OnceLock<T> {}
+
 impl<T: Clone> Clone for OnceLock<T> {
     #[track_caller]
     fn clone(&self) -> Self {
@@ -563,6 +669,61 @@ impl<T, F: FnOnce() -> T> LazyLock<T, F> {
                 None => panic!("LazyLock instance has previously been poisoned"),
             }
         })
+    }
+}
+
+impl<T, F> LazyLock<T, F> {
+    /// The value if it has been computed, as std's `LazyLock::get`.
+    ///
+    /// ```
+    /// let lazy = ppd::sync::LazyLock::new(|| 7);
+    /// assert_eq!(ppd::sync::LazyLock::get(&lazy), None);
+    /// let _ = *lazy;
+    /// assert_eq!(ppd::sync::LazyLock::get(&lazy), Some(&7));
+    /// ```
+    #[track_caller]
+    pub fn get(this: &LazyLock<T, F>) -> Option<&T> {
+        this.cell.get()
+    }
+
+    /// The value, mutably, if it has been computed, as std's `LazyLock::get_mut`.
+    ///
+    /// ```
+    /// let mut lazy = ppd::sync::LazyLock::new(|| 7);
+    /// assert_eq!(ppd::sync::LazyLock::get_mut(&mut lazy), None);
+    /// ```
+    pub fn get_mut(this: &mut LazyLock<T, F>) -> Option<&mut T> {
+        this.cell.get_mut()
+    }
+}
+
+impl<T, F: FnOnce() -> T> LazyLock<T, F> {
+    /// The value, mutably, computing it if this is the first use, as std's
+    /// `LazyLock::force_mut`: held exclusively, the lock needs no synchronization. Panics if
+    /// the initializer panicked before.
+    ///
+    /// ```
+    /// let mut lazy = ppd::sync::LazyLock::new(|| 7);
+    /// *ppd::sync::LazyLock::force_mut(&mut lazy) += 1;
+    /// assert_eq!(*lazy, 8);
+    /// ```
+    pub fn force_mut(this: &mut LazyLock<T, F>) -> &mut T {
+        let cell = &mut this.cell;
+        if !(cell.once.completed_mut() && cell.filled.is_filled_mut()) {
+            let value = match this.init.get_mut().take() {
+                Some(f) => f(),
+                None => panic!("LazyLock instance has previously been poisoned"),
+            };
+            return cell.fill_mut(value);
+        }
+        // SAFETY: complete and filled, and borrowed exclusively.
+        unsafe { cell.value.get_mut().assume_init_mut() }
+    }
+}
+
+impl<T, F: FnOnce() -> T> DerefMut for LazyLock<T, F> {
+    fn deref_mut(&mut self) -> &mut T {
+        LazyLock::force_mut(self)
     }
 }
 

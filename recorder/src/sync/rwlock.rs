@@ -70,6 +70,14 @@ impl<T: Default> Default for RwLock<T> {
     }
 }
 
+impl<T> From<T> for RwLock<T> {
+    /// A new unlocked lock holding `value`, as std's.
+    #[track_caller]
+    fn from(value: T) -> Self {
+        RwLock::new(value)
+    }
+}
+
 impl<T> RwLock<T> {
     /// A new unlocked lock holding `value`.
     #[track_caller]
