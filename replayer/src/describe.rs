@@ -2,7 +2,7 @@
 
 use std::fmt::Display;
 
-use ppd_formats::event::{OpenHow, Outcome, Repr};
+use ppd_formats::event::{Class, OpenHow, Outcome, Repr};
 use ppd_formats::{Event, ObjectId, ProcessId, value};
 
 fn at<S: Display>(site: &Option<S>) -> String {
@@ -48,8 +48,26 @@ where
     describe_with(event, &Ids)
 }
 
-/// Like [`describe`], with processes and objects as `names` calls them.
+/// Like [`describe`], with processes and objects as `names` calls them. Each class of event
+/// is described by its own function below.
 pub fn describe_with<R: Repr>(event: &Event<R>, names: &dyn Names) -> String
+where
+    R::Site: Display,
+    R::Name: Display,
+{
+    match event.kind().class() {
+        Class::Lifecycle | Class::Wait => describe_lifecycle(event, names),
+        Class::Create | Class::Message => describe_message(event, names),
+        Class::Lock | Class::Semaphore | Class::Atomic | Class::Attempt => {
+            describe_sync(event, names)
+        }
+        Class::Input | Class::Eblock | Class::Mark => describe_input(event),
+        Class::Socket => describe_socket(event, names),
+    }
+}
+
+/// A process's life and its waits.
+fn describe_lifecycle<R: Repr>(event: &Event<R>, names: &dyn Names) -> String
 where
     R::Site: Display,
     R::Name: Display,
@@ -69,6 +87,28 @@ where
             file,
             line,
         } => format!("panic {:?} at {}:{line}", message.as_ref(), file.as_ref()),
+        Event::Blocked { object, site } => format!("blocked on {}{}", o(object), at(site)),
+        Event::JoinBlocked { child, site } => {
+            format!("waits in join for {}{}", p(child), at(site))
+        }
+        Event::Sleep { nanos, site } => format!(
+            "sleeps for {:?}{}",
+            std::time::Duration::from_nanos(*nanos),
+            at(site)
+        ),
+        _ => unreachable!("{} is not a lifecycle or wait event", event.kind()),
+    }
+}
+
+/// Objects made and channel messages.
+fn describe_message<R: Repr>(event: &Event<R>, names: &dyn Names) -> String
+where
+    R::Site: Display,
+    R::Name: Display,
+{
+    let p = |id: &ProcessId| names.process(*id);
+    let o = |id: &ObjectId| names.object(*id);
+    match event {
         Event::Create {
             object, kind, site, ..
         } => format!(
@@ -111,6 +151,23 @@ where
             at(site)
         ),
         Event::Select { index, site } => format!("select chose operation {index}{}", at(site)),
+        Event::Undelivered { channel, seq, site } => format!(
+            "message {seq} on {} not delivered: every receiver was gone{}",
+            o(channel),
+            at(site)
+        ),
+        _ => unreachable!("{} is not a create or message event", event.kind()),
+    }
+}
+
+/// Locks, semaphores, atomics and attempts.
+fn describe_sync<R: Repr>(event: &Event<R>, names: &dyn Names) -> String
+where
+    R::Site: Display,
+    R::Name: Display,
+{
+    let o = |id: &ObjectId| names.object(*id);
+    match event {
         Event::Lock {
             object,
             version,
@@ -184,10 +241,36 @@ where
             value.map(|v| format!(" read {v}")).unwrap_or_default(),
             at(site)
         ),
+        Event::Outcome {
+            object,
+            outcome: Outcome::WouldBlock,
+            site,
+        } => format!("try_lock found {} held{}", o(object), at(site)),
+        Event::Outcome {
+            object,
+            outcome: Outcome::Acquired,
+            site,
+        } => format!("try_lock acquires {}{}", o(object), at(site)),
+        _ => unreachable!("{} is not a synchronisation event", event.kind()),
+    }
+}
+
+/// Values read from outside, e-blocks and marks: none names a process or an object.
+fn describe_input<R: Repr>(event: &Event<R>) -> String
+where
+    R::Site: Display,
+    R::Name: Display,
+{
+    match event {
         Event::Clock { source, nanos } => {
             format!("{source:?} clock read {nanos} ns").to_lowercase()
         }
         Event::Random { value } => format!("random {value:#x}"),
+        Event::Answer {
+            question,
+            value,
+            site,
+        } => format!("{}{}", question.describe(*value), at(site)),
         Event::EblockEnter {
             eblock,
             site,
@@ -205,35 +288,18 @@ where
             value::show_bytes(value.as_ref()),
             at(site)
         ),
-        Event::Blocked { object, site } => format!("blocked on {}{}", o(object), at(site)),
-        Event::Outcome {
-            object,
-            outcome: Outcome::WouldBlock,
-            site,
-        } => format!("try_lock found {} held{}", o(object), at(site)),
-        Event::Outcome {
-            object,
-            outcome: Outcome::Acquired,
-            site,
-        } => format!("try_lock acquires {}{}", o(object), at(site)),
-        Event::JoinBlocked { child, site } => {
-            format!("waits in join for {}{}", p(child), at(site))
-        }
-        Event::Sleep { nanos, site } => format!(
-            "sleeps for {:?}{}",
-            std::time::Duration::from_nanos(*nanos),
-            at(site)
-        ),
-        Event::Answer {
-            question,
-            value,
-            site,
-        } => format!("{}{}", question.describe(*value), at(site)),
-        Event::Undelivered { channel, seq, site } => format!(
-            "message {seq} on {} not delivered: every receiver was gone{}",
-            o(channel),
-            at(site)
-        ),
+        _ => unreachable!("{} is not an input, e-block or mark event", event.kind()),
+    }
+}
+
+/// Socket events.
+fn describe_socket<R: Repr>(event: &Event<R>, names: &dyn Names) -> String
+where
+    R::Site: Display,
+    R::Name: Display,
+{
+    let o = |id: &ObjectId| names.object(*id);
+    match event {
         Event::NetOpen {
             socket,
             kind,
@@ -317,6 +383,7 @@ where
             error,
             site,
         } => format!("{} on {} failed: {error}{}", op.name(), o(socket), at(site)),
+        _ => unreachable!("{} is not a socket event", event.kind()),
     }
 }
 
