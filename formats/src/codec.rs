@@ -824,6 +824,9 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// What decoding an event gives.
+type Decoded = Result<Event<Owned>, DecodeError>;
+
 /// Per-block decoding state, the mirror of [`Encoder`].
 #[derive(Debug, Default)]
 pub(crate) struct Decoder {
@@ -982,7 +985,7 @@ impl Decoder {
 
     /// Decodes the event of `tag`, whose body follows in `cur`: its kind, then its fields,
     /// read by the class's reader below (the mirror of the encoder's writers).
-    fn event(&mut self, cur: &mut Cursor<'_>, tag: u8) -> Result<Event<Owned>, DecodeError> {
+    fn event(&mut self, cur: &mut Cursor<'_>, tag: u8) -> Decoded {
         let code = tag & KIND_MASK;
         let kind = if code == TAG_EXTENDED {
             let extended = cur.varint()?;
@@ -1015,12 +1018,7 @@ impl Decoder {
     }
 
     /// A process's life and its waits: of them only `Blocked` names an object.
-    fn decode_lifecycle(
-        &mut self,
-        cur: &mut Cursor<'_>,
-        kind: EventKind,
-        tag: u8,
-    ) -> Result<Event<Owned>, DecodeError> {
+    fn decode_lifecycle(&mut self, cur: &mut Cursor<'_>, kind: EventKind, tag: u8) -> Decoded {
         let a = tag & FLAG_A != 0;
         Ok(match kind {
             EventKind::Start => Event::Start {
@@ -1060,12 +1058,7 @@ impl Decoder {
     }
 
     /// Objects made and channel messages: sequence numbers are deltas per channel.
-    fn decode_message(
-        &mut self,
-        cur: &mut Cursor<'_>,
-        kind: EventKind,
-        tag: u8,
-    ) -> Result<Event<Owned>, DecodeError> {
+    fn decode_message(&mut self, cur: &mut Cursor<'_>, kind: EventKind, tag: u8) -> Decoded {
         let a = tag & FLAG_A != 0;
         Ok(match kind {
             EventKind::Create => {
@@ -1130,12 +1123,7 @@ impl Decoder {
     }
 
     /// Locks, semaphores, atomics and attempts: versions are deltas per object.
-    fn decode_sync(
-        &mut self,
-        cur: &mut Cursor<'_>,
-        kind: EventKind,
-        tag: u8,
-    ) -> Result<Event<Owned>, DecodeError> {
+    fn decode_sync(&mut self, cur: &mut Cursor<'_>, kind: EventKind, tag: u8) -> Decoded {
         let a = tag & FLAG_A != 0;
         let b = tag & FLAG_B != 0;
         Ok(match kind {
@@ -1249,12 +1237,7 @@ impl Decoder {
     }
 
     /// Values read from outside, e-blocks and marks: the last two name their block or label.
-    fn decode_input(
-        &mut self,
-        cur: &mut Cursor<'_>,
-        kind: EventKind,
-        tag: u8,
-    ) -> Result<Event<Owned>, DecodeError> {
+    fn decode_input(&mut self, cur: &mut Cursor<'_>, kind: EventKind, tag: u8) -> Decoded {
         Ok(match kind {
             EventKind::Clock => {
                 let (source, code) = match cur.u8()? {
@@ -1295,12 +1278,7 @@ impl Decoder {
     }
 
     /// Socket events: write sequence numbers and stream offsets are deltas per socket.
-    fn decode_socket(
-        &mut self,
-        cur: &mut Cursor<'_>,
-        kind: EventKind,
-        tag: u8,
-    ) -> Result<Event<Owned>, DecodeError> {
+    fn decode_socket(&mut self, cur: &mut Cursor<'_>, kind: EventKind, tag: u8) -> Decoded {
         let a = tag & FLAG_A != 0;
         let b = tag & FLAG_B != 0;
         Ok(match kind {

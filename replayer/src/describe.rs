@@ -18,6 +18,11 @@ fn show<B: AsRef<[u8]>>(bytes: &Option<B>) -> String {
         .unwrap_or_default()
 }
 
+/// The representations whose events can be described: their sites and names print.
+trait Shown: Repr<Site: Display, Name: Display> {}
+
+impl<R: Repr<Site: Display, Name: Display>> Shown for R {}
+
 /// What descriptions call processes and objects.
 pub trait Names {
     /// A process, as the user knows it.
@@ -67,11 +72,7 @@ where
 }
 
 /// A process's life and its waits.
-fn describe_lifecycle<R: Repr>(event: &Event<R>, names: &dyn Names) -> String
-where
-    R::Site: Display,
-    R::Name: Display,
-{
+fn describe_lifecycle<R: Shown>(event: &Event<R>, names: &dyn Names) -> String {
     let p = |id: &ProcessId| names.process(*id);
     let o = |id: &ObjectId| names.object(*id);
     match event {
@@ -101,11 +102,7 @@ where
 }
 
 /// Objects made and channel messages.
-fn describe_message<R: Repr>(event: &Event<R>, names: &dyn Names) -> String
-where
-    R::Site: Display,
-    R::Name: Display,
-{
+fn describe_message<R: Shown>(event: &Event<R>, names: &dyn Names) -> String {
     let p = |id: &ProcessId| names.process(*id);
     let o = |id: &ObjectId| names.object(*id);
     match event {
@@ -161,11 +158,7 @@ where
 }
 
 /// Locks, semaphores, atomics and attempts.
-fn describe_sync<R: Repr>(event: &Event<R>, names: &dyn Names) -> String
-where
-    R::Site: Display,
-    R::Name: Display,
-{
+fn describe_sync<R: Shown>(event: &Event<R>, names: &dyn Names) -> String {
     let o = |id: &ObjectId| names.object(*id);
     match event {
         Event::Lock {
@@ -256,11 +249,7 @@ where
 }
 
 /// Values read from outside, e-blocks and marks: none names a process or an object.
-fn describe_input<R: Repr>(event: &Event<R>) -> String
-where
-    R::Site: Display,
-    R::Name: Display,
-{
+fn describe_input<R: Shown>(event: &Event<R>) -> String {
     match event {
         Event::Clock { source, nanos } => {
             format!("{source:?} clock read {nanos} ns").to_lowercase()
@@ -293,11 +282,7 @@ where
 }
 
 /// Socket events.
-fn describe_socket<R: Repr>(event: &Event<R>, names: &dyn Names) -> String
-where
-    R::Site: Display,
-    R::Name: Display,
-{
+fn describe_socket<R: Shown>(event: &Event<R>, names: &dyn Names) -> String {
     let o = |id: &ObjectId| names.object(*id);
     match event {
         Event::NetOpen {
