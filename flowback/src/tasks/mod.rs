@@ -4,7 +4,7 @@
 //! on which process and in which role — ranked so that the root cause comes first.
 //!
 //! Following the thesis: a task's events are its *event set*; ordered by happened-before (the
-//! vector clocks of [`crate::vclock`], which implement the thesis's §5.4.1) they form its *event
+//! vector clocks of [`crate::Clocks`], which implement the thesis's §5.4.1) they form its *event
 //! graph* ([`graph`]); folding each process's events into one vertex gives the *coalesced
 //! event graph*, whose vertices are complete when they hold the number of events their role
 //! expects; the events where a task's data flow stops are its *frontier events*, and each
