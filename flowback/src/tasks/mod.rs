@@ -42,7 +42,7 @@ pub mod rerun;
 #[cfg(test)]
 pub(crate) mod synth;
 
-use ppd_formats::ending::RunEnding;
+use ppd_formats::RunEnding;
 use ppd_formats::task::{TaskMark, TaskStep};
 use ppd_formats::{Event, ProcessId, Recording};
 use serde::Serialize;

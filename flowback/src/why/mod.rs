@@ -18,7 +18,7 @@
 //! * [`render`]: the answer as a tree or a Graphviz graph;
 //! * [`restore`]: a process's state from accumulated logs, and what-if re-execution (§5.7).
 
-use ppd_formats::names::ProcessNameError;
+use ppd_formats::ProcessNameError;
 use ppd_formats::{ProcessId, Recording};
 
 use crate::error::{FlowbackError, Result};

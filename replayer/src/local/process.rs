@@ -9,8 +9,8 @@
 use std::iter::Peekable;
 use std::sync::Arc;
 
+use ppd_formats::Events;
 use ppd_formats::event::{Class, Nesting, Owned};
-use ppd_formats::reader::Events;
 use ppd_formats::{Borrowed, Event, EventKind, ProcessId};
 use ppd_recorder::runtime::ReplayCode;
 use ppd_recorder::runtime::backend::{Dependency, Op, ProcessBackend};
