@@ -12,8 +12,8 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use crate::event::{
-    AtomicOp, Borrowed, Class, ClockSource, Event, EventKind, MemOrdering, NetError, NetOp,
-    ObjectKind, OpenHow, Outcome, Owned, Question, RecvOutcome, RwMode, Site, SocketKind,
+    AtomicOp, Borrowed, ClockSource, Event, EventKind, MemOrdering, NetError, NetOp, ObjectKind,
+    OpenHow, Outcome, Owned, Question, RecvOutcome, RwMode, Site, SocketKind,
 };
 use crate::ids::{ObjectId, ProcessId};
 
@@ -280,21 +280,49 @@ impl Encoder {
     ///
     /// Each class of event has its own writer below; they all write the same frame: the
     /// definitions the event needs, its tag byte, its fields, and its site at the place the
-    /// kind gives it (`docs/format.md`).
+    /// kind gives it (`docs/format.md`). The dispatch names every variant, so that a new kind
+    /// is a compile error here until it has a writer.
     pub(crate) fn encode(&mut self, event: &Event<Borrowed<'_>>, out: &mut Vec<u8>) {
         // Definitions go before the event's tag; the event body is assembled after them.
         let head = Head {
             kind: event.kind(),
             site: event.site().map(|s| self.site(out, s)),
         };
-        match head.kind.class() {
-            Class::Lifecycle | Class::Wait => self.encode_lifecycle(&head, event, out),
-            Class::Create | Class::Message => self.encode_message(&head, event, out),
-            Class::Lock | Class::Semaphore | Class::Atomic | Class::Attempt => {
-                self.encode_sync(&head, event, out)
-            }
-            Class::Input | Class::Eblock | Class::Mark => self.encode_input(&head, event, out),
-            Class::Socket => self.encode_socket(&head, event, out),
+        match event {
+            Event::Start { .. }
+            | Event::Spawn { .. }
+            | Event::Join { .. }
+            | Event::Exit
+            | Event::Panic { .. }
+            | Event::Blocked { .. }
+            | Event::JoinBlocked { .. }
+            | Event::Sleep { .. } => self.encode_lifecycle(&head, event, out),
+            Event::Create { .. }
+            | Event::Send { .. }
+            | Event::Recv { .. }
+            | Event::RecvNone { .. }
+            | Event::Select { .. }
+            | Event::Undelivered { .. } => self.encode_message(&head, event, out),
+            Event::Lock { .. }
+            | Event::Unlock { .. }
+            | Event::SemAcquire { .. }
+            | Event::SemRelease { .. }
+            | Event::Atomic { .. }
+            | Event::RwAcquire { .. }
+            | Event::RwRelease { .. }
+            | Event::Outcome { .. } => self.encode_sync(&head, event, out),
+            Event::Clock { .. }
+            | Event::Random { .. }
+            | Event::Answer { .. }
+            | Event::EblockEnter { .. }
+            | Event::EblockExit { .. }
+            | Event::Mark { .. } => self.encode_input(&head, event, out),
+            Event::NetOpen { .. }
+            | Event::NetWrite { .. }
+            | Event::NetRead { .. }
+            | Event::NetSendTo { .. }
+            | Event::NetRecvFrom { .. }
+            | Event::NetFail { .. } => self.encode_socket(&head, event, out),
         }
     }
 
@@ -984,7 +1012,8 @@ impl Decoder {
     }
 
     /// Decodes the event of `tag`, whose body follows in `cur`: its kind, then its fields,
-    /// read by the class's reader below (the mirror of the encoder's writers).
+    /// read by the class's reader below (the mirror of the encoder's writers; the dispatch
+    /// names every kind, as the encoder's does).
     fn event(&mut self, cur: &mut Cursor<'_>, tag: u8) -> Decoded {
         let code = tag & KIND_MASK;
         let kind = if code == TAG_EXTENDED {
@@ -1006,14 +1035,41 @@ impl Decoder {
                 None => return cur.fail(format!("unknown record tag {tag:#04x}")),
             }
         };
-        match kind.class() {
-            Class::Lifecycle | Class::Wait => self.decode_lifecycle(cur, kind, tag),
-            Class::Create | Class::Message => self.decode_message(cur, kind, tag),
-            Class::Lock | Class::Semaphore | Class::Atomic | Class::Attempt => {
-                self.decode_sync(cur, kind, tag)
-            }
-            Class::Input | Class::Eblock | Class::Mark => self.decode_input(cur, kind, tag),
-            Class::Socket => self.decode_socket(cur, kind, tag),
+        match kind {
+            EventKind::Start
+            | EventKind::Spawn
+            | EventKind::Join
+            | EventKind::Exit
+            | EventKind::Panic
+            | EventKind::Blocked
+            | EventKind::JoinBlocked
+            | EventKind::Sleep => self.decode_lifecycle(cur, kind, tag),
+            EventKind::Create
+            | EventKind::Send
+            | EventKind::Recv
+            | EventKind::RecvNone
+            | EventKind::Select
+            | EventKind::Undelivered => self.decode_message(cur, kind, tag),
+            EventKind::Lock
+            | EventKind::Unlock
+            | EventKind::SemAcquire
+            | EventKind::SemRelease
+            | EventKind::Atomic
+            | EventKind::RwAcquire
+            | EventKind::RwRelease
+            | EventKind::Outcome => self.decode_sync(cur, kind, tag),
+            EventKind::Clock
+            | EventKind::Random
+            | EventKind::Answer
+            | EventKind::EblockEnter
+            | EventKind::EblockExit
+            | EventKind::Mark => self.decode_input(cur, kind, tag),
+            EventKind::NetOpen
+            | EventKind::NetWrite
+            | EventKind::NetRead
+            | EventKind::NetSendTo
+            | EventKind::NetRecvFrom
+            | EventKind::NetFail => self.decode_socket(cur, kind, tag),
         }
     }
 

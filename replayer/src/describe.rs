@@ -2,7 +2,7 @@
 
 use std::fmt::Display;
 
-use ppd_formats::event::{Class, OpenHow, Outcome, Repr};
+use ppd_formats::event::{OpenHow, Outcome, Repr};
 use ppd_formats::{Event, ObjectId, ProcessId, value};
 
 fn at<S: Display>(site: &Option<S>) -> String {
@@ -54,20 +54,48 @@ where
 }
 
 /// Like [`describe`], with processes and objects as `names` calls them. Each class of event
-/// is described by its own function below.
+/// is described by its own function below; the dispatch names every variant, so that a new
+/// kind is a compile error here until it is described.
 pub fn describe_with<R: Repr>(event: &Event<R>, names: &dyn Names) -> String
 where
     R::Site: Display,
     R::Name: Display,
 {
-    match event.kind().class() {
-        Class::Lifecycle | Class::Wait => describe_lifecycle(event, names),
-        Class::Create | Class::Message => describe_message(event, names),
-        Class::Lock | Class::Semaphore | Class::Atomic | Class::Attempt => {
-            describe_sync(event, names)
-        }
-        Class::Input | Class::Eblock | Class::Mark => describe_input(event),
-        Class::Socket => describe_socket(event, names),
+    match event {
+        Event::Start { .. }
+        | Event::Spawn { .. }
+        | Event::Join { .. }
+        | Event::Exit
+        | Event::Panic { .. }
+        | Event::Blocked { .. }
+        | Event::JoinBlocked { .. }
+        | Event::Sleep { .. } => describe_lifecycle(event, names),
+        Event::Create { .. }
+        | Event::Send { .. }
+        | Event::Recv { .. }
+        | Event::RecvNone { .. }
+        | Event::Select { .. }
+        | Event::Undelivered { .. } => describe_message(event, names),
+        Event::Lock { .. }
+        | Event::Unlock { .. }
+        | Event::SemAcquire { .. }
+        | Event::SemRelease { .. }
+        | Event::Atomic { .. }
+        | Event::RwAcquire { .. }
+        | Event::RwRelease { .. }
+        | Event::Outcome { .. } => describe_sync(event, names),
+        Event::Clock { .. }
+        | Event::Random { .. }
+        | Event::Answer { .. }
+        | Event::EblockEnter { .. }
+        | Event::EblockExit { .. }
+        | Event::Mark { .. } => describe_input(event),
+        Event::NetOpen { .. }
+        | Event::NetWrite { .. }
+        | Event::NetRead { .. }
+        | Event::NetSendTo { .. }
+        | Event::NetRecvFrom { .. }
+        | Event::NetFail { .. } => describe_socket(event, names),
     }
 }
 
