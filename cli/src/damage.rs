@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
 use ppd_formats::Recording;
-use ppd_formats::ending::RunEnding;
+use ppd_formats::RunEnding;
 use ppd_formats::integrity::{self, FileAuthenticity, Integrity};
 
 use crate::exit::{CliError, input};

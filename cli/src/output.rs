@@ -19,7 +19,7 @@ pub(crate) fn bytes(n: u64) -> String {
 use std::io::Write;
 use std::sync::{Mutex, OnceLock};
 
-use ppd_flowback::palette::Palette;
+use ppd_flowback::Palette;
 
 /// `--color`: when ppd's own text output is coloured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -41,7 +41,7 @@ fn named_instead(rec: &Path, error: &FormatError) -> Option<String> {
             .processes()
             .iter()
             .map(|p| (p.id, p.name.as_str()));
-        ppd_formats::names::resolve_process(word, processes).ok()?;
+        ppd_formats::resolve_process(word, processes).ok()?;
         "a process"
     };
     Some(format!(

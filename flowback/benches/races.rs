@@ -39,11 +39,8 @@ use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use ppd_flowback::lock_order::potential_deadlocks;
-use ppd_flowback::message_races::message_races;
-use ppd_flowback::races::clocks_and_races;
 use ppd_flowback::synth::{self, Shape};
-use ppd_flowback::{Analysis, Clocks};
+use ppd_flowback::{Analysis, Clocks, clocks_and_races, message_races, potential_deadlocks};
 use settings::env_u64;
 
 #[path = "common/settings.rs"]

@@ -33,13 +33,13 @@ use crate::vclock::hb::SyncKind;
 use crate::vclock::{Clocks, SyncEdge};
 
 /// File name of the cache inside `cache/`.
-pub const CLOCKS_FILE: &str = "clocks.bin";
+pub(crate) const CLOCKS_FILE: &str = "clocks.bin";
 const MAGIC: &[u8; 8] = b"PPDCLOCK";
 /// Bytes of one stored synchronization edge: from and to (process, index) and the kind.
 const EDGE_BYTES: usize = 17;
 /// Version of the layout and of the happened-before rules; bump when either changes.
 /// (2: a stream write read in pieces gives its edge to every read that ends in it.)
-pub const CACHE_VERSION: u32 = 2;
+pub(crate) const CACHE_VERSION: u32 = 2;
 
 /// How the clocks were obtained.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -53,26 +53,15 @@ pub enum CacheOutcome {
 }
 
 /// The clocks of `trace` (read from `recording`): from the cache when it is valid, else
-/// computed and cached.
-pub fn load_or_compute<S: EventStore>(
-    recording: &Recording,
-    trace: &Trace<S>,
-) -> (Clocks, CacheOutcome) {
-    load_or_compute_with(recording, trace, Clocks::compute)
-}
-
-/// Like [`load_or_compute`], computing with `compute` when the cache cannot be used (an
-/// analysis that runs during the computation, like race detection, comes along).
-pub fn load_or_compute_with<S: EventStore>(
+/// computed with `compute` and cached (an analysis that runs during the computation, like race
+/// detection, comes along).
+pub(crate) fn load_or_compute_with<S: EventStore>(
     recording: &Recording,
     trace: &Trace<S>,
     compute: impl FnOnce(&Trace<S>) -> Clocks,
 ) -> (Clocks, CacheOutcome) {
     let fingerprint = fingerprint(recording);
-    let path = recording
-        .dir()
-        .join(ppd_formats::recording::CACHE_DIR)
-        .join(CLOCKS_FILE);
+    let path = cache_path(recording);
     let opened = ppd_formats::private::open_regular(&path, "read the clocks cache").and_then(|f| {
         let size = f
             .metadata()
@@ -96,7 +85,7 @@ pub fn load_or_compute_with<S: EventStore>(
 }
 
 /// Where the cache of `recording` is.
-pub fn cache_path(recording: &Recording) -> PathBuf {
+pub(crate) fn cache_path(recording: &Recording) -> PathBuf {
     recording
         .dir()
         .join(ppd_formats::recording::CACHE_DIR)

@@ -354,7 +354,7 @@ impl Holdings {
 }
 
 /// Analyses how the run of `trace` ended.
-pub fn deadlocks<S: EventStore>(trace: &Trace<S>) -> Deadlocks {
+pub(crate) fn deadlocks<S: EventStore>(trace: &Trace<S>) -> Deadlocks {
     let n = trace.processes().len();
     let ends: Vec<(Ending, Option<Waited>)> = trace
         .processes()

@@ -13,7 +13,7 @@ use crate::trace::Trace;
 use crate::vclock::{Clocks, SyncEdge};
 
 /// File name of the halt cut inside `cache/`.
-pub const HALT_FILE: &str = "halt.json";
+pub(crate) const HALT_FILE: &str = "halt.json";
 
 /// One process's place in the cut.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -17,7 +17,7 @@ use crate::trace::{EventRef, Trace};
 use crate::vclock::Clocks;
 
 /// The Lamport time of every event, per process.
-pub fn lamport(trace: &Trace, clocks: &Clocks) -> Vec<Vec<Tick>> {
+pub(crate) fn lamport(trace: &Trace, clocks: &Clocks) -> Vec<Vec<Tick>> {
     let mut counted = progress::pass("computing Lamport times", trace.event_count());
     let n = trace.processes().len();
     // Per process, the sources of its incoming edges, in the order of the events they enter:

@@ -64,7 +64,9 @@ pub struct LockOrderStats {
 type EdgeKey = (u32, ObjIdx, ObjIdx, SiteId, SiteId, Vec<ObjIdx>);
 
 /// The lock-order graph of `trace`, its distinct edges in the order first seen.
-pub fn lock_order_edges<S: EventStore>(trace: &Trace<S>) -> (Vec<LockOrderEdge>, LockOrderStats) {
+pub(crate) fn lock_order_edges<S: EventStore>(
+    trace: &Trace<S>,
+) -> (Vec<LockOrderEdge>, LockOrderStats) {
     let mut stats = LockOrderStats::default();
     let mut seen: HashSet<EdgeKey> = HashSet::new();
     let mut edges = Vec::new();

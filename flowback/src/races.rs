@@ -162,14 +162,14 @@ fn le(a: EventRef, clock: &[u32]) -> bool {
 
 /// Finds the variables that race as the clock computation hands it each atomic access.
 #[derive(Debug)]
-pub struct RaceDetector {
+pub(crate) struct RaceDetector {
     vars: Vec<VarState>,
     stats: DetectorStats,
 }
 
 impl RaceDetector {
     /// A detector for the objects of `trace`.
-    pub fn new<S: EventStore>(trace: &Trace<S>) -> RaceDetector {
+    pub(crate) fn new<S: EventStore>(trace: &Trace<S>) -> RaceDetector {
         RaceDetector {
             vars: vec![VarState::new(); trace.objects().len()],
             stats: DetectorStats::default(),
@@ -180,7 +180,7 @@ impl RaceDetector {
     /// ordered by object then by when each was
     /// first met in memory order, and what it took. `clocks` are those this detector observed
     /// being computed for `trace`.
-    pub fn finish<S: EventStore>(
+    pub(crate) fn finish<S: EventStore>(
         mut self,
         trace: &Trace<S>,
         clocks: &Clocks,
@@ -291,7 +291,7 @@ pub(crate) fn clocks_and_races_counting_edges<S: EventStore>(
 }
 
 /// The data races of `trace`.
-pub fn data_races<S: EventStore>(trace: &Trace<S>) -> Vec<DataRace> {
+pub(crate) fn data_races<S: EventStore>(trace: &Trace<S>) -> Vec<DataRace> {
     clocks_and_races(trace).1
 }
 

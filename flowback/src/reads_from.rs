@@ -18,7 +18,7 @@ use crate::trace::{EventRef, ObjIdx, Op, Trace};
 
 /// A read of a value another process wrote.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ReadsFrom {
+pub(crate) struct ReadsFrom {
     /// The write.
     pub from: EventRef,
     /// The read.
@@ -32,10 +32,10 @@ pub struct ReadsFrom {
 }
 
 /// The name of the edge kind in diagrams and exports.
-pub const KIND: &str = "reads_from";
+pub(crate) const KIND: &str = "reads_from";
 
 /// Every read of an atomic whose value another process wrote, in version order per object.
-pub fn reads_from(trace: &Trace) -> Vec<ReadsFrom> {
+pub(crate) fn reads_from(trace: &Trace) -> Vec<ReadsFrom> {
     let mut accesses: HashMap<ObjIdx, Vec<(u64, EventRef, AtomicOp, MemOrdering)>> = HashMap::new();
     for (p, process) in trace.processes().iter().enumerate() {
         for (k, ev) in process.events.iter().enumerate() {

@@ -1226,7 +1226,7 @@ pub(crate) fn happened_before(a: EventRef, b: EventRef, of_b: impl FnOnce(u32) -
 }
 
 mod covering;
-pub mod hb;
+pub(crate) mod hb;
 mod seq_set;
 #[cfg(test)]
 mod tests;

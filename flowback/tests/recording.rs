@@ -5,7 +5,7 @@ use std::panic::Location;
 use std::path::Path;
 
 use ppd_flowback::Analysis;
-use ppd_flowback::cache::CacheOutcome;
+use ppd_flowback::CacheOutcome;
 use ppd_formats::event::{AtomicOp, MemOrdering, ObjectKind};
 use ppd_formats::manifest::Manifest;
 use ppd_formats::{Event, LogReader, ObjectId, ProcessId, Recording};

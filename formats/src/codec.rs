@@ -277,25 +277,60 @@ impl Encoder {
     }
 
     /// Appends the encoding of `event` (with any definitions it needs first) to `out`.
+    ///
+    /// Each class of event has its own writer below; they all write the same frame: the
+    /// definitions the event needs, its tag byte, its fields, and its site at the place the
+    /// kind gives it (`docs/format.md`). The dispatch names every variant, so that a new kind
+    /// is a compile error here until it has a writer.
     pub(crate) fn encode(&mut self, event: &Event<Borrowed<'_>>, out: &mut Vec<u8>) {
         // Definitions go before the event's tag; the event body is assembled after them.
-        let site_id = event.site().map(|s| self.site(out, s));
-        let site_flag = if site_id.is_some() { FLAG_SITE } else { 0 };
-        let event_kind = event.kind();
-        // The tag's flag bits; `put_tag` adds the kind.
-        let tag = site_flag;
-        let put_site = |out: &mut Vec<u8>| {
-            if let Some(id) = site_id {
-                put_varint(out, u64::from(id));
-            }
+        let head = Head {
+            kind: event.kind(),
+            site: event.site().map(|s| self.site(out, s)),
         };
         match event {
+            Event::Start { .. }
+            | Event::Spawn { .. }
+            | Event::Join { .. }
+            | Event::Exit
+            | Event::Panic { .. }
+            | Event::Blocked { .. }
+            | Event::JoinBlocked { .. }
+            | Event::Sleep { .. } => self.encode_lifecycle(&head, event, out),
+            Event::Create { .. }
+            | Event::Send { .. }
+            | Event::Recv { .. }
+            | Event::RecvNone { .. }
+            | Event::Select { .. }
+            | Event::Undelivered { .. } => self.encode_message(&head, event, out),
+            Event::Lock { .. }
+            | Event::Unlock { .. }
+            | Event::SemAcquire { .. }
+            | Event::SemRelease { .. }
+            | Event::Atomic { .. }
+            | Event::RwAcquire { .. }
+            | Event::RwRelease { .. }
+            | Event::Outcome { .. } => self.encode_sync(&head, event, out),
+            Event::Clock { .. }
+            | Event::Random { .. }
+            | Event::Answer { .. }
+            | Event::EblockEnter { .. }
+            | Event::EblockExit { .. }
+            | Event::Mark { .. } => self.encode_input(&head, event, out),
+            Event::NetOpen { .. }
+            | Event::NetWrite { .. }
+            | Event::NetRead { .. }
+            | Event::NetSendTo { .. }
+            | Event::NetRecvFrom { .. }
+            | Event::NetFail { .. } => self.encode_socket(&head, event, out),
+        }
+    }
+
+    /// A process's life and its waits: of them only `Blocked` names an object.
+    fn encode_lifecycle(&mut self, head: &Head, event: &Event<Borrowed<'_>>, out: &mut Vec<u8>) {
+        match event {
             Event::Start { parent } => {
-                put_tag(
-                    out,
-                    event_kind,
-                    tag | if parent.is_some() { FLAG_A } else { 0 },
-                );
+                head.tag(out, flag(parent.is_some(), FLAG_A));
                 if let Some(p) = parent {
                     put_pid(out, *p);
                 }
@@ -303,21 +338,34 @@ impl Encoder {
             Event::Spawn { child, .. }
             | Event::Join { child, .. }
             | Event::JoinBlocked { child, .. } => {
-                put_tag(out, event_kind, tag);
+                head.tag(out, 0);
                 put_pid(out, *child);
-                put_site(out);
+                head.site(out);
             }
-            Event::Exit => put_tag(out, event_kind, tag),
+            Event::Exit => head.tag(out, 0),
             Event::Panic {
                 message,
                 file,
                 line,
             } => {
-                put_tag(out, event_kind, tag);
+                head.tag(out, 0);
                 put_bytes(out, message.as_bytes());
                 put_bytes(out, file.as_bytes());
                 put_varint(out, u64::from(*line));
             }
+            Event::Sleep { nanos, .. } => {
+                head.tag(out, 0);
+                put_varint(out, *nanos);
+                head.site(out);
+            }
+            Event::Blocked { object, .. } => self.put_object_only(head, out, *object),
+            _ => unreachable!("{} is not a lifecycle or wait event", head.kind),
+        }
+    }
+
+    /// Objects made and channel messages: sequence numbers are deltas per channel.
+    fn encode_message(&mut self, head: &Head, event: &Event<Borrowed<'_>>, out: &mut Vec<u8>) {
+        match event {
             Event::Create {
                 object,
                 kind,
@@ -327,73 +375,77 @@ impl Encoder {
             } => {
                 let name_id = name.map(|n| self.name(out, n));
                 let obj = self.object(out, *object);
-                put_tag(
-                    out,
-                    event_kind,
-                    tag | if name_id.is_some() { FLAG_A } else { 0 },
-                );
+                head.tag(out, flag(name_id.is_some(), FLAG_A));
                 put_varint(out, obj as u64);
                 out.push(kind.code());
                 put_varint(out, *init);
                 if let Some(n) = name_id {
                     put_varint(out, u64::from(n));
                 }
-                put_site(out);
+                head.site(out);
             }
             Event::Send {
                 channel,
                 seq,
                 payload,
                 ..
-            } => {
-                let obj = self.object(out, *channel);
-                put_tag(
-                    out,
-                    event_kind,
-                    tag | if payload.is_some() { FLAG_A } else { 0 },
-                );
-                put_varint(out, obj as u64);
-                put_delta(out, &mut self.last_seq[obj], *seq);
-                put_site(out);
-                if let Some(p) = payload {
-                    put_bytes(out, p);
-                }
-            }
+            } => self.put_message(head, out, *channel, None, *seq, *payload),
             Event::Recv {
                 channel,
                 sender,
                 seq,
                 payload,
                 ..
-            } => {
-                let obj = self.object(out, *channel);
-                put_tag(
-                    out,
-                    event_kind,
-                    tag | if payload.is_some() { FLAG_A } else { 0 },
-                );
-                put_varint(out, obj as u64);
-                put_pid(out, *sender);
-                put_delta(out, &mut self.last_seq[obj], *seq);
-                put_site(out);
-                if let Some(p) = payload {
-                    put_bytes(out, p);
-                }
+            } => self.put_message(head, out, *channel, Some(*sender), *seq, *payload),
+            // Written as a send without a payload.
+            Event::Undelivered { channel, seq, .. } => {
+                self.put_message(head, out, *channel, None, *seq, None)
             }
             Event::RecvNone {
                 channel, outcome, ..
             } => {
                 let obj = self.object(out, *channel);
-                put_tag(out, event_kind, tag);
+                head.tag(out, 0);
                 put_varint(out, obj as u64);
                 out.push(outcome.code());
-                put_site(out);
+                head.site(out);
             }
             Event::Select { index, .. } => {
-                put_tag(out, event_kind, tag);
+                head.tag(out, 0);
                 put_varint(out, u64::from(*index));
-                put_site(out);
+                head.site(out);
             }
+            _ => unreachable!("{} is not a create or message event", head.kind),
+        }
+    }
+
+    /// The one layout of a send, a receive (which adds its sender) and an undelivered message
+    /// (a send without a payload).
+    fn put_message(
+        &mut self,
+        head: &Head,
+        out: &mut Vec<u8>,
+        channel: ObjectId,
+        sender: Option<ProcessId>,
+        seq: u64,
+        payload: Option<&[u8]>,
+    ) {
+        let obj = self.object(out, channel);
+        head.tag(out, flag(payload.is_some(), FLAG_A));
+        put_varint(out, obj as u64);
+        if let Some(s) = sender {
+            put_pid(out, s);
+        }
+        put_delta(out, &mut self.last_seq[obj], seq);
+        head.site(out);
+        if let Some(p) = payload {
+            put_bytes(out, p);
+        }
+    }
+
+    /// Locks, semaphores, atomics and attempts: versions are deltas per object.
+    fn encode_sync(&mut self, head: &Head, event: &Event<Borrowed<'_>>, out: &mut Vec<u8>) {
+        match event {
             Event::Lock {
                 object,
                 version,
@@ -401,33 +453,13 @@ impl Encoder {
                 value,
                 ..
             } => {
-                let obj = self.object(out, *object);
-                let flags = if prev.is_some() { FLAG_A } else { 0 }
-                    | if value.is_some() { FLAG_B } else { 0 };
-                put_tag(out, event_kind, tag | flags);
-                put_varint(out, obj as u64);
-                put_delta(out, &mut self.last_version[obj], *version);
-                if let Some(p) = prev {
-                    put_pid(out, *p);
-                }
-                put_site(out);
+                let b = flag(value.is_some(), FLAG_B);
+                self.put_versioned(head, out, *object, *version, None, *prev, b);
                 if let Some(v) = value {
                     put_bytes(out, v);
                 }
             }
-            Event::Undelivered { channel, seq, .. } => {
-                let obj = self.object(out, *channel);
-                put_tag(out, event_kind, tag);
-                put_varint(out, obj as u64);
-                put_delta(out, &mut self.last_seq[obj], *seq);
-                put_site(out);
-            }
-            Event::Unlock { object, .. } | Event::Blocked { object, .. } => {
-                let obj = self.object(out, *object);
-                put_tag(out, event_kind, tag);
-                put_varint(out, obj as u64);
-                put_site(out);
-            }
+            Event::Unlock { object, .. } => self.put_object_only(head, out, *object),
             Event::SemAcquire {
                 object,
                 version,
@@ -439,20 +471,7 @@ impl Encoder {
                 version,
                 prev,
                 ..
-            } => {
-                let obj = self.object(out, *object);
-                put_tag(
-                    out,
-                    event_kind,
-                    tag | if prev.is_some() { FLAG_A } else { 0 },
-                );
-                put_varint(out, obj as u64);
-                put_delta(out, &mut self.last_version[obj], *version);
-                if let Some(p) = prev {
-                    put_pid(out, *p);
-                }
-                put_site(out);
-            }
+            } => self.put_versioned(head, out, *object, *version, None, *prev, 0),
             Event::Atomic {
                 object,
                 version,
@@ -463,65 +482,12 @@ impl Encoder {
                 value,
                 ..
             } => {
-                let obj = self.object(out, *object);
-                let flags = if prev.is_some() { FLAG_A } else { 0 }
-                    | if value.is_some() { FLAG_B } else { 0 };
-                put_tag(out, event_kind, tag | flags);
-                put_varint(out, obj as u64);
-                put_delta(out, &mut self.last_version[obj], *version);
-                out.push(atomic_code(*op, *ordering, *failure));
-                if let Some(p) = prev {
-                    put_pid(out, *p);
-                }
-                put_site(out);
+                let code = atomic_code(*op, *ordering, *failure);
+                let b = flag(value.is_some(), FLAG_B);
+                self.put_versioned(head, out, *object, *version, Some(code), *prev, b);
                 if let Some(v) = value {
                     put_varint(out, *v);
                 }
-            }
-            Event::Clock { source, nanos } => {
-                put_tag(out, event_kind, tag);
-                let code = clock_code(*source);
-                out.push(code as u8);
-                put_delta(out, &mut self.last_clock[code], *nanos);
-            }
-            Event::Random { value } => {
-                put_tag(out, event_kind, tag);
-                out.extend_from_slice(&value.to_le_bytes());
-            }
-            Event::Sleep { nanos, .. } => {
-                put_tag(out, event_kind, tag);
-                put_varint(out, *nanos);
-                put_site(out);
-            }
-            Event::Answer {
-                question, value, ..
-            } => {
-                put_tag(out, event_kind, tag);
-                out.push(question.code());
-                put_varint(out, *value);
-                put_site(out);
-            }
-            Event::Outcome {
-                object, outcome, ..
-            } => {
-                let obj = self.object(out, *object);
-                put_tag(out, event_kind, tag);
-                put_varint(out, obj as u64);
-                out.push(outcome.code());
-                put_site(out);
-            }
-            Event::EblockEnter { eblock, prelog, .. } => {
-                let name = self.name(out, eblock);
-                put_tag(out, event_kind, tag);
-                put_varint(out, u64::from(name));
-                put_site(out);
-                put_bytes(out, prelog);
-            }
-            Event::EblockExit { eblock, postlog } => {
-                let name = self.name(out, eblock);
-                put_tag(out, event_kind, tag);
-                put_varint(out, u64::from(name));
-                put_bytes(out, postlog);
             }
             Event::RwAcquire {
                 object,
@@ -531,17 +497,9 @@ impl Encoder {
                 value,
                 ..
             } => {
-                let obj = self.object(out, *object);
-                let flags = if prev.is_some() { FLAG_A } else { 0 }
-                    | if value.is_some() { FLAG_B } else { 0 };
-                put_tag(out, event_kind, tag | flags);
-                put_varint(out, obj as u64);
-                put_delta(out, &mut self.last_version[obj], *version);
-                out.push(mode.code());
-                if let Some(p) = prev {
-                    put_pid(out, *p);
-                }
-                put_site(out);
+                let b = flag(value.is_some(), FLAG_B);
+                let mode = Some(mode.code());
+                self.put_versioned(head, out, *object, *version, mode, *prev, b);
                 if let Some(v) = value {
                     put_bytes(out, v);
                 }
@@ -553,27 +511,105 @@ impl Encoder {
                 mode,
                 ..
             } => {
-                let obj = self.object(out, *object);
-                put_tag(
-                    out,
-                    event_kind,
-                    tag | if prev.is_some() { FLAG_A } else { 0 },
-                );
-                put_varint(out, obj as u64);
-                put_delta(out, &mut self.last_version[obj], *version);
-                out.push(mode.code());
-                if let Some(p) = prev {
-                    put_pid(out, *p);
-                }
-                put_site(out);
+                let mode = Some(mode.code());
+                self.put_versioned(head, out, *object, *version, mode, *prev, 0);
             }
-            Event::Mark { label, value, .. } => {
-                let name = self.name(out, label);
-                put_tag(out, event_kind, tag);
+            Event::Outcome {
+                object, outcome, ..
+            } => {
+                let obj = self.object(out, *object);
+                head.tag(out, 0);
+                put_varint(out, obj as u64);
+                out.push(outcome.code());
+                head.site(out);
+            }
+            _ => unreachable!("{} is not a synchronisation event", head.kind),
+        }
+    }
+
+    /// The layout of an event whose only field is its object (an unlock, a wait on an object).
+    fn put_object_only(&mut self, head: &Head, out: &mut Vec<u8>, object: ObjectId) {
+        let obj = self.object(out, object);
+        head.tag(out, 0);
+        put_varint(out, obj as u64);
+        head.site(out);
+    }
+
+    /// The one layout of a versioned access (lock, semaphore, atomic, reader-writer lock) up to
+    /// its site: object, version delta, the kind's `code` byte if it has one, and the previous
+    /// holder when there is one (flag A). `flags` marks the value the caller writes after.
+    #[allow(clippy::too_many_arguments)]
+    fn put_versioned(
+        &mut self,
+        head: &Head,
+        out: &mut Vec<u8>,
+        object: ObjectId,
+        version: u64,
+        code: Option<u8>,
+        prev: Option<ProcessId>,
+        flags: u8,
+    ) {
+        let obj = self.object(out, object);
+        head.tag(out, flag(prev.is_some(), FLAG_A) | flags);
+        put_varint(out, obj as u64);
+        put_delta(out, &mut self.last_version[obj], version);
+        if let Some(c) = code {
+            out.push(c);
+        }
+        if let Some(p) = prev {
+            put_pid(out, p);
+        }
+        head.site(out);
+    }
+
+    /// Values read from outside, e-blocks and marks: the last two name their block or label.
+    fn encode_input(&mut self, head: &Head, event: &Event<Borrowed<'_>>, out: &mut Vec<u8>) {
+        match event {
+            Event::Clock { source, nanos } => {
+                head.tag(out, 0);
+                let code = clock_code(*source);
+                out.push(code as u8);
+                put_delta(out, &mut self.last_clock[code], *nanos);
+            }
+            Event::Random { value } => {
+                head.tag(out, 0);
+                out.extend_from_slice(&value.to_le_bytes());
+            }
+            Event::Answer {
+                question, value, ..
+            } => {
+                head.tag(out, 0);
+                out.push(question.code());
+                put_varint(out, *value);
+                head.site(out);
+            }
+            Event::EblockEnter {
+                eblock: name,
+                prelog: value,
+                ..
+            }
+            | Event::Mark {
+                label: name, value, ..
+            } => {
+                let name = self.name(out, name);
+                head.tag(out, 0);
                 put_varint(out, u64::from(name));
-                put_site(out);
+                head.site(out);
                 put_bytes(out, value);
             }
+            Event::EblockExit { eblock, postlog } => {
+                let name = self.name(out, eblock);
+                head.tag(out, 0);
+                put_varint(out, u64::from(name));
+                put_bytes(out, postlog);
+            }
+            _ => unreachable!("{} is not an input, e-block or mark event", head.kind),
+        }
+    }
+
+    /// Socket events: write sequence numbers and stream offsets are deltas per socket.
+    fn encode_socket(&mut self, head: &Head, event: &Event<Borrowed<'_>>, out: &mut Vec<u8>) {
+        match event {
             Event::NetOpen {
                 socket,
                 kind,
@@ -587,9 +623,8 @@ impl Encoder {
             } => {
                 let from = from.map(|f| self.object(out, f));
                 let obj = self.object(out, *socket);
-                let flags = if from.is_some() { FLAG_A } else { 0 }
-                    | if peer_pid.is_some() { FLAG_B } else { 0 };
-                put_tag(out, event_kind, tag | flags);
+                let flags = flag(from.is_some(), FLAG_A) | flag(peer_pid.is_some(), FLAG_B);
+                head.tag(out, flags);
                 put_varint(out, obj as u64);
                 out.push(kind.code());
                 out.push(how.code());
@@ -602,7 +637,7 @@ impl Encoder {
                 if let Some(p) = peer_pid {
                     put_varint(out, u64::from(*p));
                 }
-                put_site(out);
+                head.site(out);
             }
             Event::NetWrite {
                 socket,
@@ -612,12 +647,12 @@ impl Encoder {
                 ..
             } => {
                 let obj = self.object(out, *socket);
-                put_tag(out, event_kind, tag);
+                head.tag(out, 0);
                 put_varint(out, obj as u64);
                 put_delta(out, &mut self.last_seq[obj], *seq);
                 put_delta(out, &mut self.last_version[obj], *offset);
                 put_varint(out, *len);
-                put_site(out);
+                head.site(out);
             }
             Event::NetRead {
                 socket,
@@ -627,10 +662,10 @@ impl Encoder {
                 ..
             } => {
                 let obj = self.object(out, *socket);
-                put_tag(out, event_kind, tag | if *peek { FLAG_A } else { 0 });
+                head.tag(out, flag(*peek, FLAG_A));
                 put_varint(out, obj as u64);
                 put_delta(out, &mut self.last_version[obj], *offset);
-                put_site(out);
+                head.site(out);
                 put_bytes(out, data);
             }
             Event::NetSendTo {
@@ -642,13 +677,13 @@ impl Encoder {
                 ..
             } => {
                 let obj = self.object(out, *socket);
-                put_tag(out, event_kind, tag);
+                head.tag(out, 0);
                 put_varint(out, obj as u64);
                 put_delta(out, &mut self.last_seq[obj], *seq);
                 put_bytes(out, to.as_bytes());
                 put_varint(out, *len);
                 out.extend_from_slice(&digest.to_le_bytes());
-                put_site(out);
+                head.site(out);
             }
             Event::NetRecvFrom {
                 socket,
@@ -658,31 +693,55 @@ impl Encoder {
                 ..
             } => {
                 let obj = self.object(out, *socket);
-                put_tag(out, event_kind, tag | if *peek { FLAG_A } else { 0 });
+                head.tag(out, flag(*peek, FLAG_A));
                 put_varint(out, obj as u64);
                 put_bytes(out, from.as_bytes());
-                put_site(out);
+                head.site(out);
                 put_bytes(out, data);
             }
             Event::NetFail {
                 socket, op, error, ..
             } => {
                 let obj = self.object(out, *socket);
-                put_tag(
-                    out,
-                    event_kind,
-                    tag | if error.os.is_some() { FLAG_A } else { 0 },
-                );
+                head.tag(out, flag(error.os.is_some(), FLAG_A));
                 put_varint(out, obj as u64);
                 out.push(op.code());
                 out.push(error.kind);
                 if let Some(code) = error.os {
                     put_varint(out, zigzag(i64::from(code)));
                 }
-                put_site(out);
+                head.site(out);
             }
+            _ => unreachable!("{} is not a socket event", head.kind),
         }
     }
+}
+
+/// What every event's encoding shares: its kind and the block-local number of its site, defined
+/// before the event's tag.
+struct Head {
+    kind: EventKind,
+    site: Option<u32>,
+}
+
+impl Head {
+    /// Writes the tag byte (with the site flag when the event has a site) and `flags`.
+    fn tag(&self, out: &mut Vec<u8>, flags: u8) {
+        let site_flag = if self.site.is_some() { FLAG_SITE } else { 0 };
+        put_tag(out, self.kind, site_flag | flags);
+    }
+
+    /// Writes the site's number, if the event has one.
+    fn site(&self, out: &mut Vec<u8>) {
+        if let Some(id) = self.site {
+            put_varint(out, u64::from(id));
+        }
+    }
+}
+
+/// `bit` if `set`, else no flag.
+fn flag(set: bool, bit: u8) -> u8 {
+    if set { bit } else { 0 }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -792,6 +851,9 @@ impl<'a> Cursor<'a> {
         Ok(out)
     }
 }
+
+/// What decoding an event gives.
+type Decoded = Result<Event<Owned>, DecodeError>;
 
 /// Per-block decoding state, the mirror of [`Encoder`].
 #[derive(Debug, Default)]
@@ -949,7 +1011,10 @@ impl Decoder {
         }
     }
 
-    fn event(&mut self, cur: &mut Cursor<'_>, tag: u8) -> Result<Event<Owned>, DecodeError> {
+    /// Decodes the event of `tag`, whose body follows in `cur`: its kind, then its fields,
+    /// read by the class's reader below (the mirror of the encoder's writers; the dispatch
+    /// names every kind, as the encoder's does).
+    fn event(&mut self, cur: &mut Cursor<'_>, tag: u8) -> Decoded {
         let code = tag & KIND_MASK;
         let kind = if code == TAG_EXTENDED {
             let extended = cur.varint()?;
@@ -970,9 +1035,48 @@ impl Decoder {
                 None => return cur.fail(format!("unknown record tag {tag:#04x}")),
             }
         };
+        match kind {
+            EventKind::Start
+            | EventKind::Spawn
+            | EventKind::Join
+            | EventKind::Exit
+            | EventKind::Panic
+            | EventKind::Blocked
+            | EventKind::JoinBlocked
+            | EventKind::Sleep => self.decode_lifecycle(cur, kind, tag),
+            EventKind::Create
+            | EventKind::Send
+            | EventKind::Recv
+            | EventKind::RecvNone
+            | EventKind::Select
+            | EventKind::Undelivered => self.decode_message(cur, kind, tag),
+            EventKind::Lock
+            | EventKind::Unlock
+            | EventKind::SemAcquire
+            | EventKind::SemRelease
+            | EventKind::Atomic
+            | EventKind::RwAcquire
+            | EventKind::RwRelease
+            | EventKind::Outcome => self.decode_sync(cur, kind, tag),
+            EventKind::Clock
+            | EventKind::Random
+            | EventKind::Answer
+            | EventKind::EblockEnter
+            | EventKind::EblockExit
+            | EventKind::Mark => self.decode_input(cur, kind, tag),
+            EventKind::NetOpen
+            | EventKind::NetWrite
+            | EventKind::NetRead
+            | EventKind::NetSendTo
+            | EventKind::NetRecvFrom
+            | EventKind::NetFail => self.decode_socket(cur, kind, tag),
+        }
+    }
+
+    /// A process's life and its waits: of them only `Blocked` names an object.
+    fn decode_lifecycle(&mut self, cur: &mut Cursor<'_>, kind: EventKind, tag: u8) -> Decoded {
         let a = tag & FLAG_A != 0;
-        let b = tag & FLAG_B != 0;
-        let event = match kind {
+        Ok(match kind {
             EventKind::Start => Event::Start {
                 parent: Self::opt_pid(cur, a)?,
             },
@@ -994,6 +1098,25 @@ impl Decoder {
                 file: cur.text()?.into(),
                 line: cur.varint_u32("line")?,
             },
+            EventKind::Sleep => Event::Sleep {
+                nanos: cur.varint()?,
+                site: self.site(cur, tag)?,
+            },
+            EventKind::Blocked => {
+                let obj = self.object(cur)?;
+                Event::Blocked {
+                    object: self.objects[obj],
+                    site: self.site(cur, tag)?,
+                }
+            }
+            _ => unreachable!("{kind} is not a lifecycle or wait event"),
+        })
+    }
+
+    /// Objects made and channel messages: sequence numbers are deltas per channel.
+    fn decode_message(&mut self, cur: &mut Cursor<'_>, kind: EventKind, tag: u8) -> Decoded {
+        let a = tag & FLAG_A != 0;
+        Ok(match kind {
             EventKind::Create => {
                 let obj = self.object(cur)?;
                 let kind = cur.coded()?;
@@ -1042,6 +1165,24 @@ impl Decoder {
                 index: cur.varint_u32("select index")?,
                 site: self.site(cur, tag)?,
             },
+            EventKind::Undelivered => {
+                let obj = self.object(cur)?;
+                let seq = cur.delta(&mut self.last_seq[obj])?;
+                Event::Undelivered {
+                    channel: self.objects[obj],
+                    seq,
+                    site: self.site(cur, tag)?,
+                }
+            }
+            _ => unreachable!("{kind} is not a create or message event"),
+        })
+    }
+
+    /// Locks, semaphores, atomics and attempts: versions are deltas per object.
+    fn decode_sync(&mut self, cur: &mut Cursor<'_>, kind: EventKind, tag: u8) -> Decoded {
+        let a = tag & FLAG_A != 0;
+        let b = tag & FLAG_B != 0;
+        Ok(match kind {
             EventKind::Lock => {
                 let obj = self.object(cur)?;
                 let version = cur.delta(&mut self.last_version[obj])?;
@@ -1058,22 +1199,6 @@ impl Decoder {
                 let obj = self.object(cur)?;
                 Event::Unlock {
                     object: self.objects[obj],
-                    site: self.site(cur, tag)?,
-                }
-            }
-            EventKind::Blocked => {
-                let obj = self.object(cur)?;
-                Event::Blocked {
-                    object: self.objects[obj],
-                    site: self.site(cur, tag)?,
-                }
-            }
-            EventKind::Undelivered => {
-                let obj = self.object(cur)?;
-                let seq = cur.delta(&mut self.last_seq[obj])?;
-                Event::Undelivered {
-                    channel: self.objects[obj],
-                    seq,
                     site: self.site(cur, tag)?,
                 }
             }
@@ -1128,39 +1253,6 @@ impl Decoder {
                     value: if b { Some(cur.varint()?) } else { None },
                 }
             }
-            EventKind::Clock => {
-                let (source, code) = match cur.u8()? {
-                    0 => (ClockSource::Monotonic, 0),
-                    1 => (ClockSource::Wall, 1),
-                    s => return cur.fail(format!("unknown clock source {s}")),
-                };
-                let nanos = cur.delta(&mut self.last_clock[code])?;
-                Event::Clock { source, nanos }
-            }
-            EventKind::Random => Event::Random {
-                value: u64::from_le_bytes(cur.array8()?),
-            },
-            EventKind::Sleep => Event::Sleep {
-                nanos: cur.varint()?,
-                site: self.site(cur, tag)?,
-            },
-            EventKind::Answer => {
-                let question = cur.coded()?;
-                Event::Answer {
-                    question,
-                    value: cur.varint()?,
-                    site: self.site(cur, tag)?,
-                }
-            }
-            EventKind::Outcome => {
-                let obj = self.object(cur)?;
-                let outcome = cur.coded()?;
-                Event::Outcome {
-                    object: self.objects[obj],
-                    outcome,
-                    site: self.site(cur, tag)?,
-                }
-            }
             EventKind::RwAcquire | EventKind::RwRelease => {
                 let obj = self.object(cur)?;
                 let version = cur.delta(&mut self.last_version[obj])?;
@@ -1187,6 +1279,42 @@ impl Decoder {
                     }
                 }
             }
+            EventKind::Outcome => {
+                let obj = self.object(cur)?;
+                let outcome = cur.coded()?;
+                Event::Outcome {
+                    object: self.objects[obj],
+                    outcome,
+                    site: self.site(cur, tag)?,
+                }
+            }
+            _ => unreachable!("{kind} is not a synchronisation event"),
+        })
+    }
+
+    /// Values read from outside, e-blocks and marks: the last two name their block or label.
+    fn decode_input(&mut self, cur: &mut Cursor<'_>, kind: EventKind, tag: u8) -> Decoded {
+        Ok(match kind {
+            EventKind::Clock => {
+                let (source, code) = match cur.u8()? {
+                    0 => (ClockSource::Monotonic, 0),
+                    1 => (ClockSource::Wall, 1),
+                    s => return cur.fail(format!("unknown clock source {s}")),
+                };
+                let nanos = cur.delta(&mut self.last_clock[code])?;
+                Event::Clock { source, nanos }
+            }
+            EventKind::Random => Event::Random {
+                value: u64::from_le_bytes(cur.array8()?),
+            },
+            EventKind::Answer => {
+                let question = cur.coded()?;
+                Event::Answer {
+                    question,
+                    value: cur.varint()?,
+                    site: self.site(cur, tag)?,
+                }
+            }
             EventKind::EblockEnter => Event::EblockEnter {
                 eblock: self.name(cur)?,
                 site: self.site(cur, tag)?,
@@ -1201,6 +1329,15 @@ impl Decoder {
                 site: self.site(cur, tag)?,
                 value: self.value(cur)?,
             },
+            _ => unreachable!("{kind} is not an input, e-block or mark event"),
+        })
+    }
+
+    /// Socket events: write sequence numbers and stream offsets are deltas per socket.
+    fn decode_socket(&mut self, cur: &mut Cursor<'_>, kind: EventKind, tag: u8) -> Decoded {
+        let a = tag & FLAG_A != 0;
+        let b = tag & FLAG_B != 0;
+        Ok(match kind {
             EventKind::NetOpen => {
                 let obj = self.object(cur)?;
                 let kind = cur.coded()?;
@@ -1295,8 +1432,8 @@ impl Decoder {
                     site: self.site(cur, tag)?,
                 }
             }
-        };
-        Ok(event)
+            _ => unreachable!("{kind} is not a socket event"),
+        })
     }
 }
 

@@ -55,7 +55,7 @@ pub enum ProcessEnding {
 /// The file `ppd record` writes into the recording once the program has ended: how the
 /// operating system saw it end. The runtime inside a killed program cannot say; the wrapper can.
 /// Like the manifest it carries a MAC under the user's key (`crate::authenticity`).
-pub const PROGRAM_EXIT_FILE: &str = "exit.json";
+pub(crate) const PROGRAM_EXIT_FILE: &str = "exit.json";
 
 /// How the recorded program's OS process ended, as `ppd record` saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -349,7 +349,7 @@ impl ProcessEnding {
 /// recording stopped) between the spawn and the child's log. ppd now creates a child's log
 /// before its parent logs the spawn, so only recordings made before that hold such processes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct SpawnedWithoutLog {
+pub(crate) struct SpawnedWithoutLog {
     /// The id the spawn gave it.
     pub id: ProcessId,
     /// Its parent.
@@ -362,7 +362,7 @@ pub struct SpawnedWithoutLog {
 
 impl SpawnedWithoutLog {
     /// How it ended, in words.
-    pub fn describe(&self, recording: &Recording) -> String {
+    pub(crate) fn describe(&self, recording: &Recording) -> String {
         let at = self
             .site
             .as_ref()
@@ -380,7 +380,7 @@ impl SpawnedWithoutLog {
 /// have them (a node that ended lists every process in its manifest, and a missing log of one
 /// is damage), so only its logs are read; a log that cannot be read is skipped (its damage is
 /// reported where logs are checked).
-pub fn spawned_without_log(recording: &Recording) -> Vec<SpawnedWithoutLog> {
+pub(crate) fn spawned_without_log(recording: &Recording) -> Vec<SpawnedWithoutLog> {
     let mut found = Vec::new();
     for (k, node) in recording.nodes().iter().enumerate() {
         let ended = node.manifest.end.is_some() && node.manifest.stopped.is_none();
@@ -420,7 +420,7 @@ pub fn spawned_without_log(recording: &Recording) -> Vec<SpawnedWithoutLog> {
 }
 
 /// A process by its name and id: `worker (p2)`.
-pub fn process_label(recording: &Recording, id: ProcessId) -> String {
+pub(crate) fn process_label(recording: &Recording, id: ProcessId) -> String {
     match recording.process(id) {
         Some(p) => format!("{} ({id})", p.name),
         None => id.to_string(),

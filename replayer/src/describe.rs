@@ -18,6 +18,11 @@ fn show<B: AsRef<[u8]>>(bytes: &Option<B>) -> String {
         .unwrap_or_default()
 }
 
+/// The representations whose events can be described: their sites and names print.
+trait Shown: Repr<Site: Display, Name: Display> {}
+
+impl<R: Repr<Site: Display, Name: Display>> Shown for R {}
+
 /// What descriptions call processes and objects.
 pub trait Names {
     /// A process, as the user knows it.
@@ -48,12 +53,54 @@ where
     describe_with(event, &Ids)
 }
 
-/// Like [`describe`], with processes and objects as `names` calls them.
+/// Like [`describe`], with processes and objects as `names` calls them. Each class of event
+/// is described by its own function below; the dispatch names every variant, so that a new
+/// kind is a compile error here until it is described.
 pub fn describe_with<R: Repr>(event: &Event<R>, names: &dyn Names) -> String
 where
     R::Site: Display,
     R::Name: Display,
 {
+    match event {
+        Event::Start { .. }
+        | Event::Spawn { .. }
+        | Event::Join { .. }
+        | Event::Exit
+        | Event::Panic { .. }
+        | Event::Blocked { .. }
+        | Event::JoinBlocked { .. }
+        | Event::Sleep { .. } => describe_lifecycle(event, names),
+        Event::Create { .. }
+        | Event::Send { .. }
+        | Event::Recv { .. }
+        | Event::RecvNone { .. }
+        | Event::Select { .. }
+        | Event::Undelivered { .. } => describe_message(event, names),
+        Event::Lock { .. }
+        | Event::Unlock { .. }
+        | Event::SemAcquire { .. }
+        | Event::SemRelease { .. }
+        | Event::Atomic { .. }
+        | Event::RwAcquire { .. }
+        | Event::RwRelease { .. }
+        | Event::Outcome { .. } => describe_sync(event, names),
+        Event::Clock { .. }
+        | Event::Random { .. }
+        | Event::Answer { .. }
+        | Event::EblockEnter { .. }
+        | Event::EblockExit { .. }
+        | Event::Mark { .. } => describe_input(event),
+        Event::NetOpen { .. }
+        | Event::NetWrite { .. }
+        | Event::NetRead { .. }
+        | Event::NetSendTo { .. }
+        | Event::NetRecvFrom { .. }
+        | Event::NetFail { .. } => describe_socket(event, names),
+    }
+}
+
+/// A process's life and its waits.
+fn describe_lifecycle<R: Shown>(event: &Event<R>, names: &dyn Names) -> String {
     let p = |id: &ProcessId| names.process(*id);
     let o = |id: &ObjectId| names.object(*id);
     match event {
@@ -69,6 +116,24 @@ where
             file,
             line,
         } => format!("panic {:?} at {}:{line}", message.as_ref(), file.as_ref()),
+        Event::Blocked { object, site } => format!("blocked on {}{}", o(object), at(site)),
+        Event::JoinBlocked { child, site } => {
+            format!("waits in join for {}{}", p(child), at(site))
+        }
+        Event::Sleep { nanos, site } => format!(
+            "sleeps for {:?}{}",
+            std::time::Duration::from_nanos(*nanos),
+            at(site)
+        ),
+        _ => unreachable!("{} is not a lifecycle or wait event", event.kind()),
+    }
+}
+
+/// Objects made and channel messages.
+fn describe_message<R: Shown>(event: &Event<R>, names: &dyn Names) -> String {
+    let p = |id: &ProcessId| names.process(*id);
+    let o = |id: &ObjectId| names.object(*id);
+    match event {
         Event::Create {
             object, kind, site, ..
         } => format!(
@@ -111,6 +176,19 @@ where
             at(site)
         ),
         Event::Select { index, site } => format!("select chose operation {index}{}", at(site)),
+        Event::Undelivered { channel, seq, site } => format!(
+            "message {seq} on {} not delivered: every receiver was gone{}",
+            o(channel),
+            at(site)
+        ),
+        _ => unreachable!("{} is not a create or message event", event.kind()),
+    }
+}
+
+/// Locks, semaphores, atomics and attempts.
+fn describe_sync<R: Shown>(event: &Event<R>, names: &dyn Names) -> String {
+    let o = |id: &ObjectId| names.object(*id);
+    match event {
         Event::Lock {
             object,
             version,
@@ -184,10 +262,32 @@ where
             value.map(|v| format!(" read {v}")).unwrap_or_default(),
             at(site)
         ),
+        Event::Outcome {
+            object,
+            outcome: Outcome::WouldBlock,
+            site,
+        } => format!("try_lock found {} held{}", o(object), at(site)),
+        Event::Outcome {
+            object,
+            outcome: Outcome::Acquired,
+            site,
+        } => format!("try_lock acquires {}{}", o(object), at(site)),
+        _ => unreachable!("{} is not a synchronisation event", event.kind()),
+    }
+}
+
+/// Values read from outside, e-blocks and marks: none names a process or an object.
+fn describe_input<R: Shown>(event: &Event<R>) -> String {
+    match event {
         Event::Clock { source, nanos } => {
             format!("{source:?} clock read {nanos} ns").to_lowercase()
         }
         Event::Random { value } => format!("random {value:#x}"),
+        Event::Answer {
+            question,
+            value,
+            site,
+        } => format!("{}{}", question.describe(*value), at(site)),
         Event::EblockEnter {
             eblock,
             site,
@@ -205,35 +305,14 @@ where
             value::show_bytes(value.as_ref()),
             at(site)
         ),
-        Event::Blocked { object, site } => format!("blocked on {}{}", o(object), at(site)),
-        Event::Outcome {
-            object,
-            outcome: Outcome::WouldBlock,
-            site,
-        } => format!("try_lock found {} held{}", o(object), at(site)),
-        Event::Outcome {
-            object,
-            outcome: Outcome::Acquired,
-            site,
-        } => format!("try_lock acquires {}{}", o(object), at(site)),
-        Event::JoinBlocked { child, site } => {
-            format!("waits in join for {}{}", p(child), at(site))
-        }
-        Event::Sleep { nanos, site } => format!(
-            "sleeps for {:?}{}",
-            std::time::Duration::from_nanos(*nanos),
-            at(site)
-        ),
-        Event::Answer {
-            question,
-            value,
-            site,
-        } => format!("{}{}", question.describe(*value), at(site)),
-        Event::Undelivered { channel, seq, site } => format!(
-            "message {seq} on {} not delivered: every receiver was gone{}",
-            o(channel),
-            at(site)
-        ),
+        _ => unreachable!("{} is not an input, e-block or mark event", event.kind()),
+    }
+}
+
+/// Socket events.
+fn describe_socket<R: Shown>(event: &Event<R>, names: &dyn Names) -> String {
+    let o = |id: &ObjectId| names.object(*id);
+    match event {
         Event::NetOpen {
             socket,
             kind,
@@ -317,6 +396,7 @@ where
             error,
             site,
         } => format!("{} on {} failed: {error}{}", op.name(), o(socket), at(site)),
+        _ => unreachable!("{} is not a socket event", event.kind()),
     }
 }
 

@@ -22,9 +22,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use ppd_formats::Events;
 use ppd_formats::eblock_trace::{Captured, EblockInfo, EblockTrace, Leak, MessageRef, RecordKind};
 use ppd_formats::event::{Nesting, Owned, RwMode};
-use ppd_formats::reader::Events;
 use ppd_formats::value;
 use ppd_formats::{Borrowed, Event, EventKind, LogReader, ProcessId, Recording};
 use ppd_recorder::runtime::backend::{Dependency, Mode, Op, ProcessBackend, Runtime};

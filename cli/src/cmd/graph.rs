@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use ppd_flowback::halt::HaltCut;
+use ppd_flowback::HaltCut;
 use ppd_flowback::picture::{Diagram, Plan, View, dot, html, svg};
 use ppd_flowback::tasks;
 
@@ -11,9 +11,9 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use ppd_flowback::FlowbackError;
+use ppd_flowback::Window;
 use ppd_flowback::trace::Trace;
 use ppd_flowback::why::find_process;
-use ppd_flowback::window::Window;
 use ppd_formats::Recording;
 
 use super::races::{classify, open_analysis};

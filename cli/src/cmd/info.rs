@@ -3,9 +3,9 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use ppd_formats::ProcessEnding;
 use ppd_formats::Recording;
 use ppd_formats::authenticity::Authenticity;
-use ppd_formats::ending::ProcessEnding;
 use ppd_formats::integrity::{self, FileAuthenticity};
 use ppd_formats::summary::{Payloads, RecordingSummary, summarize};
 

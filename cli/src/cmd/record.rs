@@ -11,11 +11,11 @@ use std::process::{Command, ExitCode};
 
 use anyhow::{Context, anyhow};
 use ppd_formats::authenticity::UserKey;
-use ppd_formats::ending::{ProcessEnding, ProgramExit};
 use ppd_formats::integrity;
 use ppd_formats::recording::{self, RECORDINGS_DIR};
 use ppd_formats::summary::{Payloads, summarize};
 use ppd_formats::{FormatError, Recording};
+use ppd_formats::{ProcessEnding, ProgramExit};
 use ppd_recorder::runtime::env;
 
 use crate::exit::{CliError, CmdResult, failure, input};

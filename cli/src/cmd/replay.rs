@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::anyhow;
+use ppd_formats::ProcessEnding;
 use ppd_formats::clock::VectorClock;
-use ppd_formats::ending::ProcessEnding;
 use ppd_formats::integrity::Integrity;
 use ppd_formats::order::Tick;
 use ppd_formats::recording::Node;

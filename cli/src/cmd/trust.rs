@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::anyhow;
+use ppd_formats::ProgramExit;
 use ppd_formats::Recording;
 use ppd_formats::authenticity::{Authenticity, ReaderKey, UserKey};
-use ppd_formats::ending::ProgramExit;
 use ppd_formats::manifest::{MANIFEST_FILE, Manifest};
 use ppd_formats::recording::resolve;
 use ppd_recorder::runtime::program_hash::program_hash;

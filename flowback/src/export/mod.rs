@@ -2,7 +2,7 @@
 //! Perfetto (and `chrome://tracing`) opens, ShiViz's vector-clock log, and plain JSON.
 //!
 //! The logs carry no per-event wall-clock time, and the order that matters is causal, so all
-//! of them place events at their Lamport time ([`crate::lamport`]).
+//! of them place events at their Lamport time (computed from the happened-before order).
 
 pub mod json;
 pub mod perfetto;

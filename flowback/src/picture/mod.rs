@@ -444,7 +444,8 @@ impl Diagram {
         Diagram::from_plan(title, trace, clocks, cut, view, plan)
     }
 
-    /// Lays out the diagram `plan` chose for `view`.
+    /// Lays out the diagram `plan` chose for `view`, in phases: the lines, the items on each
+    /// line, the edges between them, the columns, then the cut, the lines' spans and the notes.
     pub fn from_plan(
         title: &str,
         trace: &Trace,
@@ -462,192 +463,18 @@ impl Diagram {
             selection,
         } = plan;
         let n = trace.processes().len();
-        let inside: u64 = selection
-            .ranges
-            .iter()
-            .map(|r| u64::from(r.len() as u32))
-            .sum();
-        let mut counted = progress::pass("laying out the picture", inside);
         let race_events: BTreeSet<EventRef> = race_pairs.iter().flat_map(|r| [r.0, r.1]).collect();
-
-        // Lines: the processes the window shows.
-        let lane_of: Vec<Option<u32>> = {
-            let mut next = 0;
-            (0..n as u32)
-                .map(|p| {
-                    view.window.shows(p).then(|| {
-                        next += 1;
-                        next - 1
-                    })
-                })
-                .collect()
-        };
-        // Items per line: dots and collapsed runs, in event order.
-        let mut nodes: Vec<Dot> = Vec::new();
-        let mut runs: Vec<Run> = Vec::new();
-        let mut node_of: FastMap<EventRef, u32> = FastMap::default();
-        // Per process: items as (is_node, index into nodes or runs), and each one's first event.
-        let mut items: Vec<Vec<(bool, usize)>> = vec![Vec::new(); n];
-        let mut item_starts: Vec<Vec<u32>> = vec![Vec::new(); n];
-        for (p, proc) in trace.processes().iter().enumerate() {
-            let Some(lane) = lane_of[p] else {
-                continue;
-            };
-            let range = selection.ranges[p].clone();
-            let points = &selection.dots[p];
-            let candidates = &selection.candidates[p];
-            let mut k = range.start;
-            let mut next_point = 0;
-            while k < range.end {
-                item_starts[p].push(k);
-                if next_point < points.len() && points[next_point] == k {
-                    let e = EventRef::new(p as u32, k);
-                    let op = proc.events[k as usize].op;
-                    let class = if race_events.contains(&e) {
-                        "race"
-                    } else if k as usize + 1 == proc.events.len() && ends[p] == Ending::Blocked {
-                        "blocked"
-                    } else if op.is_end() {
-                        "end"
-                    } else if matches!(op, Op::Mark { .. }) {
-                        "mark"
-                    } else {
-                        // Made `sync` below when an edge ends here.
-                        "local"
-                    };
-                    let mut label = format!("{} #{k}: {}", proc.name, trace.describe(e));
-                    if selection.overview {
-                        label.push_str(&format!(" (Lamport time {})", times[p][k as usize]));
-                    }
-                    node_of.insert(e, nodes.len() as u32);
-                    items[p].push((true, nodes.len()));
-                    nodes.push(Dot {
-                        lane,
-                        col: 0,
-                        time: times[p][k as usize],
-                        event: k,
-                        kind: op.kind_name(),
-                        class,
-                        label,
-                        dim: false,
-                    });
-                    next_point += 1;
-                    k += 1;
-                    counted.add(1);
-                } else {
-                    let end = points.get(next_point).copied().unwrap_or(range.end);
-                    let hidden = candidates.partition_point(|&c| c < end)
-                        - candidates.partition_point(|&c| c < k);
-                    items[p].push((false, runs.len()));
-                    runs.push(Run {
-                        lane,
-                        col: 0,
-                        from: times[p][k as usize],
-                        to: times[p][end as usize - 1],
-                        first: k,
-                        count: end - k,
-                        hidden: hidden as u32,
-                    });
-                    counted.add(u64::from(end - k));
-                    k = end;
-                }
-            }
-        }
-        // Its stage ends here: what it holds is its own.
-        drop(counted);
-        // Edges between dots are arrows; the others, between the items holding their ends,
-        // are bundled.
-        let item_of = |e: EventRef| -> Option<ItemAt> {
-            let p = e.process as usize;
-            if !selection.ranges.get(p)?.contains(&e.index) {
-                return None;
-            }
-            let i = item_starts[p]
-                .partition_point(|&s| s <= e.index)
-                .checked_sub(1)?;
-            Some((p as u32, i))
-        };
-        let mut arrows: Vec<Arrow> = Vec::new();
-        let mut received: BTreeSet<u32> = BTreeSet::new();
-        let mut bundled: FastMap<(ItemAt, ItemAt, &'static str), u64> = FastMap::default();
-        let mut outside = 0u64;
-        let edges = clocks
-            .edges()
-            .iter()
-            .map(|e| {
-                (
-                    e.from,
-                    e.to,
-                    e.kind.name(),
-                    e.kind == crate::vclock::hb::SyncKind::Message,
-                )
-            })
-            .chain(
-                data_edges
-                    .iter()
-                    .map(|e| (e.from, e.to, crate::reads_from::KIND, false)),
-            );
-        for (edge_from, edge_to, kind, is_message) in edges {
-            let (from, to) = (
-                node_of.get(&edge_from).copied(),
-                node_of.get(&edge_to).copied(),
-            );
-            for i in [from, to].into_iter().flatten() {
-                if nodes[i as usize].class == "local" {
-                    nodes[i as usize].class = "sync";
-                }
-            }
-            if let Some(from) = from
-                && is_message
-            {
-                received.insert(from);
-            }
-            match (from, to) {
-                (Some(from), Some(to)) => arrows.push(Arrow {
-                    from,
-                    to,
-                    kind,
-                    dim: false,
-                }),
-                _ => match (item_of(edge_from), item_of(edge_to)) {
-                    (Some(a), Some(b)) => *bundled.entry((a, b, kind)).or_default() += 1,
-                    _ => outside += 1,
-                },
-            }
-        }
-        for (i, node) in nodes.iter_mut().enumerate() {
-            if node.kind == "send" && !received.contains(&(i as u32)) {
-                node.label.push_str(" (never received)");
-            }
-        }
-        let columns = assign_columns(&items, &mut nodes, &mut runs, &arrows);
-        let place = |(p, i): ItemAt| -> (u32, u32, Tick) {
-            let (is_node, j) = items[p as usize][i];
-            if is_node {
-                (nodes[j].lane, nodes[j].col, nodes[j].time)
-            } else {
-                let r = &runs[j];
-                (r.lane, r.col, r.from + (r.to - r.from) / 2)
-            }
-        };
-        let mut bundles: Vec<Bundle> = bundled
-            .into_iter()
-            .map(|((a, b, kind), count)| {
-                let (from_lane, from_col, from_time) = place(a);
-                let (to_lane, to_col, to_time) = place(b);
-                Bundle {
-                    from_lane,
-                    from_col,
-                    from_time,
-                    to_lane,
-                    to_col,
-                    to_time,
-                    kind,
-                    count,
-                }
-            })
-            .collect();
-        bundles.sort_by_key(|b| (b.from_col, b.from_lane, b.to_col, b.to_lane, b.kind));
+        let lane_of = lane_numbers(n, &view.window);
+        let mut items = Items::lay_out(trace, &times, &ends, &selection, &lane_of, &race_events);
+        let links = items.connect(clocks, &data_edges, &selection);
+        let columns = assign_columns(
+            &items.items,
+            &mut items.nodes,
+            &mut items.runs,
+            &links.arrows,
+        );
+        let bundles = items.bundles(links.bundled);
+        let node_of = &items.node_of;
         let races = race_pairs
             .into_iter()
             .filter_map(|(a, b, kind, var, count)| {
@@ -661,45 +488,9 @@ impl Diagram {
             })
             .collect();
         let shown: Vec<usize> = (0..n).filter(|&p| lane_of[p].is_some()).collect();
-        let cut = cut.zip(cut_at).map(|(c, at)| {
-            let times = shown
-                .iter()
-                .map(|&p| {
-                    let time_of = |k: u64| times[p].get(k as usize).map(|&t| f64::from(t));
-                    let before = at[p].checked_sub(1).and_then(time_of);
-                    match (before, time_of(at[p])) {
-                        (Some(b), Some(a)) => (a + b) / 2.0,
-                        (Some(b), None) => b + 0.5,
-                        (None, Some(a)) => a - 0.5,
-                        (None, None) => -0.5,
-                    }
-                })
-                .collect();
-            let cols = shown
-                .iter()
-                .map(|&p| {
-                    let col_of = |k: u64| {
-                        node_of
-                            .get(&EventRef::new(p as u32, k as u32))
-                            .map(|&i| f64::from(nodes[i as usize].col))
-                    };
-                    let before = at[p].checked_sub(1).and_then(col_of);
-                    let after = col_of(at[p]);
-                    match (before, after) {
-                        (Some(b), Some(a)) => (a + b) / 2.0,
-                        (Some(b), None) => b + 0.5,
-                        (None, Some(a)) => a - 0.5,
-                        (None, None) => -0.5,
-                    }
-                })
-                .collect();
-            CutLine {
-                predicate: c.predicate.clone(),
-                cols,
-                times,
-                consistent: c.crossing_edges(trace, clocks).is_empty(),
-            }
-        });
+        let cut = cut
+            .zip(cut_at)
+            .map(|(c, at)| items.cut_line(c, &at, trace, clocks, &times, &shown));
         let lanes = shown
             .iter()
             .map(|&p| {
@@ -733,13 +524,21 @@ impl Diagram {
             },
             span,
         );
-        let left_out = left_out(trace, &view.window, &selection, &runs, &bundles, outside);
+        let Items { nodes, runs, .. } = items;
+        let left_out = left_out(
+            trace,
+            &view.window,
+            &selection,
+            &runs,
+            &bundles,
+            links.outside,
+        );
         Diagram {
             title: title.to_owned(),
             lanes,
             nodes,
             runs,
-            arrows,
+            arrows: links.arrows,
             bundles,
             races,
             cut,
@@ -751,6 +550,294 @@ impl Diagram {
             landmarks,
             left_out,
         }
+    }
+}
+
+/// The line of each process, numbered from the top: only the processes the window shows have
+/// one.
+fn lane_numbers(n: usize, window: &Window) -> Vec<Option<u32>> {
+    let mut next = 0;
+    (0..n as u32)
+        .map(|p| {
+            window.shows(p).then(|| {
+                next += 1;
+                next - 1
+            })
+        })
+        .collect()
+}
+
+/// The items of every line: dots and collapsed runs, in event order.
+struct Items {
+    nodes: Vec<Dot>,
+    runs: Vec<Run>,
+    node_of: FastMap<EventRef, u32>,
+    /// Per process: items as (is_node, index into nodes or runs).
+    items: Vec<Vec<(bool, usize)>>,
+    /// Per process: each item's first event.
+    starts: Vec<Vec<u32>>,
+}
+
+/// How the edges of the run are drawn between the items.
+struct Links {
+    /// The edges between two dots.
+    arrows: Vec<Arrow>,
+    /// The other edges inside the window, counted per pair of items and kind.
+    bundled: FastMap<(ItemAt, ItemAt, &'static str), u64>,
+    /// The edges with an end outside the window.
+    outside: u64,
+}
+
+impl Items {
+    /// Makes a dot of each event the selection chose on a shown line and a run of each stretch
+    /// between them.
+    fn lay_out(
+        trace: &Trace,
+        times: &[Vec<Tick>],
+        ends: &[Ending],
+        selection: &Selection,
+        lane_of: &[Option<u32>],
+        race_events: &BTreeSet<EventRef>,
+    ) -> Items {
+        let n = trace.processes().len();
+        let inside: u64 = selection
+            .ranges
+            .iter()
+            .map(|r| u64::from(r.len() as u32))
+            .sum();
+        let mut counted = progress::pass("laying out the picture", inside);
+        let mut laid = Items {
+            nodes: Vec::new(),
+            runs: Vec::new(),
+            node_of: FastMap::default(),
+            items: vec![Vec::new(); n],
+            starts: vec![Vec::new(); n],
+        };
+        for (p, proc) in trace.processes().iter().enumerate() {
+            let Some(lane) = lane_of[p] else {
+                continue;
+            };
+            let range = selection.ranges[p].clone();
+            let points = &selection.dots[p];
+            let candidates = &selection.candidates[p];
+            let mut k = range.start;
+            let mut next_point = 0;
+            while k < range.end {
+                laid.starts[p].push(k);
+                if next_point < points.len() && points[next_point] == k {
+                    let e = EventRef::new(p as u32, k);
+                    let op = proc.events[k as usize].op;
+                    let class = if race_events.contains(&e) {
+                        "race"
+                    } else if k as usize + 1 == proc.events.len() && ends[p] == Ending::Blocked {
+                        "blocked"
+                    } else if op.is_end() {
+                        "end"
+                    } else if matches!(op, Op::Mark { .. }) {
+                        "mark"
+                    } else {
+                        // Made `sync` in `connect` when an edge ends here.
+                        "local"
+                    };
+                    let mut label = format!("{} #{k}: {}", proc.name, trace.describe(e));
+                    if selection.overview {
+                        label.push_str(&format!(" (Lamport time {})", times[p][k as usize]));
+                    }
+                    laid.node_of.insert(e, laid.nodes.len() as u32);
+                    laid.items[p].push((true, laid.nodes.len()));
+                    laid.nodes.push(Dot {
+                        lane,
+                        col: 0,
+                        time: times[p][k as usize],
+                        event: k,
+                        kind: op.kind_name(),
+                        class,
+                        label,
+                        dim: false,
+                    });
+                    next_point += 1;
+                    k += 1;
+                    counted.add(1);
+                } else {
+                    let end = points.get(next_point).copied().unwrap_or(range.end);
+                    let hidden = candidates.partition_point(|&c| c < end)
+                        - candidates.partition_point(|&c| c < k);
+                    laid.items[p].push((false, laid.runs.len()));
+                    laid.runs.push(Run {
+                        lane,
+                        col: 0,
+                        from: times[p][k as usize],
+                        to: times[p][end as usize - 1],
+                        first: k,
+                        count: end - k,
+                        hidden: hidden as u32,
+                    });
+                    counted.add(u64::from(end - k));
+                    k = end;
+                }
+            }
+        }
+        laid
+    }
+
+    /// Draws the happened-before and reads-from edges: those between dots are arrows, the
+    /// others, between the items holding their ends, are bundled. A dot an edge ends at is a
+    /// `sync` dot, and a send no edge leaves says it was never received.
+    fn connect(
+        &mut self,
+        clocks: &Clocks,
+        data_edges: &[ReadsFrom],
+        selection: &Selection,
+    ) -> Links {
+        let item_of = |e: EventRef| -> Option<ItemAt> {
+            let p = e.process as usize;
+            if !selection.ranges.get(p)?.contains(&e.index) {
+                return None;
+            }
+            let i = self.starts[p]
+                .partition_point(|&s| s <= e.index)
+                .checked_sub(1)?;
+            Some((p as u32, i))
+        };
+        let mut links = Links {
+            arrows: Vec::new(),
+            bundled: FastMap::default(),
+            outside: 0,
+        };
+        let mut received: BTreeSet<u32> = BTreeSet::new();
+        let edges = clocks
+            .edges()
+            .iter()
+            .map(|e| {
+                (
+                    e.from,
+                    e.to,
+                    e.kind.name(),
+                    e.kind == crate::vclock::hb::SyncKind::Message,
+                )
+            })
+            .chain(
+                data_edges
+                    .iter()
+                    .map(|e| (e.from, e.to, crate::reads_from::KIND, false)),
+            );
+        for (edge_from, edge_to, kind, is_message) in edges {
+            let (from, to) = (
+                self.node_of.get(&edge_from).copied(),
+                self.node_of.get(&edge_to).copied(),
+            );
+            for i in [from, to].into_iter().flatten() {
+                if self.nodes[i as usize].class == "local" {
+                    self.nodes[i as usize].class = "sync";
+                }
+            }
+            if let Some(from) = from
+                && is_message
+            {
+                received.insert(from);
+            }
+            match (from, to) {
+                (Some(from), Some(to)) => links.arrows.push(Arrow {
+                    from,
+                    to,
+                    kind,
+                    dim: false,
+                }),
+                _ => match (item_of(edge_from), item_of(edge_to)) {
+                    (Some(a), Some(b)) => *links.bundled.entry((a, b, kind)).or_default() += 1,
+                    _ => links.outside += 1,
+                },
+            }
+        }
+        for (i, node) in self.nodes.iter_mut().enumerate() {
+            if node.kind == "send" && !received.contains(&(i as u32)) {
+                node.label.push_str(" (never received)");
+            }
+        }
+        links
+    }
+
+    /// Where an item is drawn: its line, its column and its Lamport time (a run's middle one).
+    fn place(&self, (p, i): ItemAt) -> (u32, u32, Tick) {
+        let (is_node, j) = self.items[p as usize][i];
+        if is_node {
+            let d = &self.nodes[j];
+            (d.lane, d.col, d.time)
+        } else {
+            let r = &self.runs[j];
+            (r.lane, r.col, r.from + (r.to - r.from) / 2)
+        }
+    }
+
+    /// The bundles of the edges `connect` counted, between the placed items, in column order.
+    fn bundles(&self, bundled: FastMap<(ItemAt, ItemAt, &'static str), u64>) -> Vec<Bundle> {
+        let mut bundles: Vec<Bundle> = bundled
+            .into_iter()
+            .map(|((a, b, kind), count)| {
+                let (from_lane, from_col, from_time) = self.place(a);
+                let (to_lane, to_col, to_time) = self.place(b);
+                Bundle {
+                    from_lane,
+                    from_col,
+                    from_time,
+                    to_lane,
+                    to_col,
+                    to_time,
+                    kind,
+                    count,
+                }
+            })
+            .collect();
+        bundles.sort_by_key(|b| (b.from_col, b.from_lane, b.to_col, b.to_lane, b.kind));
+        bundles
+    }
+
+    /// The halt cut across the shown lines, each process's crossing at `at` placed between
+    /// its last event before the cut and its first after, by Lamport time and by column.
+    fn cut_line(
+        &self,
+        cut: &HaltCut,
+        at: &[u64],
+        trace: &Trace,
+        clocks: &Clocks,
+        times: &[Vec<Tick>],
+        shown: &[usize],
+    ) -> CutLine {
+        let times = shown
+            .iter()
+            .map(|&p| {
+                let time_of = |k: u64| times[p].get(k as usize).map(|&t| f64::from(t));
+                between(at[p].checked_sub(1).and_then(time_of), time_of(at[p]))
+            })
+            .collect();
+        let cols = shown
+            .iter()
+            .map(|&p| {
+                let col_of = |k: u64| {
+                    self.node_of
+                        .get(&EventRef::new(p as u32, k as u32))
+                        .map(|&i| f64::from(self.nodes[i as usize].col))
+                };
+                between(at[p].checked_sub(1).and_then(col_of), col_of(at[p]))
+            })
+            .collect();
+        CutLine {
+            predicate: cut.predicate.clone(),
+            cols,
+            times,
+            consistent: cut.crossing_edges(trace, clocks).is_empty(),
+        }
+    }
+}
+
+/// Where a cut crosses a line, between the positions of the events `before` and `after` it: the
+/// middle when both are drawn, half a step beside the one that is otherwise.
+fn between(before: Option<f64>, after: Option<f64>) -> f64 {
+    match (before, after) {
+        (Some(b), Some(a)) => (a + b) / 2.0,
+        (Some(b), None) => b + 0.5,
+        (None, Some(a)) => a - 0.5,
+        (None, None) => -0.5,
     }
 }
 

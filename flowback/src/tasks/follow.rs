@@ -25,7 +25,7 @@
 //! [`LogMarks`] reads them from each process's log as the replay reaches them, one block of
 //! each log at a time.
 
-use ppd_formats::reader::Events;
+use ppd_formats::Events;
 use ppd_formats::task::TaskStep;
 use roaring::RoaringTreemap;
 

@@ -4,8 +4,8 @@
 //! on which process and in which role — ranked so that the root cause comes first.
 //!
 //! Following the thesis: a task's events are its *event set*; ordered by happened-before (the
-//! vector clocks of [`crate::vclock`], which implement the thesis's §5.4.1) they form its *event
-//! graph* ([`graph`]); folding each process's events into one vertex gives the *coalesced
+//! vector clocks of [`crate::Clocks`], which implement the thesis's §5.4.1) they form its *event
+//! graph* ([`TaskGraph`]); folding each process's events into one vertex gives the *coalesced
 //! event graph*, whose vertices are complete when they hold the number of events their role
 //! expects; the events where a task's data flow stops are its *frontier events*, and each
 //! frontier event of a failed task is one fatal error, located at the process of the next
@@ -37,11 +37,12 @@
 //!   stamps as its limit).
 
 mod follow;
-pub mod graph;
+pub(crate) mod graph;
 pub mod rerun;
-pub mod synth;
+#[cfg(test)]
+pub(crate) mod synth;
 
-use ppd_formats::ending::RunEnding;
+use ppd_formats::RunEnding;
 use ppd_formats::task::{TaskMark, TaskStep};
 use ppd_formats::{Event, ProcessId, Recording};
 use serde::Serialize;

@@ -12,7 +12,7 @@ use crate::trace::{EventRef, NO_SITE, ObjIdx, Op, SiteId, Trace, TraceBuilder};
 
 /// A run being built: processes, one channel per ordered pair of them, and the task marks.
 #[derive(Debug)]
-pub struct Sim {
+pub(crate) struct Sim {
     builder: TraceBuilder,
     channels: HashMap<(u32, u32), (ObjIdx, u64)>,
     events: Vec<TaskEvent>,
@@ -22,7 +22,7 @@ pub struct Sim {
 
 impl Sim {
     /// A run of `processes` processes: `main` (p0) and `worker-1` … .
-    pub fn new(processes: u32) -> Sim {
+    pub(crate) fn new(processes: u32) -> Sim {
         let mut builder = Trace::builder();
         for p in 0..processes {
             let name = if p == 0 {
@@ -48,7 +48,7 @@ impl Sim {
     }
 
     /// Logs task step `step` of `unit` in process `p`.
-    pub fn mark(&mut self, p: u32, step: TaskStep, unit: &Unit, arg: u64) -> EventRef {
+    pub(crate) fn mark(&mut self, p: u32, step: TaskStep, unit: &Unit, arg: u64) -> EventRef {
         let label = self.labels[&step];
         let at = self.builder.push(p, Op::Mark { label }, self.site);
         self.events.push(TaskEvent {
@@ -61,7 +61,7 @@ impl Sim {
     }
 
     /// Process `from` sends a message that `to` receives.
-    pub fn message(&mut self, from: u32, to: u32) {
+    pub(crate) fn message(&mut self, from: u32, to: u32) {
         let (channel, seq) = self.send(from, to);
         self.builder.push(
             to,
@@ -75,7 +75,7 @@ impl Sim {
     }
 
     /// Process `from` sends a message to `to` that is never received.
-    pub fn send(&mut self, from: u32, to: u32) -> (ObjIdx, u64) {
+    pub(crate) fn send(&mut self, from: u32, to: u32) -> (ObjIdx, u64) {
         let next = self.channels.len() as u32;
         let builder = &mut self.builder;
         let entry = self.channels.entry((from, to)).or_insert_with(|| {
@@ -90,31 +90,31 @@ impl Sim {
     }
 
     /// Process `p` panics with `message` at `file:line`.
-    pub fn panic(&mut self, p: u32, message: &str, file: &str, line: u32) {
+    pub(crate) fn panic(&mut self, p: u32, message: &str, file: &str, line: u32) {
         let message = self.builder.name(message);
         let site = self.builder.site(file, line, 0);
         self.builder.push(p, Op::Panic { message }, site);
     }
 
     /// Process `p` exits.
-    pub fn exit(&mut self, p: u32) {
+    pub(crate) fn exit(&mut self, p: u32) {
         self.builder.push(p, Op::Exit, NO_SITE);
     }
 
     /// Marks process `p`'s log as cut off by a crash.
-    pub fn killed(&mut self, p: u32) {
+    pub(crate) fn killed(&mut self, p: u32) {
         self.builder.set_complete(p, false);
     }
 
     /// The trace and its task marks.
-    pub fn finish(self) -> (Trace, Vec<TaskEvent>) {
+    pub(crate) fn finish(self) -> (Trace, Vec<TaskEvent>) {
         (self.builder.build(), self.events)
     }
 }
 
 /// What goes wrong in a synthetic farm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Fault {
+pub(crate) enum Fault {
     /// Nothing.
     None,
     /// The work of this task panics (its worker's process ends).
@@ -129,7 +129,7 @@ pub enum Fault {
 
 /// A farm of `tasks` tasks on `workers` workers (p1 …), run 1 of p0, with at most `workers`
 /// tasks in flight: each worker gets a new task when its result comes back.
-pub fn farm(tasks: u64, workers: u32, fault: Fault) -> (Trace, Vec<TaskEvent>) {
+pub(crate) fn farm(tasks: u64, workers: u32, fault: Fault) -> (Trace, Vec<TaskEvent>) {
     let mut sim = Sim::new(workers + 1);
     let unit = |task| Unit {
         vm: 1,

@@ -14,8 +14,8 @@
 
 use std::sync::Arc;
 
+use ppd_formats::Events;
 use ppd_formats::LogReader;
-use ppd_formats::reader::Events;
 
 use super::store::{EventSink, EventStore};
 use super::translate::{Dictionary, Rereader, translate};

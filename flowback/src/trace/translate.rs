@@ -109,21 +109,32 @@ pub(crate) fn translate(i: &mut impl Interner, p: u32, event: &Event) -> (Op, Si
             version,
             prev,
             ..
-        } => Op::SemAcquire {
-            object: i.object(*object, Some(ObjectKind::Semaphore)),
-            version: *version,
-            prev: *prev,
-        },
-        Event::SemRelease {
+        }
+        | Event::SemRelease {
             object,
             version,
             prev,
             ..
-        } => Op::SemRelease {
-            object: i.object(*object, Some(ObjectKind::Semaphore)),
-            version: *version,
-            prev: *prev,
-        },
+        } => {
+            let (object, version, prev) = (
+                i.object(*object, Some(ObjectKind::Semaphore)),
+                *version,
+                *prev,
+            );
+            if matches!(event, Event::SemAcquire { .. }) {
+                Op::SemAcquire {
+                    object,
+                    version,
+                    prev,
+                }
+            } else {
+                Op::SemRelease {
+                    object,
+                    version,
+                    prev,
+                }
+            }
+        }
         Event::Atomic {
             object,
             version,

@@ -109,7 +109,7 @@ impl SyncKind {
 /// other; a data access races with an unordered conflicting synchronization operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum AccessClass {
+pub(crate) enum AccessClass {
     /// A relaxed load.
     DataRead,
     /// A relaxed store.
@@ -122,7 +122,7 @@ pub enum AccessClass {
 
 impl AccessClass {
     /// The class of an atomic access.
-    pub fn of(op: AtomicOp, ordering: MemOrdering) -> AccessClass {
+    pub(crate) fn of(op: AtomicOp, ordering: MemOrdering) -> AccessClass {
         match op {
             AtomicOp::Load if ordering == MemOrdering::Relaxed => AccessClass::DataRead,
             AtomicOp::Load | AtomicOp::CasFail => AccessClass::SyncRead,
@@ -132,18 +132,18 @@ impl AccessClass {
     }
 
     /// Whether the access writes.
-    pub const fn writes(self) -> bool {
+    pub(crate) const fn writes(self) -> bool {
         matches!(self, AccessClass::DataWrite | AccessClass::SyncWrite)
     }
 
     /// Whether the access is a plain data access.
-    pub const fn is_data(self) -> bool {
+    pub(crate) const fn is_data(self) -> bool {
         matches!(self, AccessClass::DataRead | AccessClass::DataWrite)
     }
 
     /// Whether two unordered accesses of these classes race: they conflict (one writes) and
     /// at least one is a data access.
-    pub const fn conflicts(self, other: AccessClass) -> bool {
+    pub(crate) const fn conflicts(self, other: AccessClass) -> bool {
         (self.writes() || other.writes()) && (self.is_data() || other.is_data())
     }
 }

@@ -7,34 +7,35 @@
 //! * [`store`]: traces of re-executed instances, from the cache or by running the recorded
 //!   binary in emulate mode (incremental tracing, §5.3);
 //! * [`place`]: variables and the parts of them (`bank.accounts[1].balance`) a query follows;
-//! * [`point`]: where in a process's run a query asks (`--at`);
-//! * [`answer`]: what a query asks and what it answers: steps of the dependence graph (§4.2);
-//! * [`engine`]: the backward search over the dynamic program dependence graph: definitions
-//!   and dependences; [`target`](mod@target) finds where a query starts and [`chain`] follows it;
+//! * `point`: where in a process's run a query asks (`--at`, a [`Point`]);
+//! * `answer`: what a query asks ([`Query`]) and what it answers ([`Answer`]): steps of the
+//!   dependence graph (§4.2);
+//! * `engine`: the backward search over the dynamic program dependence graph ([`ask`]):
+//!   definitions and dependences; `target` finds where a query starts and `chain` follows it;
 //!   `shared` follows a value read under a lock or from an atomic to the write that made it,
 //!   in whichever process (§6.3), and `wire` one read from a socket to the write its bytes
 //!   came from, in whichever OS process;
 //! * [`render`]: the answer as a tree or a Graphviz graph;
 //! * [`restore`]: a process's state from accumulated logs, and what-if re-execution (§5.7).
 
-use ppd_formats::names::ProcessNameError;
+use ppd_formats::ProcessNameError;
 use ppd_formats::{ProcessId, Recording};
 
 use crate::error::{FlowbackError, Result};
 
-pub mod answer;
-pub mod chain;
+pub(crate) mod answer;
+pub(crate) mod chain;
 mod changes;
-pub mod engine;
+pub(crate) mod engine;
 pub mod index;
 mod objects;
 pub mod place;
-pub mod point;
+pub(crate) mod point;
 pub mod render;
 pub mod restore;
 mod shared;
 pub mod store;
-pub mod target;
+pub(crate) mod target;
 mod wire;
 
 pub use answer::{Answer, Dependence, Edge, LeakReport, NodeKind, Query, Step, Via};

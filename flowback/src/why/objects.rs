@@ -28,7 +28,7 @@ impl<'r> Objects<'r> {
         self.labels
             .borrow_mut()
             .entry(object)
-            .or_insert_with(|| ppd_formats::ending::object_label(self.recording, object))
+            .or_insert_with(|| ppd_formats::object_label(self.recording, object))
             .clone()
     }
 

@@ -106,7 +106,7 @@ impl fmt::Display for Point {
 }
 
 /// Whether `name` (`bank::handle`) is what a user meant by `wanted` (`handle`, `bank::handle`).
-pub fn names_eblock(name: &str, wanted: &str) -> bool {
+pub(crate) fn names_eblock(name: &str, wanted: &str) -> bool {
     name == wanted || name.ends_with(&format!("::{wanted}"))
 }
 

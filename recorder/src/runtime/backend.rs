@@ -181,11 +181,11 @@ pub struct Creation {
 }
 
 /// Helpers that read the fields a replayed event dictates.
-pub mod expected {
+pub(crate) mod expected {
     use super::*;
 
     /// The sequence number of an expected send.
-    pub fn send_seq(e: &Option<Event>) -> Option<u64> {
+    pub(crate) fn send_seq(e: &Option<Event>) -> Option<u64> {
         match e {
             Some(Event::Send { seq, .. }) => Some(*seq),
             _ => None,
@@ -194,7 +194,7 @@ pub mod expected {
 
     /// The version and previous accessor an expected lock, semaphore, atomic or reader-writer
     /// lock operation has.
-    pub fn version(e: &Option<Event>) -> Option<(u64, Option<ProcessId>)> {
+    pub(crate) fn version(e: &Option<Event>) -> Option<(u64, Option<ProcessId>)> {
         match e {
             Some(Event::Lock { version, prev, .. })
             | Some(Event::SemAcquire { version, prev, .. })
@@ -207,7 +207,7 @@ pub mod expected {
     }
 
     /// The value an expected atomic access read, when it was logged.
-    pub fn atomic_value(e: &Option<Event>) -> Option<(AtomicOp, Option<u64>)> {
+    pub(crate) fn atomic_value(e: &Option<Event>) -> Option<(AtomicOp, Option<u64>)> {
         match e {
             Some(Event::Atomic { op, value, .. }) => Some((*op, *value)),
             _ => None,
@@ -215,7 +215,7 @@ pub mod expected {
     }
 
     /// The reading of an expected clock event.
-    pub fn clock(e: &Option<Event>, source: ClockSource) -> Option<u64> {
+    pub(crate) fn clock(e: &Option<Event>, source: ClockSource) -> Option<u64> {
         match e {
             Some(Event::Clock { source: s, nanos }) if *s == source => Some(*nanos),
             _ => None,

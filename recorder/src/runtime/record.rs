@@ -297,7 +297,7 @@ impl Shared {
         if self.stopped.load(Ordering::SeqCst) {
             return true;
         }
-        match ppd_formats::writer::first_write_failure() {
+        match ppd_formats::first_write_failure() {
             Some(reason) => {
                 self.stop(reason.to_owned());
                 true

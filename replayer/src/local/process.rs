@@ -9,8 +9,8 @@
 use std::iter::Peekable;
 use std::sync::Arc;
 
+use ppd_formats::Events;
 use ppd_formats::event::{Nesting, Owned};
-use ppd_formats::reader::Events;
 use ppd_formats::{Borrowed, Event, EventKind, ProcessId};
 use ppd_recorder::runtime::ReplayCode;
 use ppd_recorder::runtime::backend::{Dependency, Op, ProcessBackend};
@@ -186,22 +186,76 @@ pub(crate) fn describe_op(op: &Op) -> String {
 }
 
 /// Compares what an operation did with the logged event. Without `verify`, only the outcome
-/// of each nondeterministic choice; with it, every logged value too.
+/// of each nondeterministic choice; with it, every logged value too. Each class of event has its
+/// own comparison; events of different kinds never match. The dispatch names every variant, so
+/// that a new kind is a compile error here until it is compared.
 pub(crate) fn compare(
     logged: &Event,
     actual: &Event<Borrowed<'_>>,
     verify: bool,
 ) -> Result<(), ()> {
-    let bytes = |a: &Option<Box<[u8]>>, b: &Option<&[u8]>| match (a, b) {
+    let same = match logged {
+        Event::Start { .. }
+        | Event::Spawn { .. }
+        | Event::Join { .. }
+        | Event::Exit
+        | Event::Panic { .. } => same_lifecycle(logged, actual, verify),
+        Event::Create { .. }
+        | Event::Send { .. }
+        | Event::Recv { .. }
+        | Event::RecvNone { .. }
+        | Event::Select { .. }
+        | Event::Undelivered { .. } => same_message(logged, actual, verify),
+        Event::Lock { .. }
+        | Event::Unlock { .. }
+        | Event::SemAcquire { .. }
+        | Event::SemRelease { .. }
+        | Event::Atomic { .. }
+        | Event::RwAcquire { .. }
+        | Event::RwRelease { .. }
+        | Event::Outcome { .. } => same_sync(logged, actual, verify),
+        Event::Clock { .. }
+        | Event::Random { .. }
+        | Event::Answer { .. }
+        | Event::EblockEnter { .. }
+        | Event::EblockExit { .. }
+        | Event::Mark { .. } => same_input(logged, actual, verify),
+        Event::NetOpen { .. }
+        | Event::NetWrite { .. }
+        | Event::NetRead { .. }
+        | Event::NetSendTo { .. }
+        | Event::NetRecvFrom { .. }
+        | Event::NetFail { .. } => same_socket(logged, actual, verify),
+        // Nothing is logged for the waiting markers in replay.
+        Event::Blocked { .. } | Event::JoinBlocked { .. } | Event::Sleep { .. } => false,
+    };
+    if same { Ok(()) } else { Err(()) }
+}
+
+/// Whether two transferred values agree: always without `verify`, and when either is absent.
+fn same_bytes(verify: bool, a: &Option<Box<[u8]>>, b: &Option<&[u8]>) -> bool {
+    match (a, b) {
         (Some(a), Some(b)) => !verify || **a == **b,
         _ => true,
-    };
-    let same = match (logged, actual) {
+    }
+}
+
+/// A process's start, spawns, joins, end and panic: the processes named, and with `verify` the panic's message.
+fn same_lifecycle(logged: &Event, actual: &Event<Borrowed<'_>>, verify: bool) -> bool {
+    match (logged, actual) {
         (Event::Start { parent: a }, Event::Start { parent: b }) => a == b,
         (Event::Spawn { child: a, .. }, Event::Spawn { child: b, .. })
         | (Event::Join { child: a, .. }, Event::Join { child: b, .. }) => a == b,
         (Event::Exit, Event::Exit) => true,
         (Event::Panic { message: a, .. }, Event::Panic { message: b, .. }) => !verify || **a == **b,
+        // Different kinds.
+        _ => false,
+    }
+}
+
+/// Objects made and channel messages: the object, the sender and sequence number of each message, and with `verify` the values.
+fn same_message(logged: &Event, actual: &Event<Borrowed<'_>>, verify: bool) -> bool {
+    match (logged, actual) {
         (
             Event::Create {
                 object: a,
@@ -229,7 +283,7 @@ pub(crate) fn compare(
                 payload: pb,
                 ..
             },
-        ) => a == b && sa == sb && bytes(pa, pb),
+        ) => a == b && sa == sb && same_bytes(verify, pa, pb),
         (
             Event::Recv {
                 channel: a,
@@ -245,7 +299,7 @@ pub(crate) fn compare(
                 payload: pb,
                 ..
             },
-        ) => a == b && xa == xb && sa == sb && bytes(pa, pb),
+        ) => a == b && xa == xb && sa == sb && same_bytes(verify, pa, pb),
         (
             Event::RecvNone {
                 channel: a,
@@ -260,17 +314,25 @@ pub(crate) fn compare(
         ) => (a == b || logged.kind() == EventKind::RecvNone) && oa == ob,
         (Event::Select { index: a, .. }, Event::Select { index: b, .. }) => a == b,
         (
-            Event::Outcome {
-                object: a,
-                outcome: oa,
+            Event::Undelivered {
+                channel: a,
+                seq: sa,
                 ..
             },
-            Event::Outcome {
-                object: b,
-                outcome: ob,
+            Event::Undelivered {
+                channel: b,
+                seq: sb,
                 ..
             },
-        ) => a == b && oa == ob,
+        ) => a == b && sa == sb,
+        // Different kinds.
+        _ => false,
+    }
+}
+
+/// Locks, semaphores, atomics and attempts: the object and its version (the order of accesses), and with `verify` the values.
+fn same_sync(logged: &Event, actual: &Event<Borrowed<'_>>, verify: bool) -> bool {
+    match (logged, actual) {
         (
             Event::Lock {
                 object: a,
@@ -284,7 +346,7 @@ pub(crate) fn compare(
                 value: xb,
                 ..
             },
-        ) => a == b && va == vb && bytes(xa, xb),
+        ) => a == b && va == vb && same_bytes(verify, xa, xb),
         (Event::Unlock { object: a, .. }, Event::Unlock { object: b, .. }) => a == b,
         (
             Event::RwAcquire {
@@ -301,7 +363,7 @@ pub(crate) fn compare(
                 value: xb,
                 ..
             },
-        ) => a == b && va == vb && ma == mb && bytes(xa, xb),
+        ) => a == b && va == vb && ma == mb && same_bytes(verify, xa, xb),
         (
             Event::RwRelease {
                 object: a,
@@ -317,17 +379,138 @@ pub(crate) fn compare(
             },
         ) => a == b && va == vb && ma == mb,
         (
-            Event::Undelivered {
-                channel: a,
-                seq: sa,
+            Event::SemAcquire {
+                object: a,
+                version: va,
                 ..
             },
-            Event::Undelivered {
-                channel: b,
-                seq: sb,
+            Event::SemAcquire {
+                object: b,
+                version: vb,
                 ..
             },
-        ) => a == b && sa == sb,
+        )
+        | (
+            Event::SemRelease {
+                object: a,
+                version: va,
+                ..
+            },
+            Event::SemRelease {
+                object: b,
+                version: vb,
+                ..
+            },
+        ) => a == b && va == vb,
+        (
+            Event::Atomic {
+                object: a,
+                version: va,
+                op: oa,
+                value: xa,
+                ..
+            },
+            Event::Atomic {
+                object: b,
+                version: vb,
+                op: ob,
+                value: xb,
+                ..
+            },
+        ) => {
+            a == b
+                && va == vb
+                && oa == ob
+                && match (xa, xb) {
+                    (Some(x), Some(y)) => !verify || x == y,
+                    _ => true,
+                }
+        }
+        (
+            Event::Outcome {
+                object: a,
+                outcome: oa,
+                ..
+            },
+            Event::Outcome {
+                object: b,
+                outcome: ob,
+                ..
+            },
+        ) => a == b && oa == ob,
+        // Different kinds.
+        _ => false,
+    }
+}
+
+/// Values read from outside, e-blocks and marks: every input value, and with `verify` the logged bytes.
+fn same_input(logged: &Event, actual: &Event<Borrowed<'_>>, verify: bool) -> bool {
+    match (logged, actual) {
+        (
+            Event::Clock {
+                source: a,
+                nanos: na,
+            },
+            Event::Clock {
+                source: b,
+                nanos: nb,
+            },
+        ) => a == b && na == nb,
+        (Event::Random { value: a }, Event::Random { value: b }) => a == b,
+        (
+            Event::Answer {
+                question: a,
+                value: va,
+                ..
+            },
+            Event::Answer {
+                question: b,
+                value: vb,
+                ..
+            },
+        ) => a == b && va == vb,
+        (
+            Event::EblockEnter {
+                eblock: a,
+                prelog: pa,
+                ..
+            },
+            Event::EblockEnter {
+                eblock: b,
+                prelog: pb,
+                ..
+            },
+        ) => **a == **b && (!verify || **pa == **pb),
+        (
+            Event::EblockExit {
+                eblock: a,
+                postlog: pa,
+            },
+            Event::EblockExit {
+                eblock: b,
+                postlog: pb,
+            },
+        ) => **a == **b && (!verify || **pa == **pb),
+        (
+            Event::Mark {
+                label: a,
+                value: va,
+                ..
+            },
+            Event::Mark {
+                label: b,
+                value: vb,
+                ..
+            },
+        ) => **a == **b && (!verify || **va == **vb),
+        // Different kinds.
+        _ => false,
+    }
+}
+
+/// Socket events: the socket, sequence numbers and offsets, and with `verify` the data.
+fn same_socket(logged: &Event, actual: &Event<Borrowed<'_>>, verify: bool) -> bool {
+    match (logged, actual) {
         (
             Event::NetOpen {
                 socket: a,
@@ -418,151 +601,9 @@ pub(crate) fn compare(
                 ..
             },
         ) => a == b && oa == ob && ea == eb,
-        (
-            Event::SemAcquire {
-                object: a,
-                version: va,
-                ..
-            },
-            Event::SemAcquire {
-                object: b,
-                version: vb,
-                ..
-            },
-        )
-        | (
-            Event::SemRelease {
-                object: a,
-                version: va,
-                ..
-            },
-            Event::SemRelease {
-                object: b,
-                version: vb,
-                ..
-            },
-        ) => a == b && va == vb,
-        (
-            Event::Atomic {
-                object: a,
-                version: va,
-                op: oa,
-                value: xa,
-                ..
-            },
-            Event::Atomic {
-                object: b,
-                version: vb,
-                op: ob,
-                value: xb,
-                ..
-            },
-        ) => {
-            a == b
-                && va == vb
-                && oa == ob
-                && match (xa, xb) {
-                    (Some(x), Some(y)) => !verify || x == y,
-                    _ => true,
-                }
-        }
-        (
-            Event::Clock {
-                source: a,
-                nanos: na,
-            },
-            Event::Clock {
-                source: b,
-                nanos: nb,
-            },
-        ) => a == b && na == nb,
-        (Event::Random { value: a }, Event::Random { value: b }) => a == b,
-        (
-            Event::Answer {
-                question: a,
-                value: va,
-                ..
-            },
-            Event::Answer {
-                question: b,
-                value: vb,
-                ..
-            },
-        ) => a == b && va == vb,
-        (
-            Event::EblockEnter {
-                eblock: a,
-                prelog: pa,
-                ..
-            },
-            Event::EblockEnter {
-                eblock: b,
-                prelog: pb,
-                ..
-            },
-        ) => **a == **b && (!verify || **pa == **pb),
-        (
-            Event::EblockExit {
-                eblock: a,
-                postlog: pa,
-            },
-            Event::EblockExit {
-                eblock: b,
-                postlog: pb,
-            },
-        ) => **a == **b && (!verify || **pa == **pb),
-        (
-            Event::Mark {
-                label: a,
-                value: va,
-                ..
-            },
-            Event::Mark {
-                label: b,
-                value: vb,
-                ..
-            },
-        ) => **a == **b && (!verify || **va == **vb),
-        // Different kinds, or a kind nothing is logged for in replay (the waiting markers).
-        (
-            Event::Start { .. }
-            | Event::Spawn { .. }
-            | Event::Join { .. }
-            | Event::Exit
-            | Event::Panic { .. }
-            | Event::Create { .. }
-            | Event::Send { .. }
-            | Event::Recv { .. }
-            | Event::RecvNone { .. }
-            | Event::Select { .. }
-            | Event::Lock { .. }
-            | Event::Unlock { .. }
-            | Event::SemAcquire { .. }
-            | Event::SemRelease { .. }
-            | Event::Atomic { .. }
-            | Event::Clock { .. }
-            | Event::Random { .. }
-            | Event::Answer { .. }
-            | Event::EblockEnter { .. }
-            | Event::EblockExit { .. }
-            | Event::Mark { .. }
-            | Event::Blocked { .. }
-            | Event::Undelivered { .. }
-            | Event::JoinBlocked { .. }
-            | Event::Sleep { .. }
-            | Event::Outcome { .. }
-            | Event::RwAcquire { .. }
-            | Event::RwRelease { .. }
-            | Event::NetOpen { .. }
-            | Event::NetWrite { .. }
-            | Event::NetRead { .. }
-            | Event::NetSendTo { .. }
-            | Event::NetRecvFrom { .. }
-            | Event::NetFail { .. },
-            _,
-        ) => false,
-    };
-    if same { Ok(()) } else { Err(()) }
+        // Different kinds.
+        _ => false,
+    }
 }
 
 impl ProcessBackend for ReplayProcess {

@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use ppd_formats::names::ProcessNameError;
+use ppd_formats::ProcessNameError;
 use ppd_formats::{Event, FormatError, ObjectId, ProcessId, Recording, value};
 use serde::{Deserialize, Serialize};
 
@@ -135,7 +135,7 @@ impl Catalog {
             if simple.condition.is_none() {
                 continue;
             }
-            if let Ok(id) = ppd_formats::names::resolve_process(&simple.process, processes()) {
+            if let Ok(id) = ppd_formats::resolve_process(&simple.process, processes()) {
                 tested.entry(id).or_default().push(&simple.event);
             }
         }
@@ -537,11 +537,11 @@ impl Predicate {
     }
 }
 
-/// The rule every command uses ([`ppd_formats::names::resolve_process`]), with suggestions of
+/// The rule every command uses ([`ppd_formats::resolve_process`]), with suggestions of
 /// close names when the name is unknown.
 fn resolve_process(name: &str, catalog: &Catalog) -> Result<ProcessId, ResolveError> {
     let processes = catalog.processes.iter().map(|(id, n)| (*id, n.as_str()));
-    match ppd_formats::names::resolve_process(name, processes) {
+    match ppd_formats::resolve_process(name, processes) {
         Ok(id) => Ok(id),
         Err(ProcessNameError::Ambiguous { ids, .. }) => Err(ResolveError {
             what: "process",
