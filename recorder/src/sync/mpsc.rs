@@ -58,7 +58,25 @@ pub(crate) struct ChannelMeta<T> {
     lanes: Option<Lanes<T>>,
     /// A rendezvous channel's messages its last receiver went away without taking, for their
     /// senders, waiting for them to be taken, to give back.
-    returned: std::sync::Mutex<Vec<Envelope<T>>>,
+    returned: std::sync::Mutex<Returned<T>>,
+}
+
+/// What the last receiver of a rendezvous channel handed back, and whether it has.
+#[derive(Debug)]
+struct Returned<T> {
+    /// Set by the last receiver as it hands back: a send after that must fail at once, for
+    /// nobody will take or hand back its message.
+    closed: bool,
+    messages: Vec<Envelope<T>>,
+}
+
+impl<T> Returned<T> {
+    fn new() -> std::sync::Mutex<Returned<T>> {
+        std::sync::Mutex::new(Returned {
+            closed: false,
+            messages: Vec::new(),
+        })
+    }
 }
 
 impl<T> ChannelMeta<T> {
@@ -69,7 +87,7 @@ impl<T> ChannelMeta<T> {
             values: Values::new(),
             bound: None,
             lanes: None,
-            returned: std::sync::Mutex::new(Vec::new()),
+            returned: Returned::new(),
         })
     }
 
@@ -184,7 +202,7 @@ pub(crate) fn make<T>(
         values: Values::new(),
         bound: capacity.map(|n| Arc::new(Bound::new(n, name, site))),
         lanes: (runtime::mode() == Mode::Replay && receivers == Receivers::One).then(Lanes::new),
-        returned: std::sync::Mutex::new(Vec::new()),
+        returned: Returned::new(),
     });
     (
         Sender {
@@ -288,7 +306,7 @@ impl<T> Sender<T> {
             self.keep_for_sender(gone);
             return Ok(seq);
         }
-        match self.inner.send(env) {
+        match self.deliver(env) {
             Ok(()) => Ok(seq),
             // Replay: the log says the message was delivered, so in the recorded run it sat in
             // the channel until the receiver went away unread; here it went away first. Either
@@ -312,6 +330,23 @@ impl<T> Sender<T> {
 }
 
 impl<T> Sender<T> {
+    /// Puts `env` in the carrier. On a rendezvous channel that is done under the lock its last
+    /// receiver hands messages back with: a message put in after that receiver drained the
+    /// carrier, but before the carrier closed, would sit there untaken while its sender,
+    /// finding it not handed back, reported it taken.
+    fn deliver(&self, env: Envelope<T>) -> Result<(), Envelope<T>> {
+        if !self.meta.bound.as_ref().is_some_and(|b| b.is_rendezvous()) {
+            return self.inner.send(env);
+        }
+        let back = self.meta.returned.lock().unwrap_or_else(|p| p.into_inner());
+        if back.closed {
+            return Err(env);
+        }
+        let sent = self.inner.send(env);
+        drop(back);
+        sent
+    }
+
     /// A send that waits for room in a bounded channel: the room's P, then the send (a
     /// rendezvous send then waits until its message is taken).
     #[inline]
@@ -357,7 +392,7 @@ impl<T> Sender<T> {
             return;
         }
         let mut back = self.meta.returned.lock().unwrap_or_else(|p| p.into_inner());
-        back.extend(gone);
+        back.messages.extend(gone);
     }
 
     /// After a send on a bounded channel delivered message `seq`: a rendezvous send waits
@@ -388,9 +423,10 @@ impl<T> Sender<T> {
         let sender = runtime::current_process().unwrap_or(UNMANAGED_SENDER);
         let returned = {
             let mut back = self.meta.returned.lock().unwrap_or_else(|p| p.into_inner());
-            back.iter()
+            back.messages
+                .iter()
                 .position(|env| env.seq == seq && env.sender == sender)
-                .map(|i| back.swap_remove(i).value)
+                .map(|i| back.messages.swap_remove(i).value)
         };
         match returned {
             Some(value) => {
@@ -709,12 +745,14 @@ impl<T> ReceiverCore<T> {
     /// the message back).
     fn hand_back(&self) {
         let mut back = self.meta.returned.lock().unwrap_or_else(|p| p.into_inner());
+        back.closed = true;
         while let Ok(env) = self.inner.try_recv() {
-            back.push(env);
+            back.messages.push(env);
         }
-        back.extend(self.stash.lock().held.drain().map(|(_, env)| env));
+        back.messages
+            .extend(self.stash.lock().held.drain().map(|(_, env)| env));
         if let Some(lanes) = &self.meta.lanes {
-            lanes.take_all(&mut back);
+            lanes.take_all(&mut back.messages);
         }
     }
 }
