@@ -385,17 +385,26 @@ pub fn current_name() -> Option<String> {
 /// ```
 #[track_caller]
 pub fn sleep(duration: Duration) {
+    let logged = || Event::Sleep {
+        nanos: u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX),
+        site: Some(Location::caller()),
+    };
     match runtime::mode() {
-        // Replay and re-execution do not wait: the log already says what came next.
-        runtime::backend::Mode::Replay | runtime::backend::Mode::Emulate => {}
+        // Re-execution does not wait: the log already says what came next.
+        runtime::backend::Mode::Emulate => {}
+        // Nor does replay, but it takes the sleep's event here, in its turn, so that what the
+        // process does next (a drop's conditional release, say) finds its own event next.
+        runtime::backend::Mode::Replay => {
+            if runtime::current_process().is_some() {
+                runtime::expect(Op::plain(EventKind::Sleep, Some(Location::caller())));
+                runtime::done(&logged());
+            }
+        }
         mode => {
             // Logged before waiting, so that a run killed during the sleep says where each
             // process was. A thread ppd does not manage has no log to say it in.
             if mode == runtime::backend::Mode::Record && runtime::current_process().is_some() {
-                runtime::done(&Event::Sleep {
-                    nanos: u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX),
-                    site: Some(Location::caller()),
-                });
+                runtime::done(&logged());
             }
             std::thread::sleep(duration);
         }

@@ -141,16 +141,21 @@ impl Runtime for ReplayRuntime {
     ) -> Box<dyn ProcessBackend> {
         let _replay_code = ReplayCode::enter();
         let shared = &self.shared;
-        let events = shared
-            .recording
-            .process(id)
-            .and_then(|entry| shared.recording.open_log(entry).ok())
-            .map(|reader| {
-                // The reader lives as long as the replayed program; its events are read
-                // incrementally by this process's backend.
-                let reader: &'static ppd_formats::LogReader = Box::leak(Box::new(reader));
-                reader.events()
-            });
+        // A process the recording has no entry for has no log (it was spawned just before the
+        // run was cut short); one whose log cannot be opened stops, saying why.
+        let events = match shared.recording.process(id) {
+            None => Ok(None),
+            Some(entry) => shared
+                .recording
+                .open_log(entry)
+                .map(|reader| {
+                    // The reader lives as long as the replayed program; its events are read
+                    // incrementally by this process's backend.
+                    let reader: &'static ppd_formats::LogReader = Box::leak(Box::new(reader));
+                    Some(reader.events())
+                })
+                .map_err(|e| e.to_string()),
+        };
         if id.index() < shared.controller.processes() {
             shared.controller.started(id);
         }

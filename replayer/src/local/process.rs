@@ -36,6 +36,10 @@ pub(crate) struct ReplayProcess {
     tests: Option<Local>,
     /// Prelogs of the open e-blocks, for conditions on exits (kept only with a predicate).
     prelogs: Vec<Box<[u8]>>,
+    /// Why the process's log, which the recording has, could not be opened (too many open
+    /// files, say): the replay of the process stops there, saying so, instead of taking the
+    /// log for empty.
+    unreadable: Option<String>,
 }
 
 /// What the backend keeps of the event the current operation must reproduce.
@@ -49,9 +53,13 @@ impl ReplayProcess {
     pub(crate) fn new(
         id: ProcessId,
         shared: Arc<Shared>,
-        events: Option<Events<'static>>,
+        events: Result<Option<Events<'static>>, String>,
         tests: Option<Arc<Tests>>,
     ) -> ReplayProcess {
+        let (events, unreadable) = match events {
+            Ok(events) => (events, None),
+            Err(why) => (None, Some(why)),
+        };
         ReplayProcess {
             id,
             shared,
@@ -60,6 +68,17 @@ impl ReplayProcess {
             current: None,
             tests: tests.map(|t| Local::new(t, id)),
             prelogs: Vec::new(),
+            unreadable,
+        }
+    }
+
+    /// Stops the replay of a process whose log could not be opened, saying why.
+    fn stop_if_unreadable(&mut self) {
+        if let Some(why) = self.unreadable.take() {
+            self.diverge(
+                "the events of its log".into(),
+                format!("its log could not be opened: {why}"),
+            );
         }
     }
 
@@ -83,6 +102,7 @@ impl ReplayProcess {
 
     /// The log has nothing more: this is where the recorded process stopped.
     fn log_ended(&mut self) -> ! {
+        self.stop_if_unreadable();
         // A process spawned just before the run was cut short may have no log at all, and the
         // controllers none of its own: it never started in the recorded run, so it is held
         // before its first event without counting in the run's end.
@@ -226,8 +246,13 @@ pub(crate) fn compare(
         | Event::NetSendTo { .. }
         | Event::NetRecvFrom { .. }
         | Event::NetFail { .. } => same_socket(logged, actual, verify),
-        // Nothing is logged for the waiting markers in replay.
-        Event::Blocked { .. } | Event::JoinBlocked { .. } | Event::Sleep { .. } => false,
+        // A replayed sleep takes its event (`ppd::thread::sleep`), its length checked with
+        // `verify`; nothing is logged for the other waiting markers in replay.
+        Event::Sleep { nanos: a, .. } => match actual {
+            Event::Sleep { nanos: b, .. } => !verify || a == b,
+            _ => false,
+        },
+        Event::Blocked { .. } | Event::JoinBlocked { .. } => false,
     };
     if same { Ok(()) } else { Err(()) }
 }
@@ -659,6 +684,7 @@ impl ProcessBackend for ReplayProcess {
         // next one: either way the log's next event, taken out of it.
         self.current = None;
         let Some(logged) = self.take_next() else {
+            self.stop_if_unreadable();
             self.diverge("the end of the log".into(), describe(event))
         };
         if compare(&logged, event, self.shared.verify).is_err() {
