@@ -89,11 +89,16 @@ pub(crate) fn expand(entry: Entry, args: &TokenStream, item: TokenStream) -> Tok
         }
         Entry::Test => {
             let run = quote_spanned! {span=> ::ppd::__private::test};
+            let should_panic = attrs.iter().any(|a| a.path().is_ident("should_panic"));
             quote! {
                 #[test]
                 #(#attrs)*
                 #vis fn #ident() -> #output {
-                    #run(::core::concat!(::core::module_path!(), "::", ::core::stringify!(#ident)), move || -> #output #block)
+                    #run(
+                        ::core::concat!(::core::module_path!(), "::", ::core::stringify!(#ident)),
+                        #should_panic,
+                        move || -> #output #block,
+                    )
                 }
                 #bindings
             }

@@ -194,31 +194,38 @@ pub mod __private {
         if !runtime::active() {
             return body().exit_code().1;
         }
-        run_as_main(body, MainReturn::exit_code).1
+        run_as_main(body, MainReturn::exit_code, 101).1
     }
 
     /// What a `#[ppd::test]` may return: what libtest accepts of a test.
     pub trait TestReturn {
-        /// The exit code to record: 0 when the test passed.
-        fn recorded_code(&self) -> i32;
+        /// Whether the test passed by returning this.
+        fn passed(&self) -> bool;
     }
 
     impl TestReturn for () {
-        fn recorded_code(&self) -> i32 {
-            0
+        fn passed(&self) -> bool {
+            true
         }
     }
 
     impl<E> TestReturn for Result<(), E> {
-        fn recorded_code(&self) -> i32 {
-            i32::from(self.is_err())
+        fn passed(&self) -> bool {
+            self.is_ok()
         }
+    }
+
+    /// The exit code libtest gives a run of one test: 0 when it passed, 101 when it failed.
+    fn libtest_code(passed: bool) -> i32 {
+        if passed { 0 } else { 101 }
     }
 
     /// Runs test `name`'s body as logical process `main` under the mode the environment
     /// selects. A recording is of one test: a second test started in the same recorded run
-    /// fails, naming itself, rather than mixing two tests' processes in one log.
-    pub fn test<R: TestReturn>(name: &str, body: impl FnOnce() -> R) -> R {
+    /// fails, naming itself, rather than mixing two tests' processes in one log. The exit code
+    /// recorded is the one the test binary exits with, which replay compares: libtest's for
+    /// the test's result (a panic passes a `should_panic` test).
+    pub fn test<R: TestReturn>(name: &str, should_panic: bool, body: impl FnOnce() -> R) -> R {
         static STARTED: AtomicBool = AtomicBool::new(false);
         if std::env::var_os(env::MODE).is_some() && STARTED.swap(true, Ordering::SeqCst) {
             panic!(
@@ -230,14 +237,20 @@ pub mod __private {
         if !runtime::active() {
             return body();
         }
-        run_as_main(body, |value| (value.recorded_code(), value)).1
+        run_as_main(
+            body,
+            |value| (libtest_code(value.passed() != should_panic), value),
+            libtest_code(should_panic),
+        )
+        .1
     }
 
     /// Runs `body` as logical process `main` of an active runtime and finishes the run with the
-    /// code `code_of` reads off its value (101 when it panics, the panic going on).
+    /// code `code_of` reads off its value, or `panic_code` when it panics (the panic going on).
     fn run_as_main<R, T>(
         body: impl FnOnce() -> R,
         code_of: impl FnOnce(R) -> (i32, T),
+        panic_code: i32,
     ) -> (i32, T) {
         runtime::enter_process(ProcessId::MAIN, None, "main");
         match catch_unwind(AssertUnwindSafe(body)) {
@@ -249,7 +262,7 @@ pub mod __private {
             }
             Err(payload) => {
                 runtime::leave_process_panicked();
-                runtime::finish(101, true);
+                runtime::finish(panic_code, true);
                 resume_unwind(payload)
             }
         }
