@@ -644,86 +644,32 @@ impl<T: Serialize + DeserializeOwned> Carries for Receiver<T> {
     }
 }
 
-/// Iterator over received messages; see [`Receiver::iter`].
-///
-/// ```
-/// let (s, r) = ppd::channel::unbounded::<u8>();
-/// drop(s);
-/// let mut it: ppd::channel::Iter<'_, u8> = r.iter();
-/// assert_eq!(it.next(), None);
-/// ```
-#[derive(Debug)]
-pub struct Iter<'a, T> {
-    receiver: &'a Receiver<T>,
-}
-
-impl<T> Iterator for Iter<'_, T> {
-    type Item = T;
-
-    #[track_caller]
-    fn next(&mut self) -> Option<T> {
-        self.receiver.recv().ok()
-    }
-}
-
-/// Iterator over the messages waiting now; see [`Receiver::try_iter`].
-///
-/// ```
-/// let (_s, r) = ppd::channel::unbounded::<u8>();
-/// let mut it: ppd::channel::TryIter<'_, u8> = r.try_iter();
-/// assert_eq!(it.next(), None);
-/// ```
-#[derive(Debug)]
-pub struct TryIter<'a, T> {
-    receiver: &'a Receiver<T>,
-}
-
-impl<T> Iterator for TryIter<'_, T> {
-    type Item = T;
-
-    #[track_caller]
-    fn next(&mut self) -> Option<T> {
-        self.receiver.try_recv().ok()
-    }
-}
-
-/// Owning iterator over received messages: `for msg in r`.
-///
-/// ```
-/// let (s, r) = ppd::channel::unbounded();
-/// s.send('x').unwrap();
-/// drop(s);
-/// let it: ppd::channel::IntoIter<char> = r.into_iter();
-/// assert_eq!(it.collect::<String>(), "x");
-/// ```
-#[derive(Debug)]
-pub struct IntoIter<T> {
-    receiver: Receiver<T>,
-}
-
-impl<T> Iterator for IntoIter<T> {
-    type Item = T;
-
-    #[track_caller]
-    fn next(&mut self) -> Option<T> {
-        self.receiver.recv().ok()
-    }
-}
-
-impl<T> IntoIterator for Receiver<T> {
-    type Item = T;
-    type IntoIter = IntoIter<T>;
-
-    fn into_iter(self) -> IntoIter<T> {
-        IntoIter { receiver: self }
-    }
-}
-
-impl<'a, T> IntoIterator for &'a Receiver<T> {
-    type Item = T;
-    type IntoIter = Iter<'a, T>;
-
-    fn into_iter(self) -> Iter<'a, T> {
-        self.iter()
-    }
+crate::sync::receiver_iterators::receiver_iterators! {
+    /// Iterator over received messages; see [`Receiver::iter`].
+    ///
+    /// ```
+    /// let (s, r) = ppd::channel::unbounded::<u8>();
+    /// drop(s);
+    /// let mut it: ppd::channel::Iter<'_, u8> = r.iter();
+    /// assert_eq!(it.next(), None);
+    /// ```
+    iter;
+    /// Iterator over the messages waiting now; see [`Receiver::try_iter`].
+    ///
+    /// ```
+    /// let (_s, r) = ppd::channel::unbounded::<u8>();
+    /// let mut it: ppd::channel::TryIter<'_, u8> = r.try_iter();
+    /// assert_eq!(it.next(), None);
+    /// ```
+    try_iter;
+    /// Owning iterator over received messages: `for msg in r`.
+    ///
+    /// ```
+    /// let (s, r) = ppd::channel::unbounded();
+    /// s.send('x').unwrap();
+    /// drop(s);
+    /// let it: ppd::channel::IntoIter<char> = r.into_iter();
+    /// assert_eq!(it.collect::<String>(), "x");
+    /// ```
+    into_iter;
 }

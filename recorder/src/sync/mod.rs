@@ -16,6 +16,7 @@ pub mod mpsc;
 mod mutex;
 mod object;
 mod once;
+pub(crate) mod receiver_iterators;
 mod rwlock;
 mod semaphore;
 pub mod values;

@@ -1222,90 +1222,36 @@ impl<T> ReceiverCore<T> {
     }
 }
 
-/// Iterator over received messages; see [`Receiver::iter`].
-///
-/// ```
-/// let (tx, rx) = ppd::sync::mpsc::channel::<u8>();
-/// tx.send(1).unwrap();
-/// drop(tx);
-/// let mut messages: ppd::sync::mpsc::Iter<'_, u8> = rx.iter();
-/// assert_eq!(messages.next(), Some(1));
-/// assert_eq!(messages.next(), None);
-/// ```
-#[derive(Debug)]
-pub struct Iter<'a, T> {
-    receiver: &'a Receiver<T>,
-}
-
-impl<T> Iterator for Iter<'_, T> {
-    type Item = T;
-
-    #[track_caller]
-    fn next(&mut self) -> Option<T> {
-        self.receiver.recv().ok()
-    }
-}
-
-impl<'a, T> IntoIterator for &'a Receiver<T> {
-    type Item = T;
-    type IntoIter = Iter<'a, T>;
-
-    fn into_iter(self) -> Iter<'a, T> {
-        self.iter()
-    }
-}
-
-/// Iterator over the messages waiting now; see [`Receiver::try_iter`].
-///
-/// ```
-/// let (tx, rx) = ppd::sync::mpsc::channel::<u8>();
-/// tx.send(3).unwrap();
-/// let mut waiting: ppd::sync::mpsc::TryIter<'_, u8> = rx.try_iter();
-/// assert_eq!(waiting.next(), Some(3));
-/// assert_eq!(waiting.next(), None);
-/// ```
-#[derive(Debug)]
-pub struct TryIter<'a, T> {
-    receiver: &'a Receiver<T>,
-}
-
-impl<T> Iterator for TryIter<'_, T> {
-    type Item = T;
-
-    #[track_caller]
-    fn next(&mut self) -> Option<T> {
-        self.receiver.try_recv().ok()
-    }
-}
-
-/// Owning iterator over received messages: `for message in rx`.
-///
-/// ```
-/// let (tx, rx) = ppd::sync::mpsc::channel();
-/// tx.send('a').unwrap();
-/// drop(tx);
-/// let messages: ppd::sync::mpsc::IntoIter<char> = rx.into_iter();
-/// assert_eq!(messages.collect::<String>(), "a");
-/// ```
-#[derive(Debug)]
-pub struct IntoIter<T> {
-    receiver: Receiver<T>,
-}
-
-impl<T> Iterator for IntoIter<T> {
-    type Item = T;
-
-    #[track_caller]
-    fn next(&mut self) -> Option<T> {
-        self.receiver.recv().ok()
-    }
-}
-
-impl<T> IntoIterator for Receiver<T> {
-    type Item = T;
-    type IntoIter = IntoIter<T>;
-
-    fn into_iter(self) -> IntoIter<T> {
-        IntoIter { receiver: self }
-    }
+crate::sync::receiver_iterators::receiver_iterators! {
+    /// Iterator over received messages; see [`Receiver::iter`].
+    ///
+    /// ```
+    /// let (tx, rx) = ppd::sync::mpsc::channel::<u8>();
+    /// tx.send(1).unwrap();
+    /// drop(tx);
+    /// let mut messages: ppd::sync::mpsc::Iter<'_, u8> = rx.iter();
+    /// assert_eq!(messages.next(), Some(1));
+    /// assert_eq!(messages.next(), None);
+    /// ```
+    iter;
+    /// Iterator over the messages waiting now; see [`Receiver::try_iter`].
+    ///
+    /// ```
+    /// let (tx, rx) = ppd::sync::mpsc::channel::<u8>();
+    /// tx.send(3).unwrap();
+    /// let mut waiting: ppd::sync::mpsc::TryIter<'_, u8> = rx.try_iter();
+    /// assert_eq!(waiting.next(), Some(3));
+    /// assert_eq!(waiting.next(), None);
+    /// ```
+    try_iter;
+    /// Owning iterator over received messages: `for message in rx`.
+    ///
+    /// ```
+    /// let (tx, rx) = ppd::sync::mpsc::channel();
+    /// tx.send('a').unwrap();
+    /// drop(tx);
+    /// let messages: ppd::sync::mpsc::IntoIter<char> = rx.into_iter();
+    /// assert_eq!(messages.collect::<String>(), "a");
+    /// ```
+    into_iter;
 }
