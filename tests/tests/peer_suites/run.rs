@@ -252,7 +252,7 @@ pub(crate) fn all(binaries: &[Binary]) -> Report {
     }
     let unknown_cuts = CUTS
         .iter()
-        .filter(|c| !jobs.iter().any(|(_, _, name)| name == c.test))
+        .filter(|c| !jobs.iter().any(|(_, _, name)| c.names(name)))
         .map(|c| c.test)
         .collect();
     let next = AtomicUsize::new(0);
