@@ -385,9 +385,11 @@ pub fn current_name() -> Option<String> {
 /// ```
 #[track_caller]
 pub fn sleep(duration: Duration) {
+    // Taken here: inside the closure, `Location::caller()` would name the closure.
+    let site = Location::caller();
     let logged = || Event::Sleep {
         nanos: u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX),
-        site: Some(Location::caller()),
+        site: Some(site),
     };
     match runtime::mode() {
         // Re-execution does not wait: the log already says what came next.
@@ -396,7 +398,7 @@ pub fn sleep(duration: Duration) {
         // process does next (a drop's conditional release, say) finds its own event next.
         runtime::backend::Mode::Replay => {
             if runtime::current_process().is_some() {
-                runtime::expect(Op::plain(EventKind::Sleep, Some(Location::caller())));
+                runtime::expect(Op::plain(EventKind::Sleep, Some(site)));
                 runtime::done(&logged());
             }
         }
