@@ -20,7 +20,6 @@
 
 use std::cell::UnsafeCell;
 use std::fmt;
-use std::mem::MaybeUninit;
 use std::ops::{Deref, DerefMut};
 use std::panic::{Location, RefUnwindSafe, UnwindSafe};
 use std::sync::atomic::{AtomicU8 as PlainU8, AtomicU32 as PlainU32};
@@ -344,7 +343,10 @@ pub struct OnceLock<T> {
     /// Whether `value` holds a value in this process's memory: always when `once` is complete,
     /// except re-executing an e-block, where the logged run may have initialized it elsewhere.
     filled: Fill,
-    value: UnsafeCell<MaybeUninit<T>>,
+    /// `Some` exactly when `filled` says so. An `Option` rather than `MaybeUninit`, so that the
+    /// cell needs no `Drop` of its own: its value is dropped as a field, and a cell of
+    /// references may outlive what they point to when nobody reads it again, as std's may.
+    value: UnsafeCell<Option<T>>,
 }
 
 // SAFETY: the value is written once, under the `Once`, before it is complete; shared
@@ -368,7 +370,7 @@ impl<T> OnceLock<T> {
         OnceLock {
             once: Once::hidden("once_lock", INCOMPLETE),
             filled: Fill::empty(),
-            value: UnsafeCell::new(MaybeUninit::uninit()),
+            value: UnsafeCell::new(None),
         }
     }
 
@@ -386,7 +388,7 @@ impl<T> OnceLock<T> {
         // does.
         if self.filled.for_plain_reads() {
             // SAFETY: filled with `Release` after the value was written.
-            return Some(unsafe { (*self.value.get()).assume_init_ref() });
+            return Some(unsafe { self.filled_ref() });
         }
         self.get_logged(Location::caller())
     }
@@ -397,7 +399,18 @@ impl<T> OnceLock<T> {
         // SAFETY: filled with `Release` after the value was written.
         self.filled
             .is_filled()
-            .then(|| unsafe { (*self.value.get()).assume_init_ref() })
+            .then(|| unsafe { self.filled_ref() })
+    }
+
+    /// The value of a cell seen filled.
+    ///
+    /// # Safety
+    /// The cell is filled (its fill state was read with `Acquire`, or it is borrowed
+    /// exclusively): the value is written and is never written again while shared.
+    #[inline]
+    unsafe fn filled_ref(&self) -> &T {
+        // SAFETY: filled, so `Some`, and nobody writes it while it is shared.
+        unsafe { (*self.value.get()).as_ref().unwrap_unchecked() }
     }
 
     /// `get` under a backend: the logged load of the state orders the caller after the
@@ -423,8 +436,7 @@ impl<T> OnceLock<T> {
     /// ```
     pub fn get_mut(&mut self) -> Option<&mut T> {
         if self.once.completed_mut() && self.filled.is_filled_mut() {
-            // SAFETY: filled, and borrowed exclusively.
-            Some(unsafe { self.value.get_mut().assume_init_mut() })
+            self.value.get_mut().as_mut()
         } else {
             None
         }
@@ -470,7 +482,7 @@ impl<T> OnceLock<T> {
                 self.fill(f());
             }
             // SAFETY: filled.
-            return unsafe { (*self.value.get()).assume_init_ref() };
+            return unsafe { self.filled_ref() };
         }
         let mut f = Some(f);
         self.once.call_once_force(|_| {
@@ -484,7 +496,7 @@ impl<T> OnceLock<T> {
             self.fill(f());
         }
         // SAFETY: complete (the `Once` returned without a panic) and filled.
-        unsafe { (*self.value.get()).assume_init_ref() }
+        unsafe { self.filled_ref() }
     }
 
     /// Blocks until the cell is initialized and returns its value, as std's `OnceLock::wait`
@@ -511,14 +523,14 @@ impl<T> OnceLock<T> {
     fn fill_mut(&mut self, value: T) -> &mut T {
         *self.once.state.get_mut() = COMPLETE;
         self.filled.set();
-        self.value.get_mut().write(value)
+        self.value.get_mut().insert(value)
     }
 
     /// Writes the value; only the one caller that runs the initializer (or, re-executing an
     /// e-block, the only process) does.
     fn fill(&self, value: T) {
         // SAFETY: exclusive: under the `Once`'s lock before completion, or alone in emulation.
-        unsafe { (*self.value.get()).write(value) };
+        unsafe { *self.value.get() = Some(value) };
         self.filled.set();
     }
 
@@ -546,8 +558,7 @@ impl<T> OnceLock<T> {
         *self.once.state.get_mut() = INCOMPLETE;
         *self.once.generation.get_mut() += 1;
         self.filled.clear_mut();
-        // SAFETY: it was filled, and is marked empty now, so it is read out once.
-        Some(unsafe { self.value.get_mut().assume_init_read() })
+        self.value.get_mut().take()
     }
 
     /// A bare `get` re-executing an e-block, of a value the logged run found initialized
@@ -560,12 +571,6 @@ impl<T> OnceLock<T> {
              re-executed e-block (its value is never logged: read it with get_or_init, whose \
              initializer can rebuild it)"
         ))
-    }
-}
-
-impl<T> Drop for OnceLock<T> {
-    fn drop(&mut self) {
-        drop(self.take());
     }
 }
 
@@ -582,7 +587,7 @@ impl<T> From<T> for OnceLock<T> {
         let cell = OnceLock {
             once: Once::hidden("once_lock", COMPLETE),
             filled: Fill::empty(),
-            value: UnsafeCell::new(MaybeUninit::uninit()),
+            value: UnsafeCell::new(None),
         };
         cell.fill(value);
         cell
@@ -647,7 +652,7 @@ impl<T, F: FnOnce() -> T> LazyLock<T, F> {
             cell: OnceLock {
                 once: Once::hidden("lazy_lock", INCOMPLETE),
                 filled: Fill::empty(),
-                value: UnsafeCell::new(MaybeUninit::uninit()),
+                value: UnsafeCell::new(None),
             },
             init: UnsafeCell::new(Some(f)),
         }
@@ -716,8 +721,10 @@ impl<T, F: FnOnce() -> T> LazyLock<T, F> {
             };
             return cell.fill_mut(value);
         }
-        // SAFETY: complete and filled, and borrowed exclusively.
-        unsafe { cell.value.get_mut().assume_init_mut() }
+        match cell.value.get_mut() {
+            Some(value) => value,
+            None => unreachable!("a filled cell holds its value"),
+        }
     }
 }
 

@@ -333,6 +333,36 @@ impl<T> RwLock<T> {
         }
     }
 
+    /// The read acquisition of a downgrade, logged while the write hold is still the caller's
+    /// (`held`), so it takes the version right after the write's release. Re-executing, the
+    /// value is already the one the writer left: nothing is restored.
+    #[rustversion::since(1.92)]
+    #[inline(never)]
+    fn log_downgraded_read(&self, held: &Option<T>, site: &'static Location<'static>) {
+        let object = self.meta.id();
+        let logged = runtime::expect(Op::on(EventKind::RwAcquire, object, Some(site)));
+        let log = |version, prev| {
+            let value = lock_core::logged_value(&self.values, held);
+            runtime::done(&Event::RwAcquire {
+                object,
+                version,
+                prev,
+                mode: RwMode::Read,
+                site: Some(site),
+                value: value.as_deref(),
+            });
+        };
+        match expected::version(&logged) {
+            Some((version, prev)) => {
+                self.meta
+                    .replay(version, prev, || (), |()| log(version, prev))
+            }
+            None => self
+                .meta
+                .record_logged(|| (), |(), version, prev| log(version, prev)),
+        }
+    }
+
     /// Re-executing an e-block: the guarded value is the one this acquisition logged, put in
     /// place before the acquisition (nothing else runs). A lock the re-execution made itself
     /// keeps its own value when none was logged; one rebuilt from the prelog has no other, and
@@ -421,10 +451,13 @@ fn try_wrap<G, W>(tried: TryLockResult<G>, wrap: impl FnOnce(G) -> W) -> TryLock
 }
 
 /// Shared access to the locked value; the read hold ends when the guard is dropped.
+///
+/// Covariant in `T`, as std's: it keeps the lock's versioning (`ObjectMeta`, which does not
+/// name `T`), not the lock, whose interior mutability would make it invariant.
 pub struct RwLockReadGuard<'a, T> {
     /// Dropped by hand, after the release is logged (see `MutexGuard`).
     inner: ManuallyDrop<StdRead<'a, T>>,
-    lock: &'a RwLock<T>,
+    meta: &'a ObjectMeta,
     site: &'static Location<'static>,
 }
 
@@ -441,7 +474,7 @@ impl<'a, T> RwLockReadGuard<'a, T> {
     fn new(inner: StdRead<'a, T>, lock: &'a RwLock<T>, site: &'static Location<'static>) -> Self {
         RwLockReadGuard {
             inner: ManuallyDrop::new(inner),
-            lock,
+            meta: &lock.meta,
             site,
         }
     }
@@ -456,6 +489,37 @@ impl<'a, T> RwLockWriteGuard<'a, T> {
             site,
         }
     }
+
+    /// Turns the write hold into a read hold with no writer in between, as std's
+    /// `RwLockWriteGuard::downgrade` (Rust 1.92 and later). Logged as the write's release and
+    /// a read's acquisition, both versioned while the write hold is still this guard's, so
+    /// that nothing comes between them in the lock's order and replay makes them together.
+    ///
+    /// ```
+    /// use ppd::sync::{RwLock, RwLockWriteGuard};
+    /// let lock = RwLock::new(1);
+    /// let mut w = lock.write().unwrap();
+    /// *w += 1;
+    /// let r = RwLockWriteGuard::downgrade(w);
+    /// assert_eq!(*r, 2);
+    /// assert!(lock.try_write().is_err(), "still held, for reading");
+    /// assert_eq!(*lock.try_read().unwrap(), 2);
+    /// ```
+    #[rustversion::since(1.92)]
+    #[track_caller]
+    pub fn downgrade(guard: Self) -> RwLockReadGuard<'a, T> {
+        let site = Location::caller();
+        let mut guard = ManuallyDrop::new(guard);
+        // SAFETY: taken once, and the guard around it is never dropped (its release is logged
+        // here instead).
+        let inner = unsafe { ManuallyDrop::take(&mut guard.inner) };
+        let lock = guard.lock;
+        if runtime::active() {
+            log_release(&lock.meta, RwMode::Write, guard.site);
+            lock.log_downgraded_read(&inner, site);
+        }
+        RwLockReadGuard::new(StdWrite::downgrade(inner), lock, site)
+    }
 }
 
 impl<T> Deref for RwLockReadGuard<'_, T> {
@@ -465,7 +529,7 @@ impl<T> Deref for RwLockReadGuard<'_, T> {
     fn deref(&self) -> &T {
         match &**self.inner {
             Some(v) => v,
-            None => lock_core::vacant(LockKind::RwLock, self.lock.meta.id()),
+            None => lock_core::vacant(LockKind::RwLock, self.meta.id()),
         }
     }
 }
@@ -520,7 +584,7 @@ impl<T> Drop for RwLockReadGuard<'_, T> {
     #[inline(always)]
     fn drop(&mut self) {
         if runtime::active() {
-            log_release(&self.lock.meta, RwMode::Read, self.site);
+            log_release(self.meta, RwMode::Read, self.site);
         }
         // SAFETY: dropped once, here, and never used again.
         unsafe { ManuallyDrop::drop(&mut self.inner) };

@@ -1,6 +1,7 @@
 //! Conformance of `ppd::sync::OnceLock` with the documented behaviour of
 //! `std::sync::OnceLock`: `get`, `set`, `get_or_init` (one initializer, panics leave the cell
-//! empty), `get_mut`, `take`, `into_inner`, `From`, `Clone`, `Default` and use as a `static`.
+//! empty), `get_mut`, `take`, `into_inner`, `From`, `Clone`, `Default`, use as a `static`,
+//! and its drop check (a cell of references may outlive them).
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -215,4 +216,34 @@ fn cells_compare_by_their_contents() {
     b.set(1).unwrap();
     assert!(a == b);
     assert!(OnceLock::from(2) != a);
+}
+
+/// std's `OnceLock<T>` may hold references that die before the cell does, as long as nothing
+/// reads them again: dropping the cell only drops its value (std's drop check). A cell with a
+/// `Drop` of its own does not compile here.
+#[test]
+fn a_cell_of_references_may_outlive_what_they_point_to() {
+    let cell = OnceLock::new();
+    {
+        let short_lived = String::from("short-lived");
+        cell.set(&short_lived).unwrap();
+        assert_eq!(cell.get().map(|s| s.len()), Some(11));
+    }
+}
+
+/// Dropping a full cell drops its value once; an empty or taken cell drops nothing.
+#[test]
+fn dropping_a_cell_drops_its_value_once() {
+    let counted = Arc::new(());
+    let cell = OnceLock::new();
+    cell.set(Arc::clone(&counted)).unwrap();
+    assert_eq!(Arc::strong_count(&counted), 2);
+    drop(cell);
+    assert_eq!(Arc::strong_count(&counted), 1, "the value was dropped with the cell");
+    let mut taken = OnceLock::from(Arc::clone(&counted));
+    let value = taken.take();
+    drop(taken);
+    assert_eq!(Arc::strong_count(&counted), 2, "a taken cell drops nothing");
+    drop(value);
+    assert_eq!(Arc::strong_count(&counted), 1);
 }

@@ -1,10 +1,11 @@
 //! Conformance of `ppd::sync::RwLock` and its guards with the documented behaviour of
 //! `std::sync::RwLock`: many readers or one writer, `try_read`/`try_write` and `WouldBlock`,
-//! poisoning only by a panicking writer, `clear_poison`, `into_inner`, `get_mut` and `Default`.
+//! poisoning only by a panicking writer, `clear_poison`, `into_inner`, `get_mut`, `Default`,
+//! `RwLockWriteGuard::downgrade` and the read guard's covariance.
 
 use std::sync::Arc;
 
-use ppd::sync::{RwLock, TryLockError};
+use ppd::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
 use ppd::thread;
 
 /// Panics in another thread while holding `lock` for writing, after setting it to `value`.
@@ -196,4 +197,64 @@ fn default_rwlock_holds_the_default_value_unlocked() {
 fn from_makes_an_unlocked_lock() {
     let lock = RwLock::from(5);
     assert_eq!(*lock.try_write().expect("a new lock is unlocked"), 5);
+}
+
+/// std `RwLockWriteGuard::downgrade`: "atomically changes the state of the RwLock from
+/// exclusive mode into shared mode" — a writer already waiting does not come in between, so
+/// the reader sees what the downgraded writer left.
+#[test]
+fn downgrade_lets_no_waiting_writer_in_between() {
+    let lock = Arc::new(RwLock::new(1));
+    let mut w = lock.write().unwrap();
+    *w = 2;
+    let l2 = Arc::clone(&lock);
+    let writer = thread::spawn(move || *l2.write().unwrap() = 3);
+    // Give the writer time to wait for the lock; it passes either way, but is only a real
+    // check when the writer waits.
+    thread::sleep(std::time::Duration::from_millis(20));
+    let r = RwLockWriteGuard::downgrade(w);
+    assert_eq!(*r, 2, "no writer came between the write and the downgraded read");
+    drop(r);
+    writer.join().unwrap();
+    assert_eq!(*lock.read().unwrap(), 3, "the waiting writer went after the read");
+}
+
+/// std `RwLockWriteGuard::downgrade`: "After downgrading, other readers will be allowed to
+/// read the protected data", and writers still are not.
+#[test]
+fn downgrade_admits_other_readers_but_not_writers() {
+    let lock = Arc::new(RwLock::new(String::from("a")));
+    let mut w = lock.write().unwrap();
+    w.push('b');
+    let r = RwLockWriteGuard::downgrade(w);
+    let l2 = Arc::clone(&lock);
+    let other = thread::spawn(move || {
+        let read = l2.try_read().map(|g| g.clone()).ok();
+        let wrote = l2.try_write().is_ok();
+        (read, wrote)
+    });
+    assert_eq!(
+        other.join().unwrap(),
+        (Some(String::from("ab")), false),
+        "a reader shares the downgraded hold, a writer would block"
+    );
+    assert_eq!(*r, "ab");
+}
+
+/// std's `RwLockReadGuard<'_, T>` is covariant in `T`: a guard over `&'static str` is taken
+/// where a guard over a shorter-lived `&str` is wanted. (This is checked by the compiler: an
+/// invariant guard does not compile here.)
+#[test]
+fn read_guards_are_covariant_in_their_value() {
+    fn longer<'a>(guard: RwLockReadGuard<'_, &'a str>, other: &'a str) -> &'a str {
+        if guard.len() >= other.len() {
+            *guard
+        } else {
+            other
+        }
+    }
+    let lock: RwLock<&'static str> = RwLock::new("static");
+    let local = String::from("a longer local");
+    assert_eq!(longer(lock.read().unwrap(), &local), "a longer local");
+    assert_eq!(longer(lock.read().unwrap(), "st"), "static");
 }
