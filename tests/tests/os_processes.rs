@@ -169,6 +169,33 @@ fn a_server_and_two_clients_over_tcp_record_as_three_nodes_that_replay_and_why_c
     for handler in ["server/handler-0", "server/handler-1"] {
         assert_crosses_the_wire(&why_handler(work.path(), &dir, handler), "tcp");
     }
+
+    // The total's mutex is created at its first use, by whichever handler comes first; the
+    // other's e-block takes it as an argument. Halting either handler at its entry must not
+    // wait, unseen, for the creator held before it starts.
+    for handler in ["handler-0", "handler-1"] {
+        let stop = format!("server/{handler}: enter handle");
+        let (halted, _) = ppd_ok(work.path(), &["replay", d, "--json", "--stop", &stop]);
+        let state: Value = serde_json::from_str(&halted).unwrap();
+        let server = state["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["node"] == "server")
+            .unwrap_or_else(|| panic!("no server node: {state:#}"));
+        let held = server["state"]["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == handler)
+            .unwrap_or_else(|| panic!("no {handler}: {server:#}"));
+        assert_eq!(held["kind"], "eblock_enter", "{stop}: {held:#}");
+        assert_eq!(
+            held["holds"][0],
+            format!("{handler}: enter handle"),
+            "{held:#}"
+        );
+    }
 }
 
 #[test]

@@ -87,6 +87,16 @@ pub enum Dependency {
         /// The process.
         child: ProcessId,
     },
+    /// The creation of an object registered at its first use (`sync::object`) whose id this
+    /// process cannot know yet: its next logged event does not name it (an e-block's entry
+    /// whose arguments do, say). The process whose log has the `Create` of this kind at this
+    /// site makes it; replay looks the creator up in the logs.
+    Creation {
+        /// What the object is.
+        kind: ObjectKind,
+        /// Where it was constructed.
+        site: &'static Location<'static>,
+    },
 }
 
 /// One logical process's backend.

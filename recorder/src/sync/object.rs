@@ -214,12 +214,15 @@ impl ObjectMeta {
                 // next event is this object's unless it is the creation of another: then
                 // which process registers this one is not known here.)
                 Some(e) => {
-                    if let Some(id) = e.object().filter(|_| !matches!(e, Event::Create { .. })) {
-                        runtime::waiting_for(Dependency::Version {
+                    match e.object().filter(|_| !matches!(e, Event::Create { .. })) {
+                        Some(id) => runtime::waiting_for(Dependency::Version {
                             object: id,
                             version: 0,
                             by: id.creator(),
-                        });
+                        }),
+                        // Without the id, say what is awaited: a held creator would
+                        // otherwise leave this process waiting where no controller sees it.
+                        None => runtime::waiting_for(Dependency::Creation { kind, site }),
                     }
                     self.await_registration()
                 }

@@ -57,6 +57,8 @@ impl Need {
             Need::Dep(Dependency::Message { sender, .. }) => Some(sender),
             Need::Dep(Dependency::Version { by, .. }) => Some(by),
             Need::Dep(Dependency::Exit { child }) => Some(child),
+            // Not found in the logs (`creations`): nobody is known to make it.
+            Need::Dep(Dependency::Creation { .. }) => None,
             Need::Spawn(child) => parents.get(child.index()).copied().flatten(),
         }
     }
@@ -75,6 +77,10 @@ impl Need {
                 by,
             }) => format!("access {version} of {object} by {}", name(by)),
             Need::Dep(Dependency::Exit { child }) => format!("the end of {}", name(child)),
+            Need::Dep(Dependency::Creation { kind, site }) => {
+                let kind = kind.name();
+                format!("the creation of the {kind} made at {site}, which no log has left")
+            }
             Need::Spawn(child) => format!("the spawn of {}", name(child)),
         }
     }
@@ -112,6 +118,8 @@ impl Produced {
                 .get(&object)
                 .is_some_and(|(v, _)| *v >= version),
             Need::Dep(Dependency::Exit { child }) => self.exits.contains_key(&child),
+            // The waiter goes on by itself once the object is registered.
+            Need::Dep(Dependency::Creation { .. }) => false,
             Need::Spawn(child) => self.spawns.contains_key(&child),
         }
     }
@@ -561,6 +569,11 @@ impl Controller {
         }
     }
 
+    /// Whether `object`'s `Create` has been replayed.
+    pub(crate) fn created(&self, object: ObjectId) -> bool {
+        self.lock().produced.created.contains(&object)
+    }
+
     /// The process is about to block on `need` (Algorithm 1's TrytoExecuteNext: ask the
     /// producer for it).
     pub(crate) fn request(&self, p: ProcessId, need: Need) {
@@ -1005,13 +1018,25 @@ impl Controller {
                     .enumerate()
                     .filter_map(|(i, lc)| {
                         let target = targets.get(i).copied().flatten()?;
-                        (lc.position != target).then(|| {
-                            format!(
-                                "{} stopped after {} events instead of {target}",
-                                self.name(i),
-                                lc.position,
-                            )
-                        })
+                        let name = self.name(i);
+                        let position = lc.position;
+                        // Past the cut: a process of the cut could not reach its place without
+                        // something this one did later (an object it created on first use).
+                        (position > target)
+                            .then(|| {
+                                format!(
+                                    "{name} had to run on to {position} events (not {target}): \
+                                 another process needed what it did there"
+                                )
+                            })
+                            .or_else(|| {
+                                (position < target).then(|| {
+                                    format!(
+                                        "{name} stopped after {position} events instead of \
+                                     {target} (is the cut consistent?)"
+                                    )
+                                })
+                            })
                     })
                     .collect();
                 if missed.is_empty() {
@@ -1022,10 +1047,7 @@ impl Controller {
                     }
                 } else {
                     Report::Unsatisfiable {
-                        reason: format!(
-                            "the cut cannot be reached (is it consistent?): {}",
-                            missed.join("; ")
-                        ),
+                        reason: format!("the cut cannot be reached: {}", missed.join("; ")),
                     }
                 }
             }

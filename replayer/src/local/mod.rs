@@ -5,6 +5,7 @@
 //! forces every nondeterministic choice to its logged outcome.
 
 mod control;
+mod creations;
 mod process;
 
 pub use control::replay_clocks;
@@ -12,15 +13,18 @@ pub(crate) use process::{compare, describe_op, op_matches};
 
 use std::io::BufReader;
 use std::os::unix::net::UnixStream;
+use std::panic::Location;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use ppd_formats::event::ObjectKind;
 use ppd_formats::{ProcessId, Recording};
-use ppd_recorder::runtime::backend::{Mode, ProcessBackend, Runtime};
+use ppd_recorder::runtime::backend::{Dependency, Mode, ProcessBackend, Runtime};
 use ppd_recorder::runtime::{self, ReplayCode, env};
 
 use self::control::Controller;
+use self::creations::Creations;
 use self::process::ReplayProcess;
 use crate::protocol::{self, Command, Report, Setup};
 
@@ -32,6 +36,29 @@ pub(crate) struct Shared {
     recording: Recording,
     controller: Controller,
     verify: bool,
+    /// Read on first need (`creations`).
+    creations: OnceLock<Creations>,
+}
+
+impl Shared {
+    /// What a process waiting for the creation of an object of `kind` made at `site` waits
+    /// for: access 0 of the first such object not created yet, by its creator. `None` when the
+    /// logs have no such creation left.
+    fn creation_awaited(&self, kind: ObjectKind, site: &Location<'_>) -> Option<Dependency> {
+        let creations = self
+            .creations
+            .get_or_init(|| Creations::read(&self.recording));
+        let object = creations
+            .at(kind, site)
+            .iter()
+            .copied()
+            .find(|&object| !self.controller.created(object))?;
+        Some(Dependency::Version {
+            object,
+            version: 0,
+            by: object.creator(),
+        })
+    }
 }
 
 impl std::fmt::Debug for Shared {
@@ -91,6 +118,7 @@ impl ReplayRuntime {
                 recording,
                 controller,
                 verify: setup.verify,
+                creations: OnceLock::new(),
             }),
         }
     }

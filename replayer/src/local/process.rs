@@ -696,6 +696,14 @@ impl ProcessBackend for ReplayProcess {
 
     fn waiting_for(&mut self, dependency: Dependency) {
         let _replay_code = ReplayCode::enter();
+        // Held processes run only on request: name the creator, so that it can be asked.
+        let dependency = match dependency {
+            Dependency::Creation { kind, site } if !self.others_run_freely() => self
+                .shared
+                .creation_awaited(kind, site)
+                .unwrap_or(dependency),
+            other => other,
+        };
         self.shared
             .controller
             .request(self.id, Need::Dep(dependency));
