@@ -609,7 +609,7 @@ fn a_predicate_that_never_holds_is_explained_in_the_users_names() {
     let out = ppd(work.path(), &["replay", rec, "--to", "P3=3,P1=0"]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("P1 stopped after"), "{err}");
+    assert!(err.contains("P1 had to run on to"), "{err}");
     // One rule for names: `p2` is P1 here (no process is called p2), and an unknown name
     // lists the processes there are.
     let out = ppd(work.path(), &["replay", rec, "--to", "p2=1"]);
