@@ -26,8 +26,10 @@ use proc_macro::TokenStream;
 /// arguments when it returns (the postlog), so that `ppd why` can re-execute any one call from
 /// the log and trace every statement of it.
 ///
-/// Arguments and the result must be `Serialize + Deserialize` (channel ends, mutexes and
-/// atomics of ppd are, as handles). Methods need `#[ppd::eblocks]` on their `impl` block.
+/// Arguments and the result may be of any type: serde ones (channel ends, mutexes and atomics
+/// of ppd are, as handles) are logged as themselves, others by their type and `Debug` form, and
+/// a re-execution stops at those, naming them. Methods need `#[ppd::eblocks]` on their `impl`
+/// block.
 #[proc_macro_attribute]
 pub fn eblock(args: TokenStream, item: TokenStream) -> TokenStream {
     eblock::expand_fn(&args.into(), item.into()).into()

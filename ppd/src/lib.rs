@@ -105,22 +105,6 @@ pub mod __private {
     pub use ppd_recorder::{eblock, tracer};
     pub use ppd_replayer::emulate;
 
-    /// What an e-block argument or result must be: logged in prelogs and postlogs, rebuilt
-    /// from them when the e-block is re-executed.
-    #[diagnostic::on_unimplemented(
-        message = "`{Self}` cannot be logged as an e-block argument or result",
-        label = "not serializable",
-        note = "e-block arguments and results are logged at entry and exit, and rebuilt from the \
-                log to re-execute the e-block: derive `serde::Serialize` and \
-                `serde::Deserialize` for `{Self}`, or keep it out of the e-block's signature"
-    )]
-    pub trait Loggable: serde::Serialize + serde::de::DeserializeOwned {}
-
-    impl<T: serde::Serialize + serde::de::DeserializeOwned> Loggable for T {}
-
-    /// Fails to compile, at the argument, when `T` is not [`Loggable`].
-    pub fn assert_loggable<T: Loggable>() {}
-
     use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
     use std::process::ExitCode;
     use std::sync::atomic::{AtomicBool, Ordering};

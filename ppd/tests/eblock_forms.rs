@@ -55,8 +55,24 @@ impl Account {
     }
 }
 
+/// Neither serde nor `Debug`: logged by its type's name.
+struct Opaque(u8);
+
+/// `Debug` only: logged by its `Debug` form.
+#[derive(Debug)]
+struct Handle(u8);
+
+#[ppd::eblock]
+fn not_serde(opaque: Opaque, handle: &mut Handle, rc: std::rc::Rc<u8>) -> Handle {
+    handle.0 += opaque.0;
+    Handle(handle.0 + *rc)
+}
+
 #[ppd::main]
 fn main() {
+    let mut handle = Handle(1);
+    assert_eq!(not_serde(Opaque(2), &mut handle, std::rc::Rc::new(4)).0, 7);
+    assert_eq!(handle.0, 3);
     let mut account = Account::open(5);
     account.deposit(2);
     let mut log = Vec::new();

@@ -111,6 +111,16 @@ pub struct Postlog {
 }
 
 impl Postlog {
+    /// Stops a re-execution that needs the logged `name` of a nested instance whose type
+    /// is not serde (`logged`).
+    pub fn unlogged<T>(&self, name: &str, type_name: &str) -> T {
+        let what = match name {
+            "%0" => format!("the result of the nested e-block {}", self.eblock),
+            _ => format!("`{name}` after the nested e-block {}", self.eblock),
+        };
+        diverged(&logged::stop_reason(&what, type_name))
+    }
+
     /// The logged value of `name` (`%0` for the return value).
     pub fn take<T: DeserializeOwned>(&self, name: &str) -> T {
         let entries = match value::map_entries(&self.bytes) {
@@ -127,5 +137,148 @@ impl Postlog {
                 self.eblock
             )),
         }
+    }
+}
+
+/// E-block arguments and results of any type. A serde value is logged as itself; one that is
+/// not is logged as a mark naming its type (and its `Debug` form when it has one), so that no
+/// argument keeps a function from being an e-block. A re-execution cannot rebuild such a value:
+/// it stops where it needs one and says which (`Postlog::unlogged`, and the emulator's
+/// arguments). The attribute calls these as `(&&&Logged(&value)).log_entry(..)` with the three
+/// traits in scope, so that method resolution picks the best one (autoref specialization, as
+/// `tracer::probe`).
+pub mod logged {
+    use std::fmt::Debug;
+    use std::marker::PhantomData;
+
+    use ppd_formats::value::{self, MapWriter};
+    use serde::Serialize;
+    use serde::de::DeserializeOwned;
+
+    use super::Postlog;
+
+    /// The key of the mark that stands for a value that is not serde.
+    pub const NOT_LOGGED: &str = "$not_logged";
+
+    /// What is logged for a value that is not serde.
+    #[derive(Debug, Serialize)]
+    struct Mark {
+        #[serde(rename = "$not_logged")]
+        type_name: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        debug: Option<String>,
+    }
+
+    impl Mark {
+        fn of<T: ?Sized>(debug: Option<String>) -> Mark {
+            Mark {
+                type_name: std::any::type_name::<T>(),
+                debug,
+            }
+        }
+    }
+
+    /// A value to log.
+    #[derive(Debug)]
+    pub struct Logged<'a, T: ?Sized>(pub &'a T);
+
+    /// Logs a serde value.
+    pub trait ViaSerialize {
+        /// Writes the value into a prelog or postlog.
+        fn log_entry(&self, map: &mut MapWriter, name: &str);
+        /// The value's bytes, as a log holds them.
+        fn logged_bytes(&self) -> Vec<u8>;
+    }
+
+    impl<T: Serialize + ?Sized> ViaSerialize for &&Logged<'_, T> {
+        fn log_entry(&self, map: &mut MapWriter, name: &str) {
+            map.entry(name, self.0);
+        }
+        fn logged_bytes(&self) -> Vec<u8> {
+            value::encode(self.0).unwrap_or_default()
+        }
+    }
+
+    /// Logs the mark of a value that is not serde, with its `Debug` form.
+    pub trait ViaDebug {
+        /// Writes the mark into a prelog or postlog.
+        fn log_entry(&self, map: &mut MapWriter, name: &str);
+        /// The mark's bytes.
+        fn logged_bytes(&self) -> Vec<u8>;
+    }
+
+    impl<T: Debug + ?Sized> ViaDebug for &Logged<'_, T> {
+        fn log_entry(&self, map: &mut MapWriter, name: &str) {
+            map.entry(name, &Mark::of::<T>(Some(format!("{:?}", self.0))));
+        }
+        fn logged_bytes(&self) -> Vec<u8> {
+            value::encode(&Mark::of::<T>(Some(format!("{:?}", self.0)))).unwrap_or_default()
+        }
+    }
+
+    /// Logs the mark of a value that is neither serde nor `Debug`: its type alone.
+    pub trait ViaNothing {
+        /// Writes the mark into a prelog or postlog.
+        fn log_entry(&self, map: &mut MapWriter, name: &str);
+        /// The mark's bytes.
+        fn logged_bytes(&self) -> Vec<u8>;
+    }
+
+    impl<T: ?Sized> ViaNothing for Logged<'_, T> {
+        fn log_entry(&self, map: &mut MapWriter, name: &str) {
+            map.entry(name, &Mark::of::<T>(None));
+        }
+        fn logged_bytes(&self) -> Vec<u8> {
+            value::encode(&Mark::of::<T>(None)).unwrap_or_default()
+        }
+    }
+
+    /// A value of type `T` to take back from a log: `(&&Rebuilt::<T>::new()).take(..)`.
+    #[derive(Debug)]
+    pub struct Rebuilt<T>(PhantomData<fn() -> T>);
+
+    impl<T> Rebuilt<T> {
+        /// For the type `T`.
+        pub fn new() -> Self {
+            Rebuilt(PhantomData)
+        }
+    }
+
+    impl<T> Default for Rebuilt<T> {
+        fn default() -> Self {
+            Rebuilt::new()
+        }
+    }
+
+    /// Takes a serde value back from a nested instance's postlog.
+    pub trait TakeLogged<T> {
+        /// The logged value of `name`.
+        fn take(&self, postlog: &Postlog, name: &str) -> T;
+    }
+
+    impl<T: DeserializeOwned> TakeLogged<T> for &Rebuilt<T> {
+        fn take(&self, postlog: &Postlog, name: &str) -> T {
+            postlog.take(name)
+        }
+    }
+
+    /// A value that is not serde cannot be taken back: the re-execution stops.
+    pub trait TakeUnlogged<T> {
+        /// Stops the re-execution, naming the value.
+        fn take(&self, postlog: &Postlog, name: &str) -> T;
+    }
+
+    impl<T> TakeUnlogged<T> for Rebuilt<T> {
+        fn take(&self, postlog: &Postlog, name: &str) -> T {
+            postlog.unlogged(name, std::any::type_name::<T>())
+        }
+    }
+
+    /// Why a re-execution stopped at a value that is not serde, in the user's words.
+    pub fn stop_reason(what: &str, type_name: &str) -> String {
+        format!(
+            "{what} is a `{type_name}`, which is not serde (Serialize and Deserialize): it was \
+             not logged, so the re-execution cannot rebuild it and stops here"
+        )
     }
 }

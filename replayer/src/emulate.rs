@@ -27,6 +27,7 @@ use ppd_formats::eblock_trace::{Captured, EblockInfo, EblockTrace, Leak, Message
 use ppd_formats::event::{Nesting, Owned, RwMode};
 use ppd_formats::value;
 use ppd_formats::{Borrowed, Event, EventKind, LogReader, ProcessId, Recording};
+use ppd_recorder::eblock::logged;
 use ppd_recorder::runtime::backend::{Dependency, Mode, Op, ProcessBackend, Runtime};
 use ppd_recorder::runtime::{self, env};
 use ppd_recorder::task::Compute;
@@ -89,10 +90,56 @@ impl Ctx {
         }
     }
 
-    /// A result of the re-execution, to compare with the postlog (`%0` or a `&mut` parameter).
-    pub fn output<T: Serialize + ?Sized>(&mut self, name: &str, value: &T) {
-        let bytes = value::encode(value).unwrap_or_default();
+    /// Parameter `name`, whose type is not serde: the prelog has only its mark
+    /// (`ppd_recorder::eblock::logged`), recorded as the instance's entry, and the
+    /// re-execution stops here, saying which argument it could not rebuild.
+    pub fn unlogged_arg<T>(&mut self, name: &str, site: &'static Statement, type_name: &str) -> T {
+        self.arg_bytes(name, site);
+        runtime::diverged(&logged::stop_reason(
+            &format!("the argument `{name}`"),
+            type_name,
+        ))
+    }
+
+    /// A result of the re-execution as a log holds it (`Logged::logged_bytes`), to compare
+    /// with the postlog (`%0` or a `&mut` parameter).
+    pub fn output(&mut self, name: &str, bytes: Vec<u8>) {
         self.outputs.push((name.to_owned(), bytes));
+    }
+}
+
+/// The arguments of a re-executed instance, of any type: `(&&Rebuilt::<T>::new()).arg(..)`
+/// with both traits in scope rebuilds a serde value from the prelog and stops at any other
+/// (autoref specialization, as `ppd_recorder::eblock::logged`).
+pub mod arguments {
+    use ppd_recorder::eblock::logged::Rebuilt;
+    use ppd_recorder::tracer::Statement;
+    use serde::de::DeserializeOwned;
+
+    use super::Ctx;
+
+    /// A serde argument, rebuilt.
+    pub trait ArgLogged<T> {
+        /// The argument's logged value.
+        fn arg(&self, ctx: &mut Ctx, name: &str, site: &'static Statement) -> T;
+    }
+
+    impl<T: DeserializeOwned> ArgLogged<T> for &Rebuilt<T> {
+        fn arg(&self, ctx: &mut Ctx, name: &str, site: &'static Statement) -> T {
+            ctx.arg(name, site)
+        }
+    }
+
+    /// An argument that is not serde: the re-execution stops at it.
+    pub trait ArgUnlogged<T> {
+        /// Stops, naming the argument.
+        fn arg(&self, ctx: &mut Ctx, name: &str, site: &'static Statement) -> T;
+    }
+
+    impl<T> ArgUnlogged<T> for Rebuilt<T> {
+        fn arg(&self, ctx: &mut Ctx, name: &str, site: &'static Statement) -> T {
+            ctx.unlogged_arg(name, site, std::any::type_name::<T>())
+        }
     }
 }
 

@@ -1335,3 +1335,46 @@ fn damaged_traces_and_registry_are_recomputed_and_replaced() {
         );
     }
 }
+
+#[test]
+fn an_eblock_argument_that_is_not_serde_is_logged_by_its_debug_form_and_why_stops_at_it() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record_case(work.path(), "unlogged");
+    let d = dir.to_str().unwrap();
+    // The recording replays, every logged value matching: the mark is compared as logged.
+    let out = ppd(work.path(), &["replay", d, "--verify"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("every event and logged value matched"),
+        "{said}"
+    );
+    // The prelog holds the type and the Debug form in place of the value.
+    let out = ppd(
+        work.path(),
+        &["replay", d, "--json", "--stop", "main: enter greet"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let state: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let args = &state["processes"][0]["eblock_args"];
+    assert_eq!(args["times"], 3, "{state:#}");
+    assert_eq!(args["peer"]["$not_logged"], "why_cases::Peer", "{state:#}");
+    assert_eq!(
+        args["peer"]["debug"], r#"Peer { name: "client-7" }"#,
+        "{state:#}"
+    );
+    // `why` cannot re-execute without the value, and says which one it lacks.
+    let (code, stdout, stderr) = why(work.path(), &dir, &["main", "banner", "--at", "greet#1"]);
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert!(
+        stderr.contains(
+            "the argument `peer` is a `why_cases::Peer`, which is not serde (Serialize and \
+             Deserialize): it was not logged"
+        ),
+        "{stdout}{stderr}"
+    );
+}

@@ -6,7 +6,6 @@
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
-use syn::spanned::Spanned;
 use syn::{ReturnType, Type};
 
 use super::model::{Eblock, Param, Passing};
@@ -35,13 +34,6 @@ fn owned_type(param: &Param) -> TokenStream {
         }
         Passing::Ref(t) => quote!(#t),
         Passing::SelfValue | Passing::SelfRef | Passing::SelfRefMut => quote!(Self),
-    }
-}
-
-fn param_type_span(param: &Param) -> proc_macro2::Span {
-    match &param.passing {
-        Passing::Value(t) | Passing::Ref(t) | Passing::RefMut(t) => t.span(),
-        _ => param.span,
     }
 }
 
@@ -79,26 +71,25 @@ pub(crate) fn expand(eblock: &Eblock, self_ty: Option<&Type>) -> Expansion {
     let outputs: Vec<&Param> = params.iter().filter(|p| p.is_output()).collect();
     let output_count = 1 + outputs.len() as u32;
 
-    // The recorded function.
-    let checks = params.iter().map(|p| {
-        let owned = owned_type(p);
-        quote_spanned! {param_type_span(p)=> ::ppd::__private::assert_loggable::<#owned>(); }
-    });
-    let ret_check = quote_spanned! {ret.span()=> ::ppd::__private::assert_loggable::<#ret>(); };
+    // The recorded function. Values of any type are logged: serde ones as themselves, others
+    // as a mark a re-execution stops at (`ppd_recorder::eblock::logged`).
     let prelog_entries = params.iter().map(|p| {
         let label = p.label();
         let value = logged_ref(p);
-        quote! { __ppd_log.entry(#label, #value); }
+        quote! { (&&&__ppd_logged::Logged(#value)).log_entry(&mut __ppd_log, #label); }
     });
     let postlog_entries = outputs.iter().map(|p| {
         let label = p.label();
         let value = logged_ref(p);
-        quote! { __ppd_log.entry(#label, #value); }
+        quote! { (&&&__ppd_logged::Logged(#value)).log_entry(&mut __ppd_log, #label); }
     });
     let substitutions = outputs.iter().map(|p| {
         let label = p.label();
         let name = &p.name;
-        quote! { *#name = __ppd_postlog.take(#label); }
+        let owned = owned_type(p);
+        quote! {
+            *#name = (&&__ppd_logged::Rebuilt::<#owned>::new()).take(&__ppd_postlog, #label);
+        }
     });
     let param_names: Vec<syn::Ident> = params.iter().map(|p| p.name.clone()).collect();
     let mut body = (*function.block).clone();
@@ -115,8 +106,11 @@ pub(crate) fn expand(eblock: &Eblock, self_ty: Option<&Type>) -> Expansion {
     let wrapper = quote! {
         #(#attrs)*
         #vis #sig {
-            #(#checks)*
-            #ret_check
+            #[allow(unused_imports)]
+            use ::ppd::__private::eblock::logged::{
+                self as __ppd_logged, TakeLogged as _, TakeUnlogged as _, ViaDebug as _,
+                ViaNothing as _, ViaSerialize as _,
+            };
             #(#registrations)*
             const __PPD_EBLOCK: &str = ::core::concat!(::core::module_path!(), "::", #name_suffix);
             match ::ppd::__private::eblock::enter(__PPD_EBLOCK, #location, || {
@@ -126,14 +120,14 @@ pub(crate) fn expand(eblock: &Eblock, self_ty: Option<&Type>) -> Expansion {
             }) {
                 ::ppd::__private::eblock::Entry::Substituted(__ppd_postlog) => {
                     #(#substitutions)*
-                    __ppd_postlog.take("%0")
+                    (&&__ppd_logged::Rebuilt::<#ret>::new()).take(&__ppd_postlog, "%0")
                 }
                 ::ppd::__private::eblock::Entry::Run(__ppd_frame) => {
                     #[allow(clippy::redundant_closure_call)]
                     let __ppd_result: #ret = (|| -> #ret #body)();
                     __ppd_frame.exit(|| {
                         let mut __ppd_log = ::ppd::__private::eblock::map(#output_count);
-                        __ppd_log.entry("%0", &__ppd_result);
+                        (&&&__ppd_logged::Logged(&__ppd_result)).log_entry(&mut __ppd_log, "%0");
                         #(#postlog_entries)*
                         __ppd_log.finish()
                     });
@@ -169,7 +163,8 @@ pub(crate) fn expand(eblock: &Eblock, self_ty: Option<&Type>) -> Expansion {
         let label = p.label();
         loads.push(quote! {
             #[allow(unused_mut)]
-            let mut #slot: #owned = __ppd_ctx.arg(#label, #entry_site);
+            let mut #slot: #owned =
+                (&&__ppd_logged::Rebuilt::<#owned>::new()).arg(__ppd_ctx, #label, #entry_site);
         });
         loads.push(values::register(&quote!(#slot)));
         let passed = match &p.passing {
@@ -190,7 +185,9 @@ pub(crate) fn expand(eblock: &Eblock, self_ty: Option<&Type>) -> Expansion {
         .map(|(i, p)| {
             let slot = format_ident!("__ppd_arg_{}", i);
             let label = p.label();
-            quote! { __ppd_ctx.output(#label, &#slot); }
+            quote! {
+                __ppd_ctx.output(#label, (&&&__ppd_logged::Logged(&#slot)).logged_bytes());
+            }
         });
     let call = match (self_ty, receiver) {
         (Some(_), Some(r)) => quote!(Self::#traced_ident(#r, #(#call_args),*)),
@@ -201,9 +198,13 @@ pub(crate) fn expand(eblock: &Eblock, self_ty: Option<&Type>) -> Expansion {
         #[doc(hidden)]
         #[allow(unused, clippy::all, clippy::pedantic)]
         fn #emulate_ident(__ppd_ctx: &mut ::ppd::__private::emulate::Ctx) {
+            use ::ppd::__private::eblock::logged::{
+                self as __ppd_logged, ViaDebug as _, ViaNothing as _, ViaSerialize as _,
+            };
+            use ::ppd::__private::emulate::arguments::{ArgLogged as _, ArgUnlogged as _};
             #(#loads)*
             let __ppd_result: #ret = #call;
-            __ppd_ctx.output("%0", &__ppd_result);
+            __ppd_ctx.output("%0", (&&&__ppd_logged::Logged(&__ppd_result)).logged_bytes());
             #(#outputs_back)*
         }
     };

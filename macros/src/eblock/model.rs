@@ -29,8 +29,6 @@ pub(crate) struct Param {
     pub(crate) name: Ident,
     /// How it is passed.
     pub(crate) passing: Passing,
-    /// Where it is, for errors.
-    pub(crate) span: Span,
 }
 
 impl Param {
@@ -156,7 +154,6 @@ fn param_of(arg: &FnArg, in_impl: bool, errors: &mut Vec<syn::Error>) -> Option<
             Some(Param {
                 name: Ident::new("self", r.self_token.span),
                 passing,
-                span: r.span(),
             })
         }
         FnArg::Typed(t) => {
@@ -201,11 +198,7 @@ fn param_of(arg: &FnArg, in_impl: bool, errors: &mut Vec<syn::Error>) -> Option<
                 Some((false, target)) => Passing::Ref(target),
                 None => Passing::Value(ty.clone()),
             };
-            Some(Param {
-                name,
-                passing,
-                span: t.span(),
-            })
+            Some(Param { name, passing })
         }
     }
 }

@@ -388,6 +388,26 @@ fn sum_down(start: u64) -> u64 {
     sum
 }
 
+/// A handle that is not serde: an e-block still takes it, logged by its `Debug` form.
+#[derive(Debug)]
+struct Peer {
+    name: &'static str,
+}
+
+/// `unlogged`: an e-block whose argument is not serde records and replays; `why` explains
+/// what came from its serde argument and stops, saying so, at the one that was not logged.
+fn unlogged() {
+    let peer = Peer { name: "client-7" };
+    println!("greeting = {}", greet(&peer, 3));
+}
+
+#[ppd::eblock]
+fn greet(peer: &Peer, times: u32) -> String {
+    let banner = peer.name.to_uppercase();
+    let repeat = times * 2;
+    format!("{banner} x{repeat}")
+}
+
 #[ppd::main]
 fn main() {
     match std::env::args().nth(1).as_deref() {
@@ -411,6 +431,7 @@ fn main() {
         Some("relay") => relay(),
         Some("flag") => flag(),
         Some("outside") => outside(),
+        Some("unlogged") => unlogged(),
         other => {
             eprintln!(
                 "why_cases: unknown case {other:?} (chain, long N, nested, loops, deep N, early, \
