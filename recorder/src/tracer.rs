@@ -148,10 +148,28 @@ impl<I: Iterator> Iterator for Announced<I> {
 }
 
 /// A function or method is about to be called with arguments computed from `args`: if it is
-/// an e-block, its call record maps its parameters to them. Used as `(call_args(..), f(a)).1`,
-/// which evaluates like `f(a)`.
-pub fn call_args(args: Args) {
-    with(|t| t.calls.push(args));
+/// an e-block, its call record maps its parameters to them. Used as
+/// `called(call_args(..), f(a))`, which evaluates like `f(a)`.
+pub fn call_args(args: Args) -> Announcement {
+    Announcement(with(|t| {
+        t.calls.push(args);
+        t.calls.len() - 1
+    }))
+}
+
+/// Where [`call_args`] put a call's arguments on the stack of calls being evaluated.
+#[derive(Debug, Clone, Copy)]
+pub struct Announcement(Option<usize>);
+
+/// The call announced by `announcement` returned `value`. A call that is not an e-block leaves
+/// its announcement on the stack, and so does one left by `?` or a panic inside it; both are
+/// dropped here, so that the next e-block called takes its own (`f(&mut a, b.trim())`: the
+/// e-block `f` must not take `trim`'s).
+pub fn called<T>(announcement: Announcement, value: T) -> T {
+    if let Announcement(Some(depth)) = announcement {
+        with(|t| t.calls.truncate(depth));
+    }
+    value
 }
 
 /// A variable or place got a value, computed from `uses`.

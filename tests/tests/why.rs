@@ -45,6 +45,23 @@ fn without_event_numbers(text: &str) -> String {
     out
 }
 
+/// Sockets are named by their addresses, whose ports the OS chose.
+fn without_ports(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("127.0.0.1:") {
+        out.push_str(&rest[..i + 10]);
+        rest = &rest[i + 10..];
+        let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        if digits > 0 {
+            out.push_str("PORT");
+        }
+        rest = &rest[digits..];
+    }
+    out.push_str(rest);
+    out
+}
+
 fn why(work: &Path, dir: &Path, args: &[&str]) -> (Option<i32>, String, String) {
     let mut all = vec!["why", dir.to_str().unwrap()];
     all.extend_from_slice(args);
@@ -62,7 +79,7 @@ fn check(case: &str, args: &[&str], expected: Expect) {
     let dir = record_case(work.path(), case);
     let (code, stdout, stderr) = why(work.path(), &dir, args);
     assert_eq!(code, Some(0), "ppd why failed: {stderr}");
-    expected.assert_eq(&without_event_numbers(&stdout));
+    expected.assert_eq(&without_ports(&without_event_numbers(&stdout)));
     // A second query is answered from the cached traces, identically.
     let (_, again, _) = why(work.path(), &dir, args);
     assert_eq!(again, stdout, "the cached answer differs");
@@ -1376,5 +1393,64 @@ fn an_eblock_argument_that_is_not_serde_is_logged_by_its_debug_form_and_why_stop
              Deserialize): it was not logged"
         ),
         "{stdout}{stderr}"
+    );
+}
+
+#[test]
+fn a_nested_eblocks_arguments_lead_to_the_callers_statements_across_a_socket_and_a_lock() {
+    // `add(&mut guard, line.trim())`: `store` is the caller's `guard`, `line` its `line`, and
+    // each goes on from there: the line to the bytes read from the client's write, the store
+    // to the lock's earlier holder. (`trim` is called inside the call's arguments: what it was
+    // passed is not taken for `add`'s.)
+    check(
+        "serve",
+        &["server", "hits", "--depth", "9"],
+        expect![[r#"
+            why server hits (at the end of the run):
+            hits = 39  (tests/src/bin/why_cases.rs:461, server why_cases::serve_one entered at event N)
+            │   let hits = add(&mut guard, line.trim());
+            └─ data: %0 of why_cases::add = 39  (tests/src/bin/why_cases.rs:461)
+               │   let hits = add(&mut guard, line.trim());
+               └─ data via call: %0 = 39  (tests/src/bin/why_cases.rs:469, server why_cases::add entered at event N)
+                  │   store.hits
+                  └─ data: store.hits = 39  (tests/src/bin/why_cases.rs:468)
+                     │   store.hits += amount;
+                     ├─ data: amount = 20  (tests/src/bin/why_cases.rs:467)
+                     │  │   let amount: u64 = line.rsplit(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0);
+                     │  └─ data: %2 line = "PUT hits 20"  (tests/src/bin/why_cases.rs:466)
+                     │     │   fn add
+                     │     └─ data via parameter: line = "PUT hits 20\n"  (tests/src/bin/why_cases.rs:459, server why_cases::serve_one entered at event N)
+                     │        │   let line = String::from_utf8_lossy(&bytes).to_string();
+                     │        └─ data: bytes = [80, 85, 84, 32, 104, 105, 116, 115, 32, 50, 48, 10]  (tests/src/bin/why_cases.rs:458)
+                     │           │   reader.read_exact(&mut bytes).expect("a request")
+                     │           ├─ data: bytes = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]  (tests/src/bin/why_cases.rs:456)
+                     │           │      let mut bytes = [0u8; REQUEST_LEN];
+                     │           ├─ data: reader = tcp socket 127.0.0.1:PORT → 127.0.0.1:PORT  (tests/src/bin/why_cases.rs:457)
+                     │           │  │   let mut reader = conn;
+                     │           │  └─ data: %1 conn = tcp socket 127.0.0.1:PORT → 127.0.0.1:PORT  (tests/src/bin/why_cases.rs:454)
+                     │           │     │   fn serve_one
+                     │           │     └─ … (more: raise --depth)
+                     │           └─ data: received "PUT hits 20\n"  (tests/src/bin/why_cases.rs:458)
+                     │              │   reader.read_exact(&mut bytes).expect("a request")
+                     │              │   [bytes 12..24 read from tcp socket 127.0.0.1:PORT → 127.0.0.1:PORT]
+                     │              └─ data via message: sent  (tests/src/bin/why_cases.rs:448, client why_cases::request entered at event N)
+                     │                 │   writer.write_all(line.as_bytes()).expect("the server")
+                     │                 │   [bytes 12..24 written to tcp socket 127.0.0.1:PORT → 127.0.0.1:PORT]
+                     │                 └─ … (more: raise --depth)
+                     └─ data: %1 store.hits = 19  (tests/src/bin/why_cases.rs:466)
+                        │   fn add
+                        └─ data via parameter: guard.hits = ?  (tests/src/bin/why_cases.rs:460, server why_cases::serve_one entered at event N)
+                           │   let mut guard = store.lock().expect("not poisoned");
+                           └─ data: input {hits: 19}  (tests/src/bin/why_cases.rs:460)
+                              │   let mut guard = store.lock().expect("not poisoned");
+                              │   [the value under mutex store, from the log]
+                              └─ data via lock store: guard = Store { hits: 19 }  (tests/src/bin/why_cases.rs:461, server why_cases::serve_one entered at event N)
+                                 │   let hits = add(&mut guard, line.trim());
+                                 └─ data: %0 of why_cases::add = 19  (tests/src/bin/why_cases.rs:461)
+                                    │   let hits = add(&mut guard, line.trim());
+                                    └─ data via call: %0 = 19  (tests/src/bin/why_cases.rs:469, server why_cases::add entered at event N)
+                                       │   store.hits
+                                       └─ … (more: raise --depth)
+        "#]],
     );
 }

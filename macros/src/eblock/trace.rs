@@ -509,12 +509,16 @@ fn is_function_call(c: &syn::ExprCall) -> bool {
     }
 }
 
-/// `(call_args(&[..]), call).1`: announces what each argument was computed from, then
-/// evaluates the call as it was (temporaries live as long as they did).
+/// `called(call_args(&[..]), call)`: announces what each argument was computed from, then
+/// evaluates the call as it was (temporaries live as long as they did), then drops the
+/// announcement if the call was not an e-block that took it.
 fn announced_call(args: &[Vec<String>], call: &Expr) -> Expr {
     let args = args.iter().map(|a| strs(a));
     parse_quote! {
-        (::ppd::__private::tracer::call_args(&[#(#args),*]), #call).1
+        ::ppd::__private::tracer::called(
+            ::ppd::__private::tracer::call_args(&[#(#args),*]),
+            #call,
+        )
     }
 }
 

@@ -408,6 +408,67 @@ fn greet(peer: &Peer, times: u32) -> String {
     format!("{banner} x{repeat}")
 }
 
+/// The state `serve` keeps under its lock.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Store {
+    hits: u64,
+}
+
+/// `serve`: `client` writes two requests on a TCP connection; `server` answers each in
+/// `serve_one`, which reads the line and, holding `store`'s lock, hands the store and the
+/// trimmed line to the nested e-block `add`.
+fn serve() {
+    let store = Arc::new(Mutex::named("store", Store::default()));
+    let listener = ppd::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("the listener's address");
+    let server = in_turn("server", None, None, move || {
+        let (conn, _) = listener.accept().expect("accept");
+        for _ in 0..2 {
+            println!("hits = {}", serve_one(&conn, &store));
+        }
+    });
+    let client = in_turn("client", None, None, move || {
+        let conn = ppd::net::TcpStream::connect(addr).expect("connect");
+        for amount in [19, 20] {
+            request(&conn, amount);
+        }
+    });
+    client.join().expect("client");
+    server.join().expect("server");
+}
+
+/// A request is 12 bytes: `PUT hits NN\n`.
+const REQUEST_LEN: usize = 12;
+
+#[ppd::eblock]
+fn request(conn: &ppd::net::TcpStream, amount: u64) {
+    use std::io::Write;
+    let line = format!("PUT hits {amount}\n");
+    let mut writer = conn;
+    writer.write_all(line.as_bytes()).expect("the server");
+}
+
+// `hits` is the variable the tests ask about.
+#[allow(clippy::let_and_return)]
+#[ppd::eblock]
+fn serve_one(conn: &ppd::net::TcpStream, store: &Mutex<Store>) -> u64 {
+    use std::io::Read;
+    let mut bytes = [0u8; REQUEST_LEN];
+    let mut reader = conn;
+    reader.read_exact(&mut bytes).expect("a request");
+    let line = String::from_utf8_lossy(&bytes).to_string();
+    let mut guard = store.lock().expect("not poisoned");
+    let hits = add(&mut guard, line.trim());
+    hits
+}
+
+#[ppd::eblock]
+fn add(store: &mut Store, line: &str) -> u64 {
+    let amount: u64 = line.rsplit(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0);
+    store.hits += amount;
+    store.hits
+}
+
 #[ppd::main]
 fn main() {
     match std::env::args().nth(1).as_deref() {
@@ -432,10 +493,11 @@ fn main() {
         Some("flag") => flag(),
         Some("outside") => outside(),
         Some("unlogged") => unlogged(),
+        Some("serve") => serve(),
         other => {
             eprintln!(
                 "why_cases: unknown case {other:?} (chain, long N, nested, loops, deep N, early, \
-                 shared, leaky, withdraw, relay, flag, outside)"
+                 shared, leaky, withdraw, relay, flag, outside, unlogged, serve)"
             );
             std::process::exit(2);
         }
