@@ -273,18 +273,50 @@ impl Candidates {
         }
     }
 
-    /// The message races among these sends and receives, with the clocks of `trace`.
+    /// The message races among these sends and receives, with the clocks of `trace`, each
+    /// pair of send sites once.
     pub(crate) fn races<S: EventStore>(
         self,
         trace: &Trace<S>,
         clocks: &Clocks,
     ) -> Vec<MessageRace> {
+        let mut races: Vec<MessageRace> = Vec::new();
+        let mut index: FastMap<(ObjIdx, SiteId, SiteId), usize> = FastMap::default();
+        self.each_race(trace, clocks, |found| {
+            let key = (
+                found.channel,
+                found.received_site.min(found.other_site),
+                found.received_site.max(found.other_site),
+            );
+            match index.get(&key) {
+                Some(&at) => races[at].count += 1,
+                None => {
+                    index.insert(key, races.len());
+                    races.push(MessageRace {
+                        channel: found.channel,
+                        received: found.received,
+                        other: found.other,
+                        receive: found.receive,
+                        count: 1,
+                    });
+                }
+            }
+        });
+        races
+    }
+
+    /// Calls `found` for every (receive, competing send) pair: at each receive, the oldest
+    /// message of each other sending process that was still in the channel, if it races.
+    fn each_race<S: EventStore>(
+        self,
+        trace: &Trace<S>,
+        clocks: &Clocks,
+        mut found: impl FnMut(RaceAt),
+    ) {
         let Candidates {
             mut channels,
             socket_sends,
         } = self;
-        let mut races = Vec::new();
-        let mut index: FastMap<(ObjIdx, u32, u32), usize> = FastMap::default();
         for (channel, ch) in channels.iter_mut().enumerate() {
             let channel = channel as ObjIdx;
             if ch.chains.len() < 2 {
@@ -401,29 +433,55 @@ impl Candidates {
                         && !clocks.happened_before(other, s)
                         && !clocks.happened_before(r, other);
                     if races_here {
-                        let key = (channel, sa.min(sb), sa.max(sb));
-                        match index.get(&key) {
-                            Some(&at) => {
-                                let race: &mut MessageRace = &mut races[at];
-                                race.count += 1;
-                            }
-                            None => {
-                                index.insert(key, races.len());
-                                races.push(MessageRace {
-                                    channel,
-                                    received: s,
-                                    other,
-                                    receive: r,
-                                    count: 1,
-                                });
-                            }
-                        }
+                        found(RaceAt {
+                            channel,
+                            receive: r,
+                            received: s,
+                            received_site: sa,
+                            other,
+                            other_site: sb,
+                        });
                     }
                 }
             }
         }
-        races
     }
+}
+
+/// One receive and a send whose message it could have taken instead of the one it took.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RaceAt {
+    /// The channel (a stream's writing end, a datagram socket).
+    pub(crate) channel: ObjIdx,
+    /// The receive.
+    pub(crate) receive: EventRef,
+    /// The send whose message it took.
+    pub(crate) received: EventRef,
+    received_site: SiteId,
+    /// The competing send.
+    pub(crate) other: EventRef,
+    other_site: SiteId,
+}
+
+/// Every competing send at each of `receives`, by receive: not one per pair of send sites, as
+/// [`message_races`] reports them, but each the receive could have taken.
+pub(crate) fn races_at<S: EventStore>(
+    trace: &Trace<S>,
+    clocks: &Clocks,
+    receives: &[EventRef],
+) -> Vec<RaceAt> {
+    let mut at = Vec::new();
+    if receives.is_empty() {
+        return at;
+    }
+    let wanted: crate::fasthash::FastSet<EventRef> = receives.iter().copied().collect();
+    let counted = progress::pass("finding the message races", trace.event_count());
+    Candidates::of(trace, counted).each_race(trace, clocks, |race| {
+        if wanted.contains(&race.receive) {
+            at.push(race);
+        }
+    });
+    at
 }
 
 /// Receives on one channel are ordered by happened-before (one receiver, moved between

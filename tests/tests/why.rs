@@ -1411,9 +1411,9 @@ fn a_nested_eblocks_arguments_lead_to_the_callers_statements_across_a_socket_and
             │   let hits = add(&mut guard, line.trim());
             └─ data: %0 of why_cases::add = 39  (tests/src/bin/why_cases.rs:461)
                │   let hits = add(&mut guard, line.trim());
-               └─ data via call: %0 = 39  (tests/src/bin/why_cases.rs:469, server why_cases::add entered at event N)
+               └─ data via call: %0 = 39  (tests/src/bin/why_cases.rs:473, server why_cases::add entered at event N)
                   │   store.hits
-                  └─ data: store.hits = 39  (tests/src/bin/why_cases.rs:468)
+                  └─ data: store.hits = 39  (tests/src/bin/why_cases.rs:472)
                      │   store.hits += amount;
                      ├─ data: amount = 20  (tests/src/bin/why_cases.rs:467)
                      │  │   let amount: u64 = line.rsplit(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0);
@@ -1448,9 +1448,107 @@ fn a_nested_eblocks_arguments_lead_to_the_callers_statements_across_a_socket_and
                                  │   let hits = add(&mut guard, line.trim());
                                  └─ data: %0 of why_cases::add = 19  (tests/src/bin/why_cases.rs:461)
                                     │   let hits = add(&mut guard, line.trim());
-                                    └─ data via call: %0 = 19  (tests/src/bin/why_cases.rs:469, server why_cases::add entered at event N)
+                                    └─ data via call: %0 = 19  (tests/src/bin/why_cases.rs:473, server why_cases::add entered at event N)
                                        │   store.hits
                                        └─ … (more: raise --depth)
         "#]],
     );
+}
+
+/// The 1-based line of `tests/src/bin/why_cases.rs` that contains `needle`, once.
+fn case_line(needle: &str) -> u64 {
+    let text = include_str!("../src/bin/why_cases.rs");
+    let lines: Vec<usize> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains(needle))
+        .map(|(i, _)| i + 1)
+        .collect();
+    assert_eq!(lines.len(), 1, "{needle:?}: {lines:?}");
+    lines[0] as u64
+}
+
+#[test]
+fn a_receive_on_the_chain_that_could_have_taken_the_other_message_is_marked_as_a_race() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record_case(work.path(), "race");
+    let d = dir.to_str().unwrap();
+    let send_line = case_line("votes.send(cast)");
+    let (code, json, stderr) = why(work.path(), &dir, &["counter", "total", "--json"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let answer: Value = serde_json::from_str(&json).unwrap();
+    let steps = answer["steps"].as_array().unwrap();
+    let receives: Vec<&Value> = steps.iter().filter(|s| s["record"] == "recv").collect();
+    assert_eq!(receives.len(), 2, "{answer:#}");
+    // The first vote received races with the other voter's, still in the channel; the second
+    // could only take what was left.
+    let first = receives
+        .iter()
+        .find(|s| s["text"].as_str().unwrap().contains("let first"))
+        .unwrap();
+    let took = first["note"].as_str().unwrap();
+    let other = if took.ends_with("from left") {
+        "right"
+    } else {
+        assert!(took.ends_with("from right"), "{took}");
+        "left"
+    };
+    let races = answer["races"].as_array().unwrap();
+    assert_eq!(races.len(), 1, "{answer:#}");
+    let race = &races[0];
+    assert_eq!(race["step"], first["id"], "{answer:#}");
+    assert_eq!(race["channel"], "votes");
+    assert_eq!(race["process"], other);
+    assert_eq!(race["file"], "tests/src/bin/why_cases.rs");
+    assert_eq!(race["line"], send_line);
+    // The tree shows it under the receive, and `ppd races --for` lists only it.
+    let (_, text, _) = why(work.path(), &dir, &["counter", "total"]);
+    let message = race["message"].as_u64().unwrap();
+    let line = format!(
+        "[message race: could have received message {message} from {other}, sent at \
+         tests/src/bin/why_cases.rs:{send_line} instead]"
+    );
+    assert_eq!(text.matches(&line).count(), 1, "{text}");
+    let out = ppd(work.path(), &["races", d, "--for", "counter", "total"]);
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{listed}");
+    assert!(
+        listed.starts_with(
+            "message races on the chain of why counter total (at end): 1 of its 2 receives \
+             could have taken another message\n"
+        ),
+        "{listed}"
+    );
+    assert_eq!(listed.matches("  message ").count(), 1, "{listed}");
+    assert!(
+        listed.contains(&format!(
+            "  message {message} on votes from {other}, sent at tests/src/bin/why_cases.rs:{send_line}\n"
+        )),
+        "{listed}"
+    );
+}
+
+#[test]
+fn a_chain_whose_receives_had_one_sender_each_has_no_races() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record_case(work.path(), "chain");
+    let out = ppd(
+        work.path(),
+        &[
+            "races",
+            dir.to_str().unwrap(),
+            "--for",
+            "sink",
+            "total",
+            "--json",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(listed["receives"].as_u64().unwrap() >= 1, "{listed:#}");
+    assert_eq!(listed["races"], serde_json::json!([]), "{listed:#}");
 }

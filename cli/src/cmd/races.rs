@@ -5,10 +5,14 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use ppd_flowback::report::{BlockedView, Race, Report, Side};
+use ppd_flowback::why::races::RaceOnChain;
+use ppd_flowback::why::{self, Point, Query, Step, TraceStore};
 use ppd_flowback::{Analysis, FlowbackError};
+use ppd_formats::eblock_trace::RecordKind;
 use ppd_formats::integrity::Integrity;
 use serde::Serialize;
 
+use crate::cmd::why as why_cmd;
 use crate::damage::{self, Checked, DamageArgs};
 use crate::exit::{CliError, CmdResult, failure, input};
 use crate::output;
@@ -22,6 +26,19 @@ pub(crate) struct Args {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    /// Only the message races on the chain `ppd why PROCESS VAR` follows: the receives it went
+    /// through that could have taken another message, nearest the value first.
+    #[arg(long = "for", num_args = 2, value_names = ["PROCESS", "VAR"])]
+    for_value: Vec<String>,
+    /// With --for: where in the process's run, as `ppd why --at` takes it.
+    #[arg(long, value_name = "POINT", requires = "for_value")]
+    at: Option<String>,
+    /// With --for: how many dependences the chain follows, as `ppd why --depth`.
+    #[arg(long, value_name = "N", requires = "for_value")]
+    depth: Option<usize>,
+    /// With --for: the recorded program, if it moved (it must be the same binary).
+    #[arg(long, value_name = "PATH", requires = "for_value")]
+    binary: Option<PathBuf>,
     #[command(flatten)]
     damage: DamageArgs,
 }
@@ -54,6 +71,9 @@ struct Output<'a> {
 }
 
 pub(crate) fn run(args: &Args) -> CmdResult {
+    if let [process, var] = args.for_value.as_slice() {
+        return on_chain(args, process, var);
+    }
     // The data races need the clocks computed access by access: the cache would not save that.
     let checked = damage::open(args.rec.as_deref(), args.damage)?;
     let report = Analysis::race_report(&checked.recording).map_err(classify)?;
@@ -254,4 +274,107 @@ fn print_wait(b: &BlockedView) {
 
 fn in_cycle(d: &ppd_flowback::report::DeadlockView, process: &str) -> bool {
     d.cycles.iter().flatten().any(|b| b.process == process)
+}
+
+/// `--for PROCESS VAR`: the message races on the value's why-chain.
+fn on_chain(args: &Args, process: &str, var: &str) -> CmdResult {
+    let at = args.at.as_deref().unwrap_or("end");
+    let point: Point = at.parse().map_err(classify)?;
+    let checked = damage::open(args.rec.as_deref(), args.damage)?;
+    let recording = &checked.recording;
+    let mut store = TraceStore::new(recording, args.binary.clone());
+    let query = Query {
+        process: process.to_owned(),
+        var: var.to_owned(),
+        at: point,
+        depth: args.depth.unwrap_or(why_cmd::DEFAULT_DEPTH),
+    };
+    let answer = why::ask(&mut store, &query).map_err(classify)?;
+    let analysis = Analysis::open(recording).map_err(classify)?;
+    let races = why::races::on_chain(&analysis, &answer);
+    let receives: Vec<&Step> = answer
+        .steps
+        .iter()
+        .filter(|s| s.record == Some(RecordKind::Recv))
+        .collect();
+    if args.json {
+        output::json(&ChainOutput {
+            recording: &checked.dir,
+            process: &answer.process,
+            var: &answer.var,
+            at: &answer.at,
+            steps: answer.steps.len(),
+            receives: receives.len(),
+            races: &races,
+            integrity: &checked.integrity,
+        });
+        return Ok(ExitCode::SUCCESS);
+    }
+    let c = output::palette();
+    let chain = format!("why {} {} (at {})", answer.process, answer.var, answer.at);
+    if receives.is_empty() {
+        outln!(
+            "the chain of {chain} ({} steps) goes through no receive",
+            answer.steps.len()
+        );
+    } else {
+        let raced = receives
+            .iter()
+            .filter(|s| races.iter().any(|r| r.step == s.id))
+            .count();
+        outln!(
+            "message races on the chain of {chain}: {raced} of its {} receives could have taken \
+             another message",
+            receives.len()
+        );
+        for step in receives
+            .iter()
+            .filter(|s| races.iter().any(|r| r.step == s.id))
+        {
+            outln!();
+            outln!(
+                "step #{}: {} received at {}{}; it could have received instead:",
+                step.id,
+                c.process(&step.process),
+                c.site(format!("{}:{}", step.file, step.line)),
+                step.note
+                    .as_ref()
+                    .map(|n| format!(" ({n})"))
+                    .unwrap_or_default()
+            );
+            for race in races.iter().filter(|r| r.step == step.id) {
+                let message = race
+                    .message
+                    .map_or_else(|| "a message".to_owned(), |n| format!("message {n}"));
+                outln!(
+                    "  {message} on {} from {}, sent at {}",
+                    race.channel,
+                    c.process(&race.process),
+                    c.site(format!("{}:{}", race.file, race.line))
+                );
+            }
+        }
+    }
+    for d in &checked.integrity.damage {
+        outln!("answered from a damaged log: {d}");
+    }
+    for e in &checked.integrity.ends_early {
+        outln!("answered from a log that ends early: {e}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--for … --json`.
+#[derive(Serialize)]
+struct ChainOutput<'a> {
+    recording: &'a Path,
+    process: &'a str,
+    var: &'a str,
+    at: &'a str,
+    /// Steps of the chain.
+    steps: usize,
+    /// Receives among them.
+    receives: usize,
+    races: &'a [RaceOnChain],
+    integrity: &'a Integrity,
 }

@@ -6,9 +6,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::anyhow;
+use ppd_flowback::Analysis;
 use ppd_flowback::why::restore::{self, RestoredState};
 use ppd_flowback::why::{self, Answer, Point, Query, TraceStore, render};
 use ppd_formats::Recording;
+use ppd_formats::eblock_trace::RecordKind;
 use ppd_formats::integrity::Integrity;
 
 use crate::cmd::races::classify;
@@ -166,15 +168,20 @@ pub(crate) fn answer(
     format: Format,
     integrity: &Integrity,
 ) -> CmdResult {
-    let answer = why::ask(store, query).map_err(classify)?;
+    let mut answer = why::ask(store, query).map_err(classify)?;
+    let races_unchecked = mark_races(store.recording(), &mut answer);
     match format {
         Format::Json => output::json(&AnswerOutput {
             answer: &answer,
+            races_unchecked: races_unchecked.as_deref(),
             integrity,
         }),
         Format::Dot => out!("{}", render::dot(&answer)),
         Format::Text => {
             out!("{}", render::text_with(&answer, output::palette()));
+            if let Some(why_not) = &races_unchecked {
+                outln!("the chain's receives were not checked for message races: {why_not}");
+            }
             // The answer is only as whole as the logs it came from.
             for d in &integrity.damage {
                 outln!("answered from a damaged log: {d}");
@@ -190,11 +197,33 @@ pub(crate) fn answer(
     Ok(leak_exit(&answer))
 }
 
+/// Marks the receives of `answer`'s chain that raced (`why::races`), when it has any; says
+/// why they could not be checked otherwise.
+fn mark_races(recording: &Recording, answer: &mut Answer) -> Option<String> {
+    let receives = answer
+        .steps
+        .iter()
+        .any(|s| s.record == Some(RecordKind::Recv));
+    if !receives {
+        return None;
+    }
+    match Analysis::open(recording) {
+        Ok(analysis) => {
+            answer.races = why::races::on_chain(&analysis, answer);
+            None
+        }
+        Err(e) => Some(e.to_string()),
+    }
+}
+
 /// `--json`: the answer, and what was damaged or ended early in the logs it came from.
 #[derive(serde::Serialize)]
 struct AnswerOutput<'a> {
     #[serde(flatten)]
     answer: &'a Answer,
+    /// Why the chain's receives were not checked for message races, if they were not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    races_unchecked: Option<&'a str>,
     integrity: &'a Integrity,
 }
 

@@ -5,6 +5,7 @@ use ppd_formats::eblock_trace::RecordKind;
 use serde::Serialize;
 
 use super::point::Point;
+use super::races::RaceOnChain;
 use super::store::Work;
 
 /// A why-query.
@@ -152,6 +153,9 @@ pub struct Answer {
     /// Nondeterminism leaks in the instances the answer used: where they are, the answer may
     /// be wrong.
     pub leaks: Vec<LeakReport>,
+    /// The receives of the chain that another order of the processes could have given
+    /// another message ([`races::on_chain`](super::races::on_chain)); empty until asked.
+    pub races: Vec<RaceOnChain>,
     /// What the answer cost.
     pub work: Work,
 }

@@ -50,6 +50,7 @@ pub fn ask(store: &mut TraceStore<'_>, query: &Query) -> Result<Answer> {
             depth: query.depth,
             steps,
             leaks: engine.leak_reports(),
+            races: Vec::new(),
             work: engine.store.work,
         })
     })

@@ -15,6 +15,8 @@
 //!   `shared` follows a value read under a lock or from an atomic to the write that made it,
 //!   in whichever process (§6.3), and `wire` one read from a socket to the write its bytes
 //!   came from, in whichever OS process;
+//! * [`races`]: the receives of an answer's chain that another order of the processes could
+//!   have given another message;
 //! * [`render`]: the answer as a tree or a Graphviz graph;
 //! * [`restore`]: a process's state from accumulated logs, and what-if re-execution (§5.7).
 
@@ -31,6 +33,7 @@ pub mod index;
 mod objects;
 pub mod place;
 pub(crate) mod point;
+pub mod races;
 pub mod render;
 pub mod restore;
 mod shared;

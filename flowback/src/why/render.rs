@@ -173,6 +173,9 @@ enum Written<'a> {
     Deferred(&'a Edge),
 }
 
+/// How many of a receive's message races a tree shows under it.
+const RACES_SHOWN: usize = 3;
+
 /// Writes a line of the tree, and the statement and notes below a step drawn in full.
 fn write_line<'a>(
     out: &mut String,
@@ -223,6 +226,34 @@ fn write_line<'a>(
     }
     if let Some(note) = &step.note {
         let _ = writeln!(out, "{rest}  {}", palette.note(format!("[{note}]")));
+    }
+    let races: Vec<_> = answer.races.iter().filter(|r| r.step == step.id).collect();
+    for race in races.iter().take(RACES_SHOWN) {
+        let _ = writeln!(
+            out,
+            "{rest}  {}",
+            palette.note(format!("[{}]", race.describe()))
+        );
+    }
+    if races.len() > RACES_SHOWN {
+        let _ = writeln!(
+            out,
+            "{rest}  {}",
+            palette.note(format!(
+                "[{}: `ppd races --for {} {}{}` lists every one]",
+                match races.len() - RACES_SHOWN {
+                    1 => "and 1 more message could have been received here".to_owned(),
+                    n => format!("and {n} more messages could have been received here"),
+                },
+                answer.process,
+                answer.var,
+                if answer.at == "end" {
+                    String::new()
+                } else {
+                    format!(" --at '{}'", answer.at)
+                }
+            ))
+        );
     }
     if step.more {
         let _ = writeln!(

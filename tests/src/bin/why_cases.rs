@@ -464,9 +464,51 @@ fn serve_one(conn: &ppd::net::TcpStream, store: &Mutex<Store>) -> u64 {
 
 #[ppd::eblock]
 fn add(store: &mut Store, line: &str) -> u64 {
-    let amount: u64 = line.rsplit(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0);
+    let amount: u64 = line
+        .rsplit(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
     store.hits += amount;
     store.hits
+}
+
+/// `race`: `left` and `right` each send a vote on `votes`, neither waiting for the other;
+/// `counter` adds the two up in `tally`. The total is always the same, but which vote came
+/// first is the one order here that no message fixes: the first receive races.
+fn race() {
+    let (votes, ballot) = named_channel("votes");
+    let voters: Vec<_> = [("left", 3), ("right", 4)]
+        .into_iter()
+        .map(|(name, weight)| {
+            let votes = votes.clone();
+            in_turn(name, None, None, move || vote(&votes, weight))
+        })
+        .collect();
+    drop(votes);
+    let counter = in_turn("counter", None, None, move || {
+        println!("total = {}", tally(&ballot));
+    });
+    for voter in voters {
+        voter.join().expect("voter");
+    }
+    counter.join().expect("counter");
+}
+
+#[ppd::eblock]
+fn vote(votes: &Sender<u64>, weight: u64) {
+    let cast = weight * 10;
+    votes.send(cast).expect("the counter");
+}
+
+// `total` is the variable the tests ask about.
+#[allow(clippy::let_and_return)]
+#[ppd::eblock]
+fn tally(ballot: &Receiver<u64>) -> u64 {
+    let first = ballot.recv().expect("a vote");
+    let second = ballot.recv().expect("a vote");
+    let total = first + second;
+    total
 }
 
 #[ppd::main]
@@ -494,10 +536,11 @@ fn main() {
         Some("outside") => outside(),
         Some("unlogged") => unlogged(),
         Some("serve") => serve(),
+        Some("race") => race(),
         other => {
             eprintln!(
                 "why_cases: unknown case {other:?} (chain, long N, nested, loops, deep N, early, \
-                 shared, leaky, withdraw, relay, flag, outside, unlogged, serve)"
+                 shared, leaky, withdraw, relay, flag, outside, unlogged, serve, race)"
             );
             std::process::exit(2);
         }
