@@ -92,9 +92,19 @@ pub struct Record {
     /// that the callee's `%n` maps to the caller's variables.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<Vec<String>>,
+    /// For calls: the name the traced code called (`classify`, a method's name), when it
+    /// announced the call: an e-block called from a function the trace does not show is
+    /// recorded with that function's announcement, and its name tells them apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub callee: Option<String>,
     /// The index of the log event it corresponds to, for runtime operations.
     pub event: Option<u64>,
 }
+
+/// The `enter` of the trace of a process's body (the closure its thread was spawned with, or
+/// `main`'s body), which has no `EblockEnter` event: it is traced in a replay
+/// (`ppd_replayer::body`), not re-executed from a prelog.
+pub const BODY_ENTER: u64 = u64::MAX;
 
 /// The trace of one e-block instance.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,13 +1,14 @@
 //! `#[ppd::main]` and `#[ppd::test]`: entry points. Each wraps its function so the runtime
-//! starts before the body and finishes after, and names the objects its `let` statements (its
-//! closures' included) create after their variables (`crate::binding`).
+//! starts before the body and finishes after, names the objects its `let` statements (its
+//! closures' included) create after their variables (`crate::binding`), and compiles its body
+//! and the closures it spawns twice, so that a replay can trace them (`crate::body`).
 
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{ItemFn, ReturnType};
 
-use crate::binding;
+use crate::{binding, body};
 
 /// Which entry point an attribute makes.
 #[derive(Clone, Copy)]
@@ -76,6 +77,7 @@ pub(crate) fn expand(entry: Entry, args: &TokenStream, item: TokenStream) -> Tok
     let span = sig.ident.span();
     let bindings = binding::table(&block, span);
     binding::register_in(&mut block);
+    let block = body::twice(&block, &sig.ident.to_string(), span);
     match entry {
         Entry::Main => {
             let run = quote_spanned! {span=> ::ppd::__private::main};

@@ -16,6 +16,7 @@
 #![deny(missing_docs)]
 
 mod binding;
+mod body;
 mod eblock;
 mod entry;
 

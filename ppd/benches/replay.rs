@@ -246,6 +246,7 @@ fn start_replay(recording: &Recording, goal: Goal, verify: bool) -> Session {
     let launch = Launch {
         binary: None,
         output: ProgramOutput::Discard,
+        env: Vec::new(),
     };
     Session::start(recording, &launch, &Setup { goal, verify }).expect("the replay starts")
 }

@@ -103,7 +103,7 @@ pub mod __private {
     pub use ppd_recorder::__register_values as register_values;
     pub use ppd_recorder::runtime::binding::{Binding, Bindings, Bound, RegisterBound, SkipBound};
     pub use ppd_recorder::{eblock, tracer};
-    pub use ppd_replayer::emulate;
+    pub use ppd_replayer::{body, emulate};
 
     use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
     use std::process::ExitCode;

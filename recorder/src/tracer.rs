@@ -33,7 +33,7 @@ struct Tracer {
     statement: Option<(&'static Statement, &'static [&'static str])>,
     /// Arguments of the calls being evaluated, innermost last: a nested e-block's call record
     /// takes the innermost.
-    calls: Vec<Args>,
+    calls: Vec<(&'static str, Args)>,
 }
 
 /// What each argument of a call was computed from.
@@ -91,6 +91,7 @@ impl Tracer {
             message: None,
             call: None,
             args: Vec::new(),
+            callee: None,
             event: None,
         }
     }
@@ -150,9 +151,9 @@ impl<I: Iterator> Iterator for Announced<I> {
 /// A function or method is about to be called with arguments computed from `args`: if it is
 /// an e-block, its call record maps its parameters to them. Used as
 /// `called(call_args(..), f(a))`, which evaluates like `f(a)`.
-pub fn call_args(args: Args) -> Announcement {
+pub fn call_args(callee: &'static str, args: Args) -> Announcement {
     Announcement(with(|t| {
-        t.calls.push(args);
+        t.calls.push((callee, args));
         t.calls.len() - 1
     }))
 }
@@ -172,11 +173,17 @@ pub fn called<T>(announcement: Announcement, value: T) -> T {
     value
 }
 
-/// A variable or place got a value, computed from `uses`.
-pub fn def(site: &'static Statement, var: &str, value: Captured, uses: &[&str]) {
+/// A value a process body's tracing twin does not capture: its type may not be known yet
+/// where the variable is bound (`let v = Vec::new();`), and capturing would fix it too early.
+pub fn not_captured() -> Option<Captured> {
+    None
+}
+
+/// A variable or place got a value (if it was captured), computed from `uses`.
+pub fn def(site: &'static Statement, var: &str, value: impl Into<Option<Captured>>, uses: &[&str]) {
     with(|t| {
         let mut r = t.at(RecordKind::Def, site, Some(var));
-        r.value = Some(value);
+        r.value = value.into();
         r.uses = strings(uses);
         t.push(r);
     });
@@ -184,13 +191,18 @@ pub fn def(site: &'static Statement, var: &str, value: Captured, uses: &[&str]) 
 
 /// A variable a pattern binds: like [`def`], but every binding of one pattern holds the
 /// same inputs (`let (a, b) = rx.recv()?`); [`end_bindings`] consumes them.
-pub fn binding(site: &'static Statement, var: &str, value: Captured, uses: &[&str]) {
+pub fn binding(
+    site: &'static Statement,
+    var: &str,
+    value: impl Into<Option<Captured>>,
+    uses: &[&str],
+) {
     with(|t| {
         let inputs = t.pending.clone();
         let mut r = t.at(RecordKind::Def, site, Some(var));
         r.inputs = inputs.clone();
         t.pending = inputs;
-        r.value = Some(value);
+        r.value = value.into();
         r.uses = strings(uses);
         t.push(r);
     });
@@ -201,15 +213,21 @@ pub fn end_bindings() {
     with(|t| t.pending.clear());
 }
 
+/// Whether a place changed from `before` to `after`; one not captured may have.
+fn changed(before: Option<Captured>, after: &Option<Captured>) -> bool {
+    before.is_none() || after.is_none() || before != *after
+}
+
 /// Like [`def`], only if the value changed (a method call that may have mutated its receiver).
 pub fn def_if_changed(
     site: &'static Statement,
     var: &str,
-    before: &Captured,
-    after: Captured,
+    before: impl Into<Option<Captured>>,
+    after: impl Into<Option<Captured>>,
     uses: &[&str],
 ) {
-    if *before != after {
+    let after = after.into();
+    if changed(before.into(), &after) {
         def(site, var, after, uses);
     }
 }
@@ -220,11 +238,12 @@ pub fn def_if_changed(
 pub fn lent(
     site: &'static Statement,
     var: &str,
-    before: &Captured,
-    after: Captured,
+    before: impl Into<Option<Captured>>,
+    after: impl Into<Option<Captured>>,
     uses: &[&str],
 ) {
-    if *before != after {
+    let after = after.into();
+    if changed(before.into(), &after) {
         binding(site, var, after, uses);
     }
 }
@@ -275,10 +294,10 @@ impl Drop for Scope {
 }
 
 /// The instance returns `value`, computed from `uses`.
-pub fn ret(site: &'static Statement, value: Captured, uses: &[&str]) {
+pub fn ret(site: &'static Statement, value: impl Into<Option<Captured>>, uses: &[&str]) {
     with(|t| {
         let mut r = t.at(RecordKind::Return, site, Some("%0"));
-        r.value = Some(value);
+        r.value = value.into();
         r.uses = strings(uses);
         t.push(r);
     });
@@ -304,7 +323,8 @@ pub fn operation(
             // received before.
             RecordKind::Send => r.uses = strings(uses),
             RecordKind::Call => match t.calls.pop() {
-                Some(args) => {
+                Some((callee, args)) => {
+                    r.callee = Some(callee.to_owned());
                     r.args = args.iter().map(|a| strings(a)).collect();
                     let mut all: Vec<String> = r.args.concat();
                     all.sort();

@@ -23,8 +23,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use ppd_formats::Events;
-use ppd_formats::eblock_trace::{Captured, EblockInfo, EblockTrace, Leak, MessageRef, RecordKind};
-use ppd_formats::event::{Nesting, Owned, RwMode};
+use ppd_formats::eblock_trace::{Captured, EblockInfo, EblockTrace, Leak};
+use ppd_formats::event::{Nesting, Owned};
 use ppd_formats::value;
 use ppd_formats::{Borrowed, Event, EventKind, LogReader, ProcessId, Recording};
 use ppd_recorder::eblock::logged;
@@ -36,6 +36,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::describe::describe;
+use crate::trace_hook::OpenCalls;
 
 /// An e-block's entry in the registry: what `#[ppd::eblock]` registers for each e-block.
 #[derive(Debug)]
@@ -167,10 +168,8 @@ struct Interval {
     events: Peekable<Events<'static>>,
     /// The logged event the current operation reproduces, and its index.
     current: Option<(u64, Event)>,
-    /// Open nested e-block calls.
-    depth: u32,
-    /// Enter event of the nested call being substituted.
-    nested: Vec<u64>,
+    /// The nested e-block call being substituted, if one is.
+    calls: OpenCalls,
     findings: Arc<Mutex<Findings>>,
     /// The re-execution stopped (a leak, or the log ran out) and is unwinding: the operations
     /// drops perform on the way out (a guard's unlock) are not checked against the log, which
@@ -274,7 +273,7 @@ impl ProcessBackend for Interval {
             let mut depth = 0u32;
             loop {
                 let Some((index, e)) = self.next_event() else {
-                    if self.depth == 0 {
+                    if self.calls.depth() == 0 {
                         // The recorded instance never ended: the log stops inside it.
                         return None;
                     }
@@ -285,7 +284,7 @@ impl ProcessBackend for Interval {
                     file,
                     line,
                 } = &e
-                    && self.depth == 0
+                    && self.calls.depth() == 0
                 {
                     // The recorded instance panicked where this run returned.
                     self.findings().logged_panic = Some(panic_outcome(message, file, *line));
@@ -294,7 +293,7 @@ impl ProcessBackend for Interval {
                 match e.nesting() {
                     Nesting::Enter => depth += 1,
                     Nesting::Exit if depth == 0 => {
-                        if self.depth == 0 {
+                        if self.calls.depth() == 0 {
                             self.findings().exit = Some(index);
                         }
                         self.current = Some((index, e.clone()));
@@ -355,163 +354,7 @@ impl ProcessBackend for Interval {
             );
             self.stop();
         }
-        let captured =
-            |bytes: &Option<Box<[u8]>>| bytes.as_ref().map(|b| Captured::Value(b.to_vec()));
-        let input = |v: u64| Some(Captured::Value(value::encode(&v).unwrap_or_default()));
-        match &logged {
-            // A socket read is a receive whose message is its bytes; the reading socket and
-            // the stream offset say which bytes (the analysis pairs them with the writes).
-            Event::NetRead {
-                socket,
-                offset,
-                data,
-                ..
-            } => tracer::operation(
-                RecordKind::Recv,
-                Some(Captured::Value(value::encode_raw(data))),
-                Some(MessageRef {
-                    channel: *socket,
-                    seq: *offset,
-                    sender: self.process,
-                }),
-                None,
-                index,
-            ),
-            Event::NetRecvFrom { socket, data, .. } => tracer::operation(
-                RecordKind::Recv,
-                Some(Captured::Value(value::encode_raw(data))),
-                Some(MessageRef {
-                    channel: *socket,
-                    seq: 0,
-                    sender: self.process,
-                }),
-                None,
-                index,
-            ),
-            Event::NetWrite { socket, seq, .. } | Event::NetSendTo { socket, seq, .. } => {
-                tracer::operation(
-                    RecordKind::Send,
-                    None,
-                    Some(MessageRef {
-                        channel: *socket,
-                        seq: *seq,
-                        sender: self.process,
-                    }),
-                    None,
-                    index,
-                )
-            }
-            Event::NetFail { error, .. } => tracer::operation(
-                RecordKind::Input,
-                input(u64::from(error.kind)),
-                None,
-                None,
-                index,
-            ),
-            Event::Recv {
-                channel,
-                sender,
-                seq,
-                payload,
-                ..
-            } => tracer::operation(
-                RecordKind::Recv,
-                captured(payload),
-                Some(MessageRef {
-                    channel: *channel,
-                    seq: *seq,
-                    sender: *sender,
-                }),
-                None,
-                index,
-            ),
-            Event::Send {
-                channel,
-                seq,
-                payload,
-                ..
-            } => tracer::operation(
-                RecordKind::Send,
-                captured(payload),
-                Some(MessageRef {
-                    channel: *channel,
-                    seq: *seq,
-                    sender: self.process,
-                }),
-                None,
-                index,
-            ),
-            Event::Random { value } => {
-                tracer::operation(RecordKind::Input, input(*value), None, None, index)
-            }
-            Event::Clock { nanos, .. } => {
-                tracer::operation(RecordKind::Input, input(*nanos), None, None, index)
-            }
-            Event::Answer { value, .. } => {
-                tracer::operation(RecordKind::Input, input(*value), None, None, index)
-            }
-            Event::Atomic { value, op, .. } => {
-                // A read-modify-write reads, then writes what it read combined with its
-                // operands: the write's record holds the read's.
-                if let Some(v) = value {
-                    tracer::operation(RecordKind::Input, input(*v), None, None, index);
-                }
-                if op.writes() {
-                    tracer::operation(RecordKind::Publish, None, None, None, index);
-                }
-            }
-            Event::Lock { value, .. } => {
-                tracer::operation(RecordKind::Input, captured(value), None, None, index)
-            }
-            Event::Unlock { .. }
-            | Event::RwRelease {
-                mode: RwMode::Write,
-                ..
-            } => tracer::operation(RecordKind::Publish, None, None, None, index),
-            Event::RwAcquire { value, .. } => {
-                tracer::operation(RecordKind::Input, captured(value), None, None, index)
-            }
-            Event::Mark { value, .. } => tracer::operation(
-                RecordKind::Mark,
-                Some(Captured::Value(value.to_vec())),
-                None,
-                None,
-                index,
-            ),
-            Event::EblockEnter { .. } => {
-                self.depth += 1;
-                self.nested.push(index);
-            }
-            Event::EblockExit { postlog, .. } if self.depth > 0 => {
-                self.depth -= 1;
-                let enter = self.nested.pop();
-                let returned = value::map_entries(postlog)
-                    .ok()
-                    .and_then(|entries| entries.into_iter().find(|(n, _)| n == "%0"))
-                    .map(|(_, v)| Captured::Value(v));
-                tracer::operation(RecordKind::Call, returned, None, enter, index);
-            }
-            Event::Start { .. }
-            | Event::Spawn { .. }
-            | Event::Join { .. }
-            | Event::Exit
-            | Event::Panic { .. }
-            | Event::Create { .. }
-            | Event::RecvNone { .. }
-            | Event::Select { .. }
-            | Event::SemAcquire { .. }
-            | Event::SemRelease { .. }
-            | Event::EblockExit { .. }
-            | Event::Blocked { .. }
-            | Event::Undelivered { .. }
-            | Event::JoinBlocked { .. }
-            | Event::Sleep { .. }
-            | Event::Outcome { .. }
-            | Event::NetOpen { .. }
-            | Event::RwRelease {
-                mode: RwMode::Read, ..
-            } => {}
-        }
+        self.calls.record(&logged, index, self.process);
     }
 
     fn waiting_for(&mut self, _dependency: Dependency) {}
@@ -833,8 +676,7 @@ fn run_instance(
         process,
         events,
         current: None,
-        depth: 0,
-        nested: Vec::new(),
+        calls: OpenCalls::default(),
         findings: Arc::clone(findings),
         stopped: false,
     };

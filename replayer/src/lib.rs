@@ -8,11 +8,13 @@
 
 #![deny(missing_docs)]
 
+pub mod body;
 pub mod debugger;
 mod describe;
 pub mod emulate;
 pub mod local;
 pub mod predicate;
 pub mod protocol;
+mod trace_hook;
 
 pub use describe::{Names, describe, describe_with};

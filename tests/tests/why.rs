@@ -1457,7 +1457,11 @@ fn a_nested_eblocks_arguments_lead_to_the_callers_statements_across_a_socket_and
 
 /// The 1-based line of `tests/src/bin/why_cases.rs` that contains `needle`, once.
 fn case_line(needle: &str) -> u64 {
-    let text = include_str!("../src/bin/why_cases.rs");
+    source_line(include_str!("../src/bin/why_cases.rs"), needle)
+}
+
+/// The 1-based line of `text` that contains `needle`, once.
+fn source_line(text: &str, needle: &str) -> u64 {
     let lines: Vec<usize> = text
         .lines()
         .enumerate()
@@ -1551,4 +1555,104 @@ fn a_chain_whose_receives_had_one_sender_each_has_no_races() {
     let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(listed["receives"].as_u64().unwrap() >= 1, "{listed:#}");
     assert_eq!(listed["races"], serde_json::json!([]), "{listed:#}");
+}
+
+fn producer_consumer_line(needle: &str) -> u64 {
+    source_line(include_str!("../src/bin/producer_consumer.rs"), needle)
+}
+
+/// Records `producer_consumer`, whose threads' closures are no e-blocks.
+fn record_producer_consumer(work: &Path) -> PathBuf {
+    let dir = work.join("producer-consumer");
+    let program = PathBuf::from(env!("CARGO_BIN_EXE_producer_consumer"));
+    let out = record_program(work, &dir, &program, &[], &[]);
+    assert!(
+        out.status.success(),
+        "recording failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    dir
+}
+
+#[test]
+fn a_threads_closure_is_explained_with_no_annotation_down_to_the_producers_send() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record_producer_consumer(work.path());
+    let file = "tests/src/bin/producer_consumer.rs";
+    // The consumer's closure starts on the line above its first statement.
+    let closure = format!(
+        "consumer {{closure at {file}:{}}}",
+        producer_consumer_line("let mut last = 0;") - 1
+    );
+    let (code, text, stderr) = why(work.path(), &dir, &["consumer", "last"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    // The closure's statement, the e-block it called, the closure's statement that computed
+    // the e-block's argument, the message it received, and the producer's send.
+    let wanted = [
+        format!(
+            "last  ({file}:{}, {closure})",
+            producer_consumer_line("last = scale(doubled);")
+        ),
+        format!(
+            "data via call: %0 = {}",
+            text.lines()
+                .find_map(|l| l.split("%0 of producer_consumer::scale = ").nth(1))
+                .and_then(|v| v.split_whitespace().next())
+                .unwrap_or("?")
+        ),
+        format!(
+            "data via parameter: doubled  ({file}:{}, {closure})",
+            producer_consumer_line("let doubled = process(item);")
+        ),
+        "│   for item in rx".to_owned(),
+        format!(
+            "data via message: sent  ({file}:{}, producer-",
+            producer_consumer_line("tx.send(item)")
+        ),
+        "let item = 100 * p + i;".to_owned(),
+    ];
+    let mut rest = text.as_str();
+    for w in &wanted {
+        let at = rest
+            .find(w.as_str())
+            .unwrap_or_else(|| panic!("{w:?} (in this order) in:\n{text}"));
+        rest = &rest[at + w.len()..];
+    }
+    // `doubled` alone: through the receive, to the send.
+    let (code, text, stderr) = why(work.path(), &dir, &["consumer", "doubled"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(text.contains("[message "), "{text}");
+    assert!(text.contains(" from producer-"), "{text}");
+    assert!(text.contains("data via message: sent"), "{text}");
+    // The traced bodies are cached: asking again runs nothing.
+    let (_, json, _) = why(work.path(), &dir, &["consumer", "last", "--json"]);
+    let answer: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(answer["work"]["runs"], 0, "{answer:#}");
+    // Compiled twice, the program still replays as recorded.
+    let out = ppd(work.path(), &["replay", dir.to_str().unwrap(), "--verify"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_variable_of_mains_body_is_explained_with_no_annotation() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record_producer_consumer(work.path());
+    let (code, text, stderr) = why(work.path(), &dir, &["main", "count"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let first = format!(
+        "count  (tests/src/bin/producer_consumer.rs:{}, main producer_consumer::main)",
+        producer_consumer_line("let (last, count) = consumer.join()")
+    );
+    assert_eq!(text.lines().nth(1), Some(first.as_str()), "{text}");
+    // A variable no body defines is refused, saying where it looked.
+    let (code, _, stderr) = why(work.path(), &dir, &["consumer", "nothing"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("no e-block of consumer defines or takes `nothing`; nor does its body"),
+        "{stderr}"
+    );
 }

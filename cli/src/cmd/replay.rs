@@ -268,6 +268,7 @@ pub(crate) fn context(args: &Args, recording: Recording, integrity: Integrity) -
             } else {
                 ProgramOutput::Inherit
             },
+            env: Vec::new(),
         },
         verify: args.verify,
     }

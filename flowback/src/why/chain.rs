@@ -240,7 +240,8 @@ impl Engine<'_, '_> {
                 let r = &trace.records[*rec as usize];
                 let mut step = blank(inst.process, self.process_name(inst.process));
                 step.eblock = Some(trace.eblock.clone());
-                step.instance = Some(inst.enter);
+                // A body is no instance: it has no entry event.
+                step.instance = (!inst.is_body()).then_some(inst.enter);
                 step.file = r.file.clone();
                 step.line = r.line;
                 step.text = r.text.clone();

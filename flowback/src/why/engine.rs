@@ -250,6 +250,12 @@ impl<'s, 'r> Engine<'s, 'r> {
 
     /// The error of a computation that needs an instance that could not be re-executed.
     pub(super) fn not_reexecuted(&mut self, key: InstanceKey, why: &str) -> FlowbackError {
+        if key.is_body() {
+            return FlowbackError::Emulation(format!(
+                "the body of {} could not be traced: {why}",
+                self.process_name(key.process)
+            ));
+        }
         FlowbackError::Emulation(format!(
             "{} of {}, entered at event {}: {why}",
             self.eblock_name(key).unwrap_or_else(|| "an e-block".into()),
@@ -579,6 +585,13 @@ impl<'s, 'r> Engine<'s, 'r> {
             let place = self.concretize(inst, rec, &place, 0)?;
             match self.last_def(inst, rec, &place, 0)? {
                 Some(site) => deps.push((Dependence::Data, None, site)),
+                None if inst.is_body() => deps.push(self.outside(
+                    inst,
+                    r,
+                    Some(used.clone()),
+                    "not defined in this body: captured where the closure was made, a constant or \
+                     a static",
+                )),
                 None => deps.push(self.outside(
                     inst,
                     r,
@@ -626,50 +639,128 @@ impl<'s, 'r> Engine<'s, 'r> {
                 enter: index.instance(instance.parent as usize)?.enter,
             };
             let ptrace = self.trace(parent)?;
-            let Some(ci) = ptrace
-                .records
-                .iter()
-                .position(|x| x.kind == RecordKind::Call && x.call == Some(inst.enter))
-            else {
-                return Ok(vec![self.outside(
-                    inst,
-                    r,
-                    Some(place.to_string()),
-                    "passed by code of the caller that its trace does not show",
-                )]);
-            };
-            let call = &ptrace.records[ci];
-            let chosen = argument_places(call, trace, rec, &place);
-            let mut deps = Vec::new();
-            for arg in chosen {
-                let arg = self.concretize(parent, ci, &arg, 0)?;
-                match self.last_def(parent, ci, &arg, 0)? {
-                    Some(site) => deps.push((Dependence::Data, Some(Via::Parameter), site)),
-                    None => deps.push(self.outside(
-                        parent,
-                        call,
-                        Some(arg.to_string()),
-                        "not defined in the caller's instance: a constant, a static or a captured value",
-                    )),
-                }
-            }
+            return Ok(self
+                .caller_source(inst, trace, rec, &place, parent, &ptrace)?
+                .unwrap_or_else(|| {
+                    vec![self.outside(
+                        inst,
+                        r,
+                        Some(place.to_string()),
+                        "passed by code of the caller that its trace does not show",
+                    )]
+                }));
+        }
+        if let Some(deps) = self.earlier_source(inst, r, &place)? {
             return Ok(deps);
         }
-        self.earlier_source(inst, r, &place)
+        // Called from the process's body: the closure its thread was spawned with, or main's.
+        if let Some((body, btrace)) = self.body_trace(inst.process)?
+            && let Some(deps) = self.caller_source(inst, trace, rec, &place, body, &btrace)?
+        {
+            return Ok(deps);
+        }
+        let eblock = match index.instance_at(inst.enter)? {
+            Some((_, i)) => index.name(&i).to_owned(),
+            None => "the e-block".to_owned(),
+        };
+        let here = decoded(r.value.as_ref()).and_then(|v| {
+            place
+                .select(&Place::variable(&place.root), &v)
+                .map(|v| self.show(inst.process, v))
+        });
+        Ok(vec![self.outside_with(
+            inst,
+            r,
+            Some(place.to_string()),
+            here,
+            &format!("passed by the caller of {eblock}, which is not an e-block"),
+        )])
+    }
+
+    /// Where the caller's trace `ptrace` (of instance `parent`) computed what it passed as
+    /// parameter `place` (Entry record `rec` of `inst`'s `trace`); none if that trace does not
+    /// show the call.
+    fn caller_source(
+        &mut self,
+        inst: InstanceKey,
+        trace: &EblockTrace,
+        rec: u32,
+        place: &Place,
+        parent: InstanceKey,
+        ptrace: &EblockTrace,
+    ) -> Try<Option<Vec<Dep>>> {
+        let Some(ci) = ptrace
+            .records
+            .iter()
+            .position(|x| x.kind == RecordKind::Call && x.call == Some(inst.enter))
+        else {
+            return Ok(None);
+        };
+        let call = &ptrace.records[ci];
+        // An e-block called from a function the caller's trace does not show (a helper that
+        // is not an e-block) is recorded at the caller's statement, with the helper's
+        // announcement or none: not this call's. In an e-block's trace an unannounced call is
+        // matched by its arguments' names (`argument_places`); a body calls too many helpers
+        // for that to be safe.
+        let announced_this = call.callee.as_ref().map(|callee| {
+            let name = &trace.eblock;
+            name == callee || name.ends_with(&format!("::{callee}"))
+        });
+        match announced_this {
+            Some(false) => return Ok(None),
+            None if parent.is_body() => return Ok(None),
+            _ => {}
+        }
+        let chosen = argument_places(call, trace, rec, place);
+        let mut deps = Vec::new();
+        for arg in chosen {
+            let arg = self.concretize(parent, ci, &arg, 0)?;
+            match self.last_def(parent, ci, &arg, 0)? {
+                Some(site) => deps.push((Dependence::Data, Some(Via::Parameter), site)),
+                None => deps.push(self.outside(
+                    parent,
+                    call,
+                    Some(arg.to_string()),
+                    "not defined in the caller's instance: a constant, a static or a captured value",
+                )),
+            }
+        }
+        Ok(Some(deps))
+    }
+
+    /// The trace of `process`'s body (`ppd_replayer::body`), or none when it could not be
+    /// traced: its thread was not spawned with a closure `#[ppd::main]` compiles twice, or the
+    /// replay did not reach its end.
+    pub(super) fn body_trace(
+        &mut self,
+        process: ProcessId,
+    ) -> Try<Option<(InstanceKey, Arc<EblockTrace>)>> {
+        let key = InstanceKey::body(process);
+        match self.trace(key) {
+            Ok(trace) => Ok(Some((key, trace))),
+            Err(Stall::Failed(..)) => Ok(None),
+            Err(other) => Err(other),
+        }
     }
 
     /// The earlier top-level instance of the process that left `place` with the value it has
     /// on entry to `inst`: the latest one whose postlog has it and whose prelog did not.
-    fn earlier_source(&mut self, inst: InstanceKey, r: &Record, place: &Place) -> Try<Vec<Dep>> {
+    /// None when no earlier instance logged it: the caller passed it.
+    fn earlier_source(
+        &mut self,
+        inst: InstanceKey,
+        r: &Record,
+        place: &Place,
+    ) -> Try<Option<Vec<Dep>>> {
         let whole = Place::variable(&place.root);
         let Some(here) = decoded(r.value.as_ref()).and_then(|v| place.select(&whole, &v).cloned())
         else {
-            return Ok(vec![self.outside(
+            return Ok(Some(vec![self.outside(
                 inst,
                 r,
                 Some(place.to_string()),
                 "passed by code outside e-blocks (its value was not logged in a form ppd can compare)",
-            )]);
+            )]));
         };
         let index = self.store.index(inst.process)?;
         let mut logged_before = false;
@@ -688,7 +779,7 @@ impl<'s, 'r> Engine<'s, 'r> {
             if after != Some(&here) {
                 let left =
                     after.map_or_else(|| "no such part".into(), |v| self.show(inst.process, v));
-                return Ok(vec![self.outside(
+                return Ok(Some(vec![self.outside(
                     inst,
                     r,
                     Some(place.to_string()),
@@ -697,7 +788,7 @@ impl<'s, 'r> Engine<'s, 'r> {
                         index.name(&earlier),
                         earlier.exit
                     ),
-                )]);
+                )]));
             }
             let before = logs
                 .prelog
@@ -708,7 +799,7 @@ impl<'s, 'r> Engine<'s, 'r> {
                 continue;
             }
             let end = self.trace(key)?.records.len();
-            return Ok(match self.last_def(key, end, place, 0)? {
+            return Ok(Some(match self.last_def(key, end, place, 0)? {
                 Some(site) => vec![(Dependence::Data, Some(Via::EarlierInstance), site)],
                 None => vec![self.outside(
                     key,
@@ -716,26 +807,19 @@ impl<'s, 'r> Engine<'s, 'r> {
                     Some(place.to_string()),
                     "changed by code of this instance that its trace does not show",
                 )],
-            });
+            }));
         }
-        let eblock = match index.instance_at(inst.enter)? {
-            Some((_, i)) => index.name(&i).to_owned(),
-            None => "the e-block".to_owned(),
-        };
-        let note = if logged_before {
-            "its initial value, set by code outside e-blocks before the first instance that \
-             changed it"
-                .to_owned()
-        } else {
-            format!("passed by the caller of {eblock}, which is not an e-block")
-        };
-        Ok(vec![self.outside_with(
+        if !logged_before {
+            return Ok(None);
+        }
+        Ok(Some(vec![self.outside_with(
             inst,
             r,
             Some(place.to_string()),
             Some(self.show(inst.process, &here)),
-            &note,
-        )])
+            "its initial value, set by code outside e-blocks before the first instance that \
+             changed it",
+        )]))
     }
 
     /// The send of a received message, in the sender's instance.
@@ -815,10 +899,31 @@ impl<'s, 'r> Engine<'s, 'r> {
                 })),
             )]
         };
-        let Some(event) = index.send(m.channel, m.seq)? else {
-            return Ok(untraced(format!("sent by {from} outside e-blocks")));
+        let inside = match index.send(m.channel, m.seq)? {
+            Some(event) => index
+                .innermost_containing(event)?
+                .map(|(_, instance)| (event, instance)),
+            None => None,
         };
-        let Some((_, instance)) = index.innermost_containing(event)? else {
+        let Some((event, instance)) = inside else {
+            // Sent by the process's body, if it can be traced.
+            if let Some((body, trace)) = self.body_trace(sender)?
+                && let Some(i) = trace.records.iter().position(|x| {
+                    x.kind == RecordKind::Send
+                        && x.message
+                            .is_some_and(|s| s.channel == m.channel && s.seq == m.seq)
+                })
+            {
+                return Ok(vec![(
+                    Dependence::Data,
+                    Some(Via::Message),
+                    DepNode::Record {
+                        inst: body,
+                        rec: i as u32,
+                        place: None,
+                    },
+                )]);
+            }
             return Ok(untraced(format!("sent by {from} outside e-blocks")));
         };
         let key = InstanceKey {

@@ -340,7 +340,9 @@ fn place_of(step: &Step, parent: Option<&Step>, palette: Palette) -> String {
                 "{} {e} entered at event {i}",
                 palette.process(&step.process)
             )),
-            _ => parts.push(palette.process(&step.process)),
+            // A process's body.
+            (Some(e), None) => parts.push(format!("{} {e}", palette.process(&step.process))),
+            (None, _) => parts.push(palette.process(&step.process)),
         }
     }
     parts.join(", ")

@@ -12,7 +12,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use ppd_formats::eblock_trace::{EblockInfo, EblockTrace};
+use ppd_formats::eblock_trace::{BODY_ENTER, EblockInfo, EblockTrace};
 use ppd_formats::{Event, LogReader, ProcessId, Recording};
 use ppd_replayer::debugger::check_binary;
 use ppd_replayer::emulate::{self, Request};
@@ -21,13 +21,29 @@ use serde::{Deserialize, Serialize};
 use super::index::ProcessIndex;
 use crate::error::{FlowbackError, Result};
 
-/// An e-block instance: its process and the index of its `EblockEnter` event.
+/// An e-block instance: its process and the index of its `EblockEnter` event; or a process's
+/// body ([`InstanceKey::body`]), which has no such event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct InstanceKey {
     /// The process.
     pub process: ProcessId,
     /// Index of the instance's `EblockEnter` event in the process's log.
     pub enter: u64,
+}
+
+impl InstanceKey {
+    /// The body of `process`: the closure its thread was spawned with, or `main`'s body.
+    pub fn body(process: ProcessId) -> InstanceKey {
+        InstanceKey {
+            process,
+            enter: BODY_ENTER,
+        }
+    }
+
+    /// Whether this is a process's body rather than an e-block instance.
+    pub fn is_body(&self) -> bool {
+        self.enter == BODY_ENTER
+    }
 }
 
 /// What the store has for an instance.
@@ -179,6 +195,11 @@ impl<'r> TraceStore<'r> {
             .copied()
             .filter(|k| matches!(self.trace(*k), Lookup::Missing))
             .collect();
+        let (bodies, missing): (Vec<InstanceKey>, Vec<InstanceKey>) =
+            missing.into_iter().partition(InstanceKey::is_body);
+        for key in bodies {
+            self.trace_body(key);
+        }
         if missing.is_empty() {
             return Ok(());
         }
@@ -209,6 +230,28 @@ impl<'r> TraceStore<'r> {
                 .or_insert_with(|| Lookup::Failed(Arc::clone(&why)));
         }
         Ok(())
+    }
+
+    /// Traces the body of `key`'s process in a replay of the recording
+    /// (`ppd_replayer::body`); afterwards it is ready or failed.
+    fn trace_body(&mut self, key: InstanceKey) {
+        let found = if self.recording.is_distributed() {
+            Lookup::Failed(Arc::from(
+                "a process body is traced in a replay of its OS process, which a recording of \
+                 several is not replayed as yet",
+            ))
+        } else {
+            self.work.runs += 1;
+            match ppd_replayer::body::trace(self.recording, self.program.as_deref(), key.process) {
+                Ok(trace) => {
+                    self.work.reexecuted += 1;
+                    self.save(key, &trace);
+                    Lookup::Ready(Arc::new(trace))
+                }
+                Err(e) => Lookup::Failed(Arc::from(e.to_string())),
+            }
+        };
+        self.traces.insert(key, found);
     }
 
     /// Re-executes one instance with some arguments replaced (MessagePack values); the trace is

@@ -8,6 +8,7 @@
 use std::collections::BTreeSet;
 
 use ppd_formats::ProcessId;
+use ppd_formats::eblock_trace::EblockTrace;
 
 use super::answer::Query;
 use ppd_replayer::emulate::STOPPED;
@@ -36,10 +37,18 @@ impl Engine<'_, '_> {
         })?;
         let index = self.store.index(process)?;
         if index.is_empty() {
-            return Err(FlowbackError::Query(format!(
-                "{name} ran no e-block: mark the functions whose values you ask about with \
-                 #[ppd::eblock]"
-            )));
+            let at = query.at.resolve(recording, process, &index)?;
+            return match self.body_target(process, &place, at)? {
+                BodyTarget::Found(site) => Ok((process, site)),
+                BodyTarget::Undefined => Err(FlowbackError::Query(format!(
+                    "{name} ran no e-block, and its body does not define `{}`{}",
+                    query.var,
+                    before_point(at)
+                ))),
+                BodyTarget::Untraced(why) => Err(FlowbackError::Query(format!(
+                    "{name} ran no e-block, and its body could not be traced: {why}"
+                ))),
+            };
         }
         let registry = self.store.registry()?;
         let mine: Vec<_> = registry
@@ -68,12 +77,20 @@ impl Engine<'_, '_> {
             match by_field {
                 Some(p) => place = p,
                 None => {
+                    let at = query.at.resolve(recording, process, &index)?;
+                    let why_not = match self.body_target(process, &place, at)? {
+                        BodyTarget::Found(site) => return Ok((process, site)),
+                        BodyTarget::Undefined => "nor does its body".to_owned(),
+                        BodyTarget::Untraced(why) => {
+                            format!("and its body could not be traced ({why})")
+                        }
+                    };
                     let names: BTreeSet<String> = mine
                         .iter()
                         .flat_map(|e| e.params.iter().chain(&e.defines).cloned())
                         .collect();
                     return Err(FlowbackError::Query(format!(
-                        "no e-block of {name} defines or takes `{}`{}",
+                        "no e-block of {name} defines or takes `{}`{}; {why_not}",
                         query.var,
                         did_you_mean(&query.var, names.iter().map(String::as_str))
                     )));
@@ -139,17 +156,7 @@ impl Engine<'_, '_> {
             for &(key, cutoff) in batch {
                 let found = self.settle(|engine| {
                     let trace = engine.trace(key)?;
-                    let before = match cutoff {
-                        None => trace.records.len(),
-                        Some(n) => match trace.records.iter().position(|r| r.event == Some(n)) {
-                            Some(i) => i + 1,
-                            None => trace
-                                .records
-                                .iter()
-                                .position(|r| r.event.is_some_and(|e| e > n))
-                                .unwrap_or(trace.records.len()),
-                        },
-                    };
+                    let before = records_up_to(&trace, cutoff);
                     let place = engine.concretize(key, before, &place, 0)?;
                     let found = engine.last_def(key, before, &place, 0)?;
                     // An instance whose re-execution the program stopped may have defined the
@@ -171,10 +178,10 @@ impl Engine<'_, '_> {
                 }
             }
         }
-        let before = match at {
-            Some(n) => format!(" up to its event {n}"),
-            None => String::new(),
-        };
+        if let BodyTarget::Found(site) = self.body_target(process, &place, at)? {
+            return Ok((process, site));
+        }
+        let before = before_point(at);
         // A re-execution that stopped (a value the log could not give it) may be why no
         // definition was found: say where and why rather than that none exists.
         let stopped: Vec<String> = candidates
@@ -205,5 +212,62 @@ impl Engine<'_, '_> {
             query.var,
             candidates.len()
         )))
+    }
+}
+
+/// What a process's body says of a query's variable.
+enum BodyTarget {
+    /// Its last definition up to the point.
+    Found(DepNode),
+    /// The body was traced and does not define it there.
+    Undefined,
+    /// The body could not be traced, and why.
+    Untraced(String),
+}
+
+impl Engine<'_, '_> {
+    /// The last definition of `place` in `process`'s body up to event `at` (its end when
+    /// none): the body is traced in a replay (`ppd_replayer::body`) when no e-block answers.
+    fn body_target(
+        &mut self,
+        process: ProcessId,
+        place: &Place,
+        at: Option<u64>,
+    ) -> Result<BodyTarget> {
+        let key = InstanceKey::body(process);
+        self.store.fetch(&BTreeSet::from([key]))?;
+        if let Lookup::Failed(why) = self.store.trace(key) {
+            return Ok(BodyTarget::Untraced(why.to_string()));
+        }
+        let found = self.settle(|engine| {
+            let trace = engine.trace(key)?;
+            let before = records_up_to(&trace, at);
+            let place = engine.concretize(key, before, place, 0)?;
+            engine.last_def(key, before, &place, 0)
+        })?;
+        Ok(found.map_or(BodyTarget::Undefined, BodyTarget::Found))
+    }
+}
+
+/// How many of `trace`'s records come up to event `cutoff` (all of them when none).
+fn records_up_to(trace: &EblockTrace, cutoff: Option<u64>) -> usize {
+    match cutoff {
+        None => trace.records.len(),
+        Some(n) => match trace.records.iter().position(|r| r.event == Some(n)) {
+            Some(i) => i + 1,
+            None => trace
+                .records
+                .iter()
+                .position(|r| r.event.is_some_and(|e| e > n))
+                .unwrap_or(trace.records.len()),
+        },
+    }
+}
+
+/// ` up to its event N`, or nothing for the end of the run.
+fn before_point(at: Option<u64>) -> String {
+    match at {
+        Some(n) => format!(" up to its event {n}"),
+        None => String::new(),
     }
 }

@@ -2,7 +2,7 @@
 
 mod expand;
 mod model;
-mod trace;
+pub(crate) mod trace;
 mod uses;
 mod values;
 

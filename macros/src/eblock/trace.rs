@@ -61,6 +61,9 @@ pub(crate) struct Tracer {
     /// The expression being rewritten is the function's value: the blocks its branches
     /// choose end in a return record.
     tail: bool,
+    /// Whether the values of variables are captured: not in a process body, whose locals'
+    /// types may be inferred only further down (`crate::body`).
+    values: bool,
 }
 
 /// The text of a statement as the trace shows it: printed by `prettyplease` (the source text of
@@ -160,6 +163,28 @@ impl Tracer {
         Tracer {
             defines: BTreeSet::new(),
             tail: false,
+            values: true,
+        }
+    }
+
+    /// A tracer for a process body: it records what each statement defines and uses, and the
+    /// branches taken, without the values of variables (`tracer::not_captured`). Capturing a
+    /// value picks how to log it by its type where the variable is bound; an e-block's locals
+    /// are computed from its typed parameters, but `let v = Vec::new();` in a closure has a type
+    /// only further down, and capturing it there would reject a valid program.
+    pub(crate) fn without_values() -> Tracer {
+        Tracer {
+            values: false,
+            ..Tracer::new()
+        }
+    }
+
+    /// What records the value of `expr`.
+    fn value_of(&self, expr: TokenStream) -> TokenStream {
+        if self.values {
+            quote!(::ppd::__private::capture!(#expr))
+        } else {
+            quote!(::ppd::__private::tracer::not_captured())
         }
     }
 
@@ -172,8 +197,9 @@ impl Tracer {
             .map(|name| {
                 self.defines.insert(name.clone());
                 let ident = syn::Ident::new(name, Span::call_site());
+                let value = self.value_of(quote!(#ident));
                 parse_quote! {
-                    ::ppd::__private::tracer::binding(#site, #name, ::ppd::__private::capture!(#ident), #used);
+                    ::ppd::__private::tracer::binding(#site, #name, #value, #used);
                 }
             })
             .collect();
@@ -291,10 +317,10 @@ impl Tracer {
             let name = uses::place_name(&place);
             self.defines.insert(name.clone());
             let saved = syn::Ident::new(&format!("__ppd_lent_{i}"), Span::call_site());
-            before.push(parse_quote! { let #saved = ::ppd::__private::capture!(#place); });
+            let (now, then) = (self.value_of(quote!(#place)), self.value_of(quote!(#place)));
+            before.push(parse_quote! { let #saved = #now; });
             after.push(parse_quote! {
-                ::ppd::__private::tracer::lent(
-                    #site, #name, &#saved, ::ppd::__private::capture!(#place), #used);
+                ::ppd::__private::tracer::lent(#site, #name, #saved, #then, #used);
             });
         }
         (before, after)
@@ -320,11 +346,12 @@ impl Tracer {
         let used = strs(&uses::of_expr(expr));
         let mut traced = expr.clone();
         self.visit_expr_mut(&mut traced);
+        let returned = self.value_of(quote!(__ppd_returned));
         vec![Stmt::Expr(
             parse_quote! {{
                 ::ppd::__private::tracer::statement(#site, #used);
                 let __ppd_returned = #traced;
-                ::ppd::__private::tracer::ret(#site, ::ppd::__private::capture!(__ppd_returned), #used);
+                ::ppd::__private::tracer::ret(#site, #returned, #used);
                 __ppd_returned
             }},
             None,
@@ -365,14 +392,14 @@ impl Tracer {
                 let name = uses::place_name(place);
                 self.defines.insert(name.clone());
                 let used_tokens = strs(&used);
+                let (now, then) = (self.value_of(quote!(#place)), self.value_of(quote!(#place)));
                 vec![
                     announce(&used),
-                    parse_quote! { let __ppd_before = ::ppd::__private::capture!(#place); },
+                    parse_quote! { let __ppd_before = #now; },
                     Stmt::Expr(traced, semi_token),
                     parse_quote! {
                         ::ppd::__private::tracer::def_if_changed(
-                            #site, #name, &__ppd_before, ::ppd::__private::capture!(#place),
-                            #used_tokens);
+                            #site, #name, __ppd_before, #then, #used_tokens);
                     },
                 ]
             }
@@ -426,11 +453,12 @@ impl Tracer {
             ];
         }
         self.defines.insert(name.clone());
+        let value = self.value_of(quote!(#read_back));
         vec![
             announce(&used),
             Stmt::Expr(traced, Some(Default::default())),
             parse_quote! {
-                ::ppd::__private::tracer::def(#site, #name, ::ppd::__private::capture!(#read_back), #used_tokens);
+                ::ppd::__private::tracer::def(#site, #name, #value, #used_tokens);
             },
         ]
     }
@@ -509,14 +537,14 @@ fn is_function_call(c: &syn::ExprCall) -> bool {
     }
 }
 
-/// `called(call_args(&[..]), call)`: announces what each argument was computed from, then
+/// `called(call_args(callee, &[..]), call)`: announces what each argument was computed from, then
 /// evaluates the call as it was (temporaries live as long as they did), then drops the
 /// announcement if the call was not an e-block that took it.
-fn announced_call(args: &[Vec<String>], call: &Expr) -> Expr {
+fn announced_call(callee: &str, args: &[Vec<String>], call: &Expr) -> Expr {
     let args = args.iter().map(|a| strs(a));
     parse_quote! {
         ::ppd::__private::tracer::called(
-            ::ppd::__private::tracer::call_args(&[#(#args),*]),
+            ::ppd::__private::tracer::call_args(#callee, &[#(#args),*]),
             #call,
         )
     }
@@ -624,9 +652,10 @@ impl VisitMut for Tracer {
                         let used = strs(&uses::of_expr(value));
                         self.visit_expr_mut(value);
                         let v = &**value;
+                        let returned = self.value_of(quote!(__ppd_returned));
                         **value = parse_quote! {{
                             let __ppd_returned = #v;
-                            ::ppd::__private::tracer::ret(#site, ::ppd::__private::capture!(__ppd_returned), #used);
+                            ::ppd::__private::tracer::ret(#site, #returned, #used);
                             __ppd_returned
                         }};
                     }
@@ -640,14 +669,20 @@ impl VisitMut for Tracer {
             }
             Expr::Call(c) if is_function_call(c) => {
                 let args: Vec<Vec<String>> = c.args.iter().map(uses::of_expr).collect();
+                let callee = match &*c.func {
+                    Expr::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
+                    _ => None,
+                }
+                .unwrap_or_default();
                 syn::visit_mut::visit_expr_mut(self, expr);
-                *expr = announced_call(&args, expr);
+                *expr = announced_call(&callee, &args, expr);
             }
             Expr::MethodCall(m) if !uses::is_handle_method(&m.method) => {
                 let mut args = vec![uses::of_expr(&m.receiver)];
                 args.extend(m.args.iter().map(uses::of_expr));
+                let callee = m.method.to_string();
                 syn::visit_mut::visit_expr_mut(self, expr);
-                *expr = announced_call(&args, expr);
+                *expr = announced_call(&callee, &args, expr);
             }
             _ => syn::visit_mut::visit_expr_mut(self, expr),
         }

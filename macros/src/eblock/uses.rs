@@ -126,10 +126,20 @@ impl<'ast> Visit<'ast> for Uses {
     }
 
     fn visit_expr_closure(&mut self, e: &'ast ExprClosure) {
+        // What the closure binds (its parameters, and every pattern of its body: a thread's
+        // `let`s and loop variables) is its own, not read from around it.
         let mut params = BTreeSet::new();
         for p in &e.inputs {
             params.extend(bindings(p));
         }
+        struct Bound<'b>(&'b mut BTreeSet<String>);
+        impl<'ast> Visit<'ast> for Bound<'_> {
+            fn visit_pat(&mut self, p: &'ast Pat) {
+                self.0.extend(bindings(p));
+            }
+            fn visit_item(&mut self, _: &'ast syn::Item) {}
+        }
+        Bound(&mut params).visit_expr(&e.body);
         self.bound.push(params);
         self.visit_expr(&e.body);
         self.bound.pop();

@@ -25,6 +25,10 @@ pub const RING_BLOCKS: &str = "PPD_RING_BLOCKS";
 pub const CONTROL: &str = "PPD_CONTROL";
 /// File holding the emulation request (emulate).
 pub const REQUEST: &str = "PPD_REQUEST";
+/// The process whose body a replay traces (`ppd_replayer::body`).
+pub const TRACE_BODY: &str = "PPD_TRACE_BODY";
+/// Where a replay that traces a body writes its trace.
+pub const TRACE_OUT: &str = "PPD_TRACE_OUT";
 
 /// Reads a boolean flag: set and not `0`.
 pub fn flag(name: &str) -> bool {

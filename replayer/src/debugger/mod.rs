@@ -151,6 +151,8 @@ pub struct Launch {
     pub binary: Option<PathBuf>,
     /// Where its output goes.
     pub output: ProgramOutput,
+    /// More of its environment.
+    pub env: Vec<(&'static str, std::ffi::OsString)>,
 }
 
 /// A running replay.
@@ -294,6 +296,7 @@ impl Session {
             .env(env::MODE, "replay")
             .env(env::DIR, &dir)
             .env(env::CONTROL, &socket)
+            .envs(launch.env.iter().map(|(k, v)| (k, v)))
             .stdout(stdout)
             .stdin(Stdio::null())
             .spawn()

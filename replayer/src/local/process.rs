@@ -14,12 +14,14 @@ use ppd_formats::event::{Nesting, Owned};
 use ppd_formats::{Borrowed, Event, EventKind, ProcessId};
 use ppd_recorder::runtime::ReplayCode;
 use ppd_recorder::runtime::backend::{Dependency, Op, ProcessBackend};
+use ppd_recorder::tracer;
 
 use super::Shared;
 use super::control::Need;
 use crate::describe::describe;
 use crate::predicate::{Local, Resolved, Tests};
 use crate::protocol::{Goal, Report};
+use crate::trace_hook::OpenCalls;
 
 /// One process's replay backend.
 pub(crate) struct ReplayProcess {
@@ -40,6 +42,9 @@ pub(crate) struct ReplayProcess {
     /// files, say): the replay of the process stops there, saying so, instead of taking the
     /// log for empty.
     unreadable: Option<String>,
+    /// The nested e-block calls open while the process's body is traced
+    /// (`ppd_recorder::body`).
+    calls: OpenCalls,
 }
 
 /// What the backend keeps of the event the current operation must reproduce.
@@ -69,6 +74,7 @@ impl ReplayProcess {
             tests: tests.map(|t| Local::new(t, id)),
             prelogs: Vec::new(),
             unreadable,
+            calls: OpenCalls::default(),
         }
     }
 
@@ -692,6 +698,9 @@ impl ProcessBackend for ReplayProcess {
         }
         self.next += 1;
         self.executed(&logged);
+        if tracer::tracing() {
+            self.calls.record(&logged, self.next - 1, self.id);
+        }
     }
 
     fn waiting_for(&mut self, dependency: Dependency) {
