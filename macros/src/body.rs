@@ -140,6 +140,24 @@ mod tests {
     }
 
     #[test]
+    fn raw_identifiers_are_traced_as_written() {
+        let out = expand("{ let r#try = 1; spawn(move || { let r#loop = r#try; }); }");
+        assert!(out.contains("r#try"), "{out}");
+        assert!(out.contains("r#loop"), "{out}");
+    }
+
+    #[test]
+    fn an_expression_with_attributes_is_left_as_written() {
+        let out = expand("{ #[allow(unreachable_code)] { f() } }");
+        // Written and traced copies alike: never `let __ppd_returned = #[allow] ..`.
+        assert_eq!(
+            out.matches("# [allow (unreachable_code)] { f () }").count(),
+            2,
+            "{out}"
+        );
+    }
+
+    #[test]
     fn a_closure_spawned_inside_a_spawned_closure_is_compiled_twice_where_it_runs_as_written() {
         let out = expand("{ spawn(move || { spawn(move || 1); }); }");
         // Main's body (whose traced copy spawns as written), the outer closure, and the

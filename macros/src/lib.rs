@@ -44,7 +44,9 @@ pub fn eblocks(args: TokenStream, item: TokenStream) -> TokenStream {
 
 /// Marks the program's entry point. Before the body runs, the runtime reads the environment
 /// `ppd record` / `ppd replay` set and picks pass-through, record or replay mode; after it, the
-/// logs are closed and the manifest completed.
+/// logs are closed and the manifest completed. The body, and each closure written in it as a
+/// `spawn`'s argument, is compiled twice, as written and traced, so that `ppd why` can explain
+/// their variables with no annotation.
 #[proc_macro_attribute]
 pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
     entry::expand(entry::Entry::Main, &args.into(), item.into()).into()

@@ -54,6 +54,22 @@ const MUTATORS: &[&str] = &[
     "rotate_right",
 ];
 
+/// Whether `expr` has outer attributes: nothing else starts an expression with `#`.
+fn has_attributes(expr: &Expr) -> bool {
+    matches!(
+        expr.to_token_stream().into_iter().next(),
+        Some(proc_macro2::TokenTree::Punct(p)) if p.as_char() == '#'
+    )
+}
+
+/// The identifier of a variable named `name` in the source, raw (`r#try`) or not.
+fn variable(name: &str) -> syn::Ident {
+    match name.strip_prefix("r#") {
+        Some(raw) => syn::Ident::new_raw(raw, Span::call_site()),
+        None => syn::Ident::new(name, Span::call_site()),
+    }
+}
+
 /// Rewrites bodies and collects the variables they may define.
 pub(crate) struct Tracer {
     /// Variables and places the body may define (Miller & Choi's DEFINED set).
@@ -196,7 +212,7 @@ impl Tracer {
             .iter()
             .map(|name| {
                 self.defines.insert(name.clone());
-                let ident = syn::Ident::new(name, Span::call_site());
+                let ident = variable(name);
                 let value = self.value_of(quote!(#ident));
                 parse_quote! {
                     ::ppd::__private::tracer::binding(#site, #name, #value, #used);
@@ -230,6 +246,9 @@ impl Tracer {
                     stmts.push(parse_quote! { ::ppd::__private::tracer::statement(#site, #used); });
                     stmts.push(stmt.clone());
                 }
+                // `#[allow(..)] { .. }`, `#[cfg(..)] x`: an expression with attributes may stand
+                // only as a statement, so it is left as written.
+                Stmt::Expr(expr, _) if has_attributes(expr) => stmts.push(stmt.clone()),
                 Stmt::Expr(expr, None) if i == last && function_body => {
                     stmts.extend(self.returned(expr));
                 }
@@ -438,7 +457,7 @@ impl Tracer {
         {
             (uses::place_name(place), place.clone())
         } else if let Some(root) = uses::place_root(place) {
-            let ident = syn::Ident::new(&root, Span::call_site());
+            let ident = variable(&root);
             (root, parse_quote!(#ident))
         } else {
             return vec![

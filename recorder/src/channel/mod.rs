@@ -302,7 +302,8 @@ impl<T> Sender<T> {
         self.send_timeout(msg, deadline.saturating_duration_since(Instant::now()))
     }
 
-    /// How many messages the channel holds (logged).
+    /// How many messages the channel holds (logged); a rendezvous channel's is always 0, as
+    /// crossbeam's.
     ///
     /// ```
     /// let (s, _r) = ppd::channel::unbounded();
@@ -311,6 +312,9 @@ impl<T> Sender<T> {
     /// ```
     #[track_caller]
     pub fn len(&self) -> usize {
+        if self.cap == Some(0) {
+            return 0;
+        }
         logged_len(Location::caller(), || self.inner.carrier_len())
     }
 
@@ -322,7 +326,7 @@ impl<T> Sender<T> {
     /// ```
     #[track_caller]
     pub fn is_empty(&self) -> bool {
-        logged_len(Location::caller(), || self.inner.carrier_len()) == 0
+        self.cap == Some(0) || logged_len(Location::caller(), || self.inner.carrier_len()) == 0
     }
 
     /// Whether a bounded channel has no room (logged, as `len`); never for an unbounded one.
@@ -563,6 +567,9 @@ impl<T> Receiver<T> {
                 .due()
                 .is_some_and(|due| due <= crate::time::Instant::now())
                 .into(),
+            // A rendezvous channel holds nothing, as crossbeam's: a message it carries
+            // between a send and the receive that takes it is in neither's hands.
+            None if self.cap == Some(0) => 0,
             None => logged_len(site, || self.core.carrier_len()),
         }
     }
