@@ -50,6 +50,8 @@ pub enum RecordKind {
     /// (computed from its statement's variables), or a mutex released (the end of the
     /// critical section, after which the guarded value is the next holder's).
     Publish,
+    /// A thread joined: what its body returned (`joined` names it).
+    Join,
 }
 
 /// A message a record sent or received.
@@ -97,6 +99,9 @@ pub struct Record {
     /// recorded with that function's announcement, and its name tells them apart.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub callee: Option<String>,
+    /// For joins: the process joined.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub joined: Option<ProcessId>,
     /// The index of the log event it corresponds to, for runtime operations.
     pub event: Option<u64>,
 }

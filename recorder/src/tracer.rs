@@ -8,6 +8,7 @@
 use std::cell::RefCell;
 use std::fmt::Debug;
 
+use ppd_formats::ProcessId;
 use ppd_formats::eblock_trace::{Captured, MessageRef, Record, RecordKind};
 use serde::Serialize;
 
@@ -92,6 +93,7 @@ impl Tracer {
             call: None,
             args: Vec::new(),
             callee: None,
+            joined: None,
             event: None,
         }
     }
@@ -351,6 +353,17 @@ pub fn operation(
             RecordKind::Send | RecordKind::Mark | RecordKind::Publish
         ) {
             t.pending.push(index);
+        }
+    });
+}
+
+/// The current statement joined `child`'s thread (log event `event`): its result is what the
+/// thread's body returned.
+pub fn joined(child: ProcessId, event: u64) {
+    operation(RecordKind::Join, None, None, None, event);
+    with(|t| {
+        if let Some(r) = t.records.last_mut() {
+            r.joined = Some(child);
         }
     });
 }

@@ -176,9 +176,9 @@ impl OpenCalls {
                     .map(|(_, v)| Captured::Value(v));
                 tracer::operation(RecordKind::Call, returned, None, enter, index);
             }
+            Event::Join { child, .. } => tracer::joined(*child, index),
             Event::Start { .. }
             | Event::Spawn { .. }
-            | Event::Join { .. }
             | Event::Exit
             | Event::Panic { .. }
             | Event::Create { .. }

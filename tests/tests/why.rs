@@ -1648,6 +1648,17 @@ fn a_variable_of_mains_body_is_explained_with_no_annotation() {
         producer_consumer_line("let (last, count) = consumer.join()")
     );
     assert_eq!(text.lines().nth(1), Some(first.as_str()), "{text}");
+    // What the join got is what the consumer's closure returned, and that is followed there.
+    let returned = include_str!("../src/bin/producer_consumer.rs")
+        .lines()
+        .position(|l| l.trim() == "(last, count)")
+        .expect("the closure's result")
+        + 1;
+    let join = format!(
+        "data via join: %0  (tests/src/bin/producer_consumer.rs:{returned}, consumer {{closure at"
+    );
+    assert!(text.contains(&join), "{join:?} in:\n{text}");
+    assert!(text.contains("count += 1;"), "{text}");
     // A variable no body defines is refused, saying where it looked.
     let (code, _, stderr) = why(work.path(), &dir, &["consumer", "nothing"]);
     assert_eq!(code, Some(2), "{stderr}");

@@ -65,6 +65,8 @@ pub enum Via {
     Lock,
     /// An atomic: the write a load or read-modify-write read.
     Atomic,
+    /// A join: what the joined thread's body returned.
+    Join,
 }
 
 /// One step of an answer: a node of the dependence graph and the steps it depends on.

@@ -493,6 +493,7 @@ impl<'s, 'r> Engine<'s, 'r> {
                     RecordKind::Recv => self.message_source(inst.process, r)?,
                     RecordKind::Call => self.returned_by(*inst, r)?,
                     RecordKind::Input => self.shared_source(*inst, r)?,
+                    RecordKind::Join => self.join_source(*inst, r)?,
                     RecordKind::Def
                     | RecordKind::Branch
                     | RecordKind::Return
@@ -948,6 +949,41 @@ impl<'s, 'r> Engine<'s, 'r> {
                 )),
             },
         )
+    }
+
+    /// What a join got: what the joined thread's body returned, from its trace.
+    fn join_source(&mut self, inst: InstanceKey, r: &Record) -> Try<Vec<Dep>> {
+        let Some(child) = r.joined else {
+            return Ok(Vec::new());
+        };
+        let returned = match self.body_trace(child)? {
+            Some((body, trace)) => trace
+                .records
+                .iter()
+                .rposition(|x| x.kind == RecordKind::Return)
+                .map(|i| (body, i)),
+            None => None,
+        };
+        Ok(match returned {
+            Some((body, i)) => vec![(
+                Dependence::Data,
+                Some(Via::Join),
+                DepNode::Record {
+                    inst: body,
+                    rec: i as u32,
+                    place: None,
+                },
+            )],
+            None => vec![self.outside(
+                inst,
+                r,
+                None,
+                &format!(
+                    "returned by the body of {}, which could not be traced",
+                    self.process_name(child)
+                ),
+            )],
+        })
     }
 
     /// What a nested call returned: the callee's `%0`.

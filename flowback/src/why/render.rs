@@ -290,6 +290,7 @@ fn label(step: &Step, edge: Option<&Edge>, palette: Palette) -> String {
         Some(Via::Call) => " via call".into(),
         Some(Via::Parameter) => " via parameter".into(),
         Some(Via::EarlierInstance) => " via earlier instance".into(),
+        Some(Via::Join) => " via join".into(),
         Some(via @ (Via::Lock | Via::Atomic)) => {
             let word = if via == Via::Lock { "lock" } else { "atomic" };
             match &edge.through {
@@ -325,6 +326,7 @@ fn record_word(r: ppd_formats::eblock_trace::RecordKind) -> &'static str {
         Input => "input",
         Mark => "mark",
         Publish => "wrote",
+        Join => "joined",
     }
 }
 
@@ -433,6 +435,7 @@ pub fn dot(answer: &Answer) -> String {
                 (_, Some(Via::Call)) => "label=\"call\"".to_owned(),
                 (_, Some(Via::Parameter)) => "label=\"parameter\"".to_owned(),
                 (_, Some(Via::EarlierInstance)) => "label=\"postlog\"".to_owned(),
+                (_, Some(Via::Join)) => "style=bold label=\"join\"".to_owned(),
                 _ => "label=\"data\"".to_owned(),
             };
             let _ = writeln!(out, "  n{} -> n{} [{style}];", edge.step, step.id);
