@@ -208,6 +208,18 @@ pub fn events_of(dir: &Path, name: &str) -> Vec<ppd_formats::Event> {
         .collect()
 }
 
+/// The 1-based line of `text` that contains `needle`, which must be on one line only.
+pub fn line_of(text: &str, needle: &str) -> u64 {
+    let lines: Vec<usize> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains(needle))
+        .map(|(i, _)| i + 1)
+        .collect();
+    assert_eq!(lines.len(), 1, "{needle:?}: on lines {lines:?}");
+    lines[0] as u64
+}
+
 /// The number in `text` after `label`.
 pub fn number_after(text: &str, label: &str) -> u64 {
     let rest = &text[text

@@ -5,7 +5,7 @@ mod analysis_support;
 use std::path::Path;
 
 use analysis_support::{listing, ppd_ok, race_lines, races_json, record, record_scenario};
-use ppd_tests::ppd;
+use ppd_tests::{line_of, ppd};
 use serde_json::Value;
 
 /// The 1-based line of `examples/<file>` that contains `needle`.
@@ -13,15 +13,10 @@ fn example_line(file: &str, needle: &str) -> u64 {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../examples")
         .join(file);
-    let text = std::fs::read_to_string(&path).expect("example source");
-    let lines: Vec<usize> = text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| l.contains(needle))
-        .map(|(i, _)| i + 1)
-        .collect();
-    assert_eq!(lines.len(), 1, "{needle:?} in {file}: {lines:?}");
-    lines[0] as u64
+    line_of(
+        &std::fs::read_to_string(&path).expect("example source"),
+        needle,
+    )
 }
 
 /// Component `pid` of a side's clock (absent means 0).

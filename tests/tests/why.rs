@@ -8,7 +8,7 @@ use expect_test::{Expect, expect};
 use ppd_flowback::why::index::ProcessIndex;
 use ppd_flowback::why::store::{InstanceKey, Lookup, TraceStore};
 use ppd_formats::{Event, Recording};
-use ppd_tests::{ppd, record_example, record_program};
+use ppd_tests::{line_of, ppd, record_example, record_program};
 use serde_json::Value;
 
 fn why_cases() -> PathBuf {
@@ -30,31 +30,24 @@ fn record_case(work: &Path, case: &str) -> PathBuf {
 /// Event indices depend on how often a receive had to wait (each wait is logged); answers are
 /// compared without them.
 fn without_event_numbers(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(i) = rest.find("event ") {
-        out.push_str(&rest[..i + 6]);
-        rest = &rest[i + 6..];
-        let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
-        if digits > 0 {
-            out.push('N');
-        }
-        rest = &rest[digits..];
-    }
-    out.push_str(rest);
-    out
+    mask_numbers_after(text, "event ", "N")
 }
 
 /// Sockets are named by their addresses, whose ports the OS chose.
 fn without_ports(text: &str) -> String {
+    mask_numbers_after(text, "127.0.0.1:", "PORT")
+}
+
+/// `text` with every number that follows `prefix` written `mark`.
+fn mask_numbers_after(text: &str, prefix: &str, mark: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
-    while let Some(i) = rest.find("127.0.0.1:") {
-        out.push_str(&rest[..i + 10]);
-        rest = &rest[i + 10..];
+    while let Some(i) = rest.find(prefix) {
+        out.push_str(&rest[..i + prefix.len()]);
+        rest = &rest[i + prefix.len()..];
         let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
         if digits > 0 {
-            out.push_str("PORT");
+            out.push_str(mark);
         }
         rest = &rest[digits..];
     }
@@ -1457,19 +1450,7 @@ fn a_nested_eblocks_arguments_lead_to_the_callers_statements_across_a_socket_and
 
 /// The 1-based line of `tests/src/bin/why_cases.rs` that contains `needle`, once.
 fn case_line(needle: &str) -> u64 {
-    source_line(include_str!("../src/bin/why_cases.rs"), needle)
-}
-
-/// The 1-based line of `text` that contains `needle`, once.
-fn source_line(text: &str, needle: &str) -> u64 {
-    let lines: Vec<usize> = text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| l.contains(needle))
-        .map(|(i, _)| i + 1)
-        .collect();
-    assert_eq!(lines.len(), 1, "{needle:?}: {lines:?}");
-    lines[0] as u64
+    line_of(include_str!("../src/bin/why_cases.rs"), needle)
 }
 
 #[test]
@@ -1558,7 +1539,7 @@ fn a_chain_whose_receives_had_one_sender_each_has_no_races() {
 }
 
 fn producer_consumer_line(needle: &str) -> u64 {
-    source_line(include_str!("../src/bin/producer_consumer.rs"), needle)
+    line_of(include_str!("../src/bin/producer_consumer.rs"), needle)
 }
 
 /// Records `producer_consumer`, whose threads' closures are no e-blocks.
