@@ -133,25 +133,22 @@ pub fn trace(
             action: "read the traced body",
             source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
         }),
-        Err(_) => Err(DebugError::Io {
-            action: "trace the body",
-            source: std::io::Error::other(match last {
-                Some(Report::Diverged {
-                    event,
-                    expected,
-                    happened,
-                    ..
-                }) => format!(
-                    "the replay diverged at event {event} (expected {expected}, happened \
-                     {happened}) before the body returned"
-                ),
-                Some(Report::Stuck { .. }) => {
-                    "the replay was stuck before the body returned".to_owned()
-                }
-                _ => "it is not compiled for tracing (only main's body and the closures written \
-                      in it as a `spawn`'s argument are), or it did not return in the recorded run"
-                    .to_owned(),
-            }),
-        }),
+        Err(_) => Err(DebugError::BodyNotTraced(match last {
+            Some(Report::Diverged {
+                event,
+                expected,
+                happened,
+                ..
+            }) => format!(
+                "the replay diverged at event {event} (expected {expected}, happened \
+                 {happened}) before the body returned"
+            ),
+            Some(Report::Stuck { .. }) => {
+                "the replay was stuck before the body returned".to_owned()
+            }
+            _ => "it is not compiled for tracing (only main's body and the closures written in it \
+                  as a `spawn`'s argument are), or it did not return in the recorded run"
+                .to_owned(),
+        })),
     }
 }

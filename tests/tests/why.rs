@@ -1648,3 +1648,30 @@ fn a_variable_of_mains_body_is_explained_with_no_annotation() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_body_that_cannot_be_traced_is_said_so_and_not_replayed_again() {
+    let work = tempfile::tempdir().unwrap();
+    // `sink` is spawned by a helper that takes the closure: its body is not compiled twice.
+    let dir = record_case(work.path(), "chain");
+    let (code, _, first) = why(work.path(), &dir, &["sink", "nothing"]);
+    assert_eq!(code, Some(2), "{first}");
+    assert!(
+        first.contains("nor does its body") || first.contains("its body could not be traced"),
+        "{first}"
+    );
+    assert!(first.contains("it is not compiled for tracing"), "{first}");
+    let failed: Vec<_> = std::fs::read_dir(dir.join("cache/traces"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with("-body.failed"))
+        .collect();
+    assert_eq!(failed.len(), 1, "the reason is kept");
+    // Asked again with no program to run, the answer comes from what was kept.
+    let (_, _, again) = why(
+        work.path(),
+        &dir,
+        &["sink", "nothing", "--binary", "/nonexistent/why_cases"],
+    );
+    assert_eq!(again, first);
+}

@@ -5,8 +5,11 @@
 //! reaches it, the instances one step of a query needs are re-executed together in one run of
 //! the binary, and every trace is kept in `cache/traces/p<process>-<enter>.json`, so the next
 //! query that passes through the instance does not run anything. What the binary registered
-//! (`cache/eblocks.json`, keyed by the binary's hash) is cached the same way. A cache file that
-//! does not parse is a miss.
+//! (`cache/eblocks.json`, keyed by the binary's hash) is cached the same way. A process's body
+//! is traced in a replay of the run (`ppd_replayer::body`) and cached as an instance
+//! entered at `BODY_ENTER`; why a body could not be traced is kept too
+//! (`p<process>-body.failed`, JSON), since finding out costs a replay. A cache file that does not
+//! parse is a miss.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -69,6 +72,13 @@ pub struct Work {
     /// Steps whose dependences were worked out: a query follows each step of its answer
     /// once at most, however deep it asks.
     pub followed: usize,
+}
+
+/// Why a process's body could not be traced, as the cache keeps it.
+#[derive(Serialize, Deserialize)]
+struct BodyFailure {
+    process: ProcessId,
+    why: String,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -183,6 +193,23 @@ impl<'r> TraceStore<'r> {
                 self.traces.insert(key, found.clone());
                 found
             }
+            // A body that could not be traced costs a replay of the run: the reason is kept.
+            None if key.is_body() => match self
+                .body_failure_path(key)
+                .ok()
+                .and_then(|path| {
+                    ppd_formats::private::read_regular(&path, "read why a body was not traced").ok()
+                })
+                .and_then(|bytes| serde_json::from_slice::<BodyFailure>(&bytes).ok())
+                .filter(|f| f.process == key.process)
+            {
+                Some(failure) => {
+                    let found = Lookup::Failed(Arc::from(failure.why));
+                    self.traces.insert(key, found.clone());
+                    found
+                }
+                None => Lookup::Missing,
+            },
             None => Lookup::Missing,
         }
     }
@@ -248,7 +275,14 @@ impl<'r> TraceStore<'r> {
                     self.save(key, &trace);
                     Lookup::Ready(Arc::new(trace))
                 }
-                Err(e) => Lookup::Failed(Arc::from(e.to_string())),
+                Err(e) => {
+                    let why = e.to_string();
+                    // What the run is, not what this machine lacks (a program to run).
+                    if let ppd_replayer::debugger::DebugError::BodyNotTraced(_) = e {
+                        self.save_body_failure(key, &why);
+                    }
+                    Lookup::Failed(Arc::from(why))
+                }
             }
         };
         self.traces.insert(key, found);
@@ -401,6 +435,31 @@ impl<'r> TraceStore<'r> {
     fn trace_path(&self, key: InstanceKey) -> Result<PathBuf> {
         let dir = self.recording.cache_dir()?.join("traces");
         Ok(dir.join(format!("p{:04}-{:012}.json", key.process.0, key.enter)))
+    }
+
+    fn body_failure_path(&self, key: InstanceKey) -> Result<PathBuf> {
+        let dir = self.recording.cache_dir()?.join("traces");
+        Ok(dir.join(format!("p{:04}-body.failed", key.process.0)))
+    }
+
+    /// Caches why a body could not be traced.
+    fn save_body_failure(&self, key: InstanceKey, why: &str) {
+        let Ok(path) = self.body_failure_path(key) else {
+            return;
+        };
+        if let Some(dir) = path.parent()
+            && create_private_dir(dir).is_err()
+        {
+            return;
+        }
+        let failure = BodyFailure {
+            process: key.process,
+            why: why.to_owned(),
+        };
+        if let Ok(bytes) = serde_json::to_vec(&failure) {
+            // Unwritable, it costs a later query the replay.
+            let _ = ppd_formats::private::write_atomic(&path, &bytes, false);
+        }
     }
 
     /// Caches a trace.

@@ -102,6 +102,11 @@ pub enum DebugError {
         /// How it ended.
         status: ExitStatus,
     },
+    /// A replay that was to trace a process's body ended without its trace
+    /// (`crate::body`): the body is not compiled for tracing, did not return, or the replay
+    /// stopped first.
+    #[error("{0}")]
+    BodyNotTraced(String),
     /// Anything the operating system refused.
     #[error("{action}: {source}")]
     Io {
