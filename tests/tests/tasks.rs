@@ -13,7 +13,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Output};
 
-use ppd_tests::{ppd, ppd_bin, record_program, start_recording};
+use ppd_tests::{line_of, ppd, ppd_bin, record_program, start_recording};
 use serde_json::Value;
 
 const CASES: &str = env!("CARGO_BIN_EXE_task_cases");
@@ -22,15 +22,10 @@ const SOURCE: &str = "tests/src/bin/task_cases.rs";
 /// The 1-based line of task_cases.rs that contains `needle` (exactly one does).
 fn source_line(needle: &str) -> usize {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/bin/task_cases.rs");
-    let text = std::fs::read_to_string(path).expect("task_cases.rs");
-    let lines: Vec<usize> = text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| l.contains(needle))
-        .map(|(i, _)| i + 1)
-        .collect();
-    assert_eq!(lines.len(), 1, "{needle:?}: {lines:?}");
-    lines[0]
+    line_of(
+        &std::fs::read_to_string(path).expect("task_cases.rs"),
+        needle,
+    ) as usize
 }
 
 /// `ppd analyze tasks DIR`: its text output, which must succeed.
