@@ -42,6 +42,12 @@ const LAZY_TYPES: &[&str] = &[
 /// Calls whose closure argument runs in a process of its own.
 const SPAWNS: &[&str] = &["spawn", "spawn_scoped"];
 
+/// Whether a call of `callee` (a function's last path segment, or a method) starts a process
+/// with its closure argument.
+pub(crate) fn is_spawn(callee: &Ident) -> bool {
+    SPAWNS.iter().any(|s| callee == s)
+}
+
 /// The bindings of `body`, registered with the runtime (an `inventory` submission), or nothing
 /// when it binds nothing. `span` is the function's, for its file.
 pub(crate) fn table(body: &Block, span: Span) -> TokenStream {
@@ -168,7 +174,7 @@ impl Table {
 
     /// The closures handed to a spawn among `args`: what they make is not the statement's.
     fn spawned<'a>(&mut self, callee: &Ident, args: impl Iterator<Item = &'a Expr>) {
-        if !SPAWNS.iter().any(|s| callee == s) {
+        if !is_spawn(callee) {
             return;
         }
         for arg in args {

@@ -16,10 +16,8 @@ use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
 use syn::{Block, Expr, ExprClosure, parse_quote};
 
+use crate::binding::is_spawn;
 use crate::eblock::trace::Tracer;
-
-/// The calls whose closure arguments start threads.
-const SPAWNS: &[&str] = &["spawn", "spawn_scoped"];
 
 /// `block`, `main`'s or a test's body, compiled twice, with every closure it spawns compiled
 /// twice too.
@@ -44,9 +42,7 @@ impl VisitMut for Spawned {
     fn visit_expr_mut(&mut self, expr: &mut Expr) {
         let args = match expr {
             Expr::Call(call) if is_spawn_path(&call.func) => Some(&mut call.args),
-            Expr::MethodCall(call) if SPAWNS.contains(&call.method.to_string().as_str()) => {
-                Some(&mut call.args)
-            }
+            Expr::MethodCall(call) if is_spawn(&call.method) => Some(&mut call.args),
             _ => None,
         };
         match args {
@@ -78,11 +74,7 @@ impl VisitMut for Spawned {
 /// Whether `func` names a spawn (`spawn`, `thread::spawn`, `ppd::thread::spawn`).
 fn is_spawn_path(func: &Expr) -> bool {
     match func {
-        Expr::Path(p) => p
-            .path
-            .segments
-            .last()
-            .is_some_and(|s| SPAWNS.contains(&s.ident.to_string().as_str())),
+        Expr::Path(p) => p.path.segments.last().is_some_and(|s| is_spawn(&s.ident)),
         _ => false,
     }
 }

@@ -9,7 +9,7 @@
 //! exits, and nothing of what it did.
 
 use ppd_formats::eblock_trace::{Captured, MessageRef, RecordKind};
-use ppd_formats::event::{Owned, RwMode};
+use ppd_formats::event::{Class, Owned, RwMode};
 use ppd_formats::{Event, ProcessId, value};
 use ppd_recorder::tracer;
 
@@ -28,21 +28,10 @@ impl OpenCalls {
 
     /// Records logged event `index` of `process`, which the traced run has just performed.
     pub(crate) fn record(&mut self, logged: &Event<Owned>, index: u64, process: ProcessId) {
-        match logged {
-            Event::EblockEnter { .. } => {
-                self.nested.push(index);
-                return;
-            }
-            // The exit of a call inside a nested one.
-            Event::EblockExit { .. } if self.nested.len() > 1 => {
-                self.nested.pop();
-                return;
-            }
-            // The exit of the nested call is its record (below); anything else inside it is
-            // none of the traced code's doing.
-            Event::EblockExit { .. } => {}
-            _ if !self.nested.is_empty() => return,
-            _ => {}
+        // Inside a nested call, only its calls' entries and exits count: nothing else is the
+        // traced code's doing.
+        if !self.nested.is_empty() && logged.kind().class() != Class::Eblock {
+            return;
         }
         let captured =
             |bytes: &Option<Box<[u8]>>| bytes.as_ref().map(|b| Captured::Value(b.to_vec()));
@@ -167,7 +156,12 @@ impl OpenCalls {
                 None,
                 index,
             ),
-            Event::EblockEnter { .. } => unreachable!("taken above"),
+            Event::EblockEnter { .. } => self.nested.push(index),
+            // The exit of a call inside a nested one.
+            Event::EblockExit { .. } if self.nested.len() > 1 => {
+                self.nested.pop();
+            }
+            // The exit of the nested call is its record.
             Event::EblockExit { postlog, .. } if self.nested.len() == 1 => {
                 let enter = self.nested.pop();
                 let returned = value::map_entries(postlog)

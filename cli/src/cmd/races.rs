@@ -8,7 +8,6 @@ use ppd_flowback::report::{BlockedView, Race, Report, Side};
 use ppd_flowback::why::races::RaceOnChain;
 use ppd_flowback::why::{self, Point, Query, Step, TraceStore};
 use ppd_flowback::{Analysis, FlowbackError};
-use ppd_formats::eblock_trace::RecordKind;
 use ppd_formats::integrity::Integrity;
 use serde::Serialize;
 
@@ -292,11 +291,7 @@ fn on_chain(args: &Args, process: &str, var: &str) -> CmdResult {
     let answer = why::ask(&mut store, &query).map_err(classify)?;
     let analysis = Analysis::open(recording).map_err(classify)?;
     let races = why::races::on_chain(&analysis, &answer);
-    let receives: Vec<&Step> = answer
-        .steps
-        .iter()
-        .filter(|s| s.record == Some(RecordKind::Recv))
-        .collect();
+    let receives: Vec<&Step> = answer.receives().collect();
     if args.json {
         output::json(&ChainOutput {
             recording: &checked.dir,
@@ -318,19 +313,17 @@ fn on_chain(args: &Args, process: &str, var: &str) -> CmdResult {
             answer.steps.len()
         );
     } else {
-        let raced = receives
+        let raced: Vec<&&Step> = receives
             .iter()
             .filter(|s| races.iter().any(|r| r.step == s.id))
-            .count();
+            .collect();
         outln!(
-            "message races on the chain of {chain}: {raced} of its {} receives could have taken \
+            "message races on the chain of {chain}: {} of its {} receives could have taken \
              another message",
+            raced.len(),
             receives.len()
         );
-        for step in receives
-            .iter()
-            .filter(|s| races.iter().any(|r| r.step == s.id))
-        {
+        for step in raced {
             outln!();
             outln!(
                 "step #{}: {} received at {}{}; it could have received instead:",
@@ -343,11 +336,9 @@ fn on_chain(args: &Args, process: &str, var: &str) -> CmdResult {
                     .unwrap_or_default()
             );
             for race in races.iter().filter(|r| r.step == step.id) {
-                let message = race
-                    .message
-                    .map_or_else(|| "a message".to_owned(), |n| format!("message {n}"));
                 outln!(
-                    "  {message} on {} from {}, sent at {}",
+                    "  {} on {} from {}, sent at {}",
+                    race.message_label(),
                     race.channel,
                     c.process(&race.process),
                     c.site(format!("{}:{}", race.file, race.line))
@@ -355,12 +346,7 @@ fn on_chain(args: &Args, process: &str, var: &str) -> CmdResult {
             }
         }
     }
-    for d in &checked.integrity.damage {
-        outln!("answered from a damaged log: {d}");
-    }
-    for e in &checked.integrity.ends_early {
-        outln!("answered from a log that ends early: {e}");
-    }
+    why_cmd::print_integrity(&checked.integrity);
     Ok(ExitCode::SUCCESS)
 }
 

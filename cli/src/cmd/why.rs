@@ -10,7 +10,6 @@ use ppd_flowback::Analysis;
 use ppd_flowback::why::restore::{self, RestoredState};
 use ppd_flowback::why::{self, Answer, Point, Query, TraceStore, render};
 use ppd_formats::Recording;
-use ppd_formats::eblock_trace::RecordKind;
 use ppd_formats::integrity::Integrity;
 
 use crate::cmd::races::classify;
@@ -182,31 +181,31 @@ pub(crate) fn answer(
             if let Some(why_not) = &races_unchecked {
                 outln!("the chain's receives were not checked for message races: {why_not}");
             }
-            // The answer is only as whole as the logs it came from.
-            for d in &integrity.damage {
-                outln!("answered from a damaged log: {d}");
-            }
-            for f in integrity.tampered() {
-                outln!("answered from a recording whose MAC fails: {f}");
-            }
-            for e in &integrity.ends_early {
-                outln!("answered from a log that ends early: {e}");
-            }
+            print_integrity(integrity);
         }
     }
     Ok(leak_exit(&answer))
 }
 
+/// What was damaged, tampered with or ended early in the logs an answer came from: it is only as
+/// whole as they are.
+pub(crate) fn print_integrity(integrity: &Integrity) {
+    for d in &integrity.damage {
+        outln!("answered from a damaged log: {d}");
+    }
+    for f in integrity.tampered() {
+        outln!("answered from a recording whose MAC fails: {f}");
+    }
+    for e in &integrity.ends_early {
+        outln!("answered from a log that ends early: {e}");
+    }
+}
+
 /// Marks the receives of `answer`'s chain that raced (`why::races`), when it has any; says
 /// why they could not be checked otherwise.
 fn mark_races(recording: &Recording, answer: &mut Answer) -> Option<String> {
-    let receives = answer
-        .steps
-        .iter()
-        .any(|s| s.record == Some(RecordKind::Recv));
-    if !receives {
-        return None;
-    }
+    // A chain with no receive has nothing to check.
+    answer.receives().next()?;
     match Analysis::open(recording) {
         Ok(analysis) => {
             answer.races = why::races::on_chain(&analysis, answer);

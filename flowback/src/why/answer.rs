@@ -162,6 +162,16 @@ pub struct Answer {
     pub work: Work,
 }
 
+impl Answer {
+    /// The steps that are receives: where another order of the processes could have given
+    /// the chain another message.
+    pub fn receives(&self) -> impl Iterator<Item = &Step> {
+        self.steps
+            .iter()
+            .filter(|s| s.record == Some(RecordKind::Recv))
+    }
+}
+
 /// The graph node type of a trace record.
 pub(super) fn node_kind(kind: RecordKind) -> NodeKind {
     match kind {

@@ -651,9 +651,10 @@ impl<'s, 'r> Engine<'s, 'r> {
                     )]
                 }));
         }
-        if let Some(deps) = self.earlier_source(inst, r, &place)? {
-            return Ok(deps);
-        }
+        let here = match self.earlier_source(inst, r, &place)? {
+            Earlier::Source(deps) => return Ok(deps),
+            Earlier::Caller(here) => here,
+        };
         // Called from the process's body: the closure its thread was spawned with, or main's.
         if let Some((body, btrace)) = self.body_trace(inst.process)?
             && let Some(deps) = self.caller_source(inst, trace, rec, &place, body, &btrace)?
@@ -664,16 +665,11 @@ impl<'s, 'r> Engine<'s, 'r> {
             Some((_, i)) => index.name(&i).to_owned(),
             None => "the e-block".to_owned(),
         };
-        let here = decoded(r.value.as_ref()).and_then(|v| {
-            place
-                .select(&Place::variable(&place.root), &v)
-                .map(|v| self.show(inst.process, v))
-        });
         Ok(vec![self.outside_with(
             inst,
             r,
             Some(place.to_string()),
-            here,
+            Some(self.show(inst.process, &here)),
             &format!("passed by the caller of {eblock}, which is not an e-block"),
         )])
     }
@@ -746,17 +742,11 @@ impl<'s, 'r> Engine<'s, 'r> {
 
     /// The earlier top-level instance of the process that left `place` with the value it has
     /// on entry to `inst`: the latest one whose postlog has it and whose prelog did not.
-    /// None when no earlier instance logged it: the caller passed it.
-    fn earlier_source(
-        &mut self,
-        inst: InstanceKey,
-        r: &Record,
-        place: &Place,
-    ) -> Try<Option<Vec<Dep>>> {
+    fn earlier_source(&mut self, inst: InstanceKey, r: &Record, place: &Place) -> Try<Earlier> {
         let whole = Place::variable(&place.root);
         let Some(here) = decoded(r.value.as_ref()).and_then(|v| place.select(&whole, &v).cloned())
         else {
-            return Ok(Some(vec![self.outside(
+            return Ok(Earlier::Source(vec![self.outside(
                 inst,
                 r,
                 Some(place.to_string()),
@@ -780,7 +770,7 @@ impl<'s, 'r> Engine<'s, 'r> {
             if after != Some(&here) {
                 let left =
                     after.map_or_else(|| "no such part".into(), |v| self.show(inst.process, v));
-                return Ok(Some(vec![self.outside(
+                return Ok(Earlier::Source(vec![self.outside(
                     inst,
                     r,
                     Some(place.to_string()),
@@ -800,20 +790,22 @@ impl<'s, 'r> Engine<'s, 'r> {
                 continue;
             }
             let end = self.trace(key)?.records.len();
-            return Ok(Some(match self.last_def(key, end, place, 0)? {
-                Some(site) => vec![(Dependence::Data, Some(Via::EarlierInstance), site)],
-                None => vec![self.outside(
-                    key,
-                    r,
-                    Some(place.to_string()),
-                    "changed by code of this instance that its trace does not show",
-                )],
-            }));
+            return Ok(Earlier::Source(
+                match self.last_def(key, end, place, 0)? {
+                    Some(site) => vec![(Dependence::Data, Some(Via::EarlierInstance), site)],
+                    None => vec![self.outside(
+                        key,
+                        r,
+                        Some(place.to_string()),
+                        "changed by code of this instance that its trace does not show",
+                    )],
+                },
+            ));
         }
         if !logged_before {
-            return Ok(None);
+            return Ok(Earlier::Caller(here));
         }
-        Ok(Some(vec![self.outside_with(
+        Ok(Earlier::Source(vec![self.outside_with(
             inst,
             r,
             Some(place.to_string()),
@@ -1017,6 +1009,14 @@ impl<'s, 'r> Engine<'s, 'r> {
             },
         )
     }
+}
+
+/// Where a top-level instance's parameter came from, as the earlier instances tell it.
+enum Earlier {
+    /// Its dependences: an earlier instance's write, or code outside e-blocks.
+    Source(Vec<Dep>),
+    /// No earlier instance logged it: the caller passed it, with this value.
+    Caller(Value),
 }
 
 /// The branch a record's statement ran under, as a dependence.

@@ -16,7 +16,6 @@
 use serde::Serialize;
 
 use ppd_formats::ProcessId;
-use ppd_formats::eblock_trace::RecordKind;
 
 use super::answer::Answer;
 use crate::analysis::Analysis;
@@ -41,11 +40,15 @@ pub struct RaceOnChain {
 }
 
 impl RaceOnChain {
+    /// The competing message: `message N`, or `a message` when its number is unknown.
+    pub fn message_label(&self) -> String {
+        self.message
+            .map_or_else(|| "a message".to_owned(), |n| format!("message {n}"))
+    }
+
     /// The line `why` prints under the receive.
     pub fn describe(&self) -> String {
-        let message = self
-            .message
-            .map_or_else(|| "a message".to_owned(), |n| format!("message {n}"));
+        let message = self.message_label();
         let at = if self.file.is_empty() {
             String::new()
         } else {
@@ -63,9 +66,7 @@ impl RaceOnChain {
 pub fn on_chain(analysis: &Analysis, answer: &Answer) -> Vec<RaceOnChain> {
     let trace = &analysis.trace;
     let receives: Vec<(usize, EventRef)> = answer
-        .steps
-        .iter()
-        .filter(|s| s.record == Some(RecordKind::Recv))
+        .receives()
         .filter_map(|s| {
             let p = trace.index_of(ProcessId(s.pid))?;
             let k = u32::try_from(s.event?).ok()?;

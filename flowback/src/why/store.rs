@@ -444,38 +444,32 @@ impl<'r> TraceStore<'r> {
 
     /// Caches why a body could not be traced.
     fn save_body_failure(&self, key: InstanceKey, why: &str) {
-        let Ok(path) = self.body_failure_path(key) else {
-            return;
-        };
-        if let Some(dir) = path.parent()
-            && create_private_dir(dir).is_err()
-        {
-            return;
-        }
         let failure = BodyFailure {
             process: key.process,
             why: why.to_owned(),
         };
-        if let Ok(bytes) = serde_json::to_vec(&failure) {
-            // Unwritable, it costs a later query the replay.
-            let _ = ppd_formats::private::write_atomic(&path, &bytes, false);
-        }
+        write_cache(self.body_failure_path(key), &failure);
     }
 
     /// Caches a trace.
     fn save(&self, key: InstanceKey, trace: &EblockTrace) {
-        let Ok(path) = self.trace_path(key) else {
-            return;
-        };
-        if let Some(dir) = path.parent()
-            && create_private_dir(dir).is_err()
-        {
-            return;
-        }
-        if let Ok(bytes) = serde_json::to_vec(trace) {
-            // Unwritable, it costs a later query the re-execution.
-            let _ = ppd_formats::private::write_atomic(&path, &bytes, false);
-        }
+        write_cache(self.trace_path(key), trace);
+    }
+}
+
+/// Writes `value` as JSON to the cache file at `path`. Unwritable, it costs a later query the
+/// run that made it.
+fn write_cache(path: Result<PathBuf>, value: &impl Serialize) {
+    let Ok(path) = path else {
+        return;
+    };
+    if let Some(dir) = path.parent()
+        && create_private_dir(dir).is_err()
+    {
+        return;
+    }
+    if let Ok(bytes) = serde_json::to_vec(value) {
+        let _ = ppd_formats::private::write_atomic(&path, &bytes, false);
     }
 }
 

@@ -36,8 +36,8 @@ impl Engine<'_, '_> {
             ))
         })?;
         let index = self.store.index(process)?;
+        let at = query.at.resolve(recording, process, &index)?;
         if index.is_empty() {
-            let at = query.at.resolve(recording, process, &index)?;
             return match self.body_target(process, &place, at)? {
                 BodyTarget::Found(site) => Ok((process, site)),
                 BodyTarget::Undefined => Err(FlowbackError::Query(format!(
@@ -77,7 +77,6 @@ impl Engine<'_, '_> {
             match by_field {
                 Some(p) => place = p,
                 None => {
-                    let at = query.at.resolve(recording, process, &index)?;
                     let why_not = match self.body_target(process, &place, at)? {
                         BodyTarget::Found(site) => return Ok((process, site)),
                         BodyTarget::Undefined => "nor does its body".to_owned(),
@@ -102,7 +101,6 @@ impl Engine<'_, '_> {
             .filter(|e| known(e).iter().any(|p| p.root == place.root))
             .map(|e| e.name.as_str())
             .collect();
-        let at = query.at.resolve(recording, process, &index)?;
 
         // Candidates: the instances open at the point, innermost first (up to the point), then
         // earlier instances of e-blocks that define the variable (whole), latest first.

@@ -336,10 +336,10 @@ impl Tracer {
             let name = uses::place_name(&place);
             self.defines.insert(name.clone());
             let saved = syn::Ident::new(&format!("__ppd_lent_{i}"), Span::call_site());
-            let (now, then) = (self.value_of(quote!(#place)), self.value_of(quote!(#place)));
-            before.push(parse_quote! { let #saved = #now; });
+            let value = self.value_of(quote!(#place));
+            before.push(parse_quote! { let #saved = #value; });
             after.push(parse_quote! {
-                ::ppd::__private::tracer::lent(#site, #name, #saved, #then, #used);
+                ::ppd::__private::tracer::lent(#site, #name, #saved, #value, #used);
             });
         }
         (before, after)
@@ -411,14 +411,14 @@ impl Tracer {
                 let name = uses::place_name(place);
                 self.defines.insert(name.clone());
                 let used_tokens = strs(&used);
-                let (now, then) = (self.value_of(quote!(#place)), self.value_of(quote!(#place)));
+                let value = self.value_of(quote!(#place));
                 vec![
                     announce(&used),
-                    parse_quote! { let __ppd_before = #now; },
+                    parse_quote! { let __ppd_before = #value; },
                     Stmt::Expr(traced, semi_token),
                     parse_quote! {
                         ::ppd::__private::tracer::def_if_changed(
-                            #site, #name, __ppd_before, #then, #used_tokens);
+                            #site, #name, __ppd_before, #value, #used_tokens);
                     },
                 ]
             }
