@@ -948,6 +948,20 @@ impl LogReader {
     /// Events from index `k` on. Finds the block by binary search and decompresses only it
     /// (and the blocks after it, as the iteration proceeds).
     pub fn events_from(&self, k: u64) -> Result<Events<'_>> {
+        let (block, first) = self.block_of(k)?;
+        Ok(self.iter_from_block(block, first, k - first))
+    }
+
+    /// [`events_from`](Self::events_from), owning the reader as
+    /// [`into_events`](Self::into_events) does.
+    pub fn into_events_from(self, k: u64) -> Result<Events<'static>> {
+        let (block, first) = self.block_of(k)?;
+        let count = self.event_count;
+        Ok(Events::start(ReaderRef::Owned(Box::new(self)), block, first, k - first, count))
+    }
+
+    /// The block event `k` starts in, and that block's first event.
+    fn block_of(&self, k: u64) -> Result<(usize, u64)> {
         if k >= self.event_count {
             return Err(FormatError::EventOutOfRange {
                 path: self.path.clone(),
@@ -958,8 +972,7 @@ impl LogReader {
         let block = self
             .blocks
             .partition_point(|b| b.first_event + u64::from(b.event_count) <= k);
-        let first = self.blocks[block].first_event;
-        Ok(self.iter_from_block(block, first, k - first))
+        Ok((block, self.blocks[block].first_event))
     }
 
     /// Event number `k`. Its block is decoded once and kept with the few decoded last, so
@@ -1034,18 +1047,16 @@ impl LogReader {
         Ok(times)
     }
 
+    /// All events in order, with their indexes, owning the reader: the log's file closes when
+    /// the iteration is dropped. For a reader that lives as long as one consumer, such as a
+    /// replayed process's backend, without leaking one open file per process.
+    pub fn into_events(self) -> Events<'static> {
+        let count = self.event_count;
+        Events::start(ReaderRef::Owned(Box::new(self)), 0, 0, 0, count)
+    }
+
     fn iter_from_block(&self, block: usize, first: u64, skip: u64) -> Events<'_> {
-        Events {
-            reader: self,
-            block_index: block,
-            block: None,
-            pos: 0,
-            decoder: Decoder::default(),
-            next_index: first,
-            skip,
-            limit: self.event_count,
-            done: false,
-        }
+        Events::start(ReaderRef::Borrowed(self), block, first, skip, self.event_count)
     }
 
     fn record_error(&self, block: &LoadedBlock, e: DecodeError) -> FormatError {
@@ -1084,7 +1095,7 @@ struct FrameInfo {
 /// After an error it yields nothing more.
 #[derive(Debug)]
 pub struct Events<'r> {
-    reader: &'r LogReader,
+    reader: ReaderRef<'r>,
     block_index: usize,
     block: Option<LoadedBlock>,
     pos: usize,
@@ -1094,6 +1105,40 @@ pub struct Events<'r> {
     /// Index at which the iteration ends.
     limit: u64,
     done: bool,
+}
+
+/// The reader an iteration reads from: borrowed, or its own ([`LogReader::into_events`]).
+#[derive(Debug)]
+enum ReaderRef<'r> {
+    Borrowed(&'r LogReader),
+    Owned(Box<LogReader>),
+}
+
+impl std::ops::Deref for ReaderRef<'_> {
+    type Target = LogReader;
+
+    fn deref(&self) -> &LogReader {
+        match self {
+            ReaderRef::Borrowed(r) => r,
+            ReaderRef::Owned(r) => r,
+        }
+    }
+}
+
+impl<'r> Events<'r> {
+    fn start(reader: ReaderRef<'r>, block: usize, first: u64, skip: u64, limit: u64) -> Self {
+        Events {
+            reader,
+            block_index: block,
+            block: None,
+            pos: 0,
+            decoder: Decoder::default(),
+            next_index: first,
+            skip,
+            limit,
+            done: false,
+        }
+    }
 }
 
 impl Events<'_> {

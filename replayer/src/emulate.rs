@@ -26,7 +26,7 @@ use ppd_formats::Events;
 use ppd_formats::eblock_trace::{Captured, EblockInfo, EblockTrace, Leak};
 use ppd_formats::event::{Nesting, Owned};
 use ppd_formats::value;
-use ppd_formats::{Borrowed, Event, EventKind, LogReader, ProcessId, Recording};
+use ppd_formats::{Borrowed, Event, EventKind, ProcessId, Recording};
 use ppd_recorder::eblock::logged;
 use ppd_recorder::runtime::backend::{Dependency, Mode, Op, ProcessBackend, Runtime};
 use ppd_recorder::runtime::{self, env};
@@ -536,9 +536,8 @@ fn emulate_instance(
         .process(process)
         .ok_or_else(|| format!("no process {process} in the recording"))?;
     let reader = recording.open_log(entry).map_err(|e| e.to_string())?;
-    let reader: &'static LogReader = Box::leak(Box::new(reader));
     let mut events = reader
-        .events_from(enter)
+        .into_events_from(enter)
         .map_err(|e| e.to_string())?
         .peekable();
     let (eblock, site, prelog) = match events.next() {

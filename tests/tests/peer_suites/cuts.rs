@@ -27,11 +27,6 @@ const UNRESERVED_SEND: &str = "a selection's send on a rendezvous channel does n
      waiting receive it was chosen for (nor pair with a non-blocking receive), so this pairing \
      hangs or fails under the recorder";
 
-/// Replay keeps each process's log open: 20001 processes are more than this machine's
-/// 20000 open files (`ulimit -n`); replay stops at once saying so.
-const OPEN_LOGS: &str = "20001 processes: replay keeps one log file open per process, over the \
-     20000 open files allowed here, and stops saying so";
-
 /// Every cut.
 pub(crate) const CUTS: &[Cut] = &[
     cut_replay(
@@ -53,9 +48,6 @@ pub(crate) const CUTS: &[Cut] = &[
     ),
     cut_record("crossbeam-channel/select_macro::try_recv", UNRESERVED_SEND),
     cut_record("crossbeam-channel/zero::recv_in_send", UNRESERVED_SEND),
-    cut_replay("crossbeam-channel/array::stress_oneshot", OPEN_LOGS),
-    cut_replay("crossbeam-channel/list::stress_oneshot", OPEN_LOGS),
-    cut_replay("crossbeam-channel/zero::stress_oneshot", OPEN_LOGS),
 ];
 
 const fn cut_record(test: &'static str, reason: &'static str) -> Cut {
