@@ -957,7 +957,13 @@ impl LogReader {
     pub fn into_events_from(self, k: u64) -> Result<Events<'static>> {
         let (block, first) = self.block_of(k)?;
         let count = self.event_count;
-        Ok(Events::start(ReaderRef::Owned(Box::new(self)), block, first, k - first, count))
+        Ok(Events::start(
+            ReaderRef::Owned(Box::new(self)),
+            block,
+            first,
+            k - first,
+            count,
+        ))
     }
 
     /// The block event `k` starts in, and that block's first event.
@@ -1056,7 +1062,13 @@ impl LogReader {
     }
 
     fn iter_from_block(&self, block: usize, first: u64, skip: u64) -> Events<'_> {
-        Events::start(ReaderRef::Borrowed(self), block, first, skip, self.event_count)
+        Events::start(
+            ReaderRef::Borrowed(self),
+            block,
+            first,
+            skip,
+            self.event_count,
+        )
     }
 
     fn record_error(&self, block: &LoadedBlock, e: DecodeError) -> FormatError {

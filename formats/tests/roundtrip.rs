@@ -160,7 +160,6 @@ fn seeking_finds_every_event_without_reading_from_the_start() {
     assert!(err.contains("event 3000 is out of range"), "{err}");
 }
 
-
 /// The files this process holds open whose path is `path`.
 fn open_files_of(path: &Path) -> usize {
     std::fs::read_dir("/proc/self/fd")
@@ -181,16 +180,29 @@ fn an_iteration_that_owns_its_reader_reads_every_event_and_closes_the_log_when_d
     assert_eq!(open_files_of(&path), 1);
     let indexes: Vec<u64> = whole.map(|item| item.unwrap().0).collect();
     assert_eq!(indexes, (0..3_000).collect::<Vec<_>>());
-    assert_eq!(open_files_of(&path), 0, "the log stayed open after its events");
+    assert_eq!(
+        open_files_of(&path),
+        0,
+        "the log stayed open after its events"
+    );
 
-    let mut from = LogReader::open(&path).unwrap().into_events_from(1500).unwrap();
+    let mut from = LogReader::open(&path)
+        .unwrap()
+        .into_events_from(1500)
+        .unwrap();
     let (i, e) = from.next().unwrap().unwrap();
     assert_eq!(i, 1500);
     assert_event_matches(i, &e);
     drop(from);
     assert_eq!(open_files_of(&path), 0);
-    let err = LogReader::open(&path).unwrap().into_events_from(3_000).unwrap_err();
-    assert!(err.to_string().contains("event 3000 is out of range"), "{err}");
+    let err = LogReader::open(&path)
+        .unwrap()
+        .into_events_from(3_000)
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("event 3000 is out of range"),
+        "{err}"
+    );
 }
 #[test]
 fn records_larger_than_a_block_span_several_blocks() {

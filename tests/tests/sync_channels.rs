@@ -322,3 +322,58 @@ fn why_re_executes_an_eblock_with_an_unbounded_channel_and_the_semaphore_made_af
     }
     assert!(!stdout.contains("leak"), "{stdout}");
 }
+
+/// The wake-up of a bounded channel's last receiver's drop replays in the process that did it
+/// in the recorded run, even when another process's drop is the last in the replay: which
+/// clone of an `Arc` holding the receiver goes last is not logged.
+#[test]
+fn the_last_receivers_wake_up_replays_where_it_was_recorded_whoever_drops_last_in_the_replay() {
+    let work = tempfile::tempdir().unwrap();
+    let flag = work.path().join("first-waits");
+    let flag_arg = flag.to_str().unwrap();
+    for (first_waits_recorded, last) in [(true, "first"), (false, "second")] {
+        if first_waits_recorded {
+            std::fs::write(&flag, b"").unwrap();
+        }
+        let dir = work.path().join(format!("last-{last}"));
+        let out = ppd_tests::record_program(
+            work.path(),
+            &dir,
+            &program(),
+            &["last-receiver", flag_arg],
+            &[],
+        );
+        let (stdout, stderr) = ppd_tests::output_text(&out);
+        assert!(out.status.success(), "{stderr}");
+        assert!(
+            stdout.contains("second send disconnected: true"),
+            "{stdout}"
+        );
+        let wake_ups = |name: &str| {
+            count(&events(&dir, name), |e| {
+                matches!(e, Event::SemRelease { site: Some(s), .. }
+                    if s.file == "tests/src/bin/sync_channels.rs"
+                        && s.line == line_of_channel())
+            })
+        };
+        assert_eq!(
+            (wake_ups("first"), wake_ups("second")),
+            if last == "first" { (1, 0) } else { (0, 1) },
+            "the worker that slept dropped the receiver and woke main"
+        );
+        // The other worker sleeps in the replay, so the drop that runs the receiver's is its.
+        if first_waits_recorded {
+            std::fs::remove_file(&flag).unwrap();
+        } else {
+            std::fs::write(&flag, b"").unwrap();
+        }
+        assert_replays(work.path(), &dir, "");
+        let _ = std::fs::remove_file(&flag);
+    }
+}
+
+/// The line of `last_receiver`'s `sync_channel`, where its room's wake-up is logged.
+fn line_of_channel() -> u32 {
+    let source = include_str!("../src/bin/sync_channels.rs");
+    ppd_tests::line_of(source, "shared_rx) = mpsc::sync_channel") as u32
+}

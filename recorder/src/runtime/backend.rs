@@ -16,6 +16,8 @@ use ppd_formats::event::{AtomicOp, ClockSource, ObjectKind};
 use ppd_formats::pending::PendingAccess;
 use ppd_formats::{Borrowed, Event, EventKind, ObjectId, ProcessId};
 
+pub use crate::sync::bound::is_last_receiver_release;
+
 /// How the runtime runs the program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -106,13 +108,16 @@ pub trait ProcessBackend: Send {
     ///
     /// A replay backend may block here while its local debugger holds the process; when the
     /// program does something the log does not say, it reports the divergence and never
-    /// returns.
+    /// returns — except when the log's next event is the wake-up of a bounded channel's last
+    /// receiver ([`is_last_receiver_release`]), which a drop did between two operations: that
+    /// `SemRelease` is returned, not consumed, for the runtime to do before `op`.
     fn expect(&mut self, op: Op) -> Option<Event>;
 
     /// Like [`expect`](Self::expect) for an event that may or may not come next: the logged
     /// event, consumed like `expect` does, if the log's next event is `op`'s; `None` otherwise
     /// (and always when recording). For outcomes known only after the fact, such as a send
-    /// that finds its receiver gone.
+    /// that finds its receiver gone. It continues an operation under way, so a last
+    /// receiver's wake-up, done between operations, is never its answer.
     fn expect_if(&mut self, op: Op) -> Option<Event>;
 
     /// The next logged event, without consuming it (replay and emulation; `None` when

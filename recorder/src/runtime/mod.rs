@@ -262,7 +262,26 @@ pub fn expect(op: Op) -> Option<Event> {
         return None;
     }
     let _replay_code = panic::ReplayCode::enter();
-    with_process(|p| p.backend.expect(op)).flatten()
+    loop {
+        let logged = with_process(|p| p.backend.expect(op)).flatten();
+        if !release_for_last_receiver(op, logged.as_ref()) {
+            return logged;
+        }
+    }
+}
+
+/// Replay: when the backend answered `op` with the wake-up of a bounded channel's last
+/// receiver, which the recorded run did here ([`ProcessBackend::expect`]), does it and says so.
+#[inline]
+fn release_for_last_receiver(op: Op, logged: Option<&Event>) -> bool {
+    match logged {
+        Some(Event::SemRelease { object, .. })
+            if op.kind != EventKind::SemRelease || op.object != Some(*object) =>
+        {
+            crate::sync::bound::release_for_last_receiver(*object)
+        }
+        _ => false,
+    }
 }
 
 /// Step 1 for an event that may come next: the logged event if it is `op`'s (replay).

@@ -27,13 +27,14 @@
 
 use crate::runtime::binding::LazyObject;
 use std::panic::Location;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use crossbeam_channel as cc;
+use rustc_hash::FxHashMap;
 
-use ppd_formats::event::Outcome;
+use ppd_formats::event::{Outcome, Site};
 use ppd_formats::{Event, EventKind, ObjectId};
 
 use super::semaphore::Semaphore;
@@ -250,17 +251,89 @@ impl Bound {
     /// disconnected and passes the wake-up on.
     ///
     /// Which receiver is the last is a race between the receivers' processes; the wake-up's V
-    /// in the log is its answer, and replay gives it to the same receiver.
+    /// in the log is its answer, and replay gives it to the same process: the one whose
+    /// receiver was the last in the recorded run, whether or not its receiver is the last in
+    /// the replay ([`release_for_last_receiver`]).
     pub(crate) fn receiver_dropped(&self) {
         let last = self.receivers.fetch_sub(1, Ordering::AcqRel) == 1;
-        self.room.release_if(self.site, last);
-        if let Some(handoff) = &self.handoff {
-            handoff.release_if(self.site, last);
+        if self.room.release_if(self.site, last) {
+            last_drops().remove(&self.room.id());
+        }
+        if let Some(handoff) = &self.handoff
+            && handoff.release_if(self.site, last)
+        {
+            last_drops().remove(&handoff.id());
         }
         if last {
             self.ping_watchers();
         }
     }
+
+    /// A bounded channel's room and handoff, registered in replay so that the wake-up of its
+    /// last receiver's drop can be done where the log has it ([`release_for_last_receiver`]).
+    pub(crate) fn shared(
+        capacity: usize,
+        name: Option<&'static str>,
+        site: &'static Location<'static>,
+    ) -> Arc<Bound> {
+        let bound = Arc::new(Bound::new(capacity, name, site));
+        if runtime::mode() == Mode::Replay {
+            let mut drops = last_drops();
+            drops.insert(bound.room.id(), Arc::clone(&bound));
+            if let Some(handoff) = &bound.handoff {
+                drops.insert(handoff.id(), Arc::clone(&bound));
+            }
+        }
+        bound
+    }
+}
+
+/// Replay: the bounded channels by the ids of their room and handoff, until the wake-up of
+/// their last receiver's drop is replayed. Held strongly: the replay may reach the wake-up
+/// after every end of the channel is gone.
+fn last_drops() -> MutexGuard<'static, FxHashMap<ObjectId, Arc<Bound>>> {
+    static LAST_DROPS: OnceLock<Mutex<FxHashMap<ObjectId, Arc<Bound>>>> = OnceLock::new();
+    LAST_DROPS
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+/// Replay: whether a V of `object` logged at `site` is the wake-up of a bounded channel's
+/// last receiver not replayed yet: `object` is the channel's room or handoff, and `site` the
+/// channel's own (a receive's V names the receive's call site).
+pub fn is_last_receiver_release(object: ObjectId, site: Option<&Site>) -> bool {
+    let drops = last_drops();
+    let Some(bound) = drops.get(&object) else {
+        return false;
+    };
+    site.is_some_and(|s| {
+        (s.file.as_str(), s.line, s.column)
+            == (bound.site.file(), bound.site.line(), bound.site.column())
+    })
+}
+
+/// Replay: does the wake-up of a bounded channel's last receiver's drop, a V of its room or
+/// handoff `object`, in the current process, because its log has it next and the process is
+/// about to do something else. The channel's ends are shared through something ppd does not
+/// log — most often clones of an `Arc` holding them, whose last clone's thread std's `Arc`
+/// does not say — and in this replay another thread's drop is the last, or none is yet; the V
+/// goes where the recorded run did it, so the senders that it woke are woken in the same
+/// order. Returns false for an object that is no such room or handoff.
+pub(crate) fn release_for_last_receiver(object: ObjectId) -> bool {
+    let Some(bound) = last_drops().remove(&object) else {
+        return false;
+    };
+    let semaphore = if bound.room.id() == object {
+        &bound.room
+    } else {
+        match &bound.handoff {
+            Some(handoff) => handoff,
+            None => return false,
+        }
+    };
+    semaphore.release_at(bound.site);
+    true
 }
 
 /// A selection's registration as a watcher of a channel's room; see [`Bound::watch`].

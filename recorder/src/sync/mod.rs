@@ -8,7 +8,7 @@
 
 pub mod atomic;
 mod barrier;
-mod bound;
+pub(crate) mod bound;
 mod condvar;
 pub(crate) mod handle;
 mod lock_core;

@@ -200,7 +200,7 @@ pub(crate) fn make<T>(
         id,
         next_seq: SeqCounter(AtomicU64::new(0)),
         values: Values::new(),
-        bound: capacity.map(|n| Arc::new(Bound::new(n, name, site))),
+        bound: capacity.map(|n| Bound::shared(n, name, site)),
         lanes: (runtime::mode() == Mode::Replay && receivers == Receivers::One).then(Lanes::new),
         returned: Returned::new(),
     });

@@ -311,8 +311,8 @@ impl Semaphore {
 
     /// V, on behalf of an operation at `site`, when the run decides it (`live`, recording) or
     /// the log says it happened next (replay): for a V whose happening is a race of the run,
-    /// as whether a channel's receiver was its last.
-    pub(crate) fn release_if(&self, site: &'static Location<'static>, live: bool) {
+    /// as whether a channel's receiver was its last. Returns whether it happened.
+    pub(crate) fn release_if(&self, site: &'static Location<'static>, live: bool) -> bool {
         let happened = match runtime::mode() {
             Mode::Replay | Mode::Emulate => {
                 runtime::expect_if(Op::on(EventKind::SemRelease, self.meta.id(), Some(site)))
@@ -323,6 +323,7 @@ impl Semaphore {
         if happened {
             self.release_at(site);
         }
+        happened
     }
 
     /// P that waits at most `patience` (none: not at all), on behalf of an operation at `site`

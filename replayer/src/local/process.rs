@@ -13,7 +13,7 @@ use ppd_formats::Events;
 use ppd_formats::event::{Nesting, Owned};
 use ppd_formats::{Borrowed, Event, EventKind, ProcessId};
 use ppd_recorder::runtime::ReplayCode;
-use ppd_recorder::runtime::backend::{Dependency, Op, ProcessBackend};
+use ppd_recorder::runtime::backend::{Dependency, Op, ProcessBackend, is_last_receiver_release};
 use ppd_recorder::tracer;
 
 use super::Shared;
@@ -650,6 +650,10 @@ impl ProcessBackend for ReplayProcess {
                     Err(format!("a readable event (the log is damaged: {damage})"))
                 }
                 Some(Ok(e)) if e.kind().is_wait() && op.kind != e.kind() => Ok(None),
+                // Done by the runtime before `op`, then asked for as its own operation.
+                Some(Ok(e)) if !op_matches(&op, e) && is_last_receiver_wakeup(e) => {
+                    return Some(e.clone());
+                }
                 Some(Ok(e)) if !op_matches(&op, e) => Err(describe(e)),
                 Some(Ok(e)) => Ok(Some(e.clone())),
             };
@@ -746,4 +750,12 @@ impl Goal {
             _ => None,
         }
     }
+}
+
+/// Whether `logged` is the wake-up of a bounded channel's last receiver, which the process's
+/// receiver did in the recorded run and may not in this replay
+/// ([`is_last_receiver_release`]).
+fn is_last_receiver_wakeup(logged: &Event) -> bool {
+    matches!(logged, Event::SemRelease { object, site, .. }
+        if is_last_receiver_release(*object, site.as_deref()))
 }

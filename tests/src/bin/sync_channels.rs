@@ -19,13 +19,19 @@
 //!   never fires in time, with another `after` nobody waits on;
 //! * `select-send`: a dispatcher's `select!` sends jobs on two workers' `bounded(1)` queues
 //!   (whichever has room) and receives their results, until every job is done; then a
-//!   `select!` of timers alone (`at`, `after`, `never`) and `same_channel`.
+//!   `select!` of timers alone (`at`, `after`, `never`) and `same_channel`;
+//! * `last-receiver FLAG`: two workers hold clones of an `Arc` around a `sync_channel(1)`'s
+//!   receiver while `main` blocks sending into the full channel, until the last clone's drop
+//!   disconnects it. Which worker drops last is decided by whether the file `FLAG` exists
+//!   (neither std's `Arc` nor a file's existence is logged): recorded with it and replayed
+//!   without, the other worker's drop is the last in the replay.
 //!
 //! Each prints results that do not depend on the interleaving.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use ppd::sync::Mutex;
 use ppd::sync::atomic::{AtomicU64, Ordering};
 use ppd::sync::mpsc::{self, TrySendError};
 
@@ -329,6 +335,32 @@ fn eblock() {
     println!("doubled total {total}");
 }
 
+fn last_receiver() {
+    let flag = std::env::args().nth(2).expect("the path of a flag file");
+    let first_waits = std::path::Path::new(&flag).exists();
+    let (tx, shared_rx) = mpsc::sync_channel::<u64>(1);
+    tx.send(1).expect("room for one");
+    let shared = Arc::new(Mutex::new(shared_rx));
+    let workers: Vec<_> = [("first", first_waits), ("second", !first_waits)]
+        .into_iter()
+        .map(|(name, waits)| {
+            let clone = Arc::clone(&shared);
+            spawn(name, move || {
+                if waits {
+                    std::thread::sleep(Duration::from_millis(300));
+                }
+                drop(clone);
+            })
+        })
+        .collect();
+    drop(shared);
+    let second = tx.send(2);
+    println!("second send disconnected: {}", second.is_err());
+    for worker in workers {
+        worker.join().expect("worker");
+    }
+}
+
 #[ppd::main]
 fn main() {
     match std::env::args().nth(1).as_deref() {
@@ -341,6 +373,7 @@ fn main() {
         Some("select-send") => select_send(),
         Some("eblock") => eblock(),
         Some("eblock-unbounded") => eblock_unbounded(),
+        Some("last-receiver") => last_receiver(),
         other => {
             eprintln!("unknown case {other:?}");
             std::process::exit(2);

@@ -14,13 +14,6 @@ pub(crate) struct Cut {
     pub(crate) reason: &'static str,
 }
 
-/// A channel end's drop logs events (the last receiver's releases its senders), in the
-/// thread that drops it. These tests share their ends through `Arc<Mutex<..>>` clones, and
-/// which thread drops the last clone is not logged (std's `Arc`; README, "What ppd does not
-/// record"): in replay another thread may, and the replay diverges there.
-const LAST_ARC_DROP: &str = "which thread drops the last Arc clone holding a channel end is not \
-     logged; in replay another thread drops it and its drop's events diverge";
-
 /// ppd's selection takes a send on a rendezvous channel when a receive waits, without
 /// reserving that receive, as crossbeam does (docs/porting.md).
 const UNRESERVED_SEND: &str = "a selection's send on a rendezvous channel does not reserve the \
@@ -34,9 +27,6 @@ pub(crate) const CUTS: &[Cut] = &[
         "it asserts how many bytes the process allocated, and the replaying runtime allocates \
          more than the recording one",
     ),
-    // Every test of the Go port shares its channels through `Chan`, an `Arc<Mutex<..>>` of the
-    // ends cloned into each goroutine.
-    cut_replay("crossbeam-channel/golang::*", LAST_ARC_DROP),
     cut_record("crossbeam-channel/golang::chan::main", UNRESERVED_SEND),
     cut_record(
         "crossbeam-channel/golang::chan_test::test_self_select",
