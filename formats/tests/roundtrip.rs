@@ -204,6 +204,7 @@ fn an_iteration_that_owns_its_reader_reads_every_event_and_closes_the_log_when_d
         "{err}"
     );
 }
+
 #[test]
 fn records_larger_than_a_block_span_several_blocks() {
     let dir = tempfile::tempdir().unwrap();

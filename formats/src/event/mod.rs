@@ -73,6 +73,13 @@ pub struct Site {
 }
 
 impl Site {
+    /// Whether this is the place `location` names: a logged site against the call site of a
+    /// live operation.
+    pub fn is(&self, location: &Location<'_>) -> bool {
+        (self.file.as_str(), self.line, self.column)
+            == (location.file(), location.line(), location.column())
+    }
+
     /// The one copy of this site in the process, made the first time it is met.
     ///
     /// Readers intern every site they decode: the events of every block and log that share a

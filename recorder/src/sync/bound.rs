@@ -256,13 +256,20 @@ impl Bound {
     /// the replay ([`release_for_last_receiver`]).
     pub(crate) fn receiver_dropped(&self) {
         let last = self.receivers.fetch_sub(1, Ordering::AcqRel) == 1;
-        if self.room.release_if(self.site, last) {
-            last_drops().remove(&self.room.id());
-        }
-        if let Some(handoff) = &self.handoff
-            && handoff.release_if(self.site, last)
-        {
-            last_drops().remove(&handoff.id());
+        let room = self.room.release_if(self.site, last);
+        let handoff = self
+            .handoff
+            .as_ref()
+            .is_some_and(|h| h.release_if(self.site, last));
+        // Replayed by this drop: no other process does it (recording registers nothing).
+        if runtime::mode() == Mode::Replay && (room || handoff) {
+            let mut drops = last_drops();
+            if room {
+                drops.remove(&self.room.id());
+            }
+            if let Some(h) = self.handoff.as_ref().filter(|_| handoff) {
+                drops.remove(&h.id());
+            }
         }
         if last {
             self.ping_watchers();
@@ -307,10 +314,7 @@ pub fn is_last_receiver_release(object: ObjectId, site: Option<&Site>) -> bool {
     let Some(bound) = drops.get(&object) else {
         return false;
     };
-    site.is_some_and(|s| {
-        (s.file.as_str(), s.line, s.column)
-            == (bound.site.file(), bound.site.line(), bound.site.column())
-    })
+    site.is_some_and(|s| s.is(bound.site))
 }
 
 /// Replay: does the wake-up of a bounded channel's last receiver's drop, a V of its room or
@@ -385,11 +389,8 @@ pub(crate) fn serve_emulated_room(
         EventKind::SemAcquire,
         EventKind::SemRelease,
     ];
-    let at_this_call = |logged: Option<&&ppd_formats::event::Site>| {
-        logged.is_some_and(|s| {
-            s.file == site.file() && s.line == site.line() && s.column == site.column()
-        })
-    };
+    let at_this_call =
+        |logged: Option<&&ppd_formats::event::Site>| logged.is_some_and(|s| s.is(site));
     let mut answer = None;
     while let Some(event) = runtime::next_logged()
         .filter(|next| {

@@ -240,10 +240,7 @@ impl ObjectMeta {
         let here = self.creation.site;
         match logged {
             Event::Create { kind, site, .. } => {
-                *kind == self.creation.kind
-                    && site.as_ref().is_none_or(|s| {
-                        s.file == here.file() && s.line == here.line() && s.column == here.column()
-                    })
+                *kind == self.creation.kind && site.as_ref().is_none_or(|s| s.is(here))
             }
             _ => false,
         }
