@@ -650,11 +650,14 @@ impl ProcessBackend for ReplayProcess {
                     Err(format!("a readable event (the log is damaged: {damage})"))
                 }
                 Some(Ok(e)) if e.kind().is_wait() && op.kind != e.kind() => Ok(None),
-                // Done by the runtime before `op`, then asked for as its own operation.
-                Some(Ok(e)) if !op_matches(&op, e) && is_last_receiver_wakeup(e) => {
-                    return Some(e.clone());
+                // A last receiver's wake-up is done by the runtime before `op`, then asked for
+                // as its own operation.
+                Some(Ok(e)) if !op_matches(&op, e) => {
+                    if is_last_receiver_wakeup(e) {
+                        return Some(e.clone());
+                    }
+                    Err(describe(e))
                 }
-                Some(Ok(e)) if !op_matches(&op, e) => Err(describe(e)),
                 Some(Ok(e)) => Ok(Some(e.clone())),
             };
             match expected {
