@@ -25,6 +25,7 @@ pub mod event;
 pub mod ids;
 pub mod integrity;
 mod layout;
+pub mod live;
 pub mod manifest;
 pub(crate) mod names;
 pub mod net;

@@ -247,7 +247,11 @@ fn a_kill_between_opening_a_spans_next_block_and_writing_it_loses_only_that_reco
         .max_by_key(|&at| u64::from_le_bytes(bytes[at as usize + 12..][..8].try_into().unwrap()))
         .unwrap();
     let commit = u64::from_le_bytes(bytes[slot as usize..][..8].try_into().unwrap());
-    assert_eq!(commit >> 32, 0, "the newest block starts no event of its own");
+    assert_eq!(
+        commit >> 32,
+        0,
+        "the newest block starts no event of its own"
+    );
     assert_ne!(commit, 0, "the span's end is committed");
     // In place: the compressor may still be reading the ring through its mapping.
     let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();

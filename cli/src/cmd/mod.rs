@@ -7,6 +7,7 @@ pub(crate) mod export;
 pub(crate) mod graph;
 pub(crate) mod halt_nodes;
 pub(crate) mod info;
+pub(crate) mod live_halt;
 pub(crate) mod merge;
 pub(crate) mod races;
 pub(crate) mod record;

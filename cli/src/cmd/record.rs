@@ -18,6 +18,7 @@ use ppd_formats::{FormatError, Recording};
 use ppd_formats::{ProcessEnding, ProgramExit};
 use ppd_recorder::runtime::env;
 
+use super::live_halt::LiveDebugger;
 use crate::exit::{CliError, CmdResult, failure, input};
 use crate::output;
 
@@ -47,6 +48,14 @@ pub(crate) struct Args {
     #[arg(long, value_name = "N", default_value_t = 100, requires = "until_failure",
           value_parser = clap::value_parser!(u32).range(1..))]
     tries: u32,
+    /// Halt the live program where PRED holds (a simple predicate, or several joined by `|`),
+    /// print its state, and keep the halt in the recording (`ppd replay --to halt`); without
+    /// -i the program then runs on, recording.
+    #[arg(long, value_name = "PRED", conflicts_with = "until_failure")]
+    stop: Option<String>,
+    /// With --stop: at each halt, take commands (print, continue, detach, kill).
+    #[arg(short, long, requires = "stop")]
+    interactive: bool,
     /// The program and its arguments.
     #[arg(
         required = true,
@@ -131,6 +140,12 @@ pub(crate) fn run(args: &Args) -> CmdResult {
             None
         }
     };
+    // Before anything is made: a breakpoint the live program cannot evaluate is refused.
+    let debugger = args
+        .stop
+        .as_deref()
+        .map(|text| LiveDebugger::prepare(text, args.interactive))
+        .transpose()?;
     shield_from_signals();
     let tries = if args.until_failure { args.tries } else { 1 };
     for attempt in 1..=tries {
@@ -141,7 +156,7 @@ pub(crate) fn run(args: &Args) -> CmdResult {
             new_run_id()
         };
         let target = Target::prepare(args)?;
-        let recorded = record_once(args, &target, &run, key.as_ref())?;
+        let recorded = record_once(args, debugger.as_ref(), &target, &run, key.as_ref())?;
         let failed = !recorded.status.success();
         if !args.until_failure || failed || attempt == tries {
             if args.until_failure {
@@ -227,6 +242,7 @@ struct Recorded {
 /// `key` seals what ppd record writes, `exit.json`.
 fn record_once(
     args: &Args,
+    debugger: Option<&LiveDebugger>,
     target: &Target,
     run: &str,
     key: Option<&UserKey>,
@@ -241,6 +257,13 @@ fn record_once(
         .env(env::DIR, dir)
         .env(env::PAYLOADS, if args.payloads { "1" } else { "0" })
         .env(env::FSYNC, if args.fsync { "1" } else { "0" });
+    if let Some(debugger) = debugger {
+        debugger.configure(&mut command);
+        if args.interactive {
+            // The debugger's commands are not the program's input.
+            command.stdin(std::process::Stdio::null());
+        }
+    }
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => {
@@ -252,10 +275,13 @@ fn record_once(
     if let Some(base) = &target.base {
         recording::update_latest(base, dir)?;
     }
-    let status = child
-        .wait()
-        .with_context(|| format!("cannot wait for {}", args.command[0]))
-        .map_err(failure)?;
+    let status = match debugger {
+        Some(debugger) => debugger.serve(&mut child, dir)?,
+        None => child
+            .wait()
+            .with_context(|| format!("cannot wait for {}", args.command[0]))
+            .map_err(failure)?,
+    };
     let (code, how) = match (status.code(), status.signal()) {
         (Some(code), _) => (code, format!("exited with code {code}")),
         (None, Some(signal)) => (128 + signal, format!("killed by signal {signal}")),

@@ -51,7 +51,8 @@ pub(crate) struct Args {
     /// the process's innermost e-block.
     #[arg(long, value_name = "EXPR", requires = "trace")]
     print: Option<String>,
-    /// Replay to this consistent global state: PROCESS=EVENTS,... (others stay at 0).
+    /// Replay to this consistent global state: PROCESS=EVENTS,... (others stay at 0), or
+    /// `halt` (`halt:N`): where `ppd record --stop` halted the live program (its N-th halt).
     #[arg(long, value_name = "CUT", conflicts_with_all = ["stop", "trace"])]
     pub(crate) to: Option<String>,
     /// After halting (or from the start), take debugger commands: step, continue, back, ...
@@ -305,7 +306,8 @@ fn run_one(args: &Args, recording: Recording, integrity: Integrity) -> CmdResult
 }
 
 /// `PROCESS=EVENTS,...` to per-process targets; processes not listed have none (they stay at
-/// their start unless the listed ones need them).
+/// their start unless the listed ones need them). `halt` and `halt:N` name a halt of the live
+/// program the recording keeps.
 pub(crate) fn parse_cut(ctx: &mut Context, text: &str) -> Result<Vec<Option<u64>>, CliError> {
     let n = ctx
         .recording
@@ -315,6 +317,15 @@ pub(crate) fn parse_cut(ctx: &mut Context, text: &str) -> Result<Vec<Option<u64>
         .max()
         .unwrap_or(1);
     let mut targets = vec![None; n];
+    if let Some(which) = text.trim().strip_prefix("halt") {
+        let halt = recorded_halt(ctx, which)?;
+        for (process, events) in halt.cut {
+            if let Some(target) = targets.get_mut(process.index()) {
+                *target = Some(events);
+            }
+        }
+        return Ok(targets);
+    }
     for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (name, events) = part
             .split_once('=')
@@ -330,6 +341,41 @@ pub(crate) fn parse_cut(ctx: &mut Context, text: &str) -> Result<Vec<Option<u64>
         targets[process.id.index()] = Some(events);
     }
     Ok(targets)
+}
+
+/// The halt `which` (empty: the last; `:N`: the N-th) of those `ppd record --stop` kept.
+fn recorded_halt(ctx: &Context, which: &str) -> Result<ppd_formats::live::Halt, CliError> {
+    let halts = ppd_formats::live::read_halts(ctx.recording.dir()).map_err(input)?;
+    let wanted =
+        match which.strip_prefix(':') {
+            None if which.is_empty() => halts.last().map(|h| h.halt),
+            Some(n) => Some(n.trim().parse::<u64>().map_err(|_| {
+                input(anyhow!("bad cut `halt{which}`: `{n}` is not a halt number"))
+            })?),
+            None => {
+                return Err(input(anyhow!(
+                    "bad cut `halt{which}`: expected halt or halt:N"
+                )));
+            }
+        };
+    let listed = || {
+        halts
+            .iter()
+            .map(|h| format!("halt:{} ({})", h.halt, h.predicate))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match wanted.and_then(|n| halts.iter().find(|h| h.halt == n)) {
+        Some(h) => Ok(h.clone()),
+        None if halts.is_empty() => Err(input(anyhow!(
+            "--to halt: the recording keeps no halt (`ppd record --stop PRED` halts the live \
+             program and keeps where)"
+        ))),
+        None => Err(input(anyhow!(
+            "--to halt{which}: no such halt; the recording keeps {}",
+            listed()
+        ))),
+    }
 }
 
 #[derive(Debug, Serialize)]

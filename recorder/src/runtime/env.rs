@@ -23,6 +23,11 @@ pub const BLOCK_SIZE: &str = "PPD_BLOCK_SIZE";
 pub const RING_BLOCKS: &str = "PPD_RING_BLOCKS";
 /// Unix socket of the global debugger (replay).
 pub const CONTROL: &str = "PPD_CONTROL";
+/// The breakpoint of a live program, as JSON (`ppd record --stop`,
+/// [`ppd_formats::live::LiveStop`]).
+pub const LIVE_STOP: &str = "PPD_LIVE_STOP";
+/// Unix socket of the debugger that halts the live program (`ppd record --stop`).
+pub const LIVE_CONTROL: &str = "PPD_LIVE_CONTROL";
 /// File holding the emulation request (emulate).
 pub const REQUEST: &str = "PPD_REQUEST";
 /// The process whose body a replay traces (`ppd_replayer::body`).

@@ -10,6 +10,7 @@
 pub mod backend;
 pub mod binding;
 pub mod env;
+mod halt;
 mod marker;
 mod panic;
 pub mod program_hash;
@@ -258,8 +259,16 @@ pub fn current_name() -> Option<String> {
 /// A recording backend never expects anything, so recording does not ask it.
 #[inline]
 pub fn expect(op: Op) -> Option<Event> {
-    if matches!(mode(), Mode::PassThrough | Mode::Record) {
-        return None;
+    match mode() {
+        Mode::PassThrough => return None,
+        Mode::Record => {
+            // A live halt stops each process at its next operation.
+            if halt::requested() {
+                with_process(|p| p.backend.live_halt());
+            }
+            return None;
+        }
+        Mode::Replay | Mode::Emulate => {}
     }
     let _replay_code = panic::ReplayCode::enter();
     loop {

@@ -23,6 +23,7 @@ use ppd_formats::{
 
 use super::backend::{Dependency, Mode, Op, ProcessBackend, Runtime};
 use super::env;
+use super::halt;
 use super::program_hash::program_hash;
 
 /// Name of the file that marks a recording directory as taken by one program.
@@ -109,8 +110,19 @@ impl RecordRuntime {
         let program = exe
             .file_name()
             .map_or_else(|| "node".to_owned(), |n| n.to_string_lossy().into_owned());
-        let (dir, node) = claim(dir, &program)?;
-        let dir = dir.as_path();
+        let (node_dir, node) = claim(dir, &program)?;
+        // The breakpoint of `ppd record --stop` is the first node's: the processes of other
+        // OS processes are not halted yet.
+        if node_dir == dir
+            && let Some(stop) = std::env::var_os(env::LIVE_STOP)
+        {
+            let stop = serde_json::from_str(&stop.to_string_lossy())
+                .map_err(|e| format!("{} is not a breakpoint: {e}", env::LIVE_STOP))?;
+            let socket = std::env::var(env::LIVE_CONTROL)
+                .map_err(|_| format!("{} is set without {}", env::LIVE_STOP, env::LIVE_CONTROL))?;
+            halt::install(stop, &socket)?;
+        }
+        let dir = node_dir.as_path();
         reserve_space(dir);
         let size = std::fs::metadata(&exe).map(|m| m.len()).unwrap_or(0);
         // Before the run, not beside it: a program killed early must still leave the hash that
@@ -444,6 +456,7 @@ impl Runtime for RecordRuntime {
             shared: Arc::clone(shared),
             id,
             name: name.to_owned(),
+            live: writer.as_ref().and_then(|_| halt::started(id, name)),
             writer,
         })
     }
@@ -475,6 +488,8 @@ struct RecordProcess {
     id: ProcessId,
     name: String,
     writer: Option<LogWriter>,
+    /// Under a live breakpoint: what the halting algorithm knows of this process.
+    live: Option<Arc<halt::Slot>>,
 }
 
 impl RecordProcess {
@@ -521,6 +536,16 @@ impl ProcessBackend for RecordProcess {
                 writer.events()
             ));
             self.stop_logging(true);
+            return;
+        }
+        if let Some(slot) = &self.live {
+            halt::after_event(slot, event, writer.readable_events());
+        }
+    }
+
+    fn live_halt(&mut self) {
+        if let Some(slot) = &self.live {
+            halt::halt(slot);
         }
     }
 
@@ -542,6 +567,9 @@ impl ProcessBackend for RecordProcess {
     }
 
     fn finish(&mut self) {
+        if let Some(slot) = self.live.take() {
+            halt::ended(&slot);
+        }
         if self.shared.recording_stopped() {
             self.stop_logging(false);
             return;

@@ -13,7 +13,7 @@ const KEPT: usize = 1000;
 
 /// The history file of the user running ppd.
 #[derive(Debug)]
-pub(super) struct History {
+pub(crate) struct History {
     path: PathBuf,
     /// Set after a save failed, so that the failure is told once.
     warned: bool,

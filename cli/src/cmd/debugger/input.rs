@@ -22,7 +22,7 @@ use crate::output::out;
 const PROMPT: &str = "(ppd) ";
 
 /// The debugger's input.
-pub(super) enum Input {
+pub(crate) enum Input {
     Terminal {
         editor: Box<Editor<Words, DefaultHistory>>,
         /// The user's history file, when there is one.
@@ -33,7 +33,7 @@ pub(super) enum Input {
 
 impl Input {
     /// A terminal's line editor when standard input is one, else standard input as it is.
-    pub(super) fn open(words: Words) -> Input {
+    pub(crate) fn open(words: Words) -> Input {
         if std::io::stdin().is_terminal() {
             let config = Config::builder()
                 .auto_add_history(false)
@@ -58,7 +58,7 @@ impl Input {
     }
 
     /// The next command; `None` at the end of the input (Ctrl-D on a terminal).
-    pub(super) fn line(&mut self) -> Option<String> {
+    pub(crate) fn line(&mut self) -> Option<String> {
         match self {
             Input::Terminal { editor, history } => loop {
                 match editor.readline(PROMPT) {
@@ -103,7 +103,7 @@ impl Input {
 /// of its current e-block and of every e-block), predicates' event words, mark labels and
 /// e-block names.
 #[derive(Debug, Default)]
-pub(super) struct Words {
+pub(crate) struct Words {
     processes: Vec<String>,
     /// Per process, the parameters of the e-block it is in now.
     current: BTreeMap<String, Vec<String>>,

@@ -9,8 +9,8 @@
 
 mod changes;
 mod commands;
-mod history;
-mod input;
+pub(super) mod history;
+pub(super) mod input;
 
 use std::process::ExitCode;
 

@@ -1,0 +1,73 @@
+//! A program to halt while it records (`ppd record --stop`): two producers stream numbered
+//! items to a consumer, which marks a checkpoint every `EVERY` items; a bookkeeper counts
+//! under a lock until the consumer is done, so a halt always finds it busy with operations.
+//! At a checkpoint, items are in the channel, sent and not received, and the other processes
+//! are halted or waiting.
+
+use ppd::sync::atomic::{AtomicBool, Ordering};
+use ppd::sync::mpsc::sync_channel;
+use ppd::sync::{Arc, Mutex};
+use ppd::thread;
+
+const ITEMS: u64 = 3000;
+const EVERY: u64 = 1000;
+
+/// What the consumer does with an item: an e-block, so `enter apply` can be a breakpoint.
+#[ppd::eblock]
+fn apply(total: u64, item: u64) -> u64 {
+    total + item
+}
+
+#[ppd::main]
+fn main() {
+    let (tx, rx) = sync_channel::<u64>(64);
+    let ledger = Arc::new(Mutex::new(0u64));
+    let consumed = Arc::new(AtomicBool::new(false));
+    let producers: Vec<_> = (1..=2u64)
+        .map(|p| {
+            let tx = tx.clone();
+            thread::Builder::new()
+                .name(format!("producer-{p}"))
+                .spawn(move || {
+                    for i in 0..ITEMS / 2 {
+                        tx.send(p * 1_000_000 + i).expect("the consumer");
+                    }
+                })
+                .expect("spawn a producer")
+        })
+        .collect();
+    drop(tx);
+    let bookkeeper = {
+        let ledger = Arc::clone(&ledger);
+        let consumed = Arc::clone(&consumed);
+        thread::Builder::new()
+            .name("bookkeeper".into())
+            .spawn(move || {
+                while !consumed.load(Ordering::Acquire) {
+                    *ledger.lock().unwrap() += 1;
+                }
+            })
+            .expect("spawn the bookkeeper")
+    };
+    let consumer = thread::Builder::new()
+        .name("consumer".into())
+        .spawn(move || {
+            let mut total = 0;
+            for (n, item) in rx.into_iter().enumerate() {
+                total = apply(total, item);
+                let n = n as u64 + 1;
+                if n.is_multiple_of(EVERY) {
+                    ppd::mark!("checkpoint", n);
+                }
+            }
+            total
+        })
+        .expect("spawn the consumer");
+    for producer in producers {
+        producer.join().expect("a producer");
+    }
+    let total = consumer.join().expect("the consumer");
+    consumed.store(true, Ordering::Release);
+    bookkeeper.join().expect("the bookkeeper");
+    println!("total = {total}");
+}

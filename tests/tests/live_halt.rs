@@ -1,0 +1,276 @@
+//! Halting the live program while it records (`ppd record --stop`, Miller & Choi §4), on a
+//! real run of `live_halt`: two producers, a consumer that marks a checkpoint every 1000
+//! items, a bookkeeper busy on a lock until the consumer is done (so only the halting
+//! algorithm stops it).
+//!
+//! Each halt must be a consistent global state (no receive in it without its send), the one
+//! the program reports must be the one the recording keeps, and `ppd replay --to halt:N` must
+//! reach exactly that state later.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use ppd_formats::Event;
+use ppd_formats::live::{Halt, read_halts};
+use ppd_tests::{output_text, ppd, ppd_with_input, record_program};
+use serde_json::Value;
+
+fn program() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_live_halt"))
+}
+
+/// What the program prints when it ran to its end.
+const FINISHED: &str = "total = 4502248500";
+
+/// The events of every process of the recording, by id.
+fn logs(dir: &Path) -> Vec<(ppd_formats::ProcessId, Vec<Event>)> {
+    let recording = ppd_formats::Recording::open(dir).unwrap();
+    recording
+        .processes()
+        .iter()
+        .map(|p| {
+            let events = recording
+                .open_log(p)
+                .unwrap()
+                .events()
+                .map(|e| e.unwrap().1)
+                .collect();
+            (p.id, events)
+        })
+        .collect()
+}
+
+/// Checks that `halt`'s cut is consistent: every receive in it has its send in it.
+fn assert_consistent(dir: &Path, halt: &Halt) {
+    let logs = logs(dir);
+    let upto = |id| {
+        halt.cut
+            .iter()
+            .find(|(p, _)| *p == id)
+            .map_or(0, |(_, n)| *n as usize)
+    };
+    let sent: HashSet<_> = logs
+        .iter()
+        .flat_map(|(id, events)| events[..upto(*id)].iter())
+        .filter_map(|e| match e {
+            Event::Send { channel, seq, .. } => Some((*channel, *seq)),
+            _ => None,
+        })
+        .collect();
+    let mut received = 0;
+    for (id, events) in &logs {
+        for e in &events[..upto(*id)] {
+            if let Event::Recv { channel, seq, .. } = e {
+                assert!(
+                    sent.contains(&(*channel, *seq)),
+                    "halt {}: {id} received message {seq} on {channel}, not sent in the cut",
+                    halt.halt
+                );
+                received += 1;
+            }
+        }
+    }
+    assert!(received > 0, "the cut holds receives to check");
+}
+
+/// The value of the consumer's last event in the cut, which must be the checkpoint mark.
+fn checkpoint_at(dir: &Path, halt: &Halt) -> u64 {
+    let (consumer, events) = logs(dir)
+        .into_iter()
+        .find(|(id, _)| *id == halt.initiator)
+        .unwrap();
+    let (_, n) = halt.cut.iter().find(|(p, _)| *p == consumer).unwrap();
+    match &events[*n as usize - 1] {
+        Event::Mark { label, value, .. } if &**label == "checkpoint" => {
+            ppd_formats::value::decode_as(value).unwrap()
+        }
+        other => panic!(
+            "halt {}: the initiator's last event is {other:?}",
+            halt.halt
+        ),
+    }
+}
+
+/// `ppd replay DIR --to halt:N --json`: each process's events.
+fn replayed_to(work: &Path, dir: &Path, halt: u64) -> Vec<(u32, u64)> {
+    let to = format!("halt:{halt}");
+    let out = ppd(
+        work,
+        &["replay", dir.to_str().unwrap(), "--to", &to, "--json"],
+    );
+    let (stdout, stderr) = output_text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let state: Value = serde_json::from_str(&stdout).unwrap();
+    state["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["id"].as_u64().unwrap() as u32,
+                p["events"].as_u64().unwrap(),
+            )
+        })
+        .filter(|(_, events)| *events > 0)
+        .collect()
+}
+
+fn cut_of(halt: &Halt) -> Vec<(u32, u64)> {
+    let mut cut: Vec<(u32, u64)> = halt
+        .cut
+        .iter()
+        .map(|(p, n)| (p.0, *n))
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    cut.sort();
+    cut
+}
+
+#[test]
+fn a_live_program_halts_where_the_predicate_holds_and_a_replay_reaches_that_state_again() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("rec");
+    let out = record_program(
+        work.path(),
+        &dir,
+        &program(),
+        &[],
+        &["--stop", "consumer: mark checkpoint"],
+    );
+    let (stdout, stderr) = output_text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("halted (the predicate holds) at: consumer: mark checkpoint"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("halt 1 started by consumer; halting order: consumer -> "),
+        "{stdout}"
+    );
+    // Busy with operations, the bookkeeper is stopped by the halting algorithm alone.
+    assert!(stdout.contains("bookkeeper (p3): halted, "), "{stdout}");
+    assert!(
+        stdout.contains("holds    consumer: mark checkpoint"),
+        "{stdout}"
+    );
+    // Without -i the program runs on, recording, to its end.
+    assert!(stdout.contains(FINISHED), "{stdout}");
+    assert!(stderr.contains("(complete)"), "{stderr}");
+
+    let halts = read_halts(&dir).unwrap();
+    assert_eq!(halts.len(), 1, "{halts:?}");
+    let halt = &halts[0];
+    assert_eq!(halt.order.first(), Some(&halt.initiator));
+    assert!(halt.order.contains(&ppd_formats::ProcessId(3)), "{halt:?}");
+    assert_eq!(checkpoint_at(&dir, halt), 1000);
+    assert_consistent(&dir, halt);
+    assert_eq!(replayed_to(work.path(), &dir, 1), cut_of(halt));
+
+    let out = ppd(work.path(), &["replay", dir.to_str().unwrap(), "--verify"]);
+    assert!(out.status.success(), "{}", output_text(&out).1);
+}
+
+#[test]
+fn continue_halts_again_at_the_next_occurrence_and_detach_lets_the_program_finish() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("rec");
+    let program = program();
+    let out = ppd_with_input(
+        work.path(),
+        &[
+            "record",
+            "-o",
+            dir.to_str().unwrap(),
+            "-i",
+            "--stop",
+            "consumer: mark checkpoint",
+            "--",
+            program.to_str().unwrap(),
+        ],
+        b"print\nnonsense\ncontinue\ncontinue\ndetach\n",
+    );
+    let (stdout, stderr) = output_text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("unknown command `nonsense`"), "{stdout}");
+    assert!(stdout.contains(FINISHED), "{stdout}");
+    let halts = read_halts(&dir).unwrap();
+    let ids: Vec<u64> = halts.iter().map(|h| h.halt).collect();
+    assert_eq!(ids, [1, 2, 3]);
+    for (halt, expected) in halts.iter().zip([1000, 2000, 3000]) {
+        assert_eq!(checkpoint_at(&dir, halt), expected);
+        assert!(halt.order.contains(&ppd_formats::ProcessId(3)), "{halt:?}");
+        assert_consistent(&dir, halt);
+        assert_eq!(replayed_to(work.path(), &dir, halt.halt), cut_of(halt));
+    }
+}
+
+#[test]
+fn a_program_killed_at_a_halt_leaves_a_recording_that_replays_to_the_halt() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("rec");
+    let program = program();
+    let out = ppd_with_input(
+        work.path(),
+        &[
+            "record",
+            "-o",
+            dir.to_str().unwrap(),
+            "-i",
+            "--stop",
+            "producer-2: send | consumer: enter apply",
+            "--",
+            program.to_str().unwrap(),
+        ],
+        b"kill\n",
+    );
+    let (stdout, stderr) = output_text(&out);
+    assert_eq!(out.status.code(), Some(128 + 9), "{stdout}\n{stderr}");
+    assert!(!stdout.contains(FINISHED), "{stdout}");
+    assert!(stderr.contains("killed by signal 9"), "{stderr}");
+    let halts = read_halts(&dir).unwrap();
+    assert_eq!(halts.len(), 1);
+    assert_eq!(replayed_to(work.path(), &dir, 1), cut_of(&halts[0]));
+}
+
+#[test]
+fn a_predicate_the_live_program_cannot_evaluate_is_refused_before_anything_runs() {
+    let work = tempfile::tempdir().unwrap();
+    for (pred, says) in [
+        (
+            "consumer: mark checkpoint & producer-1: send",
+            "a disjunction of them",
+        ),
+        (
+            "consumer: mark checkpoint if value > 1",
+            "does not evaluate conditions",
+        ),
+    ] {
+        let dir = work.path().join("refused");
+        let out = record_program(work.path(), &dir, &program(), &[], &["--stop", pred]);
+        let (_, stderr) = output_text(&out);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(says), "{stderr}");
+        assert!(!dir.exists(), "nothing is recorded");
+    }
+}
+
+#[test]
+fn a_breakpoint_that_never_holds_is_said_so_with_the_process_that_never_ran() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("rec");
+    let out = record_program(
+        work.path(),
+        &dir,
+        &program(),
+        &[],
+        &["--stop", "consumr: mark checkpoint"],
+    );
+    let (stdout, stderr) = output_text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains(FINISHED));
+    assert!(
+        stderr.contains("never held in this run (no process named consumr ran)"),
+        "{stderr}"
+    );
+    assert!(read_halts(&dir).unwrap().is_empty());
+}
