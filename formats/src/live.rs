@@ -2,11 +2,15 @@
 //! say to each other, and the halts a recording keeps.
 //!
 //! Miller & Choi, *Breakpoints and Halting in Distributed Programs*, §4: the debugger is a
-//! process of its own, joined to every process of the program by a control channel. The
-//! debugger gives the program the breakpoint ([`LiveStop`], in the environment); the process
-//! where it occurs starts a halt; every process halts at its next operation, in the *halting
-//! order* the report gives ([`HaltReport`]); the debugger answers with a [`DebuggerCommand`].
-//! The messages are JSON, one per line, over a Unix socket.
+//! process of its own, joined to every process of the program by a control channel. Every OS
+//! process (node) of the recorded run connects to the debugger's Unix socket, which the
+//! environment names with the breakpoint ([`LiveStop`]), and says which node it is
+//! ([`ProgramMessage::Hello`]). The process where the breakpoint occurs starts a halt in its
+//! node and tells the debugger ([`ProgramMessage::Started`]), which sends the halt marker to
+//! every other node ([`DebuggerCommand::Halt`]); in each node every process halts at its next
+//! operation, and the node reports its part of the halted state with its *halting order*
+//! ([`HaltReport`]). The debugger answers every node with the same command. The messages are
+//! JSON, one per line.
 //!
 //! The halt's cut is kept in the recording ([`HALTS_FILE`]), so that `ppd replay --to halt`
 //! brings a replay to the same state later.
@@ -57,12 +61,17 @@ fn eblock_is(logged: &str, wanted: &str) -> bool {
 }
 
 impl LiveTrigger {
-    /// Whether `name` (id `id`) is the process the trigger names.
-    pub fn names_process(&self, id: ProcessId, name: &str) -> bool {
+    /// Whether process `name` (id `id`) of node `node` is the process the trigger names: as the
+    /// recording will name it (`NODE/NAME` when it has several nodes, else `NAME`), by the
+    /// rule of [`crate::resolve_process`]. An id (`p3`) names a process of the first node
+    /// (`first`), whose ids are the recording's.
+    pub fn names_process(&self, node: &str, first: bool, id: ProcessId, name: &str) -> bool {
         let wanted = self.process.as_str();
+        let full = format!("{node}/{name}");
         name == wanted
+            || full == wanted
             || (!wanted.contains('/') && name.ends_with(&format!("/{wanted}")))
-            || ProcessId::parse_label(wanted) == Some(id)
+            || (first && ProcessId::parse_label(wanted) == Some(id))
     }
 
     /// Whether `event`, just logged by the process the trigger names, matches it;
@@ -136,28 +145,54 @@ pub struct LiveProcess {
     pub events: u64,
 }
 
-/// Program to debugger: every process has halted (or the wait for the last ones ran out).
+/// Where a node's halt began.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HaltReport {
-    /// The halt's id: 1 for the first halt of the run, then one more for each.
-    pub halt: u64,
-    /// The process where the breakpoint occurred.
-    pub initiator: ProcessId,
-    /// The index of the event that matched, in the initiator's log.
+pub struct Breakpoint {
+    /// The process where the breakpoint occurred (the node's own id).
+    pub process: ProcessId,
+    /// The index of the event that matched, in its log.
     pub event: u64,
     /// Which trigger of the [`LiveStop`] matched.
     pub trigger: usize,
-    /// The halting order (§4): the processes in the order they halted, the initiator first.
+}
+
+/// A node's part of a halted state: every process of the node has halted (or the wait for
+/// the last ones ran out).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HaltReport {
+    /// The breakpoint, when it occurred in this node; none when the node halted on the
+    /// debugger's halt marker.
+    pub breakpoint: Option<Breakpoint>,
+    /// The node's halting order (§4): its processes in the order they halted.
     pub order: Vec<ProcessId>,
-    /// Every process that had started by the halt, those that ended too.
+    /// Every process of the node that had started by the halt, those that ended too, with
+    /// the node's own ids.
     pub processes: Vec<LiveProcess>,
-    /// Nanoseconds from the breakpoint to the report.
+    /// Nanoseconds from the halt's start in the node to the report.
     pub latency_ns: u64,
+}
+
+/// Program (one node) to debugger.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ProgramMessage {
+    /// The first message of a node's connection: its name in the recording and OS process id.
+    Hello {
+        /// The node's name.
+        node: String,
+        /// Its OS process id.
+        pid: u32,
+    },
+    /// A breakpoint occurred in the node, which is halting.
+    Started,
+    /// The node has halted.
+    Halted(HaltReport),
 }
 
 /// Debugger to program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum DebuggerCommand {
+    /// The halt marker: a breakpoint occurred in another node; halt every process of this one.
+    Halt,
     /// Resume every process; the breakpoint stays armed and halts the program again.
     Continue,
     /// Resume every process and disarm the breakpoint: the program runs on, recording.
@@ -170,13 +205,13 @@ pub const HALTS_FILE: &str = "halts.json";
 /// A halt of the recorded run, as the recording keeps it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Halt {
-    /// The halt's id ([`HaltReport::halt`]).
+    /// The halt's number: 1 for the run's first, then one more for each.
     pub halt: u64,
     /// The breakpoint's predicate.
     pub predicate: String,
     /// The process where it occurred.
     pub initiator: ProcessId,
-    /// The halting order.
+    /// The halting order: each node's, the initiator's node first.
     pub order: Vec<ProcessId>,
     /// The cut: the events of each process at the halt.
     pub cut: Vec<(ProcessId, u64)>,
@@ -223,10 +258,16 @@ mod tests {
     #[test]
     fn a_trigger_names_a_process_as_the_other_commands_do() {
         let t = trigger("worker", LiveEvent::Mark("x".into()));
-        assert!(t.names_process(ProcessId(3), "worker"));
-        assert!(t.names_process(ProcessId(3), "pool/worker"));
-        assert!(!t.names_process(ProcessId(3), "worker-2"));
-        assert!(trigger("p3", LiveEvent::Mark("x".into())).names_process(ProcessId(3), "a"));
+        assert!(t.names_process("n", true, ProcessId(3), "worker"));
+        assert!(t.names_process("n", true, ProcessId(3), "pool/worker"));
+        assert!(t.names_process("server", false, ProcessId(3), "worker"));
+        assert!(!t.names_process("n", true, ProcessId(3), "worker-2"));
+        let p3 = trigger("p3", LiveEvent::Mark("x".into()));
+        assert!(p3.names_process("n", true, ProcessId(3), "a"));
+        assert!(!p3.names_process("n", false, ProcessId(3), "a"));
+        let qualified = trigger("server/worker", LiveEvent::Mark("x".into()));
+        assert!(qualified.names_process("server", false, ProcessId(3), "worker"));
+        assert!(!qualified.names_process("client", false, ProcessId(3), "worker"));
     }
 
     #[test]

@@ -274,3 +274,84 @@ fn a_breakpoint_that_never_holds_is_said_so_with_the_process_that_never_ran() {
     );
     assert!(read_halts(&dir).unwrap().is_empty());
 }
+
+/// `tests/scripts/cluster.sh`: a server and two clients, three OS processes over TCP.
+fn cluster() -> String {
+    concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/cluster.sh").to_owned()
+}
+
+#[test]
+fn a_breakpoint_in_one_node_halts_every_node_and_a_replay_reaches_that_global_state() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("rec");
+    let address_dir = work.path().to_str().unwrap();
+    let net_cases = env!("CARGO_BIN_EXE_net_cases");
+    let out = ppd(
+        work.path(),
+        &[
+            "record",
+            "-o",
+            dir.to_str().unwrap(),
+            "--stop",
+            "server/handler-0: enter handle",
+            "--",
+            "sh",
+            &cluster(),
+            net_cases,
+            "tcp",
+            address_dir,
+        ],
+    );
+    let (stdout, stderr) = output_text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("halt 1 started by server/handler-0; halting order: server/handler-0"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("holds    server/handler-0: enter handle"),
+        "{stdout}"
+    );
+    // The clients' OS processes got the halt marker from the debugger: both are in the state.
+    for client in ["alice/main", "bob/main"] {
+        assert!(
+            stdout.contains(&format!("  {client} (")),
+            "{client} is not in the halted state: {stdout}"
+        );
+    }
+    assert!(stdout.contains("final total 30"), "{stdout}");
+    assert!(stderr.contains("in 3 OS processes"), "{stderr}");
+
+    let recording = ppd_formats::Recording::open(&dir).unwrap();
+    let halts = read_halts(&dir).unwrap();
+    assert_eq!(halts.len(), 1);
+    let halt = &halts[0];
+    let nodes_in_cut: HashSet<usize> = halt.cut.iter().map(|(p, _)| p.node() as usize).collect();
+    assert_eq!(nodes_in_cut.len(), 3, "{halt:?}");
+
+    // The replay reaches the same global state, node by node.
+    let out = ppd(
+        work.path(),
+        &["replay", dir.to_str().unwrap(), "--to", "halt", "--json"],
+    );
+    let (stdout, stderr) = output_text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let replayed: Value = serde_json::from_str(&stdout).unwrap();
+    let mut reached: Vec<(u32, u64)> = Vec::new();
+    for node in replayed["nodes"].as_array().unwrap() {
+        let base = recording
+            .nodes()
+            .iter()
+            .find(|n| n.name == node["node"])
+            .unwrap()
+            .base;
+        for p in node["state"]["processes"].as_array().unwrap() {
+            let events = p["events"].as_u64().unwrap();
+            if events > 0 {
+                reached.push((base + p["id"].as_u64().unwrap() as u32, events));
+            }
+        }
+    }
+    reached.sort();
+    assert_eq!(reached, cut_of(halt));
+}

@@ -169,6 +169,9 @@ fn simples_mut(p: &mut Predicate) -> Vec<&mut predicate::Simple> {
 
 /// `PROCESS=EVENTS,...` with processes named as the whole recording names them.
 fn parse_global_cut(recording: &Recording, text: &str) -> Result<Vec<(ProcessId, u64)>, CliError> {
+    if let Some(which) = text.trim().strip_prefix("halt") {
+        return Ok(super::replay::recorded_halt(recording, which)?.cut);
+    }
     text.split(',')
         .map(str::trim)
         .filter(|p| !p.is_empty())

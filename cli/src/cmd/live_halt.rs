@@ -7,15 +7,18 @@
 //! the recording so far at the positions the program reports, keeps the halt in the recording
 //! (`halts.json`, so `ppd replay --to halt` reproduces it), and resumes, detaches or kills.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::Duration;
 
 use anyhow::anyhow;
 use ppd_formats::live::{
-    DebuggerCommand, Halt, HaltReport, LiveEvent, LiveStatus, LiveStop, LiveTrigger,
+    DebuggerCommand, Halt, HaltReport, LiveEvent, LiveProcess, LiveStatus, LiveStop, LiveTrigger,
+    ProgramMessage,
 };
 use ppd_formats::{ProcessId, Recording};
 use ppd_recorder::runtime::env;
@@ -101,74 +104,244 @@ impl LiveDebugger {
             .env(env::LIVE_CONTROL, &self.socket);
     }
 
-    /// Serves the program's halts until it ends; its exit status.
+    /// Serves the program's halts until it ends, and every node connected to the debugger
+    /// has gone; the program's exit status.
     pub(crate) fn serve(&self, child: &mut Child, dir: &Path) -> Result<ExitStatus, CliError> {
-        let Some(stream) = self.accept(child)? else {
-            eprintln!(
-                "ppd: the program never armed the breakpoint (it ended before its runtime \
-                 connected); it ran unhalted"
-            );
-            return wait(child);
-        };
-        let mut reports = BufReader::new(
-            stream
-                .try_clone()
-                .map_err(|e| failure(anyhow!("the program's control channel: {e}")))?,
-        )
-        .lines();
-        let mut commands = stream;
+        let incoming = self.listen()?;
+        let mut nodes: BTreeMap<usize, Node> = BTreeMap::new();
+        let mut round: Option<Round> = None;
         let mut terminal = self.interactive.then(|| Input::open(Words::default()));
         let mut halts = 0;
-        while let Some(Ok(line)) = reports.next() {
-            halts += 1;
-            let report: HaltReport = serde_json::from_str(&line)
-                .map_err(|e| failure(anyhow!("the program's halt report {line:?}: {e}")))?;
-            let state = self.halted_state(dir, &report)?;
-            out!("{}", state.render());
-            out!("{}", halting_order(&report, &state));
-            let halt = Halt {
-                halt: report.halt,
-                predicate: self.stop.text.clone(),
-                initiator: report.initiator,
-                order: report.order.clone(),
-                cut: state.processes.iter().map(|p| (p.id, p.events)).collect(),
-            };
-            if let Err(e) = keep(dir, halt, &state) {
-                eprintln!("ppd: not keeping the halt in the recording: {e}");
+        let mut connected = false;
+        let mut exited = None;
+        loop {
+            if exited.is_none() {
+                exited = child
+                    .try_wait()
+                    .map_err(|e| failure(anyhow!("waiting for the program: {e}")))?;
             }
-            let choice = match &mut terminal {
-                Some(terminal) => ask(terminal, &state, &report),
-                None => {
-                    out!(
-                        "\nthe program runs on, recording (`ppd replay --to halt:{}` brings a \
-                         replay here; -i to stay)\n",
-                        report.halt
-                    );
-                    Choice::Detach
-                }
+            let wait = if exited.is_some() && nodes.is_empty() {
+                // Whatever was on its way when the program ended.
+                Duration::from_millis(50)
+            } else {
+                Duration::from_millis(20)
             };
-            let command = match choice {
+            match incoming.recv_timeout(wait) {
+                Ok(Incoming::Connected(id, commands)) => {
+                    connected = true;
+                    let mut node = Node {
+                        name: None,
+                        pid: None,
+                        commands,
+                    };
+                    if round.is_some() {
+                        node.command(DebuggerCommand::Halt);
+                    }
+                    nodes.insert(id, node);
+                }
+                Ok(Incoming::Message(id, message)) => {
+                    self.take(id, message, &mut nodes, &mut round);
+                }
+                Ok(Incoming::Closed(id)) => {
+                    nodes.remove(&id);
+                }
+                Err(RecvTimeoutError::Timeout) if exited.is_some() && nodes.is_empty() => break,
+                Err(_) => {}
+            }
+            let complete = round.as_ref().is_some_and(|r| {
+                !r.reports.is_empty() && nodes.keys().all(|k| r.reports.contains_key(k))
+            });
+            if !complete {
+                continue;
+            }
+            let finished = round.take().expect("a complete round");
+            halts += 1;
+            let command = match self.present(dir, halts, &nodes, finished, &mut terminal)? {
                 Choice::Continue => DebuggerCommand::Continue,
                 Choice::Detach => DebuggerCommand::Detach,
                 Choice::Kill => {
                     // The recording survives SIGKILL; what was logged up to the halt is kept.
+                    for pid in nodes.values().filter_map(|n| n.pid) {
+                        let _ = nix::sys::signal::kill(
+                            nix::unistd::Pid::from_raw(pid as i32),
+                            nix::sys::signal::Signal::SIGKILL,
+                        );
+                    }
                     let _ = child.kill();
-                    return wait(child);
+                    return wait_for(child);
                 }
             };
-            let mut line = serde_json::to_string(&command).expect("a command serializes");
-            line.push('\n');
-            if commands.write_all(line.as_bytes()).is_err() {
-                break;
+            for node in nodes.values_mut() {
+                node.command(command);
             }
         }
-        let status = wait(child)?;
-        if halts == 0 {
+        let status = match exited {
+            Some(status) => status,
+            None => wait_for(child)?,
+        };
+        if !connected {
+            eprintln!(
+                "ppd: the program never armed the breakpoint (it ended before its runtime \
+                 connected); it ran unhalted"
+            );
+        } else if halts == 0 {
             self.never_held(dir);
         }
         Ok(status)
     }
 
+    /// What a node said: a breakpoint starts a round, whose halt marker goes to every other
+    /// node; a report is kept in the round.
+    fn take(
+        &self,
+        id: usize,
+        message: ProgramMessage,
+        nodes: &mut BTreeMap<usize, Node>,
+        round: &mut Option<Round>,
+    ) {
+        match message {
+            ProgramMessage::Hello { node, pid } => {
+                if let Some(n) = nodes.get_mut(&id) {
+                    n.name = Some(node);
+                    n.pid = Some(pid);
+                }
+            }
+            ProgramMessage::Started => {
+                if round.is_none() {
+                    *round = Some(Round::default());
+                    for (k, node) in nodes.iter_mut() {
+                        if *k != id {
+                            node.command(DebuggerCommand::Halt);
+                        }
+                    }
+                }
+            }
+            ProgramMessage::Halted(report) => {
+                round
+                    .get_or_insert_with(Round::default)
+                    .reports
+                    .insert(id, report);
+            }
+        }
+    }
+
+    /// Accepts the nodes' connections on a thread of their own, and reads each on another:
+    /// everything they say arrives on the channel returned.
+    fn listen(&self) -> Result<Receiver<Incoming>, CliError> {
+        let listener = self
+            .listener
+            .try_clone()
+            .map_err(|e| failure(anyhow!("cannot listen for the program: {e}")))?;
+        listener
+            .set_nonblocking(false)
+            .map_err(|e| failure(anyhow!("cannot listen for the program: {e}")))?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for (id, stream) in listener.incoming().enumerate() {
+                let Ok(stream) = stream else { continue };
+                let Ok(reading) = stream.try_clone() else {
+                    continue;
+                };
+                if tx.send(Incoming::Connected(id, stream)).is_err() {
+                    return;
+                }
+                let tx = tx.clone();
+                std::thread::spawn(move || {
+                    for line in BufReader::new(reading).lines() {
+                        let Ok(line) = line else { break };
+                        let Ok(message) = serde_json::from_str(&line) else {
+                            eprintln!("ppd: a node's control channel said {line:?}; ignored");
+                            continue;
+                        };
+                        if tx.send(Incoming::Message(id, message)).is_err() {
+                            return;
+                        }
+                    }
+                    let _ = tx.send(Incoming::Closed(id));
+                });
+            }
+        });
+        Ok(rx)
+    }
+
+    /// Prints halt number `halt`, the nodes' reports put together, keeps it in the recording
+    /// and asks what to do (without -i: detach).
+    fn present(
+        &self,
+        dir: &Path,
+        halt: u64,
+        nodes: &BTreeMap<usize, Node>,
+        round: Round,
+        terminal: &mut Option<Input>,
+    ) -> Result<Choice, CliError> {
+        let recording = Recording::open(dir).map_err(failure)?;
+        let merged = merge(&recording, nodes, round)?;
+        let state = self.halted_state(&recording, &merged)?;
+        out!("{}", state.render());
+        out!("{}", halting_order(halt, &merged, &state));
+        let kept = Halt {
+            halt,
+            predicate: self.stop.text.clone(),
+            initiator: merged.initiator,
+            order: merged.order.clone(),
+            cut: state.processes.iter().map(|p| (p.id, p.events)).collect(),
+        };
+        if let Err(e) = keep(dir, kept, &state) {
+            eprintln!("ppd: not keeping the halt in the recording: {e}");
+        }
+        Ok(match terminal {
+            Some(terminal) => ask(terminal, &state, halt, &merged),
+            None => {
+                out!(
+                    "\nthe program runs on, recording (`ppd replay --to halt:{halt}` brings a \
+                     replay here; -i to stay)\n"
+                );
+                Choice::Detach
+            }
+        })
+    }
+
+    /// The halted state of `merged`, read from the recording so far.
+    fn halted_state(&self, recording: &Recording, merged: &Merged) -> Result<HaltState, CliError> {
+        let catalog = Catalog::of(recording).map_err(failure)?;
+        let reports: Vec<ProcessReport> = merged
+            .processes
+            .iter()
+            .map(|p| ProcessReport {
+                id: p.id,
+                events: p.events,
+                status: p.status.text().to_owned(),
+                waiting_for: None,
+                holds: Vec::new(),
+                vclock: Vec::new(),
+            })
+            .collect();
+        let reason = Reason::Halted(HaltReason::Predicate);
+        let mut state = HaltState::build(
+            recording,
+            &catalog,
+            None,
+            reason,
+            &reports,
+            Some(merged.latency_ns),
+        )
+        .map_err(failure)?;
+        state.predicate = Some(self.stop.text.clone());
+        for p in &mut state.processes {
+            if p.id == merged.initiator {
+                p.holds = self
+                    .trigger_texts
+                    .get(merged.trigger)
+                    .cloned()
+                    .into_iter()
+                    .collect();
+            }
+        }
+        Ok(state)
+    }
+}
+
+impl LiveDebugger {
     /// Says that the breakpoint never held, and which of its processes never ran.
     fn never_held(&self, dir: &Path) {
         let absent: Vec<&str> = match Recording::open(dir) {
@@ -177,10 +350,14 @@ impl LiveDebugger {
                 .any_of
                 .iter()
                 .filter(|t| {
-                    !recording
+                    let processes = recording
                         .processes()
                         .iter()
-                        .any(|p| t.names_process(p.id, &p.name))
+                        .map(|p| (p.id, p.name.as_str()));
+                    matches!(
+                        ppd_formats::resolve_process(&t.process, processes),
+                        Err(ppd_formats::ProcessNameError::Unknown { .. })
+                    )
                 })
                 .map(|t| t.process.as_str())
                 .collect(),
@@ -196,70 +373,106 @@ impl LiveDebugger {
             self.stop.text
         );
     }
+}
 
-    /// The program's connection, once its runtime starts; `None` if it ends first.
-    fn accept(&self, child: &mut Child) -> Result<Option<UnixStream>, CliError> {
-        loop {
-            match self.listener.accept() {
-                Ok((stream, _)) => {
-                    stream
-                        .set_nonblocking(false)
-                        .map_err(|e| failure(anyhow!("the program's control channel: {e}")))?;
-                    return Ok(Some(stream));
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                Err(e) => return Err(failure(anyhow!("waiting for the program: {e}"))),
-            }
-            if child
-                .try_wait()
-                .map_err(|e| failure(anyhow!("waiting for the program: {e}")))?
-                .is_some()
-            {
-                return Ok(None);
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
+/// A node's connection.
+struct Node {
+    /// Its name in the recording, once it has said it.
+    name: Option<String>,
+    pid: Option<u32>,
+    commands: UnixStream,
+}
 
-    /// The halted state the report describes, read from the recording so far.
-    fn halted_state(&self, dir: &Path, report: &HaltReport) -> Result<HaltState, CliError> {
-        let recording = Recording::open(dir).map_err(failure)?;
-        let catalog = Catalog::of(&recording).map_err(failure)?;
-        let reports: Vec<ProcessReport> = report
-            .processes
-            .iter()
-            .map(|p| ProcessReport {
-                id: p.id,
-                events: p.events,
-                status: p.status.text().to_owned(),
-                waiting_for: None,
-                holds: Vec::new(),
-                vclock: Vec::new(),
-            })
-            .collect();
-        let reason = Reason::Halted(HaltReason::Predicate);
-        let mut state = HaltState::build(
-            &recording,
-            &catalog,
-            None,
-            reason,
-            &reports,
-            Some(report.latency_ns),
-        )
-        .map_err(failure)?;
-        state.predicate = Some(self.stop.text.clone());
-        for p in &mut state.processes {
-            if p.id == report.initiator {
-                p.holds = self
-                    .trigger_texts
-                    .get(report.trigger)
-                    .cloned()
-                    .into_iter()
-                    .collect();
-            }
-        }
-        Ok(state)
+impl Node {
+    /// Sends `command`; a node that has gone is seen when its connection closes.
+    fn command(&mut self, command: DebuggerCommand) {
+        let mut line = serde_json::to_string(&command).expect("a command serializes");
+        line.push('\n');
+        let _ = self.commands.write_all(line.as_bytes());
     }
+}
+
+/// What the nodes' connections bring, in the order it came.
+enum Incoming {
+    Connected(usize, UnixStream),
+    Message(usize, ProgramMessage),
+    Closed(usize),
+}
+
+/// A halt in progress: the report of each node that has sent one.
+#[derive(Default)]
+struct Round {
+    reports: BTreeMap<usize, HaltReport>,
+}
+
+/// A halt of every node, in the recording's process ids.
+struct Merged {
+    initiator: ProcessId,
+    trigger: usize,
+    /// The halting order: the initiator's node's, then the others'.
+    order: Vec<ProcessId>,
+    processes: Vec<LiveProcess>,
+    latency_ns: u64,
+}
+
+/// The nodes' reports in the recording's ids (a node's processes are numbered from its base).
+fn merge(
+    recording: &Recording,
+    nodes: &BTreeMap<usize, Node>,
+    round: Round,
+) -> Result<Merged, CliError> {
+    let base_of = |id: &usize| -> Result<u32, CliError> {
+        let name = nodes.get(id).and_then(|n| n.name.as_deref());
+        match recording.nodes() {
+            [only] if name.is_none_or(|n| Some(n) == only.manifest.node.as_deref()) => {
+                Ok(only.base)
+            }
+            all => all
+                .iter()
+                .find(|n| Some(n.name.as_str()) == name)
+                .map(|n| n.base)
+                .ok_or_else(|| {
+                    failure(anyhow!(
+                        "a node that reported a halt ({}) is not in the recording",
+                        name.unwrap_or("unnamed")
+                    ))
+                }),
+        }
+    };
+    let global = |base: u32, id: ProcessId| ProcessId(base + id.0);
+    let mut breakpoint = None;
+    let mut order = Vec::new();
+    let mut later = Vec::new();
+    let mut processes = Vec::new();
+    let mut latency_ns = 0;
+    for (id, report) in &round.reports {
+        let base = base_of(id)?;
+        let ids = report.order.iter().map(|p| global(base, *p));
+        if let Some(b) = &report.breakpoint
+            && breakpoint.is_none()
+        {
+            breakpoint = Some((global(base, b.process), b.trigger));
+            order.extend(ids);
+        } else {
+            later.extend(ids);
+        }
+        latency_ns = latency_ns.max(report.latency_ns);
+        processes.extend(report.processes.iter().map(|p| LiveProcess {
+            id: global(base, p.id),
+            ..p.clone()
+        }));
+    }
+    order.extend(later);
+    processes.sort_by_key(|p| p.id);
+    let (initiator, trigger) = breakpoint
+        .ok_or_else(|| failure(anyhow!("no node reported the breakpoint it halted at")))?;
+    Ok(Merged {
+        initiator,
+        trigger,
+        order,
+        processes,
+        latency_ns,
+    })
 }
 
 /// Keeps `halt` in the recording for `ppd replay --to halt`, and its cut where `ppd why --at
@@ -292,8 +505,8 @@ fn trigger(text: &str, s: &Simple) -> Result<LiveTrigger, CliError> {
     })
 }
 
-/// The halting order, and the processes not halted, as lines for the terminal.
-fn halting_order(report: &HaltReport, state: &HaltState) -> String {
+/// The halting order, and the processes not halted by it, as lines for the terminal.
+fn halting_order(halt: u64, merged: &Merged, state: &HaltState) -> String {
     let name = |id: ProcessId| {
         state
             .processes
@@ -301,19 +514,18 @@ fn halting_order(report: &HaltReport, state: &HaltState) -> String {
             .find(|p| p.id == id)
             .map_or_else(|| id.to_string(), |p| p.name.clone())
     };
-    let order: Vec<String> = report.order.iter().map(|id| name(*id)).collect();
+    let order: Vec<String> = merged.order.iter().map(|id| name(*id)).collect();
     let mut text = format!(
-        "\n  halt {} started by {}; halting order: {}\n",
-        report.halt,
-        name(report.initiator),
+        "\n  halt {halt} started by {}; halting order: {}\n",
+        name(merged.initiator),
         order.join(" -> ")
     );
     let with = |status: LiveStatus| -> Vec<String> {
-        report
+        merged
             .processes
             .iter()
             .filter(|p| p.status == status)
-            .map(|p| p.name.clone())
+            .map(|p| name(p.id))
             .collect()
     };
     let waiting = with(LiveStatus::Waiting);
@@ -334,7 +546,7 @@ fn halting_order(report: &HaltReport, state: &HaltState) -> String {
 }
 
 /// Asks the user at a halt what to do, until they say continue, detach or kill.
-fn ask(terminal: &mut Input, state: &HaltState, report: &HaltReport) -> Choice {
+fn ask(terminal: &mut Input, state: &HaltState, halt: u64, merged: &Merged) -> Choice {
     loop {
         let Some(line) = terminal.line() else {
             return Choice::Detach;
@@ -346,7 +558,7 @@ fn ask(terminal: &mut Input, state: &HaltState, report: &HaltReport) -> Choice {
             "kill" => return Choice::Kill,
             "p" | "print" => {
                 out!("{}", state.render());
-                out!("{}", halting_order(report, state));
+                out!("{}", halting_order(halt, merged, state));
             }
             "h" | "help" => out!(
                 "print      the halted state again\n\
@@ -359,7 +571,7 @@ fn ask(terminal: &mut Input, state: &HaltState, report: &HaltReport) -> Choice {
     }
 }
 
-fn wait(child: &mut Child) -> Result<ExitStatus, CliError> {
+fn wait_for(child: &mut Child) -> Result<ExitStatus, CliError> {
     child
         .wait()
         .map_err(|e| failure(anyhow!("cannot wait for the program: {e}")))

@@ -318,7 +318,7 @@ pub(crate) fn parse_cut(ctx: &mut Context, text: &str) -> Result<Vec<Option<u64>
         .unwrap_or(1);
     let mut targets = vec![None; n];
     if let Some(which) = text.trim().strip_prefix("halt") {
-        let halt = recorded_halt(ctx, which)?;
+        let halt = recorded_halt(&ctx.recording, which)?;
         for (process, events) in halt.cut {
             if let Some(target) = targets.get_mut(process.index()) {
                 *target = Some(events);
@@ -343,9 +343,13 @@ pub(crate) fn parse_cut(ctx: &mut Context, text: &str) -> Result<Vec<Option<u64>
     Ok(targets)
 }
 
-/// The halt `which` (empty: the last; `:N`: the N-th) of those `ppd record --stop` kept.
-fn recorded_halt(ctx: &Context, which: &str) -> Result<ppd_formats::live::Halt, CliError> {
-    let halts = ppd_formats::live::read_halts(ctx.recording.dir()).map_err(input)?;
+/// The halt `which` (empty: the last; `:N`: the N-th) of those `ppd record --stop` kept in
+/// `recording`.
+pub(crate) fn recorded_halt(
+    recording: &Recording,
+    which: &str,
+) -> Result<ppd_formats::live::Halt, CliError> {
+    let halts = ppd_formats::live::read_halts(recording.dir()).map_err(input)?;
     let wanted =
         match which.strip_prefix(':') {
             None if which.is_empty() => halts.last().map(|h| h.halt),

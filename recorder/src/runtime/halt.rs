@@ -1,23 +1,26 @@
 //! Halting the live program at a breakpoint while it records (`ppd record --stop`).
 //!
 //! Miller & Choi, *Breakpoints and Halting in Distributed Programs*, §4. The debugger (`ppd
-//! record`) is a process of its own with a control channel to the program: the Unix socket
-//! this module's control thread connects to. A breakpoint is evaluated where it occurs: each
-//! process checks the events it logs against the triggers that name it ([`LiveStop`]). The
-//! process where one matches halts at once and starts a halt with a new halt id; the halt
-//! marker reaches every other process through the control channel, which in one OS process is
-//! the halt id in [`HALT`], and each halts at the start of its next operation, appending
-//! itself to the halting order. A process blocked in an operation waits for a halted one, so
-//! it is halted as it is; one that logs nothing more in a second is reported as running.
+//! record`) is a process of its own with a control channel to every OS process (node) of the
+//! program: the Unix socket each node's control thread connects to. A breakpoint is evaluated
+//! where it occurs: each process checks the events it logs against the triggers that name it
+//! ([`LiveStop`]). The process where one matches halts at once and starts a halt in its node,
+//! and the node tells the debugger, which sends the halt marker to every other node. Within a
+//! node the marker reaches every process through the halt id in [`HALT`]: each halts at the
+//! start of its next operation, appending itself to the node's halting order. A process
+//! blocked in an operation waits for a halted one, so it is halted as it is; one that logs
+//! nothing more in a second is reported as running. Each node reports its part; the debugger
+//! answers every node with the same command.
 //!
 //! Where this goes beyond the paper: the paper's processes halt on receiving the marker on
 //! any channel, so the halted state is consistent because markers follow messages. Here a
 //! process halts before an operation, never between an operation and its log entry, so no
-//! receive is in the cut without its send (a message is sent before it can be received, and
-//! the sender logged it before the receiver's operation could complete).
+//! receive of a ppd channel is in the cut without its send (a message is logged as sent before
+//! its receive can complete). Between nodes the marker goes over the control connections, not
+//! the program's sockets, so a socket read may be in a node's part while the write it read
+//! is not in the writer's: nothing is added to the bytes the program sends.
 //!
-//! Not yet: linked (`->`) and conjunctive predicates, conditions (`if`), and the processes of
-//! other OS processes (nodes), which are not halted.
+//! Not yet: linked (`->`) and conjunctive predicates, and conditions (`if`).
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
@@ -25,11 +28,13 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-use ppd_formats::live::{DebuggerCommand, HaltReport, LiveProcess, LiveStatus, LiveStop};
+use ppd_formats::live::{
+    Breakpoint, DebuggerCommand, HaltReport, LiveProcess, LiveStatus, LiveStop, ProgramMessage,
+};
 use ppd_formats::{Borrowed, Event, ObjectId, ProcessId};
 
-/// The id of the halt in progress, 0 when none: every operation of a recording process looks
-/// at it first ([`requested`]).
+/// The id of the halt in progress in this node, 0 when none: every operation of a recording
+/// process looks at it first ([`requested`]).
 static HALT: AtomicU64 = AtomicU64::new(0);
 
 static LIVE: OnceLock<Live> = OnceLock::new();
@@ -40,6 +45,9 @@ const SETTLE: Duration = Duration::from_secs(1);
 /// The breakpoint and the state of its halts.
 struct Live {
     stop: LiveStop,
+    /// This node's name in the recording, and whether it is the first node.
+    node: String,
+    first: bool,
     armed: AtomicBool,
     state: Mutex<State>,
     /// Signalled when a process halts or a halt starts (the control thread waits on it).
@@ -50,9 +58,9 @@ struct Live {
 
 #[derive(Default)]
 struct State {
-    /// The last halt id given.
+    /// The last halt id given in this node.
     last_halt: u64,
-    /// The halt in progress: its initiator, the matching event and trigger, when it began.
+    /// The halt in progress: where it began, when, and whether the debugger has its report.
     current: Option<Begun>,
     order: Vec<ProcessId>,
     /// Every process started, those that ended too (their last events are in every cut).
@@ -61,13 +69,13 @@ struct State {
     named_channels: Vec<(ObjectId, String)>,
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 struct Begun {
     halt: u64,
-    initiator: ProcessId,
-    event: u64,
-    trigger: usize,
+    /// None when the halt came from another node's breakpoint.
+    breakpoint: Option<Breakpoint>,
     at: Instant,
+    reported: bool,
 }
 
 const RUNNING: u8 = 0;
@@ -93,13 +101,25 @@ fn live_state(live: &Live) -> MutexGuard<'_, State> {
     live.state.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Arms `stop` and connects to the debugger at `socket`; the control thread then serves it.
+/// Arms `stop` in node `node` (`first`: the node that records into the recording's own
+/// directory) and connects to the debugger at `socket`; the control threads then serve it.
 /// Called by the record runtime before the program's body runs.
-pub(crate) fn install(stop: LiveStop, socket: &str) -> Result<(), String> {
-    let stream = UnixStream::connect(socket)
-        .map_err(|e| format!("cannot reach the debugger at {socket}: {e}"))?;
+pub(crate) fn install(stop: LiveStop, socket: &str, node: &str, first: bool) -> Result<(), String> {
+    let unreachable = |e: std::io::Error| format!("cannot reach the debugger at {socket}: {e}");
+    let mut stream = UnixStream::connect(socket).map_err(unreachable)?;
+    send(
+        &mut stream,
+        &ProgramMessage::Hello {
+            node: node.to_owned(),
+            pid: std::process::id(),
+        },
+    )
+    .map_err(unreachable)?;
+    let commands = stream.try_clone().map_err(unreachable)?;
     let live = Live {
         stop,
+        node: node.to_owned(),
+        first,
         armed: AtomicBool::new(true),
         state: Mutex::new(State::default()),
         changed: Condvar::new(),
@@ -108,11 +128,21 @@ pub(crate) fn install(stop: LiveStop, socket: &str) -> Result<(), String> {
     if LIVE.set(live).is_err() {
         return Err("a breakpoint is already armed".into());
     }
-    std::thread::Builder::new()
-        .name("ppd-live-halt".into())
-        .spawn(move || serve(stream))
-        .map(|_| ())
-        .map_err(|e| format!("cannot start the halting control thread: {e}"))
+    let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
+        std::thread::Builder::new()
+            .name(name.into())
+            .spawn(f)
+            .map(|_| ())
+            .map_err(|e| format!("cannot start the halting control thread: {e}"))
+    };
+    spawn("ppd-live-report", Box::new(move || report(stream)))?;
+    spawn("ppd-live-commands", Box::new(move || obey(commands)))
+}
+
+fn send(stream: &mut UnixStream, message: &ProgramMessage) -> std::io::Result<()> {
+    let mut line = serde_json::to_string(message).expect("a message serializes");
+    line.push('\n');
+    stream.write_all(line.as_bytes())
 }
 
 /// The slot of a starting process, when a breakpoint is installed.
@@ -123,7 +153,7 @@ pub(crate) fn started(id: ProcessId, name: &str) -> Option<Arc<Slot>> {
         .any_of
         .iter()
         .enumerate()
-        .filter(|(_, t)| t.names_process(id, name))
+        .filter(|(_, t)| t.names_process(&live.node, live.first, id, name))
         .map(|(i, _)| i)
         .collect();
     let slot = Arc::new(Slot {
@@ -178,10 +208,11 @@ pub(crate) fn after_event(slot: &Slot, event: &Event<Borrowed<'_>>, events: u64)
             .named_channels
             .push((*object, (*name).to_owned()));
     }
-    if slot.triggers.is_empty() || !live.armed.load(Ordering::Relaxed) || requested() {
-        if requested() {
-            live.changed.notify_all();
-        }
+    if requested() {
+        live.changed.notify_all();
+        return;
+    }
+    if slot.triggers.is_empty() || !live.armed.load(Ordering::Relaxed) {
         return;
     }
     let matched = slot.triggers.iter().copied().find(|&i| {
@@ -193,26 +224,34 @@ pub(crate) fn after_event(slot: &Slot, event: &Event<Borrowed<'_>>, events: u64)
         })
     });
     let Some(trigger) = matched else { return };
+    begin(
+        live,
+        Some(Breakpoint {
+            process: slot.id,
+            event: events - 1,
+            trigger,
+        }),
+    );
+    halt(slot);
+}
+
+/// Starts a halt in this node, unless one is in progress: at a breakpoint of its own, or on
+/// the debugger's halt marker (`breakpoint` none).
+fn begin(live: &Live, breakpoint: Option<Breakpoint>) {
     let mut state = live_state(live);
     if state.current.is_some() {
-        // Another process's breakpoint started a halt first: halt in it.
-        drop(state);
-        halt(slot);
         return;
     }
     state.last_halt += 1;
-    let halt_id = state.last_halt;
     state.current = Some(Begun {
-        halt: halt_id,
-        initiator: slot.id,
-        event: events - 1,
-        trigger,
+        halt: state.last_halt,
+        breakpoint,
         at: Instant::now(),
+        reported: false,
     });
     state.order.clear();
-    HALT.store(halt_id, Ordering::Release);
-    drop(state);
-    halt(slot);
+    HALT.store(state.last_halt, Ordering::Release);
+    live.changed.notify_all();
 }
 
 /// Halts the process of `slot` in the halt in progress, until the debugger resumes the
@@ -220,55 +259,67 @@ pub(crate) fn after_event(slot: &Slot, event: &Event<Borrowed<'_>>, events: u64)
 pub(crate) fn halt(slot: &Slot) {
     let Some(live) = LIVE.get() else { return };
     let mut state = live_state(live);
-    let Some(begun) = state.current else { return };
-    if slot.halted_in.swap(begun.halt, Ordering::Relaxed) == begun.halt {
+    let Some(halt) = state.current.as_ref().map(|c| c.halt) else {
+        return;
+    };
+    if slot.halted_in.swap(halt, Ordering::Relaxed) == halt {
         return;
     }
     slot.status.store(HALTED, Ordering::Relaxed);
     state.order.push(slot.id);
     live.changed.notify_all();
-    while state.current.is_some_and(|c| c.halt == begun.halt) {
+    while state.current.as_ref().is_some_and(|c| c.halt == halt) {
         state = live.resumed.wait(state).unwrap_or_else(|p| p.into_inner());
     }
     slot.status.store(RUNNING, Ordering::Relaxed);
 }
 
-/// The control thread: reports each halt once every process has halted (or [`SETTLE`] has
-/// passed), then waits for the debugger's command. A debugger that goes away detaches.
-fn serve(stream: UnixStream) {
+/// The control thread that talks: tells the debugger of each breakpoint at once, then reports
+/// the node's halted state once every process has halted (or [`SETTLE`] has passed). A
+/// debugger that goes away detaches.
+fn report(mut stream: UnixStream) {
     let Some(live) = LIVE.get() else { return };
-    let Ok(reading) = stream.try_clone() else {
-        return detach(live);
-    };
-    let mut commands = BufReader::new(reading).lines();
-    let mut writer = stream;
     loop {
-        let report = settled_report(live);
-        let mut line = serde_json::to_string(&report).expect("a report serializes");
-        line.push('\n');
-        if writer.write_all(line.as_bytes()).is_err() {
+        let begun = unreported_halt(live);
+        if begun.breakpoint.is_some() && send(&mut stream, &ProgramMessage::Started).is_err() {
             return detach(live);
         }
-        let command = match commands.next() {
-            Some(Ok(line)) => serde_json::from_str::<DebuggerCommand>(&line).ok(),
-            _ => None,
-        };
-        match command {
-            Some(DebuggerCommand::Continue) => resume(live),
-            Some(DebuggerCommand::Detach) | None => return detach(live),
+        let report = settled_report(live, &begun);
+        if send(&mut stream, &ProgramMessage::Halted(report)).is_err() {
+            return detach(live);
         }
     }
 }
 
-/// Waits for a halt, then for every live process to halt or wait; the report of it.
-fn settled_report(live: &Live) -> HaltReport {
+/// The control thread that listens: the debugger's halt markers and commands.
+fn obey(stream: UnixStream) {
+    let Some(live) = LIVE.get() else { return };
+    for line in BufReader::new(stream).lines() {
+        let Ok(line) = line else { break };
+        match serde_json::from_str::<DebuggerCommand>(&line) {
+            Ok(DebuggerCommand::Halt) => begin(live, None),
+            Ok(DebuggerCommand::Continue) => resume(live),
+            Ok(DebuggerCommand::Detach) | Err(_) => break,
+        }
+    }
+    detach(live);
+}
+
+/// Waits for a halt the debugger has not had the report of, and marks it reported.
+fn unreported_halt(live: &Live) -> Begun {
     let mut state = live_state(live);
-    let begun = loop {
-        if let Some(begun) = state.current {
-            break begun;
+    loop {
+        if let Some(begun) = state.current.as_mut().filter(|c| !c.reported) {
+            begun.reported = true;
+            return begun.clone();
         }
         state = live.changed.wait(state).unwrap_or_else(|p| p.into_inner());
-    };
+    }
+}
+
+/// Waits for every process of the node to halt or wait (at most [`SETTLE`]); the report.
+fn settled_report(live: &Live, begun: &Begun) -> HaltReport {
+    let mut state = live_state(live);
     let deadline = begun.at + SETTLE;
     loop {
         let running = state
@@ -303,10 +354,7 @@ fn settled_report(live: &Live) -> HaltReport {
         .collect();
     processes.sort_by_key(|p| p.id);
     HaltReport {
-        halt: begun.halt,
-        initiator: begun.initiator,
-        event: begun.event,
-        trigger: begun.trigger,
+        breakpoint: begun.breakpoint.clone(),
         order: state.order.clone(),
         processes,
         latency_ns: begun.at.elapsed().as_nanos() as u64,

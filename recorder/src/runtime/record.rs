@@ -111,16 +111,13 @@ impl RecordRuntime {
             .file_name()
             .map_or_else(|| "node".to_owned(), |n| n.to_string_lossy().into_owned());
         let (node_dir, node) = claim(dir, &program)?;
-        // The breakpoint of `ppd record --stop` is the first node's: the processes of other
-        // OS processes are not halted yet.
-        if node_dir == dir
-            && let Some(stop) = std::env::var_os(env::LIVE_STOP)
-        {
+        // Every node of the run connects to the debugger of `ppd record --stop`.
+        if let Some(stop) = std::env::var_os(env::LIVE_STOP) {
             let stop = serde_json::from_str(&stop.to_string_lossy())
                 .map_err(|e| format!("{} is not a breakpoint: {e}", env::LIVE_STOP))?;
             let socket = std::env::var(env::LIVE_CONTROL)
                 .map_err(|_| format!("{} is set without {}", env::LIVE_STOP, env::LIVE_CONTROL))?;
-            halt::install(stop, &socket)?;
+            halt::install(stop, &socket, &node, node_dir == dir)?;
         }
         let dir = node_dir.as_path();
         reserve_space(dir);
