@@ -21,14 +21,18 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Borrowed, Event, FormatError, ObjectId, ProcessId, Result};
 
-/// A breakpoint of a live program: it occurs when any of its triggers matches an event as it
-/// is logged (a simple predicate, or a disjunction of them: Miller & Choi §3.3).
+/// A breakpoint of a live program: a simple predicate, a disjunction of them (Miller & Choi
+/// §3.3: it occurs when any trigger matches an event as it is logged), or a conjunction
+/// (Manabe & Imase §3.2: it holds in a global state where each trigger matches its process's
+/// last event).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LiveStop {
     /// The predicate as the user wrote it, for reports.
     pub text: String,
-    /// Any of these.
-    pub any_of: Vec<LiveTrigger>,
+    /// The simple predicates.
+    pub triggers: Vec<LiveTrigger>,
+    /// Whether all of them must hold at once (`&`), rather than any (`|`, or one alone).
+    pub all: bool,
 }
 
 /// One simple predicate, `PROCESS: EVENT`, as the recording program evaluates it.

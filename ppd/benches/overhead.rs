@@ -12,6 +12,9 @@
 //! process start-up and the runtime's end-of-run work are not counted. The variants are
 //!
 //! * `recorded`: ppd types, with `PPD_MODE=record` and a fresh recording directory;
+//! * `armed`: recorded with a live breakpoint that never holds (`ppd record --stop`): a mark no
+//!   workload logs, named for every process `p0` to `p63`, so each process checks each event it
+//!   logs; this harness is the debugger at the other end of the control socket;
 //! * `unrecorded`: the same ppd code without `PPD_MODE` (pass-through);
 //! * `std`: the same program written with `std::thread`, `std::sync::mpsc`, `std::sync::Mutex`
 //!   and `std::sync::atomic` (and crossbeam-channel for the `channel-*` workloads, which use
@@ -873,16 +876,23 @@ enum Variant {
     Recorded,
     Unrecorded,
     Std,
+    Armed,
 }
 
 impl Variant {
-    const ALL: [Variant; 3] = [Variant::Recorded, Variant::Unrecorded, Variant::Std];
+    const ALL: [Variant; 4] = [
+        Variant::Recorded,
+        Variant::Unrecorded,
+        Variant::Std,
+        Variant::Armed,
+    ];
 
     fn name(self) -> &'static str {
         match self {
             Variant::Recorded => "recorded",
             Variant::Unrecorded => "unrecorded",
             Variant::Std => "std",
+            Variant::Armed => "armed",
         }
     }
 
@@ -952,6 +962,28 @@ fn cpu_time() -> Duration {
     tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
+/// A breakpoint no workload reaches, naming every process of a workload (`p0` to `p63`).
+fn never_holding_breakpoint() -> String {
+    let triggers: Vec<String> = (0..64)
+        .map(|p| format!(r#"{{"process":"p{p}","event":{{"Mark":"ppd-bench-never"}}}}"#))
+        .collect();
+    format!(
+        r#"{{"text":"never","triggers":[{}],"all":false}}"#,
+        triggers.join(",")
+    )
+}
+
+/// The debugger's end of the control socket of an armed child (and of its peer node): takes
+/// every connection and reads what it says until it goes.
+fn listen_as_debugger(socket: &Path) {
+    let listener = std::os::unix::net::UnixListener::bind(socket).expect("bind the control socket");
+    std::thread::spawn(move || {
+        for mut node in listener.incoming().flatten() {
+            std::thread::spawn(move || std::io::copy(&mut node, &mut std::io::sink()));
+        }
+    });
+}
+
 /// One measured run of a child process.
 struct Run {
     elapsed: Duration,
@@ -972,8 +1004,15 @@ fn run_child(workload: &str, variant: Variant, smoke: bool) -> Run {
     }
     cmd.env_remove("PPD_MODE").env_remove("PPD_DIR");
     let dir = tempfile::tempdir().expect("a temporary directory");
-    if variant == Variant::Recorded {
+    if matches!(variant, Variant::Recorded | Variant::Armed) {
         cmd.env("PPD_MODE", "record").env("PPD_DIR", dir.path());
+    }
+    let sockets = tempfile::tempdir().expect("a temporary directory");
+    if variant == Variant::Armed {
+        let socket = sockets.path().join("control.sock");
+        listen_as_debugger(&socket);
+        cmd.env("PPD_LIVE_STOP", never_holding_breakpoint())
+            .env("PPD_LIVE_CONTROL", &socket);
     }
     let out = cmd.output().expect("run the benchmark child");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -1000,6 +1039,7 @@ fn run_child(workload: &str, variant: Variant, smoke: bool) -> Run {
         panic!("{workload} ({}) printed no duration", variant.name())
     };
     let recording = (variant == Variant::Recorded).then(|| read_recording(dir.path()));
+    drop(sockets);
     Run {
         elapsed: Duration::from_nanos(elapsed),
         cpu: Duration::from_nanos(cpu),
@@ -1069,10 +1109,10 @@ struct Measured {
     ops: u64,
     processes: u64,
     /// Wall and CPU times by variant, in [`Variant::ALL`] order.
-    wall: [Vec<Duration>; 3],
-    cpu: [Vec<Duration>; 3],
+    wall: [Vec<Duration>; 4],
+    cpu: [Vec<Duration>; 4],
     /// Peak resident memory by variant, KiB.
-    peak_kib: [Vec<u64>; 3],
+    peak_kib: [Vec<u64>; 4],
     /// Events, compressed bytes and raw bytes of the last recording.
     recording: (u64, u64, u64),
 }
@@ -1088,13 +1128,14 @@ impl Measured {
 }
 
 fn measure(w: &Workload, rounds: usize, smoke: bool) -> Measured {
-    let mut wall: [Vec<Duration>; 3] = Default::default();
-    let mut cpu: [Vec<Duration>; 3] = Default::default();
-    let mut peak_kib: [Vec<u64>; 3] = Default::default();
+    let mut wall: [Vec<Duration>; 4] = Default::default();
+    let mut cpu: [Vec<Duration>; 4] = Default::default();
+    let mut peak_kib: [Vec<u64>; 4] = Default::default();
     let mut recording = (0, 0, 0);
+    let variants = Variant::ALL.len();
     for round in 0..rounds {
-        for k in 0..3 {
-            let variant = Variant::ALL[(round + k) % 3];
+        for k in 0..variants {
+            let variant = Variant::ALL[(round + k) % variants];
             let run = run_child(w.name, variant, smoke);
             wall[variant as usize].push(run.elapsed);
             cpu[variant as usize].push(run.cpu);
@@ -1226,6 +1267,30 @@ fn main() -> ExitCode {
         "ratio: of the wall medians; paired: median of the per-round ratios; cpu ratio: of the \
          cpu medians; +ns/op: difference of the wall medians per operation"
     );
+
+    println!();
+    println!(
+        "armed (recorded under a breakpoint that never holds, every process checking every \
+         event it logs) / recorded:"
+    );
+    println!(
+        "{:<13} {:>24} {:>24} {:>7} {:>7} {:>9} {:>9}",
+        "workload", "recorded wall", "armed wall", "ratio", "paired", "cpu ratio", "+ns/op"
+    );
+    for m in &results {
+        let (armed, rec) = (m.wall(Variant::Armed), m.wall(Variant::Recorded));
+        let added = median(armed).as_secs_f64() - median(rec).as_secs_f64();
+        println!(
+            "{:<13} {:>24} {:>24} {:>7.3} {:>7.3} {:>9.3} {:>9.1}",
+            m.name,
+            summary(rec),
+            summary(armed),
+            ratio(armed, rec),
+            paired_ratio(armed, rec),
+            ratio(m.cpu(Variant::Armed), m.cpu(Variant::Recorded)),
+            added * 1e9 / m.ops as f64,
+        );
+    }
 
     println!();
     println!("log size (last recorded run):");

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use ppd_formats::Event;
 use ppd_formats::live::{Halt, read_halts};
-use ppd_tests::{output_text, ppd, ppd_with_input, record_program};
+use ppd_tests::{output_text, ppd, ppd_with_input, record_example, record_program};
 use serde_json::Value;
 
 fn program() -> PathBuf {
@@ -237,8 +237,8 @@ fn a_predicate_the_live_program_cannot_evaluate_is_refused_before_anything_runs(
     let work = tempfile::tempdir().unwrap();
     for (pred, says) in [
         (
-            "consumer: mark checkpoint & producer-1: send",
-            "a disjunction of them",
+            "consumer: mark checkpoint -> producer-1: send",
+            "joined by `|` or by `&`",
         ),
         (
             "consumer: mark checkpoint if value > 1",
@@ -354,4 +354,74 @@ fn a_breakpoint_in_one_node_halts_every_node_and_a_replay_reaches_that_global_st
     }
     reached.sort();
     assert_eq!(reached, cut_of(halt));
+}
+
+#[test]
+fn bank_halts_live_where_a_balance_goes_negative() {
+    let work = tempfile::tempdir().unwrap();
+    // Most runs of bank go negative; the first that does is the one to look at.
+    for attempt in 0..20 {
+        let dir = work.path().join(format!("bank-{attempt}"));
+        let out = record_example(
+            work.path(),
+            &dir,
+            "bank",
+            &["--stop", "teller: mark negative"],
+        );
+        let (stdout, stderr) = output_text(&out);
+        let halts = read_halts(&dir).unwrap();
+        if halts.is_empty() {
+            assert!(stderr.contains("never held in this run"), "{stderr}");
+            continue;
+        }
+        assert!(stdout.contains("teller (p1): halted, "), "{stdout}");
+        assert!(
+            stdout.contains("holds    teller: mark negative"),
+            "{stdout}"
+        );
+        let halt = &halts[0];
+        assert_consistent(&dir, halt);
+        let (teller, events) = logs(&dir).into_iter().nth(1).unwrap();
+        let (_, n) = halt.cut.iter().find(|(p, _)| *p == teller).unwrap();
+        assert!(
+            matches!(&events[*n as usize - 1], Event::Mark { label, .. } if &**label == "negative"),
+            "the teller halted right after its mark"
+        );
+        assert_eq!(replayed_to(work.path(), &dir, 1), cut_of(halt));
+        return;
+    }
+    panic!("bank never went negative in 20 recorded runs");
+}
+
+#[test]
+fn a_conjunction_halts_the_live_program_where_every_part_holds_at_once() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("rec");
+    let out = record_program(
+        work.path(),
+        &dir,
+        &program(),
+        &["meet"],
+        &["--stop", "left: mark arrived & right: mark arrived"],
+    );
+    let (stdout, stderr) = output_text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("holds    left: mark arrived"), "{stdout}");
+    assert!(stdout.contains("holds    right: mark arrived"), "{stdout}");
+    let halts = read_halts(&dir).unwrap();
+    assert_eq!(halts.len(), 1);
+    // In the halted state each walker's last event is its mark: both parts hold at once.
+    let recording = ppd_formats::Recording::open(&dir).unwrap();
+    for (id, events) in logs(&dir) {
+        let name = &recording.processes()[id.index()].name;
+        if name == "main" {
+            continue;
+        }
+        let (_, n) = halts[0].cut.iter().find(|(p, _)| *p == id).unwrap();
+        assert!(
+            matches!(&events[*n as usize - 1], Event::Mark { label, .. } if &**label == "arrived"),
+            "{name} is past its mark in the halted state"
+        );
+    }
+    assert_eq!(replayed_to(work.path(), &dir, 1), cut_of(&halts[0]));
 }

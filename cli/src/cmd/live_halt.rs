@@ -54,18 +54,19 @@ impl LiveDebugger {
     /// is refused, pointing at what to do instead.
     pub(crate) fn prepare(text: &str, interactive: bool) -> Result<LiveDebugger, CliError> {
         let parsed = predicate::parse(text).map_err(input)?;
-        let simples = match &parsed {
-            Predicate::Simple(s) => vec![s.clone()],
-            Predicate::Disjunctive(v) => v.clone(),
+        let (simples, all) = match &parsed {
+            Predicate::Simple(s) => (vec![s.clone()], false),
+            Predicate::Disjunctive(v) => (v.clone(), false),
+            Predicate::Conjunctive(v) => (v.clone(), true),
             _ => {
                 return Err(input(anyhow!(
-                    "--stop {text:?}: a live program halts at a simple predicate or at a \
-                     disjunction of them (`|`); for `&`, `->` and `==`, record the run, then \
+                    "--stop {text:?}: a live program halts at a simple predicate, or at several \
+                     joined by `|` or by `&`; for `->` and `==`, record the run, then \
                      `ppd replay --stop`"
                 )));
             }
         };
-        let any_of = simples
+        let triggers = simples
             .iter()
             .map(|s| trigger(text, s))
             .collect::<Result<Vec<_>, _>>()?;
@@ -86,7 +87,8 @@ impl LiveDebugger {
         Ok(LiveDebugger {
             stop: LiveStop {
                 text: parsed.to_string(),
-                any_of,
+                triggers,
+                all,
             },
             trigger_texts: simples.iter().map(ToString::to_string).collect(),
             interactive,
@@ -120,11 +122,16 @@ impl LiveDebugger {
                     .try_wait()
                     .map_err(|e| failure(anyhow!("waiting for the program: {e}")))?;
             }
-            let wait = if exited.is_some() && nodes.is_empty() {
-                // Whatever was on its way when the program ended.
-                Duration::from_millis(50)
-            } else {
-                Duration::from_millis(20)
+            let over = exited.is_some() && nodes.is_empty();
+            if over && connected {
+                break;
+            }
+            // With no node connected, the program's end (or its first connection) is near:
+            // look often. A program that ended unconnected may still have one on its way.
+            let wait = match (over, nodes.is_empty()) {
+                (true, _) => Duration::from_millis(50),
+                (false, true) => Duration::from_millis(2),
+                (false, false) => Duration::from_millis(20),
             };
             match incoming.recv_timeout(wait) {
                 Ok(Incoming::Connected(id, commands)) => {
@@ -145,7 +152,7 @@ impl LiveDebugger {
                 Ok(Incoming::Closed(id)) => {
                     nodes.remove(&id);
                 }
-                Err(RecvTimeoutError::Timeout) if exited.is_some() && nodes.is_empty() => break,
+                Err(RecvTimeoutError::Timeout) if over => break,
                 Err(_) => {}
             }
             let complete = round.as_ref().is_some_and(|r| {
@@ -156,7 +163,14 @@ impl LiveDebugger {
             }
             let finished = round.take().expect("a complete round");
             halts += 1;
-            let command = match self.present(dir, halts, &nodes, finished, &mut terminal)? {
+            let choice = self
+                .present(dir, halts, &nodes, finished, &mut terminal)
+                .unwrap_or_else(|e| {
+                    let (CliError::Input(e) | CliError::Failure(e)) = e;
+                    eprintln!("ppd: cannot show halt {halts}: {e:#}; the program runs on");
+                    Choice::Detach
+                });
+            let command = match choice {
                 Choice::Continue => DebuggerCommand::Continue,
                 Choice::Detach => DebuggerCommand::Detach,
                 Choice::Kill => {
@@ -181,8 +195,8 @@ impl LiveDebugger {
         };
         if !connected {
             eprintln!(
-                "ppd: the program never armed the breakpoint (it ended before its runtime \
-                 connected); it ran unhalted"
+                "ppd: the program never connected to the debugger (built with another ppd, \
+                 or it ended before its runtime started): the breakpoint was never armed"
             );
         } else if halts == 0 {
             self.never_held(dir);
@@ -327,15 +341,31 @@ impl LiveDebugger {
         )
         .map_err(failure)?;
         state.predicate = Some(self.stop.text.clone());
+        // A conjunction holds with every component true at its process; a disjunction by the
+        // component that occurred.
+        let named = |t: &LiveTrigger| {
+            let processes = recording
+                .processes()
+                .iter()
+                .map(|p| (p.id, p.name.as_str()));
+            ppd_formats::resolve_process(&t.process, processes).ok()
+        };
         for p in &mut state.processes {
-            if p.id == merged.initiator {
-                p.holds = self
-                    .trigger_texts
-                    .get(merged.trigger)
-                    .cloned()
-                    .into_iter()
-                    .collect();
-            }
+            p.holds = self
+                .stop
+                .triggers
+                .iter()
+                .zip(&self.trigger_texts)
+                .enumerate()
+                .filter(|(i, (t, _))| {
+                    if self.stop.all {
+                        named(t) == Some(p.id)
+                    } else {
+                        *i == merged.trigger && p.id == merged.initiator
+                    }
+                })
+                .map(|(_, (_, text))| text.clone())
+                .collect();
         }
         Ok(state)
     }
@@ -347,7 +377,7 @@ impl LiveDebugger {
         let absent: Vec<&str> = match Recording::open(dir) {
             Ok(recording) => self
                 .stop
-                .any_of
+                .triggers
                 .iter()
                 .filter(|t| {
                     let processes = recording

@@ -138,9 +138,10 @@ pub trait ProcessBackend: Send {
     /// Called when the operation is about to wait for another process.
     fn waiting_for(&mut self, dependency: Dependency);
 
-    /// Recording under a live breakpoint: a halt is in progress, and the process is about to
-    /// start an operation; it halts here until the debugger resumes the program.
-    fn live_halt(&mut self) {}
+    /// Recording under a live breakpoint, the process about to start an operation while a
+    /// halt is in progress (it halts here until the debugger resumes the program) or while a
+    /// conjunction's component may hold at its last event (which the operation will change).
+    fn before_live_operation(&mut self) {}
 
     /// Whether the other processes run on their own (a replay to the end), not only when a
     /// debugger lets them: then a wait for one of them mostly ends by itself soon, and is

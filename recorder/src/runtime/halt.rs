@@ -34,8 +34,12 @@ use ppd_formats::live::{
 use ppd_formats::{Borrowed, Event, ObjectId, ProcessId};
 
 /// The id of the halt in progress in this node, 0 when none: every operation of a recording
-/// process looks at it first ([`requested`]).
+/// process looks at it first ([`check_needed`]).
 static HALT: AtomicU64 = AtomicU64::new(0);
+
+/// Under a conjunction, how many processes' last events hold one of its components: each of
+/// them must clear its part before its next operation, or halt there ([`before_operation`]).
+static HOLDING: AtomicU64 = AtomicU64::new(0);
 
 static LIVE: OnceLock<Live> = OnceLock::new();
 
@@ -84,8 +88,11 @@ const HALTED: u8 = 2;
 const ENDED: u8 = 3;
 
 /// A live process as the halting algorithm sees it: kept by the process's record backend,
-/// which updates it as it logs, and listed for the report.
+/// which updates it as it logs, and listed for the report. Aligned to its own cache lines:
+/// each process writes its slot at every event, and slots side by side on the heap would
+/// make the processes contend for one line.
 #[derive(Debug)]
+#[repr(align(128))]
 pub(crate) struct Slot {
     id: ProcessId,
     name: String,
@@ -95,6 +102,8 @@ pub(crate) struct Slot {
     events: AtomicU64,
     /// The halt this process last halted in.
     halted_in: AtomicU64,
+    /// Under a conjunction: the components its last event holds, one bit each.
+    holding: AtomicU64,
 }
 
 fn live_state(live: &Live) -> MutexGuard<'_, State> {
@@ -150,7 +159,7 @@ pub(crate) fn started(id: ProcessId, name: &str) -> Option<Arc<Slot>> {
     let live = LIVE.get()?;
     let triggers = live
         .stop
-        .any_of
+        .triggers
         .iter()
         .enumerate()
         .filter(|(_, t)| t.names_process(&live.node, live.first, id, name))
@@ -163,6 +172,7 @@ pub(crate) fn started(id: ProcessId, name: &str) -> Option<Arc<Slot>> {
         status: AtomicU8::new(RUNNING),
         events: AtomicU64::new(0),
         halted_in: AtomicU64::new(0),
+        holding: AtomicU64::new(0),
     });
     live_state(live).processes.push(Arc::clone(&slot));
     Some(slot)
@@ -176,10 +186,34 @@ pub(crate) fn ended(slot: &Slot) {
     }
 }
 
-/// Whether a halt is in progress: the check at the start of every recorded operation.
+/// Whether a halt is in progress.
 #[inline]
-pub(crate) fn requested() -> bool {
+fn requested() -> bool {
     HALT.load(Ordering::Relaxed) != 0
+}
+
+/// Whether the process must call [`before_operation`]: a halt is in progress, or a process's
+/// last event holds a component of a conjunction. The check at the start of every recorded
+/// operation.
+#[inline]
+pub(crate) fn check_needed() -> bool {
+    requested() || HOLDING.load(Ordering::Relaxed) != 0
+}
+
+/// At the start of an operation of the process of `slot`: halts it if a halt is in progress;
+/// then, as the operation will change its last event, the components of a conjunction it held
+/// hold no more. Both under the state's lock, so that no halt can begin between them.
+pub(crate) fn before_operation(slot: &Slot) {
+    let Some(live) = LIVE.get() else { return };
+    let mut state = live_state(live);
+    while let Some(halt) = state.current.as_ref().map(|c| c.halt)
+        && slot.halted_in.load(Ordering::Relaxed) != halt
+    {
+        state = halt_locked(live, slot, state, halt);
+    }
+    if slot.holding.swap(0, Ordering::Relaxed) != 0 {
+        HOLDING.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// The process of `slot` has just logged `event`, its `events`-th: keeps its status for the
@@ -191,7 +225,10 @@ pub(crate) fn after_event(slot: &Slot, event: &Event<Borrowed<'_>>, events: u64)
     } else {
         RUNNING
     };
-    slot.status.store(status, Ordering::Relaxed);
+    // Most events leave the status as it was: a store only when it changes.
+    if slot.status.load(Ordering::Relaxed) != status {
+        slot.status.store(status, Ordering::Relaxed);
+    }
     let Some(live) = LIVE.get() else { return };
     if let Event::Create {
         object,
@@ -200,7 +237,7 @@ pub(crate) fn after_event(slot: &Slot, event: &Event<Borrowed<'_>>, events: u64)
     } = event
         && live
             .stop
-            .any_of
+            .triggers
             .iter()
             .any(|t| t.channel_name() == Some(*name))
     {
@@ -215,30 +252,75 @@ pub(crate) fn after_event(slot: &Slot, event: &Event<Borrowed<'_>>, events: u64)
     if slot.triggers.is_empty() || !live.armed.load(Ordering::Relaxed) {
         return;
     }
-    let matched = slot.triggers.iter().copied().find(|&i| {
-        live.stop.any_of[i].matches(event, |channel, wanted| {
+    let mut matched = slot.triggers.iter().copied().filter(|&i| {
+        live.stop.triggers[i].matches(event, |channel, wanted| {
             live_state(live)
                 .named_channels
                 .iter()
                 .any(|(c, n)| *c == channel && n == wanted)
         })
     });
-    let Some(trigger) = matched else { return };
-    begin(
-        live,
-        Some(Breakpoint {
-            process: slot.id,
-            event: events - 1,
-            trigger,
-        }),
-    );
-    halt(slot);
+    let breakpoint = |trigger| Breakpoint {
+        process: slot.id,
+        event: events - 1,
+        trigger,
+    };
+    if !live.stop.all {
+        let Some(trigger) = matched.next() else {
+            return;
+        };
+        // Under one hold of the lock, so the initiator comes first in the halting order.
+        let mut state = live_state(live);
+        begin_locked(live, &mut state, Some(breakpoint(trigger)));
+        let halt = state
+            .current
+            .as_ref()
+            .map(|c| c.halt)
+            .expect("a halt begun");
+        drop(halt_locked(live, slot, state, halt));
+        return;
+    }
+    // A conjunction: this process's part holds while its last event is this one; the whole
+    // holds when every component's process holds its part at once.
+    let mask = matched.fold(0u64, |m, i| m | 1 << i);
+    if mask == 0 {
+        return;
+    }
+    let mut state = live_state(live);
+    if state.current.is_some() {
+        return;
+    }
+    if slot.holding.swap(mask, Ordering::Relaxed) == 0 {
+        HOLDING.fetch_add(1, Ordering::Relaxed);
+    }
+    let held = state
+        .processes
+        .iter()
+        .fold(0u64, |m, s| m | s.holding.load(Ordering::Relaxed));
+    let every = u64::MAX >> (64 - live.stop.triggers.len());
+    if held == every {
+        begin_locked(
+            live,
+            &mut state,
+            Some(breakpoint(mask.trailing_zeros() as usize)),
+        );
+        let halt = state
+            .current
+            .as_ref()
+            .map(|c| c.halt)
+            .expect("a halt begun");
+        drop(halt_locked(live, slot, state, halt));
+    }
 }
 
 /// Starts a halt in this node, unless one is in progress: at a breakpoint of its own, or on
 /// the debugger's halt marker (`breakpoint` none).
 fn begin(live: &Live, breakpoint: Option<Breakpoint>) {
     let mut state = live_state(live);
+    begin_locked(live, &mut state, breakpoint);
+}
+
+fn begin_locked(live: &Live, state: &mut State, breakpoint: Option<Breakpoint>) {
     if state.current.is_some() {
         return;
     }
@@ -254,16 +336,17 @@ fn begin(live: &Live, breakpoint: Option<Breakpoint>) {
     live.changed.notify_all();
 }
 
-/// Halts the process of `slot` in the halt in progress, until the debugger resumes the
-/// program. A process halts once per halt.
-pub(crate) fn halt(slot: &Slot) {
-    let Some(live) = LIVE.get() else { return };
-    let mut state = live_state(live);
-    let Some(halt) = state.current.as_ref().map(|c| c.halt) else {
-        return;
-    };
+/// Halts the process of `slot` in halt `halt` (the one in progress, the state's lock held),
+/// unless it has halted in it already, and hands the lock back once the debugger has resumed
+/// the program. A process halts once per halt.
+fn halt_locked<'a>(
+    live: &'a Live,
+    slot: &Slot,
+    mut state: MutexGuard<'a, State>,
+    halt: u64,
+) -> MutexGuard<'a, State> {
     if slot.halted_in.swap(halt, Ordering::Relaxed) == halt {
-        return;
+        return state;
     }
     slot.status.store(HALTED, Ordering::Relaxed);
     state.order.push(slot.id);
@@ -272,6 +355,7 @@ pub(crate) fn halt(slot: &Slot) {
         state = live.resumed.wait(state).unwrap_or_else(|p| p.into_inner());
     }
     slot.status.store(RUNNING, Ordering::Relaxed);
+    state
 }
 
 /// The control thread that talks: tells the debugger of each breakpoint at once, then reports

@@ -263,8 +263,8 @@ pub fn expect(op: Op) -> Option<Event> {
         Mode::PassThrough => return None,
         Mode::Record => {
             // A live halt stops each process at its next operation.
-            if halt::requested() {
-                with_process(|p| p.backend.live_halt());
+            if halt::check_needed() {
+                with_process(|p| p.backend.before_live_operation());
             }
             return None;
         }

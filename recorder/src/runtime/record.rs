@@ -540,9 +540,9 @@ impl ProcessBackend for RecordProcess {
         }
     }
 
-    fn live_halt(&mut self) {
+    fn before_live_operation(&mut self) {
         if let Some(slot) = &self.live {
-            halt::halt(slot);
+            halt::before_operation(slot);
         }
     }
 
@@ -564,9 +564,17 @@ impl ProcessBackend for RecordProcess {
     }
 
     fn finish(&mut self) {
+        self.close_log();
+        // Only once the log is whole: a halted state is read from it.
         if let Some(slot) = self.live.take() {
             halt::ended(&slot);
         }
+    }
+}
+
+impl RecordProcess {
+    /// Closes the log after the process's last event.
+    fn close_log(&mut self) {
         if self.shared.recording_stopped() {
             self.stop_logging(false);
             return;

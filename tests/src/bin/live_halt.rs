@@ -18,8 +18,33 @@ fn apply(total: u64, item: u64) -> u64 {
     total + item
 }
 
+/// `live_halt meet`: two processes mark `arrived`, then work a while in code that makes no
+/// ppd operation, so that their last events are both the mark for that while; the main thread
+/// waits for both.
+fn meet() {
+    let walkers: Vec<_> = ["left", "right"]
+        .into_iter()
+        .map(|name| {
+            thread::Builder::new()
+                .name(name.into())
+                .spawn(|| {
+                    ppd::mark!("arrived");
+                    std::thread::sleep(std::time::Duration::from_millis(300));
+                })
+                .expect("spawn a walker")
+        })
+        .collect();
+    for walker in walkers {
+        walker.join().expect("a walker");
+    }
+    println!("met");
+}
+
 #[ppd::main]
 fn main() {
+    if std::env::args().nth(1).as_deref() == Some("meet") {
+        return meet();
+    }
     let (tx, rx) = sync_channel::<u64>(64);
     let ledger = Arc::new(Mutex::new(0u64));
     let consumed = Arc::new(AtomicBool::new(false));
