@@ -147,6 +147,8 @@ pub struct LiveProcess {
     pub status: LiveStatus,
     /// Events it had logged when it halted (or when the report was sent).
     pub events: u64,
+    /// The OS thread that runs it, for a debugger attached to the node (gdb's LWP).
+    pub thread: u32,
 }
 
 /// Where a node's halt began.

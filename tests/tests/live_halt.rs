@@ -425,3 +425,50 @@ fn a_conjunction_halts_the_live_program_where_every_part_holds_at_once() {
     }
     assert_eq!(replayed_to(work.path(), &dir, 1), cut_of(&halts[0]));
 }
+
+#[test]
+fn gdb_attached_at_a_live_halt_is_in_the_initiators_frame_at_its_breakpoint() {
+    if std::process::Command::new("gdb")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        assert!(
+            std::env::var_os("PPD_REQUIRE_GDB").is_none(),
+            "PPD_REQUIRE_GDB is set and gdb is missing"
+        );
+        eprintln!("gdb is not installed: attaching it at a live halt is not tested");
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("rec");
+    let program = program();
+    let out = ppd_with_input(
+        work.path(),
+        &[
+            "record",
+            "-o",
+            dir.to_str().unwrap(),
+            "-i",
+            "--stop",
+            "consumer: mark checkpoint",
+            "--",
+            program.to_str().unwrap(),
+        ],
+        b"gdb --dry-run\ngdb -- -batch -ex frame -ex 'info locals'\ndetach\n",
+    );
+    let (stdout, stderr) = output_text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let source = include_str!("../src/bin/live_halt.rs");
+    let mark = ppd_tests::line_of(source, "ppd::mark!(\"checkpoint\", n);");
+    // The frame gdb is left in is the consumer's, at the mark that was the breakpoint, with
+    // the locals of that moment.
+    assert!(
+        stdout.contains(&format!("tests/src/bin/live_halt.rs:{mark}")),
+        "{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("n = 1000"), "{stdout}");
+    // The program was still halted under gdb, and ran on to its end after it.
+    assert!(stdout.contains(FINISHED), "{stdout}");
+    assert_eq!(read_halts(&dir).unwrap().len(), 1);
+}

@@ -304,7 +304,13 @@ impl LiveDebugger {
             eprintln!("ppd: not keeping the halt in the recording: {e}");
         }
         Ok(match terminal {
-            Some(terminal) => ask(terminal, &state, halt, &merged),
+            Some(terminal) => {
+                let halted: Vec<(String, u32)> = nodes
+                    .values()
+                    .filter_map(|n| Some((n.name.clone()?, n.pid?)))
+                    .collect();
+                ask(terminal, &state, halt, &merged, &halted)
+            }
             None => {
                 out!(
                     "\nthe program runs on, recording (`ppd replay --to halt:{halt}` brings a \
@@ -438,6 +444,8 @@ struct Round {
 /// A halt of every node, in the recording's process ids.
 struct Merged {
     initiator: ProcessId,
+    /// The OS process id of each process's node.
+    node_pids: BTreeMap<ProcessId, u32>,
     trigger: usize,
     /// The halting order: the initiator's node's, then the others'.
     order: Vec<ProcessId>,
@@ -474,9 +482,13 @@ fn merge(
     let mut order = Vec::new();
     let mut later = Vec::new();
     let mut processes = Vec::new();
+    let mut node_pids = BTreeMap::new();
     let mut latency_ns = 0;
     for (id, report) in &round.reports {
         let base = base_of(id)?;
+        if let Some(pid) = nodes.get(id).and_then(|n| n.pid) {
+            node_pids.extend(report.processes.iter().map(|p| (global(base, p.id), pid)));
+        }
         let ids = report.order.iter().map(|p| global(base, *p));
         if let Some(b) = &report.breakpoint
             && breakpoint.is_none()
@@ -498,6 +510,7 @@ fn merge(
         .ok_or_else(|| failure(anyhow!("no node reported the breakpoint it halted at")))?;
     Ok(Merged {
         initiator,
+        node_pids,
         trigger,
         order,
         processes,
@@ -576,11 +589,23 @@ fn halting_order(halt: u64, merged: &Merged, state: &HaltState) -> String {
 }
 
 /// Asks the user at a halt what to do, until they say continue, detach or kill.
-fn ask(terminal: &mut Input, state: &HaltState, halt: u64, merged: &Merged) -> Choice {
+fn ask(
+    terminal: &mut Input,
+    state: &HaltState,
+    halt: u64,
+    merged: &Merged,
+    nodes: &[(String, u32)],
+) -> Choice {
     loop {
         let Some(line) = terminal.line() else {
             return Choice::Detach;
         };
+        if let Some(rest) = line.trim().strip_prefix("gdb")
+            && (rest.is_empty() || rest.starts_with(' '))
+        {
+            gdb(rest, nodes, merged);
+            continue;
+        }
         match line.trim() {
             "" => {}
             "c" | "continue" => return Choice::Continue,
@@ -594,11 +619,87 @@ fn ask(terminal: &mut Input, state: &HaltState, halt: u64, merged: &Merged) -> C
                 "print      the halted state again\n\
                  continue   resume every process; the breakpoint halts the program again\n\
                  detach     resume every process with the breakpoint off; recording goes on\n\
-                 kill       kill the program (the recording keeps everything up to the kill)\n"
+                 kill       kill the program (the recording keeps everything up to the kill)\n\
+                 gdb [NODE] [--dry-run] [-- GDB-ARGS]\n           \
+                 attach gdb to the halted OS process (the first node's, or NODE's)\n"
             ),
             other => out!("unknown command `{other}` (help lists them)\n"),
         }
     }
+}
+
+/// `gdb [NODE] [--dry-run] [-- GDB-ARGS...]`: attaches gdb to a halted OS process, its threads
+/// stopped where ppd halted them, with the thread of each of its processes listed; when gdb
+/// ends (or detaches) the program is still halted. `--dry-run` prints the command instead.
+fn gdb(rest: &str, nodes: &[(String, u32)], merged: &Merged) {
+    let Some(words) = shlex::split(rest) else {
+        out!("gdb: unbalanced quotes in `{rest}`\n");
+        return;
+    };
+    let (ours, theirs) = match words.iter().position(|w| w == "--") {
+        Some(k) => (&words[..k], &words[k + 1..]),
+        None => (&words[..], &[][..]),
+    };
+    let dry_run = ours.iter().any(|w| w == "--dry-run");
+    let named: Vec<&String> = ours.iter().filter(|w| *w != "--dry-run").collect();
+    let node = match named.as_slice() {
+        [] => nodes.first(),
+        [name] => nodes.iter().find(|(n, _)| n == *name),
+        _ => {
+            out!("gdb: one node at most (gdb [NODE] [--dry-run] [-- GDB-ARGS])\n");
+            return;
+        }
+    };
+    let Some((node, pid)) = node else {
+        let known: Vec<&str> = nodes.iter().map(|(n, _)| n.as_str()).collect();
+        out!(
+            "gdb: no such node; the halted nodes are {}\n",
+            known.join(", ")
+        );
+        return;
+    };
+    let mut args = vec!["-q".to_owned(), "-p".to_owned(), pid.to_string()];
+    // Selects the initiator's thread when it is in this node (else the first halted one).
+    let in_node: Vec<&LiveProcess> = merged
+        .processes
+        .iter()
+        .filter(|p| merged.node_pids.get(&p.id) == Some(pid))
+        .collect();
+    let selected = in_node
+        .iter()
+        .find(|p| p.id == merged.initiator)
+        .or_else(|| in_node.iter().find(|p| p.status == LiveStatus::Halted));
+    if let Some(p) = selected {
+        args.extend(["-ex".to_owned(), select_user_frame(p.thread)]);
+    }
+    args.extend(theirs.iter().cloned());
+    let shown = shlex::try_join(std::iter::once("gdb").chain(args.iter().map(String::as_str)))
+        .unwrap_or_else(|_| format!("gdb {}", args.join(" ")));
+    if dry_run {
+        out!("{shown}\n");
+        return;
+    }
+    out!("node {node}: {shown}\n");
+    match Command::new("gdb").args(&args).status() {
+        Ok(status) if status.success() => {}
+        Ok(status) => out!("gdb ended: {status}\n"),
+        Err(e) => out!("gdb: cannot run it: {e}\n"),
+    }
+}
+
+/// A gdb command that selects OS thread `thread` and in it the newest frame of the user's
+/// code: the frames above it are ppd's halt, the standard library's and the C library's.
+fn select_user_frame(thread: u32) -> String {
+    let script = [
+        &format!(
+            "[t.switch() for t in gdb.selected_inferior().threads() if t.ptid[1] == {thread}]"
+        ),
+        "f = gdb.newest_frame()",
+        "ours = ('ppd_recorder::', 'std::', 'core::', 'alloc::', '__', 'syscall')",
+        "while f is not None and (f.name() is None or f.name().startswith(ours)): f = f.older()",
+        "f is not None and f.select()",
+    ];
+    format!("python exec({:?})", script.join("\n"))
 }
 
 fn wait_for(child: &mut Child) -> Result<ExitStatus, CliError> {

@@ -96,6 +96,8 @@ const ENDED: u8 = 3;
 pub(crate) struct Slot {
     id: ProcessId,
     name: String,
+    /// The OS thread running it.
+    thread: u32,
     /// The triggers that name this process.
     triggers: Vec<usize>,
     status: AtomicU8,
@@ -125,6 +127,7 @@ pub(crate) fn install(stop: LiveStop, socket: &str, node: &str, first: bool) -> 
     )
     .map_err(unreachable)?;
     let commands = stream.try_clone().map_err(unreachable)?;
+    allow_tracing_by_the_debugger(&stream);
     let live = Live {
         stop,
         node: node.to_owned(),
@@ -148,6 +151,18 @@ pub(crate) fn install(stop: LiveStop, socket: &str, node: &str, first: bool) -> 
     spawn("ppd-live-commands", Box::new(move || obey(commands)))
 }
 
+/// Lets the debugger and the processes it starts (gdb, at a halt) attach to this one where the
+/// kernel lets only a tracer's ancestors trace (Yama's `ptrace_scope` 1); best effort.
+fn allow_tracing_by_the_debugger(stream: &UnixStream) {
+    use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
+    if let Ok(peer) = getsockopt(stream, PeerCredentials) {
+        // SAFETY: PR_SET_PTRACER reads its integer argument only.
+        unsafe {
+            libc::prctl(libc::PR_SET_PTRACER, peer.pid() as libc::c_ulong, 0, 0, 0);
+        }
+    }
+}
+
 fn send(stream: &mut UnixStream, message: &ProgramMessage) -> std::io::Result<()> {
     let mut line = serde_json::to_string(message).expect("a message serializes");
     line.push('\n');
@@ -168,6 +183,8 @@ pub(crate) fn started(id: ProcessId, name: &str) -> Option<Arc<Slot>> {
     let slot = Arc::new(Slot {
         id,
         name: name.to_owned(),
+        // Called on the process's own thread, as it starts.
+        thread: nix::unistd::gettid().as_raw() as u32,
         triggers,
         status: AtomicU8::new(RUNNING),
         events: AtomicU64::new(0),
@@ -434,6 +451,7 @@ fn settled_report(live: &Live, begun: &Begun) -> HaltReport {
                 _ => LiveStatus::Running,
             },
             events: s.events.load(Ordering::Relaxed),
+            thread: s.thread,
         })
         .collect();
     processes.sort_by_key(|p| p.id);
