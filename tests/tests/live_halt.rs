@@ -126,6 +126,25 @@ fn cut_of(halt: &Halt) -> Vec<(u32, u64)> {
     cut
 }
 
+/// `ppd record -o DIR -i --stop PRED -- live_halt` with `commands` on its standard input.
+fn interactive(work: &Path, dir: &Path, pred: &str, commands: &[u8]) -> std::process::Output {
+    let program = program();
+    ppd_with_input(
+        work,
+        &[
+            "record",
+            "-o",
+            dir.to_str().unwrap(),
+            "-i",
+            "--stop",
+            pred,
+            "--",
+            program.to_str().unwrap(),
+        ],
+        commands,
+    )
+}
+
 #[test]
 fn a_live_program_halts_where_the_predicate_holds_and_a_replay_reaches_that_state_again() {
     let work = tempfile::tempdir().unwrap();
@@ -174,19 +193,10 @@ fn a_live_program_halts_where_the_predicate_holds_and_a_replay_reaches_that_stat
 fn continue_halts_again_at_the_next_occurrence_and_detach_lets_the_program_finish() {
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("rec");
-    let program = program();
-    let out = ppd_with_input(
+    let out = interactive(
         work.path(),
-        &[
-            "record",
-            "-o",
-            dir.to_str().unwrap(),
-            "-i",
-            "--stop",
-            "consumer: mark checkpoint",
-            "--",
-            program.to_str().unwrap(),
-        ],
+        &dir,
+        "consumer: mark checkpoint",
         b"print\nnonsense\ncontinue\ncontinue\ndetach\n",
     );
     let (stdout, stderr) = output_text(&out);
@@ -208,19 +218,10 @@ fn continue_halts_again_at_the_next_occurrence_and_detach_lets_the_program_finis
 fn a_program_killed_at_a_halt_leaves_a_recording_that_replays_to_the_halt() {
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("rec");
-    let program = program();
-    let out = ppd_with_input(
+    let out = interactive(
         work.path(),
-        &[
-            "record",
-            "-o",
-            dir.to_str().unwrap(),
-            "-i",
-            "--stop",
-            "producer-2: send | consumer: enter apply",
-            "--",
-            program.to_str().unwrap(),
-        ],
+        &dir,
+        "producer-2: send | consumer: enter apply",
         b"kill\n",
     );
     let (stdout, stderr) = output_text(&out);
@@ -442,19 +443,10 @@ fn gdb_attached_at_a_live_halt_is_in_the_initiators_frame_at_its_breakpoint() {
     }
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("rec");
-    let program = program();
-    let out = ppd_with_input(
+    let out = interactive(
         work.path(),
-        &[
-            "record",
-            "-o",
-            dir.to_str().unwrap(),
-            "-i",
-            "--stop",
-            "consumer: mark checkpoint",
-            "--",
-            program.to_str().unwrap(),
-        ],
+        &dir,
+        "consumer: mark checkpoint",
         b"gdb --dry-run\ngdb -- -batch -ex frame -ex 'info locals'\ndetach\n",
     );
     let (stdout, stderr) = output_text(&out);

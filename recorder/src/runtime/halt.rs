@@ -288,12 +288,7 @@ pub(crate) fn after_event(slot: &Slot, event: &Event<Borrowed<'_>>, events: u64)
         };
         // Under one hold of the lock, so the initiator comes first in the halting order.
         let mut state = live_state(live);
-        begin_locked(live, &mut state, Some(breakpoint(trigger)));
-        let halt = state
-            .current
-            .as_ref()
-            .map(|c| c.halt)
-            .expect("a halt begun");
+        let halt = begin_locked(live, &mut state, Some(breakpoint(trigger)));
         drop(halt_locked(live, slot, state, halt));
         return;
     }
@@ -316,16 +311,8 @@ pub(crate) fn after_event(slot: &Slot, event: &Event<Borrowed<'_>>, events: u64)
         .fold(0u64, |m, s| m | s.holding.load(Ordering::Relaxed));
     let every = u64::MAX >> (64 - live.stop.triggers.len());
     if held == every {
-        begin_locked(
-            live,
-            &mut state,
-            Some(breakpoint(mask.trailing_zeros() as usize)),
-        );
-        let halt = state
-            .current
-            .as_ref()
-            .map(|c| c.halt)
-            .expect("a halt begun");
+        let trigger = mask.trailing_zeros() as usize;
+        let halt = begin_locked(live, &mut state, Some(breakpoint(trigger)));
         drop(halt_locked(live, slot, state, halt));
     }
 }
@@ -337,9 +324,10 @@ fn begin(live: &Live, breakpoint: Option<Breakpoint>) {
     begin_locked(live, &mut state, breakpoint);
 }
 
-fn begin_locked(live: &Live, state: &mut State, breakpoint: Option<Breakpoint>) {
-    if state.current.is_some() {
-        return;
+/// [`begin`], with the state's lock held; the id of the halt in progress, new or not.
+fn begin_locked(live: &Live, state: &mut State, breakpoint: Option<Breakpoint>) -> u64 {
+    if let Some(current) = &state.current {
+        return current.halt;
     }
     state.last_halt += 1;
     state.current = Some(Begun {
@@ -351,6 +339,7 @@ fn begin_locked(live: &Live, state: &mut State, breakpoint: Option<Breakpoint>) 
     state.order.clear();
     HALT.store(state.last_halt, Ordering::Release);
     live.changed.notify_all();
+    state.last_halt
 }
 
 /// Halts the process of `slot` in halt `halt` (the one in progress, the state's lock held),
