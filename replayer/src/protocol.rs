@@ -115,11 +115,12 @@ pub enum Report {
         /// process was held.
         latency_ns: Option<u64>,
     },
-    /// History mode: the predicate's component `component` holds after event `event` of
-    /// `process` (reported once per event, with the first component that holds).
+    /// History mode: the predicate's components `components` hold after event `event` of
+    /// `process` (reported once per event, with every component that holds there; for a
+    /// linked predicate, those of the stage the event reached).
     Satisfied {
-        /// The component.
-        component: usize,
+        /// The components, ascending.
+        components: Vec<usize>,
         /// The process.
         process: ProcessId,
         /// The event (0-based index in the process's log).
@@ -165,10 +166,11 @@ pub fn send<T: Serialize>(out: &mut impl Write, message: &T) -> std::io::Result<
     out.flush()
 }
 
-/// Reads one message; `Ok(None)` at the end of the stream.
+/// Reads one message; `Ok(None)` at the end of the stream, or at a last line cut short (the
+/// writer died writing it). A whole line that is no message is `InvalidData`.
 pub fn receive<T: DeserializeOwned>(input: &mut impl BufRead) -> std::io::Result<Option<T>> {
     let mut line = String::new();
-    if input.read_line(&mut line)? == 0 {
+    if input.read_line(&mut line)? == 0 || !line.ends_with('\n') {
         return Ok(None);
     }
     serde_json::from_str(&line)

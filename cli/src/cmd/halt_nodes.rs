@@ -1,18 +1,27 @@
 //! `ppd replay --stop` and `--to` on a recording of several OS processes: one global state
 //! across the nodes.
 //!
-//! Each node replays alone, from its own logs, so no algorithm has to run across OS processes:
-//! the predicate's node is replayed to the state where it holds (Manabe & Imase's Algorithm 1,
-//! inside that node, as for a recording of one OS process), and every other node to the least
-//! consistent cut that contains that state — for each of their processes, the events in the
-//! causal past of the halted events, read off the analysis's vector clocks, whose socket edges
-//! (a read after the write its bytes came from) cross the nodes. No receive of the global state
-//! lacks its send; no node runs further than the halt needs. `--to` takes the cut the same way
-//! from the listed processes.
+//! Each node replays alone, from its own logs, so no node waits for another: its socket reads
+//! are served from what they logged. `ppd replay` is the global debugger over the nodes' local
+//! controllers (Manabe & Imase's split, §2):
 //!
-//! A predicate whose processes are in several nodes is refused: finding its first global state
-//! needs the controllers of all the nodes' processes to cooperate, and each node's run in its
-//! own replay.
+//! - A predicate about the processes of one node is evaluated inside that node by Algorithm 1,
+//!   as for a recording of one OS process.
+//! - A predicate whose processes are in several nodes, and `--first`, are decided by the
+//!   global debugger: each node's local controllers replay it to its end in history mode and
+//!   report every event at which one of the predicate's simple predicates holds; the first
+//!   global state is found from those events and the whole run's vector clocks
+//!   (`ppd_replayer::predicate::first_state`).
+//!
+//! Every other node then goes to the least consistent cut that contains that state — for each
+//! of its processes, the events in the causal past of the halted events, read off the
+//! analysis's vector clocks, whose socket edges (a read after the write its bytes came from)
+//! cross the nodes. No receive of the global state lacks its send; no node runs further than
+//! the halt needs. `--to` takes the cut the same way from the listed processes.
+//!
+//! Where ppd goes beyond the paper: deciding the state before the halting replay costs one
+//! extra replay of each node the predicate names, and needs no control message between OS
+//! processes. Stepping (`-i`) and `--trace` still take one node.
 
 use std::collections::HashMap;
 use std::process::ExitCode;
@@ -24,7 +33,7 @@ use ppd_formats::integrity::Integrity;
 use ppd_formats::recording::Node;
 use ppd_formats::{ProcessId, Recording};
 use ppd_replayer::debugger::HaltState;
-use ppd_replayer::predicate::{self, Predicate};
+use ppd_replayer::predicate::{self, Predicate, Satisfying};
 use ppd_replayer::protocol::Goal;
 use serde::Serialize;
 
@@ -44,24 +53,41 @@ struct NodeState {
 
 pub(crate) fn run(args: &Args, recording: &Recording, integrity: &Integrity) -> CmdResult {
     let nodes = recording.nodes();
+    let analysis = Analysis::open(recording).map_err(failure)?;
     // Where the run must be: processes and how many events each, in the recording's ids.
+    let mut holds = Vec::new();
     let (origin, halted) = match (&args.stop, &args.to) {
         (Some(text), _) => {
-            let (node, local) = predicate_of_one_node(recording, text)?;
-            let goal = Goal::Stop(local.clone());
-            let state = replay_node(args, &nodes[node], integrity, goal, Some(&local))?;
-            let base = nodes[node].base;
-            let origin: Vec<(ProcessId, u64)> = state
-                .processes
-                .iter()
-                .map(|p| (ProcessId(p.id.0 + base), p.events))
-                .collect();
-            (origin, Some((node, state)))
+            let parts = predicate_by_node(recording, text)?;
+            match parts.as_slice() {
+                [part] if !args.first => {
+                    // Algorithm 1 inside the one node the predicate is about.
+                    let goal = Goal::Stop(part.local.clone());
+                    let node = &nodes[part.node];
+                    let state = replay_node(args, node, integrity, goal, Some(&part.local))?;
+                    let origin: Vec<(ProcessId, u64)> = state
+                        .processes
+                        .iter()
+                        .map(|p| (ProcessId(p.id.0 + node.base), p.events))
+                        .collect();
+                    (origin, Some((part.node, state)))
+                }
+                _ => {
+                    let first = first_global_state(args, recording, integrity, &analysis, &parts)?;
+                    let Some((origin, holding)) = first else {
+                        return Err(failure(anyhow!(
+                            "the predicate never holds in this run: {text}"
+                        )));
+                    };
+                    holds = holding;
+                    (origin, None)
+                }
+            }
         }
         (None, Some(cut)) => (parse_global_cut(recording, cut)?, None),
         (None, None) => unreachable!("called for --stop or --to"),
     };
-    let need = least_cut(recording, &origin)?;
+    let need = least_cut(&analysis, &origin);
 
     let mut states = Vec::new();
     for (k, node) in nodes.iter().enumerate() {
@@ -102,13 +128,23 @@ pub(crate) fn run(args: &Args, recording: &Recording, integrity: &Integrity) -> 
     }
 
     if args.json {
-        output::json(&serde_json::json!({ "nodes": states }));
+        output::json(&serde_json::json!({ "nodes": states, "holds": holds }));
     } else {
         if let Some((node, _)) = &halted {
             eprintln!(
                 "ppd: {} halted where the predicate holds; the other nodes are at the least \
                  consistent state that contains it",
                 nodes[*node].name
+            );
+        } else if !holds.is_empty() {
+            let at: Vec<String> = holds
+                .iter()
+                .map(|h| format!("{} after {} events ({})", h.process, h.events, h.event))
+                .collect();
+            eprintln!(
+                "ppd: the predicate first holds with {}; every node is at the least consistent \
+                 state that contains it",
+                at.join(", ")
             );
         }
         for s in &states {
@@ -118,43 +154,163 @@ pub(crate) fn run(args: &Args, recording: &Recording, integrity: &Integrity) -> 
     Ok(ExitCode::SUCCESS)
 }
 
-/// The node every process of the predicate `text` is in, and the predicate with its processes
-/// named as that node's own logs name them.
-fn predicate_of_one_node(
-    recording: &Recording,
-    text: &str,
-) -> Result<(usize, predicate::Resolved), CliError> {
+/// An event at which the predicate holds in the global state it halts in.
+#[derive(Serialize)]
+struct Holds {
+    /// The process, as the whole recording names it.
+    process: String,
+    /// Its events in the state: the event is its last.
+    events: u64,
+    /// The event, in words.
+    event: String,
+}
+
+/// Where a predicate over several nodes first holds: each process's events in the state, in
+/// the recording's ids, and the events it holds at.
+type GlobalHalt = (Vec<(ProcessId, u64)>, Vec<Holds>);
+
+/// The simple predicates of a predicate about one node's processes, as that node's logs name
+/// them.
+struct NodePart {
+    /// The node.
+    node: usize,
+    /// Its simple predicates: the predicate itself when every process is this node's;
+    /// otherwise their disjunction (their stable states' conjunction under `==`), which the
+    /// node's local controllers evaluate at every event in history mode.
+    local: predicate::Resolved,
+    /// The number in the whole predicate of each of `local`'s components.
+    global: Vec<usize>,
+}
+
+/// The predicate `text` split by the nodes its processes are in, in the order they first
+/// appear.
+fn predicate_by_node(recording: &Recording, text: &str) -> Result<Vec<NodePart>, CliError> {
     let mut parsed = predicate::parse(text).map_err(input)?;
-    let mut node = None;
-    for simple in simples_mut(&mut parsed) {
+    let simultaneous = matches!(parsed, Predicate::Simultaneous(_));
+    let mut by_node: Vec<(usize, Vec<usize>, Vec<predicate::Simple>)> = Vec::new();
+    for (id, simple) in simples_mut(&mut parsed).into_iter().enumerate() {
         let entry = recording
             .resolve_process(&simple.process)
             .map_err(|e| input(anyhow!("{text}: {e}")))?;
-        match node {
-            None => node = Some(entry.node),
-            Some(k) if k != entry.node => {
-                return Err(input(anyhow!(
-                    "{text}: its processes are in two OS processes ({} and {}); halting at a \
-                     predicate across OS processes is not supported yet: name processes of \
-                     one node",
-                    recording.nodes()[k].name,
-                    recording.nodes()[entry.node].name
-                )));
-            }
-            Some(_) => {}
-        }
         let prefix = format!("{}/", recording.nodes()[entry.node].name);
         simple.process = entry
             .name
             .strip_prefix(&prefix)
             .unwrap_or(&entry.name)
             .to_owned();
+        let at = match by_node.iter().position(|(node, ..)| *node == entry.node) {
+            Some(at) => at,
+            None => {
+                by_node.push((entry.node, Vec::new(), Vec::new()));
+                by_node.len() - 1
+            }
+        };
+        by_node[at].1.push(id);
+        by_node[at].2.push(simple.clone());
     }
-    let node = node.ok_or_else(|| input(anyhow!("{text}: names no process")))?;
-    let local = Recording::open_node(&recording.nodes()[node].dir)?;
-    let catalog = predicate::Catalog::for_predicate(&local, &parsed)?;
-    let resolved = parsed.resolve(&catalog).map_err(input)?;
-    Ok((node, resolved))
+    if by_node.is_empty() {
+        return Err(input(anyhow!("{text}: names no process")));
+    }
+    let whole = by_node.len() == 1;
+    by_node
+        .into_iter()
+        .map(|(node, global, simples)| {
+            let local_predicate = if whole {
+                parsed.clone()
+            } else if simultaneous {
+                Predicate::Simultaneous(simples)
+            } else {
+                Predicate::Disjunctive(simples)
+            };
+            let local = Recording::open_node(&recording.nodes()[node].dir)?;
+            let catalog = predicate::Catalog::for_predicate(&local, &local_predicate)?;
+            let local = local_predicate.resolve(&catalog).map_err(input)?;
+            Ok(NodePart {
+                node,
+                local,
+                global,
+            })
+        })
+        .collect()
+}
+
+/// The first global state of the predicate whose parts are `parts`: each node is replayed to
+/// its end in history mode, its local controllers reporting every event at which one of its
+/// components holds, and the state is decided from those events and the whole run's vector
+/// clocks (`predicate::first_state`). The state's cut, and the events the predicate holds at.
+fn first_global_state(
+    args: &Args,
+    recording: &Recording,
+    integrity: &Integrity,
+    analysis: &Analysis,
+    parts: &[NodePart],
+) -> Result<Option<GlobalHalt>, CliError> {
+    let nodes = recording.nodes();
+    let (trace, clocks) = (&analysis.trace, &analysis.clocks);
+    let index_of = |id: ProcessId| {
+        trace.index_of(id).ok_or_else(|| {
+            failure(anyhow!(
+                "process {id} of the predicate has no log in the recording"
+            ))
+        })
+    };
+    let components = parts.iter().map(|p| p.global.len()).sum();
+    let mut process_of = vec![0; components];
+    let mut reported = Vec::new();
+    for part in parts {
+        let node = &nodes[part.node];
+        let global_id = |local: ProcessId| ProcessId(local.0 + node.base);
+        for c in &part.local.components {
+            process_of[part.global[c.id]] = index_of(global_id(c.process))? as usize;
+        }
+        let mut ctx = context(args, Recording::open_node(&node.dir)?, integrity.clone());
+        for s in super::replay::history(&mut ctx, &part.local)? {
+            let p = index_of(global_id(s.process))?;
+            let Ok(event) = u32::try_from(s.event) else {
+                continue;
+            };
+            let at = EventRef::new(p, event);
+            if event as usize >= trace.process(p).events.len() {
+                return Err(failure(anyhow!(
+                    "node {}: its replay reported event {} of {}, which the logs do not have",
+                    node.name,
+                    s.event,
+                    global_id(s.process)
+                )));
+            }
+            reported.push(Satisfying {
+                process: p as usize,
+                events: s.event + 1,
+                components: s.components.iter().map(|&c| part.global[c]).collect(),
+                vclock: clocks.vector(at).into_iter().map(u64::from).collect(),
+            });
+        }
+    }
+    let parsed = predicate::parse(args.stop.as_deref().unwrap_or_default()).map_err(input)?;
+    let Some(first) = predicate::first_state(&parsed.combination(), &process_of, &reported) else {
+        return Ok(None);
+    };
+    let origin = first
+        .cut
+        .iter()
+        .enumerate()
+        .map(|(q, &n)| (trace.process(q as u32).id, n))
+        .collect();
+    let holds = first
+        .holding
+        .iter()
+        .map(|&i| {
+            let s = &reported[i];
+            let process = trace.process(s.process as u32);
+            let at = EventRef::new(s.process as u32, (s.events - 1) as u32);
+            Holds {
+                process: process.name.clone(),
+                events: s.events,
+                event: trace.describe(at),
+            }
+        })
+        .collect();
+    Ok(Some((origin, holds)))
 }
 
 fn simples_mut(p: &mut Predicate) -> Vec<&mut predicate::Simple> {
@@ -194,11 +350,7 @@ fn parse_global_cut(recording: &Recording, text: &str) -> Result<Vec<(ProcessId,
 /// The least consistent cut that contains `origin` (each process after that many events): for
 /// every process, the most events of it in the causal past of an origin event, by the
 /// happened-before of the whole recording (socket edges across nodes included).
-fn least_cut(
-    recording: &Recording,
-    origin: &[(ProcessId, u64)],
-) -> Result<HashMap<ProcessId, u64>, CliError> {
-    let analysis = Analysis::open(recording).map_err(failure)?;
+fn least_cut(analysis: &Analysis, origin: &[(ProcessId, u64)]) -> HashMap<ProcessId, u64> {
     let (trace, clocks) = (&analysis.trace, &analysis.clocks);
     let mut need: HashMap<ProcessId, u64> = HashMap::new();
     for &(process, events) in origin {
@@ -217,7 +369,7 @@ fn least_cut(
             *slot = (*slot).max(before);
         }
     }
-    Ok(need)
+    need
 }
 
 /// Replays `node` alone until it halts as `goal` says, and its state there.

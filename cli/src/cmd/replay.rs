@@ -6,14 +6,13 @@ use std::time::Instant;
 
 use anyhow::anyhow;
 use ppd_formats::ProcessEnding;
-use ppd_formats::clock::VectorClock;
 use ppd_formats::integrity::Integrity;
 use ppd_formats::order::Tick;
 use ppd_formats::recording::Node;
 use ppd_formats::summary::{Payloads, RecordingSummary, summarize};
 use ppd_formats::{ProcessId, Recording};
 use ppd_replayer::debugger::{HaltState, Launch, ProgramOutput, Reason, Session};
-use ppd_replayer::predicate::{self, Catalog, Combination, Resolved};
+use ppd_replayer::predicate::{self, Catalog, Combination, Resolved, Satisfying};
 use ppd_replayer::protocol::{Goal, ProcessReport, Report, Setup};
 use serde::Serialize;
 
@@ -39,7 +38,7 @@ pub(crate) struct Args {
     pub(crate) stop: Option<String>,
     /// With a disjunctive --stop: replay twice to halt exactly at a first satisfying state.
     #[arg(long, requires = "stop")]
-    first: bool,
+    pub(crate) first: bool,
     /// Replay even a `==` --stop that the program's source shows no run can satisfy
     /// (see `ppd check`; the check runs only when the recorded source is found unchanged).
     #[arg(long, requires = "stop")]
@@ -138,10 +137,10 @@ pub(crate) fn run(args: &Args) -> CmdResult {
     let nodes = chosen_nodes(&checked.recording, args.only.as_deref())?;
     let halts = args.stop.is_some() || args.trace.is_some() || args.to.is_some();
     if nodes.len() > 1 && (args.stop.is_some() || args.to.is_some()) && args.only.is_none() {
-        if args.interactive || args.first {
+        if args.interactive {
             return Err(input(anyhow!(
-                "stepping (-i) and --first across OS processes are not supported yet: replay \
-                 one node with --only NODE (nodes: {})",
+                "stepping (-i) across OS processes is not supported yet: replay one node with \
+                 --only NODE (nodes: {})",
                 node_names(&checked.recording)
             )));
         }
@@ -764,35 +763,62 @@ fn stop(
 /// is its vector clock; the minimal ones are the first satisfying states (Inf(P)), of which the
 /// one with the fewest events is returned.
 fn first_disjunctive_cut(ctx: &mut Context, plan: &Resolved) -> Result<Option<Vec<u64>>, CliError> {
-    let history = history(ctx, plan)?;
-    let minimal: Vec<&Vec<Tick>> = history
-        .iter()
-        .map(|s| &s.vclock)
-        .filter(|vc| {
-            !history
-                .iter()
-                .any(|other| other.vclock != **vc && other.vclock.leq(vc))
-        })
-        .collect();
-    Ok(minimal
+    let reported: Vec<Satisfying> = history(ctx, plan)?
         .into_iter()
-        .min_by_key(|vc| vc.iter().map(|&t| u64::from(t)).sum::<u64>())
-        .map(|vc| vc.iter().map(|&t| u64::from(t)).collect()))
+        .map(|s| s.satisfying(s.process.index()))
+        .collect();
+    let process_of: Vec<usize> = plan.components.iter().map(|c| c.process.index()).collect();
+    Ok(predicate::first_state(&plan.combination, &process_of, &reported).map(|first| first.cut))
 }
 
-/// An event at which a component of the predicate holds.
+/// An event at which components of the predicate hold, as a node's local controllers report
+/// it.
 pub(crate) struct Satisfaction {
+    /// The process, as the replayed program numbers it.
+    pub(crate) process: ProcessId,
+    /// The event's index in the process's log.
+    pub(crate) event: u64,
+    /// The components that hold after it.
+    pub(crate) components: Vec<usize>,
     /// The event's vector clock: its least consistent cut.
     pub(crate) vclock: Vec<Tick>,
 }
 
+impl Satisfaction {
+    /// The state after the event, for [`predicate::first_state`], with the process at index
+    /// `process` of the clocks and the replay's own vector clock.
+    pub(crate) fn satisfying(&self, process: usize) -> Satisfying {
+        Satisfying {
+            process,
+            events: self.event + 1,
+            components: self.components.clone(),
+            vclock: self.vclock.iter().map(|&t| u64::from(t)).collect(),
+        }
+    }
+}
+
 /// Replays the whole run in history mode: every event at which a component holds.
 pub(crate) fn history(ctx: &mut Context, plan: &Resolved) -> Result<Vec<Satisfaction>, CliError> {
-    let mut session = ctx.start(Goal::History(plan.clone()))?;
+    // The pass only finds where the predicate holds: what the program prints in it would
+    // repeat what the halting replay prints.
+    let output = std::mem::replace(&mut ctx.launch.output, ProgramOutput::Discard);
+    let session = ctx.start(Goal::History(plan.clone()));
+    ctx.launch.output = output;
+    let mut session = session?;
     let mut satisfied = Vec::new();
     loop {
         match session.next_report() {
-            Ok(Report::Satisfied { vclock, .. }) => satisfied.push(Satisfaction { vclock }),
+            Ok(Report::Satisfied {
+                components,
+                process,
+                event,
+                vclock,
+            }) => satisfied.push(Satisfaction {
+                process,
+                event,
+                components,
+                vclock,
+            }),
             Ok(Report::Finished { .. }) => break,
             Ok(Report::Diverged {
                 expected, happened, ..
@@ -838,7 +864,7 @@ fn trace(ctx: &mut Context, pred: &str, print: &str, json: bool) -> CmdResult {
             // The first global state of each satisfying event is its vector clock; the
             // values there are read from the logs.
             let history = history(ctx, &plan)?;
-            for Satisfaction { vclock } in history {
+            for Satisfaction { vclock, .. } in history {
                 let reports: Vec<ProcessReport> = vclock
                     .iter()
                     .enumerate()

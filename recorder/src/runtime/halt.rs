@@ -20,7 +20,8 @@
 //! the program's sockets, so a socket read may be in a node's part while the write it read
 //! is not in the writer's: nothing is added to the bytes the program sends.
 //!
-//! Not yet: linked (`->`) and conjunctive predicates, and conditions (`if`).
+//! A conjunction (`&`) halts when every process it names has, as its last event, one that
+//! holds its part. Not yet: linked predicates (`->`) and conditions (`if`).
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;

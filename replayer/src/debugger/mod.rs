@@ -102,6 +102,16 @@ pub enum DebugError {
         /// How it ended.
         status: ExitStatus,
     },
+    /// The program said something this debugger cannot read: most often a program built
+    /// with another version of ppd's runtime than this `ppd`.
+    #[error(
+        "the replayed program sent a report this ppd cannot read ({reason}); was it built with \
+         another version of ppd than this one?"
+    )]
+    Unreadable {
+        /// What was wrong with it.
+        reason: String,
+    },
     /// A replay that was to trace a process's body ended without its trace
     /// (`crate::body`): the body is not compiled for tracing, did not return, or the replay
     /// stopped first.
@@ -351,6 +361,9 @@ impl Session {
     pub fn next_report(&mut self) -> Result<Report, DebugError> {
         match protocol::receive(&mut self.reader) {
             Ok(Some(report)) => Ok(report),
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => Err(DebugError::Unreadable {
+                reason: e.to_string(),
+            }),
             Ok(None) | Err(_) => {
                 let status = self.wait()?;
                 Err(DebugError::Ended { status })

@@ -810,17 +810,16 @@ impl Controller {
         }
         if history {
             let lc = &st.lcs[i];
-            let component = lc
+            let mut components: Vec<usize> = lc
                 .holds
                 .iter()
-                .filter_map(|&t| {
-                    let mut of_test = tests.components(t).iter().copied();
-                    of_test.find(|&c| lc.holds_stage.is_none_or(|k| tests.stage_of(c) == Some(k)))
-                })
-                .min()
-                .unwrap_or(0);
+                .flat_map(|&t| tests.components(t).iter().copied())
+                .filter(|&c| lc.holds_stage.is_none_or(|k| tests.stage_of(c) == Some(k)))
+                .collect();
+            components.sort_unstable();
+            components.dedup();
             self.report(Report::Satisfied {
-                component,
+                components,
                 process: p,
                 event: position - 1,
                 vclock: vclock.to_vec(),

@@ -25,6 +25,7 @@
 
 mod check;
 mod eval;
+mod first_state;
 mod index;
 mod linked;
 mod parse;
@@ -36,6 +37,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 pub use eval::{Interval, Scope};
+pub use first_state::{FirstState, Satisfying, first_state};
 pub use index::{After, Local, Tests};
 pub use linked::Linked;
 pub use parse::{ParseError, parse};

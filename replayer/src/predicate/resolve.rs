@@ -511,7 +511,19 @@ impl Predicate {
             })?;
             components.push(component);
         }
-        let combination = match self {
+        let combination = self.combination();
+        Ok(Resolved {
+            combination,
+            components,
+            text: self.to_string(),
+        })
+    }
+}
+
+impl Predicate {
+    /// How its simple predicates combine, each numbered in the order written.
+    pub fn combination(&self) -> Combination {
+        match self {
             Predicate::Simple(_) | Predicate::Conjunctive(_) => Combination::Conjunctive,
             Predicate::Disjunctive(_) => Combination::Disjunctive,
             Predicate::Simultaneous(_) => Combination::Simultaneous,
@@ -528,12 +540,7 @@ impl Predicate {
                         .collect(),
                 )
             }
-        };
-        Ok(Resolved {
-            combination,
-            components,
-            text: self.to_string(),
-        })
+        }
     }
 }
 

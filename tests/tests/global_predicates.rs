@@ -1,0 +1,304 @@
+//! Predicates over the processes of several OS processes, halted in replay by the global
+//! debugger: the replicated store of `examples/kvstore.rs` (a backup, a primary and a client,
+//! three OS processes talking over TCP) is recorded once, and each predicate's halt is checked
+//! against a brute force that knows only the recording's events and the edges `ppd export`
+//! draws between them (program order, messages, socket bytes, spawns, locks): it searches every
+//! candidate event, or every combination of them, for the first global state the predicate's
+//! definition asks for.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use ppd_tests::{output_text, ppd};
+use serde_json::Value;
+
+/// One recorded event, as the export gives it.
+struct Event {
+    kind: String,
+    text: String,
+}
+
+/// The recording as the brute force sees it: every event and every edge between processes.
+struct Run {
+    /// Each process's full name and its events, in order.
+    processes: Vec<(String, Vec<Event>)>,
+    /// Edges `(from, to)` between events, as (process index, event index).
+    edges: Vec<((usize, usize), (usize, usize))>,
+}
+
+impl Run {
+    fn load(work: &Path, dir: &Path) -> Run {
+        let out = ppd(work, &["export", dir.to_str().unwrap(), "--format", "json"]);
+        assert!(out.status.success(), "{}", output_text(&out).1);
+        let export: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let mut index: HashMap<u64, usize> = HashMap::new();
+        let mut processes = Vec::new();
+        for (i, p) in export["processes"].as_array().unwrap().iter().enumerate() {
+            index.insert(p["pid"].as_u64().unwrap(), i);
+            processes.push((p["name"].as_str().unwrap().to_owned(), Vec::new()));
+        }
+        for e in export["events"].as_array().unwrap() {
+            let p = index[&e["pid"].as_u64().unwrap()];
+            assert_eq!(e["event"].as_u64().unwrap() as usize, processes[p].1.len());
+            processes[p].1.push(Event {
+                kind: e["kind"].as_str().unwrap().to_owned(),
+                text: e["text"].as_str().unwrap().to_owned(),
+            });
+        }
+        let at = |v: &Value| {
+            (
+                index[&v["pid"].as_u64().unwrap()],
+                v["event"].as_u64().unwrap() as usize,
+            )
+        };
+        let edges = export["edges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| (at(&e["from"]), at(&e["to"])))
+            .collect();
+        Run { processes, edges }
+    }
+
+    fn process(&self, name: &str) -> usize {
+        self.processes
+            .iter()
+            .position(|(n, _)| n == name)
+            .unwrap_or_else(|| panic!("no process {name}"))
+    }
+
+    /// The events of `process` a simple predicate without condition matches.
+    fn matching(&self, process: &str, event: &str) -> Vec<(usize, usize)> {
+        let p = self.process(process);
+        let (verb, what) = event.split_once(' ').unwrap();
+        self.processes[p]
+            .1
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| match verb {
+                "enter" => {
+                    e.kind == "eblock_enter"
+                        && e.text.starts_with(&format!("enter kvstore::{what} "))
+                }
+                "exit" => e.kind == "eblock_exit" && e.text == format!("exit kvstore::{what}"),
+                "mark" => e.kind == "mark" && e.text.starts_with(&format!("mark {what} ")),
+                _ => panic!("no brute force for {event}"),
+            })
+            .map(|(i, _)| (p, i))
+            .collect()
+    }
+
+    /// The causal past of event `e`: for each process, how many of its events precede or are
+    /// `e`, by a search backwards along program order and the edges.
+    fn past(&self, e: (usize, usize)) -> Vec<u64> {
+        let mut past = vec![0u64; self.processes.len()];
+        let mut stack = vec![e];
+        while let Some((p, i)) = stack.pop() {
+            if past[p] > i as u64 {
+                continue;
+            }
+            // Every event of p up to i is in the past; their incoming edges are searched.
+            let from = past[p] as usize;
+            past[p] = i as u64 + 1;
+            for k in from..=i {
+                for &(a, b) in &self.edges {
+                    if b == (p, k) {
+                        stack.push(a);
+                    }
+                }
+            }
+        }
+        past
+    }
+}
+
+fn total(cut: &[u64]) -> u64 {
+    cut.iter().sum()
+}
+
+/// The events of each process in the global state `ppd replay --stop PRED --json` halted in,
+/// in `run`'s order of processes.
+fn halt(work: &Path, dir: &Path, run: &Run, predicate: &str) -> Vec<u64> {
+    let out = ppd(
+        work,
+        &[
+            "replay",
+            dir.to_str().unwrap(),
+            "--stop",
+            predicate,
+            "--json",
+        ],
+    );
+    let (stdout, stderr) = output_text(&out);
+    assert!(out.status.success(), "{predicate}:\n{stdout}\n{stderr}");
+    let halted: Value = serde_json::from_str(&stdout).unwrap();
+    let mut cut = vec![0; run.processes.len()];
+    for node in halted["nodes"].as_array().unwrap() {
+        for p in node["state"]["processes"].as_array().unwrap() {
+            let name = format!(
+                "{}/{}",
+                node["node"].as_str().unwrap(),
+                p["name"].as_str().unwrap()
+            );
+            cut[run.process(&name)] = p["events"].as_u64().unwrap();
+        }
+    }
+    cut
+}
+
+fn record_kvstore(work: &Path) -> PathBuf {
+    let launcher = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/kvstore.sh")
+        .to_string_lossy()
+        .into_owned();
+    let kvstore = ppd_tests::example_bin("kvstore");
+    let dir = work.join("rec");
+    let out = ppd(
+        work,
+        &[
+            "record",
+            "-o",
+            dir.to_str().unwrap(),
+            "--",
+            "sh",
+            &launcher,
+            kvstore.to_str().unwrap(),
+            "12",
+        ],
+    );
+    let (printed, said) = output_text(&out);
+    assert!(said.contains("in 3 OS processes"), "{printed}\n{said}");
+    dir
+}
+
+#[test]
+fn predicates_over_three_os_processes_halt_where_a_brute_force_finds_their_first_state() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record_kvstore(work.path());
+    let run = Run::load(work.path(), &dir);
+    let (w, d) = (work.path(), dir.as_path());
+
+    // Disjunctive: the least causal past of any matching event, the fewest events of all.
+    let pred = "backup/replication: mark ignored | client/main: exit count";
+    let candidates: Vec<_> = [
+        run.matching("backup/replication", "mark ignored"),
+        run.matching("client/main", "exit count"),
+    ]
+    .concat();
+    assert!(
+        candidates.len() > 6,
+        "{pred}: too few events to choose from"
+    );
+    let least = candidates
+        .iter()
+        .map(|&e| run.past(e))
+        .min_by_key(|c| total(c));
+    assert_eq!(Some(halt(w, d, &run, pred)), least, "{pred}");
+
+    // Linked: the first `exit count` after some `mark ignored` by happened-before (the
+    // client hears of the ignored put only through the primary's answer).
+    let pred = "backup/replication: mark ignored -> client/main: exit count";
+    let marks = run.matching("backup/replication", "mark ignored");
+    assert!(!marks.is_empty(), "the backup ignored no update");
+    let least = run
+        .matching("client/main", "exit count")
+        .into_iter()
+        .map(|e| run.past(e))
+        .filter(|past| marks.iter().any(|&(p, i)| past[p] > i as u64))
+        .min_by_key(|c| total(c));
+    let cut = halt(w, d, &run, pred);
+    assert_eq!(Some(cut.clone()), least, "{pred}");
+    // And it is not simply the first exit of count: the chain made it wait.
+    let first_exit = run.past(run.matching("client/main", "exit count")[0]);
+    assert!(total(&cut) > total(&first_exit), "{pred}: {cut:?}");
+
+    // Conjunctive: every combination of one event per process whose causal pasts do not
+    // pass each other's event; the least join of such a combination.
+    for pred in [
+        "primary/session: enter serve & backup/replication: enter replicate",
+        "client/main: enter count & primary/session: enter serve & backup/replication: enter replicate",
+        "client/main: exit count & backup/replication: mark ignored",
+    ] {
+        let sets: Vec<Vec<(usize, usize)>> = pred
+            .split(" & ")
+            .map(|simple| {
+                let (process, event) = simple.split_once(": ").unwrap();
+                run.matching(process, event)
+            })
+            .collect();
+        let mut least: Option<Vec<u64>> = None;
+        let mut combination = vec![0usize; sets.len()];
+        'all: loop {
+            let events: Vec<(usize, usize)> = combination
+                .iter()
+                .enumerate()
+                .map(|(s, &k)| sets[s][k])
+                .collect();
+            let pasts: Vec<Vec<u64>> = events.iter().map(|&e| run.past(e)).collect();
+            let consistent = events
+                .iter()
+                .all(|&(p, i)| pasts.iter().all(|past| past[p] <= i as u64 + 1));
+            if consistent {
+                let join: Vec<u64> = (0..run.processes.len())
+                    .map(|q| pasts.iter().map(|past| past[q]).max().unwrap())
+                    .collect();
+                if least.as_ref().is_none_or(|l| total(&join) < total(l)) {
+                    least = Some(join);
+                }
+            }
+            for s in 0..sets.len() {
+                combination[s] += 1;
+                if combination[s] < sets[s].len() {
+                    continue 'all;
+                }
+                combination[s] = 0;
+            }
+            break;
+        }
+        match least {
+            Some(least) => assert_eq!(halt(w, d, &run, pred), least, "{pred}"),
+            None => {
+                // The client's exit of count follows the backup's mark through the primary's
+                // acknowledgement: the two never end a global state together.
+                let out = ppd(w, &["replay", d.to_str().unwrap(), "--stop", pred]);
+                let said = output_text(&out).1;
+                assert!(!out.status.success(), "{pred}: {said}");
+                assert!(said.contains("never holds in this run"), "{pred}: {said}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_stable_predicate_over_two_os_processes_halts_with_both_inside_their_eblocks() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record_kvstore(work.path());
+    let out = ppd(
+        work.path(),
+        &[
+            "replay",
+            dir.to_str().unwrap(),
+            "--stop",
+            "client/main: enter count == primary/session: enter serve",
+            "--json",
+        ],
+    );
+    let (stdout, stderr) = output_text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let halted: Value = serde_json::from_str(&stdout).unwrap();
+    let eblock = |node: &str, name: &str| -> Value {
+        halted["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|n| n["node"] == node)
+            .flat_map(|n| n["state"]["processes"].as_array().unwrap().clone())
+            .find(|p| p["name"] == name)
+            .map(|p| p["eblock"].clone())
+            .unwrap_or_else(|| panic!("no {node}/{name} in {halted:#}"))
+    };
+    assert_eq!(eblock("client", "main"), "kvstore::count", "{halted:#}");
+    assert_eq!(eblock("primary", "session"), "kvstore::serve", "{halted:#}");
+    let holds = halted["holds"].as_array().unwrap();
+    assert_eq!(holds.len(), 2, "{halted:#}");
+}
