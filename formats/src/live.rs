@@ -22,9 +22,10 @@ use serde::{Deserialize, Serialize};
 use crate::{Borrowed, Event, FormatError, ObjectId, ProcessId, Result};
 
 /// A breakpoint of a live program: a simple predicate, a disjunction of them (Miller & Choi
-/// §3.3: it occurs when any trigger matches an event as it is logged), or a conjunction
-/// (Manabe & Imase §3.2: it holds in a global state where each trigger matches its process's
-/// last event).
+/// §3.3: it occurs when any trigger matches an event as it is logged), a conjunction (Manabe &
+/// Imase §3.2: it holds in a global state where each trigger matches its process's last
+/// event), or a linked predicate (Miller & Choi §3.4: it occurs at an event matching its last
+/// stage that follows, by happened-before, an event of each stage before).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LiveStop {
     /// The predicate as the user wrote it, for reports.
@@ -33,6 +34,10 @@ pub struct LiveStop {
     pub triggers: Vec<LiveTrigger>,
     /// Whether all of them must hold at once (`&`), rather than any (`|`, or one alone).
     pub all: bool,
+    /// A linked predicate's stages, in order, each the triggers of a disjunction; empty for
+    /// any other predicate.
+    #[serde(default)]
+    pub stages: Vec<Vec<usize>>,
 }
 
 /// One simple predicate, `PROCESS: EVENT`, as the recording program evaluates it.

@@ -238,8 +238,12 @@ fn a_predicate_the_live_program_cannot_evaluate_is_refused_before_anything_runs(
     let work = tempfile::tempdir().unwrap();
     for (pred, says) in [
         (
-            "consumer: mark checkpoint -> producer-1: send",
-            "joined by `|` or by `&`",
+            "consumer: mark checkpoint == producer-1: send",
+            "joined by `|`, `&` or `->`",
+        ),
+        (
+            "a/consumer: mark checkpoint -> b/producer-1: send",
+            "names processes of a and b",
         ),
         (
             "consumer: mark checkpoint if value > 1",
@@ -425,6 +429,88 @@ fn a_conjunction_halts_the_live_program_where_every_part_holds_at_once() {
         );
     }
     assert_eq!(replayed_to(work.path(), &dir, 1), cut_of(&halts[0]));
+}
+
+#[test]
+fn a_linked_predicate_halts_the_live_program_only_after_its_first_stage_happened_before() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("rec");
+    let pred = "main: mark go -> worker: mark step";
+    let out = record_program(
+        work.path(),
+        &dir,
+        &program(),
+        &["linked"],
+        &["--stop", pred],
+    );
+    let (stdout, stderr) = output_text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("holds    worker: mark step"), "{stdout}");
+    let halts = read_halts(&dir).unwrap();
+    assert_eq!(halts.len(), 1, "{stderr}");
+    let halt = &halts[0];
+    assert_consistent(&dir, halt);
+    // The worker marked a step every millisecond long before `go`; it halts at the first
+    // step after the receive of the message sent after `go`, and at no step before.
+    let (_, worker) = logs(&dir)
+        .into_iter()
+        .find(|(id, _)| *id == halt.initiator)
+        .unwrap();
+    let (_, n) = halt.cut.iter().find(|(p, _)| *p == halt.initiator).unwrap();
+    let at = *n as usize - 1;
+    assert!(
+        matches!(&worker[at], Event::Mark { label, .. } if &**label == "step"),
+        "{:?}",
+        worker[at]
+    );
+    let received = worker
+        .iter()
+        .position(|e| matches!(e, Event::Recv { .. }))
+        .expect("the worker received the message");
+    let steps_between = worker[received..at]
+        .iter()
+        .filter(|e| matches!(e, Event::Mark { .. }))
+        .count();
+    assert_eq!(steps_between, 0, "a step after the message was passed over");
+    assert!(
+        worker[..received]
+            .iter()
+            .filter(|e| matches!(e, Event::Mark { .. }))
+            .count()
+            > 10,
+        "the worker stepped before the message too"
+    );
+    // A replay halting at the same predicate finds the same step.
+    let replayed = ppd(
+        work.path(),
+        &["replay", dir.to_str().unwrap(), "--stop", pred, "--json"],
+    );
+    let (replay_out, replay_err) = output_text(&replayed);
+    assert!(replayed.status.success(), "{replay_err}");
+    let state: Value = serde_json::from_str(&replay_out).unwrap();
+    let replayed_worker = state["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "worker")
+        .map(|p| p["events"].as_u64().unwrap());
+    assert_eq!(replayed_worker, Some(*n));
+
+    // The bystander's mark precedes no step: the run goes to its end unhalted.
+    let dir = work.path().join("unrelated");
+    let pred = "bystander: mark idle -> worker: mark step";
+    let out = record_program(
+        work.path(),
+        &dir,
+        &program(),
+        &["linked"],
+        &["--stop", pred],
+    );
+    let (stdout, stderr) = output_text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("linked"), "{stdout}");
+    assert!(stderr.contains("never held in this run"), "{stderr}");
+    assert!(read_halts(&dir).unwrap().is_empty());
 }
 
 #[test]

@@ -23,7 +23,7 @@ use ppd_formats::live::{
 use ppd_formats::{ProcessId, Recording};
 use ppd_recorder::runtime::env;
 use ppd_replayer::debugger::{HaltState, Reason};
-use ppd_replayer::predicate::{self, Catalog, EventPattern, Predicate, Simple};
+use ppd_replayer::predicate::{self, Catalog, Combination, EventPattern, Predicate, Simple};
 use ppd_replayer::protocol::{HaltReason, ProcessReport};
 
 use super::debugger::input::{Input, Words};
@@ -54,15 +54,29 @@ impl LiveDebugger {
     /// is refused, pointing at what to do instead.
     pub(crate) fn prepare(text: &str, interactive: bool) -> Result<LiveDebugger, CliError> {
         let parsed = predicate::parse(text).map_err(input)?;
-        let (simples, all) = match &parsed {
-            Predicate::Simple(s) => (vec![s.clone()], false),
-            Predicate::Disjunctive(v) => (v.clone(), false),
-            Predicate::Conjunctive(v) => (v.clone(), true),
-            _ => {
+        let (simples, all, stages) = match &parsed {
+            Predicate::Simple(s) => (vec![s.clone()], false, Vec::new()),
+            Predicate::Disjunctive(v) => (v.clone(), false, Vec::new()),
+            Predicate::Conjunctive(v) => (v.clone(), true, Vec::new()),
+            Predicate::Linked(stages) => {
+                if stages.len() > usize::from(u8::MAX) {
+                    return Err(input(anyhow!(
+                        "--stop {text:?}: a live program follows at most {} stages of a linked \
+                         predicate",
+                        u8::MAX
+                    )));
+                }
+                let ids = match parsed.combination() {
+                    Combination::Linked(ids) => ids,
+                    _ => unreachable!("a linked predicate combines as one"),
+                };
+                (stages.concat(), false, ids)
+            }
+            Predicate::Simultaneous(_) => {
                 return Err(input(anyhow!(
                     "--stop {text:?}: a live program halts at a simple predicate, or at several \
-                     joined by `|` or by `&`; for `->` and `==`, record the run, then \
-                     `ppd replay --stop`"
+                     joined by `|`, `&` or `->`; for `==`, record the run, then `ppd replay \
+                     --stop`"
                 )));
             }
         };
@@ -70,6 +84,20 @@ impl LiveDebugger {
             .iter()
             .map(|s| trigger(text, s))
             .collect::<Result<Vec<_>, _>>()?;
+        let mut nodes: Vec<&str> = triggers
+            .iter()
+            .filter_map(|t| t.process.split_once('/').map(|(node, _)| node))
+            .collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        if !stages.is_empty() && nodes.len() > 1 {
+            return Err(input(anyhow!(
+                "--stop {text:?}: a live program follows a linked predicate within one OS \
+                 process, and this one names processes of {}; record the run, then `ppd \
+                 replay --stop` with it",
+                nodes.join(" and ")
+            )));
+        }
         let dir = tempfile::Builder::new()
             .prefix("ppd-live-")
             .tempdir()
@@ -89,6 +117,7 @@ impl LiveDebugger {
                 text: parsed.to_string(),
                 triggers,
                 all,
+                stages,
             },
             trigger_texts: simples.iter().map(ToString::to_string).collect(),
             interactive,

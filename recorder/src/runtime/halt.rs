@@ -21,7 +21,22 @@
 //! is not in the writer's: nothing is added to the bytes the program sends.
 //!
 //! A conjunction (`&`) halts when every process it names has, as its last event, one that
-//! holds its part. Not yet: linked predicates (`->`) and conditions (`if`).
+//! holds its part.
+//!
+//! A linked predicate (`->`) follows Miller & Choi §6: a process whose event matches the
+//! next stage of the predicate its causal past has reached moves to the stage after, and the
+//! stage travels as a *predicate marker* with everything that orders events in replay: the
+//! message it sends, the spawn of a process, its end to the joiner, the release of a mutex to
+//! the next acquisition, each access of a semaphore, reader-writer lock or atomic to the next
+//! (`ppd_formats::order`'s replay-order rules, the order `ppd replay` evaluates `->` on). The
+//! marker is kept beside the object, in this node's table of markers, not in the program's
+//! data: a send is logged before its message can be received and an unlock before the lock
+//! is free, so the marker is there before anyone can take it. An access of a semaphore,
+//! reader-writer lock or atomic logged after the next access began may miss its marker: the
+//! halt then comes later than it could, never before its predecessor. Markers do not cross
+//! OS processes yet: a chain through a socket to another node is not followed.
+//!
+//! Not yet: conditions (`if`).
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
@@ -32,7 +47,9 @@ use std::time::{Duration, Instant};
 use ppd_formats::live::{
     Breakpoint, DebuggerCommand, HaltReport, LiveProcess, LiveStatus, LiveStop, ProgramMessage,
 };
+use ppd_formats::order::{Order, Point, Rule};
 use ppd_formats::{Borrowed, Event, ObjectId, ProcessId};
+use rustc_hash::FxHashMap;
 
 /// The id of the halt in progress in this node, 0 when none: every operation of a recording
 /// process looks at it first ([`check_needed`]).
@@ -59,6 +76,10 @@ struct Live {
     changed: Condvar,
     /// Signalled when the debugger resumes the program.
     resumed: Condvar,
+    /// Under a linked predicate: the predicate markers left at synchronization points, the
+    /// stage each carries; `marking` says whether there are any without taking the lock.
+    markers: Mutex<FxHashMap<Point<ObjectId>, u8>>,
+    marking: AtomicBool,
 }
 
 #[derive(Default)]
@@ -107,6 +128,8 @@ pub(crate) struct Slot {
     halted_in: AtomicU64,
     /// Under a conjunction: the components its last event holds, one bit each.
     holding: AtomicU64,
+    /// Under a linked predicate: how many of its stages the process's causal past has passed.
+    stage: AtomicU8,
 }
 
 fn live_state(live: &Live) -> MutexGuard<'_, State> {
@@ -137,6 +160,8 @@ pub(crate) fn install(stop: LiveStop, socket: &str, node: &str, first: bool) -> 
         state: Mutex::new(State::default()),
         changed: Condvar::new(),
         resumed: Condvar::new(),
+        markers: Mutex::default(),
+        marking: AtomicBool::new(false),
     };
     if LIVE.set(live).is_err() {
         return Err("a breakpoint is already armed".into());
@@ -191,6 +216,7 @@ pub(crate) fn started(id: ProcessId, name: &str) -> Option<Arc<Slot>> {
         events: AtomicU64::new(0),
         halted_in: AtomicU64::new(0),
         holding: AtomicU64::new(0),
+        stage: AtomicU8::new(0),
     });
     live_state(live).processes.push(Arc::clone(&slot));
     Some(slot)
@@ -267,6 +293,12 @@ pub(crate) fn after_event(slot: &Slot, event: &Event<Borrowed<'_>>, events: u64)
         live.changed.notify_all();
         return;
     }
+    if !live.stop.stages.is_empty() {
+        if live.armed.load(Ordering::Relaxed) {
+            follow_markers(live, slot, event, events);
+        }
+        return;
+    }
     if slot.triggers.is_empty() || !live.armed.load(Ordering::Relaxed) {
         return;
     }
@@ -316,6 +348,66 @@ pub(crate) fn after_event(slot: &Slot, event: &Event<Borrowed<'_>>, events: u64)
         let halt = begin_locked(live, &mut state, Some(breakpoint(trigger)));
         drop(halt_locked(live, slot, state, halt));
     }
+}
+
+/// Under a linked predicate, after the process of `slot` logged `event`, its `events`-th:
+/// takes the marker the event synchronizes with, moves to the next stage when the event
+/// matches a trigger of the stage its past has reached, halts when that was the last stage,
+/// and leaves its stage as a marker where the event gives one.
+fn follow_markers(live: &Live, slot: &Slot, event: &Event<Borrowed<'_>>, events: u64) {
+    let rule = event.sync().rule(slot.id, Order::Replay);
+    let mut stage = slot.stage.load(Ordering::Relaxed);
+    if let Rule::Takes(point) | Rule::Chains(point) = rule
+        && live.marking.load(Ordering::Acquire)
+    {
+        let mut markers = lock_markers(live);
+        // A message, a spawn and an end are taken once; a release or an access by every
+        // operation after it, until the next gives it anew.
+        let taken = match point {
+            Point::Message { .. } | Point::Spawned(_) | Point::Ended(_) => markers.remove(&point),
+            Point::Released(_) | Point::Accessed(_) => markers.get(&point).copied(),
+        };
+        stage = stage.max(taken.unwrap_or(0));
+    }
+    let stages = &live.stop.stages;
+    if let Some(next) = stages.get(usize::from(stage)) {
+        let matched = slot.triggers.iter().copied().find(|&i| {
+            next.contains(&i)
+                && live.stop.triggers[i].matches(event, |channel, wanted| {
+                    live_state(live)
+                        .named_channels
+                        .iter()
+                        .any(|(c, n)| *c == channel && n == wanted)
+                })
+        });
+        if let Some(trigger) = matched {
+            stage += 1;
+            if usize::from(stage) == stages.len() {
+                let mut state = live_state(live);
+                let breakpoint = Breakpoint {
+                    process: slot.id,
+                    event: events - 1,
+                    trigger,
+                };
+                let halt = begin_locked(live, &mut state, Some(breakpoint));
+                drop(halt_locked(live, slot, state, halt));
+                return;
+            }
+        }
+    }
+    slot.stage.store(stage, Ordering::Relaxed);
+    if stage > 0
+        && let Rule::Gives(point) | Rule::Chains(point) = rule
+    {
+        let mut markers = lock_markers(live);
+        let carried = markers.entry(point).or_default();
+        *carried = (*carried).max(stage);
+        live.marking.store(true, Ordering::Release);
+    }
+}
+
+fn lock_markers(live: &Live) -> MutexGuard<'_, FxHashMap<Point<ObjectId>, u8>> {
+    live.markers.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Starts a halt in this node, unless one is in progress: at a breakpoint of its own, or on
@@ -453,8 +545,17 @@ fn settled_report(live: &Live, begun: &Begun) -> HaltReport {
     }
 }
 
+/// Resumes the program; a linked predicate starts again from its first stage (Manabe &
+/// Imase §4: the statuses go back to their initial values).
 fn resume(live: &Live) {
     let mut state = live_state(live);
+    if !live.stop.stages.is_empty() {
+        for slot in &state.processes {
+            slot.stage.store(0, Ordering::Relaxed);
+        }
+        lock_markers(live).clear();
+        live.marking.store(false, Ordering::Release);
+    }
     state.current = None;
     HALT.store(0, Ordering::Release);
     drop(state);

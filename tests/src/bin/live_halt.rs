@@ -40,10 +40,44 @@ fn meet() {
     println!("met");
 }
 
+/// `live_halt linked`: a worker marks `step` every millisecond and looks at its inbox after
+/// each; after a while the main thread marks `go` and sends the worker one message. A
+/// bystander marks `idle` and never talks to the worker (the main thread joins it last).
+/// So a `step` follows `go` by happened-before only once the worker has the message, and
+/// never follows `idle`.
+fn linked() {
+    let (tx, rx) = ppd::sync::mpsc::channel::<u32>();
+    let worker = thread::Builder::new()
+        .name("worker".into())
+        .spawn(move || {
+            let mut heard = false;
+            for i in 0..400u32 {
+                ppd::mark!("step", i);
+                if !heard {
+                    heard = rx.try_recv().is_ok();
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        })
+        .expect("spawn the worker");
+    let bystander = thread::Builder::new()
+        .name("bystander".into())
+        .spawn(|| ppd::mark!("idle"))
+        .expect("spawn the bystander");
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    ppd::mark!("go");
+    tx.send(1).expect("the worker");
+    worker.join().expect("the worker");
+    bystander.join().expect("the bystander");
+    println!("linked");
+}
+
 #[ppd::main]
 fn main() {
-    if std::env::args().nth(1).as_deref() == Some("meet") {
-        return meet();
+    match std::env::args().nth(1).as_deref() {
+        Some("meet") => return meet(),
+        Some("linked") => return linked(),
+        _ => {}
     }
     let (tx, rx) = sync_channel::<u64>(64);
     let ledger = Arc::new(Mutex::new(0u64));
