@@ -18,6 +18,7 @@
 pub mod authenticity;
 pub mod clock;
 mod codec;
+pub mod condition;
 pub mod eblock_trace;
 pub(crate) mod ending;
 pub(crate) mod error;

@@ -19,6 +19,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::condition::{Expr, Scope};
 use crate::{Borrowed, Event, FormatError, ObjectId, ProcessId, Result};
 
 /// A breakpoint of a live program: a simple predicate, a disjunction of them (Miller & Choi
@@ -48,6 +49,10 @@ pub struct LiveTrigger {
     pub process: String,
     /// The event.
     pub event: LiveEvent,
+    /// A condition on the values the event logged (`if EXPR`); one on a value the event does
+    /// not log is false.
+    #[serde(default)]
+    pub condition: Option<Expr>,
 }
 
 /// The event of a [`LiveTrigger`].
@@ -83,9 +88,29 @@ impl LiveTrigger {
             || (first && ProcessId::parse_label(wanted) == Some(id))
     }
 
-    /// Whether `event`, just logged by the process the trigger names, matches it;
-    /// `channel_named` says whether a channel has a given name.
+    /// Whether `event`, just logged by the process the trigger names, matches it and
+    /// satisfies its condition (an e-block's exit sees the arguments its entry logged,
+    /// `entry_prelog`); `channel_named` says whether a channel has a given name.
     pub fn matches(
+        &self,
+        event: &Event<Borrowed<'_>>,
+        entry_prelog: Option<&[u8]>,
+        channel_named: impl Fn(ObjectId, &str) -> bool,
+    ) -> bool {
+        self.matches_event(event, channel_named)
+            && self
+                .condition
+                .as_ref()
+                .is_none_or(|c| Scope::of(event, entry_prelog).eval(c))
+    }
+
+    /// Whether the trigger is about an e-block's exit with a condition, which may name the
+    /// arguments its entry logged: the process must keep its entries' prelogs.
+    pub fn needs_entries(&self) -> bool {
+        matches!(self.event, LiveEvent::Exit(_)) && self.condition.is_some()
+    }
+
+    fn matches_event(
         &self,
         event: &Event<Borrowed<'_>>,
         channel_named: impl Fn(ObjectId, &str) -> bool,
@@ -263,6 +288,7 @@ mod tests {
         LiveTrigger {
             process: process.into(),
             event,
+            condition: None,
         }
     }
 
@@ -289,10 +315,12 @@ mod tests {
             prelog: &[][..],
         };
         let none = |_: ObjectId, _: &str| false;
-        assert!(trigger("m", LiveEvent::Enter("transfer".into())).matches(&enter, none));
-        assert!(trigger("m", LiveEvent::Enter("bank::transfer".into())).matches(&enter, none));
-        assert!(!trigger("m", LiveEvent::Exit("transfer".into())).matches(&enter, none));
-        assert!(!trigger("m", LiveEvent::Enter("fer".into())).matches(&enter, none));
+        assert!(trigger("m", LiveEvent::Enter("transfer".into())).matches(&enter, None, none));
+        assert!(
+            trigger("m", LiveEvent::Enter("bank::transfer".into())).matches(&enter, None, none)
+        );
+        assert!(!trigger("m", LiveEvent::Exit("transfer".into())).matches(&enter, None, none));
+        assert!(!trigger("m", LiveEvent::Enter("fer".into())).matches(&enter, None, none));
         let channel = ObjectId::new(ProcessId(0), 2);
         let send = Event::Send {
             channel,
@@ -301,9 +329,48 @@ mod tests {
             payload: None,
         };
         let named = |c: ObjectId, n: &str| c == channel && n == "jobs";
-        assert!(trigger("m", LiveEvent::Send(None)).matches(&send, none));
-        assert!(trigger("m", LiveEvent::Send(Some("jobs".into()))).matches(&send, named));
-        assert!(!trigger("m", LiveEvent::Send(Some("other".into()))).matches(&send, named));
-        assert!(!trigger("m", LiveEvent::Recv(None)).matches(&send, none));
+        assert!(trigger("m", LiveEvent::Send(None)).matches(&send, None, none));
+        assert!(trigger("m", LiveEvent::Send(Some("jobs".into()))).matches(&send, None, named));
+        assert!(!trigger("m", LiveEvent::Send(Some("other".into()))).matches(&send, None, named));
+        assert!(!trigger("m", LiveEvent::Recv(None)).matches(&send, None, none));
+    }
+
+    #[test]
+    fn a_triggers_condition_is_evaluated_on_the_logged_values() {
+        let value = crate::value::encode(&7u64).unwrap();
+        let mark = Event::Mark {
+            label: "balance",
+            site: None,
+            value: &value[..],
+        };
+        let none = |_: ObjectId, _: &str| false;
+        let when = |text: &str| -> LiveTrigger {
+            let condition = serde_json::from_str(text).unwrap();
+            LiveTrigger {
+                condition: Some(condition),
+                ..trigger("m", LiveEvent::Mark("balance".into()))
+            }
+        };
+        let over = |n: i64| {
+            format!(
+                r#"{{"first":{{"left":{{"Path":["value"]}},"op":"Gt","right":{{"Int":{n}}}}},"rest":[]}}"#
+            )
+        };
+        assert!(when(&over(6)).matches(&mark, None, none));
+        assert!(!when(&over(7)).matches(&mark, None, none));
+        // An exit sees its entry's arguments.
+        let args = crate::value::encode(&std::collections::BTreeMap::from([("n", 3u64)])).unwrap();
+        let exit = Event::EblockExit {
+            eblock: "f",
+            postlog: &[][..],
+        };
+        let on_n = r#"{"first":{"left":{"Path":["n"]},"op":"Eq","right":{"Int":3}},"rest":[]}"#;
+        let t = LiveTrigger {
+            event: LiveEvent::Exit("f".into()),
+            ..when(on_n)
+        };
+        assert!(t.needs_entries());
+        assert!(t.matches(&exit, Some(&args), none));
+        assert!(!t.matches(&exit, None, none));
     }
 }

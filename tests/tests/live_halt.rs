@@ -245,10 +245,6 @@ fn a_predicate_the_live_program_cannot_evaluate_is_refused_before_anything_runs(
             "a/consumer: mark checkpoint -> b/producer-1: send",
             "names processes of a and b",
         ),
-        (
-            "consumer: mark checkpoint if value > 1",
-            "does not evaluate conditions",
-        ),
     ] {
         let dir = work.path().join("refused");
         let out = record_program(work.path(), &dir, &program(), &[], &["--stop", pred]);
@@ -511,6 +507,69 @@ fn a_linked_predicate_halts_the_live_program_only_after_its_first_stage_happened
     assert!(stdout.contains("linked"), "{stdout}");
     assert!(stderr.contains("never held in this run"), "{stderr}");
     assert!(read_halts(&dir).unwrap().is_empty());
+}
+
+#[test]
+fn a_condition_is_evaluated_live_on_the_logged_values_as_replay_evaluates_it() {
+    let work = tempfile::tempdir().unwrap();
+    // A mark's value; then an exit's condition on an argument its entry logged and on the
+    // result.
+    for (k, pred) in [
+        "consumer: mark checkpoint if value >= 2000",
+        "consumer: exit apply if item == 2000005 && %0 > 0",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let dir = work.path().join(format!("rec{k}"));
+        let out = record_program(work.path(), &dir, &program(), &[], &["--stop", pred]);
+        let (stdout, stderr) = output_text(&out);
+        assert!(out.status.success(), "{stdout}\n{stderr}");
+        let halts = read_halts(&dir).unwrap();
+        assert_eq!(halts.len(), 1, "{pred}: {stderr}");
+        let halt = &halts[0];
+        assert_consistent(&dir, halt);
+        let (_, events) = logs(&dir)
+            .into_iter()
+            .find(|(id, _)| *id == halt.initiator)
+            .unwrap();
+        let (_, n) = halt.cut.iter().find(|(p, _)| *p == halt.initiator).unwrap();
+        match &events[*n as usize - 1] {
+            Event::Mark { label, value, .. } => {
+                assert_eq!(&**label, "checkpoint");
+                assert_eq!(ppd_formats::value::decode_as::<u64>(value).unwrap(), 2000);
+            }
+            Event::EblockExit { eblock, .. } => {
+                assert!(eblock.ends_with("apply"), "{eblock}");
+                let entry = events[..*n as usize - 1]
+                    .iter()
+                    .rev()
+                    .find_map(|e| match e {
+                        Event::EblockEnter { prelog, .. } => Some(prelog.clone()),
+                        _ => None,
+                    })
+                    .unwrap();
+                let args: Value = ppd_formats::value::decode_as(&entry).unwrap();
+                assert_eq!(args["item"], 2000005, "{args}");
+            }
+            other => panic!("{pred}: halted after {other:?}"),
+        }
+        // Replay, which evaluates the same condition, halts the initiator at the same event.
+        let replayed = ppd(
+            work.path(),
+            &["replay", dir.to_str().unwrap(), "--stop", pred, "--json"],
+        );
+        let (replay_out, replay_err) = output_text(&replayed);
+        assert!(replayed.status.success(), "{replay_err}");
+        let state: Value = serde_json::from_str(&replay_out).unwrap();
+        let initiator = state["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["id"] == halt.initiator.0)
+            .map(|p| p["events"].as_u64().unwrap());
+        assert_eq!(initiator, Some(*n), "{pred}");
+    }
 }
 
 #[test]

@@ -80,10 +80,7 @@ impl LiveDebugger {
                 )));
             }
         };
-        let triggers = simples
-            .iter()
-            .map(|s| trigger(text, s))
-            .collect::<Result<Vec<_>, _>>()?;
+        let triggers: Vec<LiveTrigger> = simples.iter().map(trigger).collect();
         let mut nodes: Vec<&str> = triggers
             .iter()
             .filter_map(|t| t.process.split_once('/').map(|(node, _)| node))
@@ -557,13 +554,7 @@ fn keep(dir: &Path, halt: Halt, state: &HaltState) -> ppd_formats::Result<()> {
 }
 
 /// The simple predicate `s` of `text` as the program evaluates it.
-fn trigger(text: &str, s: &Simple) -> Result<LiveTrigger, CliError> {
-    if s.condition.is_some() {
-        return Err(input(anyhow!(
-            "--stop {text:?}: a live program does not evaluate conditions (`if`) yet; halt \
-             at the event, or record the run and `ppd replay --stop` with the condition"
-        )));
-    }
+fn trigger(s: &Simple) -> LiveTrigger {
     let event = match &s.event {
         EventPattern::Enter(f) => LiveEvent::Enter(f.clone()),
         EventPattern::Exit(f) => LiveEvent::Exit(f.clone()),
@@ -571,10 +562,11 @@ fn trigger(text: &str, s: &Simple) -> Result<LiveTrigger, CliError> {
         EventPattern::Recv(c) => LiveEvent::Recv(c.clone()),
         EventPattern::Mark(l) => LiveEvent::Mark(l.clone()),
     };
-    Ok(LiveTrigger {
+    LiveTrigger {
         process: s.process.clone(),
         event,
-    })
+        condition: s.condition.clone(),
+    }
 }
 
 /// The halting order, and the processes not halted by it, as lines for the terminal.

@@ -36,7 +36,9 @@
 //! halt then comes later than it could, never before its predecessor. Markers do not cross
 //! OS processes yet: a chain through a socket to another node is not followed.
 //!
-//! Not yet: conditions (`if`).
+//! A condition (`if EXPR`) is evaluated on the values the event logged, as replay evaluates
+//! it (`ppd_formats::condition`); an exit's condition sees the arguments its entry logged,
+//! which a process keeps only when one of its triggers needs them.
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
@@ -130,6 +132,9 @@ pub(crate) struct Slot {
     holding: AtomicU64,
     /// Under a linked predicate: how many of its stages the process's causal past has passed.
     stage: AtomicU8,
+    /// The prelogs of the e-blocks it is in, innermost last, when a trigger's condition on an
+    /// exit may name their arguments.
+    entries: Option<Mutex<Vec<Box<[u8]>>>>,
 }
 
 fn live_state(live: &Live) -> MutexGuard<'_, State> {
@@ -205,7 +210,11 @@ pub(crate) fn started(id: ProcessId, name: &str) -> Option<Arc<Slot>> {
         .enumerate()
         .filter(|(_, t)| t.names_process(&live.node, live.first, id, name))
         .map(|(i, _)| i)
-        .collect();
+        .collect::<Vec<_>>();
+    let entries = triggers
+        .iter()
+        .any(|&i| live.stop.triggers[i].needs_entries())
+        .then(Mutex::default);
     let slot = Arc::new(Slot {
         id,
         name: name.to_owned(),
@@ -217,6 +226,7 @@ pub(crate) fn started(id: ProcessId, name: &str) -> Option<Arc<Slot>> {
         halted_in: AtomicU64::new(0),
         holding: AtomicU64::new(0),
         stage: AtomicU8::new(0),
+        entries,
     });
     live_state(live).processes.push(Arc::clone(&slot));
     Some(slot)
@@ -274,6 +284,8 @@ pub(crate) fn after_event(slot: &Slot, event: &Event<Borrowed<'_>>, events: u64)
         slot.status.store(status, Ordering::Relaxed);
     }
     let Some(live) = LIVE.get() else { return };
+    let entry = slot.entries.as_ref().and_then(|e| track_entries(e, event));
+    let entry = entry.as_deref();
     if let Event::Create {
         object,
         name: Some(name),
@@ -295,7 +307,7 @@ pub(crate) fn after_event(slot: &Slot, event: &Event<Borrowed<'_>>, events: u64)
     }
     if !live.stop.stages.is_empty() {
         if live.armed.load(Ordering::Relaxed) {
-            follow_markers(live, slot, event, events);
+            follow_markers(live, slot, event, entry, events);
         }
         return;
     }
@@ -303,7 +315,7 @@ pub(crate) fn after_event(slot: &Slot, event: &Event<Borrowed<'_>>, events: u64)
         return;
     }
     let mut matched = slot.triggers.iter().copied().filter(|&i| {
-        live.stop.triggers[i].matches(event, |channel, wanted| {
+        live.stop.triggers[i].matches(event, entry, |channel, wanted| {
             live_state(live)
                 .named_channels
                 .iter()
@@ -350,11 +362,34 @@ pub(crate) fn after_event(slot: &Slot, event: &Event<Borrowed<'_>>, events: u64)
     }
 }
 
-/// Under a linked predicate, after the process of `slot` logged `event`, its `events`-th:
-/// takes the marker the event synchronizes with, moves to the next stage when the event
-/// matches a trigger of the stage its past has reached, halts when that was the last stage,
-/// and leaves its stage as a marker where the event gives one.
-fn follow_markers(live: &Live, slot: &Slot, event: &Event<Borrowed<'_>>, events: u64) {
+/// Keeps the prelogs of the e-blocks a process is in: an entry's is kept, an exit gives back
+/// its entry's.
+fn track_entries(
+    entries: &Mutex<Vec<Box<[u8]>>>,
+    event: &Event<Borrowed<'_>>,
+) -> Option<Box<[u8]>> {
+    let mut entries = entries.lock().unwrap_or_else(|p| p.into_inner());
+    match event {
+        Event::EblockEnter { prelog, .. } => {
+            entries.push((*prelog).into());
+            None
+        }
+        Event::EblockExit { .. } => entries.pop(),
+        _ => None,
+    }
+}
+
+/// Under a linked predicate, after the process of `slot` logged `event`, its `events`-th
+/// (`entry`: an exit's entry prelog): takes the marker the event synchronizes with, moves to
+/// the next stage when the event matches a trigger of the stage its past has reached, halts
+/// when that was the last stage, and leaves its stage as a marker where the event gives one.
+fn follow_markers(
+    live: &Live,
+    slot: &Slot,
+    event: &Event<Borrowed<'_>>,
+    entry: Option<&[u8]>,
+    events: u64,
+) {
     let rule = event.sync().rule(slot.id, Order::Replay);
     let mut stage = slot.stage.load(Ordering::Relaxed);
     if let Rule::Takes(point) | Rule::Chains(point) = rule
@@ -373,7 +408,7 @@ fn follow_markers(live: &Live, slot: &Slot, event: &Event<Borrowed<'_>>, events:
     if let Some(next) = stages.get(usize::from(stage)) {
         let matched = slot.triggers.iter().copied().find(|&i| {
             next.contains(&i)
-                && live.stop.triggers[i].matches(event, |channel, wanted| {
+                && live.stop.triggers[i].matches(event, entry, |channel, wanted| {
                     live_state(live)
                         .named_channels
                         .iter()

@@ -11,7 +11,8 @@ use std::sync::Arc;
 
 use ppd_formats::{Event, ProcessId};
 
-use super::eval::{Interval, Scope};
+use super::Scope;
+use super::eval::Interval;
 use super::resolve::{Combination, Component, Matcher, Resolved};
 
 /// A predicate's distinct tests.

@@ -36,11 +36,12 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-pub use eval::{Interval, Scope};
+pub use eval::Interval;
 pub use first_state::{FirstState, Satisfying, first_state};
 pub use index::{After, Local, Tests};
 pub use linked::Linked;
 pub use parse::{ParseError, parse};
+pub use ppd_formats::condition::{CmpOp, Comparison, Expr, Logic, Operand, Scope};
 pub use resolve::{
     Catalog, Combination, Component, LoggedShapes, Matcher, Place, ResolveError, Resolved, closest,
 };
@@ -178,7 +179,9 @@ impl Simple {
         }
         if let Some(condition) = &self.condition {
             out.push_str(" if ");
-            condition.render(out, note);
+            condition.render(out, &mut |comparison, right, at| {
+                note(Part::Operand { comparison, right }, at)
+            });
         }
     }
 }
@@ -224,153 +227,6 @@ impl fmt::Display for EventPattern {
         match self.parts() {
             (keyword, Some(name)) => write!(f, "{keyword} {name}"),
             (keyword, None) => f.write_str(keyword),
-        }
-    }
-}
-
-/// A condition on logged values: comparisons joined by `&&` and `||`, read left to right
-/// (`a || b && c` is `(a || b) && c`). It is kept flat, not as a tree, so that nothing that
-/// reads, prints or drops a condition recurses as deep as the condition is long.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Expr {
-    /// The first comparison.
-    pub first: Comparison,
-    /// Each further comparison, with how it joins everything before it.
-    pub rest: Vec<(Logic, Comparison)>,
-}
-
-impl Expr {
-    /// Every comparison, in the order written.
-    pub fn comparisons(&self) -> impl Iterator<Item = &Comparison> {
-        std::iter::once(&self.first).chain(self.rest.iter().map(|(_, c)| c))
-    }
-}
-
-impl Expr {
-    /// Writes the condition as it is displayed, telling `note` where each operand starts. Each
-    /// `||` groups everything before it: `(a || b) && c`.
-    fn render(&self, out: &mut String, note: &mut dyn FnMut(Part, usize)) {
-        use fmt::Write as _;
-        let ors = self.rest.iter().filter(|(l, _)| *l == Logic::Or).count();
-        out.push_str(&"(".repeat(ors));
-        let joined = std::iter::once((None, &self.first))
-            .chain(self.rest.iter().map(|(l, c)| (Some(*l), c)));
-        for (comparison, (logic, c)) in joined.enumerate() {
-            match logic {
-                Some(Logic::And) => out.push_str(" && "),
-                Some(Logic::Or) => out.push_str(" || "),
-                None => {}
-            }
-            note(
-                Part::Operand {
-                    comparison,
-                    right: false,
-                },
-                out.len(),
-            );
-            let _ = write!(out, "{} {} ", c.left, c.op);
-            note(
-                Part::Operand {
-                    comparison,
-                    right: true,
-                },
-                out.len(),
-            );
-            let _ = write!(out, "{}", c.right);
-            if logic == Some(Logic::Or) {
-                out.push(')');
-            }
-        }
-    }
-}
-
-impl fmt::Display for Expr {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut out = String::new();
-        self.render(&mut out, &mut |_, _| {});
-        f.write_str(&out)
-    }
-}
-
-/// `&&` or `||`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Logic {
-    /// `&&`
-    And,
-    /// `||`
-    Or,
-}
-
-/// `a OP b`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Comparison {
-    /// The left operand.
-    pub left: Operand,
-    /// The operator.
-    pub op: CmpOp,
-    /// The right operand.
-    pub right: Operand,
-}
-
-impl fmt::Display for Comparison {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {} {}", self.left, self.op, self.right)
-    }
-}
-
-/// A comparison operator.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum CmpOp {
-    /// `==`
-    Eq,
-    /// `!=`
-    Ne,
-    /// `<`
-    Lt,
-    /// `<=`
-    Le,
-    /// `>`
-    Gt,
-    /// `>=`
-    Ge,
-}
-
-impl fmt::Display for CmpOp {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            CmpOp::Eq => "==",
-            CmpOp::Ne => "!=",
-            CmpOp::Lt => "<",
-            CmpOp::Le => "<=",
-            CmpOp::Gt => ">",
-            CmpOp::Ge => ">=",
-        })
-    }
-}
-
-/// One side of a comparison.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub enum Operand {
-    /// A logged value: `value`, `value.balance`, `amount`, `%0`, `%1.owner`.
-    Path(Vec<String>),
-    /// An integer literal.
-    Int(i64),
-    /// A floating-point literal.
-    Float(f64),
-    /// A string literal.
-    Str(String),
-    /// `true` or `false`.
-    Bool(bool),
-}
-
-impl fmt::Display for Operand {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Operand::Path(p) => f.write_str(&p.join(".")),
-            Operand::Int(i) => write!(f, "{i}"),
-            Operand::Float(x) => write!(f, "{x:?}"),
-            Operand::Str(s) => write!(f, "{s:?}"),
-            Operand::Bool(b) => write!(f, "{b}"),
         }
     }
 }
