@@ -118,11 +118,20 @@ pub fn trace(
         verify: false,
     };
     let mut session = Session::start(recording, &launch, &setup)?;
-    // Until the program exits: it does once the body's trace is written, or when the replay
-    // ends without the body returning.
+    // Until the program exits, which it does once the body's trace is written; or until the
+    // replay is over without the body returning (every log replayed, stuck, diverged): a run
+    // cut short leaves its processes parked at their logs' ends, and the program never exits
+    // by itself.
     let mut last = None;
     loop {
         match session.next_report() {
+            Ok(
+                report @ (Report::Finished { .. } | Report::Stuck { .. } | Report::Diverged { .. }),
+            ) => {
+                last = Some(report);
+                session.quit()?;
+                break;
+            }
             Ok(report) => last = Some(report),
             Err(DebugError::Ended { .. }) => break,
             Err(e) => return Err(e),

@@ -231,6 +231,68 @@ fn a_program_killed_at_a_halt_leaves_a_recording_that_replays_to_the_halt() {
     let halts = read_halts(&dir).unwrap();
     assert_eq!(halts.len(), 1);
     assert_eq!(replayed_to(work.path(), &dir, 1), cut_of(&halts[0]));
+    // `why` at the halt answers from the killed recording: the consumer's body never
+    // returned, so the replay that would trace it ends at the logs' ends, and says so.
+    let out = ppd(
+        work.path(),
+        &[
+            "why",
+            dir.to_str().unwrap(),
+            "producer-2",
+            "i",
+            "--at",
+            "halt",
+        ],
+    );
+    let (stdout, stderr) = output_text(&out);
+    assert!(
+        stdout.contains("did not return in the recorded run")
+            || stderr.contains("did not return in the recorded run"),
+        "{stdout}\n{stderr}"
+    );
+}
+
+#[test]
+fn why_at_a_live_halt_answers_from_the_recording_up_to_the_halt() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("rec");
+    let out = interactive(
+        work.path(),
+        &dir,
+        "consumer: exit apply if item == 2000005",
+        b"why consumer total\nwhy consumr total\nkill\n",
+    );
+    let (stdout, stderr) = output_text(&out);
+    assert_eq!(out.status.code(), Some(128 + 9), "{stdout}\n{stderr}");
+    // The consumer halted at the exit of the apply that took 2000005: its `total` argument is
+    // what the previous items summed to, and the chain says where it came from.
+    let halts = read_halts(&dir).unwrap();
+    let (_, events) = logs(&dir)
+        .into_iter()
+        .find(|(id, _)| *id == halts[0].initiator)
+        .unwrap();
+    let (_, n) = halts[0]
+        .cut
+        .iter()
+        .find(|(p, _)| *p == halts[0].initiator)
+        .unwrap();
+    let entry = events[..*n as usize]
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            Event::EblockEnter { prelog, .. } => Some(prelog.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let args: Value = ppd_formats::value::decode_as(&entry).unwrap();
+    let total = format!("%1 total = {}", args["total"]);
+    assert!(stdout.contains(&total), "no `{total}` in:\n{stdout}");
+    assert!(stdout.contains("fn apply"), "{stdout}");
+    assert!(
+        stdout.contains("(answered from the recording up to halt 1)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("did you mean consumer?"), "{stdout}");
 }
 
 #[test]

@@ -16,6 +16,9 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::Duration;
 
 use anyhow::anyhow;
+use clap::Parser;
+use ppd_flowback::why::{Point, Query, TraceStore};
+use ppd_formats::integrity;
 use ppd_formats::live::{
     DebuggerCommand, Halt, HaltReport, LiveEvent, LiveProcess, LiveStatus, LiveStop, LiveTrigger,
     ProgramMessage,
@@ -26,6 +29,7 @@ use ppd_replayer::debugger::{HaltState, Reason};
 use ppd_replayer::predicate::{self, Catalog, Combination, EventPattern, Predicate, Simple};
 use ppd_replayer::protocol::{HaltReason, ProcessReport};
 
+use super::debugger::WhyArgs;
 use super::debugger::input::{Input, Words};
 use crate::exit::{CliError, failure, input};
 use crate::output::out;
@@ -335,7 +339,7 @@ impl LiveDebugger {
                     .values()
                     .filter_map(|n| Some((n.name.clone()?, n.pid?)))
                     .collect();
-                ask(terminal, &state, halt, &merged, &halted)
+                ask(terminal, dir, &state, halt, &merged, &halted)
             }
             None => {
                 out!(
@@ -612,11 +616,14 @@ fn halting_order(halt: u64, merged: &Merged, state: &HaltState) -> String {
 /// Asks the user at a halt what to do, until they say continue, detach or kill.
 fn ask(
     terminal: &mut Input,
+    dir: &Path,
     state: &HaltState,
     halt: u64,
     merged: &Merged,
     nodes: &[(String, u32)],
 ) -> Choice {
+    // The recording as it is at this halt, copied at the first `why`.
+    let mut snapshot = None;
     loop {
         let Some(line) = terminal.line() else {
             return Choice::Detach;
@@ -625,6 +632,14 @@ fn ask(
             && (rest.is_empty() || rest.starts_with(' '))
         {
             gdb(rest, nodes, merged);
+            continue;
+        }
+        if let Some(rest) = line.trim().strip_prefix("why")
+            && (rest.is_empty() || rest.starts_with(' '))
+        {
+            if let Err(e) = why_at_halt(rest, dir, state, halt, &mut snapshot) {
+                super::debugger::report_error(e);
+            }
             continue;
         }
         match line.trim() {
@@ -640,6 +655,8 @@ fn ask(
                 "print      the halted state again\n\
                  continue   resume every process; the breakpoint halts the program again\n\
                  detach     resume every process with the breakpoint off; recording goes on\n\
+                 why PROCESS VAR [--depth N] [--json | --dot]\n           \
+                 the chain that gave VAR its value, from the recording up to this halt\n\
                  kill       kill the program (the recording keeps everything up to the kill)\n\
                  gdb [NODE] [--dry-run] [-- GDB-ARGS]\n           \
                  attach gdb to the halted OS process (the first node's, or NODE's)\n"
@@ -647,6 +664,110 @@ fn ask(
             other => out!("unknown command `{other}` (help lists them)\n"),
         }
     }
+}
+
+/// `why PROCESS VAR ...` at a halt: the chain that gave VAR its value at the process's last
+/// event, answered from the recording up to the halt.
+fn why_at_halt(
+    rest: &str,
+    dir: &Path,
+    state: &HaltState,
+    halt: u64,
+    snapshot: &mut Option<Snapshot>,
+) -> Result<(), CliError> {
+    let args = match WhyArgs::try_parse_from(rest.split_whitespace()) {
+        Ok(args) => args,
+        Err(e) => {
+            out!("{}", e.render());
+            return Ok(());
+        }
+    };
+    let snapshot = match snapshot {
+        Some(s) => s,
+        None => snapshot.insert(Snapshot::of(dir)?),
+    };
+    let recording = &snapshot.recording;
+    let id = ppd_flowback::why::find_process(recording, &args.process).map_err(input)?;
+    let Some(last) = state
+        .processes
+        .iter()
+        .find(|p| p.id == id)
+        .and_then(|p| p.last_event)
+    else {
+        out!(
+            "{} had executed no event at the halt: none of its variables has a value to explain\n",
+            args.process
+        );
+        return Ok(());
+    };
+    let format = args.format();
+    let query = Query {
+        process: args.process,
+        var: args.var,
+        at: Point::Event(last),
+        depth: args.depth,
+    };
+    // Every log ends at the halt, because the program is halted there, not because it died.
+    let mut integrity = integrity::check(recording);
+    integrity.ends_early.clear();
+    let mut store = TraceStore::new(recording, None);
+    super::why::answer(&mut store, &query, format, &integrity)?;
+    if format == super::why::Format::Text {
+        out!("(answered from the recording up to halt {halt})\n");
+    }
+    Ok(())
+}
+
+/// The recording as it was at a halt, copied aside (its caches left out) so that `why` reads
+/// one prefix of the run that does not change under it: a live log keeps its size as it
+/// fills, so nothing that knows a file by its size and time could tell this halt's logs from
+/// the next one's.
+struct Snapshot {
+    recording: Recording,
+    _dir: tempfile::TempDir,
+}
+
+impl Snapshot {
+    fn of(dir: &Path) -> Result<Snapshot, CliError> {
+        let copy = tempfile::Builder::new()
+            .prefix("ppd-halt-")
+            .tempdir()
+            .map_err(|e| {
+                failure(anyhow!(
+                    "cannot make a directory for the halted recording: {e}"
+                ))
+            })?;
+        copy_recording(dir, copy.path()).map_err(|e| {
+            failure(anyhow!(
+                "cannot copy {} as it is at the halt: {e}",
+                dir.display()
+            ))
+        })?;
+        let recording = Recording::open(copy.path())?;
+        Ok(Snapshot {
+            recording,
+            _dir: copy,
+        })
+    }
+}
+
+/// Copies the recording at `from` into `to`, every file but the caches.
+fn copy_recording(from: &Path, to: &Path) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let (source, target) = (entry.path(), to.join(entry.file_name()));
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            if entry.file_name() == "cache" {
+                continue;
+            }
+            std::fs::create_dir(&target)?;
+            copy_recording(&source, &target)?;
+        } else if kind.is_file() {
+            std::fs::copy(&source, &target)?;
+        }
+    }
+    Ok(())
 }
 
 /// `gdb [NODE] [--dry-run] [-- GDB-ARGS...]`: attaches gdb to a halted OS process, its threads

@@ -193,7 +193,7 @@ pub(crate) fn repl(
     Ok(ExitCode::SUCCESS)
 }
 
-fn report_error(e: CliError) {
+pub(crate) fn report_error(e: CliError) {
     match e {
         CliError::Input(e) | CliError::Failure(e) => outln!("{e:#}"),
     }
@@ -241,20 +241,33 @@ fn run_over(state: &HaltState) -> String {
     no_binary_name = true,
     about = "The chain that gave VAR its value at PROCESS's current event"
 )]
-struct WhyArgs {
+pub(crate) struct WhyArgs {
     /// The process (by name).
-    process: String,
+    pub(crate) process: String,
     /// The variable or place (`balance`, `bank.accounts[1].balance`).
-    var: String,
+    pub(crate) var: String,
     /// How many dependences to follow back from the variable.
     #[arg(long, value_name = "N", default_value_t = why::DEFAULT_DEPTH)]
-    depth: usize,
+    pub(crate) depth: usize,
     /// Print JSON.
     #[arg(long, conflicts_with = "dot")]
-    json: bool,
+    pub(crate) json: bool,
     /// Print a Graphviz graph.
     #[arg(long)]
-    dot: bool,
+    pub(crate) dot: bool,
+}
+
+impl WhyArgs {
+    /// How the answer is printed.
+    pub(crate) fn format(&self) -> why::Format {
+        if self.json {
+            why::Format::Json
+        } else if self.dot {
+            why::Format::Dot
+        } else {
+            why::Format::Text
+        }
+    }
 }
 
 /// Where the replay arrived.
@@ -423,18 +436,12 @@ impl Debugger<'_> {
             );
             return Ok(());
         };
+        let format = args.format();
         let query = Query {
             process: args.process,
             var: args.var,
             at: Point::Event(last),
             depth: args.depth,
-        };
-        let format = if args.json {
-            why::Format::Json
-        } else if args.dot {
-            why::Format::Dot
-        } else {
-            why::Format::Text
         };
         let mut store = TraceStore::new(&self.ctx.recording, self.ctx.launch.binary.clone());
         // A nondeterminism leak is in the answer printed; the session goes on.
