@@ -302,3 +302,69 @@ fn a_stable_predicate_over_two_os_processes_halts_with_both_inside_their_eblocks
     let holds = halted["holds"].as_array().unwrap();
     assert_eq!(holds.len(), 2, "{halted:#}");
 }
+
+#[test]
+fn a_trace_over_three_os_processes_prints_the_least_state_of_every_event_that_satisfies() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record_kvstore(work.path());
+    let run = Run::load(work.path(), &dir);
+    let pred = "backup/replication: mark ignored | client/main: exit count";
+    let out = ppd(
+        work.path(),
+        &[
+            "replay",
+            dir.to_str().unwrap(),
+            "--trace",
+            pred,
+            "--print",
+            "backup/replication.ignored",
+            "--json",
+        ],
+    );
+    let (stdout, stderr) = output_text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let lines: Value = serde_json::from_str(&stdout).unwrap();
+    let traced: Vec<(Vec<u64>, Value)> = lines
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|line| {
+            let mut cut = vec![0; run.processes.len()];
+            for pair in line["cut"].as_array().unwrap() {
+                cut[run.process(pair[0].as_str().unwrap())] = pair[1].as_u64().unwrap();
+            }
+            (cut, line["values"][0][1].clone())
+        })
+        .collect();
+    // One state per satisfying event, its causal past, fewest events first.
+    let mut expected: Vec<Vec<u64>> = [
+        run.matching("backup/replication", "mark ignored"),
+        run.matching("client/main", "exit count"),
+    ]
+    .concat()
+    .into_iter()
+    .map(|e| run.past(e))
+    .collect();
+    expected.sort_by_key(|c| total(c));
+    let cuts: Vec<Vec<u64>> = traced.iter().map(|(c, _)| c.clone()).collect();
+    let mut sorted = cuts.clone();
+    sorted.sort_by_key(|c| total(c));
+    assert_eq!(cuts, sorted, "not in the order of their sizes");
+    let mut got = cuts;
+    got.sort();
+    expected.sort();
+    assert_eq!(got, expected);
+    // The backup's last mark is printed where it has marked: the first is the put of 10.
+    let marked: Vec<&Value> = traced
+        .iter()
+        .map(|(_, v)| v)
+        .filter(|v| !v.is_null())
+        .collect();
+    assert!(!marked.is_empty());
+    assert!(
+        marked
+            .iter()
+            .all(|v| v.as_str().unwrap().starts_with("put hits 1")),
+        "{marked:?}"
+    );
+}

@@ -21,7 +21,8 @@
 //!
 //! Where ppd goes beyond the paper: deciding the state before the halting replay costs one
 //! extra replay of each node the predicate names, and needs no control message between OS
-//! processes. Stepping (`-i`) and `--trace` still take one node.
+//! processes. `--trace` of a disjunctive or linked predicate over several nodes is decided the
+//! same way ([`trace`]); stepping (`-i`) and a conjunction's trace still take one node.
 
 use std::collections::HashMap;
 use std::process::ExitCode;
@@ -32,16 +33,16 @@ use ppd_flowback::trace::EventRef;
 use ppd_formats::integrity::Integrity;
 use ppd_formats::recording::Node;
 use ppd_formats::{ProcessId, Recording};
-use ppd_replayer::debugger::HaltState;
-use ppd_replayer::predicate::{self, Predicate, Satisfying};
-use ppd_replayer::protocol::Goal;
+use ppd_replayer::debugger::{HaltState, Reason};
+use ppd_replayer::predicate::{self, Combination, Predicate, Satisfying};
+use ppd_replayer::protocol::{Goal, ProcessReport};
 use serde::Serialize;
 
 use super::debugger::{self, Outcome};
 use super::replay::{Args, context};
 use crate::exit::{CliError, CmdResult, failure, input};
 use crate::output;
-use crate::output::out;
+use crate::output::{out, outln};
 
 /// One node's part of the global state.
 #[derive(Serialize)]
@@ -73,7 +74,8 @@ pub(crate) fn run(args: &Args, recording: &Recording, integrity: &Integrity) -> 
                     (origin, Some((part.node, state)))
                 }
                 _ => {
-                    let first = first_global_state(args, recording, integrity, &analysis, &parts)?;
+                    let first =
+                        first_global_state(args, recording, integrity, &analysis, (text, &parts))?;
                     let Some((origin, holding)) = first else {
                         return Err(failure(anyhow!(
                             "the predicate never holds in this run: {text}"
@@ -234,17 +236,57 @@ fn predicate_by_node(recording: &Recording, text: &str) -> Result<Vec<NodePart>,
         .collect()
 }
 
-/// The first global state of the predicate whose parts are `parts`: each node is replayed to
-/// its end in history mode, its local controllers reporting every event at which one of its
-/// components holds, and the state is decided from those events and the whole run's vector
-/// clocks (`predicate::first_state`). The state's cut, and the events the predicate holds at.
+/// The first global state of the predicate `text`, whose parts are `parts`, decided from the
+/// events each node reports ([`reported_by_nodes`]) and the whole run's vector clocks
+/// (`predicate::first_state`). The state's cut, and the events the predicate holds at.
 fn first_global_state(
     args: &Args,
     recording: &Recording,
     integrity: &Integrity,
     analysis: &Analysis,
-    parts: &[NodePart],
+    (text, parts): (&str, &[NodePart]),
 ) -> Result<Option<GlobalHalt>, CliError> {
+    let trace = &analysis.trace;
+    let (process_of, reported) = reported_by_nodes(args, recording, integrity, analysis, parts)?;
+    let combination = predicate::parse(text).map_err(input)?.combination();
+    let Some(first) = predicate::first_state(&combination, &process_of, &reported) else {
+        return Ok(None);
+    };
+    let origin = first
+        .cut
+        .iter()
+        .enumerate()
+        .map(|(q, &n)| (trace.process(q as u32).id, n))
+        .collect();
+    let holds = first
+        .holding
+        .iter()
+        .map(|&i| {
+            let s = &reported[i];
+            let process = trace.process(s.process as u32);
+            let at = EventRef::new(s.process as u32, (s.events - 1) as u32);
+            Holds {
+                process: process.name.clone(),
+                events: s.events,
+                event: trace.describe(at),
+            }
+        })
+        .collect();
+    Ok(Some((origin, holds)))
+}
+
+/// Every event at which a part of the predicate holds: each node the predicate names is
+/// replayed to its end in history mode, its local controllers reporting every event at which
+/// one of its components holds, and each event gets its vector clock in the whole run. The
+/// process (an index into the clocks) of each component of the whole predicate, and the
+/// events.
+fn reported_by_nodes(
+    args: &Args,
+    recording: &Recording,
+    integrity: &Integrity,
+    analysis: &Analysis,
+    parts: &[NodePart],
+) -> Result<(Vec<usize>, Vec<Satisfying>), CliError> {
     let nodes = recording.nodes();
     let (trace, clocks) = (&analysis.trace, &analysis.clocks);
     let index_of = |id: ProcessId| {
@@ -286,31 +328,135 @@ fn first_global_state(
             });
         }
     }
-    let parsed = predicate::parse(args.stop.as_deref().unwrap_or_default()).map_err(input)?;
-    let Some(first) = predicate::first_state(&parsed.combination(), &process_of, &reported) else {
-        return Ok(None);
+    Ok((process_of, reported))
+}
+
+/// `--trace PRED --print EXPR` over the processes of several nodes: every global state where a
+/// disjunctive or linked predicate holds — the least consistent cut of each event at which it
+/// holds, in the order of their sizes — with the values `--print` names, read from the logs
+/// of their nodes at that cut (Manabe & Imase §4, decided as `--stop` is across nodes).
+pub(crate) fn trace(
+    args: &Args,
+    recording: &Recording,
+    integrity: &Integrity,
+    text: &str,
+    print: &str,
+) -> CmdResult {
+    let parts = predicate_by_node(recording, text)?;
+    let combination = predicate::parse(text).map_err(input)?.combination();
+    if matches!(
+        combination,
+        Combination::Conjunctive | Combination::Simultaneous
+    ) && parts.len() > 1
+    {
+        return Err(input(anyhow!(
+            "--trace {text:?}: tracing a conjunction over the processes of several nodes is not \
+             supported yet (`|` and `->` are); trace one node with --only NODE"
+        )));
+    }
+    let items = print_items(recording, print)?;
+    let analysis = Analysis::open(recording).map_err(failure)?;
+    let (_, reported) = reported_by_nodes(args, recording, integrity, &analysis, &parts)?;
+    let Some(mut states) = predicate::events_satisfying(&combination, &reported) else {
+        unreachable!("a conjunction of one node is traced by that node")
     };
-    let origin = first
-        .cut
+    states.sort_by_key(|&i| reported[i].vclock.iter().sum::<u64>());
+    let trace = &analysis.trace;
+    let nodes = recording.nodes();
+    let node_of: HashMap<ProcessId, usize> = recording
+        .processes()
         .iter()
-        .enumerate()
-        .map(|(q, &n)| (trace.process(q as u32).id, n))
+        .map(|p| (p.id, p.node))
         .collect();
-    let holds = first
-        .holding
-        .iter()
-        .map(|&i| {
-            let s = &reported[i];
-            let process = trace.process(s.process as u32);
-            let at = EventRef::new(s.process as u32, (s.events - 1) as u32);
-            Holds {
-                process: process.name.clone(),
-                events: s.events,
-                event: trace.describe(at),
+    // Each node's recording and catalog, opened once for every state.
+    let mut opened: HashMap<usize, (Recording, predicate::Catalog)> = HashMap::new();
+    let mut lines = Vec::new();
+    for &i in &states {
+        let cut = &reported[i].vclock;
+        let mut values = Vec::new();
+        for item in &items {
+            let node = &nodes[item.node];
+            if let std::collections::hash_map::Entry::Vacant(slot) = opened.entry(item.node) {
+                let local = Recording::open_node(&node.dir)?;
+                let catalog = predicate::Catalog::of(&local).map_err(failure)?;
+                slot.insert((local, catalog));
             }
+            let (local, catalog) = &opened[&item.node];
+            let reports: Vec<ProcessReport> = (0..cut.len())
+                .map(|q| (trace.process(q as u32).id, cut[q]))
+                .filter(|(id, _)| node_of.get(id) == Some(&item.node))
+                .map(|(id, events)| ProcessReport {
+                    id: id.local(),
+                    events,
+                    status: "traced".into(),
+                    waiting_for: None,
+                    holds: Vec::new(),
+                    vclock: Vec::new(),
+                })
+                .collect();
+            let state = HaltState::build(local, catalog, None, Reason::Traced, &reports, None)
+                .map_err(failure)?;
+            let value = super::replay::printed_value(&state, item.local, &item.name);
+            values.push((item.text.clone(), value));
+        }
+        let cut: Vec<(String, u64)> = (0..cut.len())
+            .map(|q| (trace.process(q as u32).name.clone(), cut[q]))
+            .collect();
+        lines.push(TraceLine { cut, values });
+    }
+    if args.json {
+        output::json(&lines);
+    } else {
+        for line in &lines {
+            let cut: Vec<String> = line.cut.iter().map(|(p, n)| format!("{p}={n}")).collect();
+            let values: Vec<String> = line
+                .values
+                .iter()
+                .map(|(k, v)| format!("{k} = {v}"))
+                .collect();
+            outln!("[{}] {}", cut.join(" "), values.join(", "));
+        }
+        eprintln!("ppd: {} states satisfied {text}", lines.len());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One global state `--trace` prints.
+#[derive(Serialize)]
+struct TraceLine {
+    cut: Vec<(String, u64)>,
+    values: Vec<(String, serde_json::Value)>,
+}
+
+/// One `PROCESS.NAME` of `--print`, its process found in the whole recording.
+struct PrintItem {
+    text: String,
+    node: usize,
+    /// The process as its node's own logs number it.
+    local: ProcessId,
+    name: String,
+}
+
+fn print_items(recording: &Recording, print: &str) -> Result<Vec<PrintItem>, CliError> {
+    print
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|part| {
+            let (process, name) = part.split_once('.').ok_or_else(|| {
+                input(anyhow!("bad --print item `{part}`: expected PROCESS.NAME"))
+            })?;
+            let entry = recording
+                .resolve_process(process)
+                .map_err(|e| input(anyhow!("bad --print item `{part}`: {e}")))?;
+            Ok(PrintItem {
+                text: part.to_owned(),
+                node: entry.node,
+                local: entry.id.local(),
+                name: name.to_owned(),
+            })
         })
-        .collect();
-    Ok(Some((origin, holds)))
+        .collect()
 }
 
 fn simples_mut(p: &mut Predicate) -> Vec<&mut predicate::Simple> {

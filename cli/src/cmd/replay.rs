@@ -146,10 +146,16 @@ pub(crate) fn run(args: &Args) -> CmdResult {
         }
         return super::halt_nodes::run(args, &checked.recording, &checked.integrity);
     }
+    if nodes.len() > 1
+        && args.only.is_none()
+        && let (Some(pred), Some(print)) = (&args.trace, &args.print)
+    {
+        return super::halt_nodes::trace(args, &checked.recording, &checked.integrity, pred, print);
+    }
     if nodes.len() > 1 && (halts || args.interactive) {
         return Err(input(anyhow!(
-            "tracing and stepping a replay across OS processes is not supported yet: replay \
-             one node with --only NODE (nodes: {})",
+            "stepping a replay across OS processes is not supported yet: replay one node with \
+             --only NODE (nodes: {})",
             node_names(&checked.recording)
         )));
     }
@@ -937,22 +943,26 @@ struct PrintItem {
     name: String,
 }
 
+/// What `--print` shows of `name` for process `id` in `state`: the last mark so labelled, or
+/// the argument so named of the e-block it is in; null when there is neither.
+pub(crate) fn printed_value(state: &HaltState, id: ProcessId, name: &str) -> serde_json::Value {
+    state
+        .processes
+        .iter()
+        .find(|p| p.id == id)
+        .and_then(|p| {
+            p.values
+                .get(name)
+                .cloned()
+                .or_else(|| p.eblock_args.as_ref().and_then(|a| a.get(name).cloned()))
+        })
+        .unwrap_or(serde_json::Value::Null)
+}
+
 fn trace_line(state: &HaltState, items: &[PrintItem]) -> TraceLine {
     let values = items
         .iter()
-        .map(|item| {
-            let p = state.processes.iter().find(|p| p.id == item.id);
-            let v = p
-                .and_then(|p| {
-                    p.values.get(&item.name).cloned().or_else(|| {
-                        p.eblock_args
-                            .as_ref()
-                            .and_then(|a| a.get(item.name.as_str()).cloned())
-                    })
-                })
-                .unwrap_or(serde_json::Value::Null);
-            (item.text.clone(), v)
-        })
+        .map(|item| (item.text.clone(), printed_value(state, item.id, &item.name)))
         .collect();
     TraceLine {
         cut: state

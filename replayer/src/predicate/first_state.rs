@@ -62,9 +62,23 @@ pub fn first_state(
     reported: &[Satisfying],
 ) -> Option<FirstState> {
     match combination {
-        Combination::Disjunctive => fewest_events(reported, 0..reported.len()),
         Combination::Conjunctive | Combination::Simultaneous => conjunction(process_of, reported),
-        Combination::Linked(stages) => linked(stages, reported),
+        Combination::Disjunctive | Combination::Linked(_) => {
+            let events = events_satisfying(combination, reported)?;
+            fewest_events(reported, events.into_iter())
+        }
+    }
+}
+
+/// Every reported event at which a disjunctive or linked predicate holds (for a linked one,
+/// every event that ends a chain through its stages), as indices into `reported`, in the order
+/// reported: the states `--trace` prints. `None` for a conjunction, whose states are not single
+/// events.
+pub fn events_satisfying(combination: &Combination, reported: &[Satisfying]) -> Option<Vec<usize>> {
+    match combination {
+        Combination::Disjunctive => Some((0..reported.len()).collect()),
+        Combination::Linked(stages) => Some(chain_ends(stages, reported)),
+        Combination::Conjunctive | Combination::Simultaneous => None,
     }
 }
 
@@ -136,7 +150,7 @@ fn conjunction(process_of: &[usize], reported: &[Satisfying]) -> Option<FirstSta
     Some(FirstState { cut, holding })
 }
 
-fn linked(stages: &[Vec<usize>], reported: &[Satisfying]) -> Option<FirstState> {
+fn chain_ends(stages: &[Vec<usize>], reported: &[Satisfying]) -> Vec<usize> {
     let in_stage =
         |i: usize, k: usize| reported[i].components.iter().any(|c| stages[k].contains(c));
     // The earliest state of each process that ends a chain through the stages so far.
@@ -159,7 +173,7 @@ fn linked(stages: &[Vec<usize>], reported: &[Satisfying]) -> Option<FirstState> 
             })
             .collect();
         if reached.is_empty() {
-            return None;
+            return Vec::new();
         }
         let width = reported[reached[0]].vclock.len();
         earliest = vec![None; width];
@@ -170,7 +184,7 @@ fn linked(stages: &[Vec<usize>], reported: &[Satisfying]) -> Option<FirstState> 
         }
         last = reached;
     }
-    fewest_events(reported, last.into_iter())
+    last
 }
 
 #[cfg(test)]
