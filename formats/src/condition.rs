@@ -321,3 +321,56 @@ fn compare(a: &Value, b: &Value) -> Option<Ordering> {
         _ => number(a)?.partial_cmp(&number(b)?),
     }
 }
+
+/// How an event bears on a simple predicate read as a stable state (Spezialetti & Gupta's
+/// local event): what [`Stable`] needs to know of it, which each evaluator reads off its own
+/// matcher.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bearing {
+    /// An instance of the predicate's e-block begins (`enter F`); whether it satisfied the
+    /// condition.
+    Opens(bool),
+    /// The innermost instance of the predicate's e-block ends.
+    Closes,
+    /// The event sets whether the predicate holds from now on: a mark of its label, or, for a
+    /// predicate about an instant (a send, a receive, an exit), every event.
+    Sets(bool),
+    /// The event leaves the state as it was.
+    Leaves,
+}
+
+/// A simple predicate read as a stable state: `enter F` holds while the process is inside an
+/// instance of F that satisfied the condition, `mark L` from a mark L that satisfies it until
+/// the next mark L that does not, an instant only right after it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stable {
+    /// For `enter F`: each open instance of F, innermost last, and whether it satisfied the
+    /// condition.
+    open: Vec<bool>,
+    holds: bool,
+}
+
+impl Stable {
+    /// Updates the state with how the process's last event bears on it; whether the predicate
+    /// holds now.
+    pub fn observe(&mut self, bearing: Bearing) -> bool {
+        match bearing {
+            Bearing::Opens(satisfied) => {
+                self.open.push(satisfied);
+                self.holds = self.open.iter().any(|&b| b);
+            }
+            Bearing::Closes => {
+                self.open.pop();
+                self.holds = self.open.iter().any(|&b| b);
+            }
+            Bearing::Sets(holds) => self.holds = holds,
+            Bearing::Leaves => {}
+        }
+        self.holds
+    }
+
+    /// Whether the predicate holds.
+    pub fn holds(&self) -> bool {
+        self.holds
+    }
+}

@@ -19,8 +19,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::condition::{Expr, Scope};
-use crate::{Borrowed, Event, FormatError, ObjectId, ProcessId, Result};
+use crate::condition::{Bearing, Expr, Scope};
+use crate::{Borrowed, Event, EventKind, FormatError, ObjectId, ProcessId, Result};
 
 /// A breakpoint of a live program: a simple predicate, a disjunction of them (Miller & Choi
 /// §3.3: it occurs when any trigger matches an event as it is logged), a conjunction (Manabe &
@@ -39,6 +39,10 @@ pub struct LiveStop {
     /// any other predicate.
     #[serde(default)]
     pub stages: Vec<Vec<usize>>,
+    /// Whether the triggers are stable states that must hold at once (`==`, Spezialetti &
+    /// Gupta): `all` is then set too.
+    #[serde(default)]
+    pub stable: bool,
 }
 
 /// One simple predicate, `PROCESS: EVENT`, as the recording program evaluates it.
@@ -97,11 +101,44 @@ impl LiveTrigger {
         entry_prelog: Option<&[u8]>,
         channel_named: impl Fn(ObjectId, &str) -> bool,
     ) -> bool {
-        self.matches_event(event, channel_named)
+        self.matches_event(event, &channel_named)
             && self
                 .condition
                 .as_ref()
                 .is_none_or(|c| Scope::of(event, entry_prelog).eval(c))
+    }
+
+    /// How `event`, just logged by the process the trigger names, bears on the trigger read
+    /// as a stable state (under `==`).
+    pub fn bearing(
+        &self,
+        event: &Event<Borrowed<'_>>,
+        entry_prelog: Option<&[u8]>,
+        channel_named: impl Fn(ObjectId, &str) -> bool,
+    ) -> Bearing {
+        let holds = || self.matches(event, entry_prelog, &channel_named);
+        match (&self.event, event) {
+            (LiveEvent::Enter(f), Event::EblockEnter { eblock, .. }) if eblock_is(eblock, f) => {
+                Bearing::Opens(holds())
+            }
+            (LiveEvent::Enter(f), Event::EblockExit { eblock, .. }) if eblock_is(eblock, f) => {
+                Bearing::Closes
+            }
+            (LiveEvent::Enter(_), _) => Bearing::Leaves,
+            (LiveEvent::Mark(l), Event::Mark { label, .. }) if label == l => Bearing::Sets(holds()),
+            (LiveEvent::Mark(_), _) => Bearing::Leaves,
+            _ => Bearing::Sets(holds()),
+        }
+    }
+
+    /// Whether an operation logging a `kind` event may end the trigger's stable state: an
+    /// e-block's exit for `enter F`, a mark for `mark L`, any operation for an instant.
+    pub fn may_end(&self, kind: EventKind) -> bool {
+        match &self.event {
+            LiveEvent::Enter(_) => kind == EventKind::EblockExit,
+            LiveEvent::Mark(_) => kind == EventKind::Mark,
+            LiveEvent::Exit(_) | LiveEvent::Send(_) | LiveEvent::Recv(_) => true,
+        }
     }
 
     /// Whether the trigger is about an e-block's exit with a condition, which may name the
@@ -113,7 +150,7 @@ impl LiveTrigger {
     fn matches_event(
         &self,
         event: &Event<Borrowed<'_>>,
-        channel_named: impl Fn(ObjectId, &str) -> bool,
+        channel_named: &impl Fn(ObjectId, &str) -> bool,
     ) -> bool {
         let channel_is = |wanted: &Option<String>, channel: ObjectId| match wanted {
             None => true,

@@ -300,11 +300,11 @@ fn a_predicate_the_live_program_cannot_evaluate_is_refused_before_anything_runs(
     let work = tempfile::tempdir().unwrap();
     for (pred, says) in [
         (
-            "consumer: mark checkpoint == producer-1: send",
-            "joined by `|`, `&` or `->`",
+            "a/consumer: mark checkpoint -> b/producer-1: send",
+            "names processes of a and b",
         ),
         (
-            "a/consumer: mark checkpoint -> b/producer-1: send",
+            "a/consumer: mark checkpoint & b/producer-1: send",
             "names processes of a and b",
         ),
     ] {
@@ -632,6 +632,55 @@ fn a_condition_is_evaluated_live_on_the_logged_values_as_replay_evaluates_it() {
             .map(|p| p["events"].as_u64().unwrap());
         assert_eq!(initiator, Some(*n), "{pred}");
     }
+}
+
+#[test]
+fn a_simultaneous_predicate_halts_the_live_program_with_both_inside_their_sections() {
+    let work = tempfile::tempdir().unwrap();
+    let pred = "left: enter section == right: enter section";
+    let dir = work.path().join("rec");
+    let out = record_program(
+        work.path(),
+        &dir,
+        &program(),
+        &["sections"],
+        &["--stop", pred],
+    );
+    let (stdout, stderr) = output_text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let halts = read_halts(&dir).unwrap();
+    assert_eq!(halts.len(), 1, "{stderr}");
+    // Whatever their last events, both are inside their sections in the halted state.
+    let recording = ppd_formats::Recording::open(&dir).unwrap();
+    for (id, events) in logs(&dir) {
+        let name = &recording.processes()[id.index()].name;
+        if name == "main" {
+            continue;
+        }
+        let (_, n) = halts[0].cut.iter().find(|(p, _)| *p == id).unwrap();
+        let depth: i64 = events[..*n as usize]
+            .iter()
+            .map(|e| match e {
+                Event::EblockEnter { eblock, .. } if eblock.ends_with("section") => 1,
+                Event::EblockExit { eblock, .. } if eblock.ends_with("section") => -1,
+                _ => 0,
+            })
+            .sum();
+        assert_eq!(depth, 1, "{name} is not inside its section at the halt");
+    }
+    // Sections one after the other never overlap: the run goes to its end.
+    let dir = work.path().join("apart");
+    let out = record_program(
+        work.path(),
+        &dir,
+        &program(),
+        &["sections", "apart"],
+        &["--stop", pred],
+    );
+    let (stdout, stderr) = output_text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("sections"), "{stdout}");
+    assert!(stderr.contains("never held in this run"), "{stderr}");
 }
 
 #[test]

@@ -58,10 +58,11 @@ impl LiveDebugger {
     /// is refused, pointing at what to do instead.
     pub(crate) fn prepare(text: &str, interactive: bool) -> Result<LiveDebugger, CliError> {
         let parsed = predicate::parse(text).map_err(input)?;
+        let stable = matches!(parsed, Predicate::Simultaneous(_));
         let (simples, all, stages) = match &parsed {
             Predicate::Simple(s) => (vec![s.clone()], false, Vec::new()),
             Predicate::Disjunctive(v) => (v.clone(), false, Vec::new()),
-            Predicate::Conjunctive(v) => (v.clone(), true, Vec::new()),
+            Predicate::Conjunctive(v) | Predicate::Simultaneous(v) => (v.clone(), true, Vec::new()),
             Predicate::Linked(stages) => {
                 if stages.len() > usize::from(u8::MAX) {
                     return Err(input(anyhow!(
@@ -76,13 +77,6 @@ impl LiveDebugger {
                 };
                 (stages.concat(), false, ids)
             }
-            Predicate::Simultaneous(_) => {
-                return Err(input(anyhow!(
-                    "--stop {text:?}: a live program halts at a simple predicate, or at several \
-                     joined by `|`, `&` or `->`; for `==`, record the run, then `ppd replay \
-                     --stop`"
-                )));
-            }
         };
         let triggers: Vec<LiveTrigger> = simples.iter().map(trigger).collect();
         let mut nodes: Vec<&str> = triggers
@@ -91,10 +85,10 @@ impl LiveDebugger {
             .collect();
         nodes.sort_unstable();
         nodes.dedup();
-        if !stages.is_empty() && nodes.len() > 1 {
+        if (all || !stages.is_empty()) && nodes.len() > 1 {
             return Err(input(anyhow!(
-                "--stop {text:?}: a live program follows a linked predicate within one OS \
-                 process, and this one names processes of {}; record the run, then `ppd \
+                "--stop {text:?}: a live program evaluates `&`, `==` and `->` within one OS \
+                 process, and this predicate names processes of {}; record the run, then `ppd \
                  replay --stop` with it",
                 nodes.join(" and ")
             )));
@@ -119,6 +113,7 @@ impl LiveDebugger {
                 triggers,
                 all,
                 stages,
+                stable,
             },
             trigger_texts: simples.iter().map(ToString::to_string).collect(),
             interactive,

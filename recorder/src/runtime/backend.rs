@@ -140,8 +140,9 @@ pub trait ProcessBackend: Send {
 
     /// Recording under a live breakpoint, the process about to start an operation while a
     /// halt is in progress (it halts here until the debugger resumes the program) or while a
-    /// conjunction's component may hold at its last event (which the operation will change).
-    fn before_live_operation(&mut self) {}
+    /// conjunction's component may hold at its last event (which the operation, logging a
+    /// `kind` event, may change).
+    fn before_live_operation(&mut self, _kind: EventKind) {}
 
     /// Whether the other processes run on their own (a replay to the end), not only when a
     /// debugger lets them: then a wait for one of them mostly ends by itself soon, and is

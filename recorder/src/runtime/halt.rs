@@ -21,7 +21,10 @@
 //! is not in the writer's: nothing is added to the bytes the program sends.
 //!
 //! A conjunction (`&`) halts when every process it names has, as its last event, one that
-//! holds its part.
+//! holds its part. A simultaneous predicate (`==`, Spezialetti & Gupta) halts when every part
+//! holds at once as a stable state (`enter F` while inside F, `mark L` from the mark on): a
+//! moment of the real run, so a consistent state where all hold; `ppd replay --stop` also
+//! finds the states of the run's lattice where they could have held at once.
 //!
 //! A linked predicate (`->`) follows Miller & Choi §6: a process whose event matches the
 //! next stage of the predicate its causal past has reached moves to the stage after, and the
@@ -46,11 +49,12 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
+use ppd_formats::condition::Stable;
 use ppd_formats::live::{
     Breakpoint, DebuggerCommand, HaltReport, LiveProcess, LiveStatus, LiveStop, ProgramMessage,
 };
 use ppd_formats::order::{Order, Point, Rule};
-use ppd_formats::{Borrowed, Event, ObjectId, ProcessId};
+use ppd_formats::{Borrowed, Event, EventKind, ObjectId, ProcessId};
 use rustc_hash::FxHashMap;
 
 /// The id of the halt in progress in this node, 0 when none: every operation of a recording
@@ -135,6 +139,8 @@ pub(crate) struct Slot {
     /// The prelogs of the e-blocks it is in, innermost last, when a trigger's condition on an
     /// exit may name their arguments.
     entries: Option<Mutex<Vec<Box<[u8]>>>>,
+    /// Under `==`: the stable state of each of its triggers, in the order of `triggers`.
+    stable: Option<Mutex<Vec<Stable>>>,
 }
 
 fn live_state(live: &Live) -> MutexGuard<'_, State> {
@@ -215,6 +221,8 @@ pub(crate) fn started(id: ProcessId, name: &str) -> Option<Arc<Slot>> {
         .iter()
         .any(|&i| live.stop.triggers[i].needs_entries())
         .then(Mutex::default);
+    let stable = (live.stop.stable && !triggers.is_empty())
+        .then(|| Mutex::new(vec![Stable::default(); triggers.len()]));
     let slot = Arc::new(Slot {
         id,
         name: name.to_owned(),
@@ -227,6 +235,7 @@ pub(crate) fn started(id: ProcessId, name: &str) -> Option<Arc<Slot>> {
         holding: AtomicU64::new(0),
         stage: AtomicU8::new(0),
         entries,
+        stable,
     });
     live_state(live).processes.push(Arc::clone(&slot));
     Some(slot)
@@ -257,7 +266,11 @@ pub(crate) fn check_needed() -> bool {
 /// At the start of an operation of the process of `slot`: halts it if a halt is in progress;
 /// then, as the operation will change its last event, the components of a conjunction it held
 /// hold no more. Both under the state's lock, so that no halt can begin between them.
-pub(crate) fn before_operation(slot: &Slot) {
+///
+/// Under `==` a part holds across operations, while its stable state does: only those the
+/// operation may end (`kind`: what it will log) stop holding here, and the event it logs says
+/// whether they hold again ([`after_event`]).
+pub(crate) fn before_operation(slot: &Slot, kind: EventKind) {
     let Some(live) = LIVE.get() else { return };
     let mut state = live_state(live);
     while let Some(halt) = state.current.as_ref().map(|c| c.halt)
@@ -265,7 +278,16 @@ pub(crate) fn before_operation(slot: &Slot) {
     {
         state = halt_locked(live, slot, state, halt);
     }
-    if slot.holding.swap(0, Ordering::Relaxed) != 0 {
+    let ending = if live.stop.stable {
+        slot.triggers
+            .iter()
+            .filter(|&&i| live.stop.triggers[i].may_end(kind))
+            .fold(0u64, |m, &i| m | 1 << i)
+    } else {
+        u64::MAX
+    };
+    let before = slot.holding.fetch_and(!ending, Ordering::Relaxed);
+    if before != 0 && before & !ending == 0 {
         HOLDING.fetch_sub(1, Ordering::Relaxed);
     }
 }
@@ -337,9 +359,31 @@ pub(crate) fn after_event(slot: &Slot, event: &Event<Borrowed<'_>>, events: u64)
         drop(halt_locked(live, slot, state, halt));
         return;
     }
-    // A conjunction: this process's part holds while its last event is this one; the whole
-    // holds when every component's process holds its part at once.
-    let mask = matched.fold(0u64, |m, i| m | 1 << i);
+    // A conjunction: this process's part holds while its last event is this one (under `==`:
+    // while its stable state holds); the whole holds when every component's process holds
+    // its part at once.
+    let mask = match &slot.stable {
+        Some(states) => {
+            let named = |channel: ObjectId, wanted: &str| {
+                live_state(live)
+                    .named_channels
+                    .iter()
+                    .any(|(c, n)| *c == channel && n == wanted)
+            };
+            let mut states = states.lock().unwrap_or_else(|p| p.into_inner());
+            let mut mask = 0u64;
+            for (&i, stable) in slot.triggers.iter().zip(states.iter_mut()) {
+                if stable.observe(live.stop.triggers[i].bearing(event, entry, named)) {
+                    mask |= 1 << i;
+                }
+            }
+            if mask == 0 && slot.holding.swap(0, Ordering::Relaxed) != 0 {
+                HOLDING.fetch_sub(1, Ordering::Relaxed);
+            }
+            mask
+        }
+        None => matched.fold(0u64, |m, i| m | 1 << i),
+    };
     if mask == 0 {
         return;
     }

@@ -264,7 +264,7 @@ pub fn expect(op: Op) -> Option<Event> {
         Mode::Record => {
             // A live halt stops each process at its next operation.
             if halt::check_needed() {
-                with_process(|p| p.backend.before_live_operation());
+                with_process(|p| p.backend.before_live_operation(op.kind));
             }
             return None;
         }

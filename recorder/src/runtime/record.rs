@@ -18,7 +18,7 @@ use ppd_formats::manifest::{
 };
 use ppd_formats::pending::PendingAccess;
 use ppd_formats::{
-    Borrowed, Event, FORMAT_VERSION, LogIdentity, LogWriter, ProcessId, WriterOptions,
+    Borrowed, Event, EventKind, FORMAT_VERSION, LogIdentity, LogWriter, ProcessId, WriterOptions,
 };
 
 use super::backend::{Dependency, Mode, Op, ProcessBackend, Runtime};
@@ -540,9 +540,9 @@ impl ProcessBackend for RecordProcess {
         }
     }
 
-    fn before_live_operation(&mut self) {
+    fn before_live_operation(&mut self, kind: EventKind) {
         if let Some(slot) = &self.live {
-            halt::before_operation(slot);
+            halt::before_operation(slot, kind);
         }
     }
 

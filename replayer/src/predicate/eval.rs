@@ -1,7 +1,7 @@
 //! Evaluating simple predicates on the events a process executes.
 
 use ppd_formats::Event;
-use ppd_formats::condition::Scope;
+use ppd_formats::condition::{Bearing, Scope, Stable};
 
 use super::resolve::{Component, Matcher};
 
@@ -31,40 +31,35 @@ impl Component {
 /// A component read as a stable state (Spezialetti & Gupta's local event): `enter F [if E]`
 /// holds while the process is inside an instance of F that satisfied E; `mark L if E` from a
 /// mark L satisfying E until the next mark L that does not; a send, receive or exit only right
-/// after it.
+/// after it. The state machine is [`Stable`]; this says how each event bears on it.
 #[derive(Debug, Clone, Default)]
-pub struct Interval {
-    /// For `enter F`: for each open instance of F, whether it satisfied the condition.
-    open: Vec<bool>,
-    holds: bool,
-}
+pub struct Interval(Stable);
 
 impl Interval {
     /// Updates the state with the event the process just executed; returns whether the
     /// component holds now.
     pub fn observe(&mut self, c: &Component, event: &Event, entry_prelog: Option<&[u8]>) -> bool {
-        match (&c.matcher, event) {
+        let holds = || c.holds_after(event, entry_prelog);
+        let bearing = match (&c.matcher, event) {
             (Matcher::Enter(f), Event::EblockEnter { eblock, .. }) if **eblock == **f => {
-                self.open.push(c.holds_after(event, entry_prelog));
-                self.holds = self.open.iter().any(|&b| b);
+                Bearing::Opens(holds())
             }
             (Matcher::Enter(f), Event::EblockExit { eblock, .. }) if **eblock == **f => {
-                self.open.pop();
-                self.holds = self.open.iter().any(|&b| b);
+                Bearing::Closes
             }
-            (Matcher::Enter(_), _) => {}
+            (Matcher::Enter(_), _) => Bearing::Leaves,
             (Matcher::Mark(l), Event::Mark { label, .. }) if **label == **l => {
-                self.holds = c.holds_after(event, entry_prelog);
+                Bearing::Sets(holds())
             }
-            (Matcher::Mark(_), _) => {}
-            _ => self.holds = c.holds_after(event, entry_prelog),
-        }
-        self.holds
+            (Matcher::Mark(_), _) => Bearing::Leaves,
+            _ => Bearing::Sets(holds()),
+        };
+        self.0.observe(bearing)
     }
 
     /// Whether the component holds.
     pub fn holds(&self) -> bool {
-        self.holds
+        self.0.holds()
     }
 }
 

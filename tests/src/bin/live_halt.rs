@@ -5,7 +5,7 @@
 //! are halted or waiting.
 
 use ppd::sync::atomic::{AtomicBool, Ordering};
-use ppd::sync::mpsc::sync_channel;
+use ppd::sync::mpsc::{Receiver, Sender, channel, sync_channel};
 use ppd::sync::{Arc, Mutex};
 use ppd::thread;
 
@@ -46,7 +46,7 @@ fn meet() {
 /// So a `step` follows `go` by happened-before only once the worker has the message, and
 /// never follows `idle`.
 fn linked() {
-    let (tx, rx) = ppd::sync::mpsc::channel::<u32>();
+    let (tx, rx) = channel::<u32>();
     let worker = thread::Builder::new()
         .name("worker".into())
         .spawn(move || {
@@ -72,11 +72,62 @@ fn linked() {
     println!("linked");
 }
 
+/// A critical section: tells the other side it is inside; with `wait`, waits until the other
+/// side says it is inside too; then five increments of `ledger`, each followed by 10 ms of
+/// work that makes no ppd operation.
+#[ppd::eblock]
+fn section(ledger: &Mutex<u64>, tell: &Sender<()>, hear: &Receiver<()>, wait: bool) {
+    // The other side may be gone already.
+    let _ = tell.send(());
+    if wait {
+        hear.recv().expect("the other side is inside");
+    }
+    for _ in 0..5 {
+        *ledger.lock().unwrap() += 1;
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// `live_halt sections [apart]`: `left` and `right` each run a section; they overlap (each
+/// waits inside until the other is inside) — or, with `apart`, right enters only once left
+/// has left (left tells it so).
+fn sections(apart: bool) {
+    let ledger = Arc::new(Mutex::new(0u64));
+    let (to_right, right_hears) = channel::<()>();
+    let (to_left, left_hears) = channel::<()>();
+    let (left_done, wait_for_left) = channel::<()>();
+    let left = {
+        let ledger = Arc::clone(&ledger);
+        thread::Builder::new()
+            .name("left".into())
+            .spawn(move || {
+                section(&ledger, &to_right, &left_hears, !apart);
+                // Only `apart` waits for it.
+                let _ = left_done.send(());
+            })
+            .expect("spawn left")
+    };
+    let right = thread::Builder::new()
+        .name("right".into())
+        .spawn(move || {
+            if apart {
+                wait_for_left.recv().expect("left");
+            }
+            section(&ledger, &to_left, &right_hears, true);
+        })
+        .expect("spawn right");
+    left.join().expect("left");
+    right.join().expect("right");
+    println!("sections");
+}
+
 #[ppd::main]
 fn main() {
-    match std::env::args().nth(1).as_deref() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
         Some("meet") => return meet(),
         Some("linked") => return linked(),
+        Some("sections") => return sections(args.get(1).is_some_and(|a| a == "apart")),
         _ => {}
     }
     let (tx, rx) = sync_channel::<u64>(64);
