@@ -43,6 +43,56 @@ pub struct LiveStop {
     /// Gupta): `all` is then set too.
     #[serde(default)]
     pub stable: bool,
+    /// Under `==`: the recognition points the static analysis found (Spezialetti & Gupta
+    /// §3.2.4), where alone the whole predicate is evaluated; none: at every event.
+    #[serde(default)]
+    pub recognition: Vec<RecognitionPoint>,
+}
+
+/// A point of the program where a process evaluates a simultaneous predicate: a node of the
+/// static analysis's DCFG, as the process's events show it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecognitionPoint {
+    /// The process, named as a trigger names one.
+    pub process: String,
+    /// The event that is the point.
+    pub at: RecognitionAt,
+}
+
+/// The event of a [`RecognitionPoint`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum RecognitionAt {
+    /// The entry of this e-block.
+    Enter(String),
+    /// A mark with this label.
+    Mark(String),
+    /// The process's first event.
+    Start,
+    /// The process's last event.
+    End,
+    /// The operation at this line of this file (a send, a receive, a join).
+    Site {
+        /// The file, as the analysis read it.
+        file: String,
+        /// The line.
+        line: u32,
+    },
+}
+
+impl RecognitionPoint {
+    /// Whether `event` is the point.
+    pub fn is_at(&self, event: &Event<Borrowed<'_>>) -> bool {
+        match (&self.at, event) {
+            (RecognitionAt::Enter(f), Event::EblockEnter { eblock, .. }) => eblock_is(eblock, f),
+            (RecognitionAt::Mark(l), Event::Mark { label, .. }) => label == l,
+            (RecognitionAt::Start, Event::Start { .. }) => true,
+            (RecognitionAt::End, Event::Exit | Event::Panic { .. }) => true,
+            (RecognitionAt::Site { file, line }, _) => event.site().is_some_and(|site| {
+                site.line() == *line && std::path::Path::new(file).ends_with(site.file())
+            }),
+            _ => false,
+        }
+    }
 }
 
 /// One simple predicate, `PROCESS: EVENT`, as the recording program evaluates it.
@@ -74,6 +124,16 @@ pub enum LiveEvent {
     Mark(String),
 }
 
+/// Whether `wanted`, a process as a predicate names it, is process `name` (id `id`) of node
+/// `node`: see [`LiveTrigger::names_process`].
+pub fn names_process(wanted: &str, node: &str, first: bool, id: ProcessId, name: &str) -> bool {
+    let full = format!("{node}/{name}");
+    name == wanted
+        || full == wanted
+        || (!wanted.contains('/') && name.ends_with(&format!("/{wanted}")))
+        || (first && ProcessId::parse_label(wanted) == Some(id))
+}
+
 fn eblock_is(logged: &str, wanted: &str) -> bool {
     logged == wanted || logged.rsplit("::").next() == Some(wanted)
 }
@@ -84,12 +144,7 @@ impl LiveTrigger {
     /// rule of [`crate::resolve_process`]. An id (`p3`) names a process of the first node
     /// (`first`), whose ids are the recording's.
     pub fn names_process(&self, node: &str, first: bool, id: ProcessId, name: &str) -> bool {
-        let wanted = self.process.as_str();
-        let full = format!("{node}/{name}");
-        name == wanted
-            || full == wanted
-            || (!wanted.contains('/') && name.ends_with(&format!("/{wanted}")))
-            || (first && ProcessId::parse_label(wanted) == Some(id))
+        names_process(&self.process, node, first, id, name)
     }
 
     /// Whether `event`, just logged by the process the trigger names, matches it and
@@ -243,6 +298,11 @@ pub struct HaltReport {
     pub processes: Vec<LiveProcess>,
     /// Nanoseconds from the halt's start in the node to the report.
     pub latency_ns: u64,
+    /// How many times a process of the node evaluated the whole predicate since the program
+    /// started or last resumed (under `&` and `==`; at recognition points only, when there
+    /// are some).
+    #[serde(default)]
+    pub evaluations: u64,
 }
 
 /// Program (one node) to debugger.

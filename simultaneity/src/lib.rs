@@ -50,9 +50,14 @@
 //!   replay halts without them), or *unknown* with the constructs that decide it.
 //!   [`render`] words it for `ppd check`.
 //!
-//! Not done: stability of generalized
-//! dependent monotonic components (`StatsAlongPaths` is there, no predicate uses it), and the
-//! instrumentation of §3.3 — ppd's replay evaluates predicates over recorded runs instead.
+//! The instrumentation of §3.3 is the live program's (`ppd record --stop`, in the recorder's
+//! `runtime::halt`): given the recognition points, each process evaluates the whole predicate
+//! only there, once the parts' values that travel piggybacked on its synchronization say
+//! every part has held; since ppd's parts are not all monotonic, the evaluation then reads the
+//! parts as they hold now. ppd's replay evaluates predicates over the recorded run instead.
+//!
+//! Not done: stability of generalized dependent monotonic components (`StatsAlongPaths` is
+//! there, no predicate uses it).
 
 #![deny(missing_docs)]
 

@@ -123,6 +123,44 @@ fn an_impossible_verdict_is_never_contradicted_by_a_run() {
             && stderr.contains("send on `done_tx`/`done_rx`"),
         "{stderr}"
     );
+    // So does halting the live program, before anything runs; `--no-check` records.
+    let dir = work.path().join("live");
+    let out = ppd(
+        work.path(),
+        &[
+            "record",
+            "-o",
+            dir.to_str().unwrap(),
+            "--stop",
+            SECTIONS,
+            "--",
+            program.to_str().unwrap(),
+        ],
+    );
+    let (stdout, stderr) = output_text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("the predicate cannot hold in any run of")
+            && stderr.contains("--no-check records anyway"),
+        "{stderr}"
+    );
+    assert!(!dir.exists(), "nothing is recorded");
+    let out = ppd(
+        work.path(),
+        &[
+            "record",
+            "-o",
+            dir.to_str().unwrap(),
+            "--no-check",
+            "--stop",
+            SECTIONS,
+            "--",
+            program.to_str().unwrap(),
+        ],
+    );
+    let (stdout, stderr) = output_text(&out);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stderr.contains("never held in this run"), "{stderr}");
 }
 
 #[test]

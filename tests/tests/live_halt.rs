@@ -648,8 +648,26 @@ fn a_simultaneous_predicate_halts_the_live_program_with_both_inside_their_sectio
     );
     let (stdout, stderr) = output_text(&out);
     assert!(out.status.success(), "{stdout}\n{stderr}");
+    // The static analysis of the program's source (found from the binary) gave the
+    // recognition points; left's receive of right's word is the one where it succeeds, so
+    // the whole predicate is evaluated once.
+    assert!(
+        stderr.contains("evaluated at its recognition points only")
+            && stderr.contains("left at ")
+            && stderr.contains("live_halt.rs"),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains("the whole predicate was evaluated once before it held"),
+        "{stdout}"
+    );
     let halts = read_halts(&dir).unwrap();
     assert_eq!(halts.len(), 1, "{stderr}");
+    let recording = ppd_formats::Recording::open(&dir).unwrap();
+    assert_eq!(
+        recording.processes()[halts[0].initiator.index()].name,
+        "left"
+    );
     // Whatever their last events, both are inside their sections in the halted state.
     let recording = ppd_formats::Recording::open(&dir).unwrap();
     for (id, events) in logs(&dir) {
@@ -668,6 +686,25 @@ fn a_simultaneous_predicate_halts_the_live_program_with_both_inside_their_sectio
             .sum();
         assert_eq!(depth, 1, "{name} is not inside its section at the halt");
     }
+    // Without the analysis, every event at which a part holds evaluates the whole predicate.
+    let dir = work.path().join("everywhere");
+    let out = record_program(
+        work.path(),
+        &dir,
+        &program(),
+        &["sections"],
+        &["--stop", pred, "--no-check"],
+    );
+    let (stdout, stderr) = output_text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(!stderr.contains("recognition points"), "{stderr}");
+    let evaluated = stdout
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("the whole predicate was evaluated "))
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse::<u32>().ok());
+    assert!(evaluated.is_some_and(|n| n > 1), "{stdout}");
+    assert_eq!(read_halts(&dir).unwrap().len(), 1);
     // Sections one after the other never overlap: the run goes to its end.
     let dir = work.path().join("apart");
     let out = record_program(

@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::anyhow;
+use ppd_formats::live::{RecognitionAt, RecognitionPoint};
 use ppd_replayer::predicate::{self, EventPattern, Predicate};
-use ppd_simultaneity::source::{self, Program};
+use ppd_simultaneity::source::{self, Program, What};
 use ppd_simultaneity::{Combination, Component, Event, NodeId, Verdict};
 use serde::Serialize;
 
@@ -311,6 +312,157 @@ pub(crate) fn recorded_source(recording: &ppd_formats::Recording) -> Option<Path
         }
     }
     None
+}
+
+/// Before `ppd record --stop` under an `==` predicate: the static verdict on the program at
+/// `source` (given, or found from the recorded command). An impossible predicate is refused,
+/// saying why; a possible one gives the recognition points where the live program evaluates
+/// it; otherwise (no source found, *unknown*) it is evaluated at every event, as is said.
+pub(crate) fn before_live(
+    text: &str,
+    source: Option<&Path>,
+    command: &[String],
+) -> Result<Vec<RecognitionPoint>, crate::exit::CliError> {
+    let Ok(parsed) = predicate::parse(text) else {
+        return Ok(Vec::new());
+    };
+    let Ok((Combination::Simultaneous, components)) = components(&parsed) else {
+        return Ok(Vec::new());
+    };
+    let Some(src) = source
+        .map(Path::to_owned)
+        .or_else(|| source_of_command(command))
+    else {
+        eprintln!(
+            "ppd: no source of the program found for the static analysis (--source FILE names \
+             it): the predicate is evaluated at every event"
+        );
+        return Ok(Vec::new());
+    };
+    let (program, verdict) = analyse(&src, Combination::Simultaneous, &components)?;
+    match &verdict {
+        Verdict::Impossible { .. } => Err(input(anyhow!(
+            "the predicate cannot hold in any run of {} (--no-check records anyway):\n{}",
+            src.display(),
+            ppd_simultaneity::render(&program, &components, &verdict).trim_end()
+        ))),
+        Verdict::Possible { recognition, .. } => {
+            let points: Vec<RecognitionPoint> = recognition
+                .iter()
+                .map(|r| live_point(&program, r.point))
+                .collect();
+            if points.is_empty() {
+                eprintln!(
+                    "ppd: the static analysis of {} found no recognition point: the predicate \
+                     is evaluated at every event",
+                    src.display()
+                );
+            } else {
+                let at: Vec<String> = recognition
+                    .iter()
+                    .map(|r| {
+                        let n = r.point;
+                        let process = program.process_name(program.graph.nodes[n].process);
+                        format!(
+                            "{process} at {} ({})",
+                            program.sites[n],
+                            program.what_text(n)
+                        )
+                    })
+                    .collect();
+                eprintln!(
+                    "ppd: the predicate is evaluated at its recognition points only (Spezialetti \
+                     & Gupta §3.2.4; --no-check evaluates it at every event): {}",
+                    at.join("; ")
+                );
+            }
+            Ok(points)
+        }
+        Verdict::Unknown { .. } => {
+            eprintln!(
+                "ppd: the static analysis of {} cannot decide the predicate (`ppd check` says \
+                 why): it is evaluated at every event",
+                src.display()
+            );
+            Ok(Vec::new())
+        }
+    }
+}
+
+/// Node `n` of the analysed program as the live program sees it: the event of its process
+/// that is the node.
+fn live_point(program: &Program, n: NodeId) -> RecognitionPoint {
+    let site = &program.sites[n];
+    let at = match &program.what[n] {
+        What::Enter(f) => RecognitionAt::Enter(f.clone()),
+        What::Mark(Some(label)) => RecognitionAt::Mark(label.clone()),
+        What::Start | What::Started => RecognitionAt::Start,
+        What::Stop | What::Ending => RecognitionAt::End,
+        _ => RecognitionAt::Site {
+            file: site.file.clone(),
+            line: u32::try_from(site.line).unwrap_or(u32::MAX),
+        },
+    };
+    RecognitionPoint {
+        process: program.process_name(program.graph.nodes[n].process),
+        at,
+    }
+}
+
+/// The `#[ppd::main]` file of the program `command` runs, when it can be told: for a binary
+/// cargo built (`ROOT/target/PROFILE/[examples/]NAME`, or `cargo run --bin|--example NAME`
+/// in ROOT) the one file `NAME.rs` under ROOT that holds `ppd::main` (or ROOT's
+/// `src/main.rs`).
+pub(crate) fn source_of_command(command: &[String]) -> Option<PathBuf> {
+    let program = Path::new(command.first()?);
+    let (root, name) = if program.file_name().is_some_and(|n| n == "cargo") {
+        let named = command
+            .windows(2)
+            .find(|w| w[0] == "--bin" || w[0] == "--example")
+            .map(|w| w[1].clone());
+        (std::env::current_dir().ok()?, named)
+    } else {
+        let program = std::fs::canonicalize(program).ok()?;
+        let root = program
+            .ancestors()
+            .find(|a| a.file_name().is_some_and(|n| n == "target"))?
+            .parent()?
+            .to_owned();
+        let name = program.file_name()?.to_string_lossy().into_owned();
+        (root, Some(name))
+    };
+    let holds_main =
+        |path: &Path| std::fs::read_to_string(path).is_ok_and(|t| t.contains("ppd::main"));
+    let mut found = Vec::new();
+    if let Some(name) = &name {
+        find_named(&root, &format!("{name}.rs"), 4, &mut found);
+    }
+    found.retain(|p| holds_main(p));
+    match found.as_slice() {
+        [one] => Some(one.clone()),
+        [] => Some(root.join("src/main.rs")).filter(|p| holds_main(p)),
+        _ => None,
+    }
+}
+
+/// Every file called `file` under `dir`, `depth` directories down at most, past `target` and
+/// hidden directories.
+fn find_named(dir: &Path, file: &str, depth: usize, found: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        match entry.file_type() {
+            Ok(t) if t.is_dir() && depth > 0 && name != "target" && !name.starts_with('.') => {
+                find_named(&path, file, depth - 1, found);
+            }
+            Ok(t) if t.is_file() && name == file => found.push(path),
+            _ => {}
+        }
+    }
 }
 
 /// Refuses the `==` predicate `text`, before a replay of `recording`, when the program's

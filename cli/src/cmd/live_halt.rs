@@ -21,7 +21,7 @@ use ppd_flowback::why::{Point, Query, TraceStore};
 use ppd_formats::integrity;
 use ppd_formats::live::{
     DebuggerCommand, Halt, HaltReport, LiveEvent, LiveProcess, LiveStatus, LiveStop, LiveTrigger,
-    ProgramMessage,
+    ProgramMessage, RecognitionPoint,
 };
 use ppd_formats::{ProcessId, Recording};
 use ppd_recorder::runtime::env;
@@ -56,7 +56,11 @@ enum Choice {
 impl LiveDebugger {
     /// Parses `text` and makes the socket. A predicate the live program cannot evaluate yet
     /// is refused, pointing at what to do instead.
-    pub(crate) fn prepare(text: &str, interactive: bool) -> Result<LiveDebugger, CliError> {
+    pub(crate) fn prepare(
+        text: &str,
+        interactive: bool,
+        recognition: Vec<RecognitionPoint>,
+    ) -> Result<LiveDebugger, CliError> {
         let parsed = predicate::parse(text).map_err(input)?;
         let stable = matches!(parsed, Predicate::Simultaneous(_));
         let (simples, all, stages) = match &parsed {
@@ -114,6 +118,7 @@ impl LiveDebugger {
                 all,
                 stages,
                 stable,
+                recognition,
             },
             trigger_texts: simples.iter().map(ToString::to_string).collect(),
             interactive,
@@ -476,6 +481,8 @@ struct Merged {
     order: Vec<ProcessId>,
     processes: Vec<LiveProcess>,
     latency_ns: u64,
+    /// Evaluations of the whole predicate in every node since the run started or resumed.
+    evaluations: u64,
 }
 
 /// The nodes' reports in the recording's ids (a node's processes are numbered from its base).
@@ -509,6 +516,7 @@ fn merge(
     let mut processes = Vec::new();
     let mut node_pids = BTreeMap::new();
     let mut latency_ns = 0;
+    let mut evaluations = 0;
     for (id, report) in &round.reports {
         let base = base_of(id)?;
         if let Some(pid) = nodes.get(id).and_then(|n| n.pid) {
@@ -524,6 +532,7 @@ fn merge(
             later.extend(ids);
         }
         latency_ns = latency_ns.max(report.latency_ns);
+        evaluations += report.evaluations;
         processes.extend(report.processes.iter().map(|p| LiveProcess {
             id: global(base, p.id),
             ..p.clone()
@@ -540,6 +549,7 @@ fn merge(
         order,
         processes,
         latency_ns,
+        evaluations,
     })
 }
 
@@ -603,6 +613,15 @@ fn halting_order(halt: u64, merged: &Merged, state: &HaltState) -> String {
         text.push_str(&format!(
             "  not halted: {} (no operation since the halt; each halts at its next)\n",
             running.join(", ")
+        ));
+    }
+    if merged.evaluations > 0 {
+        let times = match merged.evaluations {
+            1 => "once".to_owned(),
+            n => format!("{n} times"),
+        };
+        text.push_str(&format!(
+            "  the whole predicate was evaluated {times} before it held\n"
         ));
     }
     text

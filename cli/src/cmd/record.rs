@@ -56,6 +56,14 @@ pub(crate) struct Args {
     /// With --stop: at each halt, take commands (print, continue, detach, kill).
     #[arg(short, long, requires = "stop")]
     interactive: bool,
+    /// With an `==` --stop: the program's `#[ppd::main]` file (or a directory holding one), for
+    /// the static analysis that refuses an impossible predicate and finds the recognition
+    /// points where it is evaluated; by default found from PROGRAM.
+    #[arg(long, value_name = "PATH", requires = "stop")]
+    source: Option<PathBuf>,
+    /// With --stop: no static analysis; an `==` predicate is evaluated at every event.
+    #[arg(long, requires = "stop")]
+    no_check: bool,
     /// The program and its arguments.
     #[arg(
         required = true,
@@ -144,7 +152,14 @@ pub(crate) fn run(args: &Args) -> CmdResult {
     let debugger = args
         .stop
         .as_deref()
-        .map(|text| LiveDebugger::prepare(text, args.interactive))
+        .map(|text| {
+            let recognition = if args.no_check {
+                Vec::new()
+            } else {
+                super::check::before_live(text, args.source.as_deref(), &args.command)?
+            };
+            LiveDebugger::prepare(text, args.interactive, recognition)
+        })
         .transpose()?;
     shield_from_signals();
     let tries = if args.until_failure { args.tries } else { 1 };

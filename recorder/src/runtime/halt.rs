@@ -52,6 +52,7 @@ use std::time::{Duration, Instant};
 use ppd_formats::condition::Stable;
 use ppd_formats::live::{
     Breakpoint, DebuggerCommand, HaltReport, LiveProcess, LiveStatus, LiveStop, ProgramMessage,
+    names_process,
 };
 use ppd_formats::order::{Order, Point, Rule};
 use ppd_formats::{Borrowed, Event, EventKind, ObjectId, ProcessId};
@@ -82,10 +83,14 @@ struct Live {
     changed: Condvar,
     /// Signalled when the debugger resumes the program.
     resumed: Condvar,
-    /// Under a linked predicate: the predicate markers left at synchronization points, the
-    /// stage each carries; `marking` says whether there are any without taking the lock.
-    markers: Mutex<FxHashMap<Point<ObjectId>, u8>>,
+    /// Under a linked predicate, or `==` with recognition points: the predicate markers left
+    /// at synchronization points, each the stage (linked) or the parts known to have held
+    /// (`==`, one bit each) it carries; `marking` says whether there are any without taking
+    /// the lock.
+    markers: Mutex<FxHashMap<Point<ObjectId>, u64>>,
     marking: AtomicBool,
+    /// Evaluations of the whole conjunction since the program started or last resumed.
+    evaluations: AtomicU64,
 }
 
 #[derive(Default)]
@@ -141,6 +146,10 @@ pub(crate) struct Slot {
     entries: Option<Mutex<Vec<Box<[u8]>>>>,
     /// Under `==`: the stable state of each of its triggers, in the order of `triggers`.
     stable: Option<Mutex<Vec<Stable>>>,
+    /// Under `==` with recognition points: those in this process, and the parts it knows to
+    /// have held in its causal past, one bit each.
+    recognizes: Vec<usize>,
+    known: AtomicU64,
 }
 
 fn live_state(live: &Live) -> MutexGuard<'_, State> {
@@ -173,6 +182,7 @@ pub(crate) fn install(stop: LiveStop, socket: &str, node: &str, first: bool) -> 
         resumed: Condvar::new(),
         markers: Mutex::default(),
         marking: AtomicBool::new(false),
+        evaluations: AtomicU64::new(0),
     };
     if LIVE.set(live).is_err() {
         return Err("a breakpoint is already armed".into());
@@ -223,6 +233,14 @@ pub(crate) fn started(id: ProcessId, name: &str) -> Option<Arc<Slot>> {
         .then(Mutex::default);
     let stable = (live.stop.stable && !triggers.is_empty())
         .then(|| Mutex::new(vec![Stable::default(); triggers.len()]));
+    let recognizes = live
+        .stop
+        .recognition
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| names_process(&r.process, &live.node, live.first, id, name))
+        .map(|(i, _)| i)
+        .collect();
     let slot = Arc::new(Slot {
         id,
         name: name.to_owned(),
@@ -236,6 +254,8 @@ pub(crate) fn started(id: ProcessId, name: &str) -> Option<Arc<Slot>> {
         stage: AtomicU8::new(0),
         entries,
         stable,
+        recognizes,
+        known: AtomicU64::new(0),
     });
     live_state(live).processes.push(Arc::clone(&slot));
     Some(slot)
@@ -333,6 +353,12 @@ pub(crate) fn after_event(slot: &Slot, event: &Event<Borrowed<'_>>, events: u64)
         }
         return;
     }
+    if !live.stop.recognition.is_empty() {
+        if live.armed.load(Ordering::Relaxed) {
+            recognize(live, slot, event, entry, events);
+        }
+        return;
+    }
     if slot.triggers.is_empty() || !live.armed.load(Ordering::Relaxed) {
         return;
     }
@@ -363,47 +389,160 @@ pub(crate) fn after_event(slot: &Slot, event: &Event<Borrowed<'_>>, events: u64)
     // while its stable state holds); the whole holds when every component's process holds
     // its part at once.
     let mask = match &slot.stable {
-        Some(states) => {
-            let named = |channel: ObjectId, wanted: &str| {
-                live_state(live)
-                    .named_channels
-                    .iter()
-                    .any(|(c, n)| *c == channel && n == wanted)
-            };
-            let mut states = states.lock().unwrap_or_else(|p| p.into_inner());
-            let mut mask = 0u64;
-            for (&i, stable) in slot.triggers.iter().zip(states.iter_mut()) {
-                if stable.observe(live.stop.triggers[i].bearing(event, entry, named)) {
-                    mask |= 1 << i;
-                }
-            }
-            if mask == 0 && slot.holding.swap(0, Ordering::Relaxed) != 0 {
-                HOLDING.fetch_sub(1, Ordering::Relaxed);
-            }
-            mask
-        }
+        Some(states) => observe_stable(live, slot, states, event, entry),
         None => matched.fold(0u64, |m, i| m | 1 << i),
     };
     if mask == 0 {
         return;
     }
-    let mut state = live_state(live);
+    let state = live_state(live);
     if state.current.is_some() {
         return;
     }
+    hold(slot, mask);
+    evaluate_locked(
+        live,
+        slot,
+        state,
+        breakpoint(mask.trailing_zeros() as usize),
+    );
+}
+
+/// Under `==`: updates the stable state of each of the process's triggers with `event`; the
+/// triggers that hold after it, one bit each. Parts that no longer hold stop holding here.
+fn observe_stable(
+    live: &Live,
+    slot: &Slot,
+    states: &Mutex<Vec<Stable>>,
+    event: &Event<Borrowed<'_>>,
+    entry: Option<&[u8]>,
+) -> u64 {
+    let named = |channel: ObjectId, wanted: &str| {
+        live_state(live)
+            .named_channels
+            .iter()
+            .any(|(c, n)| *c == channel && n == wanted)
+    };
+    let mut states = states.lock().unwrap_or_else(|p| p.into_inner());
+    let mut mask = 0u64;
+    for (&i, stable) in slot.triggers.iter().zip(states.iter_mut()) {
+        if stable.observe(live.stop.triggers[i].bearing(event, entry, named)) {
+            mask |= 1 << i;
+        }
+    }
+    if mask == 0 && slot.holding.swap(0, Ordering::Relaxed) != 0 {
+        HOLDING.fetch_sub(1, Ordering::Relaxed);
+    }
+    mask
+}
+
+/// The process's parts `mask` hold (the state's lock held, no halt in progress).
+fn hold(slot: &Slot, mask: u64) {
     if slot.holding.swap(mask, Ordering::Relaxed) == 0 {
         HOLDING.fetch_add(1, Ordering::Relaxed);
     }
+}
+
+/// Evaluates the whole conjunction with the state's lock held: when every part holds, the
+/// process of `slot` starts a halt at `breakpoint` and halts.
+fn evaluate_locked(
+    live: &Live,
+    slot: &Slot,
+    mut state: MutexGuard<'_, State>,
+    breakpoint: Breakpoint,
+) {
+    live.evaluations.fetch_add(1, Ordering::Relaxed);
     let held = state
         .processes
         .iter()
         .fold(0u64, |m, s| m | s.holding.load(Ordering::Relaxed));
-    let every = u64::MAX >> (64 - live.stop.triggers.len());
-    if held == every {
-        let trigger = mask.trailing_zeros() as usize;
-        let halt = begin_locked(live, &mut state, Some(breakpoint(trigger)));
+    if held == every_trigger(live) {
+        let halt = begin_locked(live, &mut state, Some(breakpoint));
         drop(halt_locked(live, slot, state, halt));
     }
+}
+
+/// One bit for each trigger.
+fn every_trigger(live: &Live) -> u64 {
+    u64::MAX >> (64 - live.stop.triggers.len())
+}
+
+/// Under `==` with the recognition points of the static analysis (Spezialetti & Gupta §3.3):
+/// every process keeps what it knows of the parts that have held in its causal past — its own
+/// as it observes them, the others' as they travel, piggybacked as markers, with the
+/// synchronization that orders its events (as a linked predicate's stages do). Only at a
+/// recognition point, and only once it knows of every part, does the process evaluate the
+/// whole predicate, on the parts that hold now: what it knows may be out of date, since
+/// ppd's parts are not monotonic, so the knowledge only says where evaluating can succeed.
+fn recognize(
+    live: &Live,
+    slot: &Slot,
+    event: &Event<Borrowed<'_>>,
+    entry: Option<&[u8]>,
+    events: u64,
+) {
+    let mask = match &slot.stable {
+        Some(states) => observe_stable(live, slot, states, event, entry),
+        None => 0,
+    };
+    if mask != 0 && slot.holding.load(Ordering::Relaxed) != mask {
+        let state = live_state(live);
+        if state.current.is_none() {
+            hold(slot, mask);
+        }
+    }
+    let rule = event.sync().rule(slot.id, Order::Replay);
+    let known = slot.known.load(Ordering::Relaxed) | mask | take_marker(live, rule);
+    slot.known.store(known, Ordering::Relaxed);
+    if known != 0 {
+        give_marker(live, rule, known, |a, b| a | b);
+    }
+    let at_point = slot
+        .recognizes
+        .iter()
+        .any(|&r| live.stop.recognition[r].is_at(event));
+    if known != every_trigger(live) || !at_point {
+        return;
+    }
+    let state = live_state(live);
+    if state.current.is_some() {
+        return;
+    }
+    let breakpoint = Breakpoint {
+        process: slot.id,
+        event: events - 1,
+        trigger: slot.triggers.first().copied().unwrap_or(0),
+    };
+    evaluate_locked(live, slot, state, breakpoint);
+}
+
+/// The marker left where `rule` takes one (0 when none): a message, a spawn and an end are
+/// taken once; a release or an access by every operation after it, until the next gives it
+/// anew.
+fn take_marker(live: &Live, rule: Rule<ObjectId>) -> u64 {
+    let (Rule::Takes(point) | Rule::Chains(point)) = rule else {
+        return 0;
+    };
+    if !live.marking.load(Ordering::Acquire) {
+        return 0;
+    }
+    let mut markers = lock_markers(live);
+    let taken = match point {
+        Point::Message { .. } | Point::Spawned(_) | Point::Ended(_) => markers.remove(&point),
+        Point::Released(_) | Point::Accessed(_) => markers.get(&point).copied(),
+    };
+    taken.unwrap_or(0)
+}
+
+/// Leaves `value` as the marker where `rule` gives one, `join`ed with the marker there.
+fn give_marker(live: &Live, rule: Rule<ObjectId>, value: u64, join: fn(u64, u64) -> u64) {
+    let (Rule::Gives(point) | Rule::Chains(point)) = rule else {
+        return;
+    };
+    let mut markers = lock_markers(live);
+    let carried = markers.entry(point).or_default();
+    *carried = join(*carried, value);
+    live.marking.store(true, Ordering::Release);
 }
 
 /// Keeps the prelogs of the e-blocks a process is in: an entry's is kept, an exit gives back
@@ -435,19 +574,8 @@ fn follow_markers(
     events: u64,
 ) {
     let rule = event.sync().rule(slot.id, Order::Replay);
-    let mut stage = slot.stage.load(Ordering::Relaxed);
-    if let Rule::Takes(point) | Rule::Chains(point) = rule
-        && live.marking.load(Ordering::Acquire)
-    {
-        let mut markers = lock_markers(live);
-        // A message, a spawn and an end are taken once; a release or an access by every
-        // operation after it, until the next gives it anew.
-        let taken = match point {
-            Point::Message { .. } | Point::Spawned(_) | Point::Ended(_) => markers.remove(&point),
-            Point::Released(_) | Point::Accessed(_) => markers.get(&point).copied(),
-        };
-        stage = stage.max(taken.unwrap_or(0));
-    }
+    let taken = u8::try_from(take_marker(live, rule)).unwrap_or(u8::MAX);
+    let mut stage = slot.stage.load(Ordering::Relaxed).max(taken);
     let stages = &live.stop.stages;
     if let Some(next) = stages.get(usize::from(stage)) {
         let matched = slot.triggers.iter().copied().find(|&i| {
@@ -475,17 +603,12 @@ fn follow_markers(
         }
     }
     slot.stage.store(stage, Ordering::Relaxed);
-    if stage > 0
-        && let Rule::Gives(point) | Rule::Chains(point) = rule
-    {
-        let mut markers = lock_markers(live);
-        let carried = markers.entry(point).or_default();
-        *carried = (*carried).max(stage);
-        live.marking.store(true, Ordering::Release);
+    if stage > 0 {
+        give_marker(live, rule, u64::from(stage), u64::max);
     }
 }
 
-fn lock_markers(live: &Live) -> MutexGuard<'_, FxHashMap<Point<ObjectId>, u8>> {
+fn lock_markers(live: &Live) -> MutexGuard<'_, FxHashMap<Point<ObjectId>, u64>> {
     live.markers.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -621,6 +744,7 @@ fn settled_report(live: &Live, begun: &Begun) -> HaltReport {
         order: state.order.clone(),
         processes,
         latency_ns: begun.at.elapsed().as_nanos() as u64,
+        evaluations: live.evaluations.load(Ordering::Relaxed),
     }
 }
 
@@ -628,13 +752,15 @@ fn settled_report(live: &Live, begun: &Begun) -> HaltReport {
 /// Imase §4: the statuses go back to their initial values).
 fn resume(live: &Live) {
     let mut state = live_state(live);
-    if !live.stop.stages.is_empty() {
+    if !live.stop.stages.is_empty() || !live.stop.recognition.is_empty() {
         for slot in &state.processes {
             slot.stage.store(0, Ordering::Relaxed);
+            slot.known.store(0, Ordering::Relaxed);
         }
         lock_markers(live).clear();
         live.marking.store(false, Ordering::Release);
     }
+    live.evaluations.store(0, Ordering::Relaxed);
     state.current = None;
     HALT.store(0, Ordering::Release);
     drop(state);
