@@ -72,15 +72,15 @@ fn linked() {
     println!("linked");
 }
 
-/// A critical section: tells the other side it is inside; with `wait`, waits until the other
-/// side says it is inside too; then five increments of `ledger`, each followed by 10 ms of
-/// work that makes no ppd operation.
+/// A critical section: tells the other side it is inside; with `wait`, counts in `ledger`
+/// until the other side says it is inside too; then five increments of `ledger`, each
+/// followed by 10 ms of work that makes no ppd operation.
 #[ppd::eblock]
 fn section(ledger: &Mutex<u64>, tell: &Sender<()>, hear: &Receiver<()>, wait: bool) {
     // The other side may be gone already.
     let _ = tell.send(());
-    if wait {
-        hear.recv().expect("the other side is inside");
+    while wait && hear.try_recv().is_err() {
+        *ledger.lock().unwrap() += 1;
     }
     for _ in 0..5 {
         *ledger.lock().unwrap() += 1;
@@ -88,10 +88,12 @@ fn section(ledger: &Mutex<u64>, tell: &Sender<()>, hear: &Receiver<()>, wait: bo
     }
 }
 
-/// `live_halt sections [apart]`: `left` and `right` each run a section; they overlap (each
-/// waits inside until the other is inside) — or, with `apart`, right enters only once left
-/// has left (left tells it so).
-fn sections(apart: bool) {
+/// `live_halt sections [apart | late]`: `left` and `right` each run a section; they overlap
+/// (each waits inside until the other is inside; with `late`, right starts 100 ms late, so
+/// left counts a while inside alone) — or, with `apart`, right enters only once left has left
+/// (left tells it so).
+fn sections(mode: Option<&str>) {
+    let (apart, late) = (mode == Some("apart"), mode == Some("late"));
     let ledger = Arc::new(Mutex::new(0u64));
     let (to_right, right_hears) = channel::<()>();
     let (to_left, left_hears) = channel::<()>();
@@ -112,6 +114,8 @@ fn sections(apart: bool) {
         .spawn(move || {
             if apart {
                 wait_for_left.recv().expect("left");
+            } else if late {
+                std::thread::sleep(std::time::Duration::from_millis(100));
             }
             section(&ledger, &to_left, &right_hears, true);
         })
@@ -127,7 +131,7 @@ fn main() {
     match args.first().map(String::as_str) {
         Some("meet") => return meet(),
         Some("linked") => return linked(),
-        Some("sections") => return sections(args.get(1).is_some_and(|a| a == "apart")),
+        Some("sections") => return sections(args.get(1).map(String::as_str)),
         _ => {}
     }
     let (tx, rx) = sync_channel::<u64>(64);
