@@ -79,6 +79,9 @@ pub struct ProcessReport {
     pub holds: Vec<usize>,
     /// Its vector clock (events of each process in its causal past), when tracked.
     pub vclock: Vec<ppd_formats::order::Tick>,
+    /// The OS thread that runs it in the replayed program, once it has started.
+    #[serde(default)]
+    pub thread: Option<u32>,
 }
 
 /// Why the processes stopped.

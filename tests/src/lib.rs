@@ -38,6 +38,23 @@ pub fn example_bin(name: &str) -> PathBuf {
     must_exist(build_dir().join("examples").join(name), "example")
 }
 
+/// `ppd record -o DIR [OPTIONS...] -- sh examples/kvstore.sh KVSTORE`: the replicated store
+/// of `examples/kvstore.rs`, its backup, primary and client three OS processes, recorded as
+/// one run by wrapping its launcher.
+pub fn record_kvstore(cwd: &Path, dir: &Path, options: &[&str]) -> Output {
+    let launcher = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/kvstore.sh");
+    let kvstore = example_bin("kvstore");
+    let mut args = vec!["record", "-o", dir.to_str().expect("utf-8 path")];
+    args.extend_from_slice(options);
+    args.extend([
+        "--",
+        "sh",
+        launcher.to_str().expect("utf-8 path"),
+        kvstore.to_str().expect("utf-8 path"),
+    ]);
+    ppd(cwd, &args)
+}
+
 /// `ppd ARGS...` run in `cwd`.
 pub fn ppd(cwd: &Path, args: &[&str]) -> Output {
     Command::new(ppd_bin())

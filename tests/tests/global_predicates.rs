@@ -147,25 +147,8 @@ fn halt(work: &Path, dir: &Path, run: &Run, predicate: &str) -> Vec<u64> {
 }
 
 fn record_kvstore(work: &Path) -> PathBuf {
-    let launcher = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../examples/kvstore.sh")
-        .to_string_lossy()
-        .into_owned();
-    let kvstore = ppd_tests::example_bin("kvstore");
     let dir = work.join("rec");
-    let out = ppd(
-        work,
-        &[
-            "record",
-            "-o",
-            dir.to_str().unwrap(),
-            "--",
-            "sh",
-            &launcher,
-            kvstore.to_str().unwrap(),
-            "12",
-        ],
-    );
+    let out = ppd_tests::record_kvstore(work, &dir, &[]);
     let (printed, said) = output_text(&out);
     assert!(said.contains("in 3 OS processes"), "{printed}\n{said}");
     dir

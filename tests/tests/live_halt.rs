@@ -398,21 +398,10 @@ fn a_breakpoint_in_one_node_halts_every_node_and_a_replay_reaches_that_global_st
 fn the_replicated_store_halts_live_in_all_three_os_processes_at_the_stale_update() {
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("rec");
-    let launcher = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/kvstore.sh");
-    let kvstore = ppd_tests::example_bin("kvstore");
-    let out = ppd(
+    let out = ppd_tests::record_kvstore(
         work.path(),
-        &[
-            "record",
-            "-o",
-            dir.to_str().unwrap(),
-            "--stop",
-            "backup/replication: mark ignored",
-            "--",
-            "sh",
-            launcher,
-            kvstore.to_str().unwrap(),
-        ],
+        &dir,
+        &["--stop", "backup/replication: mark ignored"],
     );
     let (stdout, stderr) = output_text(&out);
     // The client finds the backup stale after the program runs on to its end.

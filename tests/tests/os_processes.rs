@@ -492,24 +492,8 @@ fn why_through_an_instance_of_a_killed_process_stops_where_its_log_does() {
 #[test]
 fn the_replicated_store_example_records_replays_halts_at_the_stale_update_and_explains_it() {
     let work = tempfile::tempdir().unwrap();
-    let launcher = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../examples/kvstore.sh")
-        .to_string_lossy()
-        .into_owned();
-    let kvstore = ppd_tests::example_bin("kvstore");
     let dir = work.path().join("rec");
-    let out = ppd(
-        work.path(),
-        &[
-            "record",
-            "-o",
-            dir.to_str().unwrap(),
-            "--",
-            "sh",
-            &launcher,
-            kvstore.to_str().unwrap(),
-        ],
-    );
+    let out = ppd_tests::record_kvstore(work.path(), &dir, &[]);
     let (printed, said) = output_text(&out);
     // The client finds the backup stale and says so with its exit code.
     assert_eq!(out.status.code(), Some(1), "{printed}\n{said}");

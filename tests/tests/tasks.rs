@@ -660,11 +660,16 @@ fn gdb_starts_the_program_stopped_at_the_task_entry_with_its_logged_input() {
     let out = analyze_with(work.path(), &dir, &["--lldb", "37", "--dry-run"], &[]);
     let text = String::from_utf8_lossy(&out.stdout);
     let lldb = shell_words(text.lines().nth(1).expect("the command"));
-    let at = lldb.iter().position(|w| w == "lldb").expect("lldb");
+    // `lldb`, or the newest `lldb-N` on PATH when there is no `lldb`.
+    let is_lldb = |w: &String| {
+        w == "lldb"
+            || w.strip_prefix("lldb-")
+                .is_some_and(|v| v.parse::<u32>().is_ok())
+    };
+    let at = lldb.iter().position(is_lldb).expect("lldb");
     assert_eq!(
-        lldb[at..],
+        lldb[at + 1..],
         [
-            "lldb",
             "-o",
             "breakpoint set --name ppd_task_entry",
             "-o",

@@ -12,6 +12,7 @@ use ppd_flowback::tasks::{TaskGraph, TaskRecording, TaskReport};
 use ppd_formats::integrity::Integrity;
 use serde::Serialize;
 
+use crate::cmd::debugger::attach::Tool;
 use crate::cmd::races::classify;
 use crate::damage::{self, DamageArgs};
 use crate::exit::{CmdResult, input};
@@ -104,8 +105,8 @@ pub(crate) fn run(args: &Args) -> CmdResult {
         return rerun::rerun(dir, recording, &run, (unit, part), binary, args.json);
     }
     let debugger = match (&args.gdb, &args.lldb) {
-        (Some(unit), _) => Some((unit, rerun::Debugger::Gdb)),
-        (None, Some(unit)) => Some((unit, rerun::Debugger::Lldb)),
+        (Some(unit), _) => Some((unit, Tool::Gdb)),
+        (None, Some(unit)) => Some((unit, Tool::Lldb)),
         (None, None) => None,
     };
     if let Some((unit, debugger)) = debugger {

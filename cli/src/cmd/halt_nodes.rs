@@ -39,10 +39,10 @@ use ppd_replayer::protocol::{Goal, ProcessReport};
 use serde::Serialize;
 
 use super::debugger::{self, Outcome};
-use super::replay::{Args, context};
+use super::replay::{Args, TraceLine, context};
 use crate::exit::{CliError, CmdResult, failure, input};
 use crate::output;
-use crate::output::{out, outln};
+use crate::output::out;
 
 /// One node's part of the global state.
 #[derive(Serialize)]
@@ -392,6 +392,7 @@ pub(crate) fn trace(
                     waiting_for: None,
                     holds: Vec::new(),
                     vclock: Vec::new(),
+                    thread: None,
                 })
                 .collect();
             let state = HaltState::build(local, catalog, None, Reason::Traced, &reports, None)
@@ -404,28 +405,8 @@ pub(crate) fn trace(
             .collect();
         lines.push(TraceLine { cut, values });
     }
-    if args.json {
-        output::json(&lines);
-    } else {
-        for line in &lines {
-            let cut: Vec<String> = line.cut.iter().map(|(p, n)| format!("{p}={n}")).collect();
-            let values: Vec<String> = line
-                .values
-                .iter()
-                .map(|(k, v)| format!("{k} = {v}"))
-                .collect();
-            outln!("[{}] {}", cut.join(" "), values.join(", "));
-        }
-        eprintln!("ppd: {} states satisfied {text}", lines.len());
-    }
+    super::replay::print_trace(&lines, args.json, text);
     Ok(ExitCode::SUCCESS)
-}
-
-/// One global state `--trace` prints.
-#[derive(Serialize)]
-struct TraceLine {
-    cut: Vec<(String, u64)>,
-    values: Vec<(String, serde_json::Value)>,
 }
 
 /// One `PROCESS.NAME` of `--print`, its process found in the whole recording.

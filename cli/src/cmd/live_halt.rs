@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use anyhow::anyhow;
 use clap::Parser;
-use ppd_flowback::why::{Point, Query, TraceStore};
+use ppd_flowback::why::TraceStore;
 use ppd_formats::integrity;
 use ppd_formats::live::{
     DebuggerCommand, Halt, HaltReport, LiveEvent, LiveProcess, LiveStatus, LiveStop, LiveTrigger,
@@ -30,6 +30,7 @@ use ppd_replayer::predicate::{self, Catalog, Combination, EventPattern, Predicat
 use ppd_replayer::protocol::{HaltReason, ProcessReport};
 
 use super::debugger::WhyArgs;
+use super::debugger::attach::{Request, Tool, attach};
 use super::debugger::input::{Input, Words};
 use crate::exit::{CliError, failure, input};
 use crate::output::out;
@@ -364,6 +365,7 @@ impl LiveDebugger {
                 waiting_for: None,
                 holds: Vec::new(),
                 vclock: Vec::new(),
+                thread: None,
             })
             .collect();
         let reason = Reason::Halted(HaltReason::Predicate);
@@ -642,10 +644,8 @@ fn ask(
         let Some(line) = terminal.line() else {
             return Choice::Detach;
         };
-        if let Some(rest) = line.trim().strip_prefix("gdb")
-            && (rest.is_empty() || rest.starts_with(' '))
-        {
-            gdb(rest, nodes, merged);
+        if let Some((tool, rest)) = Tool::of_line(&line) {
+            attach_debugger(tool, rest, nodes, merged);
             continue;
         }
         if let Some(rest) = line.trim().strip_prefix("why")
@@ -672,8 +672,8 @@ fn ask(
                  why PROCESS VAR [--depth N] [--json | --dot]\n           \
                  the chain that gave VAR its value, from the recording up to this halt\n\
                  kill       kill the program (the recording keeps everything up to the kill)\n\
-                 gdb [NODE] [--dry-run] [-- GDB-ARGS]\n           \
-                 attach gdb to the halted OS process (the first node's, or NODE's)\n"
+                 gdb|lldb [NODE] [--dry-run] [-- ARGS]\n           \
+                 attach gdb or lldb to the halted OS process (the first node's, or NODE's)\n"
             ),
             other => out!("unknown command `{other}` (help lists them)\n"),
         }
@@ -714,13 +714,7 @@ fn why_at_halt(
         );
         return Ok(());
     };
-    let format = args.format();
-    let query = Query {
-        process: args.process,
-        var: args.var,
-        at: Point::Event(last),
-        depth: args.depth,
-    };
+    let (query, format) = args.at(last);
     // Every log ends at the halt, because the program is halted there, not because it died.
     let mut integrity = integrity::check(recording);
     integrity.ends_early.clear();
@@ -784,38 +778,30 @@ fn copy_recording(from: &Path, to: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// `gdb [NODE] [--dry-run] [-- GDB-ARGS...]`: attaches gdb to a halted OS process, its threads
-/// stopped where ppd halted them, with the thread of each of its processes listed; when gdb
-/// ends (or detaches) the program is still halted. `--dry-run` prints the command instead.
-fn gdb(rest: &str, nodes: &[(String, u32)], merged: &Merged) {
-    let Some(words) = shlex::split(rest) else {
-        out!("gdb: unbalanced quotes in `{rest}`\n");
-        return;
-    };
-    let (ours, theirs) = match words.iter().position(|w| w == "--") {
-        Some(k) => (&words[..k], &words[k + 1..]),
-        None => (&words[..], &[][..]),
-    };
-    let dry_run = ours.iter().any(|w| w == "--dry-run");
-    let named: Vec<&String> = ours.iter().filter(|w| *w != "--dry-run").collect();
-    let node = match named.as_slice() {
-        [] => nodes.first(),
-        [name] => nodes.iter().find(|(n, _)| n == *name),
-        _ => {
-            out!("gdb: one node at most (gdb [NODE] [--dry-run] [-- GDB-ARGS])\n");
+/// `gdb|lldb [NODE] [--dry-run] [-- ARGS...]`: attaches the debugger to a halted OS process
+/// (the first node's, or NODE's) with the breakpoint's thread selected when it is in that
+/// node, else a halted one's.
+fn attach_debugger(tool: Tool, rest: &str, nodes: &[(String, u32)], merged: &Merged) {
+    let request = match Request::parse(tool, rest, true) {
+        Ok(request) => request,
+        Err(e) => {
+            out!("{e}\n");
             return;
         }
+    };
+    let node = match &request.node {
+        None => nodes.first(),
+        Some(name) => nodes.iter().find(|(n, _)| n == name),
     };
     let Some((node, pid)) = node else {
         let known: Vec<&str> = nodes.iter().map(|(n, _)| n.as_str()).collect();
         out!(
-            "gdb: no such node; the halted nodes are {}\n",
+            "{}: no such node; the halted nodes are {}\n",
+            tool.name(),
             known.join(", ")
         );
         return;
     };
-    let mut args = vec!["-q".to_owned(), "-p".to_owned(), pid.to_string()];
-    // Selects the initiator's thread when it is in this node (else the first halted one).
     let in_node: Vec<&LiveProcess> = merged
         .processes
         .iter()
@@ -825,37 +811,13 @@ fn gdb(rest: &str, nodes: &[(String, u32)], merged: &Merged) {
         .iter()
         .find(|p| p.id == merged.initiator)
         .or_else(|| in_node.iter().find(|p| p.status == LiveStatus::Halted));
-    if let Some(p) = selected {
-        args.extend(["-ex".to_owned(), select_user_frame(p.thread)]);
-    }
-    args.extend(theirs.iter().cloned());
-    let shown = shlex::try_join(std::iter::once("gdb").chain(args.iter().map(String::as_str)))
-        .unwrap_or_else(|_| format!("gdb {}", args.join(" ")));
-    if dry_run {
-        out!("{shown}\n");
-        return;
-    }
-    out!("node {node}: {shown}\n");
-    match Command::new("gdb").args(&args).status() {
-        Ok(status) if status.success() => {}
-        Ok(status) => out!("gdb ended: {status}\n"),
-        Err(e) => out!("gdb: cannot run it: {e}\n"),
-    }
-}
-
-/// A gdb command that selects OS thread `thread` and in it the newest frame of the user's
-/// code: the frames above it are ppd's halt, the standard library's and the C library's.
-fn select_user_frame(thread: u32) -> String {
-    let script = [
-        &format!(
-            "[t.switch() for t in gdb.selected_inferior().threads() if t.ptid[1] == {thread}]"
-        ),
-        "f = gdb.newest_frame()",
-        "ours = ('ppd_recorder::', 'std::', 'core::', 'alloc::', '__', 'syscall')",
-        "while f is not None and (f.name() is None or f.name().startswith(ours)): f = f.older()",
-        "f is not None and f.select()",
-    ];
-    format!("python exec({:?})", script.join("\n"))
+    attach(
+        tool,
+        *pid,
+        selected.map(|p| p.thread),
+        &request,
+        &format!("node {node}"),
+    );
 }
 
 fn wait_for(child: &mut Child) -> Result<ExitStatus, CliError> {

@@ -881,6 +881,7 @@ fn trace(ctx: &mut Context, pred: &str, print: &str, json: bool) -> CmdResult {
                         waiting_for: None,
                         holds: Vec::new(),
                         vclock: vclock.clone(),
+                        thread: None,
                     })
                     .collect();
                 let state = ctx.halt_state(Some(&plan), Reason::Traced, &reports, None)?;
@@ -888,27 +889,33 @@ fn trace(ctx: &mut Context, pred: &str, print: &str, json: bool) -> CmdResult {
             }
         }
     }
-    if json {
-        output::json(&lines);
-    } else {
-        for line in &lines {
-            let cut: Vec<String> = line.cut.iter().map(|(p, n)| format!("{p}={n}")).collect();
-            let values: Vec<String> = line
-                .values
-                .iter()
-                .map(|(k, v)| format!("{k} = {v}"))
-                .collect();
-            outln!("[{}] {}", cut.join(" "), values.join(", "));
-        }
-        eprintln!("ppd: {} states satisfied {}", lines.len(), plan.text);
-    }
+    print_trace(&lines, json, &plan.text);
     Ok(ExitCode::SUCCESS)
 }
 
+/// One global state `--trace` prints: each process's events, and the `--print` values there.
 #[derive(Debug, Serialize)]
-struct TraceLine {
-    cut: Vec<(String, u64)>,
-    values: Vec<(String, serde_json::Value)>,
+pub(crate) struct TraceLine {
+    pub(crate) cut: Vec<(String, u64)>,
+    pub(crate) values: Vec<(String, serde_json::Value)>,
+}
+
+/// Prints the states `--trace` found, as JSON or a line each, and how many satisfied `text`.
+pub(crate) fn print_trace(lines: &[TraceLine], json: bool, text: &str) {
+    if json {
+        output::json(&lines);
+        return;
+    }
+    for line in lines {
+        let cut: Vec<String> = line.cut.iter().map(|(p, n)| format!("{p}={n}")).collect();
+        let values: Vec<String> = line
+            .values
+            .iter()
+            .map(|(k, v)| format!("{k} = {v}"))
+            .collect();
+        outln!("[{}] {}", cut.join(" "), values.join(", "));
+    }
+    eprintln!("ppd: {} states satisfied {text}", lines.len());
 }
 
 fn parse_print(ctx: &mut Context, print: &str) -> Result<Vec<PrintItem>, CliError> {

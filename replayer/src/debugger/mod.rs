@@ -401,6 +401,11 @@ impl Session {
         }
     }
 
+    /// The replayed program's OS process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Ends the program: asks it to quit, then kills it if it does not.
     pub fn quit(mut self) -> Result<(), DebugError> {
         let _ = self.command(&Command::Quit);

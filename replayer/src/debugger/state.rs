@@ -80,6 +80,9 @@ pub struct ProcessState {
     pub holds: Vec<String>,
     /// What it waits for.
     pub waiting_for: Option<String>,
+    /// The OS thread that runs it in the replayed program, when the state is of one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thread: Option<u32>,
 }
 
 impl ProcessState {
@@ -204,6 +207,7 @@ impl HaltState {
                     })
                     .collect(),
                 waiting_for: report.waiting_for.clone(),
+                thread: report.thread,
             };
             let Some(entry) = recording.process(report.id) else {
                 processes.push(state);

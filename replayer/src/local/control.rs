@@ -26,7 +26,7 @@
 //! --bench replay`). The halted state is the paper's; only the waiting changed.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -335,6 +335,9 @@ struct Progress {
     position: AtomicU64,
     /// Whether it is blocked inside an operation.
     blocked: AtomicBool,
+    /// The OS thread that runs it, once started (0 before): where a debugger attached to the
+    /// program finds it.
+    thread: AtomicU32,
 }
 
 /// Shared by the processes of the replayed program and the command thread.
@@ -500,8 +503,11 @@ impl Controller {
     // ------------------------------------------------------------------------------------
     // Process side
 
-    /// A process thread starts.
+    /// A process thread starts (called on that thread).
     pub(crate) fn started(&self, p: ProcessId) {
+        self.progress[p.index()]
+            .thread
+            .store(nix::unistd::gettid().as_raw() as u32, Ordering::Relaxed);
         let mut st = self.lock();
         let lc = &mut st.lcs[p.index()];
         lc.life = Life::Running;
@@ -1135,6 +1141,8 @@ impl Controller {
                     } else {
                         Vec::new()
                     },
+                    thread: Some(self.progress[i].thread.load(Ordering::Relaxed))
+                        .filter(|&t| t != 0),
                 }
             })
             .collect()

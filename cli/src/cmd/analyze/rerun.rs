@@ -16,6 +16,7 @@ use ppd_replayer::debugger::check_binary;
 use ppd_replayer::emulate::{TaskInvocation, TaskRerun};
 use serde::Serialize;
 
+use crate::cmd::debugger::attach::Tool;
 use crate::exit::{CmdResult, failure, input};
 use crate::output;
 use crate::output::outln;
@@ -49,41 +50,26 @@ impl std::str::FromStr for UnitArg {
     }
 }
 
-/// A sequential debugger to start the re-execution under.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Debugger {
-    Gdb,
-    Lldb,
-}
-
-impl Debugger {
-    fn program(self) -> &'static str {
-        match self {
-            Debugger::Gdb => "gdb",
-            Debugger::Lldb => "lldb",
-        }
-    }
-
-    /// The debugger's arguments: a breakpoint on the task's entry, then run `binary args`.
-    fn args(self, binary: &Path, args: &[String]) -> Vec<OsString> {
-        let mut out: Vec<OsString> = match self {
-            Debugger::Gdb => ["-q", "-ex", "break ppd_task_entry", "-ex", "run", "--args"]
-                .map(OsString::from)
-                .to_vec(),
-            Debugger::Lldb => [
-                "-o",
-                "breakpoint set --name ppd_task_entry",
-                "-o",
-                "run",
-                "--",
-            ]
+/// The arguments of `debugger` that start `binary args` under it, stopped at the task's entry
+/// (a breakpoint on `ppd_task_entry`).
+fn launch_args(debugger: Tool, binary: &Path, args: &[String]) -> Vec<OsString> {
+    let mut out: Vec<OsString> = match debugger {
+        Tool::Gdb => ["-q", "-ex", "break ppd_task_entry", "-ex", "run", "--args"]
             .map(OsString::from)
             .to_vec(),
-        };
-        out.push(binary.as_os_str().to_owned());
-        out.extend(args.iter().map(OsString::from));
-        out
-    }
+        Tool::Lldb => [
+            "-o",
+            "breakpoint set --name ppd_task_entry",
+            "-o",
+            "run",
+            "--",
+        ]
+        .map(OsString::from)
+        .to_vec(),
+    };
+    out.push(binary.as_os_str().to_owned());
+    out.extend(args.iter().map(OsString::from));
+    out
 }
 
 /// Finds `unit`'s logged computation `part` and prepares the program run that re-executes it.
@@ -271,18 +257,19 @@ pub(crate) fn debug(
     run: &TaskRecording,
     unit: (&UnitArg, Part),
     binary: Option<&Path>,
-    debugger: Debugger,
+    debugger: Tool,
     dry_run: bool,
 ) -> CmdResult {
     let (c, invocation) = prepare(recording, run, unit, binary)?;
-    let args = debugger.args(&invocation.binary, &invocation.args);
+    let args = launch_args(debugger, &invocation.binary, &invocation.args);
+    let program = debugger.program();
     if dry_run {
         let mut line: Vec<String> = invocation
             .env
             .iter()
             .map(|(k, v)| format!("{k}={}", quote(v.as_os_str())))
             .collect();
-        line.push(debugger.program().to_owned());
+        line.push(program);
         line.extend(args.iter().map(|a| quote(a)));
         if let Some(cwd) = &invocation.cwd {
             outln!("cd {}", quote(cwd.as_os_str()));
@@ -298,9 +285,9 @@ pub(crate) fn debug(
         c.unit.subtask(),
         c.process_name,
         c.process,
-        debugger.program()
+        program
     );
-    let mut command = std::process::Command::new(debugger.program());
+    let mut command = std::process::Command::new(&program);
     command.args(&args).envs(invocation.env.iter().cloned());
     if let Some(cwd) = &invocation.cwd {
         command.current_dir(cwd);
@@ -308,7 +295,7 @@ pub(crate) fn debug(
     let status = command.status().map_err(|e| {
         failure(anyhow::anyhow!(
             "cannot start {}: {e} (is it installed?)",
-            debugger.program()
+            program
         ))
     })?;
     Ok(if status.success() {

@@ -137,6 +137,7 @@ mod tests {
             vclock: Vec::new(),
             holds: Vec::new(),
             waiting_for: None,
+            thread: None,
         }
     }
 

@@ -11,6 +11,8 @@ pub(super) enum Verb {
     Print,
     Why,
     Restore,
+    Gdb,
+    Lldb,
     Help,
     Quit,
 }
@@ -30,6 +32,8 @@ pub(super) enum Operands {
     Predicate,
     /// A command's name.
     Command,
+    /// Options of its own, then another program's arguments after `--`.
+    Options,
 }
 
 /// One command: its name, its short forms, how it is written and what it does.
@@ -119,6 +123,24 @@ pub(super) const COMMANDS: &[Spec] = &[
         about: "the values PROCESS's e-blocks last logged before its current event",
         options: "",
         operands: Operands::Process,
+    },
+    Spec {
+        verb: Verb::Gdb,
+        name: "gdb",
+        aliases: &[],
+        usage: "gdb [--dry-run] [-- GDB-ARGS]",
+        about: "attach gdb to the replayed program, in the halted process's own frame",
+        options: "--dry-run (print the command), -- GDB-ARGS (gdb's own, after ppd's)",
+        operands: Operands::Options,
+    },
+    Spec {
+        verb: Verb::Lldb,
+        name: "lldb",
+        aliases: &[],
+        usage: "lldb [--dry-run] [-- LLDB-ARGS]",
+        about: "attach lldb to the replayed program, in the halted process's own frame",
+        options: "--dry-run (print the command), -- LLDB-ARGS (lldb's own, after ppd's)",
+        operands: Operands::Options,
     },
     Spec {
         verb: Verb::Help,

@@ -7,6 +7,7 @@
 //! `why` and `print` still work there. A command that needs the replay running again (`step`
 //! after a failure) first replays to the current state.
 
+pub(super) mod attach;
 mod changes;
 mod commands;
 pub(super) mod history;
@@ -26,6 +27,7 @@ use crate::cmd::replay::{Context, parse_cut};
 use crate::cmd::why;
 use crate::exit::{CliError, CmdResult, failure};
 use crate::output::{self, out, outln};
+use attach::{Request, Tool, attach};
 use commands::{COMMANDS, Operands, Verb};
 use input::{Input, Words};
 
@@ -258,8 +260,20 @@ pub(crate) struct WhyArgs {
 }
 
 impl WhyArgs {
+    /// The query at event `last` of the process, and how its answer is printed.
+    pub(crate) fn at(self, last: u64) -> (Query, why::Format) {
+        let format = self.format();
+        let query = Query {
+            process: self.process,
+            var: self.var,
+            at: Point::Event(last),
+            depth: self.depth,
+        };
+        (query, format)
+    }
+
     /// How the answer is printed.
-    pub(crate) fn format(&self) -> why::Format {
+    fn format(&self) -> why::Format {
         if self.json {
             why::Format::Json
         } else if self.dot {
@@ -315,6 +329,8 @@ impl Debugger<'_> {
             Verb::Print => self.print(rest)?,
             Verb::Why => self.why(rest)?,
             Verb::Restore => self.restore(rest)?,
+            Verb::Gdb => self.attach(Tool::Gdb, rest)?,
+            Verb::Lldb => self.attach(Tool::Lldb, rest)?,
             Verb::Help => help(rest),
             Verb::Quit => return Ok(Flow::Quit),
         }
@@ -436,13 +452,7 @@ impl Debugger<'_> {
             );
             return Ok(());
         };
-        let format = args.format();
-        let query = Query {
-            process: args.process,
-            var: args.var,
-            at: Point::Event(last),
-            depth: args.depth,
-        };
+        let (query, format) = args.at(last);
         let mut store = TraceStore::new(&self.ctx.recording, self.ctx.launch.binary.clone());
         // A nondeterminism leak is in the answer printed; the session goes on.
         why::answer(&mut store, &query, format, &self.ctx.integrity)?;
@@ -462,6 +472,47 @@ impl Debugger<'_> {
     }
 
     /// Makes sure a replay is held at the current state, replaying to it if none is.
+    /// `gdb|lldb [--dry-run] [-- ARGS]`: attaches the debugger to the replayed program, held
+    /// at the current state, with the thread of the process the predicate holds for (else of
+    /// the first one held) selected in its own code's frame.
+    fn attach(&mut self, tool: Tool, rest: &str) -> Result<(), CliError> {
+        let request = match Request::parse(tool, rest, false) {
+            Ok(request) => request,
+            Err(e) => {
+                outln!("{e}");
+                return Ok(());
+            }
+        };
+        if self.over {
+            outln!(
+                "the run is over: the replayed program has ended, and {} has nothing to attach \
+                 to (back or goto first)",
+                tool.name()
+            );
+            return Ok(());
+        }
+        if self.session.is_none() {
+            // The same state in a new replay, whose threads are the ones to select.
+            let goal = Goal::Cut(cut_of(&self.current).into_iter().map(Some).collect());
+            let arrival = self.replay_to(goal, self.plan.clone().as_ref())?;
+            self.current = arrival.state;
+        }
+        let session = self.session.as_ref().expect("made live");
+        let processes = &self.current.processes;
+        let selected = processes
+            .iter()
+            .find(|p| !p.holds.is_empty())
+            .or_else(|| processes.iter().find(|p| p.status == "held"));
+        attach(
+            tool,
+            session.pid(),
+            selected.and_then(|p| p.thread),
+            &request,
+            "the replayed program",
+        );
+        Ok(())
+    }
+
     fn live(&mut self) -> Result<(), CliError> {
         if self.session.is_none() {
             let goal = Goal::Cut(cut_of(&self.current).into_iter().map(Some).collect());
