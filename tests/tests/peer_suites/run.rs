@@ -234,7 +234,17 @@ pub(crate) fn second_test_is_refused(binaries: &[Binary]) -> Option<String> {
     })
 }
 
-/// Runs every test of `binaries`, as many at once as there are CPUs.
+/// Whether test `name` measures how fairly a selection chooses among ready operations: its
+/// assertion is a statistic over thousands of choices, which another test on the other CPU
+/// can skew by keeping one of its threads off the processor, so it runs alone.
+fn measures_fairness(name: &str) -> bool {
+    name.rsplit("::")
+        .next()
+        .is_some_and(|test| test.contains("fairness"))
+}
+
+/// Runs every test of `binaries`, as many at once as there are CPUs, then the tests that
+/// measure fairness one at a time.
 pub(crate) fn all(binaries: &[Binary]) -> Report {
     let start = Instant::now();
     let mut jobs = Vec::new();
@@ -255,6 +265,9 @@ pub(crate) fn all(binaries: &[Binary]) -> Report {
         .filter(|c| !jobs.iter().any(|(_, _, name)| c.names(name)))
         .map(|c| c.test)
         .collect();
+    let (alone, jobs): (Vec<_>, Vec<_>) = jobs
+        .into_iter()
+        .partition(|(_, _, name)| measures_fairness(name));
     let next = AtomicUsize::new(0);
     let done = Mutex::new(Vec::new());
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
@@ -271,8 +284,12 @@ pub(crate) fn all(binaries: &[Binary]) -> Report {
             });
         }
     });
+    let mut done = done.into_inner().unwrap();
+    for (binary, test, name) in &alone {
+        done.push((binary.suite, name.clone(), run_test(binary, test, name)));
+    }
     let mut results: BTreeMap<&'static str, SuiteResults> = BTreeMap::new();
-    for (suite, name, r) in done.into_inner().unwrap() {
+    for (suite, name, r) in done {
         results.entry(suite).or_default().insert(name, r);
     }
     for name in ignored {
