@@ -48,9 +48,9 @@ pub(crate) struct Args {
     #[arg(long, value_name = "N", default_value_t = 100, requires = "until_failure",
           value_parser = clap::value_parser!(u32).range(1..))]
     tries: u32,
-    /// Halt the live program where PRED holds (a simple predicate, or several joined by `|`),
-    /// print its state, and keep the halt in the recording (`ppd replay --to halt`); without
-    /// -i the program then runs on, recording.
+    /// Halt the live program where PRED holds (a simple predicate with or without `if`, or
+    /// several joined by `|`, `&`, `==` or `->`), print its state, and keep the halt in the
+    /// recording (`ppd replay --to halt`); without -i the program then runs on, recording.
     #[arg(long, value_name = "PRED", conflicts_with = "until_failure")]
     stop: Option<String>,
     /// With --stop: at each halt, take commands (print, continue, detach, kill).
