@@ -123,6 +123,18 @@ fn an_impossible_verdict_is_never_contradicted_by_a_run() {
             && stderr.contains("send on `done_tx`/`done_rx`"),
         "{stderr}"
     );
+    // And the same sections as events (`&`).
+    let events = SECTIONS.replace(" == ", " & ");
+    let out = ppd(
+        work.path(),
+        &["replay", dir.to_str().unwrap(), "--stop", &events],
+    );
+    let (stdout, stderr) = output_text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("the predicate cannot hold in any run of"),
+        "{stderr}"
+    );
     // So does halting the live program, before anything runs; `--no-check` records.
     let dir = work.path().join("live");
     let out = ppd(

@@ -314,10 +314,11 @@ pub(crate) fn recorded_source(recording: &ppd_formats::Recording) -> Option<Path
     None
 }
 
-/// Before `ppd record --stop` under an `==` predicate: the static verdict on the program at
-/// `source` (given, or found from the recorded command). An impossible predicate is refused,
-/// saying why; a possible one gives the recognition points where the live program evaluates
-/// it; otherwise (no source found, *unknown*) it is evaluated at every event, as is said.
+/// Before `ppd record --stop` under an `==` or `&` predicate: the static verdict on the
+/// program at `source` (given, or found from the recorded command). An impossible predicate is
+/// refused, saying why; a possible `==` gives the recognition points where the live program
+/// evaluates it; otherwise (no source found, *unknown*) an `==` is evaluated at every event, as
+/// is said. (`&` holds right after its events, so it is evaluated at them.)
 pub(crate) fn before_live(
     text: &str,
     source: Option<&Path>,
@@ -326,20 +327,33 @@ pub(crate) fn before_live(
     let Ok(parsed) = predicate::parse(text) else {
         return Ok(Vec::new());
     };
-    let Ok((Combination::Simultaneous, components)) = components(&parsed) else {
+    let Ok((how, components)) = components(&parsed) else {
         return Ok(Vec::new());
     };
+    let simultaneous = how == Combination::Simultaneous;
     let Some(src) = source
         .map(Path::to_owned)
         .or_else(|| source_of_command(command))
     else {
-        eprintln!(
-            "ppd: no source of the program found for the static analysis (--source FILE names \
-             it): the predicate is evaluated at every event"
-        );
+        if simultaneous {
+            eprintln!(
+                "ppd: no source of the program found for the static analysis (--source FILE \
+                 names it): the predicate is evaluated at every event"
+            );
+        }
         return Ok(Vec::new());
     };
-    let (program, verdict) = analyse(&src, Combination::Simultaneous, &components)?;
+    let (program, verdict) = analyse(&src, how, &components)?;
+    if !simultaneous {
+        return match &verdict {
+            Verdict::Impossible { .. } => Err(input(anyhow!(
+                "the predicate cannot hold in any run of {} (--no-check records anyway):\n{}",
+                src.display(),
+                ppd_simultaneity::render(&program, &components, &verdict).trim_end()
+            ))),
+            _ => Ok(Vec::new()),
+        };
+    }
     match &verdict {
         Verdict::Impossible { .. } => Err(input(anyhow!(
             "the predicate cannot hold in any run of {} (--no-check records anyway):\n{}",
@@ -465,7 +479,7 @@ fn find_named(dir: &Path, file: &str, depth: usize, found: &mut Vec<PathBuf>) {
     }
 }
 
-/// Refuses the `==` predicate `text`, before a replay of `recording`, when the program's
+/// Refuses the `==` or `&` predicate `text`, before a replay of `recording`, when the program's
 /// source shows that no run can satisfy it; proceeds (`Ok`) whenever the source is not found
 /// or the verdict is anything but *impossible*.
 pub(crate) fn refuse_impossible(
@@ -478,9 +492,6 @@ pub(crate) fn refuse_impossible(
     let Ok((how, components)) = components(&parsed) else {
         return Ok(());
     };
-    if how != Combination::Simultaneous {
-        return Ok(());
-    }
     let Some(src) = recorded_source(recording) else {
         return Ok(());
     };
