@@ -75,12 +75,8 @@ fn assert_consistent(dir: &Path, halt: &Halt) {
 
 /// The value of the consumer's last event in the cut, which must be the checkpoint mark.
 fn checkpoint_at(dir: &Path, halt: &Halt) -> u64 {
-    let (consumer, events) = logs(dir)
-        .into_iter()
-        .find(|(id, _)| *id == halt.initiator)
-        .unwrap();
-    let (_, n) = halt.cut.iter().find(|(p, _)| *p == consumer).unwrap();
-    match &events[*n as usize - 1] {
+    let (events, n) = initiator_at(dir, halt);
+    match &events[n - 1] {
         Event::Mark { label, value, .. } if &**label == "checkpoint" => {
             ppd_formats::value::decode_as(value).unwrap()
         }
@@ -89,6 +85,51 @@ fn checkpoint_at(dir: &Path, halt: &Halt) -> u64 {
             halt.halt
         ),
     }
+}
+
+/// The log of `halt`'s initiator, and how many of its events are in the halt's cut.
+fn initiator_at(dir: &Path, halt: &Halt) -> (Vec<Event>, usize) {
+    let (_, events) = logs(dir)
+        .into_iter()
+        .find(|(id, _)| *id == halt.initiator)
+        .expect("the initiator has a log");
+    let (_, n) = halt
+        .cut
+        .iter()
+        .find(|(p, _)| *p == halt.initiator)
+        .expect("the initiator is in the cut");
+    (events, *n as usize)
+}
+
+/// The prelog of the innermost e-block entered among `events`, decoded.
+fn last_entry(events: &[Event]) -> Value {
+    let prelog = events
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            Event::EblockEnter { prelog, .. } => Some(prelog.clone()),
+            _ => None,
+        })
+        .expect("an e-block was entered");
+    ppd_formats::value::decode_as(&prelog).unwrap()
+}
+
+/// `ppd replay DIR --stop PRED --json`: the events of the process `is` picks in the state
+/// the replay halts in.
+fn replay_halts(work: &Path, dir: &Path, pred: &str, is: impl Fn(&Value) -> bool) -> Option<u64> {
+    let out = ppd(
+        work,
+        &["replay", dir.to_str().unwrap(), "--stop", pred, "--json"],
+    );
+    let (stdout, stderr) = output_text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let state: Value = serde_json::from_str(&stdout).unwrap();
+    state["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| is(p))
+        .map(|p| p["events"].as_u64().unwrap())
 }
 
 /// `ppd replay DIR --to halt:N --json`: each process's events.
@@ -267,24 +308,8 @@ fn why_at_a_live_halt_answers_from_the_recording_up_to_the_halt() {
     // The consumer halted at the exit of the apply that took 2000005: its `total` argument is
     // what the previous items summed to, and the chain says where it came from.
     let halts = read_halts(&dir).unwrap();
-    let (_, events) = logs(&dir)
-        .into_iter()
-        .find(|(id, _)| *id == halts[0].initiator)
-        .unwrap();
-    let (_, n) = halts[0]
-        .cut
-        .iter()
-        .find(|(p, _)| *p == halts[0].initiator)
-        .unwrap();
-    let entry = events[..*n as usize]
-        .iter()
-        .rev()
-        .find_map(|e| match e {
-            Event::EblockEnter { prelog, .. } => Some(prelog.clone()),
-            _ => None,
-        })
-        .unwrap();
-    let args: Value = ppd_formats::value::decode_as(&entry).unwrap();
+    let (events, n) = initiator_at(&dir, &halts[0]);
+    let args = last_entry(&events[..n]);
     let total = format!("%1 total = {}", args["total"]);
     assert!(stdout.contains(&total), "no `{total}` in:\n{stdout}");
     assert!(stdout.contains("fn apply"), "{stdout}");
@@ -543,12 +568,8 @@ fn a_linked_predicate_halts_the_live_program_only_after_its_first_stage_happened
     assert_consistent(&dir, halt);
     // The worker marked a step every millisecond long before `go`; it halts at the first
     // step after the receive of the message sent after `go`, and at no step before.
-    let (_, worker) = logs(&dir)
-        .into_iter()
-        .find(|(id, _)| *id == halt.initiator)
-        .unwrap();
-    let (_, n) = halt.cut.iter().find(|(p, _)| *p == halt.initiator).unwrap();
-    let at = *n as usize - 1;
+    let (worker, n) = initiator_at(&dir, halt);
+    let at = n - 1;
     assert!(
         matches!(&worker[at], Event::Mark { label, .. } if &**label == "step"),
         "{:?}",
@@ -572,20 +593,8 @@ fn a_linked_predicate_halts_the_live_program_only_after_its_first_stage_happened
         "the worker stepped before the message too"
     );
     // A replay halting at the same predicate finds the same step.
-    let replayed = ppd(
-        work.path(),
-        &["replay", dir.to_str().unwrap(), "--stop", pred, "--json"],
-    );
-    let (replay_out, replay_err) = output_text(&replayed);
-    assert!(replayed.status.success(), "{replay_err}");
-    let state: Value = serde_json::from_str(&replay_out).unwrap();
-    let replayed_worker = state["processes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["name"] == "worker")
-        .map(|p| p["events"].as_u64().unwrap());
-    assert_eq!(replayed_worker, Some(*n));
+    let replayed = replay_halts(work.path(), &dir, pred, |p| p["name"] == "worker");
+    assert_eq!(replayed, Some(n as u64));
 
     // The bystander's mark precedes no step: the run goes to its end unhalted.
     let dir = work.path().join("unrelated");
@@ -624,46 +633,22 @@ fn a_condition_is_evaluated_live_on_the_logged_values_as_replay_evaluates_it() {
         assert_eq!(halts.len(), 1, "{pred}: {stderr}");
         let halt = &halts[0];
         assert_consistent(&dir, halt);
-        let (_, events) = logs(&dir)
-            .into_iter()
-            .find(|(id, _)| *id == halt.initiator)
-            .unwrap();
-        let (_, n) = halt.cut.iter().find(|(p, _)| *p == halt.initiator).unwrap();
-        match &events[*n as usize - 1] {
+        let (events, n) = initiator_at(&dir, halt);
+        match &events[n - 1] {
             Event::Mark { label, value, .. } => {
                 assert_eq!(&**label, "checkpoint");
                 assert_eq!(ppd_formats::value::decode_as::<u64>(value).unwrap(), 2000);
             }
             Event::EblockExit { eblock, .. } => {
                 assert!(eblock.ends_with("apply"), "{eblock}");
-                let entry = events[..*n as usize - 1]
-                    .iter()
-                    .rev()
-                    .find_map(|e| match e {
-                        Event::EblockEnter { prelog, .. } => Some(prelog.clone()),
-                        _ => None,
-                    })
-                    .unwrap();
-                let args: Value = ppd_formats::value::decode_as(&entry).unwrap();
+                let args = last_entry(&events[..n - 1]);
                 assert_eq!(args["item"], 2000005, "{args}");
             }
             other => panic!("{pred}: halted after {other:?}"),
         }
         // Replay, which evaluates the same condition, halts the initiator at the same event.
-        let replayed = ppd(
-            work.path(),
-            &["replay", dir.to_str().unwrap(), "--stop", pred, "--json"],
-        );
-        let (replay_out, replay_err) = output_text(&replayed);
-        assert!(replayed.status.success(), "{replay_err}");
-        let state: Value = serde_json::from_str(&replay_out).unwrap();
-        let initiator = state["processes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["id"] == halt.initiator.0)
-            .map(|p| p["events"].as_u64().unwrap());
-        assert_eq!(initiator, Some(*n), "{pred}");
+        let replayed = replay_halts(work.path(), &dir, pred, |p| p["id"] == halt.initiator.0);
+        assert_eq!(replayed, Some(n as u64), "{pred}");
     }
 }
 
