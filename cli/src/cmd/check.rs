@@ -331,35 +331,48 @@ pub(crate) fn before_live(
         return Ok(Vec::new());
     };
     let simultaneous = how == Combination::Simultaneous;
-    let Some(src) = source
-        .map(Path::to_owned)
-        .or_else(|| source_of_command(command))
-    else {
+    let everywhere = |why: String| {
         if simultaneous {
-            eprintln!(
-                "ppd: no source of the program found for the static analysis (--source FILE \
-                 names it): the predicate is evaluated at every event"
-            );
+            eprintln!("ppd: {why}: the predicate is evaluated at every event");
         }
-        return Ok(Vec::new());
+        Ok(Vec::new())
     };
-    let (program, verdict) = analyse(&src, how, &components)?;
-    if !simultaneous {
-        return match &verdict {
-            Verdict::Impossible { .. } => Err(input(anyhow!(
-                "the predicate cannot hold in any run of {} (--no-check records anyway):\n{}",
+    let (src, analysed) = match source {
+        // One the user named must be readable.
+        Some(src) => (src.to_owned(), Ok(analyse(src, how, &components)?)),
+        None => match source_of_command(command) {
+            Some(src) => {
+                let analysed = analyse(&src, how, &components);
+                (src, analysed)
+            }
+            None => {
+                return everywhere(
+                    "no source of the program found for the static analysis (--source FILE \
+                     names it)"
+                        .to_owned(),
+                );
+            }
+        },
+    };
+    let (program, verdict) = match analysed {
+        Ok(analysed) => analysed,
+        Err(e) => {
+            return everywhere(format!(
+                "the static analysis of {} failed ({})",
                 src.display(),
-                ppd_simultaneity::render(&program, &components, &verdict).trim_end()
-            ))),
-            _ => Ok(Vec::new()),
-        };
-    }
+                error_text(e)
+            ));
+        }
+    };
     match &verdict {
-        Verdict::Impossible { .. } => Err(input(anyhow!(
-            "the predicate cannot hold in any run of {} (--no-check records anyway):\n{}",
-            src.display(),
-            ppd_simultaneity::render(&program, &components, &verdict).trim_end()
-        ))),
+        Verdict::Impossible { .. } => Err(cannot_hold(
+            &src,
+            &program,
+            &components,
+            &verdict,
+            "records",
+        )),
+        Verdict::Possible { .. } | Verdict::Unknown { .. } if !simultaneous => Ok(Vec::new()),
         Verdict::Possible { recognition, .. } => {
             let points: Vec<RecognitionPoint> = recognition
                 .iter()
@@ -392,14 +405,33 @@ pub(crate) fn before_live(
             }
             Ok(points)
         }
-        Verdict::Unknown { .. } => {
-            eprintln!(
-                "ppd: the static analysis of {} cannot decide the predicate (`ppd check` says \
-                 why): it is evaluated at every event",
-                src.display()
-            );
-            Ok(Vec::new())
-        }
+        Verdict::Unknown { .. } => everywhere(format!(
+            "the static analysis of {} cannot decide the predicate (`ppd check` says why)",
+            src.display()
+        )),
+    }
+}
+
+/// The refusal of a predicate the analysis of `src` found impossible; the command `--no-check`
+/// then `anyway` does.
+fn cannot_hold(
+    src: &Path,
+    program: &Program,
+    components: &[Component],
+    verdict: &Verdict,
+    anyway: &str,
+) -> crate::exit::CliError {
+    input(anyhow!(
+        "the predicate cannot hold in any run of {} (--no-check {anyway} anyway):\n{}",
+        src.display(),
+        ppd_simultaneity::render(program, components, verdict).trim_end()
+    ))
+}
+
+/// An error of the analysis, in words.
+fn error_text(e: crate::exit::CliError) -> String {
+    match e {
+        crate::exit::CliError::Input(e) | crate::exit::CliError::Failure(e) => format!("{e:#}"),
     }
 }
 
@@ -496,11 +528,9 @@ pub(crate) fn refuse_impossible(
         return Ok(());
     };
     match analyse(&src, how, &components) {
-        Ok((program, v @ Verdict::Impossible { .. })) => Err(input(anyhow!(
-            "the predicate cannot hold in any run of {} (--no-check replays anyway):\n{}",
-            src.display(),
-            ppd_simultaneity::render(&program, &components, &v).trim_end()
-        ))),
+        Ok((program, v @ Verdict::Impossible { .. })) => {
+            Err(cannot_hold(&src, &program, &components, &v, "replays"))
+        }
         _ => Ok(()),
     }
 }

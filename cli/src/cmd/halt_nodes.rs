@@ -59,7 +59,7 @@ pub(crate) fn run(args: &Args, recording: &Recording, integrity: &Integrity) -> 
     let mut holds = Vec::new();
     let (origin, halted) = match (&args.stop, &args.to) {
         (Some(text), _) => {
-            let parts = predicate_by_node(recording, text)?;
+            let (combination, parts) = predicate_by_node(recording, text)?;
             match parts.as_slice() {
                 [part] if !args.first => {
                     // Algorithm 1 inside the one node the predicate is about.
@@ -74,8 +74,13 @@ pub(crate) fn run(args: &Args, recording: &Recording, integrity: &Integrity) -> 
                     (origin, Some((part.node, state)))
                 }
                 _ => {
-                    let first =
-                        first_global_state(args, recording, integrity, &analysis, (text, &parts))?;
+                    let first = first_global_state(
+                        args,
+                        recording,
+                        integrity,
+                        &analysis,
+                        (&combination, &parts),
+                    )?;
                     let Some((origin, holding)) = first else {
                         return Err(failure(anyhow!(
                             "the predicate never holds in this run: {text}"
@@ -185,9 +190,13 @@ struct NodePart {
 }
 
 /// The predicate `text` split by the nodes its processes are in, in the order they first
-/// appear.
-fn predicate_by_node(recording: &Recording, text: &str) -> Result<Vec<NodePart>, CliError> {
+/// appear, and how its simple predicates combine.
+fn predicate_by_node(
+    recording: &Recording,
+    text: &str,
+) -> Result<(Combination, Vec<NodePart>), CliError> {
     let mut parsed = predicate::parse(text).map_err(input)?;
+    let combination = parsed.combination();
     let simultaneous = matches!(parsed, Predicate::Simultaneous(_));
     let mut by_node: Vec<(usize, Vec<usize>, Vec<predicate::Simple>)> = Vec::new();
     for (id, simple) in simples_mut(&mut parsed).into_iter().enumerate() {
@@ -214,7 +223,7 @@ fn predicate_by_node(recording: &Recording, text: &str) -> Result<Vec<NodePart>,
         return Err(input(anyhow!("{text}: names no process")));
     }
     let whole = by_node.len() == 1;
-    by_node
+    let parts = by_node
         .into_iter()
         .map(|(node, global, simples)| {
             let local_predicate = if whole {
@@ -233,23 +242,24 @@ fn predicate_by_node(recording: &Recording, text: &str) -> Result<Vec<NodePart>,
                 global,
             })
         })
-        .collect()
+        .collect::<Result<_, CliError>>()?;
+    Ok((combination, parts))
 }
 
-/// The first global state of the predicate `text`, whose parts are `parts`, decided from the
-/// events each node reports ([`reported_by_nodes`]) and the whole run's vector clocks
-/// (`predicate::first_state`). The state's cut, and the events the predicate holds at.
+/// The first global state of the predicate whose simple predicates combine as `combination`
+/// and whose parts are `parts`, decided from the events each node reports
+/// ([`reported_by_nodes`]) and the whole run's vector clocks (`predicate::first_state`). The
+/// state's cut, and the events the predicate holds at.
 fn first_global_state(
     args: &Args,
     recording: &Recording,
     integrity: &Integrity,
     analysis: &Analysis,
-    (text, parts): (&str, &[NodePart]),
+    (combination, parts): (&Combination, &[NodePart]),
 ) -> Result<Option<GlobalHalt>, CliError> {
     let trace = &analysis.trace;
     let (process_of, reported) = reported_by_nodes(args, recording, integrity, analysis, parts)?;
-    let combination = predicate::parse(text).map_err(input)?.combination();
-    let Some(first) = predicate::first_state(&combination, &process_of, &reported) else {
+    let Some(first) = predicate::first_state(combination, &process_of, &reported) else {
         return Ok(None);
     };
     let origin = first
@@ -342,8 +352,7 @@ pub(crate) fn trace(
     text: &str,
     print: &str,
 ) -> CmdResult {
-    let parts = predicate_by_node(recording, text)?;
-    let combination = predicate::parse(text).map_err(input)?.combination();
+    let (combination, parts) = predicate_by_node(recording, text)?;
     if matches!(
         combination,
         Combination::Conjunctive | Combination::Simultaneous
@@ -370,36 +379,36 @@ pub(crate) fn trace(
         .collect();
     // Each node's recording and catalog, opened once for every state.
     let mut opened: HashMap<usize, (Recording, predicate::Catalog)> = HashMap::new();
+    for item in &items {
+        if let std::collections::hash_map::Entry::Vacant(slot) = opened.entry(item.node) {
+            let local = Recording::open_node(&nodes[item.node].dir)?;
+            let catalog = predicate::Catalog::of(&local).map_err(failure)?;
+            slot.insert((local, catalog));
+        }
+    }
     let mut lines = Vec::new();
     for &i in &states {
         let cut = &reported[i].vclock;
-        let mut values = Vec::new();
-        for item in &items {
-            let node = &nodes[item.node];
-            if let std::collections::hash_map::Entry::Vacant(slot) = opened.entry(item.node) {
-                let local = Recording::open_node(&node.dir)?;
-                let catalog = predicate::Catalog::of(&local).map_err(failure)?;
-                slot.insert((local, catalog));
-            }
-            let (local, catalog) = &opened[&item.node];
+        // Each node's state at the cut, built once for the items it has.
+        let mut built: HashMap<usize, HaltState> = HashMap::new();
+        for (&node, (local, catalog)) in &opened {
             let reports: Vec<ProcessReport> = (0..cut.len())
                 .map(|q| (trace.process(q as u32).id, cut[q]))
-                .filter(|(id, _)| node_of.get(id) == Some(&item.node))
-                .map(|(id, events)| ProcessReport {
-                    id: id.local(),
-                    events,
-                    status: "traced".into(),
-                    waiting_for: None,
-                    holds: Vec::new(),
-                    vclock: Vec::new(),
-                    thread: None,
-                })
+                .filter(|(id, _)| node_of.get(id) == Some(&node))
+                .map(|(id, events)| super::replay::traced_report(id.local(), events, Vec::new()))
                 .collect();
             let state = HaltState::build(local, catalog, None, Reason::Traced, &reports, None)
                 .map_err(failure)?;
-            let value = super::replay::printed_value(&state, item.local, &item.name);
-            values.push((item.text.clone(), value));
+            built.insert(node, state);
         }
+        let values = items
+            .iter()
+            .map(|item| {
+                let value =
+                    super::replay::printed_value(&built[&item.node], item.local, &item.name);
+                (item.text.clone(), value)
+            })
+            .collect();
         let cut: Vec<(String, u64)> = (0..cut.len())
             .map(|q| (trace.process(q as u32).name.clone(), cut[q]))
             .collect();
@@ -419,25 +428,15 @@ struct PrintItem {
 }
 
 fn print_items(recording: &Recording, print: &str) -> Result<Vec<PrintItem>, CliError> {
-    print
-        .split(',')
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-        .map(|part| {
-            let (process, name) = part.split_once('.').ok_or_else(|| {
-                input(anyhow!("bad --print item `{part}`: expected PROCESS.NAME"))
-            })?;
-            let entry = recording
-                .resolve_process(process)
-                .map_err(|e| input(anyhow!("bad --print item `{part}`: {e}")))?;
-            Ok(PrintItem {
-                text: part.to_owned(),
-                node: entry.node,
-                local: entry.id.local(),
-                name: name.to_owned(),
-            })
+    Ok(super::replay::print_parts(recording, print)?
+        .into_iter()
+        .map(|part| PrintItem {
+            text: part.text,
+            node: part.node,
+            local: part.id.local(),
+            name: part.name,
         })
-        .collect()
+        .collect())
 }
 
 fn simples_mut(p: &mut Predicate) -> Vec<&mut predicate::Simple> {

@@ -56,12 +56,13 @@ pub(crate) struct Args {
     /// With --stop: at each halt, take commands (print, continue, detach, kill).
     #[arg(short, long, requires = "stop")]
     interactive: bool,
-    /// With an `==` --stop: the program's `#[ppd::main]` file (or a directory holding one), for
-    /// the static analysis that refuses an impossible predicate and finds the recognition
-    /// points where it is evaluated; by default found from PROGRAM.
+    /// With an `==` or `&` --stop: the program's `#[ppd::main]` file (or a directory holding
+    /// one), for the static analysis that refuses an impossible predicate and finds the
+    /// recognition points where an `==` is evaluated; by default found from PROGRAM.
     #[arg(long, value_name = "PATH", requires = "stop")]
     source: Option<PathBuf>,
-    /// With --stop: no static analysis; an `==` predicate is evaluated at every event.
+    /// With --stop: no static analysis; an impossible predicate is recorded anyway, and an
+    /// `==` is evaluated at every event.
     #[arg(long, requires = "stop")]
     no_check: bool,
     /// The program and its arguments.

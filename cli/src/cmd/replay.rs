@@ -39,7 +39,7 @@ pub(crate) struct Args {
     /// With a disjunctive --stop: replay twice to halt exactly at a first satisfying state.
     #[arg(long, requires = "stop")]
     pub(crate) first: bool,
-    /// Replay even a `==` --stop that the program's source shows no run can satisfy
+    /// Replay even an `==` or `&` --stop that the program's source shows no run can satisfy
     /// (see `ppd check`; the check runs only when the recorded source is found unchanged).
     #[arg(long, requires = "stop")]
     no_check: bool,
@@ -874,14 +874,8 @@ fn trace(ctx: &mut Context, pred: &str, print: &str, json: bool) -> CmdResult {
                 let reports: Vec<ProcessReport> = vclock
                     .iter()
                     .enumerate()
-                    .map(|(i, &events)| ProcessReport {
-                        id: ProcessId(i as u32),
-                        events: u64::from(events),
-                        status: "traced".into(),
-                        waiting_for: None,
-                        holds: Vec::new(),
-                        vclock: vclock.clone(),
-                        thread: None,
+                    .map(|(i, &events)| {
+                        traced_report(ProcessId(i as u32), u64::from(events), vclock.clone())
                     })
                     .collect();
                 let state = ctx.halt_state(Some(&plan), Reason::Traced, &reports, None)?;
@@ -891,6 +885,20 @@ fn trace(ctx: &mut Context, pred: &str, print: &str, json: bool) -> CmdResult {
     }
     print_trace(&lines, json, &plan.text);
     Ok(ExitCode::SUCCESS)
+}
+
+/// Process `id` after `events` events in a state `--trace` reads from the logs (no replay
+/// holds it there), `vclock` its vector clock when known.
+pub(crate) fn traced_report(id: ProcessId, events: u64, vclock: Vec<Tick>) -> ProcessReport {
+    ProcessReport {
+        id,
+        events,
+        status: "traced".into(),
+        waiting_for: None,
+        holds: Vec::new(),
+        vclock,
+        thread: None,
+    }
 }
 
 /// One global state `--trace` prints: each process's events, and the `--print` values there.
@@ -920,26 +928,52 @@ pub(crate) fn print_trace(lines: &[TraceLine], json: bool, text: &str) {
 
 fn parse_print(ctx: &mut Context, print: &str) -> Result<Vec<PrintItem>, CliError> {
     let mut items = Vec::new();
-    for part in print.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (process, name) = part
-            .split_once('.')
-            .ok_or_else(|| input(anyhow!("bad --print item `{part}`: expected PROCESS.NAME")))?;
-        let id = ctx
-            .recording
-            .resolve_process(process)
-            .map_err(|e| input(anyhow!("bad --print item `{part}`: {e}")))?
-            .id;
+    for part in print_parts(&ctx.recording, print)? {
         // Refused now rather than printed as null at every state.
         ctx.catalog()?
-            .printable(id, name)
-            .map_err(|e| input(anyhow!("bad --print item `{part}`: {e}")))?;
+            .printable(part.id, &part.name)
+            .map_err(|e| input(anyhow!("bad --print item `{}`: {e}", part.text)))?;
         items.push(PrintItem {
-            text: part.to_owned(),
-            id,
-            name: name.to_owned(),
+            text: part.text,
+            id: part.id,
+            name: part.name,
         });
     }
     Ok(items)
+}
+
+/// One item of `--print PROCESS.NAME,...`.
+pub(crate) struct PrintPart {
+    /// As written.
+    pub(crate) text: String,
+    /// Its process, by the rule every command uses, and the process's node.
+    pub(crate) id: ProcessId,
+    pub(crate) node: usize,
+    /// The mark label or argument name.
+    pub(crate) name: String,
+}
+
+/// The items of `--print PROCESS.NAME,...`, their processes found in `recording`.
+pub(crate) fn print_parts(recording: &Recording, print: &str) -> Result<Vec<PrintPart>, CliError> {
+    print
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|part| {
+            let (process, name) = part.split_once('.').ok_or_else(|| {
+                input(anyhow!("bad --print item `{part}`: expected PROCESS.NAME"))
+            })?;
+            let entry = recording
+                .resolve_process(process)
+                .map_err(|e| input(anyhow!("bad --print item `{part}`: {e}")))?;
+            Ok(PrintPart {
+                text: part.to_owned(),
+                id: entry.id,
+                node: entry.node,
+                name: name.to_owned(),
+            })
+        })
+        .collect()
 }
 
 /// One `PROCESS.NAME` of `--print`, its process resolved by the rule every command uses.

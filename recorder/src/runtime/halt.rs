@@ -364,10 +364,7 @@ pub(crate) fn after_event(slot: &Slot, event: &Event<Borrowed<'_>>, events: u64)
     }
     let mut matched = slot.triggers.iter().copied().filter(|&i| {
         live.stop.triggers[i].matches(event, entry, |channel, wanted| {
-            live_state(live)
-                .named_channels
-                .iter()
-                .any(|(c, n)| *c == channel && n == wanted)
+            channel_named(live, channel, wanted)
         })
     });
     let breakpoint = |trigger| Breakpoint {
@@ -379,10 +376,7 @@ pub(crate) fn after_event(slot: &Slot, event: &Event<Borrowed<'_>>, events: u64)
         let Some(trigger) = matched.next() else {
             return;
         };
-        // Under one hold of the lock, so the initiator comes first in the halting order.
-        let mut state = live_state(live);
-        let halt = begin_locked(live, &mut state, Some(breakpoint(trigger)));
-        drop(halt_locked(live, slot, state, halt));
+        halt_at(live, slot, live_state(live), breakpoint(trigger));
         return;
     }
     // A conjunction: this process's part holds while its last event is this one (under `==`:
@@ -417,12 +411,7 @@ fn observe_stable(
     event: &Event<Borrowed<'_>>,
     entry: Option<&[u8]>,
 ) -> u64 {
-    let named = |channel: ObjectId, wanted: &str| {
-        live_state(live)
-            .named_channels
-            .iter()
-            .any(|(c, n)| *c == channel && n == wanted)
-    };
+    let named = |channel: ObjectId, wanted: &str| channel_named(live, channel, wanted);
     let mut states = states.lock().unwrap_or_else(|p| p.into_inner());
     let mut mask = 0u64;
     for (&i, stable) in slot.triggers.iter().zip(states.iter_mut()) {
@@ -445,20 +434,14 @@ fn hold(slot: &Slot, mask: u64) {
 
 /// Evaluates the whole conjunction with the state's lock held: when every part holds, the
 /// process of `slot` starts a halt at `breakpoint` and halts.
-fn evaluate_locked(
-    live: &Live,
-    slot: &Slot,
-    mut state: MutexGuard<'_, State>,
-    breakpoint: Breakpoint,
-) {
+fn evaluate_locked(live: &Live, slot: &Slot, state: MutexGuard<'_, State>, breakpoint: Breakpoint) {
     live.evaluations.fetch_add(1, Ordering::Relaxed);
     let held = state
         .processes
         .iter()
         .fold(0u64, |m, s| m | s.holding.load(Ordering::Relaxed));
     if held == every_trigger(live) {
-        let halt = begin_locked(live, &mut state, Some(breakpoint));
-        drop(halt_locked(live, slot, state, halt));
+        halt_at(live, slot, state, breakpoint);
     }
 }
 
@@ -581,23 +564,18 @@ fn follow_markers(
         let matched = slot.triggers.iter().copied().find(|&i| {
             next.contains(&i)
                 && live.stop.triggers[i].matches(event, entry, |channel, wanted| {
-                    live_state(live)
-                        .named_channels
-                        .iter()
-                        .any(|(c, n)| *c == channel && n == wanted)
+                    channel_named(live, channel, wanted)
                 })
         });
         if let Some(trigger) = matched {
             stage += 1;
             if usize::from(stage) == stages.len() {
-                let mut state = live_state(live);
                 let breakpoint = Breakpoint {
                     process: slot.id,
                     event: events - 1,
                     trigger,
                 };
-                let halt = begin_locked(live, &mut state, Some(breakpoint));
-                drop(halt_locked(live, slot, state, halt));
+                halt_at(live, slot, live_state(live), breakpoint);
                 return;
             }
         }
@@ -606,6 +584,21 @@ fn follow_markers(
     if stage > 0 {
         give_marker(live, rule, u64::from(stage), u64::max);
     }
+}
+
+/// Whether `channel` was created with the name `wanted`, which a trigger uses.
+fn channel_named(live: &Live, channel: ObjectId, wanted: &str) -> bool {
+    live_state(live)
+        .named_channels
+        .iter()
+        .any(|(c, n)| *c == channel && n == wanted)
+}
+
+/// The process of `slot` starts a halt at `breakpoint` and halts, under one hold of the
+/// state's lock, so that the initiator comes first in the halting order.
+fn halt_at(live: &Live, slot: &Slot, mut state: MutexGuard<'_, State>, breakpoint: Breakpoint) {
+    let halt = begin_locked(live, &mut state, Some(breakpoint));
+    drop(halt_locked(live, slot, state, halt));
 }
 
 fn lock_markers(live: &Live) -> MutexGuard<'_, FxHashMap<Point<ObjectId>, u64>> {

@@ -471,7 +471,6 @@ impl Debugger<'_> {
         Ok(())
     }
 
-    /// Makes sure a replay is held at the current state, replaying to it if none is.
     /// `gdb|lldb [--dry-run] [-- ARGS]`: attaches the debugger to the replayed program, held
     /// at the current state, with the thread of the process the predicate holds for (else of
     /// the first one held) selected in its own code's frame.
@@ -491,12 +490,7 @@ impl Debugger<'_> {
             );
             return Ok(());
         }
-        if self.session.is_none() {
-            // The same state in a new replay, whose threads are the ones to select.
-            let goal = Goal::Cut(cut_of(&self.current).into_iter().map(Some).collect());
-            let arrival = self.replay_to(goal, self.plan.clone().as_ref())?;
-            self.current = arrival.state;
-        }
+        self.live()?;
         let session = self.session.as_ref().expect("made live");
         let processes = &self.current.processes;
         let selected = processes
@@ -513,10 +507,12 @@ impl Debugger<'_> {
         Ok(())
     }
 
+    /// Makes sure a replay is held at the current state, replaying to it if none is; the
+    /// state is then the new replay's (the same cut, in that program's threads).
     fn live(&mut self) -> Result<(), CliError> {
         if self.session.is_none() {
             let goal = Goal::Cut(cut_of(&self.current).into_iter().map(Some).collect());
-            self.replay_to(goal, self.plan.clone().as_ref())?;
+            self.current = self.replay_to(goal, self.plan.clone().as_ref())?.state;
         }
         Ok(())
     }
