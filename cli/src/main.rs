@@ -31,6 +31,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// `cargo build` with automatic e-blocks, so `ppd why` explains every function of the
+    /// workspace's crates with no annotation (into TARGET/ppd).
+    Build(cmd::build::Args),
     /// Record a run of PROGRAM (built with #[ppd::main]); exits with the program's exit code.
     Record(cmd::record::Args),
     /// Replay a recording: verify it, halt it at a distributed breakpoint, trace it, step it.
@@ -97,6 +100,9 @@ fn exit_from_clap(e: &clap::Error) -> ExitCode {
 }
 
 fn main() -> ExitCode {
+    if ppd_instrument::wrapper::started_as_wrapper() {
+        return rustc_wrapper();
+    }
     die_on_closed_pipe();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -105,6 +111,7 @@ fn main() -> ExitCode {
     progress::install(cli.quiet);
     output::choose_palette(cli.color);
     let result = match cli.command {
+        Command::Build(args) => cmd::build::run(&args),
         Command::Record(args) => cmd::record::run(&args),
         Command::Replay(args) => cmd::replay::run(&args),
         Command::Why(args) => cmd::why::run(&args),
@@ -134,6 +141,18 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("ppd: cannot write to standard output: {e}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// `ppd` as cargo's rustc wrapper, under `ppd build`: the arguments are rustc's command line.
+fn rustc_wrapper() -> ExitCode {
+    let command: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    match ppd_instrument::wrapper::run(&command) {
+        Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        Err(e) => {
+            eprintln!("ppd: {e}");
+            ExitCode::from(2)
         }
     }
 }

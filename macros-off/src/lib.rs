@@ -1,4 +1,4 @@
-//! `#[ppd::main]`, `#[ppd::test]`, `#[ppd::eblock]` and `#[ppd::eblocks]` for a build of `ppd` without its
+//! `#[ppd::main]`, `#[ppd::test]`, `#[ppd::eblock]`, `#[ppd::eblocks]` and `#[ppd::not_traced]` for a build of `ppd` without its
 //! `record` feature: each leaves the item exactly as written, so the program is the plain std
 //! program and carries no ppd code. No parsing, hence no dependencies.
 
@@ -29,5 +29,11 @@ pub fn eblock(_args: TokenStream, item: TokenStream) -> TokenStream {
 /// Leaves the `impl` block as it is (its `#[ppd::eblock]` methods are left as they are too).
 #[proc_macro_attribute]
 pub fn eblocks(_args: TokenStream, item: TokenStream) -> TokenStream {
+    item
+}
+
+/// Leaves the item as it is.
+#[proc_macro_attribute]
+pub fn not_traced(_args: TokenStream, item: TokenStream) -> TokenStream {
     item
 }

@@ -9,6 +9,8 @@
 //!   prelog), its result and final `&mut` arguments on exit (the postlog), and a tracing twin
 //!   and an emulator are generated so that `ppd why` can re-execute one call from its log.
 //! * `#[ppd::eblocks]` on an `impl` block lets its methods be e-blocks.
+//! * `#[ppd::not_traced]` on a function or `impl` block keeps `ppd build`'s automatic e-blocks
+//!   off it.
 //!
 //! Each attribute is split into parsing (syntax into a model), checking (every error collected
 //! with its span, never a panic) and expansion.
@@ -40,6 +42,24 @@ pub fn eblock(args: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn eblocks(args: TokenStream, item: TokenStream) -> TokenStream {
     eblock::expand_impl(&args.into(), item.into()).into()
+}
+
+/// Keeps `ppd build`'s automatic e-blocks off a function, or off every method of an `impl`
+/// block: a function called so often that logging each call costs too much, or one whose values
+/// nobody will ask about. The item is left exactly as written; `ppd why` on its variables says
+/// it is not traced.
+#[proc_macro_attribute]
+pub fn not_traced(args: TokenStream, item: TokenStream) -> TokenStream {
+    if args.is_empty() {
+        return item;
+    }
+    let args = proc_macro2::TokenStream::from(args);
+    let mut out: TokenStream =
+        syn::Error::new_spanned(args, "#[ppd::not_traced] takes no arguments")
+            .to_compile_error()
+            .into();
+    out.extend(item);
+    out
 }
 
 /// Marks the program's entry point. Before the body runs, the runtime reads the environment

@@ -39,7 +39,7 @@
 //! `Semaphore`, `named` constructors, `current_process`) exist only with `record`.
 
 #[cfg(feature = "record")]
-pub use ppd_macros::{eblock, eblocks, main, test};
+pub use ppd_macros::{eblock, eblocks, main, not_traced, test};
 #[cfg(feature = "record")]
 pub use ppd_recorder::{
     channel, collections, io, mark, net, rand, select, select_biased, sync, task, thread, time,
@@ -56,7 +56,7 @@ pub mod utils {
 }
 
 #[cfg(not(feature = "record"))]
-pub use ppd_macros_off::{eblock, eblocks, main, test};
+pub use ppd_macros_off::{eblock, eblocks, main, not_traced, test};
 #[cfg(not(feature = "record"))]
 pub use std::{collections, io, sync, thread, time};
 

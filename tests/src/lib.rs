@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
 pub mod lattice;
+pub mod unannotated;
 
 /// The directory cargo builds into (`target/debug`), found from the running test binary
 /// (`target/debug/deps/<test>`).

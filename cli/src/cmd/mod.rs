@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub(crate) mod analyze;
+pub(crate) mod build;
 pub(crate) mod check;
 pub(crate) mod debugger;
 pub(crate) mod export;

@@ -79,7 +79,10 @@ impl Engine<'_, '_> {
                 None => {
                     let why_not = match self.body_target(process, &place, at)? {
                         BodyTarget::Found(site) => return Ok((process, site)),
-                        BodyTarget::Undefined => "nor does its body".to_owned(),
+                        BodyTarget::Undefined => "nor does its body (a function that is \
+                            no e-block is not traced: build with `ppd build`, whose \
+                            `--explain` says which functions are)"
+                            .to_owned(),
                         BodyTarget::Untraced(why) => {
                             format!("and its body could not be traced ({why})")
                         }

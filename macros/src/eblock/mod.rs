@@ -18,13 +18,31 @@ fn combine(errors: Vec<syn::Error>) -> Option<syn::Error> {
     })
 }
 
-fn no_arguments(args: &TokenStream, attribute: &str) -> Option<syn::Error> {
-    (!args.is_empty()).then(|| {
-        syn::Error::new(
+/// How an attribute was asked for: written by the user, or put there by `ppd build`'s automatic
+/// e-blocks (`ppd_instrument`), whose choice is syntactic and so may pick a function the
+/// expansion cannot handle.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    /// `#[ppd::eblock]`: what cannot be an e-block is a compile error, with its reason.
+    Written,
+    /// `#[ppd::eblock(auto)]`: what cannot be an e-block is left exactly as written.
+    Automatic,
+}
+
+/// Reads the attribute's arguments: none, or `auto`.
+fn origin(args: &TokenStream, attribute: &str) -> Result<Origin, syn::Error> {
+    let text = args.to_string();
+    match text.as_str() {
+        "" => Ok(Origin::Written),
+        "auto" => Ok(Origin::Automatic),
+        _ => Err(syn::Error::new(
             args.span(),
-            format!("#[ppd::{attribute}] takes no arguments"),
-        )
-    })
+            format!(
+                "#[ppd::{attribute}] takes no arguments (`auto` is what `ppd build` writes for \
+                 the e-blocks it chooses)"
+            ),
+        )),
+    }
 }
 
 fn mentions_self_type(sig: &syn::Signature) -> bool {
@@ -35,7 +53,13 @@ fn mentions_self_type(sig: &syn::Signature) -> bool {
 
 /// `#[ppd::eblock]` on a function.
 pub(crate) fn expand_fn(args: &TokenStream, item: TokenStream) -> TokenStream {
-    let mut errors: Vec<syn::Error> = no_arguments(args, "eblock").into_iter().collect();
+    let (origin, mut errors) = match origin(args, "eblock") {
+        Ok(origin) => (origin, Vec::new()),
+        Err(e) => (Origin::Written, vec![e]),
+    };
+    if origin == Origin::Automatic {
+        return expand_chosen_fn(item);
+    }
     let function = match syn::parse2::<Item>(item) {
         Ok(Item::Fn(f)) => f,
         Ok(Item::Impl(i)) => {
@@ -87,6 +111,26 @@ pub(crate) fn expand_fn(args: &TokenStream, item: TokenStream) -> TokenStream {
     }
 }
 
+/// `#[ppd::eblock(auto)]`: the function as an e-block where it can be one, else as written.
+fn expand_chosen_fn(item: TokenStream) -> TokenStream {
+    let Ok(Item::Fn(function)) = syn::parse2::<Item>(item.clone()) else {
+        return item;
+    };
+    if mentions_self_type(&function.sig) && function.sig.receiver().is_none() {
+        return item;
+    }
+    let Ok(eblock) = model::parse(function, false) else {
+        return item;
+    };
+    let expansion = expand::expand(&eblock, None);
+    let items = expansion.items;
+    let registration = expansion.registration;
+    quote! {
+        #items
+        const _: () = { #registration };
+    }
+}
+
 /// Whether an attribute is `#[eblock]` / `#[ppd::eblock]`.
 fn is_eblock(attr: &syn::Attribute) -> bool {
     attr.path()
@@ -96,15 +140,25 @@ fn is_eblock(attr: &syn::Attribute) -> bool {
 }
 
 /// `#[ppd::eblocks]` on an `impl` block: its methods marked `#[ppd::eblock]` are e-blocks.
+/// With `auto`, a method that cannot be one, or every method of a block that cannot have any,
+/// is left as written.
 pub(crate) fn expand_impl(args: &TokenStream, item: TokenStream) -> TokenStream {
-    let mut errors: Vec<syn::Error> = no_arguments(args, "eblocks").into_iter().collect();
-    let mut block: ItemImpl = match syn::parse2(item) {
+    let (origin, mut errors) = match origin(args, "eblocks") {
+        Ok(origin) => (origin, Vec::new()),
+        Err(e) => (Origin::Written, vec![e]),
+    };
+    let mut block: ItemImpl = match syn::parse2(item.clone()) {
         Ok(b) => b,
+        Err(_) if origin == Origin::Automatic => return item,
         Err(e) => {
             return syn::Error::new(e.span(), "#[ppd::eblocks] goes on an `impl` block")
                 .to_compile_error();
         }
     };
+    if origin == Origin::Automatic && (!block.generics.params.is_empty() || block.trait_.is_some())
+    {
+        return without_eblock_marks(block);
+    }
     if !block.generics.params.is_empty() {
         errors.push(syn::Error::new(
             block.generics.span(),
@@ -130,6 +184,23 @@ pub(crate) fn expand_impl(args: &TokenStream, item: TokenStream) -> TokenStream 
             sig: method.sig,
             block: Box::new(method.block),
         };
+        if origin == Origin::Automatic {
+            match model::parse(function.clone(), true) {
+                Ok(eblock) => {
+                    let expansion = expand::expand(&eblock, Some(&self_ty));
+                    let generated = &expansion.items;
+                    match syn::parse2::<ItemImpl>(quote! { impl X { #generated } }) {
+                        Ok(parsed) => {
+                            items.extend(parsed.items);
+                            registrations.push(expansion.registration);
+                        }
+                        Err(_) => items.push(as_method(function)),
+                    }
+                }
+                Err(_) => items.push(as_method(function)),
+            }
+            continue;
+        }
         match model::parse(function, true) {
             Ok(eblock) => {
                 let expansion = expand::expand(&eblock, Some(&self_ty));
@@ -151,4 +222,26 @@ pub(crate) fn expand_impl(args: &TokenStream, item: TokenStream) -> TokenStream 
         #block
         #(#registrations)*
     }
+}
+
+/// A function taken out of an `impl` block, put back as the method it was.
+fn as_method(function: syn::ItemFn) -> ImplItem {
+    ImplItem::Fn(syn::ImplItemFn {
+        attrs: function.attrs,
+        vis: function.vis,
+        defaultness: None,
+        sig: function.sig,
+        block: *function.block,
+    })
+}
+
+/// The block with its methods' `#[ppd::eblock]` marks taken off: what `#[ppd::eblocks(auto)]`
+/// leaves of a block none of whose methods can be an e-block.
+fn without_eblock_marks(mut block: ItemImpl) -> TokenStream {
+    for item in &mut block.items {
+        if let ImplItem::Fn(method) = item {
+            method.attrs.retain(|a| !is_eblock(a));
+        }
+    }
+    block.into_token_stream()
 }
