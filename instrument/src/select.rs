@@ -684,4 +684,36 @@ mod inline {
             "#]],
         );
     }
+
+    #[test]
+    fn an_eblock_that_does_not_compile_is_withdrawn_alone() {
+        let source = "struct S;\nimpl S {\n    fn a(&self) { for _ in 0..3 {} }\n}\n\
+                      fn f() {\n    for _ in 0..3 {}\n}\nfn g() { f(); }\n";
+        let file = SourceFile {
+            path: PathBuf::from("main.rs"),
+            text: source.to_string(),
+            syntax: syn::parse_file(source).unwrap(),
+        };
+        let mut selection = choose(std::slice::from_ref(&file));
+        assert!(!selection.withdraw(0, 1, "nothing there"));
+        // An error inside `f`'s body withdraws `f`, not `g`.
+        assert!(selection.withdraw(0, 6, "E0277"));
+        // An error at the `impl` block's attribute withdraws its methods.
+        assert!(selection.withdraw(0, 2, "E0599"));
+        let verdicts: Vec<_> = selection
+            .choices
+            .iter()
+            .map(|c| format!("{} {:?}", c.function, c.verdict))
+            .collect();
+        assert_eq!(
+            verdicts,
+            [
+                "S::a CannotBe(\"its e-block does not compile: E0599\")",
+                "f CannotBe(\"its e-block does not compile: E0277\")",
+                "g Eblock",
+            ]
+        );
+        let out = crate::rewrite::apply(source, &selection.insertions(1)[0]);
+        assert_eq!(out.matches("#[::ppd::").count(), 1, "{out}");
+    }
 }

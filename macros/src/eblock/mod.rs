@@ -102,13 +102,7 @@ pub(crate) fn expand_fn(args: &TokenStream, item: TokenStream) -> TokenStream {
     if let Some(e) = combine(errors) {
         return e.to_compile_error();
     }
-    let expansion = expand::expand(&eblock, None);
-    let items = expansion.items;
-    let registration = expansion.registration;
-    quote! {
-        #items
-        const _: () = { #registration };
-    }
+    free_function(&eblock)
 }
 
 /// `#[ppd::eblock(auto)]`: the function as an e-block where it can be one, else as written.
@@ -122,7 +116,12 @@ fn expand_chosen_fn(item: TokenStream) -> TokenStream {
     let Ok(eblock) = model::parse(function, false) else {
         return item;
     };
-    let expansion = expand::expand(&eblock, None);
+    free_function(&eblock)
+}
+
+/// A free function's expansion: its items and, beside them, its registration.
+fn free_function(eblock: &model::Eblock) -> TokenStream {
+    let expansion = expand::expand(eblock, None);
     let items = expansion.items;
     let registration = expansion.registration;
     quote! {
