@@ -31,6 +31,7 @@ fn help_lists_every_command() {
     assert_eq!(
         listed,
         [
+            "build",
             "record",
             "replay",
             "why",

@@ -286,6 +286,88 @@ fn a_stable_predicate_over_two_os_processes_halts_with_both_inside_their_eblocks
     assert_eq!(holds.len(), 2, "{halted:#}");
 }
 
+/// The states `ppd replay --trace … --json` printed: each one's cut, in `run`'s order of
+/// processes, and its first printed value.
+fn traced(out: &std::process::Output, run: &Run) -> Vec<(Vec<u64>, Value)> {
+    let (stdout, stderr) = output_text(out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let lines: Value = serde_json::from_str(&stdout).unwrap();
+    lines
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|line| {
+            let mut cut = vec![0; run.processes.len()];
+            for pair in line["cut"].as_array().unwrap() {
+                cut[run.process(pair[0].as_str().unwrap())] = pair[1].as_u64().unwrap();
+            }
+            (cut, line["values"][0][1].clone())
+        })
+        .collect()
+}
+
+#[test]
+fn a_conjunctions_trace_over_two_os_processes_prints_the_least_state_from_each_part() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record_kvstore(work.path());
+    let run = Run::load(work.path(), &dir);
+    let pred = "primary/session: enter serve & backup/replication: enter replicate";
+    let out = ppd(
+        work.path(),
+        &[
+            "replay",
+            dir.to_str().unwrap(),
+            "--trace",
+            pred,
+            "--print",
+            "backup/replication.ignored",
+            "--json",
+        ],
+    );
+    let cuts: Vec<Vec<u64>> = traced(&out, &run).into_iter().map(|(c, _)| c).collect();
+    assert!(!cuts.is_empty(), "the conjunction never held");
+    // Brute force: a pair of events, one of each part, is a satisfying state when the least
+    // cut holding both has each at its event (neither's past holds a later event of the
+    // other's process). From each part's event, the least satisfying state at it or later.
+    let (a, b) = (
+        run.matching("primary/session", "enter serve"),
+        run.matching("backup/replication", "enter replicate"),
+    );
+    let mut satisfying = Vec::new();
+    for &ea in &a {
+        for &eb in &b {
+            let cut: Vec<u64> = run
+                .past(ea)
+                .iter()
+                .zip(run.past(eb))
+                .map(|(x, y)| (*x).max(y))
+                .collect();
+            if cut[ea.0] == ea.1 as u64 + 1 && cut[eb.0] == eb.1 as u64 + 1 {
+                satisfying.push(cut);
+            }
+        }
+    }
+    let mut expected: Vec<Vec<u64>> = Vec::new();
+    for &(p, i) in a.iter().chain(&b) {
+        let least = satisfying
+            .iter()
+            .filter(|cut| cut[p] > i as u64)
+            .min_by_key(|cut| total(cut));
+        if let Some(least) = least
+            && !expected.contains(least)
+        {
+            expected.push(least.clone());
+        }
+    }
+    let mut sorted = cuts.clone();
+    sorted.sort_by_key(|c| total(c));
+    assert_eq!(cuts, sorted, "not in the order of their sizes");
+    let mut got = cuts;
+    got.sort();
+    expected.sort();
+    assert_eq!(got, expected);
+}
+
 #[test]
 fn a_trace_over_three_os_processes_prints_the_least_state_of_every_event_that_satisfies() {
     let work = tempfile::tempdir().unwrap();
@@ -304,21 +386,7 @@ fn a_trace_over_three_os_processes_prints_the_least_state_of_every_event_that_sa
             "--json",
         ],
     );
-    let (stdout, stderr) = output_text(&out);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
-    let lines: Value = serde_json::from_str(&stdout).unwrap();
-    let traced: Vec<(Vec<u64>, Value)> = lines
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|line| {
-            let mut cut = vec![0; run.processes.len()];
-            for pair in line["cut"].as_array().unwrap() {
-                cut[run.process(pair[0].as_str().unwrap())] = pair[1].as_u64().unwrap();
-            }
-            (cut, line["values"][0][1].clone())
-        })
-        .collect();
+    let traced = traced(&out, &run);
     // One state per satisfying event, its causal past, fewest events first.
     let mut expected: Vec<Vec<u64>> = [
         run.matching("backup/replication", "mark ignored"),
@@ -349,5 +417,30 @@ fn a_trace_over_three_os_processes_prints_the_least_state_of_every_event_that_sa
             .iter()
             .all(|v| v.as_str().unwrap().starts_with("put hits 1")),
         "{marked:?}"
+    );
+}
+
+#[test]
+fn a_print_item_its_process_never_logs_is_refused_across_nodes_as_in_one() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record_kvstore(work.path());
+    let out = ppd(
+        work.path(),
+        &[
+            "replay",
+            dir.to_str().unwrap(),
+            "--trace",
+            "primary/session: enter serve | backup/replication: enter replicate",
+            "--print",
+            "backup/replication.ignord",
+        ],
+    );
+    let (stdout, stderr) = output_text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(
+        stderr.contains("bad --print item `backup/replication.ignord`")
+            && stderr.contains("did you mean `ignored`?"),
+        "{stderr}"
     );
 }

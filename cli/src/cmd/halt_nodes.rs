@@ -21,8 +21,8 @@
 //!
 //! Where ppd goes beyond the paper: deciding the state before the halting replay costs one
 //! extra replay of each node the predicate names, and needs no control message between OS
-//! processes. `--trace` of a disjunctive or linked predicate over several nodes is decided the
-//! same way ([`trace`]); stepping (`-i`) and a conjunction's trace still take one node.
+//! processes. `--trace` over several nodes is decided the same way ([`trace`]); stepping (`-i`)
+//! still takes one node.
 
 use std::collections::HashMap;
 use std::process::ExitCode;
@@ -341,10 +341,12 @@ fn reported_by_nodes(
     Ok((process_of, reported))
 }
 
-/// `--trace PRED --print EXPR` over the processes of several nodes: every global state where a
-/// disjunctive or linked predicate holds — the least consistent cut of each event at which it
-/// holds, in the order of their sizes — with the values `--print` names, read from the logs
-/// of their nodes at that cut (Manabe & Imase §4, decided as `--stop` is across nodes).
+/// `--trace PRED --print EXPR` over the processes of several nodes: every global state where
+/// the predicate holds — for a disjunctive or linked one the least consistent cut of each event
+/// at which it holds, for a conjunction the least satisfying cut from each state where one of
+/// its processes' parts holds (`predicate::conjunction_states`), in the order of their sizes —
+/// with the values `--print` names, read from the logs of their nodes at that cut (Manabe &
+/// Imase §4, decided as `--stop` is across nodes).
 pub(crate) fn trace(
     args: &Args,
     recording: &Recording,
@@ -353,31 +355,10 @@ pub(crate) fn trace(
     print: &str,
 ) -> CmdResult {
     let (combination, parts) = predicate_by_node(recording, text)?;
-    if matches!(
-        combination,
-        Combination::Conjunctive | Combination::Simultaneous
-    ) && parts.len() > 1
-    {
-        return Err(input(anyhow!(
-            "--trace {text:?}: tracing a conjunction over the processes of several nodes is not \
-             supported yet (`|` and `->` are); trace one node with --only NODE"
-        )));
-    }
     let items = print_items(recording, print)?;
-    let analysis = Analysis::open(recording).map_err(failure)?;
-    let (_, reported) = reported_by_nodes(args, recording, integrity, &analysis, &parts)?;
-    let Some(mut states) = predicate::events_satisfying(&combination, &reported) else {
-        unreachable!("a conjunction of one node is traced by that node")
-    };
-    states.sort_by_key(|&i| reported[i].vclock.iter().sum::<u64>());
-    let trace = &analysis.trace;
     let nodes = recording.nodes();
-    let node_of: HashMap<ProcessId, usize> = recording
-        .processes()
-        .iter()
-        .map(|p| (p.id, p.node))
-        .collect();
-    // Each node's recording and catalog, opened once for every state.
+    // Each node's recording and catalog, opened once for every state; an item its process
+    // never logs is refused now rather than printed as null at every state.
     let mut opened: HashMap<usize, (Recording, predicate::Catalog)> = HashMap::new();
     for item in &items {
         if let std::collections::hash_map::Entry::Vacant(slot) = opened.entry(item.node) {
@@ -385,10 +366,34 @@ pub(crate) fn trace(
             let catalog = predicate::Catalog::of(&local).map_err(failure)?;
             slot.insert((local, catalog));
         }
+        opened[&item.node]
+            .1
+            .printable(item.local, &item.name)
+            .map_err(|e| input(anyhow!("bad --print item `{}`: {e}", item.text)))?;
     }
+    let analysis = Analysis::open(recording).map_err(failure)?;
+    let (process_of, reported) = reported_by_nodes(args, recording, integrity, &analysis, &parts)?;
+    let cuts: Vec<Vec<u64>> = match predicate::events_satisfying(&combination, &reported) {
+        Some(mut states) => {
+            states.sort_by_key(|&i| reported[i].vclock.iter().sum::<u64>());
+            states
+                .into_iter()
+                .map(|i| reported[i].vclock.clone())
+                .collect()
+        }
+        None => predicate::conjunction_states(&combination, &process_of, &reported)
+            .into_iter()
+            .map(|state| state.cut)
+            .collect(),
+    };
+    let trace = &analysis.trace;
+    let node_of: HashMap<ProcessId, usize> = recording
+        .processes()
+        .iter()
+        .map(|p| (p.id, p.node))
+        .collect();
     let mut lines = Vec::new();
-    for &i in &states {
-        let cut = &reported[i].vclock;
+    for cut in &cuts {
         // Each node's state at the cut, built once for the items it has.
         let mut built: HashMap<usize, HaltState> = HashMap::new();
         for (&node, (local, catalog)) in &opened {

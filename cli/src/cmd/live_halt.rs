@@ -186,8 +186,10 @@ impl LiveDebugger {
                 Err(RecvTimeoutError::Timeout) if over => break,
                 Err(_) => {}
             }
-            let complete = round.as_ref().is_some_and(|r| {
-                !r.reports.is_empty() && nodes.keys().all(|k| r.reports.contains_key(k))
+            let complete = round.as_mut().is_some_and(|r| {
+                !r.reports.is_empty()
+                    && nodes.keys().all(|k| r.reports.contains_key(k))
+                    && r.no_node_on_its_way(child.id(), &nodes)
             });
             if !complete {
                 continue;
@@ -471,6 +473,100 @@ enum Incoming {
 #[derive(Default)]
 struct Round {
     reports: BTreeMap<usize, HaltReport>,
+    /// Until when the round waits for nodes the program started that have not connected yet.
+    deadline: Option<std::time::Instant>,
+}
+
+/// How long a halt waits for a node that has started but not connected to the debugger.
+const LATE_NODE_WAIT: Duration = Duration::from_secs(3);
+
+impl Round {
+    /// Whether no node of the program is on its way: every OS process under the program's own
+    /// that is a ppd program has connected (it is then told to halt, and its report is
+    /// waited for) or ended. Miller & Choi's debugger knows every process; this one learns of
+    /// a node only when it connects, so a node started just before the halt (a client the
+    /// launcher started a moment after the server) would otherwise run on outside the halted
+    /// state. One that does not connect within [`LATE_NODE_WAIT`] is named and left out.
+    fn no_node_on_its_way(&mut self, program: u32, nodes: &BTreeMap<usize, Node>) -> bool {
+        let connected: Vec<u32> = nodes.values().filter_map(|n| n.pid).collect();
+        if connected.len() < nodes.len() {
+            // A connection whose hello has not arrived yet: its pid is not known.
+            return false;
+        }
+        let late: Vec<(u32, PathBuf)> = ppd_descendants(program)
+            .into_iter()
+            .filter(|(pid, _)| !connected.contains(pid))
+            .collect();
+        if late.is_empty() {
+            return true;
+        }
+        let deadline = *self
+            .deadline
+            .get_or_insert_with(|| std::time::Instant::now() + LATE_NODE_WAIT);
+        if std::time::Instant::now() < deadline {
+            return false;
+        }
+        for (pid, exe) in late {
+            eprintln!(
+                "ppd: {} (pid {pid}) is a ppd program of this run that has not connected to the \
+                 debugger in {} s; it is not in the halted state",
+                exe.display(),
+                LATE_NODE_WAIT.as_secs()
+            );
+        }
+        true
+    }
+}
+
+/// The OS processes under `root` (its descendants, itself included) whose executable is a
+/// ppd program, with their executables.
+fn ppd_descendants(root: u32) -> Vec<(u32, PathBuf)> {
+    let Ok(listing) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut parent_of: BTreeMap<u32, u32> = BTreeMap::new();
+    for entry in listing.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        // `pid (comm) state ppid …`: the command may hold spaces and parentheses.
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let ppid = stat
+            .rfind(')')
+            .and_then(|end| stat[end + 1..].split_whitespace().nth(1))
+            .and_then(|p| p.parse().ok());
+        if let Some(ppid) = ppid {
+            parent_of.insert(pid, ppid);
+        }
+    }
+    let under = |mut pid: u32| {
+        while pid > 1 {
+            if pid == root {
+                return true;
+            }
+            match parent_of.get(&pid) {
+                Some(&parent) => pid = parent,
+                None => return false,
+            }
+        }
+        false
+    };
+    parent_of
+        .keys()
+        .copied()
+        .filter(|&pid| under(pid))
+        .filter_map(|pid| {
+            let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok()?;
+            let hash = ppd_recorder::runtime::program_hash::program_hash(&exe).ok()?;
+            hash.ppd_program.then_some((pid, exe))
+        })
+        .collect()
 }
 
 /// A halt of every node, in the recording's process ids.

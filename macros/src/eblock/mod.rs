@@ -37,10 +37,7 @@ fn origin(args: &TokenStream, attribute: &str) -> Result<Origin, syn::Error> {
         "auto" => Ok(Origin::Automatic),
         _ => Err(syn::Error::new(
             args.span(),
-            format!(
-                "#[ppd::{attribute}] takes no arguments (`auto` is what `ppd build` writes for \
-                 the e-blocks it chooses)"
-            ),
+            format!("#[ppd::{attribute}] takes no arguments"),
         )),
     }
 }

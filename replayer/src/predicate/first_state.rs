@@ -94,7 +94,53 @@ fn fewest_events(
     })
 }
 
+/// Every global state `--trace` prints for a conjunctive or simultaneous predicate: for each
+/// reported state of one of its processes where all that process's components hold, the least
+/// consistent cut where the predicate holds with that process at that state or later — the
+/// state the run reaches when that process's part holds again, as Algorithm 1 halts there
+/// once more after a `continue`. Distinct cuts, fewest events first; empty for any other
+/// combination, or when the predicate never holds.
+pub fn conjunction_states(
+    combination: &Combination,
+    process_of: &[usize],
+    reported: &[Satisfying],
+) -> Vec<FirstState> {
+    if !matches!(
+        combination,
+        Combination::Conjunctive | Combination::Simultaneous
+    ) {
+        return Vec::new();
+    }
+    let width = reported.first().map_or(0, |s| s.vclock.len());
+    let mut states: Vec<FirstState> = Vec::new();
+    for s in reported {
+        if !process_of.contains(&s.process) {
+            continue;
+        }
+        let mut from = vec![0; width];
+        from[s.process] = s.events;
+        if let Some(state) = conjunction_from(process_of, reported, &from)
+            && !states.iter().any(|known| known.cut == state.cut)
+        {
+            states.push(state);
+        }
+    }
+    states.sort_by_key(|state| state.cut.iter().sum::<u64>());
+    states
+}
+
 fn conjunction(process_of: &[usize], reported: &[Satisfying]) -> Option<FirstState> {
+    let width = reported.first().map_or(0, |s| s.vclock.len());
+    conjunction_from(process_of, reported, &vec![0; width])
+}
+
+/// The least satisfying cut of a conjunction in which each process `p` is at least at its
+/// state `from[p]`.
+fn conjunction_from(
+    process_of: &[usize],
+    reported: &[Satisfying],
+    from: &[u64],
+) -> Option<FirstState> {
     let mut processes: Vec<usize> = process_of.to_vec();
     processes.sort_unstable();
     processes.dedup();
@@ -105,9 +151,11 @@ fn conjunction(process_of: &[usize], reported: &[Satisfying]) -> Option<FirstSta
             let mine: Vec<usize> = (0..process_of.len())
                 .filter(|&c| process_of[c] == p)
                 .collect();
+            let at_least = from.get(p).copied().unwrap_or(0);
             let mut states: Vec<usize> = (0..reported.len())
                 .filter(|&i| {
                     reported[i].process == p
+                        && reported[i].events >= at_least
                         && mine.iter().all(|c| reported[i].components.contains(c))
                 })
                 .collect();
@@ -361,6 +409,39 @@ mod tests {
                         prop_assert!(first.cut.iter().zip(other).all(|(a, b)| a <= b),
                             "{:?} is not below {other:?}", first.cut);
                     }
+                }
+            }
+        }
+
+        /// Every state a conjunction's trace prints satisfies it, the first is the first
+        /// state, and for each process's satisfying state the least satisfying cut with that
+        /// process at it or later (found by enumerating every consistent cut) is printed.
+        #[test]
+        fn a_conjunctions_trace_is_the_least_satisfying_cut_from_each_state((run, process_of, holds) in case()) {
+            let reported = reports(&run, &process_of, &holds);
+            let satisfies = |cut: &Vec<u64>| {
+                (0..process_of.len()).all(|c| holds_at(&reported, process_of[c], cut[process_of[c]], c))
+            };
+            let satisfying: Vec<Vec<u64>> = run.cuts().into_iter().filter(satisfies).collect();
+            let traced = conjunction_states(&Combination::Conjunctive, &process_of, &reported);
+            for state in &traced {
+                prop_assert!(satisfying.contains(&state.cut), "{state:?} does not satisfy");
+            }
+            let first = first_state(&Combination::Conjunctive, &process_of, &reported);
+            prop_assert_eq!(traced.first().map(|s| &s.cut), first.as_ref().map(|f| &f.cut));
+            for s in &reported {
+                if !process_of.contains(&s.process) {
+                    continue;
+                }
+                let least = satisfying
+                    .iter()
+                    .filter(|cut| cut[s.process] >= s.events)
+                    .min_by_key(|cut| cut.iter().sum::<u64>());
+                if let Some(least) = least {
+                    prop_assert!(
+                        traced.iter().any(|t| &t.cut == least),
+                        "{least:?}, the least from {s:?}, is not traced: {traced:?}"
+                    );
                 }
             }
         }

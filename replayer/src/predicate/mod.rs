@@ -37,7 +37,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 pub use eval::Interval;
-pub use first_state::{FirstState, Satisfying, events_satisfying, first_state};
+pub use first_state::{FirstState, Satisfying, conjunction_states, events_satisfying, first_state};
 pub use index::{After, Local, Tests};
 pub use linked::Linked;
 pub use parse::{ParseError, parse};
