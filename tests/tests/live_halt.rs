@@ -822,3 +822,57 @@ fn gdb_attached_at_a_live_halt_is_in_the_initiators_frame_at_its_breakpoint() {
     assert!(stdout.contains(FINISHED), "{stdout}");
     assert_eq!(read_halts(&dir).unwrap().len(), 1);
 }
+
+#[test]
+fn gdb_all_attaches_one_gdb_to_every_halted_node_with_the_breakpoints_thread_selected() {
+    if std::process::Command::new("gdb")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        assert!(
+            std::env::var_os("PPD_REQUIRE_GDB").is_none(),
+            "PPD_REQUIRE_GDB is set and gdb is missing"
+        );
+        eprintln!("gdb is not installed: attaching it to every node is not tested");
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("rec");
+    let launcher = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/kvstore.sh");
+    let kvstore = ppd_tests::example_bin("kvstore");
+    let out = ppd_with_input(
+        work.path(),
+        &[
+            "record",
+            "-o",
+            dir.to_str().unwrap(),
+            "-i",
+            "--stop",
+            "backup/replication: mark ignored",
+            "--",
+            "sh",
+            launcher,
+            kvstore.to_str().unwrap(),
+        ],
+        b"gdb all -- -batch -ex 'info inferiors' -ex thread\nlldb all\ndetach\n",
+    );
+    let (stdout, stderr) = output_text(&out);
+    let halts = read_halts(&dir).unwrap();
+    assert_eq!(halts.len(), 1, "{stdout}\n{stderr}");
+    // One inferior per OS process of the run, each attached.
+    let inferiors = stdout
+        .lines()
+        .filter(|l| {
+            let words: Vec<&str> = l.trim_start_matches('*').split_whitespace().collect();
+            words.len() > 2 && words[0].parse::<u32>().is_ok() && words[1] == "process"
+        })
+        .count();
+    assert_eq!(inferiors, 3, "{stdout}\n{stderr}");
+    // The first inferior is the breakpoint's node, with a thread of its own selected.
+    assert!(stdout.contains("[Current thread is 1."), "{stdout}");
+    assert!(
+        stdout.contains("lldb debugs one OS process at a time"),
+        "{stdout}"
+    );
+}

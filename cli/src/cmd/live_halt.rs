@@ -30,7 +30,7 @@ use ppd_replayer::predicate::{self, Catalog, Combination, EventPattern, Predicat
 use ppd_replayer::protocol::{HaltReason, ProcessReport};
 
 use super::debugger::WhyArgs;
-use super::debugger::attach::{Request, Tool, attach};
+use super::debugger::attach::{Request, Tool, attach, attach_every};
 use super::debugger::input::{Input, Words};
 use crate::exit::{CliError, failure, input};
 use crate::output::out;
@@ -769,7 +769,9 @@ fn ask(
                  the chain that gave VAR its value, from the recording up to this halt\n\
                  kill       kill the program (the recording keeps everything up to the kill)\n\
                  gdb|lldb [NODE] [--dry-run] [-- ARGS]\n           \
-                 attach gdb or lldb to the halted OS process (the first node's, or NODE's)\n"
+                 attach gdb or lldb to the halted OS process (the first node's, or NODE's)\n\
+                 gdb all [--dry-run] [-- ARGS]\n           \
+                 attach one gdb to every halted node, one inferior each\n"
             ),
             other => out!("unknown command `{other}` (help lists them)\n"),
         }
@@ -874,9 +876,10 @@ fn copy_recording(from: &Path, to: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// `gdb|lldb [NODE] [--dry-run] [-- ARGS...]`: attaches the debugger to a halted OS process
-/// (the first node's, or NODE's) with the breakpoint's thread selected when it is in that
-/// node, else a halted one's.
+/// `gdb|lldb [NODE|all] [--dry-run] [-- ARGS...]`: attaches the debugger to a halted OS
+/// process (the first node's, or NODE's) with the breakpoint's thread selected when it is in
+/// that node, else a halted one's; `gdb all` to every node at once, one inferior each, the
+/// initiator's first.
 fn attach_debugger(tool: Tool, rest: &str, nodes: &[(String, u32)], merged: &Merged) {
     let request = match Request::parse(tool, rest, true) {
         Ok(request) => request,
@@ -885,6 +888,25 @@ fn attach_debugger(tool: Tool, rest: &str, nodes: &[(String, u32)], merged: &Mer
             return;
         }
     };
+    if request.node.as_deref() == Some("all") {
+        if tool == Tool::Lldb {
+            let known: Vec<&str> = nodes.iter().map(|(n, _)| n.as_str()).collect();
+            out!(
+                "lldb debugs one OS process at a time: lldb NODE, one of {} (gdb all attaches \
+                 to every node at once)\n",
+                known.join(", ")
+            );
+            return;
+        }
+        let mut targets: Vec<(u32, Option<u32>)> = nodes
+            .iter()
+            .map(|(_, pid)| (*pid, selected_thread(merged, *pid)))
+            .collect();
+        let initiator = merged.node_pids.get(&merged.initiator).copied();
+        targets.sort_by_key(|&(pid, _)| Some(pid) != initiator);
+        attach_every(&targets, &request, &format!("{} nodes", nodes.len()));
+        return;
+    }
     let node = match &request.node {
         None => nodes.first(),
         Some(name) => nodes.iter().find(|(n, _)| n == name),
@@ -898,22 +920,29 @@ fn attach_debugger(tool: Tool, rest: &str, nodes: &[(String, u32)], merged: &Mer
         );
         return;
     };
-    let in_node: Vec<&LiveProcess> = merged
-        .processes
-        .iter()
-        .filter(|p| merged.node_pids.get(&p.id) == Some(pid))
-        .collect();
-    let selected = in_node
-        .iter()
-        .find(|p| p.id == merged.initiator)
-        .or_else(|| in_node.iter().find(|p| p.status == LiveStatus::Halted));
     attach(
         tool,
         *pid,
-        selected.map(|p| p.thread),
+        selected_thread(merged, *pid),
         &request,
         &format!("node {node}"),
     );
+}
+
+/// The thread to select in the node whose OS process is `pid`: the breakpoint's, when it is
+/// there, else a halted process's, else one halted while it waits.
+fn selected_thread(merged: &Merged, pid: u32) -> Option<u32> {
+    let in_node: Vec<&LiveProcess> = merged
+        .processes
+        .iter()
+        .filter(|p| merged.node_pids.get(&p.id) == Some(&pid))
+        .collect();
+    in_node
+        .iter()
+        .find(|p| p.id == merged.initiator)
+        .or_else(|| in_node.iter().find(|p| p.status == LiveStatus::Halted))
+        .or_else(|| in_node.iter().find(|p| p.status == LiveStatus::Waiting))
+        .map(|p| p.thread)
 }
 
 fn wait_for(child: &mut Child) -> Result<ExitStatus, CliError> {

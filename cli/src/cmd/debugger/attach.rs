@@ -154,6 +154,45 @@ impl Request {
 pub(crate) fn attach(tool: Tool, pid: u32, thread: Option<u32>, request: &Request, label: &str) {
     let mut args = tool.attach_args(pid, thread);
     args.extend(request.extra.iter().cloned());
+    run(tool, args, request, label);
+}
+
+/// Runs gdb attached to every one of `targets` (OS process and the thread to select), one
+/// inferior each, the first selected when it starts: one debugger over every halted node.
+/// lldb debugs one process at a time, so it is not offered here.
+pub(crate) fn attach_every(targets: &[(u32, Option<u32>)], request: &Request, label: &str) {
+    let Some((&(first, thread), rest)) = targets.split_first() else {
+        return;
+    };
+    let mut args = Tool::Gdb.attach_args(first, thread);
+    for (k, &(pid, thread)) in rest.iter().enumerate() {
+        let inferior = k + 2;
+        args.extend(
+            [
+                "add-inferior".to_owned(),
+                format!("inferior {inferior}"),
+                format!("attach {pid}"),
+            ]
+            .into_iter()
+            .chain(thread.map(gdb_select))
+            .flat_map(|command| ["-ex".to_owned(), command]),
+        );
+    }
+    if !rest.is_empty() {
+        // Back to the first, whose thread switching inferiors left unselected.
+        args.extend(["-ex".to_owned(), "inferior 1".to_owned()]);
+        args.extend(
+            thread
+                .map(gdb_select)
+                .into_iter()
+                .flat_map(|c| ["-ex".to_owned(), c]),
+        );
+    }
+    args.extend(request.extra.iter().cloned());
+    run(Tool::Gdb, args, request, label);
+}
+
+fn run(tool: Tool, args: Vec<String>, request: &Request, label: &str) {
     let program = tool.program();
     let name = program.as_str();
     let shown = shlex::try_join(std::iter::once(name).chain(args.iter().map(String::as_str)))
