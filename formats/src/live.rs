@@ -47,6 +47,12 @@ pub struct LiveStop {
     /// §3.2.4), where alone the whole predicate is evaluated; none: at every event.
     #[serde(default)]
     pub recognition: Vec<RecognitionPoint>,
+    /// Under `&` or `==`: the parts name processes of several nodes. No node can see the
+    /// whole, so each tells the debugger which parts its processes hold whenever that changes
+    /// ([`ProgramMessage::Holding`]) and waits for the answer; the debugger, which sees every
+    /// node's parts in one order, halts the program when all hold.
+    #[serde(default)]
+    pub across: bool,
 }
 
 /// A point of the program where a process evaluates a simultaneous predicate: a node of the
@@ -319,6 +325,16 @@ pub enum ProgramMessage {
     Started,
     /// The node has halted.
     Halted(HaltReport),
+    /// Under a predicate [`LiveStop::across`] nodes: the parts this node's processes hold
+    /// now, one bit per trigger, as change number `seq` of the node. The process that made
+    /// the change waits for [`DebuggerCommand::Hold`] or [`DebuggerCommand::Complete`] (or
+    /// the halt marker) before it goes on.
+    Holding {
+        /// The change's number in this node, from 1.
+        seq: u64,
+        /// The parts held.
+        parts: u64,
+    },
 }
 
 /// Debugger to program.
@@ -330,6 +346,12 @@ pub enum DebuggerCommand {
     Continue,
     /// Resume every process and disarm the breakpoint: the program runs on, recording.
     Detach,
+    /// The node's change `seq` of [`ProgramMessage::Holding`] is known, and the predicate
+    /// does not hold with it: the process that made it goes on.
+    Hold(u64),
+    /// With the node's change `seq` every part holds: the process that made it halts there,
+    /// starting the halt (the debugger has sent every other node the halt marker).
+    Complete(u64),
 }
 
 /// The file, in a recording's directory, that lists its halts (JSON: an array of [`Halt`]).

@@ -329,8 +329,8 @@ fn a_predicate_the_live_program_cannot_evaluate_is_refused_before_anything_runs(
             "names processes of a and b",
         ),
         (
-            "a/consumer: mark checkpoint & b/producer-1: send",
-            "names processes of a and b",
+            "consumer: mark checkpoint -> b/producer-1: send",
+            "names processes of the first node and b",
         ),
     ] {
         let dir = work.path().join("refused");
@@ -444,6 +444,44 @@ fn the_replicated_store_halts_live_in_all_three_os_processes_at_the_stale_update
         .map(|(p, _)| p.node())
         .collect();
     assert_eq!(nodes_in_cut.len(), 3, "{:?}", halts[0]);
+    assert_eq!(replayed_nodes_to_halt(work.path(), &dir), cut_of(&halts[0]));
+}
+
+#[test]
+fn a_simultaneous_predicate_over_two_os_processes_halts_the_live_store_with_both_inside() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("rec");
+    let pred = "client/main: enter count == primary/session: enter serve";
+    let out = ppd_tests::record_kvstore(work.path(), &dir, &["--stop", pred]);
+    let (stdout, stderr) = output_text(&out);
+    let halts = read_halts(&dir).unwrap();
+    assert_eq!(halts.len(), 1, "{stdout}\n{stderr}");
+    for part in ["client/main: enter count", "primary/session: enter serve"] {
+        assert!(stdout.contains(&format!("holds    {part}")), "{stdout}");
+    }
+    // In the halted state each of the two is inside its e-block: the parts, held in two OS
+    // processes, held at once.
+    let recording = ppd_formats::Recording::open(&dir).unwrap();
+    for (id, events) in logs(&dir) {
+        let entry = recording.process(id).unwrap();
+        let name = entry.name.clone();
+        let node = &recording.nodes()[entry.node].name;
+        let eblock = match (node.as_str(), name.as_str()) {
+            ("client", "main") => "count",
+            ("primary", "session") => "serve",
+            _ => continue,
+        };
+        let (_, n) = halts[0].cut.iter().find(|(p, _)| *p == id).unwrap();
+        let depth: i64 = events[..*n as usize]
+            .iter()
+            .map(|e| match e {
+                Event::EblockEnter { eblock: f, .. } if f.ends_with(eblock) => 1,
+                Event::EblockExit { eblock: f, .. } if f.ends_with(eblock) => -1,
+                _ => 0,
+            })
+            .sum();
+        assert_eq!(depth, 1, "{node}/{name} is not inside {eblock} at the halt");
+    }
     assert_eq!(replayed_nodes_to_halt(work.path(), &dir), cut_of(&halts[0]));
 }
 

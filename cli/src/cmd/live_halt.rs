@@ -84,20 +84,28 @@ impl LiveDebugger {
             }
         };
         let triggers: Vec<LiveTrigger> = simples.iter().map(trigger).collect();
+        // A process named without a node is the first node's, whichever that is.
         let mut nodes: Vec<&str> = triggers
             .iter()
-            .filter_map(|t| t.process.split_once('/').map(|(node, _)| node))
+            .map(|t| t.process.split_once('/').map_or("", |(node, _)| node))
             .collect();
         nodes.sort_unstable();
         nodes.dedup();
-        if (all || !stages.is_empty()) && nodes.len() > 1 {
+        let across = all && nodes.len() > 1;
+        if !stages.is_empty() && nodes.len() > 1 {
+            let named: Vec<&str> = nodes
+                .iter()
+                .map(|n| if n.is_empty() { "the first node" } else { n })
+                .collect();
             return Err(input(anyhow!(
-                "--stop {text:?}: a live program evaluates `&`, `==` and `->` within one OS \
-                 process, and this predicate names processes of {}; record the run, then `ppd \
-                 replay --stop` with it",
-                nodes.join(" and ")
+                "--stop {text:?}: a live program follows `->` within one OS process, and this \
+                 predicate names processes of {} (its predicate markers would have to travel \
+                 with the bytes between them); record the run, then `ppd replay --stop` with it",
+                named.join(" and ")
             )));
         }
+        // The knowledge recognition points rest on does not cross OS processes.
+        let recognition = if across { Vec::new() } else { recognition };
         let dir = tempfile::Builder::new()
             .prefix("ppd-live-")
             .tempdir()
@@ -120,6 +128,7 @@ impl LiveDebugger {
                 stages,
                 stable,
                 recognition,
+                across,
             },
             trigger_texts: simples.iter().map(ToString::to_string).collect(),
             interactive,
@@ -170,6 +179,7 @@ impl LiveDebugger {
                     let mut node = Node {
                         name: None,
                         pid: None,
+                        parts: 0,
                         commands,
                     };
                     if round.is_some() {
@@ -268,6 +278,27 @@ impl LiveDebugger {
                     .get_or_insert_with(Round::default)
                     .reports
                     .insert(id, report);
+            }
+            ProgramMessage::Holding { seq, parts } => {
+                // The nodes' changes meet here, in the order they arrive: the predicate holds
+                // when, with this one, every part is held by some node.
+                if let Some(node) = nodes.get_mut(&id) {
+                    node.parts = parts;
+                }
+                let held = nodes.values().fold(0u64, |m, n| m | n.parts);
+                let every = u64::MAX >> (64 - self.stop.triggers.len());
+                if round.is_none() && held == every {
+                    *round = Some(Round::default());
+                    for (k, node) in nodes.iter_mut() {
+                        node.command(if *k == id {
+                            DebuggerCommand::Complete(seq)
+                        } else {
+                            DebuggerCommand::Halt
+                        });
+                    }
+                } else if let Some(node) = nodes.get_mut(&id) {
+                    node.command(DebuggerCommand::Hold(seq));
+                }
             }
         }
     }
@@ -450,6 +481,8 @@ struct Node {
     /// Its name in the recording, once it has said it.
     name: Option<String>,
     pid: Option<u32>,
+    /// Under a predicate across nodes: the parts its processes hold, as it last said.
+    parts: u64,
     commands: UnixStream,
 }
 

@@ -26,6 +26,19 @@
 //! moment of the real run, so a consistent state where all hold; `ppd replay --stop` also
 //! finds the states of the run's lattice where they could have held at once.
 //!
+//! A conjunction or simultaneous predicate whose parts name processes of several nodes
+//! ([`LiveStop::across`]) cannot be seen whole by any node. The debugger is then where the
+//! parts meet, as the state's lock is within a node: a node tells it which parts its
+//! processes hold whenever that changes — when an event starts a part, and before the
+//! operation that ends one — and the process that changed them waits for the answer. The
+//! debugger takes the nodes' changes in one order; when with one every part holds, it sends
+//! every other node the halt marker and tells the changing process to halt at its event. A
+//! process whose part ended waits before its operation, so if the debugger had already
+//! decided, the marker finds it still at the event that held its part: the halted state has
+//! every part holding. The cost is a round trip to the debugger per part that starts or ends,
+//! nothing on other events. Recognition points are not used across nodes (the knowledge they
+//! rest on would have to travel with the program's bytes).
+//!
 //! A linked predicate (`->`) follows Miller & Choi §6: a process whose event matches the
 //! next stage of the predicate its causal past has reached moves to the stage after, and the
 //! stage travels as a *predicate marker* with everything that orders events in replay: the
@@ -91,6 +104,9 @@ struct Live {
     marking: AtomicBool,
     /// Evaluations of the whole conjunction since the program started or last resumed.
     evaluations: AtomicU64,
+    /// The connection's writing end, shared by the report thread and, across nodes, the
+    /// processes that tell the debugger their parts.
+    teller: Mutex<UnixStream>,
 }
 
 #[derive(Default)]
@@ -104,6 +120,12 @@ struct State {
     processes: Vec<Arc<Slot>>,
     /// Channels created with a name a trigger uses.
     named_channels: Vec<(ObjectId, String)>,
+    /// Across nodes: the parts last told to the debugger, the number of the last change told,
+    /// the last one it answered, and the last one it answered was complete.
+    parts_told: u64,
+    told: u64,
+    answered: u64,
+    completed: u64,
 }
 
 #[derive(Clone)]
@@ -171,6 +193,7 @@ pub(crate) fn install(stop: LiveStop, socket: &str, node: &str, first: bool) -> 
     )
     .map_err(unreachable)?;
     let commands = stream.try_clone().map_err(unreachable)?;
+    let teller = Mutex::new(stream.try_clone().map_err(unreachable)?);
     allow_tracing_by_the_debugger(&stream);
     let live = Live {
         stop,
@@ -183,6 +206,7 @@ pub(crate) fn install(stop: LiveStop, socket: &str, node: &str, first: bool) -> 
         markers: Mutex::default(),
         marking: AtomicBool::new(false),
         evaluations: AtomicU64::new(0),
+        teller,
     };
     if LIVE.set(live).is_err() {
         return Err("a breakpoint is already armed".into());
@@ -194,7 +218,8 @@ pub(crate) fn install(stop: LiveStop, socket: &str, node: &str, first: bool) -> 
             .map(|_| ())
             .map_err(|e| format!("cannot start the halting control thread: {e}"))
     };
-    spawn("ppd-live-report", Box::new(move || report(stream)))?;
+    drop(stream);
+    spawn("ppd-live-report", Box::new(report))?;
     spawn("ppd-live-commands", Box::new(move || obey(commands)))
 }
 
@@ -214,6 +239,12 @@ fn send(stream: &mut UnixStream, message: &ProgramMessage) -> std::io::Result<()
     let mut line = serde_json::to_string(message).expect("a message serializes");
     line.push('\n');
     stream.write_all(line.as_bytes())
+}
+
+/// Sends `message` on the connection, one line at a time whoever sends.
+fn tell(live: &Live, message: &ProgramMessage) -> std::io::Result<()> {
+    let mut stream = live.teller.lock().unwrap_or_else(|p| p.into_inner());
+    send(&mut stream, message)
 }
 
 /// The slot of a starting process, when a breakpoint is installed.
@@ -310,6 +341,54 @@ pub(crate) fn before_operation(slot: &Slot, kind: EventKind) {
     if before != 0 && before & !ending == 0 {
         HOLDING.fetch_sub(1, Ordering::Relaxed);
     }
+    if live.stop.across && before & ending != 0 && live.armed.load(Ordering::Relaxed) {
+        // The debugger must know the part ended before the operation ends it; a halt it
+        // decided first finds this process still at the event that held it.
+        state = tell_parts(live, state).0;
+        while let Some(halt) = state.current.as_ref().map(|c| c.halt)
+            && slot.halted_in.load(Ordering::Relaxed) != halt
+        {
+            state = halt_locked(live, slot, state, halt);
+        }
+    }
+}
+
+/// Across nodes: tells the debugger the parts this node's processes hold, if they changed
+/// since it was last told, and waits for its answer (or a halt, or the debugger's end);
+/// whether it answered that every part holds with this change.
+fn tell_parts<'a>(
+    live: &'a Live,
+    mut state: MutexGuard<'a, State>,
+) -> (MutexGuard<'a, State>, bool) {
+    let parts = state
+        .processes
+        .iter()
+        .fold(0u64, |m, s| m | s.holding.load(Ordering::Relaxed));
+    if parts == state.parts_told {
+        return (state, false);
+    }
+    state.parts_told = parts;
+    state.told += 1;
+    let seq = state.told;
+    if tell(live, &ProgramMessage::Holding { seq, parts }).is_err() {
+        return (state, false);
+    }
+    while state.answered < seq && state.current.is_none() && live.armed.load(Ordering::Relaxed) {
+        state = live.changed.wait(state).unwrap_or_else(|p| p.into_inner());
+    }
+    let complete = state.completed == seq;
+    (state, complete)
+}
+
+/// The debugger's answer to change `seq` of this node's parts.
+fn answered(live: &Live, seq: u64, complete: bool) {
+    let mut state = live_state(live);
+    state.answered = state.answered.max(seq);
+    if complete {
+        state.completed = seq;
+    }
+    drop(state);
+    live.changed.notify_all();
 }
 
 /// The process of `slot` has just logged `event`, its `events`-th: keeps its status for the
@@ -382,11 +461,19 @@ pub(crate) fn after_event(slot: &Slot, event: &Event<Borrowed<'_>>, events: u64)
     // A conjunction: this process's part holds while its last event is this one (under `==`:
     // while its stable state holds); the whole holds when every component's process holds
     // its part at once.
+    let had = slot.holding.load(Ordering::Relaxed) != 0;
     let mask = match &slot.stable {
         Some(states) => observe_stable(live, slot, states, event, entry),
         None => matched.fold(0u64, |m, i| m | 1 << i),
     };
     if mask == 0 {
+        if had && live.stop.across {
+            // A stable state the event ended, which the operation's kind did not foretell.
+            let state = live_state(live);
+            if state.current.is_none() {
+                drop(tell_parts(live, state));
+            }
+        }
         return;
     }
     let state = live_state(live);
@@ -394,12 +481,15 @@ pub(crate) fn after_event(slot: &Slot, event: &Event<Borrowed<'_>>, events: u64)
         return;
     }
     hold(slot, mask);
-    evaluate_locked(
-        live,
-        slot,
-        state,
-        breakpoint(mask.trailing_zeros() as usize),
-    );
+    let at = breakpoint(mask.trailing_zeros() as usize);
+    if live.stop.across {
+        let (state, complete) = tell_parts(live, state);
+        if complete {
+            halt_at(live, slot, state, at);
+        }
+        return;
+    }
+    evaluate_locked(live, slot, state, at);
 }
 
 /// Under `==`: updates the stable state of each of the process's triggers with `event`; the
@@ -655,15 +745,15 @@ fn halt_locked<'a>(
 /// The control thread that talks: tells the debugger of each breakpoint at once, then reports
 /// the node's halted state once every process has halted (or [`SETTLE`] has passed). A
 /// debugger that goes away detaches.
-fn report(mut stream: UnixStream) {
+fn report() {
     let Some(live) = LIVE.get() else { return };
     loop {
         let begun = unreported_halt(live);
-        if begun.breakpoint.is_some() && send(&mut stream, &ProgramMessage::Started).is_err() {
+        if begun.breakpoint.is_some() && tell(live, &ProgramMessage::Started).is_err() {
             return detach(live);
         }
         let report = settled_report(live, &begun);
-        if send(&mut stream, &ProgramMessage::Halted(report)).is_err() {
+        if tell(live, &ProgramMessage::Halted(report)).is_err() {
             return detach(live);
         }
     }
@@ -677,6 +767,8 @@ fn obey(stream: UnixStream) {
         match serde_json::from_str::<DebuggerCommand>(&line) {
             Ok(DebuggerCommand::Halt) => begin(live, None),
             Ok(DebuggerCommand::Continue) => resume(live),
+            Ok(DebuggerCommand::Hold(seq)) => answered(live, seq, false),
+            Ok(DebuggerCommand::Complete(seq)) => answered(live, seq, true),
             Ok(DebuggerCommand::Detach) | Err(_) => break,
         }
     }
@@ -758,6 +850,8 @@ fn resume(live: &Live) {
     HALT.store(0, Ordering::Release);
     drop(state);
     live.resumed.notify_all();
+    // A process waiting for the debugger's answer goes on when it has gone.
+    live.changed.notify_all();
 }
 
 fn detach(live: &Live) {
