@@ -47,10 +47,13 @@ pub struct LiveStop {
     /// §3.2.4), where alone the whole predicate is evaluated; none: at every event.
     #[serde(default)]
     pub recognition: Vec<RecognitionPoint>,
-    /// Under `&` or `==`: the parts name processes of several nodes. No node can see the
+    /// The predicate names processes of several nodes. Under `&` or `==` no node can see the
     /// whole, so each tells the debugger which parts its processes hold whenever that changes
     /// ([`ProgramMessage::Holding`]) and waits for the answer; the debugger, which sees every
-    /// node's parts in one order, halts the program when all hold.
+    /// node's parts in one order, halts the program when all hold. Under `->` a process past
+    /// the first stage hands the debugger its stage before each socket write
+    /// ([`ProgramMessage::SocketMarker`]), which every other node keeps before the write goes
+    /// on, so the read of those bytes in another node takes it.
     #[serde(default)]
     pub across: bool,
 }
@@ -335,10 +338,28 @@ pub enum ProgramMessage {
         /// The parts held.
         parts: u64,
     },
+    /// Under a linked predicate across nodes: a process at `stage` is about to write the
+    /// stream bytes from `offset` on of the connection from address `from` to `to`. The
+    /// writer waits for [`DebuggerCommand::Hold`] with `seq`, which the debugger sends once
+    /// every other node has kept the marker.
+    SocketMarker {
+        /// The request's number in this node (shared with [`ProgramMessage::Holding`]).
+        seq: u64,
+        /// The writing end's local address.
+        from: String,
+        /// Its peer's.
+        to: String,
+        /// The stream offset of the write's first byte.
+        offset: u64,
+        /// The stage the writer's past has reached.
+        stage: u8,
+    },
+    /// The node has kept the socket marker the debugger forwarded as number `forward`.
+    Kept(u64),
 }
 
 /// Debugger to program.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum DebuggerCommand {
     /// The halt marker: a breakpoint occurred in another node; halt every process of this one.
     Halt,
@@ -352,6 +373,20 @@ pub enum DebuggerCommand {
     /// With the node's change `seq` every part holds: the process that made it halts there,
     /// starting the halt (the debugger has sent every other node the halt marker).
     Complete(u64),
+    /// Another node's [`ProgramMessage::SocketMarker`], as the debugger's forward number
+    /// `forward`: kept, it is answered with [`ProgramMessage::Kept`].
+    SocketMarker {
+        /// The debugger's number for it.
+        forward: u64,
+        /// The writing end's local address.
+        from: String,
+        /// Its peer's.
+        to: String,
+        /// The stream offset of the write's first byte.
+        offset: u64,
+        /// The writer's stage.
+        stage: u8,
+    },
 }
 
 /// The file, in a recording's directory, that lists its halts (JSON: an array of [`Halt`]).

@@ -323,16 +323,11 @@ fn why_at_a_live_halt_answers_from_the_recording_up_to_the_halt() {
 #[test]
 fn a_predicate_the_live_program_cannot_evaluate_is_refused_before_anything_runs() {
     let work = tempfile::tempdir().unwrap();
-    for (pred, says) in [
-        (
-            "a/consumer: mark checkpoint -> b/producer-1: send",
-            "names processes of a and b",
-        ),
-        (
-            "consumer: mark checkpoint -> b/producer-1: send",
-            "names processes of the first node and b",
-        ),
-    ] {
+    let too_long = vec!["consumer: mark checkpoint"; 256].join(" -> ");
+    for (pred, says) in [(
+        too_long.as_str(),
+        "a live program follows at most 255 stages",
+    )] {
         let dir = work.path().join("refused");
         let out = record_program(work.path(), &dir, &program(), &[], &["--stop", pred]);
         let (_, stderr) = output_text(&out);
@@ -462,15 +457,16 @@ fn a_simultaneous_predicate_over_two_os_processes_halts_the_live_store_with_both
     // In the halted state each of the two is inside its e-block: the parts, held in two OS
     // processes, held at once.
     let recording = ppd_formats::Recording::open(&dir).unwrap();
+    let mut checked = 0;
     for (id, events) in logs(&dir) {
-        let entry = recording.process(id).unwrap();
-        let name = entry.name.clone();
-        let node = &recording.nodes()[entry.node].name;
-        let eblock = match (node.as_str(), name.as_str()) {
-            ("client", "main") => "count",
-            ("primary", "session") => "serve",
+        // A process of a recording of several nodes is named `NODE/NAME`.
+        let name = recording.process(id).unwrap().name.clone();
+        let eblock = match name.as_str() {
+            "client/main" => "count",
+            "primary/session" => "serve",
             _ => continue,
         };
+        checked += 1;
         let (_, n) = halts[0].cut.iter().find(|(p, _)| *p == id).unwrap();
         let depth: i64 = events[..*n as usize]
             .iter()
@@ -480,8 +476,120 @@ fn a_simultaneous_predicate_over_two_os_processes_halts_the_live_store_with_both
                 _ => 0,
             })
             .sum();
-        assert_eq!(depth, 1, "{node}/{name} is not inside {eblock} at the halt");
+        assert_eq!(depth, 1, "{name} is not inside {eblock} at the halt");
     }
+    assert_eq!(checked, 2);
+    assert_eq!(replayed_nodes_to_halt(work.path(), &dir), cut_of(&halts[0]));
+}
+
+#[test]
+fn a_linked_predicate_follows_its_stage_through_sockets_into_another_os_process() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("rec");
+    // The client's put reaches the backup through the primary: two TCP connections, three OS
+    // processes. Each socket write after the first stage hands its stage on through the
+    // debugger before its bytes go.
+    let pred = "client/main: enter count -> backup/replication: mark ignored";
+    let out = ppd_tests::record_kvstore(work.path(), &dir, &["--stop", pred]);
+    let (stdout, stderr) = output_text(&out);
+    let halts = read_halts(&dir).unwrap();
+    assert_eq!(halts.len(), 1, "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("holds    backup/replication: mark ignored"),
+        "{stdout}"
+    );
+    let halt = &halts[0];
+    let recording = ppd_formats::Recording::open(&dir).unwrap();
+    let initiator = &recording.process(halt.initiator).unwrap().name;
+    assert_eq!(initiator, "backup/replication");
+    let (_, at) = halt.cut.iter().find(|(p, _)| *p == halt.initiator).unwrap();
+    // The halt's event ends a chain from the client's count: replay's trace of the same
+    // predicate, which follows every socket edge of the whole recording, lists it.
+    let traced = ppd(
+        work.path(),
+        &[
+            "replay",
+            dir.to_str().unwrap(),
+            "--trace",
+            pred,
+            "--print",
+            "backup/replication.ignored",
+            "--json",
+        ],
+    );
+    let (lines, said) = output_text(&traced);
+    assert!(traced.status.success(), "{said}");
+    let lines: Value = serde_json::from_str(&lines).unwrap();
+    let ends: Vec<u64> = lines
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|line| {
+            line["cut"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|pair| pair[0] == "backup/replication")
+                .and_then(|pair| pair[1].as_u64())
+        })
+        .collect();
+    assert!(
+        ends.contains(at),
+        "halted after {at} events; chains end at {ends:?}"
+    );
+    assert_eq!(replayed_nodes_to_halt(work.path(), &dir), cut_of(halt));
+}
+
+#[test]
+fn a_node_that_ended_before_the_halt_is_in_the_halted_state_as_it_ended() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("rec");
+    let program = program();
+    // Two OS processes one after the other: `early` runs to its end before `late` reaches the
+    // breakpoint.
+    let script = format!(
+        "PPD_NODE=early {p} && PPD_NODE=late {p}",
+        p = program.to_str().unwrap()
+    );
+    let out = ppd(
+        work.path(),
+        &[
+            "record",
+            "-o",
+            dir.to_str().unwrap(),
+            "--stop",
+            "late/consumer: mark checkpoint",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    let (stdout, stderr) = output_text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let halts = read_halts(&dir).unwrap();
+    assert_eq!(halts.len(), 1, "{stdout}\n{stderr}");
+    let recording = ppd_formats::Recording::open(&dir).unwrap();
+    let mut early = 0;
+    for (id, events) in logs(&dir) {
+        let name = recording.process(id).unwrap().name.clone();
+        if !name.starts_with("early/") {
+            continue;
+        }
+        early += 1;
+        assert!(
+            stdout.contains(&format!("  {name} (")),
+            "{name} is not in the halted state: {stdout}"
+        );
+        let (_, n) = halts[0].cut.iter().find(|(p, _)| *p == id).unwrap();
+        assert_eq!(
+            *n as usize,
+            events.len(),
+            "{name} is in the cut with all its events"
+        );
+    }
+    assert!(early >= 2, "{stdout}");
+    assert!(stdout.contains("finished"), "{stdout}");
     assert_eq!(replayed_nodes_to_halt(work.path(), &dir), cut_of(&halts[0]));
 }
 

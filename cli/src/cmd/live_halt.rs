@@ -91,19 +91,7 @@ impl LiveDebugger {
             .collect();
         nodes.sort_unstable();
         nodes.dedup();
-        let across = all && nodes.len() > 1;
-        if !stages.is_empty() && nodes.len() > 1 {
-            let named: Vec<&str> = nodes
-                .iter()
-                .map(|n| if n.is_empty() { "the first node" } else { n })
-                .collect();
-            return Err(input(anyhow!(
-                "--stop {text:?}: a live program follows `->` within one OS process, and this \
-                 predicate names processes of {} (its predicate markers would have to travel \
-                 with the bytes between them); record the run, then `ppd replay --stop` with it",
-                named.join(" and ")
-            )));
-        }
+        let across = (all || !stages.is_empty()) && nodes.len() > 1;
         // The knowledge recognition points rest on does not cross OS processes.
         let recognition = if across { Vec::new() } else { recognition };
         let dir = tempfile::Builder::new()
@@ -154,6 +142,9 @@ impl LiveDebugger {
         let mut round: Option<Round> = None;
         let mut terminal = self.interactive.then(|| Input::open(Words::default()));
         let mut halts = 0;
+        let mut forwards = Forwards::default();
+        // The nodes that said who they are and have ended: in a halted state, finished.
+        let mut gone: Vec<String> = Vec::new();
         let mut connected = false;
         let mut exited = None;
         loop {
@@ -188,10 +179,11 @@ impl LiveDebugger {
                     nodes.insert(id, node);
                 }
                 Ok(Incoming::Message(id, message)) => {
-                    self.take(id, message, &mut nodes, &mut round);
+                    self.take(id, message, &mut nodes, &mut round, &mut forwards);
                 }
                 Ok(Incoming::Closed(id)) => {
-                    nodes.remove(&id);
+                    gone.extend(nodes.remove(&id).and_then(|n| n.name));
+                    forwards.kept_by(id, None, &mut nodes);
                 }
                 Err(RecvTimeoutError::Timeout) if over => break,
                 Err(_) => {}
@@ -207,7 +199,7 @@ impl LiveDebugger {
             let finished = round.take().expect("a complete round");
             halts += 1;
             let choice = self
-                .present(dir, halts, &nodes, finished, &mut terminal)
+                .present(dir, halts, (&nodes, &gone), finished, &mut terminal)
                 .unwrap_or_else(|e| {
                     let (CliError::Input(e) | CliError::Failure(e)) = e;
                     eprintln!("ppd: cannot show halt {halts}: {e:#}; the program runs on");
@@ -229,7 +221,7 @@ impl LiveDebugger {
                 }
             };
             for node in nodes.values_mut() {
-                node.command(command);
+                node.command(command.clone());
             }
         }
         let status = match exited {
@@ -255,6 +247,7 @@ impl LiveDebugger {
         message: ProgramMessage,
         nodes: &mut BTreeMap<usize, Node>,
         round: &mut Option<Round>,
+        forwards: &mut Forwards,
     ) {
         match message {
             ProgramMessage::Hello { node, pid } => {
@@ -300,6 +293,14 @@ impl LiveDebugger {
                     node.command(DebuggerCommand::Hold(seq));
                 }
             }
+            ProgramMessage::SocketMarker {
+                seq,
+                from,
+                to,
+                offset,
+                stage,
+            } => forwards.forward(id, seq, (from, to, offset, stage), nodes),
+            ProgramMessage::Kept(forward) => forwards.kept_by(id, Some(forward), nodes),
         }
     }
 
@@ -348,12 +349,12 @@ impl LiveDebugger {
         &self,
         dir: &Path,
         halt: u64,
-        nodes: &BTreeMap<usize, Node>,
+        (nodes, gone): (&BTreeMap<usize, Node>, &[String]),
         round: Round,
         terminal: &mut Option<Input>,
     ) -> Result<Choice, CliError> {
         let recording = Recording::open(dir).map_err(failure)?;
-        let merged = merge(&recording, nodes, round)?;
+        let merged = merge(&recording, nodes, round, gone)?;
         let state = self.halted_state(&recording, &merged)?;
         out!("{}", state.render());
         out!("{}", halting_order(halt, &merged, &state));
@@ -502,6 +503,80 @@ enum Incoming {
     Closed(usize),
 }
 
+/// Socket markers of a linked predicate across nodes, forwarded and not yet kept by every
+/// node they went to: the writer waits until they are.
+#[derive(Default)]
+struct Forwards {
+    last: u64,
+    pending: BTreeMap<u64, Forward>,
+}
+
+struct Forward {
+    /// The writer's node, and its request's number there.
+    writer: usize,
+    seq: u64,
+    /// The nodes that have not said they kept it.
+    waiting: std::collections::BTreeSet<usize>,
+}
+
+impl Forwards {
+    /// Sends node `writer`'s marker (request `seq`) to every other node; with none, the
+    /// writer goes on at once.
+    fn forward(
+        &mut self,
+        writer: usize,
+        seq: u64,
+        (from, to, offset, stage): (String, String, u64, u8),
+        nodes: &mut BTreeMap<usize, Node>,
+    ) {
+        self.last += 1;
+        let forward = self.last;
+        let mut waiting = std::collections::BTreeSet::new();
+        for (&k, node) in nodes.iter_mut() {
+            if k != writer {
+                node.command(DebuggerCommand::SocketMarker {
+                    forward,
+                    from: from.clone(),
+                    to: to.clone(),
+                    offset,
+                    stage,
+                });
+                waiting.insert(k);
+            }
+        }
+        self.pending.insert(
+            forward,
+            Forward {
+                writer,
+                seq,
+                waiting,
+            },
+        );
+        self.kept_by(writer, Some(forward), nodes);
+    }
+
+    /// Node `node` has kept marker `forward` (none: it has gone, keeping none of them): a
+    /// marker every node has kept lets its writer go on.
+    fn kept_by(&mut self, node: usize, forward: Option<u64>, nodes: &mut BTreeMap<usize, Node>) {
+        let done: Vec<u64> = self
+            .pending
+            .iter_mut()
+            .filter(|(f, _)| forward.is_none_or(|wanted| **f == wanted))
+            .filter_map(|(&f, pending)| {
+                pending.waiting.remove(&node);
+                pending.waiting.is_empty().then_some(f)
+            })
+            .collect();
+        for f in done {
+            if let Some(pending) = self.pending.remove(&f)
+                && let Some(writer) = nodes.get_mut(&pending.writer)
+            {
+                writer.command(DebuggerCommand::Hold(pending.seq));
+            }
+        }
+    }
+}
+
 /// A halt in progress: the report of each node that has sent one.
 #[derive(Default)]
 struct Round {
@@ -541,8 +616,8 @@ impl Round {
         }
         for (pid, exe) in late {
             eprintln!(
-                "ppd: {} (pid {pid}) is a ppd program of this run that has not connected to the \
-                 debugger in {} s; it is not in the halted state",
+                "ppd: {} (pid {pid}) is a process of this run that may be a ppd program and has \
+                 not connected to the debugger in {} s; it is not in the halted state",
                 exe.display(),
                 LATE_NODE_WAIT.as_secs()
             );
@@ -551,8 +626,10 @@ impl Round {
     }
 }
 
-/// The OS processes under `root` (its descendants, itself included) whose executable is a
-/// ppd program, with their executables.
+/// The OS processes under `root` (its descendants, itself included) that are, or may be
+/// about to be, ppd programs, with their executables: those whose executable is one, and
+/// those that run their parent's executable — a launcher's fork that has not yet `exec`ed
+/// the program it starts.
 fn ppd_descendants(root: u32) -> Vec<(u32, PathBuf)> {
     let Ok(listing) = std::fs::read_dir("/proc") else {
         return Vec::new();
@@ -590,14 +667,22 @@ fn ppd_descendants(root: u32) -> Vec<(u32, PathBuf)> {
         }
         false
     };
+    let exe = |pid: u32| std::fs::read_link(format!("/proc/{pid}/exe")).ok();
     parent_of
         .keys()
         .copied()
         .filter(|&pid| under(pid))
         .filter_map(|pid| {
-            let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok()?;
-            let hash = ppd_recorder::runtime::program_hash::program_hash(&exe).ok()?;
-            hash.ppd_program.then_some((pid, exe))
+            let path = exe(pid)?;
+            let forked = pid != root
+                && parent_of
+                    .get(&pid)
+                    .is_some_and(|&parent| exe(parent).as_ref() == Some(&path));
+            let ppd = || {
+                ppd_recorder::runtime::program_hash::program_hash(&path)
+                    .is_ok_and(|hash| hash.ppd_program)
+            };
+            (forked || ppd()).then_some((pid, path))
         })
         .collect()
 }
@@ -621,6 +706,7 @@ fn merge(
     recording: &Recording,
     nodes: &BTreeMap<usize, Node>,
     round: Round,
+    gone: &[String],
 ) -> Result<Merged, CliError> {
     let base_of = |id: &usize| -> Result<u32, CliError> {
         let name = nodes.get(id).and_then(|n| n.name.as_deref());
@@ -670,6 +756,29 @@ fn merge(
         }));
     }
     order.extend(later);
+    // A node that ended before the halt is in it as it ended: every event of its processes
+    // (it can have read nothing written after the halt began).
+    let ended: Vec<_> = recording
+        .processes()
+        .iter()
+        .filter(|p| gone.contains(&recording.nodes()[p.node].name))
+        .filter(|p| processes.iter().all(|q| q.id != p.id))
+        .collect();
+    for entry in ended {
+        let events = recording.open_log(entry).map(|log| log.event_count())?;
+        let node = &recording.nodes()[entry.node].name;
+        let name = entry
+            .name
+            .strip_prefix(&format!("{node}/"))
+            .unwrap_or(&entry.name);
+        processes.push(LiveProcess {
+            id: entry.id,
+            name: name.to_owned(),
+            status: LiveStatus::Ended,
+            events,
+            thread: 0,
+        });
+    }
     processes.sort_by_key(|p| p.id);
     let (initiator, trigger) = breakpoint
         .ok_or_else(|| failure(anyhow!("no node reported the breakpoint it halted at")))?;

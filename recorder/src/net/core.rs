@@ -369,6 +369,7 @@ impl Core {
             };
         }
         let (seq, offset) = *cursor;
+        runtime::before_socket_write(self.id, offset);
         let written = match fd {
             Some(fd) if !self.nonblocking.load(Ordering::Relaxed) => {
                 match send(fd, buf, MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL) {

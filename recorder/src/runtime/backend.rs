@@ -144,6 +144,10 @@ pub trait ProcessBackend: Send {
     /// `kind` event, may change).
     fn before_live_operation(&mut self, _kind: EventKind) {}
 
+    /// Recording under a linked predicate across nodes, the process about to write stream
+    /// bytes from `offset` on to `socket`: hands its stage to the other nodes first.
+    fn before_socket_write(&mut self, _socket: ObjectId, _offset: u64) {}
+
     /// Whether the other processes run on their own (a replay to the end), not only when a
     /// debugger lets them: then a wait for one of them mostly ends by itself soon, and is
     /// worth watching for a moment before telling the backend about it.

@@ -49,8 +49,11 @@
 //! data: a send is logged before its message can be received and an unlock before the lock
 //! is free, so the marker is there before anyone can take it. An access of a semaphore,
 //! reader-writer lock or atomic logged after the next access began may miss its marker: the
-//! halt then comes later than it could, never before its predecessor. Markers do not cross
-//! OS processes yet: a chain through a socket to another node is not followed.
+//! halt then comes later than it could, never before its predecessor. Between OS processes
+//! the marker of a socket write goes over the control connections: a process past the first
+//! stage hands its stage to the debugger before it writes, the debugger forwards it to every
+//! other node, and the write waits until all have kept it, so the read of those bytes, in
+//! whichever node, takes it ([`before_socket_write`]).
 //!
 //! A condition (`if EXPR`) is evaluated on the values the event logged, as replay evaluates
 //! it (`ppd_formats::condition`); an exit's condition sees the arguments its entry logged,
@@ -78,6 +81,10 @@ static HALT: AtomicU64 = AtomicU64::new(0);
 /// Under a conjunction, how many processes' last events hold one of its components: each of
 /// them must clear its part before its next operation, or halt there ([`before_operation`]).
 static HOLDING: AtomicU64 = AtomicU64::new(0);
+
+/// Whether stream writes hand their writer's stage to the other nodes: a linked predicate
+/// across nodes is armed ([`before_socket_write`]).
+static SOCKET_MARKS: AtomicBool = AtomicBool::new(false);
 
 static LIVE: OnceLock<Live> = OnceLock::new();
 
@@ -107,6 +114,16 @@ struct Live {
     /// The connection's writing end, shared by the report thread and, across nodes, the
     /// processes that tell the debugger their parts.
     teller: Mutex<UnixStream>,
+    /// Under a linked predicate across nodes: each socket's local and peer address, and the
+    /// stages other nodes' writers handed on, by the direction of their bytes (writer's
+    /// address, reader's address), with the stream offset their write began at.
+    sockets: Mutex<SocketMarkers>,
+}
+
+#[derive(Default)]
+struct SocketMarkers {
+    addresses: FxHashMap<ObjectId, (String, String)>,
+    stages: FxHashMap<(String, String), Vec<(u64, u8)>>,
 }
 
 #[derive(Default)]
@@ -207,10 +224,13 @@ pub(crate) fn install(stop: LiveStop, socket: &str, node: &str, first: bool) -> 
         marking: AtomicBool::new(false),
         evaluations: AtomicU64::new(0),
         teller,
+        sockets: Mutex::default(),
     };
+    let socket_marks = live.stop.across && !live.stop.stages.is_empty();
     if LIVE.set(live).is_err() {
         return Err("a breakpoint is already armed".into());
     }
+    SOCKET_MARKS.store(socket_marks, Ordering::Relaxed);
     let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
         std::thread::Builder::new()
             .name(name.into())
@@ -421,6 +441,18 @@ pub(crate) fn after_event(slot: &Slot, event: &Event<Borrowed<'_>>, events: u64)
         live_state(live)
             .named_channels
             .push((*object, (*name).to_owned()));
+    }
+    if let Event::NetOpen {
+        socket,
+        local,
+        peer,
+        ..
+    } = event
+        && socket_marks()
+    {
+        lock_sockets(live)
+            .addresses
+            .insert(*socket, ((*local).to_owned(), (*peer).to_owned()));
     }
     if requested() {
         live.changed.notify_all();
@@ -647,7 +679,23 @@ fn follow_markers(
     events: u64,
 ) {
     let rule = event.sync().rule(slot.id, Order::Replay);
-    let taken = u8::try_from(take_marker(live, rule)).unwrap_or(u8::MAX);
+    let mut taken = u8::try_from(take_marker(live, rule)).unwrap_or(u8::MAX);
+    if let Event::NetRead {
+        socket,
+        offset,
+        data,
+        peek,
+        ..
+    } = event
+        && socket_marks()
+    {
+        taken = taken.max(take_socket_marker(
+            live,
+            *socket,
+            offset + data.len() as u64,
+            *peek,
+        ));
+    }
     let mut stage = slot.stage.load(Ordering::Relaxed).max(taken);
     let stages = &live.stop.stages;
     if let Some(next) = stages.get(usize::from(stage)) {
@@ -674,6 +722,93 @@ fn follow_markers(
     if stage > 0 {
         give_marker(live, rule, u64::from(stage), u64::max);
     }
+}
+
+/// Whether stream writes hand their stage on ([`SOCKET_MARKS`]).
+#[inline]
+pub(crate) fn socket_marks() -> bool {
+    SOCKET_MARKS.load(Ordering::Relaxed)
+}
+
+fn lock_sockets(live: &Live) -> MutexGuard<'_, SocketMarkers> {
+    live.sockets.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Under a linked predicate across nodes, before the process of `slot` writes stream bytes
+/// from `offset` on to `socket`: a process past the first stage hands its stage to the
+/// debugger, which forwards it to every other node, and waits until all have kept it, so
+/// that a read of these bytes anywhere takes it (Miller & Choi §6's predicate marker, sent
+/// on the control connections rather than in the program's bytes). A socket whose ends are
+/// not both named (an unnamed Unix socket) is not followed.
+pub(crate) fn before_socket_write(slot: &Slot, socket: ObjectId, offset: u64) {
+    let Some(live) = LIVE.get() else { return };
+    let stage = slot.stage.load(Ordering::Relaxed);
+    if stage == 0 || !live.armed.load(Ordering::Relaxed) {
+        return;
+    }
+    let Some((from, to)) = lock_sockets(live).addresses.get(&socket).cloned() else {
+        return;
+    };
+    if from.is_empty() || to.is_empty() {
+        return;
+    }
+    let mut state = live_state(live);
+    state.told += 1;
+    let seq = state.told;
+    let marker = ProgramMessage::SocketMarker {
+        seq,
+        from,
+        to,
+        offset,
+        stage,
+    };
+    if tell(live, &marker).is_err() {
+        return;
+    }
+    loop {
+        if let Some(halt) = state.current.as_ref().map(|c| c.halt)
+            && slot.halted_in.load(Ordering::Relaxed) != halt
+        {
+            state = halt_locked(live, slot, state, halt);
+            continue;
+        }
+        if state.answered >= seq || !live.armed.load(Ordering::Relaxed) {
+            return;
+        }
+        state = live.changed.wait(state).unwrap_or_else(|p| p.into_inner());
+    }
+}
+
+/// Another node's writer handed on `stage` for the bytes from `offset` on, from `from` to
+/// `to`.
+fn keep_socket_marker(live: &Live, from: String, to: String, offset: u64, stage: u8) {
+    lock_sockets(live)
+        .stages
+        .entry((from, to))
+        .or_default()
+        .push((offset, stage));
+}
+
+/// The stage a read of `socket` up to stream offset `end` takes: the highest handed on for
+/// bytes it read (a write that began before `end`); those are used up unless it peeked.
+fn take_socket_marker(live: &Live, socket: ObjectId, end: u64, peek: bool) -> u8 {
+    let mut sockets = lock_sockets(live);
+    let Some((local, peer)) = sockets.addresses.get(&socket).cloned() else {
+        return 0;
+    };
+    let Some(markers) = sockets.stages.get_mut(&(peer, local)) else {
+        return 0;
+    };
+    let taken = markers
+        .iter()
+        .filter(|(offset, _)| *offset < end)
+        .map(|(_, stage)| *stage)
+        .max()
+        .unwrap_or(0);
+    if !peek {
+        markers.retain(|(offset, _)| *offset >= end);
+    }
+    taken
 }
 
 /// Whether `channel` was created with the name `wanted`, which a trigger uses.
@@ -769,6 +904,18 @@ fn obey(stream: UnixStream) {
             Ok(DebuggerCommand::Continue) => resume(live),
             Ok(DebuggerCommand::Hold(seq)) => answered(live, seq, false),
             Ok(DebuggerCommand::Complete(seq)) => answered(live, seq, true),
+            Ok(DebuggerCommand::SocketMarker {
+                forward,
+                from,
+                to,
+                offset,
+                stage,
+            }) => {
+                keep_socket_marker(live, from, to, offset, stage);
+                if tell(live, &ProgramMessage::Kept(forward)).is_err() {
+                    break;
+                }
+            }
             Ok(DebuggerCommand::Detach) | Err(_) => break,
         }
     }

@@ -323,6 +323,16 @@ pub fn done(event: &Event<Borrowed<'_>>) {
     }
 }
 
+/// Recording, before a stream write to `socket` from stream offset `offset`: under a linked
+/// breakpoint across nodes, the writer's stage goes to the other nodes first
+/// ([`halt::before_socket_write`]); otherwise one relaxed load.
+#[inline]
+pub fn before_socket_write(socket: ObjectId, offset: u64) {
+    if halt::socket_marks() {
+        with_process(|p| p.backend.before_socket_write(socket, offset));
+    }
+}
+
 /// Between steps 2 and 3 of an atomic access, recording: the access, made and not yet logged
 /// ([`ProcessBackend::pend`]).
 #[inline]

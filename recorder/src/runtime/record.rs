@@ -18,7 +18,8 @@ use ppd_formats::manifest::{
 };
 use ppd_formats::pending::PendingAccess;
 use ppd_formats::{
-    Borrowed, Event, EventKind, FORMAT_VERSION, LogIdentity, LogWriter, ProcessId, WriterOptions,
+    Borrowed, Event, EventKind, FORMAT_VERSION, LogIdentity, LogWriter, ObjectId, ProcessId,
+    WriterOptions,
 };
 
 use super::backend::{Dependency, Mode, Op, ProcessBackend, Runtime};
@@ -543,6 +544,12 @@ impl ProcessBackend for RecordProcess {
     fn before_live_operation(&mut self, kind: EventKind) {
         if let Some(slot) = &self.live {
             halt::before_operation(slot, kind);
+        }
+    }
+
+    fn before_socket_write(&mut self, socket: ObjectId, offset: u64) {
+        if let Some(slot) = &self.live {
+            halt::before_socket_write(slot, socket, offset);
         }
     }
 
