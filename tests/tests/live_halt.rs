@@ -324,10 +324,13 @@ fn why_at_a_live_halt_answers_from_the_recording_up_to_the_halt() {
 fn a_predicate_the_live_program_cannot_evaluate_is_refused_before_anything_runs() {
     let work = tempfile::tempdir().unwrap();
     let too_long = vec!["consumer: mark checkpoint"; 256].join(" -> ");
-    for (pred, says) in [(
-        too_long.as_str(),
-        "a live program follows at most 255 stages",
-    )] {
+    for (pred, says) in [
+        (
+            too_long.as_str(),
+            "a live program follows at most 255 stages",
+        ),
+        ("consumer: frobnicate x", "unknown event `frobnicate`"),
+    ] {
         let dir = work.path().join("refused");
         let out = record_program(work.path(), &dir, &program(), &[], &["--stop", pred]);
         let (_, stderr) = output_text(&out);
