@@ -444,3 +444,81 @@ fn a_print_item_its_process_never_logs_is_refused_across_nodes_as_in_one() {
         "{stderr}"
     );
 }
+
+/// `ppd replay DIR -i` with `commands` typed: what it printed.
+fn interactive(work: &Path, dir: &Path, commands: &str) -> String {
+    let out = ppd_tests::ppd_with_input(
+        work,
+        &["replay", dir.to_str().unwrap(), "-i"],
+        commands.as_bytes(),
+    );
+    let (stdout, stderr) = output_text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    stdout
+}
+
+/// The global states each `print json` of an interactive session showed, in order, each in
+/// `run`'s order of processes.
+fn printed_cuts(stdout: &str, run: &Run) -> Vec<Vec<u64>> {
+    stdout
+        .match_indices("[\n  {")
+        .map(|(start, _)| {
+            let mut stream =
+                serde_json::Deserializer::from_str(&stdout[start..]).into_iter::<Value>();
+            let states = stream.next().unwrap().unwrap();
+            let mut cut = vec![0; run.processes.len()];
+            for node in states.as_array().unwrap() {
+                for p in node["state"]["processes"].as_array().unwrap() {
+                    let name = format!(
+                        "{}/{}",
+                        node["node"].as_str().unwrap(),
+                        p["name"].as_str().unwrap()
+                    );
+                    cut[run.process(&name)] = p["events"].as_u64().unwrap();
+                }
+            }
+            cut
+        })
+        .collect()
+}
+
+#[test]
+fn stepping_over_three_os_processes_keeps_every_node_at_the_least_consistent_state() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record_kvstore(work.path());
+    let run = Run::load(work.path(), &dir);
+    let client = run.process("client/main");
+    let events = run.processes[client].1.len();
+    // A state of the client alone: every other node goes as far as the client's past needs
+    // (the primary's answers it read, the backup's acknowledgements behind them).
+    for k in [events / 3, events / 2, events] {
+        let stdout = interactive(
+            work.path(),
+            &dir,
+            &format!("goto client/main={k}\nprint json\nquit\n"),
+        );
+        assert_eq!(
+            printed_cuts(&stdout, &run),
+            [run.past((client, k - 1))],
+            "goto client/main={k}:\n{stdout}"
+        );
+    }
+    // A step of the primary's session from there: the least state holding both.
+    let k = events / 2;
+    let stdout = interactive(
+        work.path(),
+        &dir,
+        &format!(
+            "goto client/main={k}\nstep primary/session\nprint json\nback\nprint json\nquit\n"
+        ),
+    );
+    let before = run.past((client, k - 1));
+    let session = run.process("primary/session");
+    let stepped: Vec<u64> = before
+        .iter()
+        .zip(run.past((session, before[session] as usize)))
+        .map(|(a, b)| (*a).max(b))
+        .collect();
+    // `back` returns to the state before the step.
+    assert_eq!(printed_cuts(&stdout, &run), [stepped, before], "{stdout}");
+}

@@ -22,7 +22,7 @@
 //! Where ppd goes beyond the paper: deciding the state before the halting replay costs one
 //! extra replay of each node the predicate names, and needs no control message between OS
 //! processes. `--trace` over several nodes is decided the same way ([`trace`]); stepping (`-i`)
-//! still takes one node.
+//! moves from one such global state to another (`debugger::nodes`).
 
 use std::collections::HashMap;
 use std::process::ExitCode;
@@ -46,56 +46,117 @@ use crate::output::out;
 
 /// One node's part of the global state.
 #[derive(Serialize)]
-struct NodeState {
-    node: String,
+pub(crate) struct NodeState {
+    pub(crate) node: String,
     /// How far its processes were replayed, and why.
-    state: HaltState,
+    pub(crate) state: HaltState,
 }
+
+/// A node's own halt at a predicate about its processes alone: the node, and its state.
+pub(crate) type NodeHalt = (usize, HaltState);
+
+/// Where a predicate first holds: the events of the processes it needs (the recording's ids),
+/// what holds there, and a node's own halt when the predicate is about that node alone.
+pub(crate) type StopOrigin = (Vec<(ProcessId, u64)>, Vec<Holds>, Option<NodeHalt>);
 
 pub(crate) fn run(args: &Args, recording: &Recording, integrity: &Integrity) -> CmdResult {
     let nodes = recording.nodes();
     let analysis = Analysis::open(recording).map_err(failure)?;
     // Where the run must be: processes and how many events each, in the recording's ids.
-    let mut holds = Vec::new();
-    let (origin, halted) = match (&args.stop, &args.to) {
-        (Some(text), _) => {
-            let (combination, parts) = predicate_by_node(recording, text)?;
-            match parts.as_slice() {
-                [part] if !args.first => {
-                    // Algorithm 1 inside the one node the predicate is about.
-                    let goal = Goal::Stop(part.local.clone());
-                    let node = &nodes[part.node];
-                    let state = replay_node(args, node, integrity, goal, Some(&part.local))?;
-                    let origin: Vec<(ProcessId, u64)> = state
-                        .processes
-                        .iter()
-                        .map(|p| (ProcessId(p.id.0 + node.base), p.events))
-                        .collect();
-                    (origin, Some((part.node, state)))
-                }
-                _ => {
-                    let first = first_global_state(
-                        args,
-                        recording,
-                        integrity,
-                        &analysis,
-                        (&combination, &parts),
-                    )?;
-                    let Some((origin, holding)) = first else {
-                        return Err(failure(anyhow!(
-                            "the predicate never holds in this run: {text}"
-                        )));
-                    };
-                    holds = holding;
-                    (origin, None)
-                }
-            }
-        }
-        (None, Some(cut)) => (parse_global_cut(recording, cut)?, None),
-        (None, None) => unreachable!("called for --stop or --to"),
+    let (origin, holds, halted) = match (&args.stop, &args.to) {
+        (Some(text), _) => stop_origin(args, recording, integrity, &analysis, text)?,
+        (None, Some(cut)) => (parse_global_cut(recording, cut)?, Vec::new(), None),
+        // `-i` alone: from the start of the run.
+        (None, None) => (Vec::new(), Vec::new(), None),
     };
-    let need = least_cut(&analysis, &origin);
+    let states = drive(
+        args,
+        recording,
+        integrity,
+        &analysis,
+        &origin,
+        halted.as_ref(),
+    )?;
+    if args.interactive {
+        return debugger::nodes::repl(args, recording, integrity, analysis, states);
+    }
+    if args.json {
+        output::json(&serde_json::json!({ "nodes": states, "holds": holds }));
+    } else {
+        if let Some((node, _)) = &halted {
+            eprintln!(
+                "ppd: {} halted where the predicate holds; the other nodes are at the least \
+                 consistent state that contains it",
+                nodes[*node].name
+            );
+        } else if !holds.is_empty() {
+            let at: Vec<String> = holds
+                .iter()
+                .map(|h| format!("{} after {} events ({})", h.process, h.events, h.event))
+                .collect();
+            eprintln!(
+                "ppd: the predicate first holds with {}; every node is at the least consistent \
+                 state that contains it",
+                at.join(", ")
+            );
+        }
+        for s in &states {
+            out!("node {}:\n{}\n", s.node, s.state.render());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
 
+/// Where `--stop TEXT` first holds: the processes and events of the state (in the recording's
+/// ids), what holds there, and, for a predicate about one node, that node's own halt.
+pub(crate) fn stop_origin(
+    args: &Args,
+    recording: &Recording,
+    integrity: &Integrity,
+    analysis: &Analysis,
+    text: &str,
+) -> Result<StopOrigin, CliError> {
+    let nodes = recording.nodes();
+    let (combination, parts) = predicate_by_node(recording, text)?;
+    match parts.as_slice() {
+        [part] if !args.first => {
+            // Algorithm 1 inside the one node the predicate is about.
+            let goal = Goal::Stop(part.local.clone());
+            let node = &nodes[part.node];
+            let state = replay_node(args, node, integrity, goal, Some(&part.local))?;
+            let origin: Vec<(ProcessId, u64)> = state
+                .processes
+                .iter()
+                .map(|p| (ProcessId(p.id.0 + node.base), p.events))
+                .collect();
+            Ok((origin, Vec::new(), Some((part.node, state))))
+        }
+        _ => {
+            let first =
+                first_global_state(args, recording, integrity, analysis, (&combination, &parts))?;
+            let Some((origin, holding)) = first else {
+                return Err(failure(anyhow!(
+                    "the predicate never holds in this run: {text}"
+                )));
+            };
+            Ok((origin, holding, None))
+        }
+    }
+}
+
+/// Every node replayed to the least consistent cut that contains `origin` (the events of some
+/// processes, in the recording's ids); `halted`, a node's own halt, is kept as it is when the
+/// cut has it.
+pub(crate) fn drive(
+    args: &Args,
+    recording: &Recording,
+    integrity: &Integrity,
+    analysis: &Analysis,
+    origin: &[(ProcessId, u64)],
+    halted: Option<&NodeHalt>,
+) -> Result<Vec<NodeState>, CliError> {
+    let nodes = recording.nodes();
+    let need = least_cut(analysis, origin);
     let mut states = Vec::new();
     for (k, node) in nodes.iter().enumerate() {
         let targets: Vec<(ProcessId, u64)> = recording
@@ -104,7 +165,7 @@ pub(crate) fn run(args: &Args, recording: &Recording, integrity: &Integrity) -> 
             .filter(|p| p.node == k)
             .map(|p| (p.id.local(), need.get(&p.id).copied().unwrap_or(0)))
             .collect();
-        if let Some((halted_node, state)) = &halted
+        if let Some((halted_node, state)) = halted
             && *halted_node == k
             && state
                 .processes
@@ -133,37 +194,12 @@ pub(crate) fn run(args: &Args, recording: &Recording, integrity: &Integrity) -> 
             state,
         });
     }
-
-    if args.json {
-        output::json(&serde_json::json!({ "nodes": states, "holds": holds }));
-    } else {
-        if let Some((node, _)) = &halted {
-            eprintln!(
-                "ppd: {} halted where the predicate holds; the other nodes are at the least \
-                 consistent state that contains it",
-                nodes[*node].name
-            );
-        } else if !holds.is_empty() {
-            let at: Vec<String> = holds
-                .iter()
-                .map(|h| format!("{} after {} events ({})", h.process, h.events, h.event))
-                .collect();
-            eprintln!(
-                "ppd: the predicate first holds with {}; every node is at the least consistent \
-                 state that contains it",
-                at.join(", ")
-            );
-        }
-        for s in &states {
-            out!("node {}:\n{}\n", s.node, s.state.render());
-        }
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(states)
 }
 
 /// An event at which the predicate holds in the global state it halts in.
 #[derive(Serialize)]
-struct Holds {
+pub(crate) struct Holds {
     /// The process, as the whole recording names it.
     process: String,
     /// Its events in the state: the event is its last.
@@ -455,7 +491,10 @@ fn simples_mut(p: &mut Predicate) -> Vec<&mut predicate::Simple> {
 }
 
 /// `PROCESS=EVENTS,...` with processes named as the whole recording names them.
-fn parse_global_cut(recording: &Recording, text: &str) -> Result<Vec<(ProcessId, u64)>, CliError> {
+pub(crate) fn parse_global_cut(
+    recording: &Recording,
+    text: &str,
+) -> Result<Vec<(ProcessId, u64)>, CliError> {
     if let Some(which) = text.trim().strip_prefix("halt") {
         return Ok(super::replay::recorded_halt(recording, which)?.cut);
     }

@@ -56,7 +56,7 @@ pub(crate) struct Args {
     pub(crate) to: Option<String>,
     /// After halting (or from the start), take debugger commands: step, continue, back, ...
     #[arg(short, long)]
-    interactive: bool,
+    pub(crate) interactive: bool,
     /// Replay this binary instead of the recorded path (it must be the same build).
     #[arg(long, value_name = "PATH")]
     binary: Option<PathBuf>,
@@ -136,14 +136,10 @@ pub(crate) fn run(args: &Args) -> CmdResult {
     let checked = damage::open(args.rec.as_deref(), args.damage)?;
     let nodes = chosen_nodes(&checked.recording, args.only.as_deref())?;
     let halts = args.stop.is_some() || args.trace.is_some() || args.to.is_some();
-    if nodes.len() > 1 && (args.stop.is_some() || args.to.is_some()) && args.only.is_none() {
-        if args.interactive {
-            return Err(input(anyhow!(
-                "stepping (-i) across OS processes is not supported yet: replay one node with \
-                 --only NODE (nodes: {})",
-                node_names(&checked.recording)
-            )));
-        }
+    if nodes.len() > 1
+        && (args.stop.is_some() || args.to.is_some() || args.interactive)
+        && args.only.is_none()
+    {
         return super::halt_nodes::run(args, &checked.recording, &checked.integrity);
     }
     if nodes.len() > 1
@@ -154,8 +150,8 @@ pub(crate) fn run(args: &Args) -> CmdResult {
     }
     if nodes.len() > 1 && (halts || args.interactive) {
         return Err(input(anyhow!(
-            "stepping a replay across OS processes is not supported yet: replay one node with \
-             --only NODE (nodes: {})",
+            "a replay that halts, traces or steps takes the whole recording, or one node with \
+             --only NODE; --only names several here (nodes: {})",
             node_names(&checked.recording)
         )));
     }

@@ -12,6 +12,7 @@ mod changes;
 mod commands;
 pub(super) mod history;
 pub(super) mod input;
+pub(super) mod nodes;
 
 use std::process::ExitCode;
 
