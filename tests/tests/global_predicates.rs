@@ -522,3 +522,36 @@ fn stepping_over_three_os_processes_keeps_every_node_at_the_least_consistent_sta
     // `back` returns to the state before the step.
     assert_eq!(printed_cuts(&stdout, &run), [stepped, before], "{stdout}");
 }
+
+#[test]
+fn gdb_at_a_global_state_of_three_os_processes_attaches_to_every_replayed_node() {
+    if std::process::Command::new("gdb")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        assert!(
+            std::env::var_os("PPD_REQUIRE_GDB").is_none(),
+            "PPD_REQUIRE_GDB is set and gdb is missing"
+        );
+        eprintln!("gdb is not installed: attaching it to every replayed node is not tested");
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let dir = record_kvstore(work.path());
+    let run = Run::load(work.path(), &dir);
+    let half = run.processes[run.process("client/main")].1.len() / 2;
+    let stdout = interactive(
+        work.path(),
+        &dir,
+        &format!("goto client/main={half}\ngdb -- -batch -ex 'info inferiors'\nquit\n"),
+    );
+    let inferiors = stdout
+        .lines()
+        .filter(|l| {
+            let words: Vec<&str> = l.trim_start_matches('*').split_whitespace().collect();
+            words.len() > 2 && words[0].parse::<u32>().is_ok() && words[1] == "process"
+        })
+        .count();
+    assert_eq!(inferiors, 3, "{stdout}");
+}

@@ -12,7 +12,8 @@
 //!
 //! Where ppd goes beyond the paper: each node replays alone from its own logs, so moving one
 //! node never waits for another; the price is that a node whose part changes is replayed from
-//! its start (as `back` is inside one node), not stepped in place.
+//! its start (as `back` is inside one node), not stepped in place; and `gdb` replays every
+//! node to its part and holds them there, one gdb over all of them.
 
 use std::process::ExitCode;
 
@@ -24,12 +25,14 @@ use ppd_formats::integrity::Integrity;
 use ppd_formats::{ProcessId, Recording};
 use ppd_replayer::debugger::ProcessState;
 use ppd_replayer::predicate::Catalog;
+use ppd_replayer::protocol::Goal;
 
+use super::attach::{Request, Tool, attach, attach_every};
 use super::commands::{self, COMMANDS, Operands, Verb};
 use super::input::{Input, Words};
-use super::{Flow, WhyArgs, changes, report_error};
+use super::{Flow, Outcome, WhyArgs, changes, report_error};
 use crate::cmd::halt_nodes::{self, NodeState};
-use crate::cmd::replay::Args;
+use crate::cmd::replay::{Args, context};
 use crate::cmd::why;
 use crate::exit::{CliError, CmdResult, failure};
 use crate::output::{self, out, outln};
@@ -137,17 +140,12 @@ impl Global<'_> {
             }
             Verb::Print => self.print(rest)?,
             Verb::Why => self.why(rest)?,
-            Verb::Restore | Verb::Gdb | Verb::Lldb => {
-                let name = match verb {
-                    Verb::Restore => "restore",
-                    Verb::Gdb => "gdb",
-                    _ => "lldb",
-                };
-                outln!(
-                    "`{name}` works on one node's replay: `ppd replay --only NODE -i` (nodes: {})",
-                    self.node_names()
-                );
-            }
+            Verb::Restore => outln!(
+                "`restore` works on one node's replay: `ppd replay --only NODE -i` (nodes: {})",
+                self.node_names()
+            ),
+            Verb::Gdb => self.attach(Tool::Gdb, rest)?,
+            Verb::Lldb => self.attach(Tool::Lldb, rest)?,
             Verb::Help => super::help(rest),
             Verb::Quit => return Ok(Flow::Quit),
         }
@@ -285,6 +283,94 @@ impl Global<'_> {
             outln!("the run is over: every process is at the end of its log");
         }
         self.states = states;
+    }
+
+    /// `gdb [NODE] [--dry-run] [-- ARGS]`: every node (or NODE) replayed to its part of the
+    /// current state and held there, one gdb attached to all of them, one inferior each, with
+    /// the thread of the process the predicate holds for (else of the first one held) selected;
+    /// `lldb NODE` to one. The replays end when the debugger does.
+    fn attach(&self, tool: Tool, rest: &str) -> Result<(), CliError> {
+        let request = match Request::parse(tool, rest, true) {
+            Ok(request) => request,
+            Err(e) => {
+                outln!("{e}");
+                return Ok(());
+            }
+        };
+        let nodes = self.recording.nodes();
+        let chosen: Vec<usize> = match &request.node {
+            Some(name) => match nodes.iter().position(|n| &n.name == name) {
+                Some(k) => vec![k],
+                None => {
+                    outln!(
+                        "{}: no node {name} (nodes: {})",
+                        tool.name(),
+                        self.node_names()
+                    );
+                    return Ok(());
+                }
+            },
+            None if tool == Tool::Lldb => {
+                outln!(
+                    "lldb debugs one OS process at a time: lldb NODE, one of {} (gdb attaches to \
+                     every node at once)",
+                    self.node_names()
+                );
+                return Ok(());
+            }
+            None => (0..nodes.len()).collect(),
+        };
+        let mut held = Vec::new();
+        let mut targets = Vec::new();
+        for k in chosen {
+            let part = &self.states[k].state;
+            if part.at_end() {
+                outln!(
+                    "node {}: every process is at the end of its log; nothing to attach to",
+                    nodes[k].name
+                );
+                continue;
+            }
+            let len = part.processes.iter().map(|p| p.id.index() + 1).max();
+            let mut cut = vec![Some(0); len.unwrap_or(0)];
+            for p in &part.processes {
+                cut[p.id.index()] = Some(p.events);
+            }
+            let local = Recording::open_node(&nodes[k].dir)?;
+            let mut ctx = context(self.args, local, self.integrity.clone());
+            let mut session = ctx.start(Goal::Cut(cut))?;
+            match super::wait_halt(&mut ctx, &mut session, None)? {
+                Outcome::Halted(state) => {
+                    let selected = state
+                        .processes
+                        .iter()
+                        .find(|p| !p.holds.is_empty())
+                        .or_else(|| state.processes.iter().find(|p| p.status == "held"))
+                        .and_then(|p| p.thread);
+                    targets.push((session.pid(), selected));
+                    held.push(session);
+                }
+                Outcome::Other(message) => {
+                    outln!("node {}: {message}", nodes[k].name);
+                    let _ = session.quit();
+                }
+            }
+        }
+        match (tool, targets.as_slice()) {
+            (_, []) => {}
+            (Tool::Lldb, [(pid, thread)]) => {
+                attach(tool, *pid, *thread, &request, "the replayed node");
+            }
+            _ => attach_every(
+                &targets,
+                &request,
+                &format!("{} replayed nodes", targets.len()),
+            ),
+        }
+        for session in held {
+            session.quit().map_err(failure)?;
+        }
+        Ok(())
     }
 
     fn print_all(&self, json: bool) {
