@@ -555,3 +555,29 @@ fn gdb_at_a_global_state_of_three_os_processes_attaches_to_every_replayed_node()
         .count();
     assert_eq!(inferiors, 3, "{stdout}");
 }
+
+#[test]
+fn replay_gdb_dry_run_at_a_halt_over_three_os_processes_prints_one_gdb_for_every_node() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = record_kvstore(work.path());
+    let out = ppd(
+        work.path(),
+        &[
+            "replay",
+            dir.to_str().unwrap(),
+            "--stop",
+            "backup/replication: mark ignored",
+            "--gdb",
+            "--dry-run",
+        ],
+    );
+    let (stdout, stderr) = output_text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let command = stdout
+        .lines()
+        .find(|l| l.starts_with("gdb -q -p "))
+        .unwrap_or_else(|| panic!("no gdb command in {stdout}"));
+    // The first node with -p, the two others as inferiors of the same gdb.
+    assert_eq!(command.matches("'attach ").count(), 2, "{command}");
+    assert!(stdout.contains("(ppd) quit"), "{stdout}");
+}

@@ -1024,4 +1024,27 @@ fn gdb_all_attaches_one_gdb_to_every_halted_node_with_the_breakpoints_thread_sel
         stdout.contains("lldb debugs one OS process at a time"),
         "{stdout}"
     );
+    // `--gdb` stands for the same command at the halt, then `detach`.
+    let dir = work.path().join("flag");
+    let out = ppd_tests::record_kvstore(
+        work.path(),
+        &dir,
+        &[
+            "--stop",
+            "backup/replication: mark ignored",
+            "--gdb",
+            "--dry-run",
+        ],
+    );
+    let (stdout, stderr) = output_text(&out);
+    let command = stdout
+        .lines()
+        .find(|l| l.starts_with("gdb -q -p "))
+        .unwrap_or_else(|| panic!("no gdb command in {stdout}\n{stderr}"));
+    assert_eq!(command.matches("'attach ").count(), 2, "{command}");
+    assert!(stdout.contains("(ppd) detach"), "{stdout}");
+    assert!(
+        stdout.contains("the backup is stale"),
+        "the program ran on: {stdout}"
+    );
 }

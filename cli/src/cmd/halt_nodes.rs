@@ -77,7 +77,7 @@ pub(crate) fn run(args: &Args, recording: &Recording, integrity: &Integrity) -> 
         &origin,
         halted.as_ref(),
     )?;
-    if args.interactive {
+    if args.interactive() {
         return debugger::nodes::repl(args, recording, integrity, analysis, states);
     }
     if args.json {

@@ -126,6 +126,11 @@ impl LiveDebugger {
         })
     }
 
+    /// Whether each halt takes commands (`-i`, or the ones `--gdb` stands for).
+    pub(crate) fn interactive(&self) -> bool {
+        self.interactive
+    }
+
     /// Tells the program, through its environment, the breakpoint and where to report.
     pub(crate) fn configure(&self, command: &mut Command) {
         let stop = serde_json::to_string(&self.stop).expect("a breakpoint serializes");

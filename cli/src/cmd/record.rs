@@ -56,6 +56,17 @@ pub(crate) struct Args {
     /// With --stop: at each halt, take commands (print, continue, detach, kill).
     #[arg(short, long, requires = "stop")]
     interactive: bool,
+    /// With --stop: at the halt, attach gdb to every halted OS process (one inferior each)
+    /// with the breakpoint's thread selected in its own frame; when gdb ends, the program
+    /// runs on, recording.
+    #[arg(long, requires = "stop", conflicts_with_all = ["lldb", "interactive"])]
+    gdb: bool,
+    /// With --stop: at the halt, attach lldb to the first node's OS process.
+    #[arg(long, requires = "stop", conflicts_with = "interactive")]
+    lldb: bool,
+    /// With --gdb or --lldb: print the debugger's command line instead of running it.
+    #[arg(long)]
+    dry_run: bool,
     /// With an `==` or `&` --stop: the program's `#[ppd::main]` file (or a directory holding
     /// one), for the static analysis that refuses an impossible predicate and finds the
     /// recognition points where an `==` is evaluated; by default found from PROGRAM.
@@ -149,6 +160,15 @@ pub(crate) fn run(args: &Args) -> CmdResult {
             None
         }
     };
+    if args.dry_run && !args.gdb && !args.lldb {
+        return Err(input(anyhow!("--dry-run goes with --gdb or --lldb")));
+    }
+    let interactive = args.interactive || args.gdb || args.lldb;
+    if args.gdb || args.lldb {
+        let tool = if args.gdb { "gdb all" } else { "lldb" };
+        let dry = if args.dry_run { " --dry-run" } else { "" };
+        super::debugger::input::script(vec![format!("{tool}{dry}"), "detach".to_owned()]);
+    }
     // Before anything is made: a breakpoint the live program cannot evaluate is refused.
     let debugger = args
         .stop
@@ -159,7 +179,7 @@ pub(crate) fn run(args: &Args) -> CmdResult {
             } else {
                 super::check::before_live(text, args.source.as_deref(), &args.command)?
             };
-            LiveDebugger::prepare(text, args.interactive, recognition)
+            LiveDebugger::prepare(text, interactive, recognition)
         })
         .transpose()?;
     shield_from_signals();
@@ -275,7 +295,7 @@ fn record_once(
         .env(env::FSYNC, if args.fsync { "1" } else { "0" });
     if let Some(debugger) = debugger {
         debugger.configure(&mut command);
-        if args.interactive {
+        if debugger.interactive() {
             // The debugger's commands are not the program's input.
             command.stdin(std::process::Stdio::null());
         }

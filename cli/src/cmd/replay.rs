@@ -56,7 +56,17 @@ pub(crate) struct Args {
     pub(crate) to: Option<String>,
     /// After halting (or from the start), take debugger commands: step, continue, back, ...
     #[arg(short, long)]
-    pub(crate) interactive: bool,
+    interactive: bool,
+    /// After halting, attach gdb to the held replay (to every node of several, one inferior
+    /// each) with the halted thread selected in its own frame; the replay ends with gdb.
+    #[arg(long, conflicts_with_all = ["lldb", "interactive", "trace"])]
+    gdb: bool,
+    /// After halting, attach lldb to the held replay (one node: `--only NODE` for several).
+    #[arg(long, conflicts_with_all = ["interactive", "trace"])]
+    lldb: bool,
+    /// With --gdb or --lldb: print the debugger's command line instead of running it.
+    #[arg(long)]
+    dry_run: bool,
     /// Replay this binary instead of the recorded path (it must be the same build).
     #[arg(long, value_name = "PATH")]
     binary: Option<PathBuf>,
@@ -132,12 +142,28 @@ impl Context {
     }
 }
 
+impl Args {
+    /// Whether the replay hands over to the debugger once it halts (or from the start): `-i`,
+    /// or `--gdb` / `--lldb`, which run its `gdb` / `lldb` command and leave.
+    pub(crate) fn interactive(&self) -> bool {
+        self.interactive || self.gdb || self.lldb
+    }
+}
+
 pub(crate) fn run(args: &Args) -> CmdResult {
+    if args.dry_run && !args.gdb && !args.lldb {
+        return Err(input(anyhow!("--dry-run goes with --gdb or --lldb")));
+    }
+    if args.gdb || args.lldb {
+        let tool = if args.gdb { "gdb" } else { "lldb" };
+        let dry = if args.dry_run { " --dry-run" } else { "" };
+        debugger::input::script(vec![format!("{tool}{dry}"), "quit".to_owned()]);
+    }
     let checked = damage::open(args.rec.as_deref(), args.damage)?;
     let nodes = chosen_nodes(&checked.recording, args.only.as_deref())?;
     let halts = args.stop.is_some() || args.trace.is_some() || args.to.is_some();
     if nodes.len() > 1
-        && (args.stop.is_some() || args.to.is_some() || args.interactive)
+        && (args.stop.is_some() || args.to.is_some() || args.interactive())
         && args.only.is_none()
     {
         return super::halt_nodes::run(args, &checked.recording, &checked.integrity);
@@ -148,7 +174,7 @@ pub(crate) fn run(args: &Args) -> CmdResult {
     {
         return super::halt_nodes::trace(args, &checked.recording, &checked.integrity, pred, print);
     }
-    if nodes.len() > 1 && (halts || args.interactive) {
+    if nodes.len() > 1 && (halts || args.interactive()) {
         return Err(input(anyhow!(
             "a replay that halts, traces or steps takes the whole recording, or one node with \
              --only NODE; --only names several here (nodes: {})",
@@ -158,7 +184,7 @@ pub(crate) fn run(args: &Args) -> CmdResult {
     if checked.recording.is_distributed() {
         // Each node replays alone, from its own logs: its reads are served from what they
         // logged, so no node waits for another.
-        if halts || args.interactive {
+        if halts || args.interactive() {
             let node = &nodes[0];
             let recording = Recording::open_node(&node.dir)?;
             return run_one(args, recording, checked.integrity);
@@ -287,7 +313,7 @@ fn run_one(args: &Args, recording: Recording, integrity: Integrity) -> CmdResult
         if !args.no_check {
             crate::cmd::check::refuse_impossible(&ctx.recording, pred)?;
         }
-        return stop(&mut ctx, plan, args.first, args.json, args.interactive);
+        return stop(&mut ctx, plan, args.first, args.json, args.interactive());
     }
     if let Some(cut) = &args.to {
         let targets = parse_cut(&mut ctx, cut)?;
@@ -297,9 +323,9 @@ fn run_one(args: &Args, recording: Recording, integrity: Integrity) -> CmdResult
             plan: None,
             listed: Some(&targets),
         };
-        return halt_and_show(&mut ctx, session, args.json, args.interactive);
+        return halt_and_show(&mut ctx, session, args.json, args.interactive());
     }
-    if args.interactive {
+    if args.interactive() {
         let session = ctx.start(Goal::Hold)?;
         return halt_and_show(&mut ctx, Halting::of(session, None), args.json, true);
     }

@@ -29,11 +29,26 @@ pub(crate) enum Input {
         history: Option<History>,
     },
     Pipe(std::io::StdinLock<'static>),
+    /// The commands a flag stands for (`--gdb`: `gdb`, then leave), each shown as typed.
+    Script(std::collections::VecDeque<String>),
+}
+
+/// The commands the next debugger session runs instead of reading its input ([`script`]).
+static SCRIPT: std::sync::Mutex<Option<Vec<String>>> = std::sync::Mutex::new(None);
+
+/// Makes the next debugger session run `commands`, then end: what `--gdb` and `--lldb` on
+/// `replay` and `record --stop` stand for.
+pub(crate) fn script(commands: Vec<String>) {
+    *SCRIPT.lock().unwrap_or_else(|p| p.into_inner()) = Some(commands);
 }
 
 impl Input {
-    /// A terminal's line editor when standard input is one, else standard input as it is.
+    /// A terminal's line editor when standard input is one, else standard input as it is;
+    /// the commands of [`script`] when a flag gave some.
     pub(crate) fn open(words: Words) -> Input {
+        if let Some(commands) = SCRIPT.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            return Input::Script(commands.into());
+        }
         if std::io::stdin().is_terminal() {
             let config = Config::builder()
                 .auto_add_history(false)
@@ -77,6 +92,11 @@ impl Input {
                     Err(_) => return None,
                 }
             },
+            Input::Script(commands) => {
+                let command = commands.pop_front()?;
+                out!("{PROMPT}{command}\n");
+                Some(command)
+            }
             Input::Pipe(stdin) => {
                 out!("{PROMPT}");
                 let _ = std::io::stdout().flush();
