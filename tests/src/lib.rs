@@ -249,3 +249,46 @@ pub fn number_after(text: &str, label: &str) -> u64 {
         .parse()
         .unwrap_or_else(|_| panic!("a number after {label} in {text}"))
 }
+
+/// `ppd replay DIR --trace PRED --print PRINT --json` in `cwd`: the states it printed.
+pub fn replay_trace(cwd: &Path, dir: &Path, pred: &str, print: &str) -> serde_json::Value {
+    let out = ppd(
+        cwd,
+        &[
+            "replay",
+            dir.to_str().expect("utf-8 path"),
+            "--trace",
+            pred,
+            "--print",
+            print,
+            "--json",
+        ],
+    );
+    let (stdout, stderr) = output_text(&out);
+    assert!(out.status.success(), "--trace {pred}:\n{stdout}\n{stderr}");
+    serde_json::from_str(&stdout).expect("--trace's JSON")
+}
+
+/// Whether gdb is installed; when it is not, says which test does not run, unless
+/// `PPD_REQUIRE_GDB` is set, which makes its absence a failure.
+pub fn have_gdb(what: &str) -> bool {
+    if Command::new("gdb").arg("--version").output().is_ok() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("PPD_REQUIRE_GDB").is_none(),
+        "PPD_REQUIRE_GDB is set and gdb is missing"
+    );
+    eprintln!("SKIPPED: gdb is not installed, so {what} is not tested");
+    false
+}
+
+/// How many inferiors attached to a process gdb's `info inferiors` listed in `text`.
+pub fn gdb_inferiors(text: &str) -> usize {
+    text.lines()
+        .filter(|l| {
+            let words: Vec<&str> = l.trim_start_matches('*').split_whitespace().collect();
+            words.len() > 2 && words[0].parse::<u32>().is_ok() && words[1] == "process"
+        })
+        .count()
+}

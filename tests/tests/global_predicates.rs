@@ -286,12 +286,10 @@ fn a_stable_predicate_over_two_os_processes_halts_with_both_inside_their_eblocks
     assert_eq!(holds.len(), 2, "{halted:#}");
 }
 
-/// The states `ppd replay --trace … --json` printed: each one's cut, in `run`'s order of
-/// processes, and its first printed value.
-fn traced(out: &std::process::Output, run: &Run) -> Vec<(Vec<u64>, Value)> {
-    let (stdout, stderr) = output_text(out);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
-    let lines: Value = serde_json::from_str(&stdout).unwrap();
+/// The states `ppd replay --trace PRED --print backup/replication.ignored` printed: each
+/// one's cut, in `run`'s order of processes, and its printed value.
+fn traced(work: &Path, dir: &Path, run: &Run, pred: &str) -> Vec<(Vec<u64>, Value)> {
+    let lines = ppd_tests::replay_trace(work, dir, pred, "backup/replication.ignored");
     lines
         .as_array()
         .unwrap()
@@ -312,19 +310,10 @@ fn a_conjunctions_trace_over_two_os_processes_prints_the_least_state_from_each_p
     let dir = record_kvstore(work.path());
     let run = Run::load(work.path(), &dir);
     let pred = "primary/session: enter serve & backup/replication: enter replicate";
-    let out = ppd(
-        work.path(),
-        &[
-            "replay",
-            dir.to_str().unwrap(),
-            "--trace",
-            pred,
-            "--print",
-            "backup/replication.ignored",
-            "--json",
-        ],
-    );
-    let cuts: Vec<Vec<u64>> = traced(&out, &run).into_iter().map(|(c, _)| c).collect();
+    let cuts: Vec<Vec<u64>> = traced(work.path(), &dir, &run, pred)
+        .into_iter()
+        .map(|(c, _)| c)
+        .collect();
     assert!(!cuts.is_empty(), "the conjunction never held");
     // Brute force: a pair of events, one of each part, is a satisfying state when the least
     // cut holding both has each at its event (neither's past holds a later event of the
@@ -374,19 +363,7 @@ fn a_trace_over_three_os_processes_prints_the_least_state_of_every_event_that_sa
     let dir = record_kvstore(work.path());
     let run = Run::load(work.path(), &dir);
     let pred = "backup/replication: mark ignored | client/main: exit count";
-    let out = ppd(
-        work.path(),
-        &[
-            "replay",
-            dir.to_str().unwrap(),
-            "--trace",
-            pred,
-            "--print",
-            "backup/replication.ignored",
-            "--json",
-        ],
-    );
-    let traced = traced(&out, &run);
+    let traced = traced(work.path(), &dir, &run, pred);
     // One state per satisfying event, its causal past, fewest events first.
     let mut expected: Vec<Vec<u64>> = [
         run.matching("backup/replication", "mark ignored"),
@@ -525,16 +502,7 @@ fn stepping_over_three_os_processes_keeps_every_node_at_the_least_consistent_sta
 
 #[test]
 fn gdb_at_a_global_state_of_three_os_processes_attaches_to_every_replayed_node() {
-    if std::process::Command::new("gdb")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        assert!(
-            std::env::var_os("PPD_REQUIRE_GDB").is_none(),
-            "PPD_REQUIRE_GDB is set and gdb is missing"
-        );
-        eprintln!("gdb is not installed: attaching it to every replayed node is not tested");
+    if !ppd_tests::have_gdb("attaching gdb to every replayed node") {
         return;
     }
     let work = tempfile::tempdir().unwrap();
@@ -546,14 +514,7 @@ fn gdb_at_a_global_state_of_three_os_processes_attaches_to_every_replayed_node()
         &dir,
         &format!("goto client/main={half}\ngdb -- -batch -ex 'info inferiors'\nquit\n"),
     );
-    let inferiors = stdout
-        .lines()
-        .filter(|l| {
-            let words: Vec<&str> = l.trim_start_matches('*').split_whitespace().collect();
-            words.len() > 2 && words[0].parse::<u32>().is_ok() && words[1] == "process"
-        })
-        .count();
-    assert_eq!(inferiors, 3, "{stdout}");
+    assert_eq!(ppd_tests::gdb_inferiors(&stdout), 3, "{stdout}");
 }
 
 #[test]

@@ -508,21 +508,7 @@ fn a_linked_predicate_follows_its_stage_through_sockets_into_another_os_process(
     let (_, at) = halt.cut.iter().find(|(p, _)| *p == halt.initiator).unwrap();
     // The halt's event ends a chain from the client's count: replay's trace of the same
     // predicate, which follows every socket edge of the whole recording, lists it.
-    let traced = ppd(
-        work.path(),
-        &[
-            "replay",
-            dir.to_str().unwrap(),
-            "--trace",
-            pred,
-            "--print",
-            "backup/replication.ignored",
-            "--json",
-        ],
-    );
-    let (lines, said) = output_text(&traced);
-    assert!(traced.status.success(), "{said}");
-    let lines: Value = serde_json::from_str(&lines).unwrap();
+    let lines = ppd_tests::replay_trace(work.path(), &dir, pred, "backup/replication.ignored");
     let ends: Vec<u64> = lines
         .as_array()
         .unwrap()
@@ -936,16 +922,7 @@ fn a_simultaneous_predicate_halts_the_live_program_with_both_inside_their_sectio
 
 #[test]
 fn gdb_attached_at_a_live_halt_is_in_the_initiators_frame_at_its_breakpoint() {
-    if std::process::Command::new("gdb")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        assert!(
-            std::env::var_os("PPD_REQUIRE_GDB").is_none(),
-            "PPD_REQUIRE_GDB is set and gdb is missing"
-        );
-        eprintln!("gdb is not installed: attaching it at a live halt is not tested");
+    if !ppd_tests::have_gdb("attaching gdb at a live halt") {
         return;
     }
     let work = tempfile::tempdir().unwrap();
@@ -974,16 +951,7 @@ fn gdb_attached_at_a_live_halt_is_in_the_initiators_frame_at_its_breakpoint() {
 
 #[test]
 fn gdb_all_attaches_one_gdb_to_every_halted_node_with_the_breakpoints_thread_selected() {
-    if std::process::Command::new("gdb")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        assert!(
-            std::env::var_os("PPD_REQUIRE_GDB").is_none(),
-            "PPD_REQUIRE_GDB is set and gdb is missing"
-        );
-        eprintln!("gdb is not installed: attaching it to every node is not tested");
+    if !ppd_tests::have_gdb("attaching gdb to every halted node") {
         return;
     }
     let work = tempfile::tempdir().unwrap();
@@ -1010,14 +978,7 @@ fn gdb_all_attaches_one_gdb_to_every_halted_node_with_the_breakpoints_thread_sel
     let halts = read_halts(&dir).unwrap();
     assert_eq!(halts.len(), 1, "{stdout}\n{stderr}");
     // One inferior per OS process of the run, each attached.
-    let inferiors = stdout
-        .lines()
-        .filter(|l| {
-            let words: Vec<&str> = l.trim_start_matches('*').split_whitespace().collect();
-            words.len() > 2 && words[0].parse::<u32>().is_ok() && words[1] == "process"
-        })
-        .count();
-    assert_eq!(inferiors, 3, "{stdout}\n{stderr}");
+    assert_eq!(ppd_tests::gdb_inferiors(&stdout), 3, "{stdout}\n{stderr}");
     // The first inferior is the breakpoint's node, with a thread of its own selected.
     assert!(stdout.contains("[Current thread is 1."), "{stdout}");
     assert!(

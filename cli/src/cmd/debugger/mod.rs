@@ -164,6 +164,25 @@ pub(crate) fn repl(
         "commands: {} (`help` says what each does)",
         names.join(", ")
     );
+    command_loop(&mut input, &mut debugger);
+    if let Some(session) = debugger.session.take() {
+        session.quit().map_err(failure)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What the command loop drives: the debugger of one node's replay, or the global one.
+trait Commands {
+    /// Runs one command.
+    fn run(&mut self, verb: Verb, rest: &str) -> Result<Flow, CliError>;
+
+    /// After each command: tells completion where the replay is now.
+    fn after(&self, _input: &mut Input) {}
+}
+
+/// Reads commands until `quit` or the end of the input, running each; a misspelt one or one
+/// with operands it does not take is said so, an error reported, and the loop goes on.
+fn command_loop(input: &mut Input, debugger: &mut impl Commands) {
     while let Some(line) = input.line() {
         let line = line.trim();
         let (word, rest) = line
@@ -188,12 +207,8 @@ pub(crate) fn repl(
             Ok(Flow::Quit) => break,
             Err(e) => report_error(e),
         }
-        input.now_at(&debugger.current);
+        debugger.after(input);
     }
-    if let Some(session) = debugger.session.take() {
-        session.quit().map_err(failure)?;
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 pub(crate) fn report_error(e: CliError) {
@@ -307,8 +322,18 @@ struct Debugger<'a> {
     earlier: Vec<Vec<u64>>,
 }
 
-impl Debugger<'_> {
+impl Commands for Debugger<'_> {
     fn run(&mut self, verb: Verb, rest: &str) -> Result<Flow, CliError> {
+        self.command(verb, rest)
+    }
+
+    fn after(&self, input: &mut Input) {
+        input.now_at(&self.current);
+    }
+}
+
+impl Debugger<'_> {
+    fn command(&mut self, verb: Verb, rest: &str) -> Result<Flow, CliError> {
         match verb {
             Verb::Step => self.step(rest)?,
             Verb::Continue => self.continue_to_end()?,

@@ -28,9 +28,9 @@ use ppd_replayer::predicate::Catalog;
 use ppd_replayer::protocol::Goal;
 
 use super::attach::{Request, Tool, attach, attach_every};
-use super::commands::{self, COMMANDS, Operands, Verb};
+use super::commands::{COMMANDS, Verb};
 use super::input::{Input, Words};
-use super::{Flow, Outcome, WhyArgs, changes, report_error};
+use super::{Flow, Outcome, WhyArgs, changes};
 use crate::cmd::halt_nodes::{self, NodeState};
 use crate::cmd::replay::{Args, context};
 use crate::cmd::why;
@@ -62,31 +62,7 @@ pub(crate) fn repl(
         names.join(", "),
         recording.nodes().len()
     );
-    while let Some(line) = input.line() {
-        let line = line.trim();
-        let (word, rest) = line
-            .split_once(char::is_whitespace)
-            .map_or((line, ""), |(w, r)| (w, r.trim()));
-        if word.is_empty() {
-            continue;
-        }
-        let spec = match commands::lookup(word) {
-            Ok(spec) => spec,
-            Err(message) => {
-                outln!("{message}");
-                continue;
-            }
-        };
-        if spec.operands == Operands::Nothing && !rest.is_empty() {
-            outln!("`{}` takes nothing after it", spec.name);
-            continue;
-        }
-        match debugger.run(spec.verb, rest) {
-            Ok(Flow::Next) => {}
-            Ok(Flow::Quit) => break,
-            Err(e) => report_error(e),
-        }
-    }
+    super::command_loop(&mut input, &mut debugger);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -101,8 +77,14 @@ struct Global<'a> {
     earlier: Vec<Vec<(ProcessId, u64)>>,
 }
 
-impl Global<'_> {
+impl super::Commands for Global<'_> {
     fn run(&mut self, verb: Verb, rest: &str) -> Result<Flow, CliError> {
+        self.command(verb, rest)
+    }
+}
+
+impl Global<'_> {
+    fn command(&mut self, verb: Verb, rest: &str) -> Result<Flow, CliError> {
         match verb {
             Verb::Step => self.step(rest)?,
             Verb::Continue => {
