@@ -1009,3 +1009,68 @@ fn gdb_all_attaches_one_gdb_to_every_halted_node_with_the_breakpoints_thread_sel
         "the program ran on: {stdout}"
     );
 }
+
+#[test]
+fn a_node_that_connects_while_a_halt_is_shown_is_halted_on_arrival_and_resumed_with_the_rest() {
+    use std::io::{BufRead, BufReader, Write};
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("rec");
+    let program = program();
+    // `late` starts a second after `early`, whose first checkpoint halts the run long before.
+    let script = format!(
+        "PPD_NODE=early {p} & sleep 1; PPD_NODE=late {p}; wait",
+        p = program.to_str().unwrap()
+    );
+    let mut child = std::process::Command::new(ppd_tests::ppd_bin())
+        .args([
+            "record",
+            "-o",
+            dir.to_str().unwrap(),
+            "-i",
+            "--stop",
+            "early/consumer: mark checkpoint",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .current_dir(work.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut shown = String::new();
+    while !shown.contains("halting order") {
+        let mut line = String::new();
+        assert!(stdout.read_line(&mut line).unwrap() > 0, "{shown}");
+        shown.push_str(&line);
+    }
+    // While the halt is shown, `late` starts and connects: it must not run.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let late_events = || -> Option<usize> {
+        let recording = ppd_formats::Recording::open(&dir).ok()?;
+        let events = recording
+            .processes()
+            .iter()
+            .filter(|p| p.name.starts_with("late/"))
+            .map(|p| recording.open_log(p).map(|l| l.event_count()).unwrap_or(0) as usize)
+            .sum();
+        Some(events)
+    };
+    let halted_at = late_events().expect("late has a log by now");
+    assert!(
+        halted_at < 10,
+        "late ran on during the halt: {halted_at} events"
+    );
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"detach\n").unwrap();
+    drop(stdin);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    assert!(child.wait().unwrap().success(), "{shown}{rest}");
+    // Resumed with the rest, it ran to its end.
+    assert_eq!(rest.matches(FINISHED).count(), 2, "{rest}");
+    assert!(late_events().unwrap() > 100);
+}

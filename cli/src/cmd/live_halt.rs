@@ -13,6 +13,7 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::anyhow;
@@ -142,7 +143,9 @@ impl LiveDebugger {
     /// Serves the program's halts until it ends, and every node connected to the debugger
     /// has gone; the program's exit status.
     pub(crate) fn serve(&self, child: &mut Child, dir: &Path) -> Result<ExitStatus, CliError> {
-        let incoming = self.listen()?;
+        // Set while a halt is shown: a node that connects then is halted on arrival.
+        let held = Arc::new(Mutex::new(false));
+        let incoming = self.listen(Arc::clone(&held))?;
         let mut nodes: BTreeMap<usize, Node> = BTreeMap::new();
         let mut round: Option<Round> = None;
         let mut terminal = self.interactive.then(|| Input::open(Words::default()));
@@ -169,27 +172,15 @@ impl LiveDebugger {
                 (false, true) => Duration::from_millis(2),
                 (false, false) => Duration::from_millis(20),
             };
+            let mut served = Served {
+                nodes: &mut nodes,
+                round: &mut round,
+                forwards: &mut forwards,
+                gone: &mut gone,
+                connected: &mut connected,
+            };
             match incoming.recv_timeout(wait) {
-                Ok(Incoming::Connected(id, commands)) => {
-                    connected = true;
-                    let mut node = Node {
-                        name: None,
-                        pid: None,
-                        parts: 0,
-                        commands,
-                    };
-                    if round.is_some() {
-                        node.command(DebuggerCommand::Halt);
-                    }
-                    nodes.insert(id, node);
-                }
-                Ok(Incoming::Message(id, message)) => {
-                    self.take(id, message, &mut nodes, &mut round, &mut forwards);
-                }
-                Ok(Incoming::Closed(id)) => {
-                    gone.extend(nodes.remove(&id).and_then(|n| n.name));
-                    forwards.kept_by(id, None, &mut nodes);
-                }
+                Ok(arrived) => self.receive(arrived, &mut served),
                 Err(RecvTimeoutError::Timeout) if over => break,
                 Err(_) => {}
             }
@@ -203,6 +194,7 @@ impl LiveDebugger {
             }
             let finished = round.take().expect("a complete round");
             halts += 1;
+            *held.lock().unwrap_or_else(|p| p.into_inner()) = true;
             let choice = self
                 .present(dir, halts, (&nodes, &gone), finished, &mut terminal)
                 .unwrap_or_else(|e| {
@@ -225,9 +217,24 @@ impl LiveDebugger {
                     return wait_for(child);
                 }
             };
+            // The nodes that connected while the halt was shown were halted on arrival: they
+            // are told too. No node connects between the look and the command.
+            let mut shown = held.lock().unwrap_or_else(|p| p.into_inner());
+            *shown = false;
+            while let Ok(arrived) = incoming.try_recv() {
+                let mut served = Served {
+                    nodes: &mut nodes,
+                    round: &mut round,
+                    forwards: &mut forwards,
+                    gone: &mut gone,
+                    connected: &mut connected,
+                };
+                self.receive(arrived, &mut served);
+            }
             for node in nodes.values_mut() {
                 node.command(command.clone());
             }
+            drop(shown);
         }
         let status = match exited {
             Some(status) => status,
@@ -242,6 +249,35 @@ impl LiveDebugger {
             self.never_held(dir);
         }
         Ok(status)
+    }
+
+    /// What the nodes' connections brought: a node, a message, or a node's end.
+    fn receive(&self, arrived: Incoming, served: &mut Served<'_>) {
+        match arrived {
+            Incoming::Connected(id, commands, halted) => {
+                *served.connected = true;
+                let mut node = Node {
+                    name: None,
+                    pid: None,
+                    parts: 0,
+                    arrived_halted: halted,
+                    commands,
+                };
+                if served.round.is_some() && !halted {
+                    node.command(DebuggerCommand::Halt);
+                }
+                served.nodes.insert(id, node);
+            }
+            Incoming::Message(id, message) => {
+                self.take(id, message, served.nodes, served.round, served.forwards);
+            }
+            Incoming::Closed(id) => {
+                served
+                    .gone
+                    .extend(served.nodes.remove(&id).and_then(|n| n.name));
+                served.forwards.kept_by(id, None, served.nodes);
+            }
+        }
     }
 
     /// What a node said: a breakpoint starts a round, whose halt marker goes to every other
@@ -272,6 +308,13 @@ impl LiveDebugger {
                 }
             }
             ProgramMessage::Halted(report) => {
+                // A node halted on arrival, while a halt was shown, reports a halt of its own
+                // that belongs to no round.
+                if let Some(node) = nodes.get_mut(&id)
+                    && std::mem::take(&mut node.arrived_halted)
+                {
+                    return;
+                }
                 round
                     .get_or_insert_with(Round::default)
                     .reports
@@ -311,7 +354,9 @@ impl LiveDebugger {
 
     /// Accepts the nodes' connections on a thread of their own, and reads each on another:
     /// everything they say arrives on the channel returned.
-    fn listen(&self) -> Result<Receiver<Incoming>, CliError> {
+    /// A node that connects while `held` (a halt is being shown) is sent the halt marker at
+    /// once, under the same lock the debugger takes to resume, so it is resumed with the rest.
+    fn listen(&self, held: Arc<Mutex<bool>>) -> Result<Receiver<Incoming>, CliError> {
         let listener = self
             .listener
             .try_clone()
@@ -322,13 +367,18 @@ impl LiveDebugger {
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             for (id, stream) in listener.incoming().enumerate() {
-                let Ok(stream) = stream else { continue };
+                let Ok(mut stream) = stream else { continue };
                 let Ok(reading) = stream.try_clone() else {
                     continue;
                 };
-                if tx.send(Incoming::Connected(id, stream)).is_err() {
+                let shown = held.lock().unwrap_or_else(|p| p.into_inner());
+                if *shown {
+                    send_command(&mut stream, &DebuggerCommand::Halt);
+                }
+                if tx.send(Incoming::Connected(id, stream, *shown)).is_err() {
                     return;
                 }
+                drop(shown);
                 let tx = tx.clone();
                 std::thread::spawn(move || {
                     for line in BufReader::new(reading).lines() {
@@ -489,21 +539,40 @@ struct Node {
     pid: Option<u32>,
     /// Under a predicate across nodes: the parts its processes hold, as it last said.
     parts: u64,
+    /// It connected while a halt was shown and was halted on arrival; its report of that is
+    /// not a round's.
+    arrived_halted: bool,
     commands: UnixStream,
+}
+
+/// The debugger's side of the nodes, as `serve` keeps it.
+struct Served<'a> {
+    nodes: &'a mut BTreeMap<usize, Node>,
+    round: &'a mut Option<Round>,
+    forwards: &'a mut Forwards,
+    gone: &'a mut Vec<String>,
+    connected: &'a mut bool,
 }
 
 impl Node {
     /// Sends `command`; a node that has gone is seen when its connection closes.
     fn command(&mut self, command: DebuggerCommand) {
-        let mut line = serde_json::to_string(&command).expect("a command serializes");
-        line.push('\n');
-        let _ = self.commands.write_all(line.as_bytes());
+        send_command(&mut self.commands, &command);
     }
+}
+
+/// Sends `command` on a node's connection; a node that has gone is seen when its connection
+/// closes.
+fn send_command(stream: &mut UnixStream, command: &DebuggerCommand) {
+    let mut line = serde_json::to_string(command).expect("a command serializes");
+    line.push('\n');
+    let _ = stream.write_all(line.as_bytes());
 }
 
 /// What the nodes' connections bring, in the order it came.
 enum Incoming {
-    Connected(usize, UnixStream),
+    /// A node's connection, and whether it was halted on arrival (a halt was being shown).
+    Connected(usize, UnixStream, bool),
     Message(usize, ProgramMessage),
     Closed(usize),
 }
@@ -591,7 +660,7 @@ struct Round {
 }
 
 /// How long a halt waits for a node that has started but not connected to the debugger.
-const LATE_NODE_WAIT: Duration = Duration::from_secs(3);
+const LATE_NODE_WAIT: Duration = Duration::from_secs(10);
 
 impl Round {
     /// Whether no node of the program is on its way: every OS process under the program's own

@@ -32,10 +32,18 @@ pub(crate) const CUTS: &[Cut] = &[
         "crossbeam-channel/golang::chan_test::test_self_select",
         UNRESERVED_SEND,
     ),
+    cut_record("crossbeam-channel/select::matching", UNRESERVED_SEND),
     cut_record(
         "crossbeam-channel/select::matching_with_leftover",
         UNRESERVED_SEND,
     ),
+    Cut {
+        test: "crossbeam-channel/select_macro::fairness2",
+        from: Mode::Plain,
+        reason: "crossbeam-channel's own source marks it flaky (crossbeam issue 1094): it counts \
+                 how often each of three channels wins a selection against a scheduling-dependent \
+                 bound, and failed once in a run of the whole suite under load",
+    },
     cut_record("crossbeam-channel/select_macro::try_recv", UNRESERVED_SEND),
     cut_record("crossbeam-channel/zero::recv_in_send", UNRESERVED_SEND),
 ];
