@@ -325,7 +325,7 @@ pub fn done(event: &Event<Borrowed<'_>>) {
 
 /// Recording, before a stream write to `socket` from stream offset `offset`: under a linked
 /// breakpoint across nodes, the writer's stage goes to the other nodes first
-/// ([`halt::before_socket_write`]); otherwise one relaxed load.
+/// (`halt::before_socket_write`); otherwise one relaxed load.
 #[inline]
 pub fn before_socket_write(socket: ObjectId, offset: u64) {
     if halt::socket_marks() {
