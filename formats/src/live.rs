@@ -361,6 +361,12 @@ pub enum ProgramMessage {
 /// Debugger to program.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum DebuggerCommand {
+    /// The answer to [`ProgramMessage::Hello`], read before the node's program starts:
+    /// whether a halt is being shown, in which case the node starts halted.
+    Welcome {
+        /// A halt is in progress: the node halts before its first operation.
+        halted: bool,
+    },
     /// The halt marker: a breakpoint occurred in another node; halt every process of this one.
     Halt,
     /// Resume every process; the breakpoint stays armed and halts the program again.

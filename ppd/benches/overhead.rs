@@ -974,11 +974,17 @@ fn never_holding_breakpoint() -> String {
 }
 
 /// The debugger's end of the control socket of an armed child (and of its peer node): takes
-/// every connection and reads what it says until it goes.
+/// every connection, welcomes it (no halt is in progress), and reads what it says until it
+/// goes.
 fn listen_as_debugger(socket: &Path) {
+    use std::io::Write;
     let listener = std::os::unix::net::UnixListener::bind(socket).expect("bind the control socket");
     std::thread::spawn(move || {
         for mut node in listener.incoming().flatten() {
+            let welcome = ppd_formats::live::DebuggerCommand::Welcome { halted: false };
+            let mut line = serde_json::to_string(&welcome).expect("a command serializes");
+            line.push('\n');
+            let _ = node.write_all(line.as_bytes());
             std::thread::spawn(move || std::io::copy(&mut node, &mut std::io::sink()));
         }
     });

@@ -354,8 +354,9 @@ impl LiveDebugger {
 
     /// Accepts the nodes' connections on a thread of their own, and reads each on another:
     /// everything they say arrives on the channel returned.
-    /// A node that connects while `held` (a halt is being shown) is sent the halt marker at
-    /// once, under the same lock the debugger takes to resume, so it is resumed with the rest.
+    /// Every node is welcomed at once; one that connects while `held` (a halt is being shown)
+    /// is told it starts halted, under the same lock the debugger takes to resume, so it is
+    /// resumed with the rest.
     fn listen(&self, held: Arc<Mutex<bool>>) -> Result<Receiver<Incoming>, CliError> {
         let listener = self
             .listener
@@ -372,9 +373,7 @@ impl LiveDebugger {
                     continue;
                 };
                 let shown = held.lock().unwrap_or_else(|p| p.into_inner());
-                if *shown {
-                    send_command(&mut stream, &DebuggerCommand::Halt);
-                }
+                send_command(&mut stream, &DebuggerCommand::Welcome { halted: *shown });
                 if tx.send(Incoming::Connected(id, stream, *shown)).is_err() {
                     return;
                 }

@@ -238,9 +238,39 @@ pub(crate) fn install(stop: LiveStop, socket: &str, node: &str, first: bool) -> 
             .map(|_| ())
             .map_err(|e| format!("cannot start the halting control thread: {e}"))
     };
+    let halted = welcome(&stream);
     drop(stream);
+    if halted && let Some(live) = LIVE.get() {
+        // A halt is shown: the node's processes halt at their first operation.
+        begin(live, None);
+    }
     spawn("ppd-live-report", Box::new(report))?;
     spawn("ppd-live-commands", Box::new(move || obey(commands)))
+}
+
+/// How long a node waits for the debugger's answer to its hello before it starts anyway.
+const WELCOME_WAIT: Duration = Duration::from_secs(5);
+
+/// Reads the debugger's answer to the hello, one byte at a time so that nothing after it is
+/// taken from the commands that follow: whether a halt is in progress. No answer in
+/// [`WELCOME_WAIT`] (a debugger that does not send one) is none.
+fn welcome(stream: &UnixStream) -> bool {
+    use std::io::Read;
+    let _ = stream.set_read_timeout(Some(WELCOME_WAIT));
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    let mut reader = stream;
+    while let Ok(1) = reader.read(&mut byte) {
+        if byte[0] == b'\n' {
+            break;
+        }
+        line.push(byte[0]);
+    }
+    let _ = stream.set_read_timeout(None);
+    matches!(
+        serde_json::from_slice(&line),
+        Ok(DebuggerCommand::Welcome { halted: true })
+    )
 }
 
 /// Lets the debugger and the processes it starts (gdb, at a halt) attach to this one where the
@@ -901,6 +931,7 @@ fn obey(stream: UnixStream) {
         let Ok(line) = line else { break };
         match serde_json::from_str::<DebuggerCommand>(&line) {
             Ok(DebuggerCommand::Halt) => begin(live, None),
+            Ok(DebuggerCommand::Welcome { .. }) => {}
             Ok(DebuggerCommand::Continue) => resume(live),
             Ok(DebuggerCommand::Hold(seq)) => answered(live, seq, false),
             Ok(DebuggerCommand::Complete(seq)) => answered(live, seq, true),
