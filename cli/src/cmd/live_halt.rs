@@ -146,14 +146,9 @@ impl LiveDebugger {
         // Set while a halt is shown: a node that connects then is halted on arrival.
         let held = Arc::new(Mutex::new(false));
         let incoming = self.listen(Arc::clone(&held))?;
-        let mut nodes: BTreeMap<usize, Node> = BTreeMap::new();
-        let mut round: Option<Round> = None;
+        let mut served = Served::default();
         let mut terminal = self.interactive.then(|| Input::open(Words::default()));
         let mut halts = 0;
-        let mut forwards = Forwards::default();
-        // The nodes that said who they are and have ended: in a halted state, finished.
-        let mut gone: Vec<String> = Vec::new();
-        let mut connected = false;
         let mut exited = None;
         loop {
             if exited.is_none() {
@@ -161,42 +156,42 @@ impl LiveDebugger {
                     .try_wait()
                     .map_err(|e| failure(anyhow!("waiting for the program: {e}")))?;
             }
-            let over = exited.is_some() && nodes.is_empty();
-            if over && connected {
+            let over = exited.is_some() && served.nodes.is_empty();
+            if over && served.connected {
                 break;
             }
             // With no node connected, the program's end (or its first connection) is near:
             // look often. A program that ended unconnected may still have one on its way.
-            let wait = match (over, nodes.is_empty()) {
+            let wait = match (over, served.nodes.is_empty()) {
                 (true, _) => Duration::from_millis(50),
                 (false, true) => Duration::from_millis(2),
                 (false, false) => Duration::from_millis(20),
-            };
-            let mut served = Served {
-                nodes: &mut nodes,
-                round: &mut round,
-                forwards: &mut forwards,
-                gone: &mut gone,
-                connected: &mut connected,
             };
             match incoming.recv_timeout(wait) {
                 Ok(arrived) => self.receive(arrived, &mut served),
                 Err(RecvTimeoutError::Timeout) if over => break,
                 Err(_) => {}
             }
+            let Served { nodes, round, .. } = &mut served;
             let complete = round.as_mut().is_some_and(|r| {
                 !r.reports.is_empty()
                     && nodes.keys().all(|k| r.reports.contains_key(k))
-                    && r.no_node_on_its_way(child.id(), &nodes)
+                    && r.no_node_on_its_way(child.id(), nodes)
             });
             if !complete {
                 continue;
             }
-            let finished = round.take().expect("a complete round");
+            let finished = served.round.take().expect("a complete round");
             halts += 1;
             *held.lock().unwrap_or_else(|p| p.into_inner()) = true;
             let choice = self
-                .present(dir, halts, (&nodes, &gone), finished, &mut terminal)
+                .present(
+                    dir,
+                    halts,
+                    (&served.nodes, &served.gone),
+                    finished,
+                    &mut terminal,
+                )
                 .unwrap_or_else(|e| {
                     let (CliError::Input(e) | CliError::Failure(e)) = e;
                     eprintln!("ppd: cannot show halt {halts}: {e:#}; the program runs on");
@@ -207,7 +202,7 @@ impl LiveDebugger {
                 Choice::Detach => DebuggerCommand::Detach,
                 Choice::Kill => {
                     // The recording survives SIGKILL; what was logged up to the halt is kept.
-                    for pid in nodes.values().filter_map(|n| n.pid) {
+                    for pid in served.nodes.values().filter_map(|n| n.pid) {
                         let _ = nix::sys::signal::kill(
                             nix::unistd::Pid::from_raw(pid as i32),
                             nix::sys::signal::Signal::SIGKILL,
@@ -222,16 +217,9 @@ impl LiveDebugger {
             let mut shown = held.lock().unwrap_or_else(|p| p.into_inner());
             *shown = false;
             while let Ok(arrived) = incoming.try_recv() {
-                let mut served = Served {
-                    nodes: &mut nodes,
-                    round: &mut round,
-                    forwards: &mut forwards,
-                    gone: &mut gone,
-                    connected: &mut connected,
-                };
                 self.receive(arrived, &mut served);
             }
-            for node in nodes.values_mut() {
+            for node in served.nodes.values_mut() {
                 node.command(command.clone());
             }
             drop(shown);
@@ -240,7 +228,7 @@ impl LiveDebugger {
             Some(status) => status,
             None => wait_for(child)?,
         };
-        if !connected {
+        if !served.connected {
             eprintln!(
                 "ppd: the program never connected to the debugger (built with another ppd, \
                  or it ended before its runtime started): the breakpoint was never armed"
@@ -252,10 +240,10 @@ impl LiveDebugger {
     }
 
     /// What the nodes' connections brought: a node, a message, or a node's end.
-    fn receive(&self, arrived: Incoming, served: &mut Served<'_>) {
+    fn receive(&self, arrived: Incoming, served: &mut Served) {
         match arrived {
             Incoming::Connected(id, commands, halted) => {
-                *served.connected = true;
+                served.connected = true;
                 let mut node = Node {
                     name: None,
                     pid: None,
@@ -269,13 +257,19 @@ impl LiveDebugger {
                 served.nodes.insert(id, node);
             }
             Incoming::Message(id, message) => {
-                self.take(id, message, served.nodes, served.round, served.forwards);
+                self.take(
+                    id,
+                    message,
+                    &mut served.nodes,
+                    &mut served.round,
+                    &mut served.forwards,
+                );
             }
             Incoming::Closed(id) => {
                 served
                     .gone
                     .extend(served.nodes.remove(&id).and_then(|n| n.name));
-                served.forwards.kept_by(id, None, served.nodes);
+                served.forwards.kept_by(id, None, &mut served.nodes);
             }
         }
     }
@@ -545,12 +539,16 @@ struct Node {
 }
 
 /// The debugger's side of the nodes, as `serve` keeps it.
-struct Served<'a> {
-    nodes: &'a mut BTreeMap<usize, Node>,
-    round: &'a mut Option<Round>,
-    forwards: &'a mut Forwards,
-    gone: &'a mut Vec<String>,
-    connected: &'a mut bool,
+#[derive(Default)]
+struct Served {
+    nodes: BTreeMap<usize, Node>,
+    /// The halt in progress, if any.
+    round: Option<Round>,
+    forwards: Forwards,
+    /// The nodes that said who they are and have ended: in a halted state, finished.
+    gone: Vec<String>,
+    /// Whether any node has connected.
+    connected: bool,
 }
 
 impl Node {

@@ -211,6 +211,62 @@ fn command_loop(input: &mut Input, debugger: &mut impl Commands) {
     }
 }
 
+/// `print [PROCESS] [json]`: the whole state (`all`, told whether as JSON), or one process
+/// of it, as `process` finds it by name.
+fn print_command<'s>(
+    rest: &str,
+    all: impl FnOnce(bool),
+    process: impl FnOnce(&str) -> Result<&'s ProcessState, CliError>,
+) -> Result<(), CliError> {
+    let mut words: Vec<&str> = rest.split_whitespace().collect();
+    let json = words.last() == Some(&"json");
+    if json {
+        words.pop();
+    }
+    match words.as_slice() {
+        [] => all(json),
+        [name] => {
+            let p = process(name)?;
+            if json {
+                output::json(p);
+            } else {
+                out!("{}", p.render());
+            }
+        }
+        _ => outln!("print takes one process at most: print [PROCESS] [json]"),
+    }
+    Ok(())
+}
+
+/// `why PROCESS VAR [...]`: the chain behind VAR at the process's current event, the process
+/// found by name by `process`, the answer traced through `store`.
+fn why_command<'s>(
+    rest: &str,
+    process: impl FnOnce(&str) -> Result<&'s ProcessState, CliError>,
+    mut store: TraceStore<'_>,
+    integrity: &ppd_formats::integrity::Integrity,
+) -> Result<(), CliError> {
+    let args = match WhyArgs::try_parse_from(rest.split_whitespace()) {
+        Ok(args) => args,
+        Err(e) => {
+            out!("{}", e.render());
+            return Ok(());
+        }
+    };
+    let p = process(&args.process)?;
+    let Some(last) = p.last_event else {
+        outln!(
+            "{} has not executed an event yet: none of its variables has a value to explain",
+            p.name
+        );
+        return Ok(());
+    };
+    let (query, format) = args.at(last);
+    // A nondeterminism leak is in the answer printed; the session goes on.
+    why::answer(&mut store, &query, format, integrity)?;
+    Ok(())
+}
+
 pub(crate) fn report_error(e: CliError) {
     match e {
         CliError::Input(e) | CliError::Failure(e) => outln!("{e:#}"),
@@ -441,48 +497,22 @@ impl Debugger<'_> {
     }
 
     fn print(&self, rest: &str) -> Result<(), CliError> {
-        let mut words: Vec<&str> = rest.split_whitespace().collect();
-        let json = words.last() == Some(&"json");
-        if json {
-            words.pop();
-        }
-        match words.as_slice() {
-            [] if json => output::json(&self.current),
-            [] => out!("{}", self.current.render()),
-            [name] => {
-                let p = self.process(name)?;
+        print_command(
+            rest,
+            |json| {
                 if json {
-                    output::json(p);
+                    output::json(&self.current);
                 } else {
-                    out!("{}", p.render());
+                    out!("{}", self.current.render());
                 }
-            }
-            _ => outln!("print takes one process at most: print [PROCESS] [json]"),
-        }
-        Ok(())
+            },
+            |name| self.process(name),
+        )
     }
 
     fn why(&self, rest: &str) -> Result<(), CliError> {
-        let args = match WhyArgs::try_parse_from(rest.split_whitespace()) {
-            Ok(args) => args,
-            Err(e) => {
-                out!("{}", e.render());
-                return Ok(());
-            }
-        };
-        let p = self.process(&args.process)?;
-        let Some(last) = p.last_event else {
-            outln!(
-                "{} has not executed an event yet: none of its variables has a value to explain",
-                p.name
-            );
-            return Ok(());
-        };
-        let (query, format) = args.at(last);
-        let mut store = TraceStore::new(&self.ctx.recording, self.ctx.launch.binary.clone());
-        // A nondeterminism leak is in the answer printed; the session goes on.
-        why::answer(&mut store, &query, format, &self.ctx.integrity)?;
-        Ok(())
+        let store = TraceStore::new(&self.ctx.recording, self.ctx.launch.binary.clone());
+        why_command(rest, |name| self.process(name), store, &self.ctx.integrity)
     }
 
     fn restore(&self, rest: &str) -> Result<(), CliError> {

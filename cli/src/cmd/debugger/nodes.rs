@@ -18,7 +18,6 @@
 use std::process::ExitCode;
 
 use anyhow::anyhow;
-use clap::Parser;
 use ppd_flowback::Analysis;
 use ppd_flowback::why::TraceStore;
 use ppd_formats::integrity::Integrity;
@@ -30,10 +29,9 @@ use ppd_replayer::protocol::Goal;
 use super::attach::{Request, Tool, attach, attach_every};
 use super::commands::{COMMANDS, Verb};
 use super::input::{Input, Words};
-use super::{Flow, Outcome, WhyArgs, changes};
+use super::{Flow, Outcome, changes};
 use crate::cmd::halt_nodes::{self, NodeState};
 use crate::cmd::replay::{Args, context};
-use crate::cmd::why;
 use crate::exit::{CliError, CmdResult, failure};
 use crate::output::{self, out, outln};
 
@@ -366,47 +364,22 @@ impl Global<'_> {
     }
 
     fn print(&self, rest: &str) -> Result<(), CliError> {
-        let mut words: Vec<&str> = rest.split_whitespace().collect();
-        let json = words.last() == Some(&"json");
-        if json {
-            words.pop();
-        }
-        match words.as_slice() {
-            [] => self.print_all(json),
-            [name] => {
-                let (_, p) = self.process(name)?;
-                if json {
-                    output::json(p);
-                } else {
-                    out!("{}", p.render());
-                }
-            }
-            _ => outln!("print takes one process at most: print [PROCESS] [json]"),
-        }
-        Ok(())
+        super::print_command(
+            rest,
+            |json| self.print_all(json),
+            |name| self.process(name).map(|(_, p)| p),
+        )
     }
 
     /// `why PROCESS VAR`: the chain behind VAR at the process's current event, followed
     /// through every node of the recording.
     fn why(&self, rest: &str) -> Result<(), CliError> {
-        let args = match WhyArgs::try_parse_from(rest.split_whitespace()) {
-            Ok(args) => args,
-            Err(e) => {
-                out!("{}", e.render());
-                return Ok(());
-            }
-        };
-        let (_, p) = self.process(&args.process)?;
-        let Some(last) = p.last_event else {
-            outln!(
-                "{} has not executed an event yet: none of its variables has a value to explain",
-                p.name
-            );
-            return Ok(());
-        };
-        let (query, format) = args.at(last);
-        let mut store = TraceStore::new(self.recording, None);
-        why::answer(&mut store, &query, format, self.integrity)?;
-        Ok(())
+        let store = TraceStore::new(self.recording, None);
+        super::why_command(
+            rest,
+            |name| self.process(name).map(|(_, p)| p),
+            store,
+            self.integrity,
+        )
     }
 }
