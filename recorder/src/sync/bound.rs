@@ -11,19 +11,22 @@
 //! guarantees — the k-th receive happens-before the (k+n)-th send returns — is the
 //! semaphore's edge from a V to the P that takes its permit.
 //!
-//! A rendezvous channel (capacity 0) has one slot in `room`, so one message is in flight at a
-//! time, and a second semaphore, `handoff`, with none: the receive that takes the message gives
-//! `handoff` a permit, and the send returns only after taking it (so the receive
-//! happens-before the send returns), then frees the slot. A send that must not wait for a
-//! receive (`try_send`, and `send_timeout` once its time is up) takes the slot only while a
-//! receive waits for the message — in `recv`, `recv_timeout` or a selection, counted from the
-//! start of its wait — or once every receiver is gone (it then fails as disconnected), so that,
-//! as crossbeam's, it never leaves a message in the channel that nobody takes.
+//! A rendezvous channel (capacity 0) pairs each send with one receive, and the receive that
+//! takes a message happens-before its send returns. Recorded, crossbeam's own rendezvous
+//! carrier makes the pairs (`mpsc/carrier.rs`, `enveloped_paired`): a `try_send` pairs with a
+//! receive waiting in `recv` or in a selection, a `try_recv` with a send waiting, a selection's
+//! chosen send with the receive it reserved while its message is computed, and every receiver
+//! gone fails a waiting send. The room is not taken then; the *handoff*, a semaphore with no
+//! permits, gives the order: the receive gives it a permit after taking the message, and the
+//! send returns after taking one. A send that waits for a receive logs `Blocked` on the
+//! handoff; a `try_send` or `send_timeout` logs whether it found one (in time) as an `Outcome`
+//! on the room, `Acquired` or `WouldBlock`, which replay reads back. Replay gives each receive its logged message, so it
+//! pairs nothing itself.
 //!
-//! A selection with a send on the channel cannot wait on the room the way it waits on
+//! A selection with a send on a channel with room cannot wait on the room the way it waits on
 //! carriers; it registers a *watcher* (a crossbeam channel of its own) that every change that
-//! could make a send possible pings: a slot freed, a receive starting to wait (rendezvous),
-//! the last receiver gone.
+//! could make a send possible pings: a slot freed, the last receiver gone. (Recorded, a send
+//! on a rendezvous channel is on its carrier, which the selection waits on as on any other.)
 
 use crate::runtime::binding::LazyObject;
 use std::panic::Location;
@@ -46,9 +49,6 @@ use crate::runtime::backend::{Mode, Op};
 pub(crate) struct Bound {
     room: Semaphore,
     handoff: Option<Semaphore>,
-    /// Receives blocked on the channel now: a rendezvous `try_send` succeeds only when one is
-    /// waiting to take its message, as std's does.
-    waiting_receivers: AtomicUsize,
     /// Receivers alive; when the last goes, blocked senders are woken to fail.
     receivers: AtomicUsize,
     /// Where the channel was made: the place of the operations no call site stands for (the
@@ -76,7 +76,6 @@ impl Bound {
             handoff: (capacity == 0).then(|| {
                 Semaphore::hidden(0, name.unwrap_or("handoff of a rendezvous channel"), site)
             }),
-            waiting_receivers: AtomicUsize::new(0),
             receivers: AtomicUsize::new(1),
             site,
             watchers: Mutex::new(Vec::new()),
@@ -97,45 +96,59 @@ impl Bound {
         self.room.acquire_at(site);
     }
 
-    /// Before a `try_send`: takes a free slot if there is one (for a rendezvous channel, only
-    /// while a receive waits for the message, or once every receiver is gone, so that the
-    /// send fails as disconnected rather than full); the answer is logged.
+    /// Before a `try_send` on a channel with room: takes a free slot if there is one; the
+    /// answer is logged.
     pub(crate) fn try_enter(&self, site: &'static Location<'static>) -> bool {
-        self.room.try_acquire_at(site, None, || self.taker_ready())
+        self.room.try_acquire_at(site, None)
     }
 
-    /// Before a `send_timeout`: waits at most `patience` for a free slot (for a rendezvous
-    /// channel, also for a receive waiting to take the message: a rendezvous send that times
-    /// out has handed nothing over); the answer is logged.
-    ///
-    /// Recording a rendezvous send, the wait for a receive is made on a watcher, as a
-    /// selection's is, and the slot is then tried; replay gives the logged answer at once.
+    /// Before a `send_timeout` on a channel with room: waits at most `patience` for a free
+    /// slot; the answer is logged.
     pub(crate) fn enter_within(
         &self,
         site: &'static Location<'static>,
         patience: Duration,
     ) -> bool {
-        if self.handoff.is_some() && runtime::mode() == Mode::Record && !self.could_send() {
-            runtime::done(&Event::Blocked {
-                object: self.room.id(),
-                site: Some(site),
-            });
-            let (ping, pinged) = cc::bounded(1);
-            let _watch = self.watch(ping);
-            let deadline = std::time::Instant::now().checked_add(patience);
-            while !self.could_send() {
-                let woken = match deadline {
-                    Some(deadline) => pinged.recv_deadline(deadline).is_ok(),
-                    None => pinged.recv().is_ok(),
-                };
-                if !woken {
-                    break;
-                }
-            }
-            return self.room.try_acquire_at(site, None, || self.taker_ready());
-        }
-        self.room
-            .try_acquire_at(site, Some(patience), || self.taker_ready())
+        self.room.try_acquire_at(site, Some(patience))
+    }
+
+    /// Recording a rendezvous send that found no receive to pair with: it waits for one, on
+    /// the handoff whose permit such a receive gives.
+    pub(crate) fn log_waiting(&self, site: &'static Location<'static>) {
+        let object = self.handoff.as_ref().map_or(self.room.id(), |h| h.id());
+        runtime::done(&Event::Blocked {
+            object,
+            site: Some(site),
+        });
+    }
+
+    /// Recording a rendezvous `try_send` or `send_timeout`: whether it found a receive to pair
+    /// with (in time), an `Outcome` on the room — `Acquired` (its send is logged next) or
+    /// `WouldBlock` — as a `try_send` on a channel with room logs.
+    pub(crate) fn log_pairing(&self, paired: bool, site: &'static Location<'static>) {
+        runtime::done(&Event::Outcome {
+            object: self.room.id(),
+            outcome: if paired {
+                Outcome::Acquired
+            } else {
+                Outcome::WouldBlock
+            },
+            site: Some(site),
+        });
+    }
+
+    /// Replaying a rendezvous `try_send` or `send_timeout`: whether the log says it found a
+    /// receive to pair with ([`log_pairing`](Bound::log_pairing)).
+    pub(crate) fn replay_pairing(&self, site: &'static Location<'static>) -> bool {
+        let paired = !matches!(
+            runtime::expect(Op::on(EventKind::Outcome, self.room.id(), Some(site))),
+            Some(Event::Outcome {
+                outcome: Outcome::WouldBlock,
+                ..
+            })
+        );
+        self.log_pairing(paired, site);
+        paired
     }
 
     /// Whether the channel is a rendezvous channel (capacity 0).
@@ -143,41 +156,21 @@ impl Bound {
         self.handoff.is_some()
     }
 
-    /// Whether the receiver asking is the channel's last.
-    pub(crate) fn last_receiver(&self) -> bool {
-        self.receivers.load(Ordering::Acquire) == 1
-    }
-
     /// Whether every receiver is gone.
     pub(crate) fn disconnected(&self) -> bool {
         self.receivers.load(Ordering::Acquire) == 0
     }
 
-    /// Whether a message sent now is taken (or fails) without waiting for a receive: always
-    /// for a channel with room; for a rendezvous channel, while a receive waits for it or
-    /// once every receiver is gone.
-    fn taker_ready(&self) -> bool {
-        self.taker_ready_besides(0)
-    }
-
-    /// [`taker_ready`](Bound::taker_ready), not counting `own` of the waiting receives.
-    fn taker_ready_besides(&self, own: usize) -> bool {
-        self.handoff.is_none()
-            || self.waiting_receivers.load(Ordering::Acquire) > own
-            || self.receivers.load(Ordering::Acquire) == 0
-    }
-
-    /// After a send delivered its message: a rendezvous send waits until it is taken.
+    /// After a rendezvous send's message was taken: waits for its receive's permit on the
+    /// handoff.
     pub(crate) fn sent(&self, site: &'static Location<'static>) {
         if let Some(handoff) = &self.handoff {
             handoff.acquire_at(site);
-            self.room.release_at(site);
-            self.ping_watchers();
         }
     }
 
-    /// After a send that found every receiver gone: its slot goes on to the next sender, which
-    /// fails the same way.
+    /// After a send on a channel with room that found every receiver gone: its slot goes on to
+    /// the next sender, which fails the same way.
     pub(crate) fn abandoned(&self, site: &'static Location<'static>) {
         self.room.release_at(site);
         self.ping_watchers();
@@ -195,27 +188,11 @@ impl Bound {
         }
     }
 
-    /// A receive (or a selection with a receive on the channel) starts waiting; the guard
-    /// says when it stops. Only a rendezvous channel's sends ask whether one waits, so for any
-    /// other channel nothing is counted.
-    pub(crate) fn receiver_waits(&self) -> Option<WaitingReceiver<'_>> {
-        self.handoff.as_ref()?;
-        self.waiting_receivers.fetch_add(1, Ordering::AcqRel);
-        self.ping_watchers();
-        Some(WaitingReceiver(self))
-    }
-
-    /// Whether a send could proceed now without waiting, as a selection judges it: a slot is
-    /// free (for a rendezvous channel, while a receive waits for the message), or every
-    /// receiver is gone (the send then fails at once). Nothing is logged.
+    /// Whether a send on a channel with room could proceed now without waiting, as a selection
+    /// judges it: a slot is free, or every receiver is gone (the send then fails at once).
+    /// Nothing is logged.
     pub(crate) fn could_send(&self) -> bool {
-        self.could_send_besides(0)
-    }
-
-    /// [`could_send`](Bound::could_send), for a selection that has `own` receives of its own
-    /// told to be waiting on the channel: they cannot take its send's message.
-    pub(crate) fn could_send_besides(&self, own: usize) -> bool {
-        self.disconnected() || (self.room.has_permit() && self.taker_ready_besides(own))
+        self.disconnected() || self.room.has_permit()
     }
 
     /// Pings `watcher` whenever a send may have become possible, until the guard drops.
@@ -247,8 +224,8 @@ impl Bound {
     }
 
     /// A receiver went away, after its end of the carrier channel: when it was the last, a
-    /// sender waiting for room or for its message to be taken wakes, finds the channel
-    /// disconnected and passes the wake-up on.
+    /// sender waiting for room wakes, finds the channel disconnected and passes the wake-up
+    /// on. (A rendezvous channel's waiting senders wait on its carrier, which wakes them.)
     ///
     /// Which receiver is the last is a race between the receivers' processes; the wake-up's V
     /// in the log is its answer, and replay gives it to the same process: the one whose
@@ -256,47 +233,36 @@ impl Bound {
     /// the replay ([`release_for_last_receiver`]).
     pub(crate) fn receiver_dropped(&self) {
         let last = self.receivers.fetch_sub(1, Ordering::AcqRel) == 1;
-        let room = self.room.release_if(self.site, last);
-        let handoff = self
-            .handoff
-            .as_ref()
-            .is_some_and(|h| h.release_if(self.site, last));
+        if self.is_rendezvous() {
+            return;
+        }
         // Replayed by this drop: no other process does it (recording registers nothing).
-        if runtime::mode() == Mode::Replay && (room || handoff) {
-            let mut drops = last_drops();
-            if room {
-                drops.remove(&self.room.id());
-            }
-            if let Some(h) = self.handoff.as_ref().filter(|_| handoff) {
-                drops.remove(&h.id());
-            }
+        if self.room.release_if(self.site, last) && runtime::mode() == Mode::Replay {
+            last_drops().remove(&self.room.id());
         }
         if last {
             self.ping_watchers();
         }
     }
 
-    /// A bounded channel's room and handoff, registered in replay so that the wake-up of its
-    /// last receiver's drop can be done where the log has it ([`release_for_last_receiver`]).
+    /// A bounded channel's room and handoff; the room of a channel with room is registered in
+    /// replay so that the wake-up of its last receiver's drop can be done where the log has it
+    /// ([`release_for_last_receiver`]).
     pub(crate) fn shared(
         capacity: usize,
         name: Option<&'static str>,
         site: &'static Location<'static>,
     ) -> Arc<Bound> {
         let bound = Arc::new(Bound::new(capacity, name, site));
-        if runtime::mode() == Mode::Replay {
-            let mut drops = last_drops();
-            drops.insert(bound.room.id(), Arc::clone(&bound));
-            if let Some(handoff) = &bound.handoff {
-                drops.insert(handoff.id(), Arc::clone(&bound));
-            }
+        if runtime::mode() == Mode::Replay && !bound.is_rendezvous() {
+            last_drops().insert(bound.room.id(), Arc::clone(&bound));
         }
         bound
     }
 }
 
-/// Replay: the bounded channels by the ids of their room and handoff, until the wake-up of
-/// their last receiver's drop is replayed. Held strongly: the replay may reach the wake-up
+/// Replay: the channels with room by the ids of their rooms, until the wake-up of their last
+/// receiver's drop is replayed. Held strongly: the replay may reach the wake-up
 /// after every end of the channel is gone.
 fn last_drops() -> MutexGuard<'static, FxHashMap<ObjectId, Arc<Bound>>> {
     static LAST_DROPS: OnceLock<Mutex<FxHashMap<ObjectId, Arc<Bound>>>> = OnceLock::new();
@@ -306,8 +272,8 @@ fn last_drops() -> MutexGuard<'static, FxHashMap<ObjectId, Arc<Bound>>> {
         .unwrap_or_else(|p| p.into_inner())
 }
 
-/// Replay: whether a V of `object` logged at `site` is the wake-up of a bounded channel's
-/// last receiver not replayed yet: `object` is the channel's room or handoff, and `site` the
+/// Replay: whether a V of `object` logged at `site` is the wake-up of a channel's last
+/// receiver not replayed yet: `object` is the room of a channel with room, and `site` the
 /// channel's own (a receive's V names the receive's call site).
 pub fn is_last_receiver_release(object: ObjectId, site: Option<&Site>) -> bool {
     let drops = last_drops();
@@ -317,26 +283,18 @@ pub fn is_last_receiver_release(object: ObjectId, site: Option<&Site>) -> bool {
     site.is_some_and(|s| s.is(bound.site))
 }
 
-/// Replay: does the wake-up of a bounded channel's last receiver's drop, a V of its room or
-/// handoff `object`, in the current process, because its log has it next and the process is
+/// Replay: does the wake-up of a channel's last receiver's drop, a V of its room `object`, in
+/// the current process, because its log has it next and the process is
 /// about to do something else. The channel's ends are shared through something ppd does not
 /// log — most often clones of an `Arc` holding them, whose last clone's thread std's `Arc`
 /// does not say — and in this replay another thread's drop is the last, or none is yet; the V
 /// goes where the recorded run did it, so the senders that it woke are woken in the same
-/// order. Returns false for an object that is no such room or handoff.
+/// order. Returns false for an object that is no such room.
 pub(crate) fn release_for_last_receiver(object: ObjectId) -> bool {
     let Some(bound) = last_drops().remove(&object) else {
         return false;
     };
-    let semaphore = if bound.room.id() == object {
-        &bound.room
-    } else {
-        match &bound.handoff {
-            Some(handoff) => handoff,
-            None => return false,
-        }
-    };
-    semaphore.release_at(bound.site);
+    bound.room.release_at(bound.site);
     true
 }
 
@@ -356,16 +314,6 @@ impl Drop for Watch<'_> {
             .unwrap_or_else(|p| p.into_inner());
         watchers.retain(|(n, _)| *n != self.number);
         self.bound.watching.store(watchers.len(), Ordering::Release);
-    }
-}
-
-/// A receive blocked on a bounded channel; see [`Bound::receiver_waits`].
-#[derive(Debug)]
-pub(crate) struct WaitingReceiver<'a>(&'a Bound);
-
-impl Drop for WaitingReceiver<'_> {
-    fn drop(&mut self) {
-        self.0.waiting_receivers.fetch_sub(1, Ordering::AcqRel);
     }
 }
 

@@ -56,27 +56,6 @@ pub(crate) struct ChannelMeta<T> {
     bound: Option<Arc<Bound>>,
     /// Replaying a channel with one receiver: its logged messages, by sender.
     lanes: Option<Lanes<T>>,
-    /// A rendezvous channel's messages its last receiver went away without taking, for their
-    /// senders, waiting for them to be taken, to give back.
-    returned: std::sync::Mutex<Returned<T>>,
-}
-
-/// What the last receiver of a rendezvous channel handed back, and whether it has.
-#[derive(Debug)]
-struct Returned<T> {
-    /// Set by the last receiver as it hands back: a send after that must fail at once, for
-    /// nobody will take or hand back its message.
-    closed: bool,
-    messages: Vec<Envelope<T>>,
-}
-
-impl<T> Returned<T> {
-    fn new() -> std::sync::Mutex<Returned<T>> {
-        std::sync::Mutex::new(Returned {
-            closed: false,
-            messages: Vec::new(),
-        })
-    }
 }
 
 impl<T> ChannelMeta<T> {
@@ -87,7 +66,6 @@ impl<T> ChannelMeta<T> {
             values: Values::new(),
             bound: None,
             lanes: None,
-            returned: Returned::new(),
         })
     }
 
@@ -194,7 +172,11 @@ pub(crate) fn make<T>(
     }
     // The channel and its hidden semaphores all carry the name of the binding it is made in.
     let name = name.or_else(|| runtime::binding::name_at(site));
-    let (tx, rx) = carrier::enveloped();
+    let (tx, rx) = if capacity == Some(0) && runtime::mode() == Mode::Record {
+        carrier::enveloped_paired()
+    } else {
+        carrier::enveloped()
+    };
     let id = runtime::create(ObjectKind::Channel, 0, name, site);
     let meta = Arc::new(ChannelMeta {
         id,
@@ -202,7 +184,6 @@ pub(crate) fn make<T>(
         values: Values::new(),
         bound: capacity.map(|n| Bound::shared(n, name, site)),
         lanes: (runtime::mode() == Mode::Replay && receivers == Receivers::One).then(Lanes::new),
-        returned: Returned::new(),
     });
     (
         Sender {
@@ -273,14 +254,41 @@ impl<T> Sender<T> {
         value: T,
         site: &'static Location<'static>,
     ) -> Result<u64, SendError<T>> {
+        let (env, replayed) = self.log_send(value, site)?;
+        let seq = env.seq;
+        if let (Some(lanes), true) = (&self.meta.lanes, replayed) {
+            // Replay of a logged send: delivered, as the log says (see the `Err` below).
+            lanes.push(env);
+            return Ok(seq);
+        }
+        match self.inner.send(env) {
+            Ok(()) => Ok(seq),
+            // Replay: the log says the message was delivered, so in the recorded run it sat in
+            // the channel until the receiver went away unread; here it went away first. Either
+            // way nobody receives it, and the sender saw success.
+            Err(_) if matches!(runtime::mode(), Mode::Replay | Mode::Emulate) => Ok(seq),
+            Err(env) => {
+                self.log_undelivered(seq, site);
+                Err(SendError(env.value))
+            }
+        }
+    }
+
+    /// Logs the send of `value` — before the message becomes visible, so no receive is ever
+    /// logged without its send (a crash in between leaves a send nobody received, which is
+    /// consistent) — and gives it its envelope, saying whether the log had the send (replay).
+    /// Replayed, a send the log says found every receiver gone fails here.
+    fn log_send(
+        &self,
+        value: T,
+        site: &'static Location<'static>,
+    ) -> Result<(Envelope<T>, bool), SendError<T>> {
         let channel = self.meta.id;
         let expected = runtime::expect(Op::on(EventKind::Send, channel, Some(site)));
         let seq = runtime::backend::expected::send_seq(&expected).unwrap_or_else(|| {
             runtime::next_message_seq(channel, SEQ_RUN, || self.meta.next_seq.reserve_run())
         });
         let payload = self.meta.payload(&value);
-        // Logged before the message becomes visible, so no receive is ever logged without its
-        // send (a crash in between leaves a send nobody received, which is consistent).
         runtime::done(&Event::Send {
             channel,
             seq,
@@ -299,56 +307,25 @@ impl<T> Sender<T> {
             return Err(SendError(value));
         }
         let sender = runtime::current_process().unwrap_or(UNMANAGED_SENDER);
-        let env = Envelope { sender, seq, value };
-        if let (Some(lanes), Some(_)) = (&self.meta.lanes, &expected) {
-            // Replay of a logged send: delivered, as the log says (see the `Err` below).
-            let gone = lanes.push(env);
-            self.keep_for_sender(gone);
-            return Ok(seq);
-        }
-        match self.deliver(env) {
-            Ok(()) => Ok(seq),
-            // Replay: the log says the message was delivered, so in the recorded run it sat in
-            // the channel until the receiver went away unread; here it went away first. Either
-            // way nobody receives it, and the sender saw success.
-            Err(env) if matches!(runtime::mode(), Mode::Replay | Mode::Emulate) => {
-                // A rendezvous sender may learn, after its wait, that nobody took it.
-                self.keep_for_sender(vec![env]);
-                Ok(seq)
-            }
-            Err(e) => {
-                runtime::expect(Op::on(EventKind::Undelivered, channel, Some(site)));
-                runtime::done(&Event::Undelivered {
-                    channel,
-                    seq,
-                    site: Some(site),
-                });
-                Err(SendError(e.value))
-            }
-        }
+        Ok((Envelope { sender, seq, value }, expected.is_some()))
+    }
+
+    /// Logs that message `seq`, sent at `site`, found every receiver gone.
+    fn log_undelivered(&self, seq: u64, site: &'static Location<'static>) {
+        let channel = self.meta.id;
+        runtime::expect(Op::on(EventKind::Undelivered, channel, Some(site)));
+        runtime::done(&Event::Undelivered {
+            channel,
+            seq,
+            site: Some(site),
+        });
     }
 }
 
 impl<T> Sender<T> {
-    /// Puts `env` in the carrier. On a rendezvous channel that is done under the lock its last
-    /// receiver hands messages back with: a message put in after that receiver drained the
-    /// carrier, but before the carrier closed, would sit there untaken while its sender,
-    /// finding it not handed back, reported it taken.
-    fn deliver(&self, env: Envelope<T>) -> Result<(), Envelope<T>> {
-        if !self.meta.bound.as_ref().is_some_and(|b| b.is_rendezvous()) {
-            return self.inner.send(env);
-        }
-        let back = self.meta.returned.lock().unwrap_or_else(|p| p.into_inner());
-        if back.closed {
-            return Err(env);
-        }
-        let sent = self.inner.send(env);
-        drop(back);
-        sent
-    }
-
     /// A send that waits for room in a bounded channel: the room's P, then the send (a
-    /// rendezvous send then waits until its message is taken).
+    /// rendezvous send waits for a receive to pair with instead, then until its message is
+    /// taken).
     #[inline]
     pub(crate) fn send_bounded(
         &self,
@@ -375,9 +352,18 @@ impl<T> Sender<T> {
             serve_emulated_room(self.meta.id, site);
             return sent;
         };
+        if bound.is_rendezvous() {
+            return self
+                .send_rendezvous(bound, value, site, Wait::Block)
+                .map_err(|e| match e {
+                    TrySendError::Full(value) | TrySendError::Disconnected(value) => {
+                        SendError(value)
+                    }
+                });
+        }
         bound.enter(site);
         match self.send_logged_seq(value, site) {
-            Ok(seq) => self.handed_over(bound, seq, site),
+            Ok(_) => Ok(()),
             Err(e) => {
                 bound.abandoned(site);
                 Err(e)
@@ -385,69 +371,84 @@ impl<T> Sender<T> {
         }
     }
 
-    /// Replay: messages sent after every receiver of a rendezvous channel was gone, kept for
-    /// their senders as the last receiver keeps those it held ([`ReceiverCore::hand_back`]).
-    fn keep_for_sender(&self, gone: Vec<Envelope<T>>) {
-        if gone.is_empty() || !self.meta.bound.as_ref().is_some_and(|b| b.is_rendezvous()) {
-            return;
-        }
-        let mut back = self.meta.returned.lock().unwrap_or_else(|p| p.into_inner());
-        back.messages.extend(gone);
-    }
-
-    /// After a send on a bounded channel delivered message `seq`: a rendezvous send waits
-    /// until it is taken, and fails, giving the message back, when every receiver went away
-    /// without taking it (the last hands back what the channel held, `ChannelMeta::returned`).
-    /// Recorded, that failure is an `Undelivered` after the wait, which replay reads.
-    fn handed_over(
+    /// A send on a rendezvous channel, waiting as `wait` says for a receive to pair with:
+    /// `Full` when none came in time, `Disconnected` when every receiver is gone. Once its
+    /// message is taken, the send waits for the receive's permit on the handoff, so the
+    /// receive happens-before the send returns.
+    ///
+    /// Recorded, crossbeam's rendezvous carrier pairs the send with a receive
+    /// ([`carrier::enveloped_paired`]): the pairing is made first, then the send is logged
+    /// and the message handed over. A send that had to wait logs `Blocked` on the handoff (a
+    /// receive's permit is what it waits for); a `try_send` or `send_timeout` logs whether it
+    /// paired ([`Bound::log_pairing`]), which replay reads back.
+    fn send_rendezvous(
         &self,
         bound: &Bound,
-        seq: u64,
+        value: T,
+        site: &'static Location<'static>,
+        wait: Wait,
+    ) -> Result<(), TrySendError<T>> {
+        if runtime::mode() != Mode::Record {
+            if !matches!(wait, Wait::Block) && !bound.replay_pairing(site) {
+                return Err(TrySendError::Full(value));
+            }
+            self.send_logged_seq(value, site)
+                .map_err(|e| TrySendError::Disconnected(e.0))?;
+            bound.sent(site);
+            return Ok(());
+        }
+        let mut select = cc::Select::new();
+        self.inner.select_send(&mut select);
+        let paired = match select.try_select() {
+            Ok(op) => op,
+            Err(_) => {
+                let waited = match wait {
+                    Wait::Try => None,
+                    Wait::Block => {
+                        bound.log_waiting(site);
+                        Some(select.select())
+                    }
+                    Wait::Timeout(patience) => {
+                        bound.log_waiting(site);
+                        select.select_timeout(patience).ok()
+                    }
+                };
+                let Some(op) = waited else {
+                    bound.log_pairing(false, site);
+                    return Err(TrySendError::Full(value));
+                };
+                op
+            }
+        };
+        if !matches!(wait, Wait::Block) {
+            bound.log_pairing(true, site);
+        }
+        self.complete_paired(bound, paired, value, site)
+            .map_err(|e| TrySendError::Disconnected(e.0))
+    }
+
+    /// Recording: completes a send on a rendezvous carrier that crossbeam paired with a
+    /// receive (in [`send_rendezvous`](Sender::send_rendezvous) or a selection), logged as
+    /// any send, then waits for the receive's permit on the handoff.
+    pub(crate) fn complete_paired(
+        &self,
+        bound: &Bound,
+        paired: cc::SelectedOperation<'_>,
+        value: T,
         site: &'static Location<'static>,
     ) -> Result<(), SendError<T>> {
+        let (env, _) = self.log_send(value, site)?;
+        let seq = env.seq;
+        if let Err(env) = self.inner.complete_send(paired, env) {
+            self.log_undelivered(seq, site);
+            return Err(SendError(env.value));
+        }
         bound.sent(site);
-        if !bound.is_rendezvous() {
-            return Ok(());
-        }
-        let channel = self.meta.id;
-        let untaken = match runtime::mode() {
-            Mode::Record => bound.disconnected(),
-            _ => matches!(
-                runtime::expect_if(Op::on(EventKind::Undelivered, channel, Some(site))),
-                Some(Event::Undelivered { .. })
-            ),
-        };
-        if !untaken {
-            return Ok(());
-        }
-        let sender = runtime::current_process().unwrap_or(UNMANAGED_SENDER);
-        let returned = {
-            let mut back = self.meta.returned.lock().unwrap_or_else(|p| p.into_inner());
-            back.messages
-                .iter()
-                .position(|env| env.seq == seq && env.sender == sender)
-                .map(|i| back.messages.swap_remove(i).value)
-        };
-        match returned {
-            Some(value) => {
-                runtime::done(&Event::Undelivered {
-                    channel,
-                    seq,
-                    site: Some(site),
-                });
-                Err(SendError(value))
-            }
-            // Taken before the receivers went away.
-            None if runtime::mode() == Mode::Record => Ok(()),
-            None => diverged(&format!(
-                "the log says message {seq} on channel {channel} was never taken, but no \
-                 receiver handed it back"
-            )),
-        }
+        Ok(())
     }
 
     /// A send that waits for room at most `patience` (none: not at all): `Full` when the
-    /// channel has no room in time (a rendezvous channel: no receive waiting),
+    /// channel has no room in time (a rendezvous channel: no receive to pair with),
     /// `Disconnected` when every receiver is gone.
     pub(crate) fn try_send_bounded(
         &self,
@@ -474,6 +475,10 @@ impl<T> Sender<T> {
             serve_emulated_room(self.meta.id, site);
             return sent.map_err(|e| TrySendError::Disconnected(e.0));
         };
+        if bound.is_rendezvous() {
+            let wait = patience.map_or(Wait::Try, Wait::Timeout);
+            return self.send_rendezvous(bound, value, site, wait);
+        }
         let entered = match patience {
             None => bound.try_enter(site),
             Some(patience) => bound.enter_within(site, patience),
@@ -482,9 +487,7 @@ impl<T> Sender<T> {
             return Err(TrySendError::Full(value));
         }
         match self.send_logged_seq(value, site) {
-            Ok(seq) => self
-                .handed_over(bound, seq, site)
-                .map_err(|e| TrySendError::Disconnected(e.0)),
+            Ok(_) => Ok(()),
             Err(e) => {
                 bound.abandoned(site);
                 Err(TrySendError::Disconnected(e.0))
@@ -515,7 +518,7 @@ impl<T> Sender<T> {
     /// Completes a send a selection chose on the carrier (pass-through).
     fn complete_send(&self, op: cc::SelectedOperation<'_>, value: T) -> Result<(), SendError<T>> {
         self.inner
-            .complete_send(op, value)
+            .complete_send(op, Envelope::bare(value))
             .map_err(|env| SendError(env.value))
     }
 
@@ -727,32 +730,8 @@ impl<T> ReceiverCore<T> {
 /// carrier's go with its last receiver.
 impl<T> Drop for ReceiverCore<T> {
     fn drop(&mut self) {
-        if let Some(bound) = &self.meta.bound
-            && bound.is_rendezvous()
-            && bound.last_receiver()
-        {
-            self.hand_back();
-        }
         if let Some(lanes) = &self.meta.lanes {
             lanes.close();
-        }
-    }
-}
-
-impl<T> ReceiverCore<T> {
-    /// The last receiver of a rendezvous channel goes: the messages it holds, each sent by a
-    /// sender waiting for it to be taken, go back to their senders (crossbeam's fail, giving
-    /// the message back).
-    fn hand_back(&self) {
-        let mut back = self.meta.returned.lock().unwrap_or_else(|p| p.into_inner());
-        back.closed = true;
-        while let Ok(env) = self.inner.try_recv() {
-            back.messages.push(env);
-        }
-        back.messages
-            .extend(self.stash.lock().held.drain().map(|(_, env)| env));
-        if let Some(lanes) = &self.meta.lanes {
-            lanes.take_all(&mut back.messages);
         }
     }
 }
@@ -984,18 +963,13 @@ impl<T> ReceiverCore<T> {
 
     /// Record: takes whatever the channel delivers and logs it.
     fn receive_live(&self, wait: Wait, site: &'static Location<'static>) -> Result<T, RecvOutcome> {
-        // A receive that may wait is waiting for a rendezvous sender from its start, back-off
-        // included, as crossbeam's is registered with the channel before it spins: a
-        // `try_send` meanwhile hands it the message.
-        let waiting = match wait {
-            Wait::Try => None,
-            Wait::Block | Wait::Timeout(_) => {
-                self.meta.bound.as_ref().and_then(|b| b.receiver_waits())
-            }
-        };
+        // A rendezvous carrier pairs a receive with a send only once the receive waits on it,
+        // so a receive there does not spin first: a `try_send` meanwhile would find nobody.
+        let rendezvous = self.meta.bound.as_ref().is_some_and(|b| b.is_rendezvous());
         let first = match wait {
             // A timed wait is not lengthened by the back-off.
             Wait::Try | Wait::Timeout(_) => self.inner.try_recv(),
+            Wait::Block if rendezvous => self.inner.try_recv(),
             Wait::Block => self.try_recv_after_backoff(),
         };
         let got = match first {
@@ -1016,9 +990,6 @@ impl<T> ReceiverCore<T> {
                 }
             },
         };
-        // No longer waiting once it has a message (or none): a sender that looks now must
-        // not count it among the receives waiting for the next.
-        drop(waiting);
         match got {
             Ok(env) => Ok(self.log_recv(env, site)),
             Err(outcome) => {

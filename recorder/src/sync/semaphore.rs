@@ -328,14 +328,13 @@ impl Semaphore {
 
     /// P that waits at most `patience` (none: not at all), on behalf of an operation at `site`
     /// (a bounded channel's `try_send`, `send_timeout`): takes a permit if one is there (or
-    /// comes in time) and `also` holds. The answer is logged as an `Outcome` (`WouldBlock`, or
+    /// comes in time). The answer is logged as an `Outcome` (`WouldBlock`, or
     /// `Acquired` followed by the `SemAcquire`), as a `try_lock`'s is, and replay gives it
     /// back.
     pub(crate) fn try_acquire_at(
         &self,
         site: &'static Location<'static>,
         patience: Option<Duration>,
-        also: impl FnOnce() -> bool,
     ) -> bool {
         let object = self.meta.id();
         let answer = |outcome: Outcome| {
@@ -369,7 +368,7 @@ impl Semaphore {
                     });
                     count = self.sleep_for_permit(count, Some(patience));
                 }
-                if count.free == 0 || !also() {
+                if count.free == 0 {
                     answer(Outcome::WouldBlock);
                     return false;
                 }

@@ -14,28 +14,12 @@ pub(crate) struct Cut {
     pub(crate) reason: &'static str,
 }
 
-/// ppd's selection takes a send on a rendezvous channel when a receive waits, without
-/// reserving that receive, as crossbeam does (docs/porting.md).
-const UNRESERVED_SEND: &str = "a selection's send on a rendezvous channel does not reserve the \
-     waiting receive it was chosen for (nor pair with a non-blocking receive), so this pairing \
-     hangs or fails under the recorder";
-
 /// Every cut.
 pub(crate) const CUTS: &[Cut] = &[
     cut_replay(
         "crossbeam-channel/golang::select2::main",
         "it asserts how many bytes the process allocated, and the replaying runtime allocates \
          more than the recording one",
-    ),
-    cut_record("crossbeam-channel/golang::chan::main", UNRESERVED_SEND),
-    cut_record(
-        "crossbeam-channel/golang::chan_test::test_self_select",
-        UNRESERVED_SEND,
-    ),
-    cut_record("crossbeam-channel/select::matching", UNRESERVED_SEND),
-    cut_record(
-        "crossbeam-channel/select::matching_with_leftover",
-        UNRESERVED_SEND,
     ),
     Cut {
         test: "crossbeam-channel/select_macro::fairness2",
@@ -44,17 +28,7 @@ pub(crate) const CUTS: &[Cut] = &[
                  how often each of three channels wins a selection against a scheduling-dependent \
                  bound, and failed once in a run of the whole suite under load",
     },
-    cut_record("crossbeam-channel/select_macro::try_recv", UNRESERVED_SEND),
-    cut_record("crossbeam-channel/zero::recv_in_send", UNRESERVED_SEND),
 ];
-
-const fn cut_record(test: &'static str, reason: &'static str) -> Cut {
-    Cut {
-        test,
-        from: Mode::Recorded,
-        reason,
-    }
-}
 
 const fn cut_replay(test: &'static str, reason: &'static str) -> Cut {
     Cut {

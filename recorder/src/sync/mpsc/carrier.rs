@@ -75,6 +75,17 @@ pub(crate) fn enveloped<T>() -> (CarrierTx<T>, CarrierRx<T>) {
     (CarrierTx::Enveloped(tx), CarrierRx::Enveloped(rx))
 }
 
+/// Recording a rendezvous channel: crossbeam's own rendezvous carrier of messages with
+/// headers. It pairs each send with one receive — a `try_send` with a receive waiting in
+/// `recv` or a selection, a `try_recv` with a send waiting, a selection's chosen send with the
+/// receive it reserved while its message is still being computed — which no count of waiting
+/// receives beside an unbounded carrier can do: a message put in a shared queue goes to
+/// whichever receive comes first, not to the one its send was paired with.
+pub(crate) fn enveloped_paired<T>() -> (CarrierTx<T>, CarrierRx<T>) {
+    let (tx, rx) = cc::bounded(0);
+    (CarrierTx::Enveloped(tx), CarrierRx::Enveloped(rx))
+}
+
 impl<T> Clone for CarrierTx<T> {
     fn clone(&self) -> Self {
         match self {
@@ -167,15 +178,13 @@ impl<T> CarrierTx<T> {
     pub(crate) fn complete_send(
         &self,
         op: cc::SelectedOperation<'_>,
-        value: T,
+        env: Envelope<T>,
     ) -> Result<(), Envelope<T>> {
         match self {
             CarrierTx::Bare(tx) => op
-                .send(tx, value)
+                .send(tx, env.value)
                 .map_err(|cc::SendError(value)| Envelope::bare(value)),
-            CarrierTx::Enveloped(tx) => op
-                .send(tx, Envelope::bare(value))
-                .map_err(|cc::SendError(env)| env),
+            CarrierTx::Enveloped(tx) => op.send(tx, env).map_err(|cc::SendError(env)| env),
         }
     }
 }

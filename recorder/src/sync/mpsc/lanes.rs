@@ -80,28 +80,16 @@ impl<T> Lanes<T> {
         }
     }
 
-    /// Puts `env` at the back of its sender's lane; if the receiver is gone, the lane's
-    /// messages instead, `env` among them, for the caller to drop or give back.
-    pub(crate) fn push(&self, env: Envelope<T>) -> Vec<Envelope<T>> {
+    /// Puts `env` at the back of its sender's lane; if the receiver is gone, drops it with the
+    /// lane's other messages, as a carrier's go with its last receiver.
+    pub(crate) fn push(&self, env: Envelope<T>) {
         let lane = self.lane(env.sender);
         // The lane holds both ends of its queue: the send cannot fail.
         let _ = lane.tx.send(env);
         // A close that came first may have drained this lane before the push: drain it again.
         // (A close that comes later drains it itself.)
         if self.closed.load(Ordering::SeqCst) {
-            return lane.rx.try_iter().collect();
-        }
-        Vec::new()
-    }
-
-    /// Moves every message held into `out`.
-    pub(crate) fn take_all(&self, out: &mut Vec<Envelope<T>>) {
-        for bucket in self.buckets.iter() {
-            let mut next = bucket.get();
-            while let Some(lane) = next {
-                out.extend(lane.rx.try_iter());
-                next = lane.next.get();
-            }
+            lane.drain();
         }
     }
 

@@ -1,9 +1,13 @@
 //! [`Select`]: waiting on several channel operations at once, the choice logged.
 //!
 //! Receives are judged ready by the carriers themselves. A send is too without a backend (the
-//! carrier of a bounded channel is bounded then); under one, carriers are unbounded and a
-//! bounded channel's room is a hidden semaphore (`super::super::bound`), so the selection asks
-//! the room whether the send could proceed, and waits for it through a watcher the room pings.
+//! carrier of a bounded channel is bounded then), and recording a rendezvous channel (its
+//! carrier is crossbeam's rendezvous channel, which pairs the chosen send with the receive it
+//! reserved); otherwise, under a backend, carriers are unbounded and a bounded channel's room is
+//! a hidden semaphore (`super::super::bound`), so the selection asks the room whether the send
+//! could proceed, and waits for it through a watcher the room pings. (A selection that has
+//! such a send waits on its receives without reserving them, so a rendezvous receive among
+//! them pairs only with a send already waiting.)
 //! Whatever was chosen is logged as the operation's index (`Select`), or that none was ready
 //! in time (`RecvNone` on the first channel); replay takes the logged choice without looking
 //! at the channels, and the operation that completes it is logged on its own.
@@ -19,8 +23,8 @@ use smallvec::SmallVec;
 
 use super::{Receiver, ReceiverCore, RecvError, SendError, Sender, Wait};
 use crate::runtime;
-use crate::runtime::backend::Op;
-use crate::sync::bound::{Bound, WaitingReceiver};
+use crate::runtime::backend::{Mode, Op};
+use crate::sync::bound::Bound;
 
 /// Waits on several receivers at once and receives from the one that is ready.
 ///
@@ -54,14 +58,10 @@ pub struct Select<'a> {
 /// An operation of a [`Select`].
 #[derive(Clone, Copy)]
 enum SelectOp<'a> {
-    /// A receive from `channel`. Under a backend, `bound` is a bounded channel's room, told
-    /// while the selection waits (a rendezvous send looks whether a receive waits).
-    Recv {
-        channel: ObjectId,
-        bound: Option<&'a Bound>,
-    },
+    /// A receive from `channel`.
+    Recv { channel: ObjectId },
     /// A send on `channel`. Under a backend, `bound` is its room (none: unbounded, always
-    /// ready), and the carriers' selection does not judge it.
+    /// ready), which judges it unless it is on its carrier ([`SelectOp::on_carrier`]).
     Send {
         channel: ObjectId,
         bound: Option<&'a Bound>,
@@ -74,9 +74,26 @@ impl SelectOp<'_> {
     /// The operation's channel; none once removed.
     fn channel(&self) -> Option<ObjectId> {
         match *self {
-            SelectOp::Recv { channel, .. } | SelectOp::Send { channel, .. } => Some(channel),
+            SelectOp::Recv { channel } | SelectOp::Send { channel, .. } => Some(channel),
             SelectOp::Removed => None,
         }
+    }
+
+    /// Whether the carriers judge the operation: a receive, and recording, a send on a
+    /// rendezvous channel, whose carrier pairs it with a receive.
+    fn on_carrier(&self) -> bool {
+        match *self {
+            SelectOp::Recv { .. } => true,
+            SelectOp::Send { bound, .. } => {
+                bound.is_some_and(Bound::is_rendezvous) && runtime::mode() == Mode::Record
+            }
+            SelectOp::Removed => false,
+        }
+    }
+
+    /// Whether the operation is a send its room judges.
+    fn judged_by_room(&self) -> bool {
+        matches!(self, SelectOp::Send { .. }) && !self.on_carrier()
     }
 }
 
@@ -167,7 +184,6 @@ impl<'a> Select<'a> {
     pub(crate) fn recv_core<T>(&mut self, receiver: &'a ReceiverCore<T>) -> usize {
         self.ops.push(SelectOp::Recv {
             channel: receiver.meta.id,
-            bound: receiver.meta.bound.as_deref(),
         });
         receiver.inner.select_recv(&mut self.inner)
     }
@@ -347,11 +363,7 @@ impl<'a> Select<'a> {
             }
             _ => {}
         }
-        let chosen = if self
-            .ops
-            .iter()
-            .any(|op| matches!(op, SelectOp::Send { .. }))
-        {
+        let chosen = if self.ops.iter().any(SelectOp::judged_by_room) {
             match self.choose_with_sends(wait, first, site, &mut live) {
                 Ok(Chosen::Live(r)) => Ok(r),
                 Ok(Chosen::Send(i)) => {
@@ -366,7 +378,6 @@ impl<'a> Select<'a> {
                 Err(e) if matches!(wait, Wait::Try) => Err(e),
                 Err(_) => {
                     log_blocked(first, site);
-                    let _waiting = waiting_receives(&self.ops);
                     live(&mut self.inner, wait)
                 }
             }
@@ -387,8 +398,8 @@ impl<'a> Select<'a> {
         }
     }
 
-    /// Record, with sends among the operations: the first send whose room has space, or a
-    /// receive the carriers have ready, waiting as `wait` says for either (on the carriers,
+    /// Record, with sends its rooms judge among the operations: the first such send whose room
+    /// has space, or an operation the carriers have ready, waiting as `wait` says for either (on the carriers,
     /// and on a watcher every room pings when a send may have become possible). Logs
     /// `Blocked` before it waits; the caller logs the choice.
     fn choose_with_sends<R>(
@@ -402,10 +413,11 @@ impl<'a> Select<'a> {
             Wait::Timeout(t) => Instant::now().checked_add(t),
             Wait::Block | Wait::Try => None,
         };
-        // The receives alone: a send's carrier is unbounded here and always looks ready.
+        // The carriers' operations alone: the carrier of a send its room judges is unbounded
+        // here and always looks ready.
         let mut receives = self.inner.clone();
         for (i, op) in self.ops.iter().enumerate() {
-            if matches!(op, SelectOp::Send { .. }) {
+            if op.judged_by_room() {
                 receives.remove(i);
             }
         }
@@ -430,27 +442,25 @@ impl<'a> Select<'a> {
             turn
         });
         let n = self.ops.len();
-        let mut waiting = None;
-        // Once the selection waits, its own receives are counted among a rendezvous
-        // channel's waiting receivers: a send of its own on that channel needs another.
+        let mut blocked = false;
         let ops = &self.ops;
-        let send_ready = |i: usize, told: bool| match ops[i] {
-            SelectOp::Send { bound, channel } => bound.is_none_or(|b| {
-                b.could_send_besides(if told { own_receives(ops, channel) } else { 0 })
-            }),
-            SelectOp::Recv { .. } | SelectOp::Removed => false,
+        let send_ready = |i: usize| match ops[i] {
+            SelectOp::Send { bound, .. } if ops[i].judged_by_room() => {
+                bound.is_none_or(Bound::could_send)
+            }
+            _ => false,
         };
         loop {
             if self.biased {
                 // The first operation that can proceed: the first ready send, unless a receive
                 // added before it is ready (the carriers' biased choice among those).
-                let ready_send = (0..n).find(|&i| send_ready(i, waiting.is_some()));
+                let ready_send = (0..n).find(|&i| send_ready(i));
                 let mut earlier;
                 let looked = match ready_send {
                     Some(i) => {
                         earlier = receives.clone();
                         for j in i + 1..n {
-                            if matches!(self.ops[j], SelectOp::Recv { .. }) {
+                            if self.ops[j].on_carrier() {
                                 earlier.remove(j);
                             }
                         }
@@ -465,9 +475,7 @@ impl<'a> Select<'a> {
                     return Ok(Chosen::Send(i));
                 }
             } else {
-                let ready_send = (0..n)
-                    .map(|k| (turn + k) % n)
-                    .find(|&i| send_ready(i, waiting.is_some()));
+                let ready_send = (0..n).map(|k| (turn + k) % n).find(|&i| send_ready(i));
                 let receives_first = turn.is_multiple_of(2);
                 if receives_first && let Ok(r) = live(&mut receives, Wait::Try) {
                     return Ok(Chosen::Live(r));
@@ -482,9 +490,9 @@ impl<'a> Select<'a> {
             if matches!(wait, Wait::Try) || deadline.is_some_and(|d| Instant::now() >= d) {
                 return Err(SelectTimeoutError);
             }
-            if waiting.is_none() {
+            if !blocked {
                 log_blocked(first, site);
-                waiting = Some(waiting_receives(&self.ops));
+                blocked = true;
             }
             let mut woken_by = receives.clone();
             let woken = woken_by.recv(&pinged);
@@ -497,28 +505,6 @@ impl<'a> Select<'a> {
             }
         }
     }
-}
-
-/// A waiting selection's receives from rendezvous channels, told to their rooms until the
-/// guards drop: a `try_send` on one of them meanwhile hands over its message, as it does to a
-/// receive waiting in `recv`, and so does another selection's send arm.
-fn waiting_receives<'a>(ops: &[SelectOp<'a>]) -> SmallVec<[WaitingReceiver<'a>; 4]> {
-    ops.iter()
-        .filter_map(|op| match *op {
-            SelectOp::Recv {
-                bound: Some(bound), ..
-            } => bound.receiver_waits(),
-            _ => None,
-        })
-        .collect()
-}
-
-/// How many of `ops` are receives from `channel`: those a selection told the channel's room
-/// are waiting, which its own send on the channel must not count as takers.
-fn own_receives(ops: &[SelectOp<'_>], channel: ObjectId) -> usize {
-    ops.iter()
-        .filter(|op| matches!(**op, SelectOp::Recv { channel: c, bound: Some(_) } if c == channel))
-        .count()
 }
 
 /// The carriers' own choice among `sel`'s operations, waiting as `wait` says.
@@ -541,7 +527,7 @@ thread_local! {
 
 /// What [`Select::choose_with_sends`] found.
 enum Chosen<R> {
-    /// A receive the carriers completed (or only judged ready).
+    /// An operation the carriers chose (or only judged ready).
     Live(R),
     /// The send with this index, judged ready by its room.
     Send(usize),
@@ -716,8 +702,9 @@ impl SelectedOperation<'_> {
     }
 
     /// Completes the chosen send on any sending end. Without a backend, the carrier's; under
-    /// one, the channel's send as `send` makes it (its room's P, which the room said it could
-    /// take at once, then the logged send).
+    /// one, a rendezvous send the carrier paired is logged and handed over
+    /// ([`Sender::complete_paired`]), any other is the channel's send as `send` makes it (its
+    /// room's P, which the room said it could take at once, then the logged send).
     ///
     /// # Panics
     ///
@@ -729,7 +716,13 @@ impl SelectedOperation<'_> {
             panic!("passed a sender that wasn't selected");
         }
         match self.live {
-            Some(op) => sender.complete_send(op, msg),
+            // Under a backend, only a rendezvous send is chosen on its carrier.
+            Some(op) => match sender.meta.bound.as_deref() {
+                Some(bound) if runtime::active() => {
+                    sender.complete_paired(bound, op, msg, self.site)
+                }
+                _ => sender.complete_send(op, msg),
+            },
             None => sender.send_bounded(msg, self.site),
         }
     }
