@@ -44,6 +44,10 @@ use super::semaphore::Semaphore;
 use crate::runtime;
 use crate::runtime::backend::{Mode, Op};
 
+/// How long a recorded rendezvous send whose message was taken looks for its receive's permit
+/// before it sleeps: the receive that took it is often still being woken.
+const HANDOFF_PATIENCE: Duration = Duration::from_micros(100);
+
 /// The room (and for capacity 0 the handoff) of one bounded channel.
 #[derive(Debug)]
 pub(crate) struct Bound {
@@ -165,6 +169,12 @@ impl Bound {
     /// handoff.
     pub(crate) fn sent(&self, site: &'static Location<'static>) {
         if let Some(handoff) = &self.handoff {
+            if runtime::mode() == Mode::Record {
+                let start = std::time::Instant::now();
+                while !handoff.has_permit() && start.elapsed() < HANDOFF_PATIENCE {
+                    std::thread::yield_now();
+                }
+            }
             handoff.acquire_at(site);
         }
     }
