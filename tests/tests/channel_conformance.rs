@@ -211,3 +211,14 @@ fn a_send_a_selection_says_is_ready_succeeds_once_the_receive_has_moved_on() {
         &["every try_send the selection said was ready succeeded: true"],
     );
 }
+
+#[test]
+fn a_receive_a_selection_says_is_ready_finds_the_send_that_woke_it() {
+    conforms(
+        "ready-recv",
+        &[
+            "try_sends taken: 0",
+            "receives after ready that found nothing: 0",
+        ],
+    );
+}

@@ -399,9 +399,15 @@ impl<T> Sender<T> {
         }
         let mut select = cc::Select::new();
         self.inner.select_send(&mut select);
-        let paired = match select.try_select() {
-            Ok(op) => op,
-            Err(_) => {
+        // A probe first: a failing `try_select` would register the send for a moment, waking
+        // a `ready` on the receiving end to a send already gone (see `select::live_if_ready`).
+        let now = match select.try_ready() {
+            Ok(_) => select.try_select().ok(),
+            Err(_) => None,
+        };
+        let paired = match now {
+            Some(op) => op,
+            None => {
                 let waited = match wait {
                     Wait::Try => None,
                     Wait::Block => {

@@ -35,7 +35,10 @@
 //!   rendezvous channel; they pair up, half sending and half receiving, none left waiting;
 //! * `ready-send`: a selection says which of two rendezvous channels a receive waits on, and
 //!   a `try_send` there succeeds, round after round, while the receiver takes turns between
-//!   them: a receive that has taken its message no longer counts as waiting.
+//!   them: a receive that has taken its message no longer counts as waiting;
+//! * `ready-recv`: a selection in `ready` on a rendezvous receive wakes for a send that waits
+//!   there (in `send` or a `select!`), not for `try_send`s that found no receive waiting (a
+//!   selection in `ready` is not one), so the `try_recv` after it always gets the message.
 
 use std::time::Duration;
 
@@ -551,6 +554,47 @@ fn ready_send() {
     );
 }
 
+fn ready_recv() {
+    const ROUNDS: u32 = 500;
+    const TRIES: u32 = 20;
+    let (s, r) = channel::bounded::<u32>(0);
+    let waiter = spawn("waiter", move || {
+        let mut empty = 0;
+        for i in 0..ROUNDS {
+            loop {
+                let mut sel = channel::Select::new();
+                sel.recv(&r);
+                sel.ready();
+                match r.try_recv() {
+                    Ok(got) => {
+                        assert_eq!(got, i);
+                        break;
+                    }
+                    Err(_) => empty += 1,
+                }
+            }
+        }
+        empty
+    });
+    let mut taken = 0;
+    for i in 0..ROUNDS {
+        for _ in 0..TRIES {
+            taken += u32::from(s.try_send(i).is_ok());
+        }
+        // A waiting send of either kind wakes the waiter: in `send`, and in a selection.
+        if i % 2 == 0 {
+            s.send(i).expect("the waiter receives every round");
+        } else {
+            channel::select! {
+                send(s, i) -> sent => sent.expect("the waiter receives every round"),
+            }
+        }
+    }
+    let empty = waiter.join().expect("waiter");
+    println!("try_sends taken: {taken}");
+    println!("receives after ready that found nothing: {empty}");
+}
+
 #[ppd::main]
 fn main() {
     match std::env::args().nth(1).as_deref() {
@@ -568,6 +612,7 @@ fn main() {
         Some("send-waits-disconnect") => send_waits_disconnect(),
         Some("select-matching") => select_matching(),
         Some("ready-send") => ready_send(),
+        Some("ready-recv") => ready_recv(),
         other => {
             eprintln!("unknown case {other:?}");
             std::process::exit(2);

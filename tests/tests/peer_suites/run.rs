@@ -99,7 +99,11 @@ fn output(mut command: Command) -> Result<Output, String> {
     let out = child.wait_with_output().map_err(|e| format!("wait: {e}"));
     done.store(true, Ordering::SeqCst);
     if watchdog.join().unwrap_or(false) {
-        return Err(format!("hung: killed after {} s", HUNG_AFTER.as_secs()));
+        let printed = out.as_ref().map(tail).unwrap_or_default();
+        return Err(format!(
+            "hung: killed after {} s, having printed:\n{printed}",
+            HUNG_AFTER.as_secs()
+        ));
     }
     out
 }
@@ -143,7 +147,22 @@ fn recorded(binary: &Binary, test: &str, dir: &Path) -> Outcome {
     match output(command) {
         Ok(out) if one_test_passed(&out) => Outcome::Passed,
         Ok(out) => Outcome::Failed(tail(&out)),
-        Err(e) => Outcome::Failed(e),
+        // Where each thread was when the run was killed, from what its log kept.
+        Err(e) => Outcome::Failed(format!("{e}\n{}", recording_info(dir))),
+    }
+}
+
+/// `ppd info` of the recording in `dir`, as text.
+fn recording_info(dir: &Path) -> String {
+    let mut command = Command::new(ppd_tests::ppd_bin());
+    command.arg("info").arg(dir);
+    match output(command) {
+        Ok(out) => format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+        Err(e) => format!("ppd info: {e}"),
     }
 }
 

@@ -373,7 +373,13 @@ impl<'a> Select<'a> {
                 Err(e) => Err(e),
             }
         } else {
-            match live(&mut self.inner, Wait::Try) {
+            // A `try_select` of the program's own is crossbeam's, spurious wake-ups and all; a
+            // look before a wait is a probe, which leaves other threads' `ready` alone.
+            let now = match wait {
+                Wait::Try => live(&mut self.inner, Wait::Try),
+                Wait::Block | Wait::Timeout(_) => live_if_ready(&mut self.inner, &mut live),
+            };
+            match now {
                 Ok(op) => Ok(op),
                 Err(e) if matches!(wait, Wait::Try) => Err(e),
                 Err(_) => {
@@ -468,7 +474,7 @@ impl<'a> Select<'a> {
                     }
                     None => &mut receives,
                 };
-                if let Ok(r) = live(looked, Wait::Try) {
+                if let Ok(r) = live_if_ready(looked, live) {
                     return Ok(Chosen::Live(r));
                 }
                 if let Some(i) = ready_send {
@@ -477,13 +483,13 @@ impl<'a> Select<'a> {
             } else {
                 let ready_send = (0..n).map(|k| (turn + k) % n).find(|&i| send_ready(i));
                 let receives_first = turn.is_multiple_of(2);
-                if receives_first && let Ok(r) = live(&mut receives, Wait::Try) {
+                if receives_first && let Ok(r) = live_if_ready(&mut receives, live) {
                     return Ok(Chosen::Live(r));
                 }
                 if let Some(i) = ready_send {
                     return Ok(Chosen::Send(i));
                 }
-                if !receives_first && let Ok(r) = live(&mut receives, Wait::Try) {
+                if !receives_first && let Ok(r) = live_if_ready(&mut receives, live) {
                     return Ok(Chosen::Live(r));
                 }
             }
@@ -505,6 +511,20 @@ impl<'a> Select<'a> {
             }
         }
     }
+}
+
+/// `live`'s choice among `sel`'s operations if one can proceed now, asked first with a probe
+/// that registers nothing (`try_ready`). A failing crossbeam `try_select` registers every
+/// operation for a moment, and a rendezvous carrier tells the other end's watchers of each
+/// registration, so a thread in `ready` on that end would wake to an operation already gone
+/// (crossbeam allows that of `ready`, but its own blocking operations never cause it, and
+/// programs count on that).
+fn live_if_ready<'a, R>(
+    sel: &mut cc::Select<'a>,
+    live: &mut impl FnMut(&mut cc::Select<'a>, Wait) -> Result<R, SelectTimeoutError>,
+) -> Result<R, SelectTimeoutError> {
+    sel.try_ready().map_err(|_| SelectTimeoutError)?;
+    live(sel, Wait::Try)
 }
 
 /// The carriers' own choice among `sel`'s operations, waiting as `wait` says.
