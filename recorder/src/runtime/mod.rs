@@ -102,11 +102,19 @@ struct Hot {
     /// Recording: whether transferred values are logged (payloads were asked for, or an
     /// e-block is open).
     payloads: bool,
+    /// Whether an e-block is open (where every look at a one-time initialization is logged).
+    in_eblock: bool,
 }
 
 thread_local! {
     static CURRENT: RefCell<Option<Process>> = const { RefCell::new(None) };
-    static HOT: Cell<Hot> = const { Cell::new(Hot { id: None, payloads: false }) };
+    static HOT: Cell<Hot> = const {
+        Cell::new(Hot {
+            id: None,
+            payloads: false,
+            in_eblock: false,
+        })
+    };
     static WARNED_UNMANAGED: Cell<bool> = const { Cell::new(false) };
 }
 
@@ -116,10 +124,12 @@ fn refresh_hot(process: Option<&Process>) {
         Some(p) => Hot {
             id: Some(p.id),
             payloads: p.eblock_depth > 0 || p.backend.log_payloads(),
+            in_eblock: p.eblock_depth > 0,
         },
         None => Hot {
             id: None,
             payloads: false,
+            in_eblock: false,
         },
     };
     HOT.with(|h| h.set(hot));
@@ -382,6 +392,18 @@ pub fn wants_payload() -> bool {
 pub fn seen_complete(object: ObjectId, generation: u32) -> bool {
     with_process(|p| p.eblock_depth == 0 && p.seen_complete.get(&object) == Some(&generation))
         .unwrap_or(false)
+}
+
+/// The current process's bit in a one-time initialization's record of who has seen it
+/// complete, outside any e-block ([`seen_complete`] says why), if it has one: processes below
+/// 64 do.
+#[inline]
+pub fn seen_bit() -> Option<u64> {
+    let hot = HOT.with(|h| h.get());
+    match hot.id {
+        Some(ProcessId(k)) if k < 64 && !hot.in_eblock => Some(1 << k),
+        _ => None,
+    }
 }
 
 /// Notes that the current process saw the one-time initialization `object` complete in

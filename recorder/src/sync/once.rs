@@ -61,6 +61,10 @@ pub struct Once {
     /// How many times the `OnceLock` this belongs to was emptied (`take`): a process that saw
     /// an earlier generation complete must look again.
     generation: PlainU32,
+    /// Bit `k` set: process `k` (below 64) has seen this generation complete, and looks no
+    /// more (see [`is_completed_logged`](Once::is_completed_logged)). In the cell, not in the
+    /// process, so that a repeated look is one load of a line the cell's readers share.
+    seen_by: std::sync::atomic::AtomicU64,
 }
 
 /// What `call_once_force`'s closure is told, like `std::sync::OnceState`.
@@ -110,6 +114,7 @@ impl Once {
             finished: Condvar::named(name),
             waiters: PlainU32::new(0),
             generation: PlainU32::new(0),
+            seen_by: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -168,9 +173,39 @@ impl Once {
     /// that load orders the process after the initializer, and its later looks follow in
     /// program order. Logging every look made each a contended versioned access of the state,
     /// hundreds of times a plain load.
-    #[inline(never)]
+    ///
+    /// What a process has seen is kept in the cell for processes below 64 ([`Once::seen_by`],
+    /// a load and a bit test), in the process's own table for the others.
+    #[inline]
     #[track_caller]
     fn is_completed_logged(&self) -> bool {
+        let Some(bit) = runtime::seen_bit() else {
+            return self.is_completed_looked_up();
+        };
+        // Relaxed: the bit is this process's own, set after its first look (an `Acquire`
+        // load that ordered it after the initializer); `take` clears every bit exclusively.
+        if self.seen_by.load(Ordering::Relaxed) & bit != 0 {
+            return true;
+        }
+        self.first_look(bit)
+    }
+
+    /// A process's look while it has not seen the cell complete: the logged load.
+    #[inline(never)]
+    #[track_caller]
+    fn first_look(&self, bit: u64) -> bool {
+        let complete = self.state.load(Ordering::Acquire) == COMPLETE;
+        if complete {
+            self.seen_by.fetch_or(bit, Ordering::Relaxed);
+        }
+        complete
+    }
+
+    /// `is_completed_logged` for a process with no bit in the cell: what it has seen is in its
+    /// own table, by generation.
+    #[inline(never)]
+    #[track_caller]
+    fn is_completed_looked_up(&self) -> bool {
         let object = self.state.object();
         // Relaxed: only `take` changes it, holding the cell exclusively.
         let generation = self.generation.load(Ordering::Relaxed);
@@ -311,6 +346,7 @@ impl Fill {
         self.0.load(Ordering::Acquire) != EMPTY
     }
 
+    #[inline]
     fn is_filled_mut(&mut self) -> bool {
         *self.0.get_mut() != EMPTY
     }
@@ -418,7 +454,7 @@ impl<T> OnceLock<T> {
     #[inline(never)]
     #[track_caller]
     fn get_logged(&self, site: &'static Location<'static>) -> Option<&T> {
-        if !runtime::active() || !self.once.is_completed() {
+        if !runtime::active() || !self.once.is_completed_logged() {
             return None;
         }
         match self.filled_value() {
@@ -557,6 +593,7 @@ impl<T> OnceLock<T> {
         }
         *self.once.state.get_mut() = INCOMPLETE;
         *self.once.generation.get_mut() += 1;
+        *self.once.seen_by.get_mut() = 0;
         self.filled.clear_mut();
         self.value.get_mut().take()
     }
