@@ -1368,5 +1368,96 @@ fn main() -> ExitCode {
         "added: recorded - unrecorded; rings: what the logs' rings take if every page of them \
          is touched (one per process, main included, at the default ring size)"
     );
+
+    print_goals(&results);
     ExitCode::SUCCESS
+}
+
+/// A goal on the wall time recording adds per operation of a workload.
+struct Goal {
+    /// What the goal bounds.
+    what: &'static str,
+    /// The workloads that measure it; it is met when every one that ran is within `limit`.
+    workloads: &'static [&'static str],
+    /// The most that recording may add per operation.
+    limit: Duration,
+}
+
+/// The goals on the cost recording adds per operation (the whole-process, replay and halting
+/// goals are measured elsewhere: `--bench replay`, and pairs of whole `bank` runs).
+const GOALS: &[Goal] = &[
+    Goal {
+        what: "per lock acquisition",
+        workloads: &["lock-heavy"],
+        limit: Duration::from_nanos(20),
+    },
+    Goal {
+        what: "per atomic access",
+        workloads: &["atomic-heavy", "atomic-ptr"],
+        limit: Duration::from_nanos(10),
+    },
+    Goal {
+        what: "per message beyond the channel's own cost",
+        workloads: &["ping-pong", "all-to-one"],
+        limit: Duration::from_nanos(30),
+    },
+    Goal {
+        what: "per bounded-channel message",
+        workloads: &["sync-all-to-one", "channel-all-to-one"],
+        limit: Duration::from_nanos(50),
+    },
+    Goal {
+        what: "per OnceLock::get after the first",
+        workloads: &["once-get"],
+        limit: Duration::from_nanos(2),
+    },
+    Goal {
+        what: "per scoped spawn",
+        workloads: &["scoped"],
+        limit: Duration::from_micros(20),
+    },
+];
+
+/// One line per goal: what each of its workloads that ran added per operation (the
+/// difference of the recorded and unrecorded wall medians), and whether that is within it.
+fn print_goals(results: &[Measured]) {
+    println!();
+    println!("goals (wall time recording adds per operation, from the first table):");
+    for goal in GOALS {
+        let measured: Vec<(&str, f64)> = goal
+            .workloads
+            .iter()
+            .filter_map(|&name| results.iter().find(|m| m.name == name))
+            .map(|m| {
+                let added = median(m.wall(Variant::Recorded)).as_secs_f64()
+                    - median(m.wall(Variant::Unrecorded)).as_secs_f64();
+                (m.name, added / m.ops as f64)
+            })
+            .collect();
+        if measured.is_empty() {
+            continue;
+        }
+        let limit = goal.limit.as_secs_f64();
+        let met = measured.iter().all(|&(_, added)| added <= limit);
+        let figures: Vec<String> = measured
+            .iter()
+            .map(|&(name, added)| format!("{name} {}", per_op(added)))
+            .collect();
+        println!(
+            "  {:<44} <= {:>8}: {:<7} ({})",
+            goal.what,
+            per_op(limit),
+            if met { "met" } else { "not met" },
+            figures.join(", ")
+        );
+    }
+}
+
+/// A time per operation, in ns below 10 µs and in µs above.
+fn per_op(seconds: f64) -> String {
+    if seconds.abs() < 10e-6 {
+        format!("{:.1} ns", seconds * 1e9)
+    } else {
+        format!("{:.1} µs", seconds * 1e6)
+    }
 }

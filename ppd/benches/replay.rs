@@ -329,6 +329,7 @@ fn main() -> ExitCode {
         "{:<12} {:>10} {:>10} {:>8} {:>12} {:>22}",
         "workload", "record ms", "replay ms", "ratio", "to halt ms", "halt latency µs (own)"
     );
+    let mut figures = Vec::new();
     for w in &WORKLOADS {
         let mut recorded = Vec::new();
         let mut replayed = Vec::new();
@@ -343,14 +344,15 @@ fn main() -> ExitCode {
             to_halt.push(wall);
             latencies.push(latency);
         }
-        let (r, p) = (median(recorded), median(replayed));
+        let (r, p, h) = (median(recorded), median(replayed), median(to_halt));
+        figures.push((w.name, r, p, h));
         println!(
             "{:<12} {:>10.1} {:>10.1} {:>8.2} {:>12.1} {:>22.1}",
             w.name,
             ms(r),
             ms(p),
             p.as_secs_f64() / r.as_secs_f64(),
-            ms(median(to_halt)),
+            ms(h),
             median(latencies).as_secs_f64() * 1e6
         );
     }
@@ -363,5 +365,39 @@ fn main() -> ExitCode {
          replay runtime's own figure, from the event that made the predicate true to every \
          process held, not measured from outside"
     );
+    print_goals(&figures);
     ExitCode::SUCCESS
+}
+
+/// Whether each workload's replay is within 1.5 times its recording, and its halt within twice
+/// the replay of the prefix it halts after. The mark is half-way through the operations, so the
+/// prefix's replay is taken as half the whole replay: an estimate from it, not a run of its own.
+fn print_goals(figures: &[(&str, Duration, Duration, Duration)]) {
+    let verdict = |met: bool| if met { "met" } else { "not met" };
+    println!();
+    println!("goals:");
+    let replay: Vec<String> = figures
+        .iter()
+        .map(|(name, r, p, _)| format!("{name} {:.2}", p.as_secs_f64() / r.as_secs_f64()))
+        .collect();
+    let replay_met = figures
+        .iter()
+        .all(|(_, r, p, _)| p.as_secs_f64() <= 1.5 * r.as_secs_f64());
+    println!(
+        "  replay / record <= 1.5 for every workload: {} ({})",
+        verdict(replay_met),
+        replay.join(", ")
+    );
+    let halt: Vec<String> = figures
+        .iter()
+        .map(|(name, _, p, h)| format!("{name} {:.2}", h.as_secs_f64() / (p.as_secs_f64() / 2.0)))
+        .collect();
+    let halt_met = figures
+        .iter()
+        .all(|(_, _, p, h)| h.as_secs_f64() <= 2.0 * (p.as_secs_f64() / 2.0));
+    println!(
+        "  to halt / replay of the prefix (half the replay) <= 2: {} ({})",
+        verdict(halt_met),
+        halt.join(", ")
+    );
 }
