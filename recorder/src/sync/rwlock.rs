@@ -294,7 +294,7 @@ impl<T> RwLock<T> {
         tried: Option<LockResult<G>>,
         site: &'static Location<'static>,
         block: impl FnOnce() -> LockResult<G>,
-        try_now: impl FnOnce() -> TryLockResult<G>,
+        try_now: impl FnMut() -> TryLockResult<G>,
     ) -> LockResult<G> {
         let object = self.meta.id();
         let logged = runtime::expect(Op::on(EventKind::RwAcquire, object, Some(site)));
