@@ -180,6 +180,37 @@ fn a_process_logs_only_its_first_look_at_a_completed_cell_outside_e_blocks() {
 }
 
 #[test]
+fn every_process_logs_one_look_at_a_cell_set_before_it_started_whatever_its_id() {
+    let work = tempfile::tempdir().unwrap();
+    let (dir, printed) = record_replay_analyze(work.path(), "many-readers");
+    assert_eq!(printed, "read 2100\n");
+    let cell = creations(&dir)
+        .into_iter()
+        .find(|(_, name, _)| name.as_deref() == Some("once_lock"))
+        .map(|(object, ..)| object)
+        .expect("the cell's state is created");
+    let recording = Recording::open(&dir).expect("open recording");
+    let ids: Vec<(String, u32)> = recording
+        .processes()
+        .iter()
+        .map(|p| (p.name.clone(), p.id.0))
+        .collect();
+    let readers: Vec<(String, Vec<Event>)> = logs(&dir)
+        .into_iter()
+        .filter(|(name, _)| name.starts_with("reader-"))
+        .collect();
+    assert_eq!(readers.len(), 70);
+    // Processes below 64 keep what they have seen in the cell, the others in a table of
+    // their own: both kinds are here, and each logs its first look only.
+    let id_of = |name: &str| ids.iter().find(|(n, _)| n == name).expect("an id").1;
+    assert!(readers.iter().any(|(name, _)| id_of(name) < 64));
+    assert!(readers.iter().any(|(name, _)| id_of(name) >= 64));
+    for (name, events) in &readers {
+        assert_eq!(loads_of(events, cell), 1, "{name} (p{})", id_of(name));
+    }
+}
+
+#[test]
 fn a_panicking_call_once_poisons_and_call_once_force_recovers() {
     let work = tempfile::tempdir().unwrap();
     let (_, printed) = record_replay_analyze(work.path(), "poison");

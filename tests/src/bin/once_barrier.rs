@@ -4,7 +4,9 @@
 //! `poison` (a panicking `call_once` poisons a `Once`; `call_once` then panics, and
 //! `call_once_force` completes it), `barrier` (four processes through three generations of a
 //! `Barrier`; each prints whether it led), `trivial` (`Barrier::new(0)` and `new(1)`),
-//! `rereads` (processes look at a `OnceLock` again and again; `take` empties one) and `stuck`
+//! `rereads` (processes look at a `OnceLock` again and again; `take` empties one),
+//! `many-readers` (more processes than a cell keeps a bit for read a `OnceLock` set before
+//! they start) and `stuck`
 //! (two processes wait forever at a barrier for three; for the test that kills it).
 //! Every scenario but `stuck` prints what it observed, so a replay can be compared with its
 //! recording, and none has a data race or a deadlock.
@@ -190,6 +192,26 @@ fn rereads() {
     println!("took {taken:?}; read {first} before and {second} after");
 }
 
+/// Processes that read a cell: more than the 64 a cell records, by a bit each, as having seen
+/// it set.
+const MANY_READERS: usize = 70;
+
+/// `main` sets a cell, then `MANY_READERS` processes read it ten times each.
+fn many_readers() {
+    static SHARED: OnceLock<u64> = OnceLock::new();
+    SHARED.set(3).expect("set once");
+    let handles: Vec<_> = (0..MANY_READERS)
+        .map(|i| {
+            thread::Builder::new()
+                .name(format!("reader-{i}"))
+                .spawn(|| (0..10).filter_map(|_| SHARED.get()).sum::<u64>())
+                .expect("spawn")
+        })
+        .collect();
+    let total: u64 = handles.into_iter().map(|h| h.join().expect("reader")).sum();
+    println!("read {total}");
+}
+
 /// Two processes wait at a barrier for three, forever.
 fn stuck() {
     static MEETING: Barrier = Barrier::new(3);
@@ -217,6 +239,7 @@ fn main() -> std::process::ExitCode {
         Some("barrier") => barrier(),
         Some("trivial") => trivial(),
         Some("rereads") => rereads(),
+        Some("many-readers") => many_readers(),
         Some("stuck") => stuck(),
         other => {
             eprintln!(
