@@ -112,9 +112,11 @@ const PAUSES_BETWEEN_TRIES: u32 = 128;
 /// The lock if a try gets it within a short spin. Most contended acquisitions end that soon,
 /// and one that does logs no `Blocked` (an append while the holder waits for nothing). The
 /// pauses keep the tries, each a compare-and-swap of the lock's line, from taking it from its
-/// holder: in the lock-heavy benchmark (4 processes, 2 CPUs) a try alone took 117 ms and
-/// blocked on 18 % of acquisitions; 5 tries 128 pauses apart took 64–70 ms, 10 tries 16
-/// apart 68, 100 tries back to back 115, and crossbeam's back-off (pauses doubling from 1) 159.
+/// holder. The recorded lock-heavy workload of the overhead benchmark (4 processes, 2 CPUs;
+/// medians of 7 runs) took 117 ms with one try, which blocked on 18 % of acquisitions; 6 tries
+/// 128 pauses apart 64–70 ms, 11 tries 16 apart 68, 101 back to back 115, and 8 spaced by
+/// crossbeam's back-off (pauses doubling from 1) 159. These 5 took 63 ms in a run of the whole
+/// benchmark.
 #[inline]
 fn try_a_while<G>(mut try_now: impl FnMut() -> TryLockResult<G>) -> TryLockResult<G> {
     for _ in 1..TRIES {
