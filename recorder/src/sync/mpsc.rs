@@ -399,13 +399,7 @@ impl<T> Sender<T> {
         }
         let mut select = cc::Select::new();
         self.inner.select_send(&mut select);
-        // A probe first: a failing `try_select` would register the send for a moment, waking
-        // a `ready` on the receiving end to a send already gone (see `select::live_if_ready`).
-        let now = match select.try_ready() {
-            Ok(_) => select.try_select().ok(),
-            Err(_) => None,
-        };
-        let paired = match now {
+        let paired = match select::carriers_choice_if_ready(&mut select) {
             Some(op) => op,
             None => {
                 let waited = match wait {

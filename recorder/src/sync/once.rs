@@ -346,7 +346,6 @@ impl Fill {
         self.0.load(Ordering::Acquire) != EMPTY
     }
 
-    #[inline]
     fn is_filled_mut(&mut self) -> bool {
         *self.0.get_mut() != EMPTY
     }

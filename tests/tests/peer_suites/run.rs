@@ -108,12 +108,17 @@ fn output(mut command: Command) -> Result<Output, String> {
     out
 }
 
-fn tail(out: &Output) -> String {
-    let text = format!(
+/// What a run printed: its standard output, then its standard error.
+fn printed(out: &Output) -> String {
+    format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
-    );
+    )
+}
+
+fn tail(out: &Output) -> String {
+    let text = printed(out);
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(20)..].join("\n")
 }
@@ -157,11 +162,7 @@ fn recording_info(dir: &Path) -> String {
     let mut command = Command::new(ppd_tests::ppd_bin());
     command.arg("info").arg(dir);
     match output(command) {
-        Ok(out) => format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
+        Ok(out) => printed(&out),
         Err(e) => format!("ppd info: {e}"),
     }
 }

@@ -527,6 +527,14 @@ fn live_if_ready<'a, R>(
     live(sel, Wait::Try)
 }
 
+/// The operation the carriers choose among `sel`'s if one can proceed now, looked for without
+/// registering anything first ([`live_if_ready`]).
+pub(super) fn carriers_choice_if_ready<'a>(
+    sel: &mut cc::Select<'a>,
+) -> Option<cc::SelectedOperation<'a>> {
+    live_if_ready(sel, &mut carriers_choice).ok()
+}
+
 /// The carriers' own choice among `sel`'s operations, waiting as `wait` says.
 #[inline]
 fn carriers_choice<'a>(
